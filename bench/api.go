@@ -1,0 +1,77 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"net/http"
+	"time"
+)
+
+// This file fixes the package's entry points that other packages build on
+// (sim, trial). Bodies are filled in by the benchmark client's implementation.
+
+// SLO holds goodput limits in milliseconds; zero means "no limit".
+type SLO struct {
+	TTFTms float64 `json:"ttft_ms,omitempty"`
+	TPOTms float64 `json:"tpot_ms,omitempty"`
+	E2ELms float64 `json:"e2el_ms,omitempty"`
+}
+
+// SummaryOptions control Summarize.
+type SummaryOptions struct {
+	Goodput   SLO
+	Bootstrap int    // bootstrap resamples for CIs; 0 = default
+	Seed      uint64 // seed of the bootstrap resampling
+}
+
+// Summarize computes a Summary from records. Warm-up and failed records are
+// excluded from latency metrics; failed ones are counted by class.
+func Summarize(records []Record, opts SummaryOptions) Summary {
+	return Summary{}
+}
+
+// Generate returns n requests drawn from the dataset with rng.
+func (d DatasetSpec) Generate(rng *rand.Rand, n int) ([]Request, error) {
+	return nil, errors.New("not implemented")
+}
+
+// Schedule returns the intended send offsets of n requests under l.
+func (l Load) Schedule(rng *rand.Rand, n int) []time.Duration {
+	return nil
+}
+
+// Target is an OpenAI-compatible endpoint.
+type Target struct {
+	BaseURL  string      // e.g. http://127.0.0.1:8000
+	Model    string      // model name sent in requests
+	Endpoint string      // "completions" (default) or "chat"
+	Headers  http.Header // extra headers
+	APIKey   string      // Bearer token; never written anywhere
+}
+
+// Config is one benchmark run at one load level.
+type Config struct {
+	Target      Target
+	Dataset     DatasetSpec
+	Requests    []Request // pre-generated requests; overrides Dataset when set
+	Load        Load
+	NumRequests int           // count-bound run (ignored when Duration > 0)
+	Duration    time.Duration // duration-bound run
+	Warmup      int           // warm-up requests at the run's concurrency, excluded
+	Timeout     time.Duration // per request
+	Seed        uint64
+	Summary     SummaryOptions
+	Progress    func(done, total int) // optional; called from one goroutine
+}
+
+// Result is the outcome of Run.
+type Result struct {
+	Summary Summary
+	Records []Record
+}
+
+// Run drives cfg's load against its target and returns the measurements.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	return nil, errors.New("not implemented")
+}

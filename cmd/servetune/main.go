@@ -1,0 +1,104 @@
+// Command servetune finds the best way to serve a large language model: it
+// benchmarks OpenAI-compatible endpoints, simulates engines, and tunes engine
+// launch settings. See the README for the quick start.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes (DESIGN.md, CLI contract).
+const (
+	exitOK      = 0
+	exitFailed  = 1 // the run failed
+	exitUsage   = 2 // usage or input error
+	exitSLOMiss = 3 // SLOs not met where the user asked for a gate
+)
+
+// exitError carries an exit code out of a command.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// usageErrorf reports bad flags, values or input files: exit 2.
+func usageErrorf(format string, a ...any) error {
+	return &exitError{code: exitUsage, err: fmt.Errorf(format, a...)}
+}
+
+// usageError wraps err as a usage error: exit 2.
+func usageError(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &exitError{code: exitUsage, err: err}
+}
+
+// failedError wraps err as a run failure: exit 1.
+func failedError(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &exitError{code: exitFailed, err: err}
+}
+
+// subcommands registers constructors of top-level commands; each command file
+// appends to it in init so that files stay independent.
+var subcommands []func() *cobra.Command
+
+// newRoot builds the whole command tree. It is rebuilt for every invocation so
+// tests can run commands in memory without shared flag state.
+func newRoot(stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "servetune",
+		Short:         "Benchmark, simulate and tune LLM serving engines (vLLM, SGLang)",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       version,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
+	for _, mk := range subcommands {
+		root.AddCommand(mk())
+	}
+	return root
+}
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+// run executes one invocation and returns the process exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	root := newRoot(stdout, stderr)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "servetune: %v\n", err)
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	// Cobra's own errors (unknown command, bad args) are usage errors.
+	return exitUsage
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
