@@ -1,0 +1,3 @@
+// Package store keeps studies, trials, load points, per-request records and
+// GPU samples in one SQLite file.
+package store

@@ -1,0 +1,113 @@
+package store
+
+import (
+	"time"
+
+	"github.com/servetune/servetune/bench"
+	"github.com/servetune/servetune/space"
+)
+
+// Study statuses.
+const (
+	StudyRunning     = "running"
+	StudyFinished    = "finished"
+	StudyFailed      = "failed"
+	StudyInterrupted = "interrupted"
+)
+
+// Trial statuses.
+const (
+	TrialRunning     = "running"
+	TrialOK          = "ok"
+	TrialFailed      = "failed"
+	TrialPruned      = "pruned"
+	TrialInterrupted = "interrupted"
+)
+
+// Trial failure classes; "" when the trial did not fail.
+const (
+	FailNone        = ""
+	FailOOM         = "oom"
+	FailCrash       = "crash"
+	FailNotReady    = "not_ready"
+	FailLaunchError = "launch_error"
+	FailBenchError  = "bench_error"
+)
+
+// Study is one tuning study.
+type Study struct {
+	ID       int64
+	Name     string // unique
+	Spec     string // the study spec text as given (YAML); must hold no secret
+	Seed     uint64
+	Started  time.Time
+	Finished time.Time // zero while running
+	Status   string    // StudyRunning, ...
+}
+
+// Trial is one stored trial with its load points.
+type Trial struct {
+	ID         int64
+	StudyID    int64
+	Number     int
+	Settings   space.Settings
+	GPUs       []int
+	Status     string // TrialRunning, TrialOK, ...
+	Failure    string // FailOOM, ... or ""
+	FailureMsg string
+	LogTail    string
+	Objective  *float64 // nil when none was computed
+	Started    time.Time
+	Finished   time.Time // zero while running
+	LoadPoints []LoadPoint
+}
+
+// LoadPoint is one trial measured at one load level.
+type LoadPoint struct {
+	Level   string  // "concurrency=8" or "rate=4"
+	Kind    string  // "concurrency" or "rate"
+	Value   float64 // the level's value
+	Summary bench.Summary
+}
+
+// GPUSample is one telemetry sample of one GPU during a trial.
+type GPUSample struct {
+	T         time.Duration // offset from the trial's start
+	GPU       int           // GPU index
+	PowerW    float64
+	MemUsedB  int64 // bytes
+	UtilPct   float64
+	SMClockMH int // MHz
+	EnergyJ   float64
+}
+
+// TrialResult is everything a finished trial stores, written in one transaction.
+type TrialResult struct {
+	StudyID    int64
+	Number     int
+	Status     string
+	Failure    string
+	FailureMsg string
+	LogTail    string
+	Objective  *float64
+	Finished   time.Time // zero means now
+	LoadPoints []LoadPoint
+	// Requests holds each load level's per-request records, keyed by LoadPoint.Level.
+	Requests map[string][]bench.Record
+	GPU      []GPUSample
+}
+
+// RequestRow is one stored per-request record.
+type RequestRow struct {
+	Level        string
+	Index        int
+	Warmup       bool
+	Sched        time.Duration
+	Send         time.Duration
+	First        time.Duration
+	Last         time.Duration
+	End          time.Duration
+	PromptTokens int
+	OutputTokens int
+	Error        bench.ErrorClass
+}
