@@ -1,0 +1,42 @@
+// Package launcher starts and stops inference engines for trials.
+//
+// A Launcher turns a Spec (engine, model, rendered flags, env, GPUs, labels)
+// into a running Instance; the trial waits for Ready, measures against
+// Endpoint, and calls Stop, which releases everything the engine held. Four
+// launchers exist:
+//
+//   - Process: a local command in its own process group. "{port}", "{host}",
+//     "{model}" and "{args}" in the command template are filled per trial;
+//     Stop sends SIGTERM to the group, waits StopTimeout, then SIGKILLs it.
+//   - Endpoint: a server someone else runs; nothing is started or stopped.
+//   - Sim: `servetune sim serve` as a subprocess, a drop-in for `vllm serve`.
+//   - Docker: a container per trial (see Docker), with a reaper, Reap, for
+//     the containers a crashed or interrupted study left behind.
+//
+// Instances of Process, Sim and Docker also implement Exiter, so a trial can
+// tell a crash under load from a slow server. Ready returns an error wrapping
+// ErrExited (an *ExitError with the exit code) when the engine ends first;
+// Logs returns the tail of its output, where engines print why.
+//
+// Example:
+//
+//	l := &launcher.Sim{GPU: "H100-SXM", TimeScale: 10}
+//	in, err := l.Launch(ctx, launcher.Spec{Model: "meta-llama/Llama-3.1-8B-Instruct", GPUs: []int{0}})
+//	if err != nil {
+//		return err
+//	}
+//	defer in.Stop(context.WithoutCancel(ctx))
+//	if err := in.Ready(ctx); err != nil {
+//		return fmt.Errorf("%w\n%s", err, in.Logs())
+//	}
+//	// benchmark in.Endpoint() ...
+//
+// Secrets: Spec.Env values (API keys, HF tokens) are handed to the engine and
+// never logged or kept; the Docker launcher takes host variables by name only.
+//
+// Concurrency: launchers are safe for concurrent Launch calls once configured
+// (a study runs trials in parallel on disjoint GPU sets). An Instance's methods
+// are safe to call from several goroutines; Stop is idempotent. Every instance
+// owns one goroutine that waits for its engine and ends when the engine does;
+// Stop waits for it.
+package launcher

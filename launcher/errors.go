@@ -1,0 +1,27 @@
+package launcher
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ExitError reports an engine that ended on its own. errors.Is(err, ErrExited)
+// holds for it, so callers that only care about "it died" need not know the type.
+type ExitError struct {
+	Code      int  // exit status; 128+N when killed by signal N
+	OOMKilled bool // the kernel's OOM killer ended it (containers only)
+}
+
+func (e *ExitError) Error() string {
+	if e.OOMKilled {
+		return fmt.Sprintf("%v (exit code %d, OOM-killed)", ErrExited, e.Code)
+	}
+	return fmt.Sprintf("%v (exit code %d)", ErrExited, e.Code)
+}
+
+// Unwrap makes errors.Is(err, ErrExited) true.
+func (e *ExitError) Unwrap() error { return ErrExited }
+
+// ErrBadSpec is wrapped by errors about a launcher's options or a Spec that
+// cannot be launched as given.
+var ErrBadSpec = errors.New("bad launch spec")
