@@ -1,0 +1,206 @@
+package catalog
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Model is the shape of a decoder-only transformer, as its config.json
+// states it. Experts is 0 for dense models; for MoE models Intermediate is
+// the per-expert MLP size.
+type Model struct {
+	ID             string   `json:"id"` // Hugging Face id
+	Aliases        []string `json:"aliases,omitempty"`
+	Layers         int      `json:"num_hidden_layers"`
+	Hidden         int      `json:"hidden_size"`
+	Heads          int      `json:"num_attention_heads"`
+	KVHeads        int      `json:"num_key_value_heads"`
+	HeadDim        int      `json:"head_dim"`
+	Intermediate   int      `json:"intermediate_size"` // dense MLP, or per expert for MoE
+	Vocab          int      `json:"vocab_size"`
+	TiedEmbeddings bool     `json:"tie_word_embeddings"`
+	Experts        int      `json:"num_experts,omitempty"`
+	ExpertsPerTok  int      `json:"num_experts_per_tok,omitempty"`
+	MaxPosition    int      `json:"max_position_embeddings"`
+	DType          string   `json:"torch_dtype"` // checkpoint dtype, e.g. bfloat16
+	// Quantization is the checkpoint's weight quantization when the id or the
+	// config says so (fp8, awq, gptq); empty for 16-bit checkpoints.
+	Quantization string `json:"quantization,omitempty"`
+}
+
+// MoE reports whether the model has routed experts.
+func (m Model) MoE() bool { return m.Experts > 0 }
+
+// AttentionParams is the parameter count of one layer's attention
+// projections: h*d*(q + 2kv) for QKV plus q*d*h for the output.
+func (m Model) AttentionParams() float64 {
+	h, d := float64(m.Hidden), float64(m.HeadDim)
+	return h*d*float64(m.Heads+2*m.KVHeads) + float64(m.Heads)*d*h
+}
+
+// MLPParams is the parameter count of one layer's SwiGLU MLP: 3*h*I, or for
+// MoE 3*h*I per expert times the experts plus the h*E router.
+func (m Model) MLPParams() float64 {
+	per := 3 * float64(m.Hidden) * float64(m.Intermediate)
+	if m.MoE() {
+		return per*float64(m.Experts) + float64(m.Hidden)*float64(m.Experts)
+	}
+	return per
+}
+
+// ExpertParams is the parameter count of one expert (3*h*I); 0 for dense models.
+func (m Model) ExpertParams() float64 {
+	if !m.MoE() {
+		return 0
+	}
+	return 3 * float64(m.Hidden) * float64(m.Intermediate)
+}
+
+// EmbeddingParams counts the input embedding and, unless tied, the LM head.
+func (m Model) EmbeddingParams() float64 {
+	e := float64(m.Vocab) * float64(m.Hidden)
+	if m.TiedEmbeddings {
+		return e
+	}
+	return 2 * e
+}
+
+// Params is the total parameter count (norms are negligible and left out).
+func (m Model) Params() float64 {
+	return float64(m.Layers)*(m.AttentionParams()+m.MLPParams()) + m.EmbeddingParams()
+}
+
+// ActiveParams is the parameter count one token touches: all of a dense
+// model, the top-k experts of an MoE one.
+func (m Model) ActiveParams() float64 {
+	if !m.MoE() {
+		return m.Params()
+	}
+	mlp := float64(m.ExpertsPerTok)*m.ExpertParams() + float64(m.Hidden)*float64(m.Experts)
+	return float64(m.Layers)*(m.AttentionParams()+mlp) + m.EmbeddingParams()
+}
+
+// KVBytesPerToken is the KV cache of one token over all layers, 2*L*kv*d
+// elements of elemBytes each (2 for bf16, 1 for fp8).
+func (m Model) KVBytesPerToken(elemBytes float64) float64 {
+	return 2 * float64(m.Layers) * float64(m.KVHeads) * float64(m.HeadDim) * elemBytes
+}
+
+// Validate checks that the shape is usable; the error names the first bad field.
+func (m Model) Validate() error {
+	checks := []struct {
+		name string
+		v    int
+	}{
+		{"num_hidden_layers", m.Layers}, {"hidden_size", m.Hidden}, {"num_attention_heads", m.Heads},
+		{"num_key_value_heads", m.KVHeads}, {"head_dim", m.HeadDim}, {"intermediate_size", m.Intermediate},
+		{"vocab_size", m.Vocab},
+	}
+	for _, c := range checks {
+		if c.v <= 0 {
+			return fmt.Errorf("model %q: %s must be positive, got %d", m.ID, c.name, c.v)
+		}
+	}
+	if m.Heads%m.KVHeads != 0 {
+		return fmt.Errorf("model %q: num_attention_heads %d is not a multiple of num_key_value_heads %d", m.ID, m.Heads, m.KVHeads)
+	}
+	if m.MoE() && (m.ExpertsPerTok <= 0 || m.ExpertsPerTok > m.Experts) {
+		return fmt.Errorf("model %q: num_experts_per_tok %d must be in [1, %d]", m.ID, m.ExpertsPerTok, m.Experts)
+	}
+	return nil
+}
+
+// models is the built-in table of reference/models.md (shapes from each
+// model's published config.json). Qwen3-32B is added for the memory facts of
+// reference/engines.md.
+var models = []Model{
+	{ID: "meta-llama/Llama-3.1-8B-Instruct", Aliases: []string{"llama-3.1-8b", "llama-3.1-8b-instruct", "meta-llama/Llama-3.1-8B", "llama-3-8b", "meta-llama/Meta-Llama-3-8B-Instruct", "meta-llama/Meta-Llama-3.1-8B-Instruct"},
+		Layers: 32, Hidden: 4096, Heads: 32, KVHeads: 8, HeadDim: 128, Intermediate: 14336, Vocab: 128256, MaxPosition: 131072, DType: "bfloat16"},
+	{ID: "meta-llama/Llama-3.1-70B-Instruct", Aliases: []string{"llama-3.1-70b", "llama-3.1-70b-instruct", "meta-llama/Llama-3.1-70B", "meta-llama/Meta-Llama-3.1-70B-Instruct"},
+		Layers: 80, Hidden: 8192, Heads: 64, KVHeads: 8, HeadDim: 128, Intermediate: 28672, Vocab: 128256, MaxPosition: 131072, DType: "bfloat16"},
+	{ID: "meta-llama/Llama-3.3-70B-Instruct", Aliases: []string{"llama-3.3-70b", "llama-3.3-70b-instruct"},
+		Layers: 80, Hidden: 8192, Heads: 64, KVHeads: 8, HeadDim: 128, Intermediate: 28672, Vocab: 128256, MaxPosition: 131072, DType: "bfloat16"},
+	{ID: "Qwen/Qwen2.5-7B-Instruct", Aliases: []string{"qwen2.5-7b", "qwen2.5-7b-instruct"},
+		Layers: 28, Hidden: 3584, Heads: 28, KVHeads: 4, HeadDim: 128, Intermediate: 18944, Vocab: 152064, MaxPosition: 32768, DType: "bfloat16"},
+	{ID: "Qwen/Qwen2.5-32B-Instruct", Aliases: []string{"qwen2.5-32b", "qwen2.5-32b-instruct"},
+		Layers: 64, Hidden: 5120, Heads: 40, KVHeads: 8, HeadDim: 128, Intermediate: 27648, Vocab: 152064, MaxPosition: 32768, DType: "bfloat16"},
+	{ID: "Qwen/Qwen2.5-72B-Instruct", Aliases: []string{"qwen2.5-72b", "qwen2.5-72b-instruct"},
+		Layers: 80, Hidden: 8192, Heads: 64, KVHeads: 8, HeadDim: 128, Intermediate: 29568, Vocab: 152064, MaxPosition: 32768, DType: "bfloat16"},
+	{ID: "Qwen/Qwen3-32B", Aliases: []string{"qwen3-32b"},
+		Layers: 64, Hidden: 5120, Heads: 64, KVHeads: 8, HeadDim: 128, Intermediate: 25600, Vocab: 151936, MaxPosition: 40960, DType: "bfloat16"},
+	{ID: "mistralai/Mistral-7B-Instruct-v0.3", Aliases: []string{"mistral-7b", "mistral-7b-instruct"},
+		Layers: 32, Hidden: 4096, Heads: 32, KVHeads: 8, HeadDim: 128, Intermediate: 14336, Vocab: 32768, MaxPosition: 32768, DType: "bfloat16"},
+	{ID: "mistralai/Mixtral-8x7B-Instruct-v0.1", Aliases: []string{"mixtral-8x7b", "mixtral-8x7b-instruct"},
+		Layers: 32, Hidden: 4096, Heads: 32, KVHeads: 8, HeadDim: 128, Intermediate: 14336, Vocab: 32000, MaxPosition: 32768, DType: "bfloat16",
+		Experts: 8, ExpertsPerTok: 2},
+	{ID: "Qwen/Qwen3-30B-A3B", Aliases: []string{"qwen3-30b-a3b"},
+		Layers: 48, Hidden: 2048, Heads: 32, KVHeads: 4, HeadDim: 128, Intermediate: 768, Vocab: 151936, MaxPosition: 40960, DType: "bfloat16",
+		Experts: 128, ExpertsPerTok: 8},
+}
+
+// quantSuffixes are checkpoint-name suffixes that imply weight quantization,
+// longest first so "-FP8-dynamic" wins over "-FP8".
+var quantSuffixes = []struct{ suffix, quant string }{
+	{"-fp8-dynamic", "fp8"}, {"-fp8", "fp8"}, {"-awq", "awq"}, {"-gptq-int4", "gptq"}, {"-gptq", "gptq"}, {"-w4a16", "gptq"},
+}
+
+// Models returns the built-in model table.
+func Models() []Model {
+	out := make([]Model, len(models))
+	for i, m := range models {
+		out[i] = m
+		out[i].Aliases = append([]string(nil), m.Aliases...)
+	}
+	return out
+}
+
+// LookupModel returns the model with the given Hugging Face id or alias
+// (case-insensitive; an organisation prefix of a quantizing publisher is
+// ignored). An id ending in -FP8, -AWQ or -GPTQ names the base model with
+// that weight quantization, e.g. "meta-llama/Llama-3.3-70B-Instruct-FP8".
+func LookupModel(id string) (Model, error) {
+	key := strings.ToLower(strings.TrimSpace(id))
+	quant := ""
+	for _, s := range quantSuffixes {
+		if strings.HasSuffix(key, s.suffix) {
+			key, quant = strings.TrimSuffix(key, s.suffix), s.quant
+			break
+		}
+	}
+	match := func(k string) (Model, bool) {
+		for _, m := range models {
+			if strings.ToLower(m.ID) == k {
+				return m, true
+			}
+			for _, a := range m.Aliases {
+				if strings.ToLower(a) == k {
+					return m, true
+				}
+			}
+		}
+		return Model{}, false
+	}
+	m, ok := match(key)
+	if !ok {
+		// Quantized re-uploads live under other organisations
+		// (RedHatAI/Llama-3.3-70B-Instruct-FP8): match on the name alone.
+		if i := strings.LastIndex(key, "/"); i >= 0 {
+			name := key[i+1:]
+			for _, cand := range models {
+				if j := strings.LastIndex(strings.ToLower(cand.ID), "/"); strings.ToLower(cand.ID)[j+1:] == name {
+					m, ok = cand, true
+					break
+				}
+			}
+		}
+	}
+	if !ok {
+		return Model{}, fmt.Errorf("model %q: %w (use a known id or alias, or --model-config config.json)", id, ErrUnknown)
+	}
+	m.Aliases = append([]string(nil), m.Aliases...)
+	if quant != "" {
+		m.ID = strings.TrimSpace(id)
+		m.Quantization = quant
+	}
+	return m, nil
+}
