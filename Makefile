@@ -25,5 +25,11 @@ test: lint
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 
+# The simulated engine as a Docker image (FROM scratch, static binary), a
+# drop-in for vllm/vllm-openai in the Docker launcher and its tests.
+SIM_IMAGE ?= servetune-sim:dev
+sim-image:
+	SIM_IMAGE=$(SIM_IMAGE) GO=$(GO) ./scripts/sim-image.sh
+
 clean:
 	rm -rf bin .servetune

@@ -1,0 +1,9 @@
+# servetune-sim: the simulated engine as a drop-in for the vllm/vllm-openai
+# image. The container takes vLLM's arguments (--model M [flags]) and serves
+# the OpenAI API on port 8000. Built by `make sim-image` (scripts/sim-image.sh)
+# from a static binary; FROM scratch, so no registry is needed.
+FROM scratch
+COPY servetune /servetune
+ENV SERVETUNE_SIM_GPU=H100-SXM
+EXPOSE 8000
+ENTRYPOINT ["/servetune", "sim", "serve", "--host", "0.0.0.0", "--port", "8000"]
