@@ -1,0 +1,258 @@
+package tuner
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/servetune/servetune/bench"
+	"github.com/servetune/servetune/space"
+)
+
+// ErrUnknownMetric is returned for a metric name Metric does not know.
+var ErrUnknownMetric = errors.New("unknown metric")
+
+// Point is one measured (trial, load level) point: the unit of the Pareto
+// front and of recommendations.
+type Point struct {
+	Trial    int            // trial number
+	Level    int            // index of the load level in the trial
+	Settings space.Settings // the trial's launch settings
+	GPUs     int            // GPUs the trial used
+	Price    float64        // $ per GPU-hour; 0 when unknown
+	Load     bench.Load     // the load level as run
+	Summary  bench.Summary  // what was measured
+}
+
+// Metric names a Point can be ranked by. Latency metrics are milliseconds;
+// throughputs are per second; cost_per_mtok is $ per million output tokens.
+var Metrics = []string{
+	"output_throughput", "output_throughput_per_gpu",
+	"total_token_throughput", "total_token_throughput_per_gpu",
+	"request_throughput", "request_goodput", "goodput_per_gpu",
+	"tokens_per_user", "cost_per_mtok",
+	"ttft_mean", "ttft_p50", "ttft_p90", "ttft_p95", "ttft_p99",
+	"tpot_mean", "tpot_p50", "tpot_p90", "tpot_p95", "tpot_p99",
+	"itl_mean", "itl_p50", "itl_p90", "itl_p95", "itl_p99",
+	"e2el_mean", "e2el_p50", "e2el_p90", "e2el_p95", "e2el_p99",
+}
+
+// KnownMetric reports whether name is one of Metrics.
+func KnownMetric(name string) bool {
+	for _, m := range Metrics {
+		if m == name {
+			return true
+		}
+	}
+	return false
+}
+
+// higherIsBetter says in which direction a metric improves, for preferences.
+func higherIsBetter(metric string) bool {
+	switch {
+	case strings.Contains(metric, "throughput"), strings.Contains(metric, "goodput"), metric == "tokens_per_user":
+		return true
+	}
+	return false
+}
+
+// CostPerMTok is the $ per million output tokens of gpus GPUs at price $ per
+// GPU-hour producing outputPerSec output tokens per second. It is +Inf when
+// nothing was produced and 0 when the price is unknown.
+func CostPerMTok(price float64, gpus int, outputPerSec float64) float64 {
+	if price <= 0 {
+		return 0
+	}
+	if outputPerSec <= 0 {
+		return math.Inf(1)
+	}
+	return price * float64(gpus) / (outputPerSec * 3600) * 1e6
+}
+
+// Metric returns the named metric of p. ok is false for a metric the point
+// has no value for (no completed request).
+func (p Point) Metric(name string) (v float64, ok bool) {
+	s := p.Summary
+	gpus := float64(max(p.GPUs, 1))
+	switch name {
+	case "output_throughput":
+		return s.OutputThroughput, true
+	case "output_throughput_per_gpu":
+		return s.OutputThroughput / gpus, true
+	case "total_token_throughput":
+		return s.TotalTokenThroughput, true
+	case "total_token_throughput_per_gpu":
+		return s.TotalTokenThroughput / gpus, true
+	case "request_throughput":
+		return s.RequestThroughput, true
+	case "request_goodput":
+		return s.RequestGoodput, true
+	case "goodput_per_gpu":
+		return s.RequestGoodput / gpus, true
+	case "tokens_per_user":
+		// Interactivity: the decode speed one user sees.
+		if s.TPOT.N == 0 || s.TPOT.Median <= 0 {
+			return 0, false
+		}
+		return 1000 / s.TPOT.Median, true
+	case "cost_per_mtok":
+		if p.Price <= 0 {
+			return 0, false
+		}
+		return CostPerMTok(p.Price, max(p.GPUs, 1), s.OutputThroughput), true
+	}
+	metric, stat, found := strings.Cut(name, "_")
+	if !found {
+		return 0, false
+	}
+	var st bench.Stats
+	switch metric {
+	case "ttft":
+		st = s.TTFT
+	case "tpot":
+		st = s.TPOT
+	case "itl":
+		st = s.ITL
+	case "e2el":
+		st = s.E2EL
+	default:
+		return 0, false
+	}
+	if st.N == 0 {
+		return 0, false
+	}
+	switch stat {
+	case "mean":
+		return st.Mean, true
+	case "p50", "median":
+		return st.P50, true
+	case "p90":
+		return st.P90, true
+	case "p95":
+		return st.P95, true
+	case "p99":
+		return st.P99, true
+	}
+	return 0, false
+}
+
+// Objective is one direction of interest, e.g. "max output_throughput_per_gpu".
+type Objective struct {
+	Metric   string
+	Maximize bool
+}
+
+func (o Objective) String() string {
+	if o.Maximize {
+		return "max " + o.Metric
+	}
+	return "min " + o.Metric
+}
+
+// ParseObjective parses "max METRIC" or "min METRIC".
+func ParseObjective(s string) (Objective, error) {
+	dir, metric, ok := strings.Cut(strings.TrimSpace(s), " ")
+	metric = strings.TrimSpace(metric)
+	if !ok || metric == "" {
+		return Objective{}, fmt.Errorf("objective %q: want \"max METRIC\" or \"min METRIC\"", s)
+	}
+	var o Objective
+	switch dir {
+	case "max":
+		o.Maximize = true
+	case "min":
+	default:
+		return Objective{}, fmt.Errorf("objective %q: direction %q is not max or min", s, dir)
+	}
+	if !KnownMetric(metric) {
+		return Objective{}, fmt.Errorf("objective %q: %w %q", s, ErrUnknownMetric, metric)
+	}
+	o.Metric = metric
+	return o, nil
+}
+
+// better reports whether a is strictly better than b under o.
+func (o Objective) better(a, b float64) bool {
+	if o.Maximize {
+		return a > b
+	}
+	return a < b
+}
+
+// Limit is one SLO: Metric must not exceed Max (milliseconds).
+type Limit struct {
+	Metric string
+	Max    float64
+}
+
+// SLO is a set of latency limits a point must meet.
+type SLO []Limit
+
+// Met reports whether p meets every limit. A point without the metric (no
+// completed request) does not meet it.
+func (slo SLO) Met(p Point) bool {
+	if p.Summary.Completed == 0 {
+		return false
+	}
+	for _, l := range slo {
+		v, ok := p.Metric(l.Metric)
+		if !ok || v > l.Max {
+			return false
+		}
+	}
+	return true
+}
+
+// Goodput returns the per-request limits bench uses to count goodput: the
+// tightest limit given for each of TTFT, TPOT and E2EL.
+func (slo SLO) Goodput() bench.SLO {
+	var g bench.SLO
+	tight := func(cur *float64, v float64) {
+		if *cur == 0 || v < *cur {
+			*cur = v
+		}
+	}
+	for _, l := range slo {
+		switch {
+		case strings.HasPrefix(l.Metric, "ttft_"):
+			tight(&g.TTFTms, l.Max)
+		case strings.HasPrefix(l.Metric, "tpot_"):
+			tight(&g.TPOTms, l.Max)
+		case strings.HasPrefix(l.Metric, "e2el_"):
+			tight(&g.E2ELms, l.Max)
+		}
+	}
+	return g
+}
+
+func (slo SLO) String() string {
+	parts := make([]string, len(slo))
+	for i, l := range slo {
+		parts[i] = fmt.Sprintf("%s<=%gms", l.Metric, l.Max)
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, " ")
+}
+
+// TrialValue is the scalar the sampler optimises for one trial: the best
+// value of obj over the trial's load levels that meet the SLOs. Goodput
+// already counts only requests within the SLOs, so goodput objectives take
+// every level. ok is false when no level qualifies.
+func TrialValue(points []Point, obj Objective, slo SLO) (v float64, ok bool) {
+	goodput := strings.Contains(obj.Metric, "goodput")
+	for _, p := range points {
+		if !goodput && !slo.Met(p) {
+			continue
+		}
+		m, has := p.Metric(obj.Metric)
+		if !has {
+			continue
+		}
+		if !ok || obj.better(m, v) {
+			v, ok = m, true
+		}
+	}
+	return v, ok
+}

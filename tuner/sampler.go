@@ -1,0 +1,401 @@
+package tuner
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	mathrand "math/rand"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+
+	"github.com/c-bata/goptuna"
+	"github.com/c-bata/goptuna/cmaes"
+	"github.com/c-bata/goptuna/tpe"
+
+	"github.com/servetune/servetune/space"
+)
+
+// Sampler kinds a spec may name.
+const (
+	SamplerTPE    = "tpe"
+	SamplerRandom = "random"
+	SamplerCMAES  = "cmaes"
+	SamplerGrid   = "grid"
+)
+
+// ErrExhausted is returned by Ask when a grid sampler has proposed every point.
+var ErrExhausted = errors.New("search space exhausted")
+
+// Sampler proposes settings and learns from results (ask and tell). Values
+// told are "higher is better"; a failed trial is told as failed and ranks
+// below every success, so the sampler moves away from it. Safe for
+// concurrent use.
+type Sampler struct {
+	mu     sync.Mutex
+	kind   string
+	params []space.Param
+	study  *goptuna.Study // nil for the grid sampler
+	grid   []space.Settings
+	next   int
+	seed   int64
+	asked  int
+	// seedGlobal: the sampler draws from math/rand's global source (goptuna's
+	// TPE does, in its Gaussian-mixture sampling), so Ask re-seeds it.
+	seedGlobal bool
+}
+
+// NewSampler builds a seeded sampler of the given kind over sp.
+func NewSampler(kind string, sp space.Space, seed int64) (*Sampler, error) {
+	s := &Sampler{kind: kind, params: sp.Params, seed: seed}
+	var opts []goptuna.StudyOption
+	switch kind {
+	case SamplerTPE, "":
+		s.kind = SamplerTPE
+		s.seedGlobal = true
+		opts = append(opts, goptuna.StudyOptionSampler(&startupSampler{
+			startup: tpeStartupTrials,
+			random:  newRandomSampler(seed),
+			next: tpe.NewSampler(tpe.SamplerOptionSeed(seed),
+				tpe.SamplerOptionNumberOfStartupTrials(tpeStartupTrials)),
+		}))
+	case SamplerRandom:
+		opts = append(opts, goptuna.StudyOptionSampler(newRandomSampler(seed)))
+	case SamplerCMAES:
+		numeric := map[string]any{}
+		for _, p := range sp.Params {
+			if p.Kind == space.KindInt || p.Kind == space.KindFloat {
+				numeric[p.Name] = distribution(p)
+			}
+		}
+		if len(numeric) < 2 {
+			return nil, fmt.Errorf("sampler cmaes needs at least 2 numeric parameters, the space has %d", len(numeric))
+		}
+		opts = append(opts,
+			goptuna.StudyOptionSampler(newRandomSampler(seed)),
+			goptuna.StudyOptionRelativeSampler(cmaes.NewSampler(cmaes.SamplerOptionSeed(seed))),
+			goptuna.StudyOptionDefineSearchSpace(numeric))
+	case SamplerGrid:
+		grid, err := sp.Grid()
+		if err != nil {
+			return nil, fmt.Errorf("sampler grid: %w", err)
+		}
+		// A seeded shuffle so a truncated grid still spreads over the space.
+		rng := rand.New(rand.NewPCG(uint64(seed), 0x9e3779b97f4a7c15))
+		rng.Shuffle(len(grid), func(i, j int) { grid[i], grid[j] = grid[j], grid[i] })
+		s.grid = grid
+		return s, nil
+	default:
+		return nil, fmt.Errorf("sampler %q: want tpe, random, cmaes or grid", kind)
+	}
+	// goptuna minimises; values are negated on the way in (CMA-ES ignores
+	// the study direction, so minimising is the one convention all share).
+	opts = append(opts, goptuna.StudyOptionDirection(goptuna.StudyDirectionMinimize),
+		goptuna.StudyOptionLogger(nopLogger{}))
+	study, err := goptuna.CreateStudy("servetune", opts...)
+	if err != nil {
+		return nil, fmt.Errorf("sampler %s: %w", kind, err)
+	}
+	s.study = study
+	return s, nil
+}
+
+// Kind returns the sampler's kind.
+func (s *Sampler) Kind() string { return s.kind }
+
+// Proposal is one point the sampler asks to evaluate.
+type Proposal struct {
+	ID       int // the sampler's handle for Tell
+	Settings space.Settings
+}
+
+// Ask proposes the next settings.
+func (s *Sampler) Ask() (Proposal, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.study == nil {
+		if s.next >= len(s.grid) {
+			return Proposal{}, ErrExhausted
+		}
+		s.next++
+		return Proposal{ID: s.next - 1, Settings: s.grid[s.next-1].Clone()}, nil
+	}
+	id, err := s.study.Storage.CreateNewTrial(s.study.ID)
+	if err != nil {
+		return Proposal{}, err
+	}
+	t := goptuna.Trial{Study: s.study, ID: id}
+	if s.seedGlobal {
+		// goptuna v0.9.0's TPE picks mixture components with the global
+		// math/rand source. Re-seeding it per proposal, under a process-wide
+		// lock, makes a study reproducible from its seed. rand.Seed only
+		// takes effect with GODEBUG randseednop=0, which the servetune
+		// binary and this package's tests set with //go:debug.
+		globalRandMu.Lock()
+		defer globalRandMu.Unlock()
+		mathrand.Seed(s.seed*1_000_003 + int64(s.asked)) //nolint:staticcheck // see above
+	}
+	s.asked++
+	if err := t.CallRelativeSampler(); err != nil {
+		return Proposal{}, fmt.Errorf("sampler %s: %w", s.kind, err)
+	}
+	set := make(space.Settings, len(s.params))
+	for _, p := range s.params {
+		v, err := suggest(&t, p)
+		if err != nil {
+			return Proposal{}, fmt.Errorf("sampler %s: %s: %w", s.kind, p.Name, err)
+		}
+		set[p.Name] = v
+	}
+	return Proposal{ID: id, Settings: set}, nil
+}
+
+// Tell reports the value of a proposal (higher is better), or that it
+// failed.
+func (s *Sampler) Tell(id int, value float64, failed bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.study == nil {
+		return nil
+	}
+	return s.tell(id, value, failed)
+}
+
+// failureLoss is what a failure is told: worse than any success, yet finite
+// so CMA-ES's spread test (max - min of recent values) stays a number.
+const failureLoss = math.MaxFloat64 / 8
+
+func (s *Sampler) tell(id int, value float64, failed bool) error {
+	loss := -value
+	if failed || math.IsNaN(value) {
+		loss = failureLoss
+	}
+	// TPE and CMA-ES learn only from complete trials, so a failure is told
+	// as a complete trial with the worst value rather than as "failed".
+	if err := s.study.Storage.SetTrialValue(id, loss); err != nil {
+		return err
+	}
+	return s.study.Storage.SetTrialState(id, goptuna.TrialStateComplete)
+}
+
+// Replay records an already evaluated point (from a resumed study) so the
+// sampler continues from it.
+func (s *Sampler) Replay(set space.Settings, value float64, failed bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.study == nil {
+		// Grid: skip one not-yet-proposed point equal to set.
+		for i := s.next; i < len(s.grid); i++ {
+			if sameSettings(s.grid[i], set) {
+				s.grid[s.next], s.grid[i] = s.grid[i], s.grid[s.next]
+				s.next++
+				break
+			}
+		}
+		return nil
+	}
+	id, err := s.study.Storage.CreateNewTrial(s.study.ID)
+	if err != nil {
+		return err
+	}
+	for _, p := range s.params {
+		ir, err := internal(p, set[p.Name])
+		if err != nil {
+			return fmt.Errorf("replay %s: %w", p.Name, err)
+		}
+		if err := s.study.Storage.SetTrialParam(id, p.Name, ir, distribution(p)); err != nil {
+			return fmt.Errorf("replay %s: %w", p.Name, err)
+		}
+	}
+	return s.tell(id, value, failed)
+}
+
+func sameSettings(a, b space.Settings) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if fmt.Sprint(v) != fmt.Sprint(b[k]) {
+			return false
+		}
+	}
+	return true
+}
+
+// distribution maps a parameter onto goptuna's distributions. Log-int
+// parameters sample a log-uniform float that is rounded.
+func distribution(p space.Param) any {
+	switch p.Kind {
+	case space.KindInt:
+		if p.Log {
+			return goptuna.LogUniformDistribution{Low: p.Low, High: p.High}
+		}
+		step := int(p.Step)
+		if step <= 1 {
+			return goptuna.IntUniformDistribution{Low: int(p.Low), High: int(p.High)}
+		}
+		return goptuna.StepIntUniformDistribution{Low: int(p.Low), High: int(p.High), Step: step}
+	case space.KindFloat:
+		if p.Log {
+			return goptuna.LogUniformDistribution{Low: p.Low, High: p.High}
+		}
+		if p.Step > 0 {
+			return goptuna.DiscreteUniformDistribution{Low: p.Low, High: p.High, Q: p.Step}
+		}
+		return goptuna.UniformDistribution{Low: p.Low, High: p.High}
+	}
+	return goptuna.CategoricalDistribution{Choices: choices(p)}
+}
+
+func choices(p space.Param) []string {
+	vals := p.Values
+	if p.Kind == space.KindBool {
+		vals = []any{false, true}
+	}
+	out := make([]string, len(vals))
+	for i, v := range vals {
+		out[i] = strconv.Itoa(i) + ":" + fmt.Sprint(v)
+	}
+	return out
+}
+
+func suggest(t *goptuna.Trial, p space.Param) (any, error) {
+	switch p.Kind {
+	case space.KindInt:
+		if p.Log {
+			f, err := t.SuggestLogFloat(p.Name, p.Low, p.High)
+			return roundInt(f, p), err
+		}
+		if step := int(p.Step); step > 1 {
+			return t.SuggestStepInt(p.Name, int(p.Low), int(p.High), step)
+		}
+		return t.SuggestInt(p.Name, int(p.Low), int(p.High))
+	case space.KindFloat:
+		switch {
+		case p.Log:
+			return t.SuggestLogFloat(p.Name, p.Low, p.High)
+		case p.Step > 0:
+			return t.SuggestDiscreteFloat(p.Name, p.Low, p.High, p.Step)
+		}
+		return t.SuggestFloat(p.Name, p.Low, p.High)
+	}
+	cs := choices(p)
+	c, err := t.SuggestCategorical(p.Name, cs)
+	if err != nil {
+		return nil, err
+	}
+	for i, x := range cs {
+		if x == c {
+			if p.Kind == space.KindBool {
+				return i == 1, nil
+			}
+			return p.Values[i], nil
+		}
+	}
+	return nil, fmt.Errorf("choice %q not in the parameter", c)
+}
+
+// roundInt rounds a log-sampled value to the parameter's integer grid.
+func roundInt(f float64, p space.Param) int {
+	step := math.Max(p.Step, 1)
+	v := p.Low + math.Round((f-p.Low)/step)*step
+	return int(math.Min(math.Max(v, p.Low), p.High))
+}
+
+// internal returns goptuna's internal representation of a stored value.
+func internal(p space.Param, v any) (float64, error) {
+	switch p.Kind {
+	case space.KindInt, space.KindFloat:
+		f, ok := space.Settings{"v": v}.Float("v")
+		if !ok {
+			return 0, fmt.Errorf("value %v is not a number", v)
+		}
+		return f, nil
+	}
+	vals := p.Values
+	if p.Kind == space.KindBool {
+		vals = []any{false, true}
+	}
+	for i, x := range vals {
+		if fmt.Sprint(x) == fmt.Sprint(v) {
+			return float64(i), nil
+		}
+	}
+	return 0, fmt.Errorf("value %v is not one of the choices", v)
+}
+
+// nopLogger silences goptuna, whose default logger writes to stdout.
+type nopLogger struct{}
+
+func (nopLogger) Debug(string, ...any) {}
+func (nopLogger) Info(string, ...any)  {}
+func (nopLogger) Warn(string, ...any)  {}
+func (nopLogger) Error(string, ...any) {}
+
+// globalRandMu serialises proposals that re-seed math/rand's global source.
+var globalRandMu sync.Mutex
+
+// tpeStartupTrials is how many random proposals TPE makes before modelling.
+const tpeStartupTrials = 10
+
+// startupSampler proposes with random until startup trials are complete,
+// then hands over to next. It replaces TPE's own start-up sampler, which
+// draws categorical values from math/rand's unseeded global source.
+type startupSampler struct {
+	startup int
+	random  goptuna.Sampler
+	next    goptuna.Sampler
+}
+
+func (s *startupSampler) Sample(st *goptuna.Study, t goptuna.FrozenTrial, name string, d any) (float64, error) {
+	trials, err := st.GetTrials()
+	if err != nil {
+		return 0, err
+	}
+	done := 0
+	for _, x := range trials {
+		if x.State == goptuna.TrialStateComplete {
+			if _, ok := x.InternalParams[name]; ok {
+				done++
+			}
+		}
+	}
+	if done < s.startup {
+		return s.random.Sample(st, t, name, d)
+	}
+	return s.next.Sample(st, t, name, d)
+}
+
+// randomSampler is uniform random search on a seeded math/rand/v2 source.
+// goptuna v0.9.0's RandomSampler draws categorical values from the unseeded
+// global source and never proposes the upper bound of an integer range.
+type randomSampler struct {
+	mu  sync.Mutex
+	rng *rand.Rand
+}
+
+func newRandomSampler(seed int64) *randomSampler {
+	return &randomSampler{rng: rand.New(rand.NewPCG(uint64(seed), 0x5eed))}
+}
+
+func (s *randomSampler) Sample(_ *goptuna.Study, _ goptuna.FrozenTrial, _ string, dist any) (float64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch d := dist.(type) {
+	case goptuna.UniformDistribution:
+		return d.Low + s.rng.Float64()*(d.High-d.Low), nil
+	case goptuna.LogUniformDistribution:
+		lo, hi := math.Log(d.Low), math.Log(d.High)
+		return math.Min(math.Exp(lo+s.rng.Float64()*(hi-lo)), d.High), nil
+	case goptuna.IntUniformDistribution:
+		return float64(d.Low + s.rng.IntN(d.High-d.Low+1)), nil
+	case goptuna.StepIntUniformDistribution:
+		return float64(d.Low + d.Step*s.rng.IntN((d.High-d.Low)/d.Step+1)), nil
+	case goptuna.DiscreteUniformDistribution:
+		n := int(math.Floor((d.High-d.Low)/d.Q+1e-9)) + 1
+		return d.Low + d.Q*float64(s.rng.IntN(n)), nil
+	case goptuna.CategoricalDistribution:
+		return float64(s.rng.IntN(len(d.Choices))), nil
+	}
+	return 0, goptuna.ErrUnknownDistribution
+}
