@@ -1,9 +1,6 @@
 package bench
 
 import (
-	"context"
-	"errors"
-	"math/rand/v2"
 	"net/http"
 	"time"
 )
@@ -23,22 +20,9 @@ type SummaryOptions struct {
 	Goodput   SLO
 	Bootstrap int    // bootstrap resamples for CIs; 0 = default
 	Seed      uint64 // seed of the bootstrap resampling
-}
-
-// Summarize computes a Summary from records. Warm-up and failed records are
-// excluded from latency metrics; failed ones are counted by class.
-func Summarize(records []Record, opts SummaryOptions) Summary {
-	return Summary{}
-}
-
-// Generate returns n requests drawn from the dataset with rng.
-func (d DatasetSpec) Generate(rng *rand.Rand, n int) ([]Request, error) {
-	return nil, errors.New("not implemented")
-}
-
-// Schedule returns the intended send offsets of n requests under l.
-func (l Load) Schedule(rng *rand.Rand, n int) []time.Duration {
-	return nil
+	// KeepSamples stores the per-request TTFT, TPOT, ITL and E2EL values in
+	// Summary.Samples (for `bench compare`).
+	KeepSamples bool
 }
 
 // Target is an OpenAI-compatible endpoint.
@@ -62,16 +46,13 @@ type Config struct {
 	Timeout     time.Duration // per request
 	Seed        uint64
 	Summary     SummaryOptions
-	Progress    func(done, total int) // optional; called from one goroutine
+	Progress    func(done, total int) // optional; called from one goroutine; total 0 = duration-bound
+	NoAlign     bool                  // do not re-size synthetic prompts with the server's /tokenize
+	KeepEOS     bool                  // send ignore_eos=false (default: ignore_eos on)
 }
 
 // Result is the outcome of Run.
 type Result struct {
 	Summary Summary
 	Records []Record
-}
-
-// Run drives cfg's load against its target and returns the measurements.
-func Run(ctx context.Context, cfg Config) (*Result, error) {
-	return nil, errors.New("not implemented")
 }

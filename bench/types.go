@@ -33,6 +33,9 @@ type Request struct {
 	MaxTokens    int    `json:"max_tokens"`    // output tokens asked for (ignore_eos on)
 	PrefixID     int    `json:"prefix_id"`     // shared-prefix group, -1 when none
 	PrefixTokens int    `json:"prefix_tokens"` // length of the shared prefix in tokens
+	// Synthetic marks prompts built from the word list; only those are
+	// re-sized to match the server's /tokenize.
+	Synthetic bool `json:"synthetic,omitempty"`
 }
 
 // Chunk is one text-carrying stream message as received.
@@ -57,6 +60,9 @@ type Record struct {
 	Error        ErrorClass    `json:"error,omitempty"`
 	ErrorMsg     string        `json:"error_msg,omitempty"`
 	Status       int           `json:"status,omitempty"` // HTTP status when one arrived
+	// TokensEstimated is set when the server sent no usage, so OutputTokens
+	// counts text chunks instead.
+	TokensEstimated bool `json:"tokens_estimated,omitempty"`
 }
 
 // Dist is a length distribution in tokens.
@@ -121,6 +127,9 @@ type Summary struct {
 	E2EL        Stats `json:"-"`
 
 	Meta map[string]any `json:"meta,omitempty"`
+
+	// Samples holds the raw values when SummaryOptions.KeepSamples is set.
+	Samples *Samples `json:"samples,omitempty"`
 }
 
 // Stats summarises one latency metric in milliseconds. MedianCI and P99CI are

@@ -1,0 +1,335 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Endpoint kinds of Target.Endpoint.
+const (
+	EndpointCompletions = "completions"
+	EndpointChat        = "chat"
+)
+
+// Validate reports a target that cannot be used.
+func (t Target) Validate() error {
+	u, err := url.Parse(t.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%w: base URL %q must be http(s)://host[:port]", ErrBadConfig, t.BaseURL)
+	}
+	if t.Model == "" {
+		return fmt.Errorf("%w: no model name", ErrBadConfig)
+	}
+	switch t.Endpoint {
+	case "", EndpointCompletions, EndpointChat:
+	default:
+		return fmt.Errorf("%w: endpoint type %q must be completions or chat", ErrBadConfig, t.Endpoint)
+	}
+	return nil
+}
+
+// url returns the request URL; a base URL ending in /v1 is accepted too.
+func (t Target) url(path string) string {
+	base := strings.TrimSuffix(strings.TrimSuffix(t.BaseURL, "/"), "/v1")
+	return base + path
+}
+
+// streamPath is the API path of t's endpoint.
+func (t Target) streamPath() string {
+	if t.Endpoint == EndpointChat {
+		return "/v1/chat/completions"
+	}
+	return "/v1/completions"
+}
+
+// header sets auth and extra headers on h.
+func (t Target) header(h http.Header) {
+	for k, vs := range t.Headers {
+		for _, v := range vs {
+			h.Add(k, v)
+		}
+	}
+	if t.APIKey != "" {
+		h.Set("Authorization", "Bearer "+t.APIKey)
+	}
+}
+
+// RedactedURL is the base URL without user info or query, for meta.
+func (t Target) RedactedURL() string {
+	u, err := url.Parse(t.BaseURL)
+	if err != nil {
+		return ""
+	}
+	u.User, u.RawQuery, u.Fragment = nil, "", ""
+	return u.String()
+}
+
+// newTransport returns an HTTP/1.1 transport that keeps up to idle
+// connections open per host so warm-up connections are reused.
+func newTransport(idle int) *http.Transport {
+	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	return &http.Transport{
+		Proxy:               http.ProxyFromEnvironment,
+		DialContext:         d.DialContext,
+		MaxIdleConns:        0, // no global cap
+		MaxIdleConnsPerHost: idle,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true, // compressed SSE would delay chunks
+		ForceAttemptHTTP2:   false,
+		TLSHandshakeTimeout: 30 * time.Second,
+		WriteBufferSize:     16 << 10,
+		ReadBufferSize:      16 << 10,
+	}
+}
+
+// client sends streaming requests to one target.
+type client struct {
+	hc        *http.Client
+	target    Target
+	url       string
+	ignoreEOS bool
+	readers   sync.Pool // *SSEReader, one per stream in flight
+}
+
+func newClient(hc *http.Client, t Target, ignoreEOS bool) *client {
+	return &client{hc: hc, target: t, url: t.url(t.streamPath()), ignoreEOS: ignoreEOS,
+		readers: sync.Pool{New: func() any { return &SSEReader{buf: make([]byte, 8<<10)} }}}
+}
+
+type streamOptions struct {
+	IncludeUsage         bool `json:"include_usage"`
+	ContinuousUsageStats bool `json:"continuous_usage_stats"`
+}
+
+type chatMessage struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+type requestBody struct {
+	Model               string        `json:"model"`
+	Prompt              string        `json:"prompt,omitempty"`
+	Messages            []chatMessage `json:"messages,omitempty"`
+	MaxTokens           int           `json:"max_tokens,omitempty"`
+	MaxCompletionTokens int           `json:"max_completion_tokens,omitempty"`
+	Stream              bool          `json:"stream"`
+	StreamOptions       streamOptions `json:"stream_options"`
+	IgnoreEOS           bool          `json:"ignore_eos,omitempty"`
+	Temperature         float64       `json:"temperature"`
+}
+
+func (c *client) body(req Request) ([]byte, error) {
+	b := requestBody{
+		Model: c.target.Model, Stream: true, IgnoreEOS: c.ignoreEOS,
+		StreamOptions: streamOptions{IncludeUsage: true, ContinuousUsageStats: true},
+	}
+	if c.target.Endpoint == EndpointChat {
+		b.Messages = []chatMessage{{Role: "user", Content: req.Prompt}}
+		b.MaxCompletionTokens = req.MaxTokens
+	} else {
+		b.Prompt = req.Prompt
+		b.MaxTokens = req.MaxTokens
+	}
+	return json.Marshal(b)
+}
+
+// do sends req and streams its response into rec. Times are offsets from
+// start. It never returns an error: failures are classified in rec.
+func (c *client) do(ctx context.Context, req Request, start time.Time, timeout time.Duration, rec *Record) {
+	rec.Index, rec.PromptTokens = req.Index, req.PromptTokens
+	body, err := c.body(req)
+	if err != nil {
+		rec.Send, rec.End = time.Since(start), time.Since(start)
+		rec.fail(ErrConnect, "encode request: "+err.Error())
+		return
+	}
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	hreq, err := http.NewRequestWithContext(rctx, http.MethodPost, c.url, bytes.NewReader(body))
+	if err != nil {
+		rec.Send, rec.End = time.Since(start), time.Since(start)
+		rec.fail(ErrConnect, err.Error())
+		return
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set("Accept", "text/event-stream")
+	c.target.header(hreq.Header)
+
+	rec.Send = time.Since(start)
+	resp, err := c.hc.Do(hreq)
+	if err != nil {
+		rec.End = time.Since(start)
+		rec.fail(classifyErr(rctx, ErrConnect), scrub(err.Error()))
+		return
+	}
+	defer func() {
+		// Drain a little so the connection can be reused, then close.
+		_, _ = io.CopyN(io.Discard, resp.Body, 4<<10)
+		resp.Body.Close()
+	}()
+	rec.Status = resp.StatusCode
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		rec.End = time.Since(start)
+		class := ErrHTTP4xx
+		if resp.StatusCode >= 500 {
+			class = ErrHTTP5xx
+		}
+		rec.fail(class, fmt.Sprintf("HTTP %d: %s", resp.StatusCode, oneLine(msg)))
+		return
+	}
+	c.stream(rctx, resp.Body, req, start, rec)
+}
+
+// stream reads the SSE body and classifies the outcome.
+func (c *client) stream(ctx context.Context, body io.Reader, req Request, start time.Time, rec *Record) {
+	rd := c.readers.Get().(*SSEReader)
+	defer c.readers.Put(rd)
+	rd.Reset(body)
+
+	var (
+		finished, usage, contUsage = false, false, true
+		prevCompletion             int
+		chunkUsage                 int // chunks with a usage field
+	)
+	rec.Chunks = rec.Chunks[:0]
+	for {
+		ev, err := rd.Next()
+		if err != nil {
+			if errors.Is(err, io.EOF) || (usage && finished && ctx.Err() == nil) {
+				break // a reset after the final usage loses nothing
+			}
+			rec.End = time.Since(start)
+			rec.fail(classifyErr(ctx, ErrTruncated), "stream: "+scrub(err.Error()))
+			return
+		}
+		now := time.Since(start)
+		if string(ev.Type) == "error" {
+			rec.End = now
+			rec.fail(ErrStream, "error event: "+oneLine(ev.Data))
+			return
+		}
+		if bytes.Equal(ev.Data, []byte("[DONE]")) {
+			break
+		}
+		ci, err := parseChunk(ev.Data)
+		if err != nil {
+			rec.End = now
+			rec.fail(ErrStream, err.Error())
+			return
+		}
+		if ci.isError {
+			rec.End = now
+			rec.fail(ErrStream, "error in stream: "+oneLine(ci.errMsg))
+			return
+		}
+		if ci.textBytes > 0 {
+			if len(rec.Chunks) == 0 {
+				rec.First = now
+			}
+			rec.Last = now
+			tok := 0
+			if ci.hasUsage {
+				tok = ci.completionTokens - prevCompletion
+				chunkUsage++
+			} else {
+				contUsage = false
+			}
+			rec.Chunks = append(rec.Chunks, Chunk{At: now, Tokens: tok})
+		}
+		if ci.hasUsage {
+			usage = true
+			prevCompletion = ci.completionTokens
+			rec.OutputTokens = ci.completionTokens
+			if ci.promptTokens > 0 {
+				rec.PromptTokens = ci.promptTokens
+			}
+		}
+		if ci.finished {
+			finished = true
+		}
+	}
+	rec.End = time.Since(start)
+	switch {
+	case !finished && !usage:
+		rec.fail(ErrTruncated, "stream ended without finish_reason or usage")
+		return
+	case len(rec.Chunks) == 0:
+		rec.fail(ErrEmpty, "stream carried no text")
+		return
+	}
+	if !usage {
+		// Never assume max_tokens: without usage the count is the number of
+		// text chunks, flagged as an estimate.
+		rec.OutputTokens = len(rec.Chunks)
+		rec.TokensEstimated = true
+	}
+	if !contUsage || chunkUsage == 0 {
+		spreadTokens(rec.Chunks, rec.OutputTokens)
+	}
+}
+
+// spreadTokens assigns total tokens to chunks as evenly as possible (servers
+// that batch tokens send about the same number per chunk), each chunk at
+// least one when total allows.
+func spreadTokens(chunks []Chunk, total int) {
+	n := len(chunks)
+	if n == 0 {
+		return
+	}
+	prev := 0
+	for j := range chunks {
+		cum := int((int64(total)*int64(j+1) + int64(n)/2) / int64(n))
+		chunks[j].Tokens = cum - prev
+		prev = cum
+	}
+}
+
+// fail marks rec as failed with class and a one-line message.
+func (r *Record) fail(class ErrorClass, msg string) {
+	r.Error = class
+	if len(msg) > 300 {
+		msg = msg[:300]
+	}
+	r.ErrorMsg = msg
+}
+
+// classifyErr maps a transport error to timeout when ctx's deadline passed
+// (or the run was cancelled), else to class.
+func classifyErr(ctx context.Context, class ErrorClass) ErrorClass {
+	if ctx.Err() != nil {
+		return ErrTimeout
+	}
+	return class
+}
+
+// oneLine shortens b to one printable line.
+func oneLine(b []byte) string {
+	s := strings.Join(strings.Fields(string(b)), " ")
+	if len(s) > 200 {
+		s = s[:200] + "..."
+	}
+	return s
+}
+
+// scrub removes a URL's query from transport error text (it may carry a
+// key); headers are never part of error text.
+func scrub(s string) string {
+	if i := strings.Index(s, "?"); i >= 0 {
+		if j := strings.IndexAny(s[i:], "\" "); j >= 0 {
+			return s[:i] + s[i+j:]
+		}
+		return s[:i]
+	}
+	return s
+}

@@ -1,0 +1,242 @@
+package bench
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"time"
+
+	"gonum.org/v1/gonum/stat/distuv"
+)
+
+// Dist kinds.
+const (
+	DistFixed     = "fixed"
+	DistUniform   = "uniform"
+	DistLognormal = "lognormal"
+	DistNormal    = "normal"
+)
+
+// ParseDist parses a length distribution written as on the command line:
+//
+//	1024                              fixed
+//	fixed:1024                        fixed
+//	uniform:64,512                    uniform on [64, 512]
+//	lognormal:median=1024,sigma=0.6   lognormal (optional min=, max= clip)
+//	normal:mean=512,sigma=100         normal truncated to [min, max] (min defaults to 1)
+//
+// Errors name the offending part in one line.
+func ParseDist(s string) (Dist, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return Dist{}, fmt.Errorf("%w: empty distribution", ErrBadDist)
+	}
+	kind, args, hasArgs := strings.Cut(s, ":")
+	if !hasArgs {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			return Dist{}, fmt.Errorf("%w: %q: want N, fixed:N, uniform:A,B, lognormal:median=M,sigma=S or normal:mean=M,sigma=S", ErrBadDist, s)
+		}
+		d := Dist{Kind: DistFixed, Value: n}
+		return d, d.Validate()
+	}
+	var d Dist
+	switch kind {
+	case DistFixed:
+		n, err := strconv.Atoi(args)
+		if err != nil {
+			return Dist{}, fmt.Errorf("%w: fixed: %q is not an integer", ErrBadDist, args)
+		}
+		d = Dist{Kind: DistFixed, Value: n}
+	case DistUniform:
+		a, b, ok := strings.Cut(args, ",")
+		lo, err1 := strconv.Atoi(strings.TrimSpace(a))
+		hi, err2 := strconv.Atoi(strings.TrimSpace(b))
+		if !ok || err1 != nil || err2 != nil {
+			return Dist{}, fmt.Errorf("%w: uniform: want uniform:MIN,MAX, got %q", ErrBadDist, args)
+		}
+		d = Dist{Kind: DistUniform, Min: lo, Max: hi}
+	case DistLognormal, DistNormal:
+		d.Kind = kind
+		for _, kv := range strings.Split(args, ",") {
+			k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+			if !ok {
+				return Dist{}, fmt.Errorf("%w: %s: %q is not key=value", ErrBadDist, kind, kv)
+			}
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+				return Dist{}, fmt.Errorf("%w: %s: %s=%q is not a number", ErrBadDist, kind, k, v)
+			}
+			switch k {
+			case "median":
+				d.Median = f
+			case "mean":
+				d.Mean = f
+			case "sigma", "std":
+				d.Sigma = f
+			case "min":
+				d.Min = int(f)
+			case "max":
+				d.Max = int(f)
+			default:
+				return Dist{}, fmt.Errorf("%w: %s: unknown key %q", ErrBadDist, kind, k)
+			}
+		}
+	default:
+		return Dist{}, fmt.Errorf("%w: unknown kind %q (fixed, uniform, lognormal, normal)", ErrBadDist, kind)
+	}
+	return d, d.Validate()
+}
+
+// String renders d in ParseDist's syntax.
+func (d Dist) String() string {
+	switch d.Kind {
+	case DistFixed, "":
+		return strconv.Itoa(d.Value)
+	case DistUniform:
+		return fmt.Sprintf("uniform:%d,%d", d.Min, d.Max)
+	case DistLognormal:
+		s := fmt.Sprintf("lognormal:median=%g,sigma=%g", d.Median, d.Sigma)
+		return s + d.clipString()
+	case DistNormal:
+		return fmt.Sprintf("normal:mean=%g,sigma=%g", d.Mean, d.Sigma) + d.clipString()
+	}
+	return d.Kind
+}
+
+func (d Dist) clipString() string {
+	s := ""
+	if d.Min > 0 {
+		s += fmt.Sprintf(",min=%d", d.Min)
+	}
+	if d.Max > 0 {
+		s += fmt.Sprintf(",max=%d", d.Max)
+	}
+	return s
+}
+
+// Validate reports a distribution that cannot produce positive lengths.
+func (d Dist) Validate() error {
+	switch d.Kind {
+	case DistFixed, "":
+		if d.Value < 1 {
+			return fmt.Errorf("%w: fixed length %d must be >= 1", ErrBadDist, d.Value)
+		}
+	case DistUniform:
+		if d.Min < 1 || d.Max < d.Min {
+			return fmt.Errorf("%w: uniform:%d,%d needs 1 <= MIN <= MAX", ErrBadDist, d.Min, d.Max)
+		}
+	case DistLognormal:
+		if d.Median < 1 || d.Sigma < 0 {
+			return fmt.Errorf("%w: lognormal needs median >= 1 and sigma >= 0", ErrBadDist)
+		}
+	case DistNormal:
+		if d.Mean < 1 || d.Sigma < 0 {
+			return fmt.Errorf("%w: normal needs mean >= 1 and sigma >= 0", ErrBadDist)
+		}
+	default:
+		return fmt.Errorf("%w: unknown kind %q", ErrBadDist, d.Kind)
+	}
+	if d.Max > 0 && d.Min > d.Max {
+		return fmt.Errorf("%w: min %d > max %d", ErrBadDist, d.Min, d.Max)
+	}
+	return nil
+}
+
+// Sample draws one length (>= 1) from d with rng.
+func (d Dist) Sample(rng *rand.Rand) int {
+	var x float64
+	switch d.Kind {
+	case DistFixed, "":
+		return max(d.Value, 1)
+	case DistUniform:
+		return d.Min + rng.IntN(d.Max-d.Min+1)
+	case DistLognormal:
+		x = d.Median * math.Exp(d.Sigma*rng.NormFloat64())
+	case DistNormal:
+		x = d.Mean + d.Sigma*rng.NormFloat64()
+	}
+	n := int(math.Round(x))
+	lo := max(d.Min, 1)
+	if n < lo {
+		n = lo
+	}
+	if d.Max > 0 && n > d.Max {
+		n = d.Max
+	}
+	return n
+}
+
+// Mean returns the distribution's nominal mean length (used for sizing).
+func (d Dist) MeanLen() float64 {
+	switch d.Kind {
+	case DistUniform:
+		return float64(d.Min+d.Max) / 2
+	case DistLognormal:
+		return d.Median * math.Exp(d.Sigma*d.Sigma/2)
+	case DistNormal:
+		return d.Mean
+	}
+	return float64(d.Value)
+}
+
+// RangeDist returns vLLM's random-dataset length: uniform on
+// [n(1-r), n(1+r)], or fixed n when r is 0.
+func RangeDist(n int, r float64) (Dist, error) {
+	if n < 1 {
+		return Dist{}, fmt.Errorf("%w: length %d must be >= 1", ErrBadDist, n)
+	}
+	if r < 0 || r >= 1 || math.IsNaN(r) {
+		return Dist{}, fmt.Errorf("%w: range ratio %g must be in [0, 1)", ErrBadDist, r)
+	}
+	if r == 0 {
+		return Dist{Kind: DistFixed, Value: n}, nil
+	}
+	lo := max(int(math.Floor(float64(n)*(1-r))), 1)
+	hi := int(math.Ceil(float64(n) * (1 + r)))
+	return Dist{Kind: DistUniform, Min: lo, Max: hi}, nil
+}
+
+// Schedule returns the intended send offsets of n requests under l: all zero
+// for an infinite rate (Rate <= 0), otherwise gamma-distributed gaps with
+// shape Burstiness (1 = Poisson) and mean 1/Rate. Pure: equal seeds give equal
+// schedules.
+func (l Load) Schedule(rng *rand.Rand, n int) []time.Duration {
+	out := make([]time.Duration, n)
+	p := l.pacer(rng)
+	for i := range out {
+		out[i] = p.next()
+	}
+	return out
+}
+
+// pacer yields successive intended send offsets; it is the lazy form of
+// Schedule used by duration-bound runs.
+type pacer struct {
+	rate  float64
+	gamma distuv.Gamma
+	t     float64 // seconds
+}
+
+func (l Load) pacer(rng *rand.Rand) *pacer {
+	shape := l.Burstiness
+	if shape <= 0 {
+		shape = 1
+	}
+	p := &pacer{rate: l.Rate}
+	if l.Rate > 0 && !math.IsInf(l.Rate, 1) {
+		// Gamma(shape, rate*shape) has mean 1/rate; shape 1 is exponential.
+		p.gamma = distuv.Gamma{Alpha: shape, Beta: shape * l.Rate, Src: rng}
+	}
+	return p
+}
+
+func (p *pacer) next() time.Duration {
+	if p.rate <= 0 || math.IsInf(p.rate, 1) {
+		return 0
+	}
+	p.t += p.gamma.Rand()
+	return time.Duration(p.t * float64(time.Second))
+}

@@ -1,0 +1,283 @@
+package bench
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"gonum.org/v1/gonum/stat/distuv"
+)
+
+// DefaultBootstrap is the number of bootstrap resamples for confidence
+// intervals when SummaryOptions.Bootstrap is 0.
+const DefaultBootstrap = 2000
+
+// Percentile returns the p-th percentile (0..100) of sorted values with
+// linear interpolation between closest ranks, as numpy.percentile does (the
+// method vLLM's benchmark uses). It returns 0 for no values.
+func Percentile(sorted []float64, p float64) float64 {
+	n := len(sorted)
+	if n == 0 {
+		return 0
+	}
+	h := p / 100 * float64(n-1)
+	lo := int(math.Floor(h))
+	if lo >= n-1 {
+		return sorted[n-1]
+	}
+	if lo < 0 {
+		return sorted[0]
+	}
+	return sorted[lo] + (h-float64(lo))*(sorted[lo+1]-sorted[lo])
+}
+
+// NewStats summarises values (milliseconds). It sorts values in place. The
+// standard deviation is the population one (numpy's default, as in vLLM).
+// Confidence intervals use rng; nil rng or b <= 0 leaves them zero.
+func NewStats(values []float64, rng *rand.Rand, b int) Stats {
+	n := len(values)
+	if n == 0 {
+		return Stats{}
+	}
+	slices.Sort(values)
+	sum := 0.0
+	for _, v := range values {
+		sum += v
+	}
+	mean := sum / float64(n)
+	ss := 0.0
+	for _, v := range values {
+		ss += (v - mean) * (v - mean)
+	}
+	s := Stats{
+		N: n, Mean: mean, Std: math.Sqrt(ss / float64(n)),
+		Median: Percentile(values, 50), P50: Percentile(values, 50),
+		P90: Percentile(values, 90), P95: Percentile(values, 95),
+		P99: Percentile(values, 99), P999: Percentile(values, 99.9),
+	}
+	if rng != nil && b > 0 {
+		s.MedianCI = BootstrapCI(values, 50, rng, b)
+		s.P99CI = BootstrapCI(values, 99, rng, b)
+	}
+	return s
+}
+
+// orderStatSampler draws, for a sorted sample of n values, the index of the
+// p-th percentile of a bootstrap resample (n draws with replacement).
+//
+// Why not resample: the k-th smallest of n draws with replacement from the
+// sorted sample is sorted[floor(n·U(k))], where U(k), the k-th order statistic
+// of n uniforms, is Beta(k, n+1-k) distributed. Drawing U(k) directly is the
+// same bootstrap distribution (for the nearest-rank percentile) at O(1) per
+// resample instead of O(n log n), which matters for pooled ITL samples of
+// hundreds of thousands of values.
+type orderStatSampler struct {
+	n    int
+	beta distuv.Beta
+}
+
+func newOrderStatSampler(n int, p float64, rng *rand.Rand) orderStatSampler {
+	k := int(math.Round(p/100*float64(n-1))) + 1 // 1-based rank
+	return orderStatSampler{n: n, beta: distuv.Beta{Alpha: float64(k), Beta: float64(n + 1 - k), Src: rng}}
+}
+
+func (o orderStatSampler) index() int {
+	return min(int(o.beta.Rand()*float64(o.n)), o.n-1)
+}
+
+// BootstrapCI returns the percentile-bootstrap 95% confidence interval of the
+// p-th percentile of sorted, with b resamples.
+func BootstrapCI(sorted []float64, p float64, rng *rand.Rand, b int) [2]float64 {
+	n := len(sorted)
+	if n == 0 || b <= 0 {
+		return [2]float64{}
+	}
+	if n == 1 {
+		return [2]float64{sorted[0], sorted[0]}
+	}
+	o := newOrderStatSampler(n, p, rng)
+	est := make([]float64, b)
+	for i := range est {
+		est[i] = sorted[o.index()]
+	}
+	slices.Sort(est)
+	return [2]float64{Percentile(est, 2.5), Percentile(est, 97.5)}
+}
+
+// BootstrapDiffCI returns the 95% bootstrap confidence interval of
+// pct(new) - pct(base), the two samples resampled independently. Both inputs
+// must be sorted.
+func BootstrapDiffCI(base, new []float64, p float64, rng *rand.Rand, b int) [2]float64 {
+	if len(base) == 0 || len(new) == 0 || b <= 0 {
+		return [2]float64{}
+	}
+	ob, on := newOrderStatSampler(len(base), p, rng), newOrderStatSampler(len(new), p, rng)
+	est := make([]float64, b)
+	for i := range est {
+		est[i] = new[on.index()] - base[ob.index()]
+	}
+	slices.Sort(est)
+	return [2]float64{Percentile(est, 2.5), Percentile(est, 97.5)}
+}
+
+// ms converts a duration to float milliseconds.
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// RequestMetrics are the per-request latencies of one successful record.
+type RequestMetrics struct {
+	TTFT, TTFTSched, Queue, E2EL float64 // ms
+	TPOT                         float64 // ms; NaN when out <= 1
+}
+
+// Metrics returns r's latencies by DESIGN.md's definitions:
+// TTFT = t_first - t_send, E2EL = t_last - t_send,
+// TPOT = (E2EL - TTFT)/(out - 1) for out > 1, queue = t_send - t_sched.
+func (r Record) Metrics() RequestMetrics {
+	m := RequestMetrics{
+		TTFT:      ms(r.First - r.Send),
+		TTFTSched: ms(r.First - r.Sched),
+		Queue:     ms(r.Send - r.Sched),
+		E2EL:      ms(r.Last - r.Send),
+		TPOT:      math.NaN(),
+	}
+	if r.OutputTokens > 1 {
+		m.TPOT = (m.E2EL - m.TTFT) / float64(r.OutputTokens-1)
+	}
+	return m
+}
+
+// Good reports whether m meets every limit of slo (zero = no limit). A
+// request with one output token has no TPOT and passes that limit.
+func (slo SLO) Good(m RequestMetrics) bool {
+	if slo.TTFTms > 0 && m.TTFT > slo.TTFTms {
+		return false
+	}
+	if slo.TPOTms > 0 && !math.IsNaN(m.TPOT) && m.TPOT > slo.TPOTms {
+		return false
+	}
+	if slo.E2ELms > 0 && m.E2EL > slo.E2ELms {
+		return false
+	}
+	return true
+}
+
+// Samples are the raw per-request values behind a Summary, kept so that
+// `bench compare` can bootstrap differences. Milliseconds.
+type Samples struct {
+	TTFT []float64 `json:"ttft_ms"`
+	TPOT []float64 `json:"tpot_ms"`
+	ITL  []float64 `json:"itl_ms"`
+	E2EL []float64 `json:"e2el_ms"`
+}
+
+// Summarize computes a Summary from records. Warm-up records are ignored;
+// failed ones are counted by class and excluded from latency metrics.
+// Duration runs from the first send to the last completion (t_end) of the
+// measured records. It is pure: the simulated engine calls it on records
+// built in virtual time.
+func Summarize(records []Record, opts SummaryOptions) Summary {
+	s := Summary{Errors: make(map[string]int, len(ErrorClasses))}
+	for _, c := range ErrorClasses {
+		s.Errors[string(c)] = 0
+	}
+	b := opts.Bootstrap
+	if b == 0 {
+		b = DefaultBootstrap
+	}
+	rng := rand.New(rand.NewPCG(opts.Seed, 0x5eed))
+
+	var (
+		ttft, ttftSched, queue, tpot, itl, itlTok, e2el []float64
+		first, last                                     time.Duration
+		seen                                            bool
+		good                                            int
+	)
+	for i := range records {
+		r := &records[i]
+		if r.Warmup {
+			continue
+		}
+		if !seen || r.Send < first {
+			first = r.Send
+		}
+		if !seen || r.End > last {
+			last = r.End
+		}
+		seen = true
+		if r.Error != ErrNone {
+			s.Failed++
+			s.Errors[string(r.Error)]++
+			continue
+		}
+		s.Completed++
+		s.TotalInputTokens += r.PromptTokens
+		s.TotalOutputTokens += r.OutputTokens
+		m := r.Metrics()
+		ttft = append(ttft, m.TTFT)
+		ttftSched = append(ttftSched, m.TTFTSched)
+		queue = append(queue, m.Queue)
+		e2el = append(e2el, m.E2EL)
+		if !math.IsNaN(m.TPOT) {
+			tpot = append(tpot, m.TPOT)
+		}
+		for j := 1; j < len(r.Chunks); j++ {
+			gap := ms(r.Chunks[j].At - r.Chunks[j-1].At)
+			itl = append(itl, gap)
+			k := max(r.Chunks[j].Tokens, 1)
+			for range k {
+				itlTok = append(itlTok, gap/float64(k))
+			}
+		}
+		if opts.Goodput.Good(m) {
+			good++
+		}
+	}
+	if !seen {
+		return s
+	}
+	if last < first {
+		last = first
+	}
+	s.Duration = (last - first).Seconds()
+	if s.Duration > 0 {
+		s.RequestThroughput = float64(s.Completed) / s.Duration
+		s.OutputThroughput = float64(s.TotalOutputTokens) / s.Duration
+		s.TotalTokenThroughput = float64(s.TotalInputTokens+s.TotalOutputTokens) / s.Duration
+		s.RequestGoodput = float64(good) / s.Duration
+	}
+	s.PeakOutputThroughput = peakOutput(records, first)
+	if opts.KeepSamples {
+		// Copies: NewStats sorts in place, and compare wants request order kept
+		// irrelevant anyway; sorted copies are fine and smaller to diff.
+		s.Samples = &Samples{TTFT: slices.Clone(ttft), TPOT: slices.Clone(tpot), ITL: slices.Clone(itl), E2EL: slices.Clone(e2el)}
+	}
+	s.TTFT = NewStats(ttft, rng, b)
+	s.TTFTSched = NewStats(ttftSched, rng, b)
+	s.Queue = NewStats(queue, rng, b)
+	s.TPOT = NewStats(tpot, rng, b)
+	s.ITL = NewStats(itl, rng, b)
+	s.ITLPerToken = NewStats(itlTok, rng, b)
+	s.E2EL = NewStats(e2el, rng, b)
+	return s
+}
+
+// peakOutput is the largest number of output tokens received in one
+// 1-second window [k, k+1) s after the first send, from chunk arrival times.
+func peakOutput(records []Record, first time.Duration) float64 {
+	buckets := map[int64]int{}
+	for i := range records {
+		r := &records[i]
+		if r.Warmup || r.Error != ErrNone {
+			continue
+		}
+		for _, c := range r.Chunks {
+			buckets[int64((c.At-first)/time.Second)] += c.Tokens
+		}
+	}
+	peak := 0
+	for _, v := range buckets {
+		peak = max(peak, v)
+	}
+	return float64(peak)
+}
