@@ -1,0 +1,342 @@
+package trial
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/servetune/servetune/bench"
+	"github.com/servetune/servetune/launcher"
+)
+
+// Status is how a trial ended. The values match the store's trial statuses.
+type Status string
+
+// Trial statuses.
+const (
+	StatusOK          Status = "ok"
+	StatusFailed      Status = "failed"
+	StatusInterrupted Status = "interrupted" // the study was stopped mid-trial
+)
+
+// Failure classes of a failed trial; the values match the store's.
+const (
+	FailOOM         = "oom"          // the engine reported running out of memory at start-up
+	FailCrash       = "crash"        // the engine exited during the measurement
+	FailNotReady    = "not_ready"    // no healthy /health within the ready timeout
+	FailLaunchError = "launch_error" // could not start, or exited before ready for another reason
+	FailBenchError  = "bench_error"  // the benchmark itself failed
+	FailInfeasible  = "infeasible"   // rejected before launch by a constraint
+)
+
+// BenchFunc runs one load level; bench.Run in production.
+type BenchFunc func(ctx context.Context, cfg bench.Config) (*bench.Result, error)
+
+// Plan is everything one trial needs.
+type Plan struct {
+	Launcher     launcher.Launcher
+	Spec         launcher.Spec // what to launch; Spec.Model is also the model name sent
+	ReadyTimeout time.Duration // launch to /health 200; default 20m
+	StopTimeout  time.Duration // for tearing down; default launcher.DefaultStopTimeout
+
+	Dataset          bench.DatasetSpec
+	Levels           []bench.Load // measured in order
+	Capacity         *Capacity    // instead of Levels: search the highest load meeting the SLOs
+	RequestsPerLevel int
+	Warmup           int           // warm-up requests before each level, excluded
+	Timeout          time.Duration // per request
+	Goodput          bench.SLO     // per-request limits for goodput
+	Seed             uint64
+
+	Bench    BenchFunc                                   // default bench.Run
+	Progress func(level string, done, total int)         // optional, from one goroutine
+	OnLevel  func(level Level)                           // optional, after each level
+	IsOOM    func(logs string) (message string, ok bool) // default IsOOM
+}
+
+// Capacity configures the capacity search: concurrency doubles from 1 while
+// Met holds, then bisects between the last level that met it and the first
+// that did not.
+type Capacity struct {
+	MaxConcurrency int                      // upper bound of the search
+	Met            func(bench.Summary) bool // the SLO test of one level
+	Steps          int                      // bisection probes after the doubling; default 3
+}
+
+// Level is one measured load level.
+type Level struct {
+	Label   string  // "concurrency=8" or "rate=4"
+	Kind    string  // "concurrency" or "rate"
+	Value   float64 // the level's value
+	Load    bench.Load
+	Summary bench.Summary
+	Records []bench.Record
+}
+
+// Result is the outcome of a trial.
+type Result struct {
+	Status   Status
+	Failure  string // a Fail* class when Status is StatusFailed
+	Message  string // one line saying why it failed (the engine's own message when known)
+	LogTail  string // the engine's output tail, for failed trials
+	Levels   []Level
+	Started  time.Time
+	Ready    time.Duration // launch to healthy
+	Finished time.Time
+}
+
+// Failed builds the result of a trial that failed with class and message.
+func Failed(class, message string) Result {
+	return Result{Status: StatusFailed, Failure: class, Message: message, Started: time.Now(), Finished: time.Now()}
+}
+
+// LevelLabel names a load level: "concurrency=N", "rate=R" or both.
+func LevelLabel(l bench.Load) (label, kind string, value float64) {
+	switch {
+	case l.Rate > 0 && l.MaxConcurrency > 0:
+		return "rate=" + strconv.FormatFloat(l.Rate, 'g', -1, 64) + ",concurrency=" + strconv.Itoa(l.MaxConcurrency), "rate", l.Rate
+	case l.Rate > 0:
+		return "rate=" + strconv.FormatFloat(l.Rate, 'g', -1, 64), "rate", l.Rate
+	}
+	return "concurrency=" + strconv.Itoa(l.MaxConcurrency), "concurrency", float64(l.MaxConcurrency)
+}
+
+// Run launches the engine, waits until it is healthy, measures every load
+// level (or searches the capacity), tears the engine down and classifies
+// any failure. It returns StatusInterrupted when ctx ends first.
+func Run(ctx context.Context, p Plan) Result {
+	res := Result{Started: time.Now()}
+	defer func() { res.Finished = time.Now() }()
+	if p.Bench == nil {
+		p.Bench = bench.Run
+	}
+	if p.IsOOM == nil {
+		p.IsOOM = IsOOM
+	}
+	if p.ReadyTimeout <= 0 {
+		p.ReadyTimeout = 20 * time.Minute
+	}
+	if p.StopTimeout <= 0 {
+		p.StopTimeout = launcher.DefaultStopTimeout
+	}
+	fail := func(class, msg, logs string) Result {
+		res.Status, res.Failure, res.Message, res.LogTail = StatusFailed, class, oneLine(msg), logs
+		return res
+	}
+
+	inst, err := p.Launcher.Launch(ctx, p.Spec)
+	if err != nil {
+		if ctx.Err() != nil {
+			res.Status = StatusInterrupted
+			return res
+		}
+		return fail(FailLaunchError, err.Error(), "")
+	}
+	// Tear down with a context of its own: the trial's may be cancelled.
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.StopTimeout+5*time.Second)
+		defer cancel()
+		_ = inst.Stop(sctx)
+	}()
+
+	rctx, cancel := context.WithTimeout(ctx, p.ReadyTimeout)
+	err = inst.Ready(rctx)
+	cancel()
+	res.Ready = time.Since(res.Started)
+	if err != nil {
+		logs := inst.Logs()
+		switch {
+		case ctx.Err() != nil:
+			res.Status = StatusInterrupted
+			return res
+		case errors.Is(err, launcher.ErrExited):
+			if msg, ok := p.IsOOM(logs); ok {
+				return fail(FailOOM, msg, logs)
+			}
+			return fail(FailLaunchError, "engine exited before it was ready: "+lastLine(logs), logs)
+		case errors.Is(err, context.DeadlineExceeded):
+			return fail(FailNotReady, fmt.Sprintf("no healthy /health within %s", p.ReadyTimeout), logs)
+		}
+		return fail(FailLaunchError, err.Error(), logs)
+	}
+
+	// A crash under load cancels the measurement at once.
+	mctx, mcancel := context.WithCancel(ctx)
+	defer mcancel()
+	exited := func() bool { return false }
+	if ex, ok := inst.(launcher.Exiter); ok {
+		done := make(chan struct{})
+		watch := make(chan struct{})
+		go func() {
+			defer close(watch)
+			select {
+			case <-ex.Exited():
+				mcancel()
+			case <-done:
+			}
+		}()
+		defer func() { close(done); <-watch }()
+		exited = func() bool {
+			select {
+			case <-ex.Exited():
+				return true
+			default:
+				return false
+			}
+		}
+	}
+	crashed := func() Result {
+		logs := inst.Logs()
+		msg := "engine exited during the measurement"
+		if oom, ok := p.IsOOM(logs); ok {
+			msg += ": " + oom
+		} else if l := lastLine(logs); l != "" {
+			msg += ": " + l
+		}
+		return fail(FailCrash, msg, logs)
+	}
+
+	measure := func(i int, load bench.Load) (Level, error) {
+		label, kind, value := LevelLabel(load)
+		cfg := bench.Config{
+			Target:      bench.Target{BaseURL: inst.Endpoint(), Model: p.Spec.Model},
+			Dataset:     p.Dataset,
+			Load:        load,
+			NumRequests: p.RequestsPerLevel,
+			Warmup:      p.Warmup,
+			Timeout:     p.Timeout,
+			Seed:        p.Seed + uint64(i),
+			Summary:     bench.SummaryOptions{Goodput: p.Goodput, Seed: p.Seed},
+		}
+		if p.Progress != nil {
+			cfg.Progress = func(done, total int) { p.Progress(label, done, total) }
+		}
+		r, err := p.Bench(mctx, cfg)
+		if err != nil {
+			return Level{}, err
+		}
+		lv := Level{Label: label, Kind: kind, Value: value, Load: load, Summary: r.Summary, Records: r.Records}
+		if p.OnLevel != nil {
+			p.OnLevel(lv)
+		}
+		return lv, nil
+	}
+	run := func(i int, load bench.Load) (Level, *Result) {
+		lv, err := measure(i, load)
+		switch {
+		case ctx.Err() != nil:
+			res.Status = StatusInterrupted
+			return lv, &res
+		case exited():
+			r := crashed()
+			return lv, &r
+		case err != nil:
+			r := fail(FailBenchError, err.Error(), inst.Logs())
+			return lv, &r
+		}
+		// The engine may have died while the last requests failed.
+		if lv.Summary.Completed == 0 && exited() {
+			r := crashed()
+			return lv, &r
+		}
+		return lv, nil
+	}
+
+	if p.Capacity != nil {
+		return p.capacity(&res, run)
+	}
+	for i, load := range p.Levels {
+		lv, stop := run(i, load)
+		if stop != nil {
+			return *stop
+		}
+		res.Levels = append(res.Levels, lv)
+	}
+	res.Status = StatusOK
+	return res
+}
+
+// capacity runs the capacity search with run.
+func (p Plan) capacity(res *Result, run func(int, bench.Load) (Level, *Result)) Result {
+	c := p.Capacity
+	maxC := max(c.MaxConcurrency, 1)
+	steps := c.Steps
+	if steps <= 0 {
+		steps = 3
+	}
+	i := 0
+	probe := func(n int) (bool, *Result) {
+		lv, stop := run(i, bench.Load{MaxConcurrency: n})
+		i++
+		if stop != nil {
+			return false, stop
+		}
+		res.Levels = append(res.Levels, lv)
+		return c.Met(lv.Summary), nil
+	}
+	good, bad := 0, 0
+	for n := 1; ; n *= 2 {
+		n = min(n, maxC)
+		ok, stop := probe(n)
+		if stop != nil {
+			return *stop
+		}
+		if !ok {
+			bad = n
+			break
+		}
+		good = n
+		if n == maxC {
+			break
+		}
+	}
+	for s := 0; s < steps && bad > 0 && bad-good > 1; s++ {
+		mid := (good + bad) / 2
+		ok, stop := probe(mid)
+		if stop != nil {
+			return *stop
+		}
+		if ok {
+			good = mid
+		} else {
+			bad = mid
+		}
+	}
+	res.Status = StatusOK
+	return *res
+}
+
+// oomPatterns are the start-up and runtime out-of-memory messages of vLLM,
+// SGLang, PyTorch and the simulated engine (which prints the engines' own).
+var oomPatterns = regexp.MustCompile(`(?i)(out of memory|OutOfMemoryError|No available memory for the cache blocks|larger than the available KV cache memory|KV cache is needed|Not enough memory|insufficient (GPU )?memory|does not fit)`)
+
+// IsOOM finds an out-of-memory message in an engine's output and returns
+// its line.
+func IsOOM(logs string) (string, bool) {
+	lines := strings.Split(logs, "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if oomPatterns.MatchString(lines[i]) {
+			return strings.TrimSpace(lines[i]), true
+		}
+	}
+	return "", false
+}
+
+// lastLine returns the last non-empty line of s.
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+// oneLine flattens a message for one-line display, bounded in length.
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 500 {
+		s = s[:497] + "..."
+	}
+	return s
+}

@@ -1,0 +1,126 @@
+package trial
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/servetune/servetune/bench"
+	"github.com/servetune/servetune/launcher"
+)
+
+func plan(t *testing.T, mode string, env ...string) Plan {
+	t.Helper()
+	return Plan{
+		Launcher: &launcher.Process{
+			Command:      []string{os.Args[0], "{port}"},
+			PollInterval: 20 * time.Millisecond,
+			StopTimeout:  2 * time.Second,
+		},
+		Spec:             launcher.Spec{Engine: "vllm", Model: "test-model", Env: append([]string{engineEnv + "=" + mode}, env...)},
+		ReadyTimeout:     10 * time.Second,
+		Dataset:          bench.DatasetSpec{Kind: bench.DatasetRandom, Input: bench.Dist{Kind: bench.DistFixed, Value: 16}, Output: bench.Dist{Kind: bench.DistFixed, Value: 4}},
+		Levels:           []bench.Load{{MaxConcurrency: 1}, {MaxConcurrency: 4}},
+		RequestsPerLevel: 8,
+		Warmup:           1,
+		Timeout:          5 * time.Second,
+		Seed:             1,
+	}
+}
+
+func TestRun(t *testing.T) {
+	tests := []struct {
+		name        string
+		mode        string
+		env         []string
+		tweak       func(*Plan)
+		wantStatus  Status
+		wantFailure string
+		wantMsg     string
+		wantLevels  int
+	}{
+		{name: "ok", mode: "ok", wantStatus: StatusOK, wantLevels: 2},
+		{name: "oom at start-up", mode: "oom", wantStatus: StatusFailed, wantFailure: FailOOM, wantMsg: "No available memory for the cache blocks"},
+		{name: "not ready", mode: "hang", tweak: func(p *Plan) { p.ReadyTimeout = 300 * time.Millisecond },
+			wantStatus: StatusFailed, wantFailure: FailNotReady, wantMsg: "within 300ms"},
+		{name: "crash under load", mode: "ok", env: []string{"CRASH_AFTER=5"}, tweak: func(p *Plan) { p.Levels = p.Levels[:1] },
+			wantStatus: StatusFailed, wantFailure: FailCrash, wantMsg: "engine core died"},
+		{name: "capacity", mode: "ok", tweak: func(p *Plan) {
+			p.Levels = nil
+			// "Met" below concurrency 3: doubling probes 1, 2, 4, then bisects to 3.
+			p.Capacity = &Capacity{MaxConcurrency: 64, Met: func(s bench.Summary) bool { return s.MaxConcurrency < 3 }}
+		}, wantStatus: StatusOK, wantLevels: 4},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := plan(t, tc.mode, tc.env...)
+			if tc.tweak != nil {
+				tc.tweak(&p)
+			}
+			res := Run(context.Background(), p)
+			if res.Status != tc.wantStatus || res.Failure != tc.wantFailure {
+				t.Fatalf("status %s/%s (%s), want %s/%s\nlogs: %s", res.Status, res.Failure, res.Message, tc.wantStatus, tc.wantFailure, res.LogTail)
+			}
+			if !strings.Contains(res.Message, tc.wantMsg) {
+				t.Errorf("message %q lacks %q", res.Message, tc.wantMsg)
+			}
+			if len(res.Levels) != tc.wantLevels {
+				t.Fatalf("%d levels, want %d", len(res.Levels), tc.wantLevels)
+			}
+			for _, lv := range res.Levels {
+				if lv.Summary.Completed == 0 {
+					t.Errorf("level %s completed nothing: %+v", lv.Label, lv.Summary.Errors)
+				}
+			}
+		})
+	}
+}
+
+func TestRunInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	p := plan(t, "hang")
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		cancel()
+	}()
+	if res := Run(ctx, p); res.Status != StatusInterrupted {
+		t.Fatalf("status %s/%s, want interrupted", res.Status, res.Failure)
+	}
+}
+
+func TestIsOOM(t *testing.T) {
+	tests := []struct {
+		logs string
+		want bool
+	}{
+		{"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", true},
+		{"ValueError: 4.00 GiB KV cache is needed, which is larger than the available KV cache memory (2.1 GiB).", true},
+		{"INFO started server\nINFO ready", false},
+		{"", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.logs, func(t *testing.T) {
+			if _, got := IsOOM(tc.logs); got != tc.want {
+				t.Errorf("IsOOM = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestLevelLabel(t *testing.T) {
+	tests := []struct {
+		load bench.Load
+		want string
+	}{
+		{bench.Load{MaxConcurrency: 8}, "concurrency=8"},
+		{bench.Load{Rate: 2.5}, "rate=2.5"},
+		{bench.Load{Rate: 4, MaxConcurrency: 16}, "rate=4,concurrency=16"},
+	}
+	for _, tc := range tests {
+		if got, _, _ := LevelLabel(tc.load); got != tc.want {
+			t.Errorf("LevelLabel(%+v) = %q, want %q", tc.load, got, tc.want)
+		}
+	}
+}
