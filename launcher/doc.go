@@ -31,6 +31,19 @@
 //	}
 //	// benchmark in.Endpoint() ...
 //
+// Docker hosts: a Docker launcher talks to Docker.Host, or DOCKER_HOST when
+// that is empty, or the local socket. unix://, tcp:// (with DOCKER_CERT_PATH
+// and DOCKER_TLS_VERIFY as the docker CLI reads them) and ssh://[user@]host[:port]
+// all work; ssh runs `ssh -- host docker system dial-stdio` per connection, so
+// the remote account needs the docker CLI and key- or agent-based login. The
+// container's port is published on the Docker host's 127.0.0.1, so with a
+// remote host the benchmark must run there too (or tunnel the port). Reaping
+// works against any host: `servetune cleanup [--study S] [--all]`. The API
+// version is negotiated, so daemons as old as Engine 20.10 work.
+//
+// The launcher never pulls images: a missing image is ErrImageMissing, naming
+// the image and `make sim-image` (for SimImage) or `docker pull`.
+//
 // Secrets: Spec.Env values (API keys, HF tokens) are handed to the engine and
 // never logged or kept; the Docker launcher takes host variables by name only.
 //

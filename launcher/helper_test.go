@@ -23,7 +23,11 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv(helperEnv); mode != "" {
 		os.Exit(helperMain(mode, os.Args[1:]))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
 }
 
 // helperCommand is a Process command template that runs this binary in mode.

@@ -1,0 +1,295 @@
+package launcher
+
+import (
+	"context"
+	"errors"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/client"
+)
+
+func TestDockerContainerConfig(t *testing.T) {
+	t.Setenv("SERVETUNE_TEST_TOKEN", "hf_secretvalue")
+	spec := Spec{Model: "org/m", Args: []string{"--tensor-parallel-size", "2"}, GPUs: []int{2, 3}, Study: "s1", Trial: 7, Port: 18123, Env: []string{"A=1"}}
+	tests := []struct {
+		name    string
+		d       Docker
+		wantCmd []string
+		check   func(t *testing.T, cfg *container.Config, hc *container.HostConfig)
+		wantErr error
+	}{
+		{
+			name:    "vllm with GPUs and ipc host",
+			d:       Docker{Image: "vllm/vllm-openai:v0.11.0", PassEnv: []string{"SERVETUNE_TEST_TOKEN", "SERVETUNE_TEST_UNSET"}, HFCache: "/data/hf"},
+			wantCmd: []string{"--model", "org/m", "--tensor-parallel-size", "2"},
+			check: func(t *testing.T, cfg *container.Config, hc *container.HostConfig) {
+				if len(hc.DeviceRequests) != 1 || !slices.Equal(hc.DeviceRequests[0].DeviceIDs, []string{"2", "3"}) || hc.DeviceRequests[0].Driver != "nvidia" {
+					t.Errorf("DeviceRequests = %+v", hc.DeviceRequests)
+				}
+				if hc.IpcMode != container.IPCModeHost {
+					t.Errorf("IpcMode = %q", hc.IpcMode)
+				}
+				if !slices.Contains(cfg.Env, "SERVETUNE_TEST_TOKEN=hf_secretvalue") || !slices.Contains(cfg.Env, "A=1") {
+					t.Errorf("Env lacks the passed-through or spec variables")
+				}
+				if slices.ContainsFunc(cfg.Env, func(s string) bool { return strings.HasPrefix(s, "SERVETUNE_TEST_UNSET") }) {
+					t.Errorf("an unset host variable was passed")
+				}
+				if len(hc.Mounts) != 1 || hc.Mounts[0].Source != "/data/hf" || hc.Mounts[0].Target != "/root/.cache/huggingface" {
+					t.Errorf("Mounts = %+v", hc.Mounts)
+				}
+				if cfg.Labels[LabelStudy] != "s1" || cfg.Labels[LabelTrial] != "7" || cfg.Labels[LabelManaged] != "true" {
+					t.Errorf("Labels = %v", cfg.Labels)
+				}
+				b := hc.PortBindings["8000/tcp"]
+				if len(b) != 1 || b[0].HostIP != "127.0.0.1" || b[0].HostPort != "18123" {
+					t.Errorf("PortBindings = %v", hc.PortBindings)
+				}
+			},
+		},
+		{
+			name:    "sglang with shm and limits",
+			d:       Docker{Image: "lmsysorg/sglang", Profile: ProfileSGLang, ShmSize: 16 << 30, MemoryBytes: 1 << 30, CPUs: 1.5},
+			wantCmd: []string{"python3", "-m", "sglang.launch_server", "--model-path", "org/m", "--tensor-parallel-size", "2", "--host", "0.0.0.0", "--port", "8000"},
+			check: func(t *testing.T, cfg *container.Config, hc *container.HostConfig) {
+				if hc.ShmSize != 16<<30 || hc.IpcMode != "" || hc.Memory != 1<<30 || hc.NanoCPUs != 1_500_000_000 {
+					t.Errorf("shm %d ipc %q mem %d cpus %d", hc.ShmSize, hc.IpcMode, hc.Memory, hc.NanoCPUs)
+				}
+			},
+		},
+		{
+			name:    "sim image has no GPU request",
+			d:       Docker{Image: SimImage, NoGPU: true, Env: []string{"SERVETUNE_SIM_GPU=H100-SXM"}},
+			wantCmd: []string{"--model", "org/m", "--tensor-parallel-size", "2"},
+			check: func(t *testing.T, cfg *container.Config, hc *container.HostConfig) {
+				if len(hc.DeviceRequests) != 0 {
+					t.Errorf("DeviceRequests = %+v", hc.DeviceRequests)
+				}
+			},
+		},
+		{
+			name:    "custom",
+			d:       Docker{Image: "x", Profile: ProfileCustom, Command: []string{"serve", "{model}", "--port", "{port}", "--host", "{host}"}},
+			wantCmd: []string{"serve", "org/m", "--port", "8000", "--host", "0.0.0.0", "--tensor-parallel-size", "2"},
+		},
+		{name: "no image", d: Docker{}, wantErr: ErrBadSpec},
+		{name: "bad profile", d: Docker{Image: "x", Profile: "tgi"}, wantErr: ErrBadSpec},
+		{name: "custom without command", d: Docker{Image: "x", Profile: ProfileCustom}, wantErr: ErrBadSpec},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, hc, port, err := tt.d.containerConfig(spec)
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("err = %v, want %v", err, tt.wantErr)
+			}
+			if err != nil {
+				return
+			}
+			if port != 18123 {
+				t.Errorf("port = %d", port)
+			}
+			if !slices.Equal(cfg.Cmd, tt.wantCmd) {
+				t.Errorf("Cmd = %q, want %q", cfg.Cmd, tt.wantCmd)
+			}
+			if tt.check != nil {
+				tt.check(t, cfg, hc)
+			}
+		})
+	}
+}
+
+func TestContainerName(t *testing.T) {
+	n := containerName(Spec{Study: "my study/ü", Trial: 3})
+	if !strings.HasPrefix(n, "servetune-my-study-t3-") {
+		t.Errorf("containerName = %q", n)
+	}
+}
+
+func TestSSHDialStdio(t *testing.T) {
+	tests := []struct {
+		host string
+		want string
+		err  bool
+	}{
+		{"ssh://gpu-box", "ssh -- gpu-box docker system dial-stdio", false},
+		{"ssh://me@gpu-box:2222", "ssh -l me -p 2222 -- gpu-box docker system dial-stdio", false},
+		{"ssh://me:pw@gpu-box", "", true},
+		{"ssh://", "", true},
+		{"ssh://h/path", "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.host, func(t *testing.T) {
+			argv, err := sshDialStdio(tt.host)
+			if (err != nil) != tt.err {
+				t.Fatalf("err = %v", err)
+			}
+			if got := strings.Join(argv, " "); got != tt.want {
+				t.Errorf("argv = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestCommandDialer talks to the daemon through `docker system dial-stdio`,
+// the very command an ssh:// host runs remotely.
+func TestCommandDialer(t *testing.T) {
+	requireDocker(t)
+	if _, err := exec.LookPath("docker"); err != nil {
+		t.Skip("docker CLI not on PATH")
+	}
+	c, err := client.NewClientWithOpts(append(viaCommand([]string{"docker", "system", "dial-stdio"}), client.WithAPIVersionNegotiation())...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := c.Ping(ctx); err != nil {
+		t.Fatalf("Ping through dial-stdio: %v", err)
+	}
+	if _, err := c.ContainerList(ctx, container.ListOptions{}); err != nil {
+		t.Fatalf("ContainerList through dial-stdio: %v", err)
+	}
+}
+
+func TestDockerImageMissing(t *testing.T) {
+	c := requireDocker(t)
+	d := &Docker{Image: "servetune-test-absent:never", Client: c, NoGPU: true}
+	_, err := d.Launch(context.Background(), Spec{Model: "m", Study: testStudy(t)})
+	if !errors.Is(err, ErrImageMissing) {
+		t.Fatalf("Launch = %v, want ErrImageMissing", err)
+	}
+	for _, want := range []string{"servetune-test-absent:never", "make sim-image", "docker pull"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %q", err, want)
+		}
+	}
+}
+
+func TestReap(t *testing.T) {
+	c := requireDocker(t)
+	requireSimImage(t)
+	study := testStudy(t)
+	reapAfter(t, c, study)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	// Leftovers of a crashed study: created, never started (no engine needed).
+	d := &Docker{Image: SimImage, NoGPU: true}
+	for trial := 1; trial <= 3; trial++ {
+		spec := Spec{Model: "m", Study: study, Trial: trial}
+		cfg, hc, _, err := d.containerConfig(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.ContainerCreate(ctx, cfg, hc, nil, nil, containerName(spec)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(studyContainers(t, c, study)); n != 3 {
+		t.Fatalf("%d containers before Reap, want 3", n)
+	}
+	got, err := Reap(ctx, c, study, func(trial int) bool { return trial == 2 })
+	if err != nil {
+		t.Fatalf("Reap: %v", err)
+	}
+	var trials []int
+	for _, r := range got {
+		trials = append(trials, r.Trial)
+	}
+	slices.Sort(trials)
+	if !slices.Equal(trials, []int{1, 3}) {
+		t.Errorf("reaped trials %v, want [1 3]", trials)
+	}
+	left := studyContainers(t, c, study)
+	if len(left) != 1 || left[0].Labels[LabelTrial] != "2" {
+		t.Errorf("left %d containers, want only trial 2's", len(left))
+	}
+	if _, err := Reap(ctx, c, study, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(studyContainers(t, c, study)); n != 0 {
+		t.Errorf("%d containers after the second Reap, want 0", n)
+	}
+}
+
+func TestDockerSimServe(t *testing.T) {
+	c := requireDocker(t)
+	requireSimServe(t)
+	requireSimImage(t)
+	study := testStudy(t)
+	reapAfter(t, c, study)
+	const model = "meta-llama/Llama-3.1-8B-Instruct"
+	d := &Docker{
+		Image: SimImage, Client: c, NoGPU: true,
+		Env:          []string{EnvSimGPU + "=H100-SXM", EnvSimNumGPUs + "=1", EnvSimTimeScale + "=50"},
+		PollInterval: 50 * time.Millisecond,
+		StopTimeout:  5 * time.Second,
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	in, err := d.Launch(ctx, Spec{Model: model, Args: []string{"--sim-load-time", "200ms"}, GPUs: []int{0}, Study: study, Trial: 1})
+	if err != nil {
+		t.Fatalf("Launch: %v", err)
+	}
+	if err := in.Ready(ctx); err != nil {
+		t.Fatalf("Ready: %v\nlogs:\n%s", err, in.Logs())
+	}
+	data := streamCompletion(t, in.Endpoint(), model)
+	t.Logf("%d SSE messages", len(data))
+	if n := len(studyContainers(t, c, study)); n != 1 {
+		t.Errorf("%d containers while running, want 1", n)
+	}
+	if err := in.Stop(ctx); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	if n := len(studyContainers(t, c, study)); n != 0 {
+		t.Errorf("%d containers after Stop, want 0", n)
+	}
+	if in.Logs() == "" {
+		t.Errorf("no logs kept after Stop")
+	}
+}
+
+func TestDockerStartupOOM(t *testing.T) {
+	c := requireDocker(t)
+	requireSimServe(t)
+	requireSimImage(t)
+	study := testStudy(t)
+	reapAfter(t, c, study)
+	d := &Docker{
+		Image: SimImage, Client: c, NoGPU: true,
+		Env:          []string{EnvSimGPU + "=H100-SXM", EnvSimNumGPUs + "=1", EnvSimTimeScale + "=50"},
+		PollInterval: 50 * time.Millisecond,
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	in, err := d.Launch(ctx, Spec{Model: "meta-llama/Llama-3.3-70B-Instruct", Args: []string{"--quantization", "fp8", "--sim-load-time", "100ms"}, Study: study, Trial: 1})
+	if err != nil {
+		t.Fatalf("Launch: %v", err)
+	}
+	defer in.Stop(context.Background())
+	err = in.Ready(ctx)
+	var ee *ExitError
+	if !errors.As(err, &ee) || !errors.Is(err, ErrExited) || ee.Code == 0 {
+		t.Fatalf("Ready = %v, want an ExitError with a non-zero code", err)
+	}
+	logs := in.Logs()
+	if !IsOOMMessage(logs) {
+		t.Errorf("logs lack the engine's memory message:\n%s", logs)
+	}
+	ex := in.(Exiter)
+	if got := Classify(ex.ExitCode(), ee.OOMKilled, logs); got != FailureOOM {
+		t.Errorf("Classify = %q, want oom", got)
+	}
+	if err := in.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(studyContainers(t, c, study)); n != 0 {
+		t.Errorf("%d containers after Stop, want 0", n)
+	}
+}
