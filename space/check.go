@@ -1,6 +1,14 @@
 package space
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// ErrInfeasible is wrapped by every error Check returns: the settings cannot
+// run, so a tuner records the trial as pruned without launching anything.
+var ErrInfeasible = errors.New("infeasible settings")
 
 // Context holds the facts constraints are checked against.
 type Context struct {
@@ -10,29 +18,165 @@ type Context struct {
 	Fits           func(Settings) error // memory-fit hook (the simulator's memory model); nil skips
 }
 
-// Constraint is one parsed user constraint, e.g. "max_batched_tokens >= max_running_requests".
-type Constraint struct {
-	Expr string
-}
-
-// ParseConstraint parses one constraint expression.
-func ParseConstraint(expr string) (Constraint, error) {
-	return Constraint{}, errors.New("space.ParseConstraint: not implemented")
-}
-
-// Check reports the first reason s cannot be launched: built-in rules, then
-// sp's constraints, then c.Fits.
+// Check reports the first reason s cannot be launched, wrapped in
+// ErrInfeasible: a bad value, then the built-in rules (tensor parallel
+// divides the attention heads, and the KV heads or is a multiple of them;
+// tensor × pipeline × data parallel fits in the GPUs), then sp's constraints,
+// then c.Fits. Parallel degrees missing from s count as 1.
 func (sp Space) Check(s Settings, c Context) error {
-	return errors.New("space.Check: not implemented")
+	if err := validSettings(s); err != nil {
+		return fmt.Errorf("%w: %w", ErrInfeasible, err)
+	}
+	degree := func(name string) int {
+		if v, ok := s.Int(name); ok {
+			return v
+		}
+		return 1
+	}
+	tp, pp, dp := degree("tensor_parallel"), degree("pipeline_parallel"), degree("data_parallel")
+	if c.AttentionHeads > 0 && c.AttentionHeads%tp != 0 {
+		return fmt.Errorf("%w: tensor_parallel %d does not divide the model's %d attention heads", ErrInfeasible, tp, c.AttentionHeads)
+	}
+	if c.KVHeads > 0 && c.KVHeads%tp != 0 && tp%c.KVHeads != 0 {
+		return fmt.Errorf("%w: tensor_parallel %d neither divides nor is a multiple of the model's %d KV heads", ErrInfeasible, tp, c.KVHeads)
+	}
+	if c.GPUs > 0 && tp*pp*dp > c.GPUs {
+		return fmt.Errorf("%w: tensor×pipeline×data parallel = %d×%d×%d needs %d GPUs, %d available", ErrInfeasible, tp, pp, dp, tp*pp*dp, c.GPUs)
+	}
+	for _, con := range sp.Constraints {
+		ok, err := con.Holds(s)
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrInfeasible, err)
+		}
+		if !ok {
+			return fmt.Errorf("%w: constraint %q does not hold", ErrInfeasible, con.Expr)
+		}
+	}
+	if c.Fits != nil {
+		if err := c.Fits(s); err != nil {
+			return fmt.Errorf("%w: does not fit in memory: %w", ErrInfeasible, err)
+		}
+	}
+	return nil
 }
 
-// Size returns the number of points of the grid, or an error when a
-// parameter is continuous.
+// validSettings checks every setting's name, type and range.
+func validSettings(s Settings) error {
+	for _, k := range knobs {
+		if v, ok := s[k.name]; ok {
+			if _, _, err := check(k.name, v); err != nil {
+				return err
+			}
+		}
+	}
+	if len(s) > len(knobs) {
+		return fmt.Errorf("%w: more settings than servetune knows", ErrUnknownName)
+	}
+	for name := range s {
+		if _, ok := lookup(name); !ok {
+			return unknownName(name)
+		}
+	}
+	return nil
+}
+
+// ErrNotDiscrete is returned by Size and Grid for a space with a continuous parameter.
+var ErrNotDiscrete = errors.New("space is not discrete")
+
+// maxGrid bounds Size so a grid never overflows or exhausts memory.
+const maxGrid = 10_000_000
+
+// count returns how many values a discrete parameter has, without listing them.
+func (p Param) count() (float64, error) {
+	switch p.Kind {
+	case KindCategorical, KindBool:
+		return float64(len(p.Choices)), nil
+	case KindInt:
+		return math.Floor((p.High-p.Low)/max(p.Step, 1)) + 1, nil
+	case KindFloat:
+		if p.Step == 0 {
+			return 0, fmt.Errorf("%w: %s is a continuous range (give it a step)", ErrNotDiscrete, p.Name)
+		}
+		// The epsilon keeps High when float division lands just below a whole step.
+		return math.Floor((p.High-p.Low)/p.Step+1e-9) + 1, nil
+	}
+	return 0, fmt.Errorf("%w: %s has kind %v", ErrNotDiscrete, p.Name, p.Kind)
+}
+
+// Values returns the parameter's values in order when it is discrete: the
+// categorical or bool choices, every step of an int range, or every step of
+// a float range with a step. A log int range lists every integer.
+func (p Param) Values() ([]any, error) {
+	n, err := p.count()
+	if err != nil {
+		return nil, err
+	}
+	if n > maxGrid {
+		return nil, fmt.Errorf("%w: %s has %.0f values", ErrNotDiscrete, p.Name, n)
+	}
+	switch p.Kind {
+	case KindInt:
+		step := int(max(p.Step, 1))
+		out := make([]any, 0, int(n))
+		for i := range int(n) {
+			out = append(out, int(p.Low)+i*step)
+		}
+		return out, nil
+	case KindFloat:
+		out := make([]any, 0, int(n))
+		for i := range int(n) {
+			// Round to drop float noise such as 0.30000000000000004.
+			v := p.Low + float64(i)*p.Step
+			out = append(out, math.Round(v*1e9)/1e9)
+		}
+		return out, nil
+	}
+	return p.Choices, nil
+}
+
+// Size returns the number of points of the grid; ErrNotDiscrete when a
+// parameter is continuous or the grid exceeds ten million points.
 func (sp Space) Size() (int, error) {
-	return 0, errors.New("space.Size: not implemented")
+	size := 1
+	for _, p := range sp.Params {
+		n, err := p.count()
+		if err != nil {
+			return 0, err
+		}
+		if n > float64(maxGrid/max(size, 1)) {
+			return 0, fmt.Errorf("%w: the grid has more than %d points", ErrNotDiscrete, maxGrid)
+		}
+		size *= int(n)
+	}
+	return size, nil
 }
 
-// Grid enumerates every point of a discrete space in a deterministic order.
+// Grid enumerates every point of a discrete space: the first parameter
+// varies slowest, the last fastest, values in spec order. Points that break
+// constraints are included; filter them with Check.
 func (sp Space) Grid() ([]Settings, error) {
-	return nil, errors.New("space.Grid: not implemented")
+	size, err := sp.Size()
+	if err != nil {
+		return nil, err
+	}
+	values := make([][]any, len(sp.Params))
+	for i, p := range sp.Params {
+		values[i], _ = p.Values()
+	}
+	out := make([]Settings, 0, size)
+	idx := make([]int, len(sp.Params))
+	for range size {
+		s := make(Settings, len(sp.Params))
+		for i, p := range sp.Params {
+			s[p.Name] = values[i][idx[i]]
+		}
+		out = append(out, s)
+		for i := len(idx) - 1; i >= 0; i-- {
+			if idx[i]++; idx[i] < len(values[i]) {
+				break
+			}
+			idx[i] = 0
+		}
+	}
+	return out, nil
 }

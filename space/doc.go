@@ -1,4 +1,51 @@
 // Package space is servetune's search space: the tunable engine launch
 // settings by neutral name, their ranges, constraints, and the rendering of a
 // point of the space as vLLM or SGLang flags.
+//
+// A space comes from the `space:` mapping of a study spec (see Parse). Each
+// key is a neutral setting name (Names lists them: tensor_parallel,
+// max_running_requests, gpu_memory_fraction, quantization, ...); unknown names
+// are rejected with a suggestion, and every value is type- and range-checked
+// against the setting, with the spec's file and line in the error (*Error).
+//
+// A point of the space is a Settings map. Render turns it into an engine's
+// flags from one table (flags.go), and ServeCommand into a full command line:
+//
+//	var doc yaml.Node
+//	_ = yaml.Unmarshal([]byte("tensor_parallel: [1, 2]\nquantization: [none, fp8]\n"), &doc)
+//	sp, err := space.Parse(doc.Content[0], "study.yaml")
+//	if err != nil {
+//		return err // study.yaml:1: space.tensor_parallel: ...
+//	}
+//	grid, _ := sp.Grid() // 4 points
+//	for _, s := range grid {
+//		if err := sp.Check(s, space.Context{AttentionHeads: 32, GPUs: 2}); err != nil {
+//			continue // errors.Is(err, space.ErrInfeasible)
+//		}
+//		argv := space.ServeCommand(space.VLLM, "meta-llama/Llama-3.1-8B-Instruct", s, sp.Extra)
+//		// vllm serve meta-llama/Llama-3.1-8B-Instruct --tensor-parallel-size 1 ...
+//		_ = argv
+//	}
+//
+// gpu_memory_fraction is passed through unchanged, but the engines read it
+// differently: vLLM's --gpu-memory-utilization is the share of the GPU's total
+// memory for everything the engine allocates (weights, activations, CUDA
+// graphs, non-torch memory, KV cache), while SGLang's --mem-fraction-static
+// is the share for the weights and the KV pool only, activations and graphs
+// living in the rest. The same number gives SGLang the larger KV pool; the
+// simulator's memory model applies each engine's accounting.
+//
+// Other mappings worth knowing: max_batched_tokens is vLLM's
+// --max-num-batched-tokens and SGLang's --chunked-prefill-size plus
+// --max-prefill-tokens; kv_cache_dtype fp8 is SGLang's fp8_e4m3; values that
+// equal the engine default (quantization none, kv_cache_dtype auto, features
+// on that are on anyway) render no flag.
+//
+// Constraints (Constraint, ParseConstraint) are comparisons of small
+// arithmetic expressions over settings, such as
+// "max_batched_tokens >= max_running_requests".
+//
+// Everything in this package is a pure value: a Space, Param or Constraint
+// may be used from many goroutines at once. Settings is a plain map with the
+// usual rule: concurrent readers are fine, a writer needs exclusive access.
 package space

@@ -77,7 +77,7 @@ type Kind int
 const (
 	KindInt         Kind = iota // integer range [Low, High], Step (default 1), optionally Log
 	KindFloat                   // real range [Low, High], optional Step, optionally Log
-	KindCategorical             // one of Values (scalars of any type)
+	KindCategorical             // one of Choices (scalars of any type)
 	KindBool                    // false or true
 )
 
@@ -97,14 +97,14 @@ func (k Kind) String() string {
 
 // Param is one dimension of the search space.
 type Param struct {
-	Name   string  // neutral name, one of Names
-	Kind   Kind    // what values it takes
-	Low    float64 // KindInt, KindFloat: lower bound, inclusive
-	High   float64 // KindInt, KindFloat: upper bound, inclusive
-	Log    bool    // KindInt, KindFloat: sample on a log scale
-	Step   float64 // KindInt: step (0 means 1); KindFloat: 0 means continuous
-	Values []any   // KindCategorical: the choices in spec order; KindBool: false, true
-	Line   int     // line of the parameter in the spec file, 0 when unknown
+	Name    string  // neutral name, one of Names
+	Kind    Kind    // what values it takes
+	Low     float64 // KindInt, KindFloat: lower bound, inclusive
+	High    float64 // KindInt, KindFloat: upper bound, inclusive
+	Log     bool    // KindInt, KindFloat: sample on a log scale
+	Step    float64 // KindInt: step (0 means 1); KindFloat: 0 means continuous
+	Choices []any   // KindCategorical: the choices in spec order; KindBool: false, true
+	Line    int     // line of the parameter in the spec file, 0 when unknown
 }
 
 // Space is a search space: parameters in spec order plus raw extra flags

@@ -1,0 +1,507 @@
+package space
+
+import (
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+)
+
+// parseYAML parses src as a space, the way a study spec's `space:` value arrives.
+func parseYAML(t testing.TB, src string) (Space, error) {
+	t.Helper()
+	var doc yaml.Node
+	if err := yaml.Unmarshal([]byte(src), &doc); err != nil {
+		t.Fatalf("yaml: %v", err)
+	}
+	return Parse(&doc, "study.yaml")
+}
+
+func TestParseGood(t *testing.T) {
+	src := `tensor_parallel: [1, 2, 4]
+max_running_requests: {int: [16, 1024], log: true}
+max_batched_tokens: [2048, 4096]
+gpu_memory_fraction: {float: [0.80, 0.95]}
+block_size: {int: [16, 64], step: 16}
+quantization: [none, fp8]
+prefix_caching: {bool: true}
+cuda_graphs: [true, false]
+kv_cache_dtype: fp8
+extra_args: ["--disable-log-requests"]
+constraints: ["max_batched_tokens >= max_running_requests"]
+`
+	sp, err := parseYAML(t, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Param{
+		{Name: "tensor_parallel", Kind: KindCategorical, Choices: []any{1, 2, 4}, Line: 1},
+		{Name: "max_running_requests", Kind: KindInt, Low: 16, High: 1024, Log: true, Line: 2},
+		{Name: "max_batched_tokens", Kind: KindCategorical, Choices: []any{2048, 4096}, Line: 3},
+		{Name: "gpu_memory_fraction", Kind: KindFloat, Low: 0.8, High: 0.95, Line: 4},
+		{Name: "block_size", Kind: KindInt, Low: 16, High: 64, Step: 16, Line: 5},
+		{Name: "quantization", Kind: KindCategorical, Choices: []any{"none", "fp8"}, Line: 6},
+		{Name: "prefix_caching", Kind: KindBool, Choices: []any{false, true}, Line: 7},
+		{Name: "cuda_graphs", Kind: KindBool, Choices: []any{false, true}, Line: 8},
+		{Name: "kv_cache_dtype", Kind: KindCategorical, Choices: []any{"fp8"}, Line: 9},
+	}
+	if !reflect.DeepEqual(sp.Params, want) {
+		t.Errorf("params:\n got %+v\nwant %+v", sp.Params, want)
+	}
+	if !reflect.DeepEqual(sp.Extra, []string{"--disable-log-requests"}) {
+		t.Errorf("extra = %q", sp.Extra)
+	}
+	if len(sp.Constraints) != 1 || sp.Constraints[0].Expr != "max_batched_tokens >= max_running_requests" {
+		t.Errorf("constraints = %v", sp.Constraints)
+	}
+}
+
+func TestParseBad(t *testing.T) {
+	tests := []struct {
+		name, src string
+		want      string // the whole error text
+	}{
+		{"unknown name", "tensor_paralel: [1, 2]", "study.yaml:1: space: unknown setting \"tensor_paralel\" (did you mean tensor_parallel?)"},
+		{"unknown far name", "temperature: [1]", "study.yaml:1: space: unknown setting \"temperature\""},
+		{"not a mapping", "[1, 2]", "study.yaml:1: space: must be a mapping of setting names to values"},
+		{"empty list", "tensor_parallel: []", "study.yaml:1: space.tensor_parallel: empty list"},
+		{"tp zero", "quantization: [none]\ntensor_parallel: [1, 0]", "study.yaml:2: space.tensor_parallel: bad value: tensor_parallel 0 is outside [1, inf)"},
+		{"fraction above one", "gpu_memory_fraction: {float: [0.5, 1.2]}", "study.yaml:1: space.gpu_memory_fraction: bad value: gpu_memory_fraction 1.2 is outside (0, 1]"},
+		{"fraction zero", "gpu_memory_fraction: [0]", "study.yaml:1: space.gpu_memory_fraction: bad value: gpu_memory_fraction 0 is outside (0, 1]"},
+		{"bad quantization", "quantization:\n  - none\n  - fp7", "study.yaml:3: space.quantization: bad value: quantization \"fp7\" is not one of [none fp8 awq awq_marlin gptq gptq_marlin int4 int8 bitsandbytes compressed-tensors marlin modelopt]"},
+		{"string for int", "max_running_requests: [a]", "study.yaml:1: space.max_running_requests: bad value: max_running_requests must be an integer, not \"a\""},
+		{"float for int", "max_running_requests: [1.5]", "study.yaml:1: space.max_running_requests: bad value: max_running_requests must be an integer, not 1.5"},
+		{"reversed range", "max_running_requests: {int: [64, 16]}", "study.yaml:1: space.max_running_requests: low 64 is above high 16"},
+		{"float range on int", "max_running_requests: {float: [1, 2]}", "study.yaml:1: space.max_running_requests: max_running_requests is an integer: use int: [lo, hi]"},
+		{"int range on float", "gpu_memory_fraction: {int: [0, 1]}", "study.yaml:1: space.gpu_memory_fraction: gpu_memory_fraction takes a number, not an int range"},
+		{"bool on int", "block_size: {bool: true}", "study.yaml:1: space.block_size: block_size takes an integer, not a bool"},
+		{"bool false", "prefix_caching: {bool: false}", "study.yaml:1: space.prefix_caching: bool: must be true (searches false and true); write prefix_caching: false to fix a value"},
+		{"range needs two", "block_size: {int: [16]}", "study.yaml:1: space.block_size: int: needs [lo, hi]"},
+		{"unknown range key", "block_size: {int: [16, 32], by: 2}", "study.yaml:1: space.block_size: unknown key \"by\" (want int, float, bool, log or step)"},
+		{"log with step", "block_size: {int: [16, 32], log: true, step: 2}", "study.yaml:1: space.block_size: step and log do not combine"},
+		{"fractional int step", "block_size: {int: [16, 32], step: 1.5}", "study.yaml:1: space.block_size: step: must be an integer for an int range"},
+		{"duplicate value", "tensor_parallel: [1, 2, 1]", "study.yaml:1: space.tensor_parallel: 1 listed twice"},
+		{"duplicate key", "tensor_parallel: [1]\ntensor_parallel: [2]", "study.yaml:2: space.tensor_parallel: given twice"},
+		{"extra args not strings", "extra_args: [--x, 3]", "study.yaml:1: space.extra_args: must be a list of strings"},
+		{"constraint syntax", "tensor_parallel: [1]\nconstraints:\n  - tensor_parallel <=", "study.yaml:3: space.constraints: bad constraint: expression ends too early"},
+		{"constraint on fixed-out name", "tensor_parallel: [1]\nconstraints: [\"block_size > 8\"]", "study.yaml:2: space.constraints: \"block_size\" is not a parameter of this space"},
+		{"nested list", "tensor_parallel: [[1]]", "study.yaml:1: space.tensor_parallel: must be a single value"},
+		{"null", "tensor_parallel: ~", "study.yaml:1: space.tensor_parallel: has no value"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := parseYAML(t, tt.src)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if err.Error() != tt.want {
+				t.Errorf("error:\n got %s\nwant %s", err, tt.want)
+			}
+			var se *Error
+			if !errors.As(err, &se) || se.Line == 0 {
+				t.Errorf("not an *Error with a line: %#v", err)
+			}
+		})
+	}
+}
+
+func TestSettingsAccessorsAfterJSON(t *testing.T) {
+	in := Settings{"tensor_parallel": 2, "gpu_memory_fraction": 0.9, "quantization": "fp8", "prefix_caching": true}
+	b, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out Settings
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := out.Int("tensor_parallel"); !ok || v != 2 {
+		t.Errorf("Int = %v, %v", v, ok)
+	}
+	if v, ok := out.Float("gpu_memory_fraction"); !ok || v != 0.9 {
+		t.Errorf("Float = %v, %v", v, ok)
+	}
+	if v, ok := out.String("quantization"); !ok || v != "fp8" {
+		t.Errorf("String = %v, %v", v, ok)
+	}
+	if v, ok := out.Bool("prefix_caching"); !ok || !v {
+		t.Errorf("Bool = %v, %v", v, ok)
+	}
+	if _, ok := out.Int("gpu_memory_fraction"); ok {
+		t.Error("Int accepted 0.9")
+	}
+	if _, ok := out.Int("missing"); ok {
+		t.Error("Int accepted a missing setting")
+	}
+	// Rendering is the same before and after the round trip.
+	a, _ := Render(VLLM, in)
+	c, err := Render(VLLM, out)
+	if err != nil || !reflect.DeepEqual(a, c) {
+		t.Errorf("render after JSON: %q (%v), before %q", c, err, a)
+	}
+}
+
+func TestRender(t *testing.T) {
+	full := Settings{
+		"tensor_parallel": 2, "pipeline_parallel": 1, "data_parallel": 1,
+		"max_running_requests": 256, "max_batched_tokens": 8192,
+		"gpu_memory_fraction": 0.9, "max_model_len": 16000,
+		"quantization": "fp8", "kv_cache_dtype": "fp8",
+		"prefix_caching": false, "chunked_prefill": true,
+		"block_size": 16, "cuda_graphs": false,
+	}
+	tests := []struct {
+		name   string
+		engine Engine
+		s      Settings
+		want   string
+	}{
+		{"vllm full", VLLM, full, "--tensor-parallel-size 2 --pipeline-parallel-size 1 --data-parallel-size 1 --max-num-seqs 256 --max-num-batched-tokens 8192 --gpu-memory-utilization 0.9 --max-model-len 16000 --quantization fp8 --kv-cache-dtype fp8 --no-enable-prefix-caching --enable-chunked-prefill --block-size 16 --enforce-eager"},
+		{"sglang full", SGLang, full, "--tp-size 2 --pp-size 1 --dp-size 1 --max-running-requests 256 --chunked-prefill-size 8192 --max-prefill-tokens 8192 --mem-fraction-static 0.9 --context-length 16000 --quantization fp8 --kv-cache-dtype fp8_e4m3 --disable-radix-cache --page-size 16 --disable-cuda-graph"},
+		{"vllm defaults render nothing", VLLM, Settings{"quantization": "none", "kv_cache_dtype": "auto", "cuda_graphs": true}, ""},
+		{"vllm prefix caching on", VLLM, Settings{"prefix_caching": true}, "--enable-prefix-caching"},
+		{"sglang prefix caching on", SGLang, Settings{"prefix_caching": true, "cuda_graphs": true}, ""},
+		{"sglang chunked prefill off", SGLang, Settings{"chunked_prefill": false}, "--chunked-prefill-size -1"},
+		{"sglang chunked prefill off with budget", SGLang, Settings{"chunked_prefill": false, "max_batched_tokens": 4096}, "--max-prefill-tokens 4096"},
+		{"vllm chunked prefill off", VLLM, Settings{"chunked_prefill": false}, "--no-enable-chunked-prefill"},
+		{"json floats", VLLM, Settings{"tensor_parallel": 4.0}, "--tensor-parallel-size 4"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Render(tt.engine, tt.s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Join(got, " ") != tt.want {
+				t.Errorf("\n got %s\nwant %s", strings.Join(got, " "), tt.want)
+			}
+		})
+	}
+}
+
+func TestRenderErrors(t *testing.T) {
+	tests := []struct {
+		name   string
+		engine Engine
+		s      Settings
+		want   error
+		text   string
+	}{
+		{"unknown engine", "trtllm", Settings{}, ErrBadValue, `bad value: engine "trtllm" (want vllm or sglang)`},
+		{"unknown setting", VLLM, Settings{"max_num_seqs": 8}, ErrUnknownName, `unknown setting "max_num_seqs"`},
+		{"close setting", VLLM, Settings{"block_sizes": 8}, ErrUnknownName, `unknown setting "block_sizes" (did you mean block_size?)`},
+		{"wrong type", VLLM, Settings{"prefix_caching": "yes"}, ErrBadValue, "bad value: prefix_caching must be true or false, not \"yes\""},
+		{"out of range", SGLang, Settings{"gpu_memory_fraction": 1.5}, ErrBadValue, "bad value: gpu_memory_fraction 1.5 is outside (0, 1]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Render(tt.engine, tt.s)
+			if !errors.Is(err, tt.want) || err.Error() != tt.text {
+				t.Errorf("got %v, want %q (%v)", err, tt.text, tt.want)
+			}
+		})
+	}
+}
+
+func TestServeCommand(t *testing.T) {
+	s := Settings{"tensor_parallel": 2, "quantization": "none", "max_running_requests": 64}
+	extra := []string{"--disable-log-requests"}
+	tests := []struct {
+		engine Engine
+		want   string
+	}{
+		{VLLM, "vllm serve m/x --tensor-parallel-size 2 --max-num-seqs 64 --disable-log-requests"},
+		{SGLang, "python3 -m sglang.launch_server --model-path m/x --tp-size 2 --max-running-requests 64 --disable-log-requests"},
+		{"other", ""},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.engine), func(t *testing.T) {
+			got := strings.Join(ServeCommand(tt.engine, "m/x", s, extra), " ")
+			if got != tt.want {
+				t.Errorf("\n got %s\nwant %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestCheck(t *testing.T) {
+	sp, err := parseYAML(t, `tensor_parallel: [1, 2, 3, 8]
+max_running_requests: [64, 512]
+max_batched_tokens: [256, 2048]
+quantization: [none, fp8]
+constraints:
+  - max_batched_tokens >= max_running_requests
+  - quantization != "fp8" || tensor_parallel == 1
+`)
+	if err == nil {
+		t.Fatal("|| is not in the grammar; want an error")
+	}
+	sp, err = parseYAML(t, `tensor_parallel: [1, 2, 3, 8]
+pipeline_parallel: [1, 2]
+max_running_requests: [64, 512]
+max_batched_tokens: [256, 2048]
+quantization: [none, fp8]
+constraints:
+  - max_batched_tokens >= max_running_requests
+  - tensor_parallel * pipeline_parallel <= 8
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errOOM := errors.New("needs 90 GiB")
+	ctx := Context{AttentionHeads: 32, KVHeads: 8, GPUs: 8, Fits: func(s Settings) error {
+		if q, _ := s.String("quantization"); q == "none" {
+			if tp, _ := s.Int("tensor_parallel"); tp == 1 {
+				return errOOM
+			}
+		}
+		return nil
+	}}
+	base := Settings{"tensor_parallel": 2, "pipeline_parallel": 1, "max_running_requests": 64, "max_batched_tokens": 2048, "quantization": "fp8"}
+	with := func(k string, v any) Settings { s := base.Clone(); s[k] = v; return s }
+	tests := []struct {
+		name string
+		s    Settings
+		ctx  Context
+		want string // "" = feasible
+	}{
+		{"feasible", base, ctx, ""},
+		{"tp does not divide heads", with("tensor_parallel", 3), ctx, "infeasible settings: tensor_parallel 3 does not divide the model's 32 attention heads"},
+		{"tp vs kv heads", with("tensor_parallel", 16), Context{AttentionHeads: 32, KVHeads: 12}, "infeasible settings: tensor_parallel 16 neither divides nor is a multiple of the model's 12 KV heads"},
+		{"tp multiple of kv heads", with("tensor_parallel", 8), Context{AttentionHeads: 32, KVHeads: 4}, ""},
+		{"too many gpus", with("pipeline_parallel", 2), Context{GPUs: 2}, "infeasible settings: tensor×pipeline×data parallel = 2×2×1 needs 4 GPUs, 2 available"},
+		{"user constraint", with("max_batched_tokens", 32), ctx, `infeasible settings: constraint "max_batched_tokens >= max_running_requests" does not hold`},
+		{"memory", with("tensor_parallel", 1), Context{Fits: ctx.Fits}, "infeasible settings: tensor_parallel 1 ..."},
+		{"bad value", with("quantization", "fp7"), ctx, "infeasible settings: bad value: quantization \"fp7\" is not one of [none fp8 awq awq_marlin gptq gptq_marlin int4 int8 bitsandbytes compressed-tensors marlin modelopt]"},
+		{"unknown setting", with("max_num_seqs", 3), ctx, "infeasible settings: unknown setting \"max_num_seqs\""},
+		{"missing setting in constraint", Settings{"tensor_parallel": 1, "pipeline_parallel": 1}, Context{}, "infeasible settings: \"max_batched_tokens >= max_running_requests\": bad constraint: max_batched_tokens is not set"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.name == "memory" {
+				s := with("tensor_parallel", 1)
+				s["quantization"] = "none"
+				err := sp.Check(s, tt.ctx)
+				if !errors.Is(err, ErrInfeasible) || !errors.Is(err, errOOM) {
+					t.Errorf("got %v, want ErrInfeasible wrapping the Fits error", err)
+				}
+				return
+			}
+			err := sp.Check(tt.s, tt.ctx)
+			if tt.want == "" {
+				if err != nil {
+					t.Errorf("got %v, want feasible", err)
+				}
+				return
+			}
+			if err == nil || err.Error() != tt.want || !errors.Is(err, ErrInfeasible) {
+				t.Errorf("\n got %v\nwant %s", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestConstraint(t *testing.T) {
+	s := Settings{"tensor_parallel": 2, "pipeline_parallel": 2, "max_batched_tokens": 4096.0,
+		"max_running_requests": 256, "quantization": "fp8", "prefix_caching": true}
+	tests := []struct {
+		expr string
+		want bool
+		err  bool
+	}{
+		{"max_batched_tokens >= max_running_requests", true, false},
+		{"max_batched_tokens < max_running_requests", false, false},
+		{"tensor_parallel * pipeline_parallel <= 4", true, false},
+		{"tensor_parallel * pipeline_parallel > 4", false, false},
+		{"(tensor_parallel + 2) / 2 == 2", true, false},
+		{"max_batched_tokens - 4096 == 0", true, false},
+		{`quantization == "fp8"`, true, false},
+		{`quantization != 'fp8'`, false, false},
+		{"prefix_caching == true", true, false},
+		{"prefix_caching != false", true, false},
+		{"quantization >= 1", false, true},
+		{`quantization < "z"`, false, true},
+		{"tensor_parallel / 0 > 1", false, true},
+		{"block_size > 1", false, true},
+		{"1.5e3 < max_batched_tokens", true, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.expr, func(t *testing.T) {
+			c, err := ParseConstraint(tt.expr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := c.Holds(s)
+			if (err != nil) != tt.err {
+				t.Fatalf("err = %v, want error %v", err, tt.err)
+			}
+			if got != tt.want {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseConstraintErrors(t *testing.T) {
+	tests := []struct{ expr, want string }{
+		{"", "bad constraint: expression ends too early"},
+		{"tensor_parallel", `bad constraint: "tensor_parallel": needs a comparison (<, <=, >, >=, ==, !=)`},
+		{"tensor_parallel = 2", `bad constraint: "tensor_parallel = 2": "=" must be followed by =`},
+		{"tensor_paralel == 2", `bad constraint: unknown setting "tensor_paralel" (did you mean tensor_parallel?)`},
+		{"tensor_parallel == 2 2", `bad constraint: "tensor_parallel == 2 2": unexpected "2" after the comparison`},
+		{"(tensor_parallel == 2", "bad constraint: missing )"},
+		{"tensor_parallel == 'x", `bad constraint: "tensor_parallel == 'x": unterminated string`},
+		{"tensor_parallel # 2", `bad constraint: "tensor_parallel # 2": unexpected character '#'`},
+		{"1 == 1..2", `bad constraint: bad number "1..2"`},
+		{strings.Repeat("(", 40) + "1" + strings.Repeat(")", 40) + " == 1", "bad constraint: parentheses nested too deep"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.expr, func(t *testing.T) {
+			_, err := ParseConstraint(tt.expr)
+			if err == nil || err.Error() != tt.want || !errors.Is(err, ErrBadConstraint) {
+				t.Errorf("\n got %v\nwant %s", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestGrid(t *testing.T) {
+	sp, err := parseYAML(t, `tensor_parallel: [1, 2]
+prefix_caching: {bool: true}
+block_size: {int: [16, 48], step: 16}
+gpu_memory_fraction: {float: [0.1, 0.3], step: 0.1}
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := sp.Size()
+	if err != nil || n != 2*2*3*3 {
+		t.Fatalf("Size = %d, %v", n, err)
+	}
+	grid, err := sp.Grid()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(grid) != n {
+		t.Fatalf("len = %d", len(grid))
+	}
+	first := Settings{"tensor_parallel": 1, "prefix_caching": false, "block_size": 16, "gpu_memory_fraction": 0.1}
+	second := Settings{"tensor_parallel": 1, "prefix_caching": false, "block_size": 16, "gpu_memory_fraction": 0.2}
+	last := Settings{"tensor_parallel": 2, "prefix_caching": true, "block_size": 48, "gpu_memory_fraction": 0.3}
+	if !reflect.DeepEqual(grid[0], first) || !reflect.DeepEqual(grid[1], second) || !reflect.DeepEqual(grid[n-1], last) {
+		t.Errorf("order: %v %v ... %v", grid[0], grid[1], grid[n-1])
+	}
+	seen := map[string]bool{}
+	for _, s := range grid {
+		b, _ := json.Marshal(s)
+		if seen[string(b)] {
+			t.Errorf("duplicate point %s", b)
+		}
+		seen[string(b)] = true
+	}
+
+	cont, err := parseYAML(t, "tensor_parallel: [1, 2]\ngpu_memory_fraction: {float: [0.8, 0.9]}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cont.Grid(); !errors.Is(err, ErrNotDiscrete) {
+		t.Errorf("continuous grid: %v", err)
+	}
+	huge, err := parseYAML(t, "max_running_requests: {int: [1, 5000]}\nmax_batched_tokens: {int: [1, 5000]}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := huge.Size(); !errors.Is(err, ErrNotDiscrete) {
+		t.Errorf("huge grid: %v", err)
+	}
+}
+
+func BenchmarkGrid(b *testing.B) {
+	sp, err := parseYAML(b, `tensor_parallel: [1, 2, 4, 8]
+max_running_requests: [16, 32, 64, 128, 256, 512]
+max_batched_tokens: [2048, 4096, 8192, 16384]
+quantization: [none, fp8]
+prefix_caching: [true, false]
+`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := sp.Grid(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{
+		"tensor_parallel: [1, 2, 4]\nmax_running_requests: {int: [16, 1024], log: true}",
+		"gpu_memory_fraction: {float: [0.8, 0.95], step: 0.05}\nextra_args: [--x]",
+		"prefix_caching: {bool: true}\nconstraints: [\"tensor_parallel >= 1\"]\ntensor_parallel: 2",
+		"quantization: [none, fp8, awq]\nkv_cache_dtype: auto",
+		"block_size: {int: [1, 3]}",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		var doc yaml.Node
+		if yaml.Unmarshal([]byte(src), &doc) != nil {
+			return
+		}
+		sp, err := Parse(&doc, "f.yaml")
+		if err != nil {
+			var se *Error
+			if !errors.As(err, &se) {
+				t.Fatalf("error is not *Error: %v", err)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("multi-line error: %q", err)
+			}
+			return
+		}
+		// A parsed space only yields settings that render and validate.
+		if n, err := sp.Size(); err == nil && n <= 1000 {
+			grid, err := sp.Grid()
+			if err != nil || len(grid) != n {
+				t.Fatalf("grid: %d points, %v; size %d", len(grid), err, n)
+			}
+			for _, s := range grid {
+				if _, err := Render(VLLM, s); err != nil {
+					t.Fatalf("render %v: %v", s, err)
+				}
+				if _, err := Render(SGLang, s); err != nil {
+					t.Fatalf("render %v: %v", s, err)
+				}
+			}
+		}
+	})
+}
+
+func FuzzParseConstraint(f *testing.F) {
+	for _, s := range []string{
+		"max_batched_tokens >= max_running_requests",
+		"tensor_parallel * pipeline_parallel <= 8",
+		`quantization != "fp8"`,
+		"(tensor_parallel + 1) / 2 < 3.5",
+	} {
+		f.Add(s)
+	}
+	s := Settings{"tensor_parallel": 2, "pipeline_parallel": 1, "max_batched_tokens": 2048,
+		"max_running_requests": 64, "quantization": "fp8", "prefix_caching": true}
+	f.Fuzz(func(t *testing.T, expr string) {
+		c, err := ParseConstraint(expr)
+		if err != nil {
+			if !errors.Is(err, ErrBadConstraint) {
+				t.Fatalf("error does not wrap ErrBadConstraint: %v", err)
+			}
+			return
+		}
+		_, _ = c.Holds(s) // must not panic
+		if len(c.Names()) > len(knobs) {
+			t.Fatalf("names %v", c.Names())
+		}
+	})
+}
