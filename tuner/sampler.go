@@ -248,7 +248,7 @@ func distribution(p space.Param) any {
 }
 
 func choices(p space.Param) []string {
-	vals := p.Values
+	vals := p.Choices
 	if p.Kind == space.KindBool {
 		vals = []any{false, true}
 	}
@@ -289,7 +289,7 @@ func suggest(t *goptuna.Trial, p space.Param) (any, error) {
 			if p.Kind == space.KindBool {
 				return i == 1, nil
 			}
-			return p.Values[i], nil
+			return p.Choices[i], nil
 		}
 	}
 	return nil, fmt.Errorf("choice %q not in the parameter", c)
@@ -312,7 +312,7 @@ func internal(p space.Param, v any) (float64, error) {
 		}
 		return f, nil
 	}
-	vals := p.Values
+	vals := p.Choices
 	if p.Kind == space.KindBool {
 		vals = []any{false, true}
 	}

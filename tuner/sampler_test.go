@@ -13,7 +13,7 @@ func testSpace() space.Space {
 		{Name: "max_running_requests", Kind: space.KindInt, Low: 8, High: 512, Log: true},
 		{Name: "gpu_memory_fraction", Kind: space.KindFloat, Low: 0.8, High: 0.95},
 		{Name: "max_batched_tokens", Kind: space.KindInt, Low: 1024, High: 8192, Step: 1024},
-		{Name: "quantization", Kind: space.KindCategorical, Values: []any{"none", "fp8", "awq"}},
+		{Name: "quantization", Kind: space.KindCategorical, Choices: []any{"none", "fp8", "awq"}},
 		{Name: "prefix_caching", Kind: space.KindBool},
 	}}
 }

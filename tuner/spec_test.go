@@ -1,0 +1,147 @@
+package tuner
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/servetune/servetune/space"
+)
+
+const goodSpec = `name: s1
+model: meta-llama/Llama-3.1-8B-Instruct
+engine: vllm
+launcher:
+  kind: sim
+  gpus: [0, 1]
+  ready_timeout: 30s
+  time_scale: 50
+hardware: {gpu: H100-SXM, price_per_gpu_hour: 2.5}
+space:
+  tensor_parallel: [1, 2]
+  max_running_requests: {int: [16, 256], log: true}
+workload:
+  dataset: {kind: random, input: 512, output: {uniform: [32, 64]}}
+  load: {concurrency: [1, 8]}
+  requests_per_level: 20
+  warmup: 2
+slo: {ttft_p99_ms: 500, tpot_p99_ms: 50}
+objectives: [max output_throughput_per_gpu, min ttft_p99]
+tuner: {sampler: random, trials: 5, seed: 7}
+`
+
+func TestParseSpecGood(t *testing.T) {
+	sp, err := ParseSpec([]byte(goodSpec), "s1.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sp.Name != "s1" || sp.Engine != space.VLLM || sp.Launcher.Kind != LauncherSim {
+		t.Errorf("spec = %+v", sp)
+	}
+	if sp.Launcher.ReadyTimeout != 30*time.Second || sp.Launcher.TimeScale != 50 || len(sp.Launcher.GPUs) != 2 {
+		t.Errorf("launcher = %+v", sp.Launcher)
+	}
+	if len(sp.Space.Params) != 2 || len(sp.Workload.Levels) != 2 || sp.Workload.Levels[1].MaxConcurrency != 8 {
+		t.Errorf("space/workload = %+v / %+v", sp.Space, sp.Workload)
+	}
+	if sp.Workload.Dataset.Input.Value != 512 || sp.Workload.Dataset.Output.Max != 64 {
+		t.Errorf("dataset = %+v", sp.Workload.Dataset)
+	}
+	if len(sp.SLO) != 2 || sp.SLO.Goodput().TTFTms != 500 {
+		t.Errorf("slo = %v", sp.SLO)
+	}
+	if sp.Tuner.Sampler != SamplerRandom || sp.Tuner.Trials != 5 || sp.Tuner.Seed != 7 || sp.Tuner.Objective.Metric != "goodput_per_gpu" {
+		t.Errorf("tuner = %+v", sp.Tuner)
+	}
+	if sp.Text != goodSpec {
+		t.Error("spec text not kept")
+	}
+}
+
+func TestParseSpecExamples(t *testing.T) {
+	for _, f := range []string{"../examples/quickstart.yaml", "../examples/sampler-bench.yaml"} {
+		t.Run(f, func(t *testing.T) {
+			if _, err := os.Stat(f); err != nil {
+				t.Skip(err)
+			}
+			if _, err := ParseSpecFile(f); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+func TestParseSpecBad(t *testing.T) {
+	tests := []struct {
+		name      string
+		old, new  string
+		wantLine  int
+		wantField string
+		wantMsg   string
+	}{
+		{"unknown top key", "engine: vllm", "engine: vllm\ncolor: red", 4, "color", "unknown key"},
+		{"bad engine", "engine: vllm", "engine: trtllm", 3, "engine", "want vllm or sglang"},
+		{"unknown launcher kind", "kind: sim", "kind: k8s", 5, "launcher.kind", "want docker"},
+		{"image on sim", "kind: sim", "kind: sim\n  image: x", 6, "launcher.image", "only for launcher kind docker"},
+		{"bad duration", "ready_timeout: 30s", "ready_timeout: soon", 7, "launcher.ready_timeout", "duration"},
+		{"bad space", "tensor_parallel: [1, 2]", "tensor_paralel: [1, 2]", 11, "space", "unknown setting"},
+		{"bad load", "load: {concurrency: [1, 8]}", "load: {concurrency: [1, 8], rate: [2]}", 15, "workload.load", "exactly one"},
+		{"bad dist", "input: 512", "input: {uniform: [5]}", 14, "workload.dataset.input.uniform", "[MIN, MAX]"},
+		{"bad slo", "tpot_p99_ms: 50", "tpot_p42_ms: 50", 18, "slo.tpot_p42_ms", "unknown limit"},
+		{"bad objective", "min ttft_p99]", "min speed]", 19, "objectives", "unknown metric"},
+		{"bad sampler", "sampler: random", "sampler: bayes", 20, "tuner.sampler", "want tpe"},
+		{"too few GPUs", "tensor_parallel: [1, 2]", "tensor_parallel: [4]", 6, "launcher.gpus", "needs 4 GPUs"},
+		{"dup GPU", "gpus: [0, 1]", "gpus: [0, 0]", 6, "launcher.gpus", "twice"},
+		{"secret in env", "time_scale: 50", "time_scale: 50\n  env: [HF_TOKEN=abc]", 9, "launcher.env", "names only"},
+		{"missing model", "model: meta-llama/Llama-3.1-8B-Instruct\n", "", 1, "model", "missing"},
+		{"yaml syntax", "engine: vllm", "engine: [vllm", 0, "", "invalid YAML"},
+		{"cmaes one numeric", "sampler: random", "sampler: cmaes", 20, "tuner.sampler", "at least 2 numeric"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			src := strings.Replace(goodSpec, tc.old, tc.new, 1)
+			if src == goodSpec {
+				t.Fatalf("replacement %q not applied", tc.old)
+			}
+			_, err := ParseSpec([]byte(src), "bad.yaml")
+			var se *space.Error
+			if !errors.As(err, &se) {
+				t.Fatalf("err = %v (%T), want *space.Error", err, err)
+			}
+			msg := err.Error()
+			if strings.Contains(msg, "\n") || !strings.HasPrefix(msg, "bad.yaml:") {
+				t.Errorf("message %q is not one line naming the file", msg)
+			}
+			if tc.wantLine > 0 && se.Line != tc.wantLine {
+				t.Errorf("line %d, want %d (%v)", se.Line, tc.wantLine, err)
+			}
+			if se.Field != tc.wantField {
+				t.Errorf("field %q, want %q (%v)", se.Field, tc.wantField, err)
+			}
+			if !strings.Contains(msg, tc.wantMsg) {
+				t.Errorf("message %q lacks %q", msg, tc.wantMsg)
+			}
+		})
+	}
+}
+
+func FuzzParseSpec(f *testing.F) {
+	f.Add([]byte(goodSpec))
+	f.Add([]byte("name: x\n"))
+	f.Add([]byte("space: {tensor_parallel: [1, 2]}\nworkload: {load: {capacity: true}}"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		sp, err := ParseSpec(data, "f.yaml")
+		if err != nil {
+			var se *space.Error
+			if !errors.As(err, &se) {
+				t.Fatalf("error %v is not a *space.Error", err)
+			}
+			return
+		}
+		if sp.Name == "" || sp.Model == "" || sp.Tuner.Trials < 1 {
+			t.Fatalf("accepted an incomplete spec: %+v", sp)
+		}
+	})
+}
