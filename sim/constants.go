@@ -87,11 +87,18 @@ const (
 
 // All-reduce start-up latency by TP size (the alpha of alpha + bytes/beta).
 var (
-	// NVLink: measured NCCL 2 KB all-reduce on DGX-H100 (microsoft/vidur):
-	// 7 us at TP2, ~38 us at TP4/TP8.
-	allReduceLatencyNVLink = map[int]time.Duration{2: 7 * time.Microsecond, 4: 38 * time.Microsecond, 8: 38 * time.Microsecond}
-	// PCIe: estimate. NCCL over PCIe goes through the host bridge; small
-	// all-reduces take a few tens of microseconds and grow with the ring.
+	// NVLink: vLLM and SGLang reduce small and medium messages (up to a few
+	// MB: every decode step) with their own one-shot/two-shot custom
+	// all-reduce kernel over NVLink peer memory, not NCCL. Measured NCCL
+	// on DGX-H100 (microsoft/vidur): 7 us at TP2 but ~38 us at TP4/TP8;
+	// the custom kernel stays near 10 us at TP4/TP8 (vLLM PR #2192
+	// benchmarks: a third to a half of NCCL's small-message latency).
+	// Estimate for TP4/TP8: 10 us.
+	allReduceLatencyNVLink = map[int]time.Duration{2: 7 * time.Microsecond, 4: 10 * time.Microsecond, 8: 10 * time.Microsecond}
+	// PCIe: vLLM disables its custom all-reduce on more than two PCIe-only
+	// GPUs, so NCCL through the host bridge does the work. Estimate: a few
+	// tens of microseconds, growing with the ring (nccl-tests on PCIe
+	// servers).
 	allReduceLatencyPCIe = map[int]time.Duration{2: 20 * time.Microsecond, 4: 45 * time.Microsecond, 8: 70 * time.Microsecond}
 )
 
@@ -154,4 +161,13 @@ const (
 	defaultLoadTime = time.Second
 	defaultPort     = 8000
 	defaultHost     = "0.0.0.0"
+)
+
+// Scheduler constants.
+const (
+	// sglangNewTokenRatio is the share of each running request's remaining
+	// output that SGLang's scheduler keeps free before admitting new
+	// prefills (new_token_ratio: starts at 0.7 and decays to ~0.1 while no
+	// request is retracted). Estimate: 0.3, its typical steady value.
+	sglangNewTokenRatio = 0.3
 )

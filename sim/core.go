@@ -1,0 +1,467 @@
+package sim
+
+import (
+	"math"
+)
+
+// seq is one request inside the engine.
+type seq struct {
+	id           int // caller's handle (record index or stream slot)
+	prompt       int
+	maxOut       int
+	prefixID     int // -1 when none
+	prefixTokens int
+	generated    int
+	computed     int // tokens whose KV is in the cache
+	blocks       int // KV blocks this sequence owns
+	shared       int // KV blocks borrowed from a cached prefix
+	prefix       *prefixEntry
+	looked       bool // prefix cache consulted since (re)admission
+	sched        int  // tokens scheduled in the current step
+	done         bool
+	arrival      float64 // engine clock, seconds
+	firstAt      float64
+	queuedFor    float64 // seconds spent waiting before first scheduled
+	scheduledYet bool
+}
+
+// target is how many tokens must be in the cache before the next token is
+// sampled: the prompt and every token generated so far (the last one is
+// processed by the decode step that samples the next).
+func (s *seq) target() int { return s.prompt + s.generated }
+
+// prefixEntry is a shared prefix held by the prefix cache (vLLM's hashed
+// blocks, SGLang's radix tree), keyed by the workload's prefix group.
+type prefixEntry struct {
+	id     int
+	blocks int
+	refs   int
+	stamp  uint64 // last use, for LRU eviction
+}
+
+// emitFunc receives each sampled token: s produced a token at the end of the
+// step; finished says it was the last.
+type emitFunc func(s *seq, finished bool)
+
+// core is one engine replica (one data-parallel rank): the scheduler and the
+// paged KV cache. It is a pure state machine: schedule plans a step and
+// returns its duration, commit applies it. Not safe for concurrent use.
+type core struct {
+	cfg         Config
+	sm          stepModel
+	bs          int
+	maxSeqs     int
+	totalBlocks int
+	usedBlocks  int // includes blocks held by cached prefixes
+	evictable   int // cached-prefix blocks no running sequence uses
+	running     []*seq
+	waiting     []*seq
+	head        int // waiting[head:] is the queue
+	prefixes    map[int]*prefixEntry
+	clock       uint64
+	scheduled   []*seq
+	remainOut   int // sum over running of output tokens still to generate (SGLang admission)
+
+	// Counters for /metrics.
+	preemptions   int64
+	prefixQueries int64
+	prefixHits    int64
+	promptTokens  int64
+	genTokens     int64
+}
+
+func newCore(cfg Config, est MemoryEstimate) *core {
+	return &core{
+		cfg:         cfg,
+		sm:          newStepModel(cfg),
+		bs:          cfg.BlockSize,
+		maxSeqs:     est.MaxNumSeqs,
+		totalBlocks: est.KVBlocks,
+		prefixes:    map[int]*prefixEntry{},
+	}
+}
+
+// load is the number of requests the core holds, for routing.
+func (c *core) load() int { return len(c.running) + len(c.waiting) - c.head }
+
+// idle reports whether the core has nothing to do.
+func (c *core) idle() bool { return c.load() == 0 }
+
+// add queues a new request.
+func (c *core) add(s *seq) {
+	c.waiting = append(c.waiting, s)
+}
+
+// blocksFor is the number of blocks holding n tokens.
+func (c *core) blocksFor(n int) int { return (n + c.bs - 1) / c.bs }
+
+// allocate grows s's blocks to hold n tokens, evicting unused cached prefixes
+// (least recently used first) when the free pool is short. reserve blocks
+// must stay free afterwards.
+func (c *core) allocate(s *seq, n, reserve int) bool {
+	need := c.blocksFor(n) - s.shared - s.blocks
+	if need <= 0 {
+		return true
+	}
+	for c.totalBlocks-c.usedBlocks < need+reserve && c.evictable > 0 {
+		c.evictLRU()
+	}
+	if c.totalBlocks-c.usedBlocks < need+reserve {
+		return false
+	}
+	c.usedBlocks += need
+	s.blocks += need
+	return true
+}
+
+func (c *core) evictLRU() {
+	var victim *prefixEntry
+	for _, e := range c.prefixes {
+		if e.refs == 0 && (victim == nil || e.stamp < victim.stamp) {
+			victim = e
+		}
+	}
+	if victim == nil {
+		c.evictable = 0
+		return
+	}
+	c.usedBlocks -= victim.blocks
+	c.evictable -= victim.blocks
+	delete(c.prefixes, victim.id)
+}
+
+// release frees s's own blocks and drops its reference to a cached prefix.
+func (c *core) release(s *seq) {
+	c.usedBlocks -= s.blocks
+	s.blocks = 0
+	if e := s.prefix; e != nil {
+		e.refs--
+		c.clock++
+		e.stamp = c.clock
+		if e.refs == 0 {
+			c.evictable += e.blocks
+		}
+		s.prefix, s.shared = nil, 0
+	}
+}
+
+// lookupPrefix applies a prefix cache hit to a sequence about to be
+// admitted: its shared prefix blocks count as computed. At least one prompt
+// token is always computed, as in the engines.
+func (c *core) lookupPrefix(s *seq) {
+	if s.looked || !c.cfg.PrefixCaching || s.prefixID < 0 || s.computed > 0 {
+		return
+	}
+	s.looked = true
+	c.prefixQueries += int64(s.prompt)
+	e := c.prefixes[s.prefixID]
+	if e == nil || e.blocks == 0 {
+		return
+	}
+	hit := min(e.blocks, (s.prompt-1)/c.bs)
+	if hit <= 0 {
+		return
+	}
+	// Borrow all of the entry's blocks only when the hit covers them; a
+	// shorter prompt borrows nothing (rare: prompts end past their prefix).
+	if hit < e.blocks {
+		return
+	}
+	if e.refs == 0 {
+		c.evictable -= e.blocks
+	}
+	e.refs++
+	s.prefix, s.shared, s.computed = e, e.blocks, e.blocks*c.bs
+	c.prefixHits += int64(s.computed)
+}
+
+// undoPrefix returns a borrowed prefix when admission fails.
+func (c *core) undoPrefix(s *seq) {
+	if s.prefix == nil {
+		s.looked = false
+		return
+	}
+	c.prefixHits -= int64(s.computed)
+	c.prefixQueries -= int64(s.prompt)
+	e := s.prefix
+	e.refs--
+	if e.refs == 0 {
+		c.evictable += e.blocks
+	}
+	s.prefix, s.shared, s.computed, s.looked = nil, 0, 0, false
+}
+
+// cachePrefix turns the first full blocks of s's prefix into a cache entry
+// once they are computed.
+func (c *core) cachePrefix(s *seq) {
+	if !c.cfg.PrefixCaching || s.prefixID < 0 || s.prefix != nil {
+		return
+	}
+	nb := s.prefixTokens / c.bs
+	if nb == 0 || s.computed < nb*c.bs {
+		return
+	}
+	if _, ok := c.prefixes[s.prefixID]; ok {
+		return // another sequence cached it first; keep our own copy
+	}
+	c.clock++
+	e := &prefixEntry{id: s.prefixID, blocks: nb, refs: 1, stamp: c.clock}
+	c.prefixes[s.prefixID] = e
+	s.blocks -= nb
+	s.shared, s.prefix = nb, e
+}
+
+// preempt evicts a running sequence back to the front of the queue; it will
+// recompute its prompt and the tokens generated so far (vLLM V1 and SGLang
+// both recompute rather than swap).
+func (c *core) preempt(s *seq) {
+	c.release(s)
+	s.computed, s.looked = 0, false
+	c.remainOut -= s.maxOut - s.generated
+	c.preemptions++
+	if c.head > 0 {
+		c.head--
+		c.waiting[c.head] = s
+		return
+	}
+	c.waiting = append([]*seq{s}, c.waiting...)
+}
+
+// popWaiting removes the head of the queue.
+func (c *core) popWaiting() {
+	c.waiting[c.head] = nil
+	c.head++
+	if c.head == len(c.waiting) {
+		c.waiting, c.head = c.waiting[:0], 0
+	} else if c.head > 1024 && c.head*2 > len(c.waiting) {
+		n := copy(c.waiting, c.waiting[c.head:])
+		clear(c.waiting[n:])
+		c.waiting, c.head = c.waiting[:n], 0
+	}
+}
+
+// addToShape accounts n tokens of s in the step being planned.
+func (c *core) addToShape(b *batchShape, s *seq, n int) {
+	s.sched = n
+	c.scheduled = append(c.scheduled, s)
+	b.tokens += n
+	b.seqs++
+	if s.computed+n == s.target() {
+		b.sampled++
+	}
+	if n == 1 && s.computed >= s.prompt {
+		b.decodeCtx += float64(s.computed + 1)
+		return
+	}
+	b.prefillTokens += n
+	b.prefillPairs += float64(n) * (float64(s.computed) + float64(n+1)/2)
+	b.prefillKV += float64(s.computed + n)
+}
+
+// schedule plans the next step and returns its shape and duration in
+// seconds. A zero shape means nothing can run.
+func (c *core) schedule() (batchShape, float64) {
+	c.scheduled = c.scheduled[:0]
+	var b batchShape
+	if c.cfg.Engine == SGLang && !c.cfg.MixedChunk {
+		c.scheduleSGLang(&b)
+	} else {
+		c.scheduleVLLM(&b)
+	}
+	return b, c.sm.stepSeconds(b)
+}
+
+// scheduleVLLM is vLLM V1's scheduler: running requests first (decodes and
+// unfinished chunked prefills) under the token budget, preempting the
+// lowest-priority (latest) running request when KV blocks run out; then, if
+// nothing was preempted, waiting requests in FCFS order while seats, budget
+// and blocks last.
+func (c *core) scheduleVLLM(b *batchShape) {
+	budget := c.cfg.MaxBatchedTokens
+	preempted := false
+	for i := 0; i < len(c.running) && budget > 0; i++ {
+		s := c.running[i]
+		rem := s.target() - s.computed
+		n := min(rem, budget)
+		ok := true
+		for !c.allocate(s, s.computed+n, 0) {
+			victim := c.running[len(c.running)-1]
+			c.running = c.running[:len(c.running)-1]
+			c.preempt(victim)
+			preempted = true
+			if victim == s {
+				ok = false
+				break
+			}
+		}
+		if !ok {
+			break
+		}
+		c.addToShape(b, s, n)
+		budget -= n
+	}
+	if preempted {
+		return
+	}
+	for c.head < len(c.waiting) && len(c.running) < c.maxSeqs && budget > 0 {
+		s := c.waiting[c.head]
+		c.lookupPrefix(s)
+		rem := s.target() - s.computed
+		n := min(rem, budget)
+		if !c.cfg.ChunkedPrefill && n < rem {
+			c.undoPrefix(s)
+			break
+		}
+		if !c.allocate(s, s.computed+n, 0) {
+			c.undoPrefix(s)
+			break
+		}
+		c.popWaiting()
+		c.running = append(c.running, s)
+		c.remainOut += s.maxOut - s.generated
+		c.addToShape(b, s, n)
+		budget -= n
+	}
+}
+
+// scheduleSGLang is SGLang's default scheduler: a prefill batch whenever new
+// requests can be admitted (the unfinished chunked request first, then the
+// queue, up to the chunk size and --max-prefill-tokens, keeping blocks for
+// the running requests' future output), otherwise one decode step of every
+// running request, retracting the latest requests when the pool runs out.
+func (c *core) scheduleSGLang(b *batchShape) {
+	budget := c.cfg.MaxBatchedTokens
+	if !c.cfg.ChunkedPrefill {
+		budget = c.cfg.MaxPrefillTokens
+	}
+	reserve := int(math.Ceil(float64(c.remainOut) * sglangNewTokenRatio / float64(c.bs)))
+	// Unfinished chunked prefills continue first.
+	for _, s := range c.running {
+		if rem := s.target() - s.computed; rem > 1 && budget > 0 {
+			n := min(rem, budget)
+			if !c.allocate(s, s.computed+n, 0) {
+				break
+			}
+			c.addToShape(b, s, n)
+			budget -= n
+		}
+	}
+	for c.head < len(c.waiting) && len(c.running) < c.maxSeqs && budget > 0 {
+		s := c.waiting[c.head]
+		c.lookupPrefix(s)
+		rem := s.target() - s.computed
+		n := min(rem, budget)
+		if !c.cfg.ChunkedPrefill {
+			// Without chunking a prompt runs whole; a long one runs alone.
+			if n < rem && b.tokens > 0 {
+				c.undoPrefix(s)
+				break
+			}
+			n = rem
+		}
+		if !c.allocate(s, s.computed+n, reserve) {
+			c.undoPrefix(s)
+			break
+		}
+		c.popWaiting()
+		c.running = append(c.running, s)
+		c.remainOut += s.maxOut - s.generated
+		c.addToShape(b, s, n)
+		budget -= n
+		reserve += int(float64(s.maxOut-s.generated) * sglangNewTokenRatio / float64(c.bs))
+	}
+	if b.tokens > 0 {
+		return
+	}
+	for i := 0; i < len(c.running); i++ {
+		s := c.running[i]
+		ok := true
+		for !c.allocate(s, s.target(), 0) {
+			victim := c.running[len(c.running)-1]
+			c.running = c.running[:len(c.running)-1]
+			c.preempt(victim)
+			if victim == s {
+				ok = false
+				break
+			}
+		}
+		if !ok {
+			break
+		}
+		c.addToShape(b, s, s.target()-s.computed)
+	}
+}
+
+// commit applies the planned step: scheduled tokens enter the cache, each
+// sequence that reached its target samples a token (emit), and finished
+// sequences leave, freeing their blocks.
+func (c *core) commit(now float64, emit emitFunc) {
+	finished := 0
+	for _, s := range c.scheduled {
+		if !s.scheduledYet {
+			s.scheduledYet = true
+			s.queuedFor = now - s.arrival
+		}
+		s.computed += s.sched
+		c.promptTokens += int64(min(s.sched, max(0, s.prompt-(s.computed-s.sched))))
+		s.sched = 0
+		c.cachePrefix(s)
+		if s.computed < s.target() {
+			continue
+		}
+		s.generated++
+		c.genTokens++
+		c.remainOut--
+		if s.generated == 1 {
+			s.firstAt = now
+		}
+		last := s.generated >= s.maxOut
+		if last {
+			s.done = true
+			c.release(s)
+			finished++
+		}
+		emit(s, last)
+	}
+	c.scheduled = c.scheduled[:0]
+	if finished > 0 {
+		kept := c.running[:0]
+		for _, s := range c.running {
+			if !s.done {
+				kept = append(kept, s)
+			}
+		}
+		clear(c.running[len(kept):])
+		c.running = kept
+	}
+}
+
+// abort removes a sequence (client went away) wherever it is.
+func (c *core) abort(s *seq) {
+	if s.done {
+		return
+	}
+	s.done = true
+	for i, r := range c.running {
+		if r == s {
+			c.release(s)
+			c.remainOut -= s.maxOut - s.generated
+			c.running = append(c.running[:i], c.running[i+1:]...)
+			return
+		}
+	}
+	for i := c.head; i < len(c.waiting); i++ {
+		if c.waiting[i] == s {
+			c.waiting = append(c.waiting[:i], c.waiting[i+1:]...)
+			return
+		}
+	}
+}
+
+// kvUsage is the share of KV blocks in use (cached prefixes included).
+func (c *core) kvUsage() float64 {
+	if c.totalBlocks == 0 {
+		return 0
+	}
+	return float64(c.usedBlocks) / float64(c.totalBlocks)
+}

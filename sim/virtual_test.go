@@ -1,0 +1,72 @@
+package sim
+
+import (
+	"testing"
+	"time"
+
+	"github.com/servetune/servetune/bench"
+)
+
+func fixedReqs(n, in, out int) []bench.Request {
+	reqs := make([]bench.Request, n)
+	for i := range reqs {
+		reqs[i] = bench.Request{Index: i, PromptTokens: in, MaxTokens: out, PrefixID: -1}
+	}
+	return reqs
+}
+
+func TestRunVirtualBasics(t *testing.T) {
+	cfg := mustParse(t, "llama-3.1-8b", "--max-model-len", "4096")
+	reqs := fixedReqs(50, 512, 64)
+	sched := make([]time.Duration, len(reqs))
+	recs, err := RunVirtualSchedule(cfg, reqs, sched, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range recs {
+		if r.Error != "" || r.OutputTokens != 64 || len(r.Chunks) != 64 || r.PromptTokens != 512 {
+			t.Fatalf("record %d: %+v", i, r)
+		}
+		if !(r.Send <= r.First && r.First <= r.Last && r.Last <= r.End) {
+			t.Fatalf("record %d: times out of order: %+v", i, r)
+		}
+		if i >= 8 && r.Send == 0 {
+			t.Fatalf("record %d sent at 0 despite the concurrency cap", i)
+		}
+	}
+	// TTFT of the first request: one prefill step of 512 tokens.
+	ttft := recs[0].First - recs[0].Send
+	if ttft < 5*time.Millisecond || ttft > 50*time.Millisecond {
+		t.Errorf("TTFT %v for 512 tokens on H100", ttft)
+	}
+	tpot := (recs[0].Last - recs[0].First) / 63
+	if tpot < 4*time.Millisecond || tpot > 15*time.Millisecond {
+		t.Errorf("TPOT %v for 8B at batch 8", tpot)
+	}
+	t.Logf("TTFT %v TPOT %v", ttft, tpot)
+
+	// Too long for max_model_len: 400.
+	recs, err = RunVirtualSchedule(cfg, fixedReqs(1, 4000, 200), []time.Duration{0}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if recs[0].Error != bench.ErrHTTP4xx || recs[0].Status != 400 {
+		t.Errorf("over-long request: %+v", recs[0])
+	}
+}
+
+func TestRunVirtualDeterministic(t *testing.T) {
+	cfg := mustParse(t, "llama-3.1-8b", "--max-model-len", "4096")
+	reqs := fixedReqs(200, 300, 50)
+	sched := make([]time.Duration, len(reqs))
+	for i := range sched {
+		sched[i] = time.Duration(i) * 7 * time.Millisecond
+	}
+	a, _ := RunVirtualSchedule(cfg, reqs, sched, 0)
+	b, _ := RunVirtualSchedule(cfg, reqs, sched, 0)
+	for i := range a {
+		if a[i].First != b[i].First || a[i].Last != b[i].Last {
+			t.Fatalf("record %d differs between identical runs", i)
+		}
+	}
+}
