@@ -220,6 +220,9 @@ func (d *Docker) containerConfig(spec Spec) (*container.Config, *container.HostC
 	default:
 		return nil, nil, 0, fmt.Errorf("%w: docker launcher: unknown profile %q (want vllm, sglang or custom)", ErrBadSpec, d.Profile)
 	}
+	// The port is chosen here rather than by the daemon: a container that
+	// exits at once (a config that does not fit) has no published port to
+	// read back, and its exit must reach Ready as ErrExited.
 	port := spec.Port
 	if port == 0 {
 		var err error
