@@ -24,7 +24,9 @@ var ErrNoRequests = errors.New("no requests to run")
 // engine's 400 would. The error is a *StartupError when cfg does not fit in
 // memory.
 func RunVirtual(cfg Config, reqs []bench.Request, load bench.Load, seed uint64) ([]bench.Record, error) {
-	rng := rand.New(rand.NewPCG(seed, seed^0x5eed))
+	// The schedule stream matches bench.Run's (PCG(seed, 2)), so `sim run` and
+	// `bench` against `sim serve` send on the same schedule for one seed.
+	rng := rand.New(rand.NewPCG(seed, 2))
 	sched := load.Schedule(rng, len(reqs))
 	if len(sched) != len(reqs) {
 		if load.Rate > 0 {
