@@ -55,4 +55,7 @@ type Config struct {
 type Result struct {
 	Summary Summary
 	Records []Record
+	// Start is the instant (with its monotonic reading) that the measured
+	// records' offsets count from.
+	Start time.Time
 }

@@ -324,9 +324,12 @@ func (s *jscan) number() error {
 		}
 		return s.i - k
 	}
-	if digits() == 0 {
+	lead := s.i
+	if n := digits(); n == 0 {
 		s.i = start
 		return s.errf("want number")
+	} else if n > 1 && s.b[lead] == '0' {
+		return s.errf("leading zero")
 	}
 	if s.i < len(s.b) && s.b[s.i] == '.' {
 		s.i++

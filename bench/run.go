@@ -136,8 +136,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return &Result{Records: records}, err
 	}
 
-	startWall := time.Now()
-	measured := dispatch(ctx, c, cfg, reqs, schedRNG, timeout)
+	measured, start := dispatch(ctx, c, cfg, reqs, schedRNG, timeout)
 	records = append(records, measured...)
 
 	sum := Summarize(records, cfg.Summary)
@@ -145,8 +144,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if !unlimitedRate(cfg.Load.Rate) {
 		sum.RequestRate = cfg.Load.Rate
 	}
-	sum.Meta = runMeta(cfg, startWall, align, len(warm), records)
-	return &Result{Summary: sum, Records: records}, ctx.Err()
+	sum.Meta = runMeta(cfg, start, align, len(warm), records)
+	return &Result{Summary: sum, Records: records, Start: start}, ctx.Err()
 }
 
 // runWarmup sends warm in a closed loop with conc workers.
@@ -184,7 +183,7 @@ func countDone(rs []Record) int {
 }
 
 // dispatch runs the measured phase.
-func dispatch(ctx context.Context, c *client, cfg Config, reqs []Request, rng *rand.Rand, timeout time.Duration) []Record {
+func dispatch(ctx context.Context, c *client, cfg Config, reqs []Request, rng *rand.Rand, timeout time.Duration) ([]Record, time.Time) {
 	total := len(reqs)
 	if cfg.Duration > 0 {
 		total = 0
@@ -256,7 +255,7 @@ func dispatch(ctx context.Context, c *client, cfg Config, reqs []Request, rng *r
 	collect.Wait()
 	// Records arrive in completion order; restore send order.
 	slices.SortFunc(records, func(a, b Record) int { return cmp.Compare(a.Index, b.Index) })
-	return records
+	return records, start
 }
 
 // sleepUntil waits for t or ctx's end; false when ctx ended first.

@@ -25,10 +25,12 @@ type fakeServer struct {
 	NoContinuous   bool // usage only in the final chunk
 	Tokenize       bool // serve /tokenize counting words (+1 BOS)
 	Mode           string
+	Coalesce       bool
 
-	mu    sync.Mutex
-	sends [][]time.Time // per request: write time of each text chunk
-	recv  []time.Time
+	mu     sync.Mutex
+	sends  [][]time.Time // per request: write time of each text chunk
+	recv   []time.Time
+	byText map[string][]time.Time // prompt -> chunk write times
 }
 
 func (f *fakeServer) start(t testing.TB) *httptest.Server {
@@ -69,6 +71,10 @@ func (f *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		prompt = q.Messages[0].Content
 	}
 	promptTokens := len(strings.Fields(prompt))
+	if f.Tokenize {
+		promptTokens++ // the BOS token /tokenize counts
+	}
+	chat := strings.HasSuffix(r.URL.Path, "/chat/completions")
 	n := q.MaxTokens + q.MaxComp
 	if f.Tokens > 0 {
 		n = f.Tokens
@@ -126,11 +132,19 @@ func (f *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if !f.NoUsage && !f.NoContinuous {
 			usage = fmt.Sprintf(`,"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d}`, promptTokens, sent, promptTokens+sent)
 		}
-		if _, err := fmt.Fprintf(w, "data: {\"id\":\"cmpl-1\",\"object\":\"text_completion\",\"choices\":[{\"index\":0,\"text\":\"%s\",\"finish_reason\":%s}]%s}\n\n",
-			strings.Repeat(" tok", m), finish, usage); err != nil {
+		text := `"text":"` + strings.Repeat(" tok", m) + `"`
+		if chat {
+			text = `"delta":{"content":"` + strings.Repeat(" tok", m) + `"}`
+		}
+		if _, err := fmt.Fprintf(w, "data: {\"id\":\"cmpl-1\",\"object\":\"text_completion\",\"choices\":[{\"index\":0,%s,\"finish_reason\":%s}]%s}\n\n",
+			text, finish, usage); err != nil {
 			return
 		}
-		fl.Flush()
+		// Flush each chunk; Coalesce flushes only when the next chunk is
+		// not yet due (a busy server batches writes too).
+		if next := recv.Add(f.TTFT + time.Duration((k+1)*per)*f.PerToken); !f.Coalesce || sent == n || time.Until(next) > 0 {
+			fl.Flush()
+		}
 		sends = append(sends, time.Now())
 	}
 	if !f.NoUsage {
@@ -141,6 +155,10 @@ func (f *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	f.sends = append(f.sends, sends)
 	f.recv = append(f.recv, recv)
+	if f.byText == nil {
+		f.byText = map[string][]time.Time{}
+	}
+	f.byText[prompt] = sends
 	f.mu.Unlock()
 }
 

@@ -225,3 +225,5 @@ func TestSummarizeQueue(t *testing.T) {
 }
 
 func time2(msv float64) time.Duration { return time.Duration(msv * float64(time.Millisecond)) }
+
+func newRNG(a, b uint64) *rand.Rand { return rand.New(rand.NewPCG(a, b)) }
