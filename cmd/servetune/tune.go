@@ -1,0 +1,188 @@
+//go:debug randseednop=0
+
+package main
+
+// The //go:debug line lets the tuner re-seed math/rand's global source, which
+// goptuna's TPE draws from, so a study is reproducible from its seed.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/spf13/cobra"
+
+	"github.com/servetune/servetune/space"
+	"github.com/servetune/servetune/store"
+	"github.com/servetune/servetune/trial"
+	"github.com/servetune/servetune/tuner"
+)
+
+func init() { subcommands = append(subcommands, newTuneCmd) }
+
+// studyDBDefault is the database the study commands use without --db.
+func studyDBDefault() string {
+	if p := os.Getenv("SERVETUNE_DB"); p != "" {
+		return p
+	}
+	return "servetune.db"
+}
+
+func newTuneCmd() *cobra.Command {
+	var dbPath string
+	var resume bool
+	cmd := &cobra.Command{
+		Use:   "tune STUDY.yaml",
+		Short: "Run a tuning study: propose settings, launch, measure, store, recommend",
+		Long: `Run the study a spec describes (see examples/quickstart.yaml). Every trial is
+stored in the SQLite database; a study killed at any moment continues with
+--resume (the trial in flight is re-run). The spec is validated before
+anything is launched.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			sp, err := tuner.ParseSpecFile(args[0])
+			if err != nil {
+				return usageError(err)
+			}
+			return runTune(cmd.Context(), sp, dbPath, resume, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	cmd.Flags().StringVar(&dbPath, "db", studyDBDefault(), "SQLite database of studies (env SERVETUNE_DB)")
+	cmd.Flags().BoolVar(&resume, "resume", false, "continue a stored study: re-run interrupted trials, keep finished ones")
+	return cmd
+}
+
+func runTune(ctx context.Context, sp *tuner.Spec, dbPath string, resume bool, stdout, stderr io.Writer) error {
+	l, err := tuner.NewLauncher(sp, "")
+	if err != nil {
+		return usageError(err)
+	}
+	db, err := store.Open(ctx, dbPath)
+	if err != nil {
+		return failedError(fmt.Errorf("open %s: %w", dbPath, err))
+	}
+	defer db.Close()
+
+	prog := &tuneProgress{w: stderr, last: map[int]int{}}
+	study := &tuner.Study{
+		Spec:   sp,
+		Store:  db,
+		Resume: resume,
+		Eval:   &tuner.TrialRunner{Spec: sp, Launcher: l, Progress: prog.level},
+		OnStart: func(n int, set space.Settings, gpus []int) {
+			prog.printf("trial %d start  gpus=%v  %s\n", n, gpus, settingsLine(set))
+		},
+		OnFinish: func(r tuner.TrialReport) {
+			// The live line: one per finished trial, on stdout.
+			fmt.Fprintln(stdout, trialLine(r, sp.Tuner.Objective))
+		},
+	}
+	fmt.Fprintf(stderr, "study %s: %d trials, sampler %s (seed %d), objective %s, db %s\n",
+		sp.Name, sp.Tuner.Trials, sp.Tuner.Sampler, sp.Tuner.Seed, sp.Tuner.Objective, dbPath)
+	out, err := study.Run(ctx)
+	if len(out.Rerun) > 0 {
+		fmt.Fprintf(stderr, "re-ran interrupted trials %v\n", out.Rerun)
+	}
+	switch {
+	case errors.Is(err, tuner.ErrStudyExists):
+		return usageError(err)
+	case ctx.Err() != nil:
+		return failedError(fmt.Errorf("study %s interrupted after %d trials; continue with: servetune tune %s --db %s --resume",
+			sp.Name, out.Trials, sp.File, dbPath))
+	case err != nil:
+		return failedError(err)
+	}
+	fmt.Fprintf(stdout, "study %s: %d trials (%d ok, %d failed this run)\n", sp.Name, out.Trials, out.Completed, out.Failed)
+	trials, err := db.Trials(ctx, out.StudyID)
+	if err != nil {
+		return failedError(err)
+	}
+	rec, err := tuner.Recommend(tuner.StoredPoints(trials, sp.Hardware.PricePerGPUHour), sp.Objectives, sp.SLO, tuner.PreferThroughput)
+	if err != nil {
+		fmt.Fprintf(stdout, "no recommendation: %v\n", err)
+		return nil
+	}
+	return writeRecommendation(stdout, sp, rec, tuner.PreferThroughput, "vllm")
+}
+
+// tuneProgress prints each trial's progress through its load levels on
+// stderr: a bar at every quarter of a level.
+type tuneProgress struct {
+	mu   sync.Mutex
+	w    io.Writer
+	last map[int]int // trial -> last quarter printed
+}
+
+func (p *tuneProgress) printf(format string, a ...any) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	fmt.Fprintf(p.w, format, a...)
+}
+
+func (p *tuneProgress) level(trialN int, level string, done, total int) {
+	if total <= 0 {
+		return
+	}
+	q := done * 4 / total
+	key := trialN
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if done == 0 {
+		p.last[key] = 0
+		return
+	}
+	if q <= p.last[key] && done != total {
+		return
+	}
+	p.last[key] = q
+	const width = 20
+	n := done * width / total
+	fmt.Fprintf(p.w, "trial %d %-16s [%s%s] %d/%d\n", trialN, level, strings.Repeat("#", n), strings.Repeat(".", width-n), done, total)
+	if done == total {
+		p.last[key] = 0
+	}
+}
+
+// settingsLine prints settings as k=v in name order.
+func settingsLine(s space.Settings) string {
+	keys := make([]string, 0, len(s))
+	for k := range s {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s=%v", k, s[k])
+	}
+	return strings.Join(parts, " ")
+}
+
+// trialLine is the one line printed when a trial ends.
+func trialLine(r tuner.TrialReport, obj tuner.Objective) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "[%d/%d] trial %d %s", r.Done, r.Total, r.Number, r.Result.Status)
+	if r.Result.Status == trial.StatusFailed {
+		fmt.Fprintf(&b, "/%s", r.Result.Failure)
+	}
+	fmt.Fprintf(&b, " %s", tuner.Elapsed(r.Result))
+	if r.Value != nil {
+		fmt.Fprintf(&b, " %s=%.3g", obj.Metric, *r.Value)
+	}
+	if r.Best != nil {
+		fmt.Fprintf(&b, " best=%.3g", *r.Best)
+	}
+	fmt.Fprintf(&b, "  %s", settingsLine(r.Settings))
+	if r.Result.Message != "" {
+		msg := r.Result.Message
+		if len(msg) > 160 {
+			msg = msg[:157] + "..."
+		}
+		fmt.Fprintf(&b, "  (%s)", msg)
+	}
+	return b.String()
+}
