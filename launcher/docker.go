@@ -67,6 +67,8 @@ type Docker struct {
 	Image   string
 	Profile Profile  // default ProfileVLLM
 	Command []string // ProfileCustom only
+	// Entrypoint replaces the image's entry point when set (ProfileCustom only).
+	Entrypoint []string
 
 	// Host is the Docker daemon, e.g. unix:///var/run/docker.sock,
 	// tcp://gpu-box:2376 or ssh://user@gpu-box; "" = DOCKER_HOST or the
@@ -220,6 +222,9 @@ func (d *Docker) containerConfig(spec Spec) (*container.Config, *container.HostC
 	default:
 		return nil, nil, 0, fmt.Errorf("%w: docker launcher: unknown profile %q (want vllm, sglang or custom)", ErrBadSpec, d.Profile)
 	}
+	if len(d.Entrypoint) > 0 && d.Profile != ProfileCustom {
+		return nil, nil, 0, fmt.Errorf("%w: docker launcher: an entry point is only for the custom profile", ErrBadSpec)
+	}
 	// The port is chosen here rather than by the daemon: a container that
 	// exits at once (a config that does not fit) has no published port to
 	// read back, and its exit must reach Ready as ErrExited.
@@ -240,6 +245,7 @@ func (d *Docker) containerConfig(spec Spec) (*container.Config, *container.HostC
 	cfg := &container.Config{
 		Image:        d.Image,
 		Cmd:          cmd,
+		Entrypoint:   d.Entrypoint,
 		Env:          env,
 		ExposedPorts: nat.PortSet{cp: {}},
 		Labels: map[string]string{

@@ -78,6 +78,7 @@ func TestDockerContainerConfig(t *testing.T) {
 			wantCmd: []string{"serve", "org/m", "--port", "8000", "--host", "0.0.0.0", "--tensor-parallel-size", "2"},
 		},
 		{name: "no image", d: Docker{}, wantErr: ErrBadSpec},
+		{name: "entrypoint outside custom", d: Docker{Image: "x", Entrypoint: []string{"/bin/sh"}}, wantErr: ErrBadSpec},
 		{name: "bad profile", d: Docker{Image: "x", Profile: "tgi"}, wantErr: ErrBadSpec},
 		{name: "custom without command", d: Docker{Image: "x", Profile: ProfileCustom}, wantErr: ErrBadSpec},
 	}
@@ -291,5 +292,56 @@ func TestDockerStartupOOM(t *testing.T) {
 	}
 	if n := len(studyContainers(t, c, study)); n != 0 {
 		t.Errorf("%d containers after Stop, want 0", n)
+	}
+}
+
+// TestDockerExitBeforeReady runs a container whose engine fails at once (the
+// sim image's binary given an unknown command): Ready must report the exit
+// with the code, Logs must hold the message, and Stop must remove it.
+func TestDockerExitBeforeReady(t *testing.T) {
+	c := requireDocker(t)
+	requireSimImage(t)
+	study := testStudy(t)
+	reapAfter(t, c, study)
+	d := &Docker{
+		Image: SimImage, Client: c, NoGPU: true, Profile: ProfileCustom,
+		Entrypoint: []string{"/servetune"}, Command: []string{"no-such-engine", "--port", "{port}"},
+		PollInterval: 20 * time.Millisecond,
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	in, err := d.Launch(ctx, Spec{Model: "m", Study: study, Trial: 9})
+	if err != nil {
+		t.Fatalf("Launch: %v", err)
+	}
+	t.Cleanup(func() { _ = in.Stop(context.Background()) })
+	err = in.Ready(ctx)
+	var ee *ExitError
+	if !errors.As(err, &ee) || ee.Code != 2 || ee.OOMKilled {
+		t.Fatalf("Ready = %v, want ExitError code 2 (usage)", err)
+	}
+	ex := in.(Exiter)
+	<-ex.Exited()
+	if ex.ExitCode() != 2 {
+		t.Errorf("ExitCode = %d", ex.ExitCode())
+	}
+	logs := in.Logs()
+	if !strings.Contains(logs, `unknown command "no-such-engine"`) {
+		t.Errorf("Logs lack the engine's message:\n%s", logs)
+	}
+	if got := Classify(ex.ExitCode(), false, logs); got != FailureCrash {
+		t.Errorf("Classify = %q, want crash", got)
+	}
+	if n := len(studyContainers(t, c, study)); n != 1 {
+		t.Errorf("%d containers before Stop, want 1 (exited, kept for its logs)", n)
+	}
+	if err := in.Stop(ctx); err != nil {
+		t.Fatalf("Stop: %v", err)
+	}
+	if n := len(studyContainers(t, c, study)); n != 0 {
+		t.Errorf("%d containers after Stop, want 0", n)
+	}
+	if !strings.Contains(in.Logs(), "no-such-engine") {
+		t.Errorf("Logs after Stop lost the tail: %q", in.Logs())
 	}
 }
