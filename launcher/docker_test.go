@@ -122,6 +122,8 @@ func TestSSHDialStdio(t *testing.T) {
 		{"ssh://me:pw@gpu-box", "", true},
 		{"ssh://", "", true},
 		{"ssh://h/path", "", true},
+		{"ssh://-oProxyCommand=x", "", true},
+		{"ssh://-oProxyCommand=x@h", "", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.host, func(t *testing.T) {
@@ -344,4 +346,27 @@ func TestDockerExitBeforeReady(t *testing.T) {
 	if !strings.Contains(in.Logs(), "no-such-engine") {
 		t.Errorf("Logs after Stop lost the tail: %q", in.Logs())
 	}
+}
+
+// FuzzSSHDialStdio: whatever the URL, the host never reaches ssh where it
+// could be read as an option.
+func FuzzSSHDialStdio(f *testing.F) {
+	for _, s := range []string{"ssh://h", "ssh://u@h:22", "ssh://-oProxyCommand=x", "ssh://u@-p", "ssh://[::1]:2222"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, host string) {
+		argv, err := sshDialStdio(host)
+		if err != nil {
+			return
+		}
+		i := slices.Index(argv, "--")
+		if i < 0 || len(argv) != i+5 || !slices.Equal(argv[i+2:], []string{"docker", "system", "dial-stdio"}) {
+			t.Fatalf("argv %q", argv)
+		}
+		for _, a := range argv[1:i] {
+			if a != "-l" && a != "-p" && strings.HasPrefix(a, "-") {
+				t.Fatalf("option-like value %q before --: %q", a, argv)
+			}
+		}
+	})
 }

@@ -60,6 +60,9 @@ func sshDialStdio(host string) ([]string, error) {
 	if err != nil || u.Hostname() == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
 		return nil, fmt.Errorf("%w: docker host %q: want ssh://[user@]host[:port]", ErrBadSpec, host)
 	}
+	if strings.HasPrefix(u.Hostname(), "-") || strings.HasPrefix(u.User.Username(), "-") {
+		return nil, fmt.Errorf("%w: docker host %q: user and host must not start with '-'", ErrBadSpec, host)
+	}
 	if _, hasPass := u.User.Password(); hasPass {
 		return nil, fmt.Errorf("%w: docker host: passwords in ssh:// URLs are not supported; use keys or an agent", ErrBadSpec)
 	}

@@ -276,3 +276,13 @@ func TestEndpoint(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkTailBufferWrite measures the cost an engine's log line adds.
+func BenchmarkTailBufferWrite(b *testing.B) {
+	line := []byte(strings.Repeat("x", 119) + "\n")
+	buf := newTailBuffer(DefaultLogBytes)
+	b.SetBytes(int64(len(line)))
+	for b.Loop() {
+		_, _ = buf.Write(line)
+	}
+}
