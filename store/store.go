@@ -3,27 +3,118 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"math"
+	"net/url"
+	"slices"
+	"sync"
+	"time"
 
 	_ "github.com/mattn/go-sqlite3" // registers the "sqlite3" driver
 
+	"github.com/servetune/servetune/bench"
 	"github.com/servetune/servetune/space"
 )
 
-// Store is an open servetune database.
+// Store is an open servetune database. Its methods are safe for concurrent
+// use; writes from one process are serialized, and other processes wait up
+// to the busy timeout for the write lock.
 type Store struct {
 	db *sql.DB
+	mu sync.Mutex // serializes write transactions of this process
 }
 
-// ErrNotFound is returned when a study or trial does not exist.
-var ErrNotFound = errors.New("not found")
+// Errors callers test with errors.Is.
+var (
+	ErrNotFound     = errors.New("not found")
+	ErrExists       = errors.New("already exists")
+	ErrNewerSchema  = errors.New("database was written by a newer servetune")
+	ErrInvalid      = errors.New("invalid value")
+	ErrNotRunning   = errors.New("trial is not running")
+	errSchemaBroken = errors.New("database schema is inconsistent")
+)
 
-// ErrExists is returned by CreateStudy when the name is taken.
-var ErrExists = errors.New("study already exists")
+// busyTimeout is how long a write waits for another process's write lock.
+const busyTimeout = 10 * time.Second
 
-// Open opens or creates the database at path and migrates it to the current schema.
+// timeFormat stores instants as fixed-width UTC text: readable in the sqlite3
+// shell and ordered as strings.
+const timeFormat = "2006-01-02T15:04:05.000000000Z"
+
+// Open opens or creates the database at path and migrates it to
+// SchemaVersion. A database from a newer servetune is refused with
+// ErrNewerSchema rather than half-understood.
 func Open(ctx context.Context, path string) (*Store, error) {
-	return nil, errors.New("store.Open: not implemented")
+	return open(ctx, path, migrations)
+}
+
+func open(ctx context.Context, path string, steps []string) (*Store, error) {
+	if path == "" {
+		return nil, fmt.Errorf("store: %w: empty database path", ErrInvalid)
+	}
+	// _txlock=immediate takes the write lock at BEGIN, so two writers never
+	// deadlock upgrading read locks; the busy timeout makes the second wait.
+	dsn := fmt.Sprintf("file:%s?_journal_mode=WAL&_foreign_keys=on&_busy_timeout=%d&_txlock=immediate&_synchronous=NORMAL",
+		(&url.URL{Path: path}).EscapedPath(), busyTimeout.Milliseconds())
+	db, err := sql.Open("sqlite3", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	s := &Store{db: db}
+	if err := s.migrate(ctx, steps); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// migrate applies the pending steps, each with its version bump in one transaction.
+func (s *Store) migrate(ctx context.Context, steps []string) error {
+	var version int
+	if err := s.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+		return err
+	}
+	if version > len(steps) {
+		return fmt.Errorf("%w: schema version %d, this build knows up to %d; upgrade servetune", ErrNewerSchema, version, len(steps))
+	}
+	for v := version; v < len(steps); v++ {
+		err := s.write(ctx, func(tx *sql.Tx) error {
+			// Re-read under the write lock: another process may have migrated.
+			var cur int
+			if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&cur); err != nil {
+				return err
+			}
+			if cur != v {
+				return nil
+			}
+			if _, err := tx.ExecContext(ctx, steps[v]); err != nil {
+				return fmt.Errorf("migration %d: %w", v+1, err)
+			}
+			_, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", v+1))
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// write runs fn in one write transaction, committed when fn returns nil.
+func (s *Store) write(ctx context.Context, fn func(*sql.Tx) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
 }
 
 // Close closes the database.
@@ -34,53 +125,531 @@ func (s *Store) Close() error {
 	return s.db.Close()
 }
 
-// CreateStudy stores a new study and returns it with its ID and start time.
-// It fails with ErrExists when the name is taken.
+func formatTime(t time.Time) string { return t.UTC().Format(timeFormat) }
+
+func parseTime(v sql.NullString) (time.Time, error) {
+	if !v.Valid {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(timeFormat, v.String)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%w: time %q", errSchemaBroken, v.String)
+	}
+	return t, nil
+}
+
+func nullTime(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return formatTime(t)
+}
+
+// nullFloat stores NaN and infinities (a metric with no samples) as NULL.
+func nullFloat(f float64) any {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return nil
+	}
+	return f
+}
+
+// CreateStudy stores a new study and returns it with its ID, start time
+// (now when zero) and status running. A taken name gives ErrExists: resume
+// with ResumeStudy instead. Token-like strings in the spec are redacted.
 func (s *Store) CreateStudy(ctx context.Context, st Study) (Study, error) {
-	return Study{}, errors.New("not implemented")
+	if st.Name == "" {
+		return Study{}, fmt.Errorf("store: create study: %w: empty name", ErrInvalid)
+	}
+	if st.Started.IsZero() {
+		st.Started = time.Now()
+	}
+	st.Started = st.Started.UTC().Truncate(time.Nanosecond)
+	st.Spec = Redact(st.Spec)
+	st.Status = StudyRunning
+	st.Finished = time.Time{}
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx,
+			`INSERT INTO studies (name, spec, seed, started, status) VALUES (?, ?, ?, ?, ?)
+			 ON CONFLICT (name) DO NOTHING`,
+			st.Name, st.Spec, int64(st.Seed), formatTime(st.Started), st.Status)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("study %q %w (use --resume to continue it)", st.Name, ErrExists)
+		}
+		st.ID, err = res.LastInsertId()
+		return err
+	})
+	if err != nil {
+		return Study{}, fmt.Errorf("store: create study: %w", err)
+	}
+	return st, nil
+}
+
+const studyColumns = `id, name, spec, seed, started, finished, status`
+
+func scanStudy(row interface{ Scan(...any) error }) (Study, error) {
+	var st Study
+	var seed int64
+	var started, finished sql.NullString
+	if err := row.Scan(&st.ID, &st.Name, &st.Spec, &seed, &started, &finished, &st.Status); err != nil {
+		return Study{}, err
+	}
+	st.Seed = uint64(seed)
+	var err error
+	if st.Started, err = parseTime(started); err != nil {
+		return Study{}, err
+	}
+	if st.Finished, err = parseTime(finished); err != nil {
+		return Study{}, err
+	}
+	return st, nil
 }
 
 // GetStudy returns the study with the given name, or ErrNotFound.
 func (s *Store) GetStudy(ctx context.Context, name string) (Study, error) {
-	return Study{}, errors.New("not implemented")
+	st, err := scanStudy(s.db.QueryRowContext(ctx, `SELECT `+studyColumns+` FROM studies WHERE name = ?`, name))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Study{}, fmt.Errorf("store: study %q %w", name, ErrNotFound)
+	}
+	if err != nil {
+		return Study{}, fmt.Errorf("store: get study %q: %w", name, err)
+	}
+	return st, nil
 }
 
 // ListStudies returns every study, oldest first.
 func (s *Store) ListStudies(ctx context.Context) ([]Study, error) {
-	return nil, errors.New("not implemented")
+	rows, err := s.db.QueryContext(ctx, `SELECT `+studyColumns+` FROM studies ORDER BY id`)
+	if err != nil {
+		return nil, fmt.Errorf("store: list studies: %w", err)
+	}
+	defer rows.Close()
+	var out []Study
+	for rows.Next() {
+		st, err := scanStudy(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: list studies: %w", err)
+		}
+		out = append(out, st)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: list studies: %w", err)
+	}
+	return out, nil
 }
 
-// FinishStudy marks a study ended with the given status.
+// ResumeStudy marks the named study running again and returns it; callers
+// then InterruptRunning its leftover trials and carry on.
+func (s *Store) ResumeStudy(ctx context.Context, name string) (Study, error) {
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE studies SET status = ?, finished = NULL WHERE name = ?`, StudyRunning, name)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("study %q %w", name, ErrNotFound)
+		}
+		return nil
+	})
+	if err != nil {
+		return Study{}, fmt.Errorf("store: resume study: %w", err)
+	}
+	return s.GetStudy(ctx, name)
+}
+
+// FinishStudy marks a study ended now with status StudyFinished, StudyFailed
+// or StudyInterrupted.
 func (s *Store) FinishStudy(ctx context.Context, studyID int64, status string) error {
-	return errors.New("not implemented")
+	if !slices.Contains([]string{StudyFinished, StudyFailed, StudyInterrupted}, status) {
+		return fmt.Errorf("store: finish study: %w: status %q", ErrInvalid, status)
+	}
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE studies SET status = ?, finished = ? WHERE id = ?`,
+			status, formatTime(time.Now()), studyID)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("study %d %w", studyID, ErrNotFound)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store: finish study: %w", err)
+	}
+	return nil
 }
 
-// StartTrial commits a running trial row at once, so a killed study leaves evidence.
+// StartTrial commits a running trial row at once, so a study killed during
+// the trial leaves evidence that --resume turns into an interrupted trial.
+// Starting a number that exists is an ErrExists error, except that an
+// interrupted trial may be started again (it is re-run in place).
 func (s *Store) StartTrial(ctx context.Context, studyID int64, number int, settings space.Settings, gpus []int) error {
-	return errors.New("not implemented")
+	if number < 0 {
+		return fmt.Errorf("store: start trial: %w: number %d", ErrInvalid, number)
+	}
+	set, err := json.Marshal(settings)
+	if err != nil {
+		return fmt.Errorf("store: start trial %d: settings: %w", number, err)
+	}
+	if gpus == nil {
+		gpus = []int{}
+	}
+	g, err := json.Marshal(gpus)
+	if err != nil {
+		return fmt.Errorf("store: start trial %d: gpus: %w", number, err)
+	}
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx,
+			`INSERT INTO trials (study_id, number, settings, gpus, status, started) VALUES (?, ?, ?, ?, ?, ?)
+			 ON CONFLICT (study_id, number) DO UPDATE SET
+			   settings = excluded.settings, gpus = excluded.gpus, status = excluded.status,
+			   started = excluded.started, finished = NULL, failure = '', failure_msg = '', log_tail = '', objective = NULL
+			 WHERE trials.status = 'interrupted'`,
+			studyID, number, string(set), string(g), TrialRunning, formatTime(time.Now()))
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("trial %d of study %d %w", number, studyID, ErrExists)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store: start trial: %w", err)
+	}
+	return nil
 }
 
-// FinishTrial stores a trial's outcome in one transaction.
+// validResult checks the fields a CHECK constraint would reject, so the
+// message names the problem.
+func validResult(r TrialResult) error {
+	if !slices.Contains([]string{TrialOK, TrialFailed, TrialPruned, TrialInterrupted}, r.Status) {
+		return fmt.Errorf("%w: trial status %q (want ok, failed, pruned or interrupted)", ErrInvalid, r.Status)
+	}
+	if !slices.Contains([]string{FailNone, FailOOM, FailCrash, FailNotReady, FailLaunchError, FailBenchError}, r.Failure) {
+		return fmt.Errorf("%w: failure class %q", ErrInvalid, r.Failure)
+	}
+	for _, lp := range r.LoadPoints {
+		if lp.Level == "" || lp.Kind == "" {
+			return fmt.Errorf("%w: load point needs a level and a kind", ErrInvalid)
+		}
+	}
+	return nil
+}
+
+// FinishTrial stores a trial's outcome in one transaction: the trial row,
+// its load points, per-request records and GPU samples all land, or none
+// do. The trial must have been started (ErrNotRunning otherwise). Token-like
+// strings in the failure message and log tail are redacted.
 func (s *Store) FinishTrial(ctx context.Context, r TrialResult) error {
-	return errors.New("not implemented")
+	if err := validResult(r); err != nil {
+		return fmt.Errorf("store: finish trial %d: %w", r.Number, err)
+	}
+	if r.Finished.IsZero() {
+		r.Finished = time.Now()
+	}
+	var objective any
+	if r.Objective != nil {
+		objective = nullFloat(*r.Objective)
+	}
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		var trialID int64
+		err := tx.QueryRowContext(ctx,
+			`UPDATE trials SET status = ?, failure = ?, failure_msg = ?, log_tail = ?, objective = ?, finished = ?
+			 WHERE study_id = ? AND number = ? AND status = 'running' RETURNING id`,
+			r.Status, r.Failure, Redact(r.FailureMsg), Redact(r.LogTail), objective, formatTime(r.Finished),
+			r.StudyID, r.Number).Scan(&trialID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("trial %d of study %d: %w", r.Number, r.StudyID, ErrNotRunning)
+		}
+		if err != nil {
+			return err
+		}
+		if err := insertRequests(ctx, tx, trialID, r.Requests); err != nil {
+			return err
+		}
+		if err := insertGPUSamples(ctx, tx, trialID, r.GPU); err != nil {
+			return err
+		}
+		return insertLoadPoints(ctx, tx, trialID, r.LoadPoints)
+	})
+	if err != nil {
+		return fmt.Errorf("store: finish trial %d: %w", r.Number, err)
+	}
+	return nil
 }
 
-// InterruptRunning marks the study's running trials interrupted and returns their numbers.
+func insertRequests(ctx context.Context, tx *sql.Tx, trialID int64, byLevel map[string][]bench.Record) error {
+	if len(byLevel) == 0 {
+		return nil
+	}
+	stmt, err := tx.PrepareContext(ctx, `INSERT INTO requests
+		(trial_id, level, idx, warmup, sched_ns, send_ns, first_ns, last_ns, end_ns, prompt_tokens, output_tokens, error, http_status)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return err
+	}
+	defer stmt.Close()
+	// Sorted levels keep row order, and so Requests' order, deterministic.
+	levels := make([]string, 0, len(byLevel))
+	for l := range byLevel {
+		levels = append(levels, l)
+	}
+	slices.Sort(levels)
+	for _, level := range levels {
+		for _, rec := range byLevel[level] {
+			if _, err := stmt.ExecContext(ctx, trialID, level, rec.Index, rec.Warmup,
+				int64(rec.Sched), int64(rec.Send), int64(rec.First), int64(rec.Last), int64(rec.End),
+				rec.PromptTokens, rec.OutputTokens, string(rec.Error), rec.Status); err != nil {
+				return fmt.Errorf("request %d at %s: %w", rec.Index, level, err)
+			}
+		}
+	}
+	return nil
+}
+
+func insertGPUSamples(ctx context.Context, tx *sql.Tx, trialID int64, samples []GPUSample) error {
+	if len(samples) == 0 {
+		return nil
+	}
+	stmt, err := tx.PrepareContext(ctx, `INSERT INTO gpu_samples
+		(trial_id, t_ns, gpu, power_w, mem_used_bytes, util_pct, sm_clock_mhz, energy_j) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return err
+	}
+	defer stmt.Close()
+	for _, g := range samples {
+		if _, err := stmt.ExecContext(ctx, trialID, int64(g.T), g.GPU, nullFloat(g.PowerW), g.MemUsedB,
+			nullFloat(g.UtilPct), g.SMClockMH, nullFloat(g.EnergyJ)); err != nil {
+			return fmt.Errorf("gpu sample: %w", err)
+		}
+	}
+	return nil
+}
+
+func insertLoadPoints(ctx context.Context, tx *sql.Tx, trialID int64, points []LoadPoint) error {
+	for _, lp := range points {
+		sum := lp.Summary
+		sum.Meta = scrubMeta(sum.Meta)
+		js, err := json.Marshal(sum)
+		if err != nil {
+			return fmt.Errorf("load point %s: %w", lp.Level, err)
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO load_points
+			(trial_id, level, kind, value, summary, completed, failed, request_throughput, output_throughput,
+			 request_goodput, median_ttft_ms, p99_ttft_ms, median_tpot_ms, p99_tpot_ms, p99_itl_ms, p99_e2el_ms)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			trialID, lp.Level, lp.Kind, lp.Value, string(js), sum.Completed, sum.Failed,
+			nullFloat(sum.RequestThroughput), nullFloat(sum.OutputThroughput), nullFloat(sum.RequestGoodput),
+			nullFloat(sum.TTFT.Median), nullFloat(sum.TTFT.P99), nullFloat(sum.TPOT.Median), nullFloat(sum.TPOT.P99),
+			nullFloat(sum.ITL.P99), nullFloat(sum.E2EL.P99))
+		if err != nil {
+			return fmt.Errorf("load point %s: %w", lp.Level, err)
+		}
+	}
+	return nil
+}
+
+// InterruptRunning marks the study's running trials interrupted (their
+// process died with the study) and returns their numbers in order.
 func (s *Store) InterruptRunning(ctx context.Context, studyID int64) ([]int, error) {
-	return nil, errors.New("not implemented")
+	var numbers []int
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx,
+			`UPDATE trials SET status = 'interrupted', finished = ? WHERE study_id = ? AND status = 'running' RETURNING number`,
+			formatTime(time.Now()), studyID)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var n int
+			if err := rows.Scan(&n); err != nil {
+				return err
+			}
+			numbers = append(numbers, n)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: interrupt running trials: %w", err)
+	}
+	slices.Sort(numbers)
+	return numbers, nil
 }
 
-// Trials returns the study's trials by number, with their load points.
+const trialColumns = `id, study_id, number, settings, gpus, status, failure, failure_msg, log_tail, objective, started, finished`
+
+func scanTrial(row interface{ Scan(...any) error }) (Trial, error) {
+	var t Trial
+	var settings, gpus string
+	var objective sql.NullFloat64
+	var started, finished sql.NullString
+	if err := row.Scan(&t.ID, &t.StudyID, &t.Number, &settings, &gpus, &t.Status, &t.Failure,
+		&t.FailureMsg, &t.LogTail, &objective, &started, &finished); err != nil {
+		return Trial{}, err
+	}
+	if err := json.Unmarshal([]byte(settings), &t.Settings); err != nil {
+		return Trial{}, fmt.Errorf("%w: trial %d settings: %w", errSchemaBroken, t.Number, err)
+	}
+	if err := json.Unmarshal([]byte(gpus), &t.GPUs); err != nil {
+		return Trial{}, fmt.Errorf("%w: trial %d gpus: %w", errSchemaBroken, t.Number, err)
+	}
+	if objective.Valid {
+		t.Objective = &objective.Float64
+	}
+	var err error
+	if t.Started, err = parseTime(started); err != nil {
+		return Trial{}, err
+	}
+	if t.Finished, err = parseTime(finished); err != nil {
+		return Trial{}, err
+	}
+	return t, nil
+}
+
+// Trials returns the study's trials by number, each with its load points in
+// the order they were stored.
 func (s *Store) Trials(ctx context.Context, studyID int64) ([]Trial, error) {
-	return nil, errors.New("not implemented")
+	// One read transaction gives trials and load points from one snapshot.
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, fmt.Errorf("store: trials: %w", err)
+	}
+	defer tx.Rollback()
+	rows, err := tx.QueryContext(ctx, `SELECT `+trialColumns+` FROM trials WHERE study_id = ? ORDER BY number`, studyID)
+	if err != nil {
+		return nil, fmt.Errorf("store: trials: %w", err)
+	}
+	var out []Trial
+	byID := map[int64]int{}
+	for rows.Next() {
+		t, err := scanTrial(rows)
+		if err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("store: trials: %w", err)
+		}
+		byID[t.ID] = len(out)
+		out = append(out, t)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: trials: %w", err)
+	}
+	rows, err = tx.QueryContext(ctx, `SELECT lp.trial_id, lp.level, lp.kind, lp.value, lp.summary
+		FROM load_points lp JOIN trials t ON t.id = lp.trial_id WHERE t.study_id = ? ORDER BY lp.rowid`, studyID)
+	if err != nil {
+		return nil, fmt.Errorf("store: load points: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var lp LoadPoint
+		var summary string
+		if err := rows.Scan(&id, &lp.Level, &lp.Kind, &lp.Value, &summary); err != nil {
+			return nil, fmt.Errorf("store: load points: %w", err)
+		}
+		if err := json.Unmarshal([]byte(summary), &lp.Summary); err != nil {
+			return nil, fmt.Errorf("store: load point %s: %w: %w", lp.Level, errSchemaBroken, err)
+		}
+		if i, ok := byID[id]; ok {
+			out[i].LoadPoints = append(out[i].LoadPoints, lp)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: load points: %w", err)
+	}
+	return out, nil
 }
 
-// Requests returns the per-request records of one trial at one load level.
-func (s *Store) Requests(ctx context.Context, trialID int64, level string) ([]RequestRow, error) {
-	return nil, errors.New("not implemented")
+// Trial returns one trial of a study by number, with its load points.
+func (s *Store) Trial(ctx context.Context, studyID int64, number int) (Trial, error) {
+	trials, err := s.Trials(ctx, studyID)
+	if err != nil {
+		return Trial{}, err
+	}
+	for _, t := range trials {
+		if t.Number == number {
+			return t, nil
+		}
+	}
+	return Trial{}, fmt.Errorf("store: trial %d of study %d %w", number, studyID, ErrNotFound)
 }
 
-// NextTrialNumber returns one more than the highest trial number of the study.
+// Requests returns the per-request records of one trial at one load level
+// in the order they were stored. Chunks and error messages are not stored.
+func (s *Store) Requests(ctx context.Context, trialID int64, level string) ([]bench.Record, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT idx, warmup, sched_ns, send_ns, first_ns, last_ns, end_ns,
+		prompt_tokens, output_tokens, error, http_status FROM requests WHERE trial_id = ? AND level = ? ORDER BY rowid`,
+		trialID, level)
+	if err != nil {
+		return nil, fmt.Errorf("store: requests: %w", err)
+	}
+	defer rows.Close()
+	var out []bench.Record
+	for rows.Next() {
+		var r bench.Record
+		var sched, send, first, last, end int64
+		var class string
+		if err := rows.Scan(&r.Index, &r.Warmup, &sched, &send, &first, &last, &end,
+			&r.PromptTokens, &r.OutputTokens, &class, &r.Status); err != nil {
+			return nil, fmt.Errorf("store: requests: %w", err)
+		}
+		r.Sched, r.Send, r.First, r.Last, r.End = time.Duration(sched), time.Duration(send),
+			time.Duration(first), time.Duration(last), time.Duration(end)
+		r.Error = bench.ErrorClass(class)
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: requests: %w", err)
+	}
+	return out, nil
+}
+
+// GPUSamples returns a trial's GPU samples ordered by GPU and time.
+func (s *Store) GPUSamples(ctx context.Context, trialID int64) ([]GPUSample, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT t_ns, gpu, power_w, mem_used_bytes, util_pct, sm_clock_mhz, energy_j
+		FROM gpu_samples WHERE trial_id = ? ORDER BY gpu, t_ns`, trialID)
+	if err != nil {
+		return nil, fmt.Errorf("store: gpu samples: %w", err)
+	}
+	defer rows.Close()
+	var out []GPUSample
+	for rows.Next() {
+		var g GPUSample
+		var t int64
+		var power, util, energy sql.NullFloat64
+		if err := rows.Scan(&t, &g.GPU, &power, &g.MemUsedB, &util, &g.SMClockMH, &energy); err != nil {
+			return nil, fmt.Errorf("store: gpu samples: %w", err)
+		}
+		g.T = time.Duration(t)
+		g.PowerW, g.UtilPct, g.EnergyJ = orNaN(power), orNaN(util), orNaN(energy)
+		out = append(out, g)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: gpu samples: %w", err)
+	}
+	return out, nil
+}
+
+// orNaN reads back a NULL metric as NaN, the way it was given.
+func orNaN(v sql.NullFloat64) float64 {
+	if !v.Valid {
+		return math.NaN()
+	}
+	return v.Float64
+}
+
+// NextTrialNumber returns one more than the highest trial number of the
+// study; the first trial is number 0.
 func (s *Store) NextTrialNumber(ctx context.Context, studyID int64) (int, error) {
-	return 0, errors.New("not implemented")
+	var n int
+	err := s.db.QueryRowContext(ctx, `SELECT COALESCE(MAX(number), -1) + 1 FROM trials WHERE study_id = ?`, studyID).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("store: next trial number: %w", err)
+	}
+	return n, nil
 }

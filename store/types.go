@@ -96,18 +96,3 @@ type TrialResult struct {
 	Requests map[string][]bench.Record
 	GPU      []GPUSample
 }
-
-// RequestRow is one stored per-request record.
-type RequestRow struct {
-	Level        string
-	Index        int
-	Warmup       bool
-	Sched        time.Duration
-	Send         time.Duration
-	First        time.Duration
-	Last         time.Duration
-	End          time.Duration
-	PromptTokens int
-	OutputTokens int
-	Error        bench.ErrorClass
-}

@@ -1,0 +1,87 @@
+package store
+
+// migrations are the forward-only schema steps: migrations[i] takes a
+// database from user_version i to i+1. Append new steps; never edit a
+// released one. Times are UTC text in timeFormat; seeds are the uint64's bits
+// as a signed integer.
+var migrations = []string{
+	// 1: studies, trials and their measurements.
+	`CREATE TABLE studies (
+		id       INTEGER PRIMARY KEY,
+		name     TEXT NOT NULL UNIQUE,
+		spec     TEXT NOT NULL,
+		seed     INTEGER NOT NULL,
+		started  TEXT NOT NULL,
+		finished TEXT,
+		status   TEXT NOT NULL CHECK (status IN ('running', 'finished', 'failed', 'interrupted'))
+	);
+	CREATE TABLE trials (
+		id          INTEGER PRIMARY KEY,
+		study_id    INTEGER NOT NULL REFERENCES studies(id) ON DELETE CASCADE,
+		number      INTEGER NOT NULL,
+		settings    TEXT NOT NULL,
+		gpus        TEXT NOT NULL,
+		status      TEXT NOT NULL CHECK (status IN ('running', 'ok', 'failed', 'pruned', 'interrupted')),
+		failure     TEXT NOT NULL DEFAULT '' CHECK (failure IN ('', 'oom', 'crash', 'not_ready', 'launch_error', 'bench_error')),
+		failure_msg TEXT NOT NULL DEFAULT '',
+		log_tail    TEXT NOT NULL DEFAULT '',
+		objective   REAL,
+		started     TEXT NOT NULL,
+		finished    TEXT,
+		UNIQUE (study_id, number)
+	);
+	CREATE TABLE load_points (
+		trial_id           INTEGER NOT NULL REFERENCES trials(id) ON DELETE CASCADE,
+		level              TEXT NOT NULL,
+		kind               TEXT NOT NULL,
+		value              REAL NOT NULL,
+		summary            TEXT NOT NULL,
+		completed          INTEGER NOT NULL,
+		failed             INTEGER NOT NULL,
+		request_throughput REAL,
+		output_throughput  REAL,
+		request_goodput    REAL,
+		median_ttft_ms     REAL,
+		p99_ttft_ms        REAL,
+		median_tpot_ms     REAL,
+		p99_tpot_ms        REAL,
+		p99_itl_ms         REAL,
+		p99_e2el_ms        REAL,
+		UNIQUE (trial_id, level)
+	);
+	CREATE TABLE requests (
+		trial_id      INTEGER NOT NULL REFERENCES trials(id) ON DELETE CASCADE,
+		level         TEXT NOT NULL,
+		idx           INTEGER NOT NULL,
+		warmup        INTEGER NOT NULL,
+		sched_ns      INTEGER NOT NULL,
+		send_ns       INTEGER NOT NULL,
+		first_ns      INTEGER NOT NULL,
+		last_ns       INTEGER NOT NULL,
+		end_ns        INTEGER NOT NULL,
+		prompt_tokens INTEGER NOT NULL,
+		output_tokens INTEGER NOT NULL,
+		error         TEXT NOT NULL,
+		http_status   INTEGER NOT NULL
+	);
+	CREATE INDEX requests_by_trial ON requests (trial_id, level);
+	CREATE TABLE gpu_samples (
+		trial_id       INTEGER NOT NULL REFERENCES trials(id) ON DELETE CASCADE,
+		t_ns           INTEGER NOT NULL,
+		gpu            INTEGER NOT NULL,
+		power_w        REAL,
+		mem_used_bytes INTEGER NOT NULL,
+		util_pct       REAL,
+		sm_clock_mhz   INTEGER NOT NULL,
+		energy_j       REAL
+	);
+	CREATE INDEX gpu_samples_by_trial ON gpu_samples (trial_id, gpu, t_ns);`,
+
+	// 2: the lookups the tuner and reports make on every resume and render.
+	`CREATE INDEX trials_by_status ON trials (study_id, status);
+	CREATE INDEX load_points_by_goodput ON load_points (request_goodput);
+	CREATE INDEX load_points_by_throughput ON load_points (output_throughput);`,
+}
+
+// SchemaVersion is the user_version of a database this package writes.
+const SchemaVersion = 2 // len(migrations); a test keeps them equal

@@ -1,0 +1,565 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/servetune/servetune/bench"
+	"github.com/servetune/servetune/space"
+)
+
+func openTemp(t testing.TB) (*Store, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "servetune.db")
+	s, err := Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, path
+}
+
+// records returns n deterministic per-request records.
+func records(rng *rand.Rand, n int) []bench.Record {
+	out := make([]bench.Record, n)
+	for i := range out {
+		send := time.Duration(i) * time.Millisecond
+		first := send + time.Duration(20+rng.IntN(80))*time.Millisecond
+		last := first + time.Duration(100+rng.IntN(900))*time.Millisecond
+		out[i] = bench.Record{Index: i, Sched: send - time.Microsecond, Send: send, First: first, Last: last,
+			End: last + time.Millisecond, PromptTokens: 100 + rng.IntN(900), OutputTokens: 1 + rng.IntN(512), Status: 200}
+		if i%97 == 5 {
+			out[i].Error, out[i].Status = bench.ErrHTTP5xx, 503
+		}
+	}
+	return out
+}
+
+func summary(completed int, thr float64) bench.Summary {
+	return bench.Summary{
+		Duration: 12.5, Completed: completed, Failed: 1,
+		Errors:           map[string]int{"http_5xx": 1},
+		OutputThroughput: thr, RequestThroughput: thr / 200, RequestGoodput: thr / 250, MaxConcurrency: 8,
+		TTFT: bench.Stats{N: completed, Median: 41.5, P99: 180.25, MedianCI: [2]float64{40, 43}},
+		TPOT: bench.Stats{N: completed, Median: 11, P99: 19.5},
+		ITL:  bench.Stats{N: completed * 10, P99: math.NaN()}, // no samples: stored as NULL
+		Meta: map[string]any{"model": "m", "seed": 7.0},
+	}
+}
+
+// result builds a finished trial with two load levels of perLevel requests.
+func result(studyID int64, number, perLevel int) TrialResult {
+	rng := rand.New(rand.NewPCG(uint64(number), 1))
+	obj := 1234.5 + float64(number)
+	return TrialResult{
+		StudyID: studyID, Number: number, Status: TrialOK, Objective: &obj,
+		LogTail: "INFO: Uvicorn running",
+		LoadPoints: []LoadPoint{
+			{Level: "concurrency=8", Kind: "concurrency", Value: 8, Summary: summary(perLevel-1, 1000)},
+			{Level: "concurrency=32", Kind: "concurrency", Value: 32, Summary: summary(perLevel-1, 3000)},
+		},
+		Requests: map[string][]bench.Record{
+			"concurrency=8":  records(rng, perLevel),
+			"concurrency=32": records(rng, perLevel),
+		},
+		GPU: []GPUSample{
+			{T: 0, GPU: 0, PowerW: 350.5, MemUsedB: 70 << 30, UtilPct: 97, SMClockMH: 1980, EnergyJ: 0},
+			{T: time.Second, GPU: 0, PowerW: 690, MemUsedB: 71 << 30, UtilPct: 100, SMClockMH: 1755, EnergyJ: 520.25},
+		},
+	}
+}
+
+func TestOpenSettings(t *testing.T) {
+	s, _ := openTemp(t)
+	ctx := context.Background()
+	if len(migrations) != SchemaVersion {
+		t.Fatalf("SchemaVersion %d, %d migrations", SchemaVersion, len(migrations))
+	}
+	tests := []struct {
+		pragma string
+		want   string
+	}{
+		{"journal_mode", "wal"},
+		{"foreign_keys", "1"},
+		{"user_version", fmt.Sprint(SchemaVersion)},
+		{"busy_timeout", fmt.Sprint(busyTimeout.Milliseconds())},
+	}
+	for _, tt := range tests {
+		t.Run(tt.pragma, func(t *testing.T) {
+			var got string
+			if err := s.db.QueryRowContext(ctx, "PRAGMA "+tt.pragma).Scan(&got); err != nil {
+				t.Fatal(err)
+			}
+			if got != tt.want {
+				t.Errorf("%s = %s, want %s", tt.pragma, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	ctx := context.Background()
+	if _, err := Open(ctx, ""); !errors.Is(err, ErrInvalid) {
+		t.Errorf("empty path: %v", err)
+	}
+	dir := t.TempDir()
+	if _, err := Open(ctx, filepath.Join(dir, "no", "such", "dir", "x.db")); err == nil {
+		t.Error("missing directory: no error")
+	}
+	notDB := filepath.Join(dir, "text.db")
+	if err := os.WriteFile(notDB, []byte(strings.Repeat("not a database\n", 100)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(ctx, notDB); err == nil {
+		t.Error("not a database: no error")
+	}
+}
+
+func TestMigrateOlderFile(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "old.db")
+	old, err := open(ctx, path, migrations[:1]) // a file as version 1 wrote it
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.CreateStudy(ctx, Study{Name: "kept", Spec: "name: kept", Seed: 3}); err != nil {
+		t.Fatal(err)
+	}
+	old.Close()
+
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var version, indexes int
+	s.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version)
+	s.db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'trials_by_status'").Scan(&indexes)
+	if version != SchemaVersion || indexes != 1 {
+		t.Errorf("after migration: version %d, trials_by_status indexes %d", version, indexes)
+	}
+	if st, err := s.GetStudy(ctx, "kept"); err != nil || st.Seed != 3 {
+		t.Errorf("study after migration: %+v, %v", st, err)
+	}
+	// Opening again is a no-op.
+	s2, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2.Close()
+}
+
+func TestRefuseNewerFile(t *testing.T) {
+	ctx := context.Background()
+	s, path := openTemp(t)
+	if _, err := s.db.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", SchemaVersion+5)); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	_, err := Open(ctx, path)
+	if !errors.Is(err, ErrNewerSchema) {
+		t.Fatalf("got %v, want ErrNewerSchema", err)
+	}
+	want := fmt.Sprintf("store: open %s: database was written by a newer servetune: schema version %d, this build knows up to %d; upgrade servetune", path, SchemaVersion+5, SchemaVersion)
+	if err.Error() != want {
+		t.Errorf("\n got %s\nwant %s", err, want)
+	}
+}
+
+func TestRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTemp(t)
+	started := time.Date(2026, 12, 2, 13, 0, 0, 123456789, time.UTC)
+	st, err := s.CreateStudy(ctx, Study{Name: "llama", Spec: "name: llama\n", Seed: math.MaxUint64 - 1, Started: started})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.ID == 0 || st.Status != StudyRunning {
+		t.Fatalf("created %+v", st)
+	}
+	got, err := s.GetStudy(ctx, "llama")
+	if err != nil || !reflect.DeepEqual(got, st) {
+		t.Fatalf("GetStudy = %+v, %v; want %+v", got, err, st)
+	}
+	if _, err := s.CreateStudy(ctx, Study{Name: "llama"}); !errors.Is(err, ErrExists) {
+		t.Errorf("duplicate name: %v", err)
+	}
+	if _, err := s.GetStudy(ctx, "nope"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("missing study: %v", err)
+	}
+
+	if n, _ := s.NextTrialNumber(ctx, st.ID); n != 0 {
+		t.Errorf("first trial number %d", n)
+	}
+	settings := space.Settings{"tensor_parallel": 2, "gpu_memory_fraction": 0.9, "quantization": "fp8", "prefix_caching": true}
+	if err := s.StartTrial(ctx, st.ID, 0, settings, []int{0, 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.StartTrial(ctx, st.ID, 0, settings, []int{0, 1}); !errors.Is(err, ErrExists) {
+		t.Errorf("second start: %v", err)
+	}
+	res := result(st.ID, 0, 300)
+	if err := s.FinishTrial(ctx, res); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FinishTrial(ctx, res); !errors.Is(err, ErrNotRunning) {
+		t.Errorf("second finish: %v", err)
+	}
+	if n, _ := s.NextTrialNumber(ctx, st.ID); n != 1 {
+		t.Errorf("next trial number %d", n)
+	}
+
+	trials, err := s.Trials(ctx, st.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(trials) != 1 {
+		t.Fatalf("%d trials", len(trials))
+	}
+	tr := trials[0]
+	if tr.Number != 0 || tr.Status != TrialOK || tr.Failure != "" || *tr.Objective != 1234.5 || !reflect.DeepEqual(tr.GPUs, []int{0, 1}) {
+		t.Errorf("trial %+v", tr)
+	}
+	if tp, _ := tr.Settings.Int("tensor_parallel"); tp != 2 {
+		t.Errorf("settings %v", tr.Settings)
+	}
+	if f, _ := tr.Settings.Float("gpu_memory_fraction"); f != 0.9 {
+		t.Errorf("settings %v", tr.Settings)
+	}
+	if tr.Started.IsZero() || tr.Finished.Before(tr.Started) {
+		t.Errorf("times %v %v", tr.Started, tr.Finished)
+	}
+	if len(tr.LoadPoints) != 2 || tr.LoadPoints[0].Level != "concurrency=8" || tr.LoadPoints[1].Value != 32 {
+		t.Fatalf("load points %+v", tr.LoadPoints)
+	}
+	lp := tr.LoadPoints[1].Summary
+	want := res.LoadPoints[1].Summary
+	if lp.OutputThroughput != want.OutputThroughput || lp.TTFT.P99 != 180.25 || lp.TTFT.MedianCI != want.TTFT.MedianCI || lp.Errors["http_5xx"] != 1 {
+		t.Errorf("summary %+v", lp)
+	}
+	var p99itl sql.NullFloat64
+	s.db.QueryRowContext(ctx, "SELECT p99_itl_ms FROM load_points LIMIT 1").Scan(&p99itl)
+	if p99itl.Valid {
+		t.Errorf("NaN p99_itl_ms stored as %v, want NULL", p99itl.Float64)
+	}
+
+	reqs, err := s.Requests(ctx, tr.ID, "concurrency=32")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(reqs, res.Requests["concurrency=32"]) {
+		t.Errorf("requests differ: got %d, first %+v want %+v", len(reqs), reqs[0], res.Requests["concurrency=32"][0])
+	}
+	samples, err := s.GPUSamples(ctx, tr.ID)
+	if err != nil || !reflect.DeepEqual(samples, res.GPU) {
+		t.Errorf("gpu samples %+v, %v", samples, err)
+	}
+	if one, err := s.Trial(ctx, st.ID, 0); err != nil || one.ID != tr.ID {
+		t.Errorf("Trial = %+v, %v", one, err)
+	}
+	if _, err := s.Trial(ctx, st.ID, 9); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Trial 9: %v", err)
+	}
+
+	if err := s.FinishStudy(ctx, st.ID, StudyFinished); err != nil {
+		t.Fatal(err)
+	}
+	list, err := s.ListStudies(ctx)
+	if err != nil || len(list) != 1 || list[0].Status != StudyFinished || list[0].Finished.IsZero() {
+		t.Errorf("ListStudies = %+v, %v", list, err)
+	}
+	if err := s.FinishStudy(ctx, st.ID, "done"); !errors.Is(err, ErrInvalid) {
+		t.Errorf("bad status: %v", err)
+	}
+	if err := s.FinishStudy(ctx, 999, StudyFinished); !errors.Is(err, ErrNotFound) {
+		t.Errorf("missing study: %v", err)
+	}
+}
+
+func TestFinishTrialValidation(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTemp(t)
+	st, _ := s.CreateStudy(ctx, Study{Name: "v"})
+	if err := s.StartTrial(ctx, st.ID, 0, space.Settings{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		edit func(*TrialResult)
+		want error
+	}{
+		{"running is not an outcome", func(r *TrialResult) { r.Status = TrialRunning }, ErrInvalid},
+		{"unknown status", func(r *TrialResult) { r.Status = "great" }, ErrInvalid},
+		{"unknown failure", func(r *TrialResult) { r.Status, r.Failure = TrialFailed, "segfault" }, ErrInvalid},
+		{"load point without level", func(r *TrialResult) { r.LoadPoints[0].Level = "" }, ErrInvalid},
+		{"trial never started", func(r *TrialResult) { r.Number = 4 }, ErrNotRunning},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := result(st.ID, 0, 3)
+			tt.edit(&r)
+			if err := s.FinishTrial(ctx, r); !errors.Is(err, tt.want) {
+				t.Errorf("got %v, want %v", err, tt.want)
+			}
+		})
+	}
+	failed := TrialResult{StudyID: st.ID, Number: 0, Status: TrialFailed, Failure: FailOOM,
+		FailureMsg: "No available memory for the cache blocks.", LogTail: "torch.OutOfMemoryError"}
+	if err := s.FinishTrial(ctx, failed); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := s.Trial(ctx, st.ID, 0)
+	if err != nil || tr.Failure != FailOOM || tr.Objective != nil || tr.FailureMsg != failed.FailureMsg {
+		t.Errorf("failed trial %+v, %v", tr, err)
+	}
+}
+
+// count returns the number of rows of a table.
+func count(t *testing.T, s *Store, table string) int {
+	t.Helper()
+	var n int
+	if err := s.db.QueryRow("SELECT count(*) FROM " + table).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestFinishTrialIsOneTransaction(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTemp(t)
+	st, _ := s.CreateStudy(ctx, Study{Name: "tx"})
+	if err := s.StartTrial(ctx, st.ID, 0, space.Settings{"tensor_parallel": 1}, []int{0}); err != nil {
+		t.Fatal(err)
+	}
+	// The second load point repeats the first one's level: its insert, the
+	// last of the transaction, fails after the requests and samples went in.
+	r := result(st.ID, 0, 500)
+	r.LoadPoints[1].Level = r.LoadPoints[0].Level
+	err := s.FinishTrial(ctx, r)
+	if err == nil || !strings.Contains(err.Error(), "UNIQUE constraint failed") {
+		t.Fatalf("got %v, want a unique constraint error", err)
+	}
+	for _, table := range []string{"requests", "gpu_samples", "load_points"} {
+		if n := count(t, s, table); n != 0 {
+			t.Errorf("%s has %d rows after the rollback", table, n)
+		}
+	}
+	tr, err := s.Trial(ctx, st.ID, 0)
+	if err != nil || tr.Status != TrialRunning || !tr.Finished.IsZero() {
+		t.Errorf("trial after rollback %+v, %v", tr, err)
+	}
+	// A cancelled context rolls back as well.
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := s.FinishTrial(cctx, result(st.ID, 0, 500)); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: %v", err)
+	}
+	if n := count(t, s, "requests"); n != 0 {
+		t.Errorf("requests after cancel: %d", n)
+	}
+	// The retry commits everything.
+	if err := s.FinishTrial(ctx, result(st.ID, 0, 500)); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(t, s, "requests"); n != 1000 {
+		t.Errorf("requests = %d, want 1000", n)
+	}
+}
+
+func TestInterruptAndRerun(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTemp(t)
+	st, _ := s.CreateStudy(ctx, Study{Name: "resume"})
+	other, _ := s.CreateStudy(ctx, Study{Name: "other"})
+	for n := range 4 {
+		if err := s.StartTrial(ctx, st.ID, n, space.Settings{"block_size": 16}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.StartTrial(ctx, other.ID, 0, space.Settings{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FinishTrial(ctx, result(st.ID, 1, 2)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.InterruptRunning(ctx, st.ID)
+	if err != nil || !reflect.DeepEqual(got, []int{0, 2, 3}) {
+		t.Fatalf("InterruptRunning = %v, %v", got, err)
+	}
+	if again, _ := s.InterruptRunning(ctx, st.ID); len(again) != 0 {
+		t.Errorf("second InterruptRunning = %v", again)
+	}
+	if tr, _ := s.Trial(ctx, other.ID, 0); tr.Status != TrialRunning {
+		t.Errorf("other study's trial is %s", tr.Status)
+	}
+	// An interrupted trial is re-run in place; a finished one is not.
+	if err := s.StartTrial(ctx, st.ID, 2, space.Settings{"block_size": 32}, []int{3}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.StartTrial(ctx, st.ID, 1, space.Settings{}, nil); !errors.Is(err, ErrExists) {
+		t.Errorf("restart of a finished trial: %v", err)
+	}
+	tr, _ := s.Trial(ctx, st.ID, 2)
+	if bs, _ := tr.Settings.Int("block_size"); tr.Status != TrialRunning || bs != 32 || !tr.Finished.IsZero() {
+		t.Errorf("re-run trial %+v", tr)
+	}
+	if _, err := s.ResumeStudy(ctx, "resume"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ResumeStudy(ctx, "nope"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("resume missing: %v", err)
+	}
+}
+
+func TestConcurrentWriters(t *testing.T) {
+	ctx := context.Background()
+	s, path := openTemp(t)
+	// A second handle on the same file is a second connection pool: its
+	// writes contend for SQLite's lock, not only for the Store's mutex.
+	s2, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	st, _ := s.CreateStudy(ctx, Study{Name: "parallel"})
+	const perWriter = 6
+	var wg sync.WaitGroup
+	errs := make(chan error, 2*perWriter)
+	for w, store := range []*Store{s, s2} {
+		wg.Go(func() {
+			for i := range perWriter {
+				n := w*perWriter + i
+				if err := store.StartTrial(ctx, st.ID, n, space.Settings{"tensor_parallel": 1}, []int{w}); err != nil {
+					errs <- err
+					return
+				}
+				if err := store.FinishTrial(ctx, result(st.ID, n, 200)); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	trials, err := s.Trials(ctx, st.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(trials) != 2*perWriter {
+		t.Fatalf("%d trials", len(trials))
+	}
+	for _, tr := range trials {
+		if tr.Status != TrialOK || len(tr.LoadPoints) != 2 {
+			t.Errorf("trial %d: %s with %d load points", tr.Number, tr.Status, len(tr.LoadPoints))
+		}
+	}
+	if n := count(t, s, "requests"); n != 2*perWriter*400 {
+		t.Errorf("requests = %d", n)
+	}
+}
+
+func TestNoSecretsWritten(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := Open(ctx, filepath.Join(dir, "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	secrets := []string{"hf_AbCdEfGhIjKlMnOpQrStUv", "sk-proj-0123456789abcdefXYZ", "s3cr3tPa55"}
+	st, err := s.CreateStudy(ctx, Study{Name: "leaky", Spec: "launcher:\n  env: {HF_TOKEN: hf_AbCdEfGhIjKlMnOpQrStUv}\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.StartTrial(ctx, st.ID, 0, space.Settings{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	r := result(st.ID, 0, 2)
+	r.Status, r.Failure = TrialFailed, FailCrash
+	r.FailureMsg = "401 from upstream: Authorization: Bearer sk-proj-0123456789abcdefXYZ"
+	r.LogTail = "engine args: api_key=s3cr3tPa55 model=x\nloading with token hf_AbCdEfGhIjKlMnOpQrStUv\n"
+	r.LoadPoints[0].Summary.Meta = map[string]any{"api_key": "s3cr3tPa55", "endpoint": "http://127.0.0.1:8000", "note": "hf_AbCdEfGhIjKlMnOpQrStUv"}
+	if err := s.FinishTrial(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	tr, _ := s.Trial(ctx, st.ID, 0)
+	if !strings.Contains(tr.LogTail, "api_key="+Redacted) || !strings.Contains(tr.FailureMsg, "Bearer "+Redacted) {
+		t.Errorf("redaction: %q / %q", tr.LogTail, tr.FailureMsg)
+	}
+	if meta := tr.LoadPoints[0].Summary.Meta; meta["endpoint"] != "http://127.0.0.1:8000" || meta["api_key"] != nil {
+		t.Errorf("meta %v", meta)
+	}
+	s.Close()
+	files, _ := filepath.Glob(filepath.Join(dir, "s.db*"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, secret := range secrets {
+			if strings.Contains(string(b), secret) {
+				t.Errorf("%s holds %q", filepath.Base(f), secret)
+			}
+		}
+	}
+}
+
+func TestRedact(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"HF_TOKEN=hf_abcdefghijklmnopqrstu", "HF_TOKEN=" + Redacted},
+		{"using hf_abcdefghijklmnopqrstu now", "using " + Redacted + " now"},
+		{"Authorization: Bearer abc.def-ghi", "Authorization: Bearer " + Redacted},
+		{`{"api_key": "xyz123"}`, `{"api_key": "` + Redacted + `"}`},
+		{"password: hunter2", "password: " + Redacted},
+		{"OPENAI_API_KEY=sk-abcdefghijklmnopqrstuv", "OPENAI_API_KEY=" + Redacted},
+		{"max_batched_tokens: 8192", "max_batched_tokens: 8192"},
+		{"total_tokens=512 prompt_tokens: 12", "total_tokens=512 prompt_tokens: 12"},
+		{"CUDA out of memory. Tried to allocate 2.00 GiB", "CUDA out of memory. Tried to allocate 2.00 GiB"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			if got := Redact(tt.in); got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// BenchmarkFinishTrial10k stores one trial with 10,000 request records (two
+// levels of 5,000) in one transaction.
+func BenchmarkFinishTrial10k(b *testing.B) {
+	ctx := context.Background()
+	s, _ := openTemp(b)
+	st, err := s.CreateStudy(ctx, Study{Name: "bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := 0
+	for b.Loop() {
+		b.StopTimer()
+		r := result(st.ID, n, 5000)
+		if err := s.StartTrial(ctx, st.ID, n, space.Settings{"tensor_parallel": 1}, []int{0}); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		if err := s.FinishTrial(ctx, r); err != nil {
+			b.Fatal(err)
+		}
+		n++
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/10000, "ns/request")
+}
