@@ -329,7 +329,7 @@ func validResult(r TrialResult) error {
 	if !slices.Contains([]string{TrialOK, TrialFailed, TrialPruned, TrialInterrupted}, r.Status) {
 		return fmt.Errorf("%w: trial status %q (want ok, failed, pruned or interrupted)", ErrInvalid, r.Status)
 	}
-	if !slices.Contains([]string{FailNone, FailOOM, FailCrash, FailNotReady, FailLaunchError, FailBenchError}, r.Failure) {
+	if !slices.Contains([]string{FailNone, FailOOM, FailCrash, FailNotReady, FailLaunchError, FailBenchError, FailInfeasible}, r.Failure) {
 		return fmt.Errorf("%w: failure class %q", ErrInvalid, r.Failure)
 	}
 	for _, lp := range r.LoadPoints {

@@ -32,6 +32,7 @@ const (
 	FailNotReady    = "not_ready"
 	FailLaunchError = "launch_error"
 	FailBenchError  = "bench_error"
+	FailInfeasible  = "infeasible" // rejected before launch by a constraint or the memory check
 )
 
 // Study is one tuning study.
