@@ -1,0 +1,576 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/servetune/servetune/bench"
+	"github.com/spf13/cobra"
+)
+
+func init() { subcommands = append(subcommands, newBenchCmd) }
+
+// benchFlags are the raw flag values of `servetune bench`.
+type benchFlags struct {
+	baseURL, model, endpoint, apiKeyEnv string
+	headers                             []string
+	dataset, datasetPath                string
+	inputLen, outputLen                 int
+	rangeRatio                          float64
+	inputDist, outputDist               string
+	prefixGroups, prefixLen             int
+	keepEOS, noAlign                    bool
+	rate                                string
+	burstiness                          float64
+	maxConc, numRequests, warmup        int
+	duration, timeout                   time.Duration
+	sweep, goodput                      string
+	seed                                uint64
+	bootstrap                           int
+	jsonOut, csvOut, requestsOut        string
+	noProgress                          bool
+}
+
+func newBenchCmd() *cobra.Command {
+	var f benchFlags
+	cmd := &cobra.Command{
+		Use:   "bench --base-url URL --model NAME [flags]",
+		Short: "Benchmark an OpenAI-compatible streaming endpoint",
+		Long: `Benchmark an OpenAI-compatible endpoint (vLLM, SGLang, TensorRT-LLM, TGI, hosted
+APIs) with streamed completions: open-loop arrivals (Poisson or gamma), a
+concurrency cap, or both; TTFT, TPOT, ITL, E2EL, throughputs and goodput with
+vLLM's result key names.`,
+		Example: `  servetune bench --base-url http://127.0.0.1:8000 --model meta-llama/Llama-3.1-8B-Instruct \
+    --input-len 1024 --output-len 128 --request-rate 8 --num-requests 400 --json result.json
+  servetune bench --base-url http://127.0.0.1:8000 --model m --sweep concurrency=1,4,16,64 --csv sweep.csv
+  servetune bench compare base.json new.json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runBench(cmd.Context(), cmd, &f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.baseURL, "base-url", "", "server base URL, e.g. http://127.0.0.1:8000 (required)")
+	fl.StringVar(&f.model, "model", "", "model name sent in requests (required)")
+	fl.StringVar(&f.endpoint, "endpoint-type", "completions", "completions (/v1/completions) or chat (/v1/chat/completions)")
+	fl.StringVar(&f.apiKeyEnv, "api-key-env", "", "environment variable holding the API key (sent as Bearer; never written anywhere)")
+	fl.StringArrayVar(&f.headers, "header", nil, "extra request header K:V (repeatable)")
+	fl.StringVar(&f.dataset, "dataset", "random", "random, sharegpt, jsonl or prefix")
+	fl.StringVar(&f.datasetPath, "dataset-path", "", "dataset file for sharegpt (JSON) or jsonl")
+	fl.IntVar(&f.inputLen, "input-len", 1024, "prompt tokens (random, prefix suffix)")
+	fl.IntVar(&f.outputLen, "output-len", 128, "output tokens asked for")
+	fl.Float64Var(&f.rangeRatio, "range-ratio", 0, "lengths uniform on [len(1-r), len(1+r)]")
+	fl.StringVar(&f.inputDist, "input-dist", "", "prompt length distribution: N, uniform:A,B, lognormal:median=M,sigma=S, normal:mean=M,sigma=S (overrides --input-len)")
+	fl.StringVar(&f.outputDist, "output-dist", "", "output length distribution (overrides --output-len)")
+	fl.IntVar(&f.prefixGroups, "prefix-groups", 8, "prefix: number of shared prefixes")
+	fl.IntVar(&f.prefixLen, "prefix-len", 512, "prefix: tokens per shared prefix")
+	fl.BoolVar(&f.keepEOS, "no-ignore-eos", false, "let the model stop at EOS (default sends ignore_eos so output length is what was asked)")
+	fl.BoolVar(&f.noAlign, "no-tokenize", false, "do not align prompt lengths with the server's /tokenize")
+	fl.StringVar(&f.rate, "request-rate", "inf", "requests per second (Poisson) or inf (all at once)")
+	fl.Float64Var(&f.burstiness, "burstiness", 1, "gamma shape of arrivals: 1 Poisson, <1 burstier, >1 more regular")
+	fl.IntVar(&f.maxConc, "max-concurrency", 0, "cap on requests in flight (0 = none)")
+	fl.IntVar(&f.numRequests, "num-requests", 1000, "requests per run (per sweep level)")
+	fl.DurationVar(&f.duration, "duration", 0, "run for this long instead of a request count")
+	fl.IntVar(&f.warmup, "warmup", 0, "warm-up requests at the run's concurrency, excluded from metrics")
+	fl.StringVar(&f.sweep, "sweep", "", "load ladder: concurrency=1,4,16 or rate=1,2,inf")
+	fl.Uint64Var(&f.seed, "seed", 0, "random seed of workload and arrivals")
+	fl.DurationVar(&f.timeout, "timeout", bench.DefaultTimeout, "per-request timeout")
+	fl.StringVar(&f.goodput, "goodput", "", "SLOs for goodput, ms: ttft:MS,tpot:MS,e2el:MS")
+	fl.IntVar(&f.bootstrap, "bootstrap", bench.DefaultBootstrap, "bootstrap resamples for confidence intervals")
+	fl.StringVar(&f.jsonOut, "json", "", "write the summary (with per-request samples) as JSON to this file")
+	fl.StringVar(&f.csvOut, "csv", "", "write the summary as CSV to this file")
+	fl.StringVar(&f.requestsOut, "requests-out", "", "write one JSON line per request with all timestamps")
+	fl.BoolVar(&f.noProgress, "no-progress", false, "no progress bar on stderr")
+	cmd.AddCommand(newBenchCompareCmd())
+	return cmd
+}
+
+// level is one load level of a run or sweep.
+type level struct {
+	load bench.Load
+	name string
+}
+
+// buildBenchConfig turns flags into a config and load levels; every error is
+// a one-line usage error.
+func buildBenchConfig(f *benchFlags) (bench.Config, []level, error) {
+	var cfg bench.Config
+	if f.baseURL == "" {
+		return cfg, nil, errors.New("--base-url is required")
+	}
+	if f.model == "" {
+		return cfg, nil, errors.New("--model is required")
+	}
+	cfg.Target = bench.Target{BaseURL: f.baseURL, Model: f.model, Endpoint: f.endpoint, Headers: http.Header{}}
+	if f.endpoint != bench.EndpointCompletions && f.endpoint != bench.EndpointChat {
+		return cfg, nil, fmt.Errorf("--endpoint-type %q: want completions or chat", f.endpoint)
+	}
+	if f.apiKeyEnv != "" {
+		key := os.Getenv(f.apiKeyEnv)
+		if key == "" {
+			return cfg, nil, fmt.Errorf("--api-key-env: environment variable %s is empty or unset", f.apiKeyEnv)
+		}
+		cfg.Target.APIKey = key
+	}
+	for _, h := range f.headers {
+		k, v, ok := strings.Cut(h, ":")
+		k = strings.TrimSpace(k)
+		if !ok || k == "" || strings.ContainsAny(k, " \t\r\n") || strings.ContainsAny(v, "\r\n") {
+			return cfg, nil, fmt.Errorf("--header %q: want NAME:VALUE", redactHeader(h))
+		}
+		cfg.Target.Headers.Add(k, strings.TrimSpace(v))
+	}
+	if err := cfg.Target.Validate(); err != nil {
+		return cfg, nil, fmt.Errorf("--base-url: %w", err)
+	}
+
+	in, err := lengthDist("--input", f.inputDist, f.inputLen, f.rangeRatio)
+	if err != nil {
+		return cfg, nil, err
+	}
+	out, err := lengthDist("--output", f.outputDist, f.outputLen, f.rangeRatio)
+	if err != nil {
+		return cfg, nil, err
+	}
+	ds := bench.DatasetSpec{Kind: f.dataset, Path: f.datasetPath, Input: in, Output: out}
+	switch f.dataset {
+	case bench.DatasetRandom:
+	case bench.DatasetPrefix:
+		ds.PrefixGroups, ds.PrefixLen = f.prefixGroups, f.prefixLen
+	case bench.DatasetShareGPT, bench.DatasetJSONL:
+		if f.datasetPath == "" {
+			return cfg, nil, fmt.Errorf("--dataset %s needs --dataset-path", f.dataset)
+		}
+		if _, err := os.Stat(f.datasetPath); err != nil {
+			return cfg, nil, fmt.Errorf("--dataset-path: %w", err)
+		}
+		if f.dataset == bench.DatasetShareGPT && f.outputDist == "" {
+			ds.Output = bench.Dist{} // lengths from the conversations, as vLLM
+		}
+	default:
+		return cfg, nil, fmt.Errorf("--dataset %q: want random, sharegpt, jsonl or prefix", f.dataset)
+	}
+	if err := ds.Validate(); err != nil {
+		return cfg, nil, fmt.Errorf("--dataset: %w", err)
+	}
+	cfg.Dataset = ds
+
+	rate, err := parseRate(f.rate)
+	if err != nil {
+		return cfg, nil, fmt.Errorf("--request-rate: %w", err)
+	}
+	if f.burstiness <= 0 || math.IsNaN(f.burstiness) || math.IsInf(f.burstiness, 0) {
+		return cfg, nil, fmt.Errorf("--burstiness %g: must be > 0", f.burstiness)
+	}
+	if f.maxConc < 0 {
+		return cfg, nil, fmt.Errorf("--max-concurrency %d: must be >= 0", f.maxConc)
+	}
+	if f.numRequests < 1 && f.duration == 0 {
+		return cfg, nil, fmt.Errorf("--num-requests %d: must be >= 1", f.numRequests)
+	}
+	if f.duration < 0 {
+		return cfg, nil, fmt.Errorf("--duration %v: must be > 0", f.duration)
+	}
+	if f.warmup < 0 {
+		return cfg, nil, fmt.Errorf("--warmup %d: must be >= 0", f.warmup)
+	}
+	if f.timeout <= 0 {
+		return cfg, nil, fmt.Errorf("--timeout %v: must be > 0", f.timeout)
+	}
+	if f.bootstrap < 1 {
+		return cfg, nil, fmt.Errorf("--bootstrap %d: must be >= 1", f.bootstrap)
+	}
+	slo, err := parseGoodput(f.goodput)
+	if err != nil {
+		return cfg, nil, fmt.Errorf("--goodput: %w", err)
+	}
+	cfg.Load = bench.Load{Rate: rate, Burstiness: f.burstiness, MaxConcurrency: f.maxConc}
+	cfg.NumRequests, cfg.Duration, cfg.Warmup, cfg.Timeout, cfg.Seed = f.numRequests, f.duration, f.warmup, f.timeout, f.seed
+	if f.duration > 0 {
+		cfg.NumRequests = 0
+	}
+	cfg.KeepEOS, cfg.NoAlign = f.keepEOS, f.noAlign
+	cfg.Summary = bench.SummaryOptions{Goodput: slo, Bootstrap: f.bootstrap, Seed: f.seed, KeepSamples: f.jsonOut != ""}
+
+	levels := []level{{load: cfg.Load, name: loadName(cfg.Load)}}
+	if f.sweep != "" {
+		if levels, err = parseSweep(f.sweep, cfg.Load); err != nil {
+			return cfg, nil, fmt.Errorf("--sweep: %w", err)
+		}
+	}
+	for _, l := range levels {
+		c := cfg
+		c.Load = l.load
+		if err := c.Validate(); err != nil {
+			return cfg, nil, err
+		}
+	}
+	return cfg, levels, nil
+}
+
+// redactHeader hides a header's value in messages: it may be a secret.
+func redactHeader(h string) string {
+	if k, _, ok := strings.Cut(h, ":"); ok {
+		return k + ":<redacted>"
+	}
+	return h
+}
+
+func lengthDist(flag, dist string, n int, ratio float64) (bench.Dist, error) {
+	if dist != "" {
+		d, err := bench.ParseDist(dist)
+		if err != nil {
+			return d, fmt.Errorf("%s-dist: %w", flag, err)
+		}
+		return d, nil
+	}
+	d, err := bench.RangeDist(n, ratio)
+	if err != nil {
+		return d, fmt.Errorf("%s-len/--range-ratio: %w", flag, err)
+	}
+	return d, nil
+}
+
+// parseRate reads a positive rate or "inf" (returned as 0, all at once).
+func parseRate(s string) (float64, error) {
+	if strings.EqualFold(s, "inf") {
+		return 0, nil
+	}
+	r, err := strconv.ParseFloat(s, 64)
+	if err != nil || r <= 0 || math.IsNaN(r) {
+		return 0, fmt.Errorf("%q: want a number > 0 or inf", s)
+	}
+	if math.IsInf(r, 1) {
+		return 0, nil
+	}
+	return r, nil
+}
+
+// parseGoodput reads "ttft:MS,tpot:MS,e2el:MS" (any subset; '=' also works).
+func parseGoodput(s string) (bench.SLO, error) {
+	var slo bench.SLO
+	if s == "" {
+		return slo, nil
+	}
+	for _, part := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(part), ":")
+		if !ok {
+			k, v, ok = strings.Cut(strings.TrimSpace(part), "=")
+		}
+		ms, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if !ok || err != nil || ms <= 0 || math.IsInf(ms, 0) || math.IsNaN(ms) {
+			return slo, fmt.Errorf("%q: want ttft:MS, tpot:MS or e2el:MS with MS > 0", part)
+		}
+		switch strings.ToLower(strings.TrimSpace(k)) {
+		case "ttft":
+			slo.TTFTms = ms
+		case "tpot":
+			slo.TPOTms = ms
+		case "e2el":
+			slo.E2ELms = ms
+		default:
+			return slo, fmt.Errorf("%q: unknown metric %q (ttft, tpot, e2el)", part, k)
+		}
+	}
+	return slo, nil
+}
+
+// parseSweep reads "concurrency=1,4,16" or "rate=1,2,inf".
+func parseSweep(s string, base bench.Load) ([]level, error) {
+	kind, list, ok := strings.Cut(s, "=")
+	if !ok || list == "" {
+		return nil, fmt.Errorf("%q: want concurrency=N,N,... or rate=R,R,...", s)
+	}
+	var out []level
+	for _, v := range strings.Split(list, ",") {
+		v = strings.TrimSpace(v)
+		l := base
+		switch kind {
+		case "concurrency":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				return nil, fmt.Errorf("concurrency %q: want an integer >= 1", v)
+			}
+			l.MaxConcurrency = n
+		case "rate":
+			r, err := parseRate(v)
+			if err != nil {
+				return nil, fmt.Errorf("rate %w", err)
+			}
+			l.Rate = r
+		default:
+			return nil, fmt.Errorf("%q: sweep concurrency or rate", kind)
+		}
+		out = append(out, level{load: l, name: loadName(l)})
+	}
+	return out, nil
+}
+
+func loadName(l bench.Load) string {
+	r := "inf"
+	if l.Rate > 0 {
+		r = strconv.FormatFloat(l.Rate, 'g', -1, 64)
+	}
+	c := "none"
+	if l.MaxConcurrency > 0 {
+		c = strconv.Itoa(l.MaxConcurrency)
+	}
+	return "rate " + r + ", max concurrency " + c
+}
+
+func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
+	cfg, levels, err := buildBenchConfig(f)
+	if err != nil {
+		return usageError(err)
+	}
+	// Open output files first so a bad path fails before the run.
+	files := map[string]*os.File{}
+	for _, p := range []string{f.jsonOut, f.csvOut, f.requestsOut} {
+		if p == "" {
+			continue
+		}
+		fh, err := os.Create(p)
+		if err != nil {
+			return usageError(fmt.Errorf("output file: %w", err))
+		}
+		defer fh.Close()
+		files[p] = fh
+	}
+	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	var sums []bench.Summary
+	var runErr error
+	for li, l := range levels {
+		c := cfg
+		c.Load = l.load
+		var bar *progressBar
+		if !f.noProgress {
+			total := c.NumRequests
+			bar = newProgress(stderr, fmt.Sprintf("bench %d/%d", li+1, len(levels)), total, c.Duration)
+			c.Progress = bar.Update
+		}
+		res, err := bench.Run(ctx, c)
+		bar.Done()
+		if res == nil {
+			return failedError(err)
+		}
+		if res.Summary.Meta == nil {
+			res.Summary.Meta = map[string]any{}
+		}
+		res.Summary.Meta["tool"] = "servetune " + version
+		res.Summary.Meta["level"] = li
+		sums = append(sums, res.Summary)
+		printSummary(stdout, l.name, res.Summary)
+		if fh := files[f.requestsOut]; fh != nil {
+			if werr := bench.WriteRecordsJSONL(fh, li, res.Records); werr != nil {
+				return failedError(fmt.Errorf("--requests-out: %w", werr))
+			}
+		}
+		if err != nil {
+			runErr = err
+			break
+		}
+	}
+	if fh := files[f.jsonOut]; fh != nil {
+		var v any = sums[0]
+		if f.sweep != "" {
+			v = sums
+		}
+		enc := json.NewEncoder(fh)
+		enc.SetIndent("", " ")
+		if err := enc.Encode(v); err != nil {
+			return failedError(fmt.Errorf("--json: %w", err))
+		}
+	}
+	if fh := files[f.csvOut]; fh != nil {
+		if err := bench.WriteCSV(fh, sums); err != nil {
+			return failedError(fmt.Errorf("--csv: %w", err))
+		}
+	}
+	for _, fh := range files {
+		if err := fh.Close(); err != nil {
+			return failedError(fmt.Errorf("output file: %w", err))
+		}
+	}
+	if runErr != nil {
+		return failedError(runErr)
+	}
+	for _, s := range sums {
+		if s.Completed == 0 {
+			return failedError(fmt.Errorf("no request completed (errors: %s)", errorList(s.Errors)))
+		}
+	}
+	return nil
+}
+
+func errorList(m map[string]int) string {
+	var parts []string
+	for _, c := range bench.ErrorClasses {
+		if n := m[string(c)]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", c, n))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// printSummary writes the human-readable table of one level.
+func printSummary(w io.Writer, name string, s bench.Summary) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "============ Serving Benchmark Result (%s) ============\n", name)
+	row := func(k string, v any) { fmt.Fprintf(tw, "%s\t%v\n", k, v) }
+	row("Successful requests:", s.Completed)
+	row("Failed requests:", s.Failed)
+	if s.Failed > 0 {
+		row("Failures by class:", errorList(s.Errors))
+	}
+	row("Benchmark duration (s):", fmt.Sprintf("%.2f", s.Duration))
+	row("Total input tokens:", s.TotalInputTokens)
+	row("Total generated tokens:", s.TotalOutputTokens)
+	row("Request throughput (req/s):", fmt.Sprintf("%.2f", s.RequestThroughput))
+	if s.RequestGoodput > 0 {
+		row("Request goodput (req/s):", fmt.Sprintf("%.2f", s.RequestGoodput))
+	}
+	row("Output token throughput (tok/s):", fmt.Sprintf("%.2f", s.OutputThroughput))
+	row("Peak output token throughput (tok/s):", fmt.Sprintf("%.2f", s.PeakOutputThroughput))
+	row("Total token throughput (tok/s):", fmt.Sprintf("%.2f", s.TotalTokenThroughput))
+	tw.Flush()
+	fmt.Fprintf(w, "%-16s %9s %9s %19s %9s %19s %9s\n", "metric (ms)", "mean", "median", "median 95% CI", "p99", "p99 95% CI", "std")
+	for _, m := range []struct {
+		name string
+		st   bench.Stats
+	}{
+		{"TTFT", s.TTFT}, {"TPOT", s.TPOT}, {"ITL", s.ITL}, {"ITL per token", s.ITLPerToken},
+		{"E2EL", s.E2EL}, {"queue", s.Queue}, {"TTFT from sched", s.TTFTSched},
+	} {
+		st := m.st
+		fmt.Fprintf(w, "%-16s %9.2f %9.2f %19s %9.2f %19s %9.2f\n", m.name, st.Mean, st.Median,
+			fmt.Sprintf("[%.2f, %.2f]", st.MedianCI[0], st.MedianCI[1]), st.P99,
+			fmt.Sprintf("[%.2f, %.2f]", st.P99CI[0], st.P99CI[1]), st.Std)
+	}
+	fmt.Fprintln(w, strings.Repeat("=", 60))
+}
+
+func newBenchCompareCmd() *cobra.Command {
+	var (
+		seed      uint64
+		bootstrap int
+		asJSON    bool
+	)
+	cmd := &cobra.Command{
+		Use:   "compare BASE.json NEW.json",
+		Short: "Compare two bench results: change of each metric with a bootstrap 95% CI",
+		Long: `Compare two result files written by 'servetune bench --json'. For TTFT, TPOT,
+ITL and E2EL it reports the change of the median and of the p99 with a
+bootstrap 95% confidence interval of the difference, computed from the
+per-request samples stored in the files under "samples", and whether the
+change is significant (the interval excludes zero). Sweep files are compared
+level by level.`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 2 {
+				return usageErrorf("compare takes BASE.json NEW.json, got %d arguments", len(args))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			base, err := readSummaries(args[0])
+			if err != nil {
+				return usageError(err)
+			}
+			cur, err := readSummaries(args[1])
+			if err != nil {
+				return usageError(err)
+			}
+			if len(base) != len(cur) {
+				return usageErrorf("%s has %d levels, %s has %d", args[0], len(base), args[1], len(cur))
+			}
+			if bootstrap < 1 {
+				return usageErrorf("--bootstrap %d: must be >= 1", bootstrap)
+			}
+			rng := rand.New(rand.NewPCG(seed, 0xc0))
+			var all [][]bench.Diff
+			for i := range base {
+				d, err := bench.Compare(base[i], cur[i], rng, bootstrap)
+				if err != nil {
+					return usageError(err)
+				}
+				all = append(all, d)
+			}
+			w := cmd.OutOrStdout()
+			if asJSON {
+				enc := json.NewEncoder(w)
+				enc.SetIndent("", " ")
+				return enc.Encode(all)
+			}
+			for i, ds := range all {
+				if len(all) > 1 {
+					fmt.Fprintf(w, "level %d\n", i)
+				}
+				printDiffs(w, base[i], cur[i], ds)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().Uint64Var(&seed, "seed", 0, "seed of the bootstrap")
+	cmd.Flags().IntVar(&bootstrap, "bootstrap", bench.DefaultBootstrap, "bootstrap resamples")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the comparison as JSON")
+	return cmd
+}
+
+// readSummaries reads one summary or a sweep's array of them.
+func readSummaries(path string) ([]bench.Summary, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	trimmed := strings.TrimSpace(string(raw))
+	if strings.HasPrefix(trimmed, "[") {
+		var ss []bench.Summary
+		if err := json.Unmarshal(raw, &ss); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if len(ss) == 0 {
+			return nil, fmt.Errorf("%s: no summaries", path)
+		}
+		return ss, nil
+	}
+	var s bench.Summary
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, fmt.Errorf("%s: not a bench result: %w", path, err)
+	}
+	return []bench.Summary{s}, nil
+}
+
+func printDiffs(w io.Writer, base, cur bench.Summary, ds []bench.Diff) {
+	fmt.Fprintf(w, "%-12s %11s %11s %11s %8s %25s  %s\n", "metric (ms)", "base", "new", "change", "%", "95% CI of change", "significant")
+	for _, d := range ds {
+		sig := "no"
+		if d.Significant {
+			sig = "yes"
+		}
+		fmt.Fprintf(w, "%-12s %11.3f %11.3f %+11.3f %+7.1f%% %25s  %s\n", d.Stat+" "+d.Metric, d.Base, d.New, d.Delta, d.RelPct,
+			fmt.Sprintf("[%+.3f, %+.3f]", d.CI[0], d.CI[1]), sig)
+	}
+	for _, t := range []struct {
+		name      string
+		base, new float64
+	}{
+		{"output tok/s", base.OutputThroughput, cur.OutputThroughput},
+		{"request/s", base.RequestThroughput, cur.RequestThroughput},
+	} {
+		rel := 0.0
+		if t.base != 0 {
+			rel = 100 * (t.new - t.base) / t.base
+		}
+		fmt.Fprintf(w, "%-12s %11.3f %11.3f %+11.3f %+7.1f%% %25s  %s\n", t.name, t.base, t.new, t.new-t.base, rel, "(no per-request CI)", "-")
+	}
+}

@@ -1,0 +1,239 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// streamServer streams n tokens per request, one per chunk, every gap, with
+// usage; status != 200 makes it fail instead. It records Authorization.
+type streamServer struct {
+	gap    time.Duration
+	status int
+	mu     sync.Mutex
+	auth   []string
+}
+
+func (s *streamServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	s.auth = append(s.auth, r.Header.Get("Authorization"))
+	s.mu.Unlock()
+	if r.URL.Path == "/tokenize" {
+		http.NotFound(w, r)
+		return
+	}
+	var q struct {
+		MaxTokens int `json:"max_tokens"`
+	}
+	_ = json.NewDecoder(r.Body).Decode(&q)
+	if s.status != 0 {
+		http.Error(w, "nope", s.status)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	fl := w.(http.Flusher)
+	for i := 1; i <= q.MaxTokens; i++ {
+		time.Sleep(s.gap)
+		fin := "null"
+		if i == q.MaxTokens {
+			fin = `"length"`
+		}
+		fmt.Fprintf(w, "data: {\"choices\":[{\"text\":\" w\",\"finish_reason\":%s}]}\n\n", fin)
+		fl.Flush()
+	}
+	fmt.Fprintf(w, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":8,\"completion_tokens\":%d}}\n\ndata: [DONE]\n\n", q.MaxTokens)
+}
+
+func runCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(context.Background(), args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestBenchBadFlags(t *testing.T) {
+	srv := httptest.NewServer(&streamServer{})
+	defer srv.Close()
+	base := []string{"bench", "--base-url", srv.URL, "--model", "m", "--no-progress"}
+	tests := []struct {
+		name string
+		args []string
+		want string // the flag the message must name
+	}{
+		{"no base url", []string{"bench", "--model", "m"}, "--base-url"},
+		{"no model", []string{"bench", "--base-url", srv.URL}, "--model"},
+		{"bad url", []string{"bench", "--base-url", "localhost:1", "--model", "m"}, "--base-url"},
+		{"bad endpoint", append(base, "--endpoint-type", "embed"), "--endpoint-type"},
+		{"bad rate", append(base, "--request-rate", "fast"), "--request-rate"},
+		{"negative rate", append(base, "--request-rate", "-2"), "--request-rate"},
+		{"bad burstiness", append(base, "--burstiness", "0"), "--burstiness"},
+		{"bad concurrency", append(base, "--max-concurrency", "-1"), "--max-concurrency"},
+		{"zero requests", append(base, "--num-requests", "0"), "--num-requests"},
+		{"bad dataset", append(base, "--dataset", "imagenet"), "--dataset"},
+		{"sharegpt without path", append(base, "--dataset", "sharegpt"), "--dataset-path"},
+		{"missing file", append(base, "--dataset", "jsonl", "--dataset-path", "/nonexistent.jsonl"), "--dataset-path"},
+		{"bad input dist", append(base, "--input-dist", "lognormal:median=x"), "--input-dist"},
+		{"bad output dist", append(base, "--output-dist", "zipf:1"), "--output-dist"},
+		{"bad range ratio", append(base, "--range-ratio", "1.5"), "--range-ratio"},
+		{"bad goodput", append(base, "--goodput", "ttft=abc"), "--goodput"},
+		{"unknown goodput metric", append(base, "--goodput", "itl:5"), "--goodput"},
+		{"bad sweep", append(base, "--sweep", "batch=1,2"), "--sweep"},
+		{"bad sweep value", append(base, "--sweep", "concurrency=1,x"), "--sweep"},
+		{"bad header", append(base, "--header", "NoColon"), "--header"},
+		{"empty api key env", append(base, "--api-key-env", "SERVETUNE_TEST_UNSET_KEY"), "--api-key-env"},
+		{"bad timeout", append(base, "--timeout", "0s"), "--timeout"},
+		{"unknown flag", append(base, "--frobnicate"), "frobnicate"},
+		{"not a number", append(base, "--num-requests", "many"), "num-requests"},
+		{"duration without rate or cap", append(base, "--duration", "1s"), "duration"},
+		{"compare one arg", []string{"bench", "compare", "a.json"}, "compare"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := runCLI(t, tc.args...)
+			if code != exitUsage {
+				t.Fatalf("exit %d, want %d; stderr %q", code, exitUsage, stderr)
+			}
+			if strings.Count(strings.TrimRight(stderr, "\n"), "\n") != 0 || !strings.Contains(stderr, tc.want) {
+				t.Errorf("stderr %q: want one line naming %s", stderr, tc.want)
+			}
+		})
+	}
+}
+
+func TestBenchRunAndCompare(t *testing.T) {
+	ss := &streamServer{gap: time.Millisecond}
+	srv := httptest.NewServer(ss)
+	defer srv.Close()
+	dir := t.TempDir()
+	const key = "sk-test-SECRET-123"
+	t.Setenv("SERVETUNE_TEST_KEY", key)
+	files := func(name string) (string, string, string) {
+		return filepath.Join(dir, name+".json"), filepath.Join(dir, name+".csv"), filepath.Join(dir, name+".jsonl")
+	}
+	for _, name := range []string{"base", "new"} {
+		j, c, r := files(name)
+		code, stdout, stderr := runCLI(t, "bench", "--base-url", srv.URL, "--model", "m", "--input-len", "16", "--output-len", "8",
+			"--num-requests", "20", "--max-concurrency", "4", "--warmup", "4", "--seed", "7", "--api-key-env", "SERVETUNE_TEST_KEY",
+			"--header", "X-Team: bench", "--goodput", "ttft:1000,tpot:100", "--json", j, "--csv", c, "--requests-out", r)
+		if code != exitOK {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		if !strings.Contains(stdout, "Successful requests:") || !strings.Contains(stdout, "TTFT") {
+			t.Errorf("stdout lacks the summary table:\n%s", stdout)
+		}
+		if !strings.Contains(stderr, "bench 1/1 [") {
+			t.Errorf("stderr lacks the progress bar: %q", stderr)
+		}
+		for _, p := range []string{j, c, r} {
+			raw, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if bytes.Contains(raw, []byte(key)) || strings.Contains(stdout+stderr, key) {
+				t.Fatalf("%s leaks the API key", p)
+			}
+		}
+		raw, _ := os.ReadFile(j)
+		var m map[string]any
+		if err := json.Unmarshal(raw, &m); err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range []string{"duration", "completed", "failed", "errors", "total_input_tokens", "total_output_tokens",
+			"request_throughput", "output_throughput", "total_token_throughput", "request_goodput", "median_ttft_ms",
+			"p99_tpot_ms", "mean_itl_ms", "p999_e2el_ms", "std_ttft_ms", "median_ttft_ms_ci", "meta", "samples"} {
+			if _, ok := m[k]; !ok {
+				t.Errorf("%s: no key %q", j, k)
+			}
+		}
+		if m["completed"].(float64) != 20 || m["total_output_tokens"].(float64) != 160 {
+			t.Errorf("completed %v, output tokens %v; want 20, 160", m["completed"], m["total_output_tokens"])
+		}
+		lines := strings.Count(string(mustRead(t, r)), "\n")
+		if lines != 24 {
+			t.Errorf("--requests-out has %d lines, want 24 (20 + 4 warm-up)", lines)
+		}
+	}
+	for _, a := range ss.auth {
+		if a != "Bearer "+key {
+			t.Fatalf("Authorization %q, want the Bearer key", a)
+		}
+	}
+	bj, _, _ := files("base")
+	nj, _, _ := files("new")
+	code, stdout, stderr := runCLI(t, "bench", "compare", bj, nj)
+	if code != exitOK {
+		t.Fatalf("compare exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"median ttft", "p99 e2el", "95% CI", "significant"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("compare output lacks %q:\n%s", want, stdout)
+		}
+	}
+}
+
+func mustRead(t *testing.T, p string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestBenchFailedRunWritesResult(t *testing.T) {
+	srv := httptest.NewServer(&streamServer{status: http.StatusServiceUnavailable})
+	defer srv.Close()
+	j := filepath.Join(t.TempDir(), "r.json")
+	code, _, stderr := runCLI(t, "bench", "--base-url", srv.URL, "--model", "m", "--num-requests", "3", "--no-progress", "--json", j)
+	if code != exitFailed {
+		t.Fatalf("exit %d, want %d (%s)", code, exitFailed, stderr)
+	}
+	var m struct {
+		Errors map[string]int `json:"errors"`
+	}
+	if err := json.Unmarshal(mustRead(t, j), &m); err != nil {
+		t.Fatal(err)
+	}
+	if m.Errors["http_5xx"] != 3 || len(m.Errors) != 7 {
+		t.Errorf("errors %v, want http_5xx 3 and every class present", m.Errors)
+	}
+}
+
+func TestBenchSweep(t *testing.T) {
+	srv := httptest.NewServer(&streamServer{})
+	defer srv.Close()
+	dir := t.TempDir()
+	j, c := filepath.Join(dir, "s.json"), filepath.Join(dir, "s.csv")
+	code, stdout, stderr := runCLI(t, "bench", "--base-url", srv.URL, "--model", "m", "--input-len", "8", "--output-len", "4",
+		"--num-requests", "6", "--sweep", "concurrency=1,3", "--no-progress", "--json", j, "--csv", c)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if strings.Count(stdout, "Serving Benchmark Result") != 2 {
+		t.Errorf("want two summaries:\n%s", stdout)
+	}
+	var sums []map[string]any
+	if err := json.Unmarshal(mustRead(t, j), &sums); err != nil || len(sums) != 2 {
+		t.Fatalf("sweep JSON: %d summaries, %v", len(sums), err)
+	}
+	if sums[1]["max_concurrency"].(float64) != 3 {
+		t.Errorf("level 2 max_concurrency %v", sums[1]["max_concurrency"])
+	}
+	if n := strings.Count(string(mustRead(t, c)), "\n"); n != 3 {
+		t.Errorf("CSV has %d lines, want header + 2", n)
+	}
+	code, _, stderr = runCLI(t, "bench", "compare", j, j)
+	if code != exitOK {
+		t.Errorf("compare of a sweep with itself: exit %d %s", code, stderr)
+	}
+}
