@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/url"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -382,17 +383,34 @@ func (s *Store) FinishTrial(ctx context.Context, r TrialResult) error {
 	return nil
 }
 
+// requestBatch is how many request rows one INSERT carries: a multi-row
+// statement amortizes database/sql's per-call cost (about 3x faster than
+// one row per call), and 100 rows × 13 columns stays far below SQLite's
+// parameter limit.
+const requestBatch = 100
+
+const requestColumns = 13
+
 func insertRequests(ctx context.Context, tx *sql.Tx, trialID int64, byLevel map[string][]bench.Record) error {
 	if len(byLevel) == 0 {
 		return nil
 	}
-	stmt, err := tx.PrepareContext(ctx, `INSERT INTO requests
-		(trial_id, level, idx, warmup, sched_ns, send_ns, first_ns, last_ns, end_ns, prompt_tokens, output_tokens, error, http_status)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-	if err != nil {
-		return err
+	const head = `INSERT INTO requests (trial_id, level, idx, warmup, sched_ns, send_ns, first_ns, last_ns, end_ns,
+		prompt_tokens, output_tokens, error, http_status) VALUES `
+	row := "(" + strings.TrimSuffix(strings.Repeat("?, ", requestColumns), ", ") + ")"
+	prepare := func(rows int) (*sql.Stmt, error) {
+		return tx.PrepareContext(ctx, head+strings.TrimSuffix(strings.Repeat(row+", ", rows), ", "))
 	}
-	defer stmt.Close()
+	var batch, single *sql.Stmt
+	defer func() {
+		if batch != nil {
+			batch.Close()
+		}
+		if single != nil {
+			single.Close()
+		}
+	}()
+	args := make([]any, 0, requestBatch*requestColumns)
 	// Sorted levels keep row order, and so Requests' order, deterministic.
 	levels := make([]string, 0, len(byLevel))
 	for l := range byLevel {
@@ -400,12 +418,31 @@ func insertRequests(ctx context.Context, tx *sql.Tx, trialID int64, byLevel map[
 	}
 	slices.Sort(levels)
 	for _, level := range levels {
-		for _, rec := range byLevel[level] {
-			if _, err := stmt.ExecContext(ctx, trialID, level, rec.Index, rec.Warmup,
-				int64(rec.Sched), int64(rec.Send), int64(rec.First), int64(rec.Last), int64(rec.End),
-				rec.PromptTokens, rec.OutputTokens, string(rec.Error), rec.Status); err != nil {
-				return fmt.Errorf("request %d at %s: %w", rec.Index, level, err)
+		recs := byLevel[level]
+		for len(recs) > 0 {
+			n := min(len(recs), requestBatch)
+			var stmt **sql.Stmt
+			if n == requestBatch {
+				stmt = &batch
+			} else {
+				n, stmt = 1, &single
 			}
+			if *stmt == nil {
+				var err error
+				if *stmt, err = prepare(n); err != nil {
+					return err
+				}
+			}
+			args = args[:0]
+			for _, rec := range recs[:n] {
+				args = append(args, trialID, level, rec.Index, rec.Warmup,
+					int64(rec.Sched), int64(rec.Send), int64(rec.First), int64(rec.Last), int64(rec.End),
+					rec.PromptTokens, rec.OutputTokens, string(rec.Error), rec.Status)
+			}
+			if _, err := (*stmt).ExecContext(ctx, args...); err != nil {
+				return fmt.Errorf("requests %d..%d at %s: %w", recs[0].Index, recs[n-1].Index, level, err)
+			}
+			recs = recs[n:]
 		}
 	}
 	return nil
