@@ -1,0 +1,755 @@
+package sim
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// maxCatchUp is how far behind its scheduled timeline the engine loop may
+// fall before it gives up catching up and restarts the timeline from now.
+const maxCatchUp = 100 * time.Millisecond
+
+// ErrShutdown is the stream error requests in flight get when the server stops.
+var ErrShutdown = errors.New("engine shut down")
+
+// event is one engine step's output for one request.
+type event struct {
+	generated int       // tokens generated so far
+	last      bool      // the request is finished
+	at        time.Time // when the step was scheduled to end
+}
+
+// stream is one request between its HTTP handler and the engine loop.
+type stream struct {
+	s       seq
+	events  chan event // buffered for every token: the engine never blocks
+	arrived time.Time
+	first   time.Time
+	prev    time.Time
+}
+
+// Server is the simulated engine behind the engine's OpenAI-compatible HTTP
+// API. The engine loop (Run) advances the same core RunVirtual uses against
+// the real clock, cfg.TimeScale times faster than simulated time, and emits
+// one SSE message per request per engine step.
+type Server struct {
+	cfg      Config
+	est      MemoryEstimate
+	in       chan *stream
+	aborts   chan *stream
+	done     chan struct{} // closed when Run returns
+	ready    atomic.Bool
+	nextID   atomic.Int64
+	created  int64
+	metrics  *metrics
+	lateness latencyRecorder
+	mux      *http.ServeMux
+	runOnce  sync.Once
+}
+
+// NewServer checks that cfg fits in memory (the error is a *StartupError
+// with the engine's message when it does not) and returns a server that is
+// not ready until Run has spent the simulated load time.
+func NewServer(cfg Config) (*Server, error) {
+	if err := cfg.Normalize(); err != nil {
+		return nil, err
+	}
+	est, err := Estimate(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{
+		cfg: cfg, est: est,
+		in:      make(chan *stream, 4096),
+		aborts:  make(chan *stream, 4096),
+		done:    make(chan struct{}),
+		created: time.Now().Unix(),
+		metrics: newMetrics(),
+		mux:     http.NewServeMux(),
+	}
+	s.mux.HandleFunc("GET /health", s.handleHealth)
+	s.mux.HandleFunc("GET /health_generate", s.handleHealth)
+	s.mux.HandleFunc("GET /v1/models", s.handleModels)
+	s.mux.HandleFunc("GET /version", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"version": "servetune-sim"})
+	})
+	s.mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+		s.metrics.write(w, s.cfg.Engine, s.cfg.ModelID)
+	})
+	s.mux.HandleFunc("POST /tokenize", s.handleTokenize)
+	s.mux.HandleFunc("POST /v1/completions", func(w http.ResponseWriter, r *http.Request) { s.handleGenerate(w, r, false) })
+	s.mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) { s.handleGenerate(w, r, true) })
+	return s, nil
+}
+
+// Estimate returns the memory accounting the server started with.
+func (s *Server) Estimate() MemoryEstimate { return s.est }
+
+// Handler is the HTTP API.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+// Ready reports whether the simulated load time is over.
+func (s *Server) Ready() bool { return s.ready.Load() }
+
+// EmitLateness returns the q-quantile of emission lateness: the time a
+// stream message was written to its connection minus the end of the engine
+// step that produced it (10 us resolution).
+func (s *Server) EmitLateness(q float64) time.Duration { return s.lateness.quantile(q) }
+
+// ResetLateness clears the lateness statistics (after a warm-up).
+func (s *Server) ResetLateness() { s.lateness.reset() }
+
+// Run is the engine loop: it waits the load time (scaled), turns ready, and
+// steps the engine until ctx ends. It may be called once; requests still in
+// flight when it returns end with a stream error.
+func (s *Server) Run(ctx context.Context) error {
+	first := false
+	s.runOnce.Do(func() { first = true })
+	if !first {
+		return errors.New("sim: Server.Run called twice")
+	}
+	defer close(s.done)
+	timer := time.NewTimer(s.scale(s.cfg.LoadTime))
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return nil
+	case <-timer.C:
+	}
+	s.ready.Store(true)
+
+	c := newCore(s.cfg, s.est)
+	streams := map[int]*stream{}
+	base := time.Now()
+	// simNow is the engine clock in simulated seconds.
+	simNow := func(t time.Time) float64 { return t.Sub(base).Seconds() * s.cfg.TimeScale }
+	var now time.Time
+	idleSince := true // the engine had nothing to do before this step
+	emit := func(q *seq, last bool) {
+		st := streams[q.id]
+		st.events <- event{generated: q.generated, last: last, at: now}
+		if last {
+			delete(streams, q.id)
+		}
+		s.observeToken(st, q, last, now)
+	}
+	admit := func(st *stream) {
+		streams[st.s.id] = st
+		st.s.arrival = simNow(st.arrived)
+		c.add(&st.s)
+	}
+	for {
+		// Take everything that arrived, without blocking.
+	intake:
+		for {
+			select {
+			case st := <-s.in:
+				admit(st)
+			case st := <-s.aborts:
+				if _, ok := streams[st.s.id]; ok {
+					c.abort(&st.s)
+					delete(streams, st.s.id)
+				}
+			default:
+				break intake
+			}
+		}
+		if c.idle() {
+			idleSince = true
+			s.publish(c)
+			select {
+			case <-ctx.Done():
+				return nil
+			case st := <-s.in:
+				admit(st)
+				continue
+			case st := <-s.aborts:
+				if _, ok := streams[st.s.id]; ok {
+					c.abort(&st.s)
+					delete(streams, st.s.id)
+				}
+				continue
+			}
+		}
+		// Steps chain on the scheduled timeline, so timer and scheduling
+		// slop in this loop never accumulates; after an idle spell (or when
+		// more than a step behind) the timeline restarts from now.
+		start := now
+		if t := time.Now(); t.Sub(start) > maxCatchUp || start.IsZero() || idleSince {
+			start = t
+		}
+		idleSince = false
+		b, secs := c.schedule()
+		if b.tokens == 0 {
+			// Nothing fits right now; wait for an arrival or an abort.
+			select {
+			case <-ctx.Done():
+				return nil
+			case st := <-s.in:
+				admit(st)
+			case st := <-s.aborts:
+				if _, ok := streams[st.s.id]; ok {
+					c.abort(&st.s)
+					delete(streams, st.s.id)
+				}
+			}
+			continue
+		}
+		now = start.Add(s.scale(time.Duration(secs * 1e9)))
+		if d := time.Until(now); d > 0 {
+			timer.Reset(d)
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-timer.C:
+			}
+		}
+		c.commit(simNow(now), emit)
+		s.publish(c)
+	}
+}
+
+// scale converts simulated time to real time.
+func (s *Server) scale(d time.Duration) time.Duration {
+	return time.Duration(float64(d) / s.cfg.TimeScale)
+}
+
+// publish copies the core's gauges and counters into the metrics.
+func (s *Server) publish(c *core) {
+	m := s.metrics
+	m.mu.Lock()
+	m.running, m.waiting, m.kvUsage = len(c.running), c.load()-len(c.running), c.kvUsage()
+	m.promptTokens, m.genTokens, m.preemptions = c.promptTokens, c.genTokens, c.preemptions
+	m.prefixQueries, m.prefixHits = c.prefixQueries, c.prefixHits
+	if t := time.Now(); t.Sub(m.genWindowAt) >= time.Second {
+		if !m.genWindowAt.IsZero() {
+			m.genThroughput = float64(c.genTokens-m.genWindow[0]) / t.Sub(m.genWindowAt).Seconds()
+		}
+		m.genWindow[0], m.genWindowAt = c.genTokens, t
+	}
+	m.mu.Unlock()
+}
+
+// observeToken feeds the latency histograms (real-clock seconds).
+func (s *Server) observeToken(st *stream, q *seq, last bool, now time.Time) {
+	m := s.metrics
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if q.generated == 1 {
+		st.first = now
+		m.ttft.observe(now.Sub(st.arrived).Seconds())
+	} else {
+		m.itl.observe(now.Sub(st.prev).Seconds())
+	}
+	st.prev = now
+	if last {
+		m.success++
+		m.e2e.observe(now.Sub(st.arrived).Seconds())
+		m.decode.observe(now.Sub(st.first).Seconds())
+		queued := q.queuedFor / s.cfg.TimeScale
+		m.queue.observe(queued)
+		m.prefill.observe(max(0, st.first.Sub(st.arrived).Seconds()-queued))
+	}
+}
+
+func (s *Server) handleHealth(w http.ResponseWriter, _ *http.Request) {
+	select {
+	case <-s.done:
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return
+	default:
+	}
+	if !s.ready.Load() {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
+	if !s.authorized(w, r) {
+		return
+	}
+	owner := "vllm"
+	if s.cfg.Engine == SGLang {
+		owner = "sglang"
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"object": "list",
+		"data": []map[string]any{{
+			"id": s.cfg.ModelID, "object": "model", "created": s.created, "owned_by": owner,
+			"root": s.cfg.Model.ID, "max_model_len": s.cfg.MaxModelLen,
+		}},
+	})
+}
+
+// apiError writes an OpenAI-style error body.
+func apiError(w http.ResponseWriter, status int, typ, msg string) {
+	writeJSON(w, status, map[string]any{"error": map[string]any{
+		"message": msg, "type": typ, "param": nil, "code": status,
+	}})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// authorized checks the Bearer token when the server was started with
+// --api-key. The key is compared in constant time and never logged.
+func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
+	if s.cfg.APIKey == "" {
+		return true
+	}
+	got := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if subtle.ConstantTimeCompare([]byte(got), []byte(s.cfg.APIKey)) == 1 {
+		return true
+	}
+	apiError(w, http.StatusUnauthorized, "Unauthorized", "Unauthorized")
+	return false
+}
+
+// genRequest is the part of a completions or chat request the simulator uses.
+type genRequest struct {
+	Model               string          `json:"model"`
+	Prompt              json.RawMessage `json:"prompt"`
+	Messages            []chatMessage   `json:"messages"`
+	MaxTokens           *int            `json:"max_tokens"`
+	MaxCompletionTokens *int            `json:"max_completion_tokens"`
+	Stream              bool            `json:"stream"`
+	StreamOptions       *struct {
+		IncludeUsage         bool `json:"include_usage"`
+		ContinuousUsageStats bool `json:"continuous_usage_stats"`
+	} `json:"stream_options"`
+	N *int `json:"n"`
+}
+
+type chatMessage struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+// maxBodyBytes bounds a request body (long prompts are a few MB at most).
+const maxBodyBytes = 64 << 20
+
+// promptTokens counts the tokens of a completions prompt (a string, one
+// string in an array, or token ids) or of chat messages (the text of every
+// message; the simulated chat template adds nothing).
+func promptTokens(req *genRequest, chat bool) (int, error) {
+	if chat {
+		if len(req.Messages) == 0 {
+			return 0, errors.New("messages: at least one message is required")
+		}
+		n := 0
+		for i, m := range req.Messages {
+			k, err := contentTokens(m.Content)
+			if err != nil {
+				return 0, fmt.Errorf("messages[%d].content: %w", i, err)
+			}
+			n += k
+		}
+		return n, nil
+	}
+	if len(req.Prompt) == 0 {
+		return 0, errors.New("prompt: field required")
+	}
+	var text string
+	if err := json.Unmarshal(req.Prompt, &text); err == nil {
+		return CountTokens(text), nil
+	}
+	var texts []string
+	if err := json.Unmarshal(req.Prompt, &texts); err == nil {
+		if len(texts) != 1 {
+			return 0, errors.New("prompt: the simulator takes one prompt per request")
+		}
+		return CountTokens(texts[0]), nil
+	}
+	var ids []int
+	if err := json.Unmarshal(req.Prompt, &ids); err == nil {
+		return len(ids), nil
+	}
+	return 0, errors.New("prompt: want a string, an array of one string, or token ids")
+}
+
+func contentTokens(raw json.RawMessage) (int, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return 0, nil
+	}
+	var text string
+	if err := json.Unmarshal(raw, &text); err == nil {
+		return CountTokens(text), nil
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return 0, errors.New("want a string or an array of text parts")
+	}
+	n := 0
+	for _, p := range parts {
+		n += CountTokens(p.Text)
+	}
+	return n, nil
+}
+
+func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
+	if !s.authorized(w, r) {
+		return
+	}
+	var req struct {
+		Prompt   *string       `json:"prompt"`
+		Messages []chatMessage `json:"messages"`
+	}
+	if err := json.NewDecoder(io.LimitReader(r.Body, maxBodyBytes)).Decode(&req); err != nil {
+		apiError(w, http.StatusBadRequest, "BadRequestError", "invalid JSON body: "+err.Error())
+		return
+	}
+	var text string
+	switch {
+	case req.Prompt != nil:
+		text = *req.Prompt
+	case len(req.Messages) > 0:
+		var b strings.Builder
+		for _, m := range req.Messages {
+			var t string
+			_ = json.Unmarshal(m.Content, &t)
+			b.WriteString(t)
+			b.WriteByte(' ')
+		}
+		text = b.String()
+	default:
+		apiError(w, http.StatusBadRequest, "BadRequestError", "prompt or messages: field required")
+		return
+	}
+	ids := TokenIDs(text, s.cfg.Model.Vocab)
+	writeJSON(w, http.StatusOK, map[string]any{"count": len(ids), "max_model_len": s.cfg.MaxModelLen, "tokens": ids})
+}
+
+// handleGenerate serves /v1/completions and /v1/chat/completions.
+func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat bool) {
+	if !s.authorized(w, r) {
+		return
+	}
+	if !s.ready.Load() {
+		apiError(w, http.StatusServiceUnavailable, "ServiceUnavailableError", "the engine is loading")
+		return
+	}
+	var req genRequest
+	if err := json.NewDecoder(io.LimitReader(r.Body, maxBodyBytes)).Decode(&req); err != nil {
+		apiError(w, http.StatusBadRequest, "BadRequestError", "invalid JSON body: "+err.Error())
+		return
+	}
+	if req.Model != "" && req.Model != s.cfg.ModelID {
+		apiError(w, http.StatusNotFound, "NotFoundError", fmt.Sprintf("The model `%s` does not exist.", req.Model))
+		return
+	}
+	if req.N != nil && *req.N != 1 {
+		apiError(w, http.StatusBadRequest, "BadRequestError", "n: the simulator generates one choice per request")
+		return
+	}
+	prompt, err := promptTokens(&req, chat)
+	if err != nil {
+		apiError(w, http.StatusBadRequest, "BadRequestError", err.Error())
+		return
+	}
+	maxOut := s.cfg.MaxModelLen - prompt
+	if req.MaxCompletionTokens != nil {
+		maxOut = *req.MaxCompletionTokens
+	}
+	if req.MaxTokens != nil {
+		maxOut = *req.MaxTokens
+	}
+	if maxOut < 1 {
+		apiError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf("max_tokens must be at least 1, got %d.", maxOut))
+		return
+	}
+	if prompt+maxOut > s.cfg.MaxModelLen {
+		apiError(w, http.StatusBadRequest, "BadRequestError", contextLengthMessage(s.cfg.MaxModelLen, prompt, maxOut))
+		return
+	}
+
+	id := int(s.nextID.Add(1))
+	st := &stream{
+		s:       seq{id: id, prompt: prompt, maxOut: maxOut, prefixID: -1},
+		events:  make(chan event, maxOut+1),
+		arrived: time.Now(),
+	}
+	select {
+	case s.in <- st:
+	case <-r.Context().Done():
+		return
+	case <-s.done:
+		apiError(w, http.StatusServiceUnavailable, "ServiceUnavailableError", ErrShutdown.Error())
+		return
+	}
+	w.Header().Set("X-Request-Id", strconv.Itoa(id))
+	o := output{chat: chat, model: s.cfg.ModelID, created: s.created, prompt: prompt}
+	if chat {
+		o.id = "chatcmpl-" + strconv.Itoa(id)
+	} else {
+		o.id = "cmpl-" + strconv.Itoa(id)
+	}
+	if !req.Stream {
+		s.respondWhole(w, r, st, &o)
+		return
+	}
+	if req.StreamOptions != nil {
+		o.usage, o.continuous = req.StreamOptions.IncludeUsage, req.StreamOptions.ContinuousUsageStats
+	}
+	s.respondStream(w, r, st, &o)
+}
+
+// wait returns the next event, or false when the client left or the engine
+// stopped (the caller then aborts or reports the error).
+func (s *Server) wait(r *http.Request, st *stream) (event, bool, error) {
+	select {
+	case ev := <-st.events:
+		return ev, true, nil
+	case <-r.Context().Done():
+		s.abort(st)
+		return event{}, false, r.Context().Err()
+	case <-s.done:
+		return event{}, false, ErrShutdown
+	}
+}
+
+// abort tells the engine to drop a request whose client went away.
+func (s *Server) abort(st *stream) {
+	select {
+	case s.aborts <- st:
+	case <-s.done:
+	}
+}
+
+func (s *Server) respondWhole(w http.ResponseWriter, r *http.Request, st *stream, o *output) {
+	var ev event
+	for !ev.last {
+		var ok bool
+		var err error
+		if ev, ok, err = s.wait(r, st); !ok {
+			if errors.Is(err, ErrShutdown) {
+				apiError(w, http.StatusInternalServerError, "InternalServerError", err.Error())
+			}
+			return
+		}
+	}
+	var text strings.Builder
+	for i := range ev.generated {
+		text.WriteString(outputText(i))
+	}
+	choice := map[string]any{"index": 0, "finish_reason": "length", "logprobs": nil, "stop_reason": nil}
+	obj := "text_completion"
+	if o.chat {
+		obj = "chat.completion"
+		choice["message"] = map[string]any{"role": "assistant", "content": text.String()}
+	} else {
+		choice["text"] = text.String()
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"id": o.id, "object": obj, "created": o.created, "model": o.model,
+		"choices": []any{choice},
+		"usage":   map[string]int{"prompt_tokens": o.prompt, "completion_tokens": ev.generated, "total_tokens": o.prompt + ev.generated},
+	})
+}
+
+func (s *Server) respondStream(w http.ResponseWriter, r *http.Request, st *stream, o *output) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	flusher, _ := w.(http.Flusher)
+	buf := make([]byte, 0, 1024)
+	if o.chat {
+		buf = o.roleChunk(buf)
+	}
+	var ats []time.Time
+	for {
+		ev, ok, err := s.wait(r, st)
+		if !ok {
+			if errors.Is(err, ErrShutdown) {
+				buf = append(buf, `data: {"error":{"message":"engine shut down","type":"InternalServerError","param":null,"code":500}}`+"\n\n"...)
+				_, _ = w.Write(buf)
+				if flusher != nil {
+					flusher.Flush()
+				}
+			}
+			return
+		}
+		// Coalesce writes (never messages) when the handler fell behind.
+		ats = ats[:0]
+		for {
+			buf = o.tokenChunk(buf, ev)
+			ats = append(ats, ev.at)
+			if ev.last {
+				break
+			}
+			select {
+			case next := <-st.events:
+				ev = next
+				continue
+			default:
+			}
+			break
+		}
+		if ev.last {
+			if o.usage {
+				buf = o.usageChunk(buf, ev.generated)
+			}
+			buf = append(buf, "data: [DONE]\n\n"...)
+		}
+		if _, err := w.Write(buf); err != nil {
+			s.abort(st)
+			return
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+		now := time.Now()
+		for _, at := range ats {
+			s.lateness.observe(now.Sub(at))
+		}
+		buf = buf[:0]
+		if ev.last {
+			return
+		}
+	}
+}
+
+// output renders the stream messages of one request.
+type output struct {
+	chat, usage, continuous bool
+	id, model               string
+	created                 int64
+	prompt                  int
+}
+
+func (o *output) head(b []byte) []byte {
+	b = append(b, `data: {"id":"`...)
+	b = append(b, o.id...)
+	if o.chat {
+		b = append(b, `","object":"chat.completion.chunk","created":`...)
+	} else {
+		b = append(b, `","object":"text_completion","created":`...)
+	}
+	b = strconv.AppendInt(b, o.created, 10)
+	b = append(b, `,"model":`...)
+	b = strconv.AppendQuote(b, o.model)
+	return b
+}
+
+func (o *output) roleChunk(b []byte) []byte {
+	b = o.head(b)
+	b = append(b, `,"choices":[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}`+"\n\n"...)
+	return b
+}
+
+func (o *output) tokenChunk(b []byte, ev event) []byte {
+	b = o.head(b)
+	text := outputText(ev.generated - 1)
+	if o.chat {
+		b = append(b, `,"choices":[{"index":0,"delta":{"content":"`...)
+	} else {
+		b = append(b, `,"choices":[{"index":0,"text":"`...)
+	}
+	b = append(b, text...)
+	if o.chat {
+		b = append(b, `"}`...)
+	} else {
+		b = append(b, `"`...)
+	}
+	b = append(b, `,"logprobs":null,"finish_reason":`...)
+	if ev.last {
+		b = append(b, `"length"`...)
+	} else {
+		b = append(b, `null`...)
+	}
+	b = append(b, `}]`...)
+	if o.continuous {
+		b = appendUsage(b, o.prompt, ev.generated)
+	}
+	return append(b, "}\n\n"...)
+}
+
+func (o *output) usageChunk(b []byte, generated int) []byte {
+	b = o.head(b)
+	b = append(b, `,"choices":[]`...)
+	b = appendUsage(b, o.prompt, generated)
+	return append(b, "}\n\n"...)
+}
+
+func appendUsage(b []byte, prompt, completion int) []byte {
+	b = append(b, `,"usage":{"prompt_tokens":`...)
+	b = strconv.AppendInt(b, int64(prompt), 10)
+	b = append(b, `,"completion_tokens":`...)
+	b = strconv.AppendInt(b, int64(completion), 10)
+	b = append(b, `,"total_tokens":`...)
+	b = strconv.AppendInt(b, int64(prompt+completion), 10)
+	return append(b, '}')
+}
+
+// ListenAndServe is `sim serve`: it waits the simulated load time before
+// listening on addr (a real engine refuses connections while it loads),
+// then serves until ctx ends and shuts down gracefully. ready, when not nil,
+// receives the bound address once the server accepts connections.
+func (s *Server) ListenAndServe(ctx context.Context, addr string, ready func(net.Addr)) error {
+	loadTime := s.scale(s.cfg.LoadTime)
+	engineCtx, stopEngine := context.WithCancel(ctx)
+	defer stopEngine()
+	var wg sync.WaitGroup
+	var runErr error
+	wg.Go(func() { runErr = s.Run(engineCtx) })
+	defer wg.Wait()
+	t := time.NewTimer(loadTime)
+	select {
+	case <-ctx.Done():
+		t.Stop()
+		return nil
+	case <-t.C:
+	}
+	for !s.ready.Load() { // Run marks ready right after the same delay
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(time.Millisecond):
+		}
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", addr, err)
+	}
+	if ready != nil {
+		ready(ln.Addr())
+	}
+	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- hs.Serve(ln) }()
+	select {
+	case <-ctx.Done():
+	case err := <-serveErr:
+		stopEngine()
+		return fmt.Errorf("serve: %w", err)
+	}
+	stopEngine()
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err = hs.Shutdown(sctx)
+	<-serveErr
+	if err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	return runErr
+}

@@ -1,0 +1,253 @@
+package sim
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/servetune/servetune/bench"
+)
+
+// startServer runs a Server on loopback until the test ends.
+func startServer(t testing.TB, args ...string) (*Server, string) {
+	t.Helper()
+	cfg := mustParse(t, args...)
+	srv, err := NewServer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = srv.Run(ctx) })
+	t.Cleanup(func() {
+		cancel()
+		wg.Wait()
+		hs.Close()
+	})
+	for !srv.Ready() && cfg.LoadTime < time.Second {
+		time.Sleep(time.Millisecond)
+	}
+	return srv, hs.URL
+}
+
+func post(t *testing.T, url, body string) (*http.Response, string) {
+	t.Helper()
+	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+// sseData returns the data payloads of an SSE body.
+func sseData(t *testing.T, body string) []string {
+	t.Helper()
+	var out []string
+	sc := bufio.NewScanner(strings.NewReader(body))
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || strings.HasPrefix(line, ":") {
+			continue
+		}
+		d, ok := strings.CutPrefix(line, "data: ")
+		if !ok {
+			t.Fatalf("line without data prefix: %q", line)
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+func TestServerWireFormat(t *testing.T) {
+	_, url := startServer(t, "llama-3.1-8b", "--max-model-len", "2048", "--time-scale", "50", "--sim-load-time", "0")
+	prompt := strings.Repeat("hello world ", 50) // 100 five-byte words, 2 tokens each: 200 tokens
+
+	t.Run("completions stream", func(t *testing.T) {
+		resp, body := post(t, url+"/v1/completions", `{"model":"llama-3.1-8b","prompt":"`+prompt+`","max_tokens":5,"stream":true,"stream_options":{"include_usage":true},"ignore_eos":true}`)
+		if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+			t.Fatalf("status %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+		}
+		data := sseData(t, body)
+		if len(data) != 7 || data[6] != "[DONE]" {
+			t.Fatalf("want 5 token chunks, usage and [DONE], got %q", data)
+		}
+		for i := range 5 {
+			var c struct {
+				Object  string
+				Choices []struct {
+					Text         string
+					FinishReason *string `json:"finish_reason"`
+				}
+				Usage any
+			}
+			if err := json.Unmarshal([]byte(data[i]), &c); err != nil {
+				t.Fatalf("chunk %d: %v: %s", i, err, data[i])
+			}
+			if c.Object != "text_completion" || len(c.Choices) != 1 || c.Choices[0].Text == "" || c.Usage != nil {
+				t.Errorf("chunk %d: %s", i, data[i])
+			}
+			if last := i == 4; last != (c.Choices[0].FinishReason != nil && *c.Choices[0].FinishReason == "length") {
+				t.Errorf("chunk %d finish_reason: %s", i, data[i])
+			}
+		}
+		var u struct {
+			Choices []any
+			Usage   map[string]int
+		}
+		_ = json.Unmarshal([]byte(data[5]), &u)
+		if len(u.Choices) != 0 || u.Usage["prompt_tokens"] != 200 || u.Usage["completion_tokens"] != 5 || u.Usage["total_tokens"] != 205 {
+			t.Errorf("usage chunk: %s", data[5])
+		}
+	})
+	t.Run("chat stream", func(t *testing.T) {
+		_, body := post(t, url+"/v1/chat/completions", `{"model":"llama-3.1-8b","messages":[{"role":"user","content":"hi there"}],"max_tokens":3,"stream":true}`)
+		data := sseData(t, body)
+		if len(data) != 5 || !strings.Contains(data[0], `"delta":{"role":"assistant","content":""}`) || !strings.Contains(data[1], `chat.completion.chunk`) || !strings.Contains(data[3], `"finish_reason":"length"`) {
+			t.Fatalf("chat stream: %q", data)
+		}
+	})
+	t.Run("non-stream", func(t *testing.T) {
+		_, body := post(t, url+"/v1/completions", `{"model":"llama-3.1-8b","prompt":"a b c","max_tokens":4}`)
+		var r struct {
+			Choices []struct{ Text string }
+			Usage   map[string]int
+		}
+		if err := json.Unmarshal([]byte(body), &r); err != nil || CountTokens(r.Choices[0].Text) != 4 || r.Usage["completion_tokens"] != 4 || r.Usage["prompt_tokens"] != 3 {
+			t.Fatalf("body %s (%v)", body, err)
+		}
+	})
+	t.Run("too long", func(t *testing.T) {
+		resp, body := post(t, url+"/v1/completions", `{"prompt":"`+prompt+`","max_tokens":2000}`)
+		if resp.StatusCode != 400 || !strings.Contains(body, `"error"`) || !strings.Contains(body, "maximum context length is 2048") {
+			t.Fatalf("status %d body %s", resp.StatusCode, body)
+		}
+	})
+	t.Run("wrong model", func(t *testing.T) {
+		if resp, _ := post(t, url+"/v1/completions", `{"model":"gpt-9","prompt":"x","max_tokens":1}`); resp.StatusCode != 404 {
+			t.Fatalf("status %d", resp.StatusCode)
+		}
+	})
+	t.Run("tokenize", func(t *testing.T) {
+		_, body := post(t, url+"/tokenize", `{"model":"llama-3.1-8b","prompt":"`+prompt+`"}`)
+		var r struct {
+			Count       int
+			MaxModelLen int `json:"max_model_len"`
+			Tokens      []int
+		}
+		if err := json.Unmarshal([]byte(body), &r); err != nil || r.Count != 200 || len(r.Tokens) != 200 || r.MaxModelLen != 2048 {
+			t.Fatalf("tokenize: %s", body)
+		}
+	})
+	t.Run("models and metrics", func(t *testing.T) {
+		resp, err := http.Get(url + "/v1/models")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.Contains(string(b), `"id":"llama-3.1-8b"`) || !strings.Contains(string(b), `"max_model_len":2048`) {
+			t.Errorf("models: %s", b)
+		}
+		resp, err = http.Get(url + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, name := range []string{"vllm:num_requests_running", "vllm:kv_cache_usage_perc", "vllm:generation_tokens_total", "vllm:time_to_first_token_seconds_bucket", "vllm:inter_token_latency_seconds_count"} {
+			if !strings.Contains(string(b), name) {
+				t.Errorf("metrics lack %s", name)
+			}
+		}
+	})
+}
+
+func TestServerHealthDuringLoad(t *testing.T) {
+	srv, url := startServer(t, "llama-3.1-8b", "--max-model-len", "2048", "--sim-load-time", "1h")
+	resp, err := http.Get(url + "/health")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || srv.Ready() {
+		t.Fatalf("health during load: %d", resp.StatusCode)
+	}
+}
+
+func TestServerSGLangMetrics(t *testing.T) {
+	_, url := startServer(t, "--model-path", "qwen2.5-7b", "--context-length", "4096", "--enable-metrics", "--sim-load-time", "0")
+	resp, err := http.Get(url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(b), "sglang:num_running_reqs") || strings.Contains(string(b), "vllm:") {
+		t.Errorf("SGLang metrics: %s", b)
+	}
+}
+
+// TestServeAgreesWithVirtual is the "bench against sim serve and sim run
+// agree" criterion: the same workload and seed, median TTFT and TPOT within
+// 10% (server times multiplied back by the time scale).
+func TestServeAgreesWithVirtual(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a few seconds of real-clock serving")
+	}
+	// Real time (scale 1) with prompts long enough that the HTTP path's
+	// sub-millisecond cost on a loaded machine stays small next to TTFT.
+	const scale = 1.0
+	args := []string{"llama-3.1-8b", "--max-model-len", "4096", "--time-scale", "1", "--sim-load-time", "0"}
+	_, url := startServer(t, args...)
+	ds := bench.DatasetSpec{Kind: "random", Input: bench.Dist{Kind: "fixed", Value: 1000}, Output: bench.Dist{Kind: "fixed", Value: 40}}
+	load := bench.Load{Rate: 20, MaxConcurrency: 16}
+	const n, seed = 60, 7
+	res, err := bench.Run(context.Background(), bench.Config{
+		Target: bench.Target{BaseURL: url, Model: "llama-3.1-8b"}, Dataset: ds, Load: bench.Load{Rate: load.Rate * scale, MaxConcurrency: load.MaxConcurrency},
+		NumRequests: n, Seed: seed, Timeout: time.Minute, NoAlign: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := res.Summary
+	reqs, err := ds.Generate(rand.New(rand.NewPCG(seed, 1)), n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Unaligned prompts: both sides count the same text with the sim's tokenizer.
+	for i := range reqs {
+		reqs[i].PromptTokens = 0
+	}
+	recs, err := RunVirtual(mustParse(t, args...), reqs, load, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	virt := bench.Summarize(recs, bench.SummaryOptions{Bootstrap: 1})
+	if served.Failed > 0 {
+		t.Fatalf("served run had %d failures: %v", served.Failed, served.Errors)
+	}
+	for _, m := range []struct {
+		name       string
+		serve, vir float64
+	}{
+		{"median TTFT", served.TTFT.Median * scale, virt.TTFT.Median},
+		{"median TPOT", served.TPOT.Median * scale, virt.TPOT.Median},
+	} {
+		t.Logf("%s: serve %.2f ms, run %.2f ms", m.name, m.serve, m.vir)
+		if math.Abs(m.serve-m.vir)/m.vir > 0.10 {
+			t.Errorf("%s: serve %.2f ms vs run %.2f ms: more than 10%% apart", m.name, m.serve, m.vir)
+		}
+	}
+}
