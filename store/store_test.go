@@ -209,7 +209,7 @@ func TestRoundTrip(t *testing.T) {
 	if err := s.StartTrial(ctx, st.ID, 0, settings, []int{0, 1}); !errors.Is(err, ErrExists) {
 		t.Errorf("second start: %v", err)
 	}
-	res := result(st.ID, 0, 300)
+	res := result(st.ID, 0, 257) // two full batches and single rows
 	if err := s.FinishTrial(ctx, res); err != nil {
 		t.Fatal(err)
 	}
@@ -313,6 +313,14 @@ func TestFinishTrialValidation(t *testing.T) {
 				t.Errorf("got %v, want %v", err, tt.want)
 			}
 		})
+	}
+	for i, class := range []string{FailCrash, FailNotReady, FailLaunchError, FailBenchError, FailInfeasible} {
+		if err := s.StartTrial(ctx, st.ID, i+1, space.Settings{}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.FinishTrial(ctx, TrialResult{StudyID: st.ID, Number: i + 1, Status: TrialFailed, Failure: class}); err != nil {
+			t.Errorf("failure class %s: %v", class, err)
+		}
 	}
 	failed := TrialResult{StudyID: st.ID, Number: 0, Status: TrialFailed, Failure: FailOOM,
 		FailureMsg: "No available memory for the cache blocks.", LogTail: "torch.OutOfMemoryError"}
