@@ -91,6 +91,8 @@ type Docker struct {
 	StopTimeout   time.Duration // default DefaultStopTimeout
 	PollInterval  time.Duration // default DefaultPollInterval
 	LogBytes      int           // default DefaultLogBytes
+
+	mu sync.Mutex // guards the lazy Client
 }
 
 // DockerAPI is the slice of the Docker SDK the launcher uses. *client.Client
@@ -125,6 +127,8 @@ var (
 
 // client returns the configured API client, making one on first use.
 func (d *Docker) client() (DockerAPI, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	if d.Client != nil {
 		return d.Client, nil
 	}

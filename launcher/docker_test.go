@@ -18,14 +18,14 @@ func TestDockerContainerConfig(t *testing.T) {
 	spec := Spec{Model: "org/m", Args: []string{"--tensor-parallel-size", "2"}, GPUs: []int{2, 3}, Study: "s1", Trial: 7, Port: 18123, Env: []string{"A=1"}}
 	tests := []struct {
 		name    string
-		d       Docker
+		d       *Docker
 		wantCmd []string
 		check   func(t *testing.T, cfg *container.Config, hc *container.HostConfig)
 		wantErr error
 	}{
 		{
 			name:    "vllm with GPUs and ipc host",
-			d:       Docker{Image: "vllm/vllm-openai:v0.11.0", PassEnv: []string{"SERVETUNE_TEST_TOKEN", "SERVETUNE_TEST_UNSET"}, HFCache: "/data/hf"},
+			d:       &Docker{Image: "vllm/vllm-openai:v0.11.0", PassEnv: []string{"SERVETUNE_TEST_TOKEN", "SERVETUNE_TEST_UNSET"}, HFCache: "/data/hf"},
 			wantCmd: []string{"--model", "org/m", "--tensor-parallel-size", "2"},
 			check: func(t *testing.T, cfg *container.Config, hc *container.HostConfig) {
 				if len(hc.DeviceRequests) != 1 || !slices.Equal(hc.DeviceRequests[0].DeviceIDs, []string{"2", "3"}) || hc.DeviceRequests[0].Driver != "nvidia" {
@@ -54,7 +54,7 @@ func TestDockerContainerConfig(t *testing.T) {
 		},
 		{
 			name:    "sglang with shm and limits",
-			d:       Docker{Image: "lmsysorg/sglang", Profile: ProfileSGLang, ShmSize: 16 << 30, MemoryBytes: 1 << 30, CPUs: 1.5},
+			d:       &Docker{Image: "lmsysorg/sglang", Profile: ProfileSGLang, ShmSize: 16 << 30, MemoryBytes: 1 << 30, CPUs: 1.5},
 			wantCmd: []string{"python3", "-m", "sglang.launch_server", "--model-path", "org/m", "--tensor-parallel-size", "2", "--host", "0.0.0.0", "--port", "8000"},
 			check: func(t *testing.T, cfg *container.Config, hc *container.HostConfig) {
 				if hc.ShmSize != 16<<30 || hc.IpcMode != "" || hc.Memory != 1<<30 || hc.NanoCPUs != 1_500_000_000 {
@@ -64,7 +64,7 @@ func TestDockerContainerConfig(t *testing.T) {
 		},
 		{
 			name:    "sim image has no GPU request",
-			d:       Docker{Image: SimImage, NoGPU: true, Env: []string{"SERVETUNE_SIM_GPU=H100-SXM"}},
+			d:       &Docker{Image: SimImage, NoGPU: true, Env: []string{"SERVETUNE_SIM_GPU=H100-SXM"}},
 			wantCmd: []string{"--model", "org/m", "--tensor-parallel-size", "2"},
 			check: func(t *testing.T, cfg *container.Config, hc *container.HostConfig) {
 				if len(hc.DeviceRequests) != 0 {
@@ -74,13 +74,13 @@ func TestDockerContainerConfig(t *testing.T) {
 		},
 		{
 			name:    "custom",
-			d:       Docker{Image: "x", Profile: ProfileCustom, Command: []string{"serve", "{model}", "--port", "{port}", "--host", "{host}"}},
+			d:       &Docker{Image: "x", Profile: ProfileCustom, Command: []string{"serve", "{model}", "--port", "{port}", "--host", "{host}"}},
 			wantCmd: []string{"serve", "org/m", "--port", "8000", "--host", "0.0.0.0", "--tensor-parallel-size", "2"},
 		},
-		{name: "no image", d: Docker{}, wantErr: ErrBadSpec},
-		{name: "entrypoint outside custom", d: Docker{Image: "x", Entrypoint: []string{"/bin/sh"}}, wantErr: ErrBadSpec},
-		{name: "bad profile", d: Docker{Image: "x", Profile: "tgi"}, wantErr: ErrBadSpec},
-		{name: "custom without command", d: Docker{Image: "x", Profile: ProfileCustom}, wantErr: ErrBadSpec},
+		{name: "no image", d: &Docker{}, wantErr: ErrBadSpec},
+		{name: "entrypoint outside custom", d: &Docker{Image: "x", Entrypoint: []string{"/bin/sh"}}, wantErr: ErrBadSpec},
+		{name: "bad profile", d: &Docker{Image: "x", Profile: "tgi"}, wantErr: ErrBadSpec},
+		{name: "custom without command", d: &Docker{Image: "x", Profile: ProfileCustom}, wantErr: ErrBadSpec},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
