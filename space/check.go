@@ -3,7 +3,9 @@ package space
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 )
 
 // ErrInfeasible is wrapped by every error Check returns: the settings cannot
@@ -69,10 +71,7 @@ func validSettings(s Settings) error {
 			}
 		}
 	}
-	if len(s) > len(knobs) {
-		return fmt.Errorf("%w: more settings than servetune knows", ErrUnknownName)
-	}
-	for name := range s {
+	for _, name := range slices.Sorted(maps.Keys(s)) {
 		if _, ok := lookup(name); !ok {
 			return unknownName(name)
 		}
