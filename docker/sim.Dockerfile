@@ -6,4 +6,5 @@ FROM scratch
 COPY servetune /servetune
 ENV SERVETUNE_SIM_GPU=H100-SXM
 EXPOSE 8000
-ENTRYPOINT ["/servetune", "sim", "serve", "--host", "0.0.0.0", "--port", "8000"]
+# `servetune sim serve` listens on 0.0.0.0:8000 by default, as vLLM does.
+ENTRYPOINT ["/servetune", "sim", "serve"]
