@@ -552,11 +552,17 @@ func scanTrial(row interface{ Scan(...any) error }) (Trial, error) {
 // the order they were stored.
 func (s *Store) Trials(ctx context.Context, studyID int64) ([]Trial, error) {
 	// One read transaction gives trials and load points from one snapshot.
-	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	// It is a deferred BEGIN on a dedicated connection: BeginTx would take
+	// the write lock (_txlock=immediate) and stall a tuning process.
+	tx, err := s.db.Conn(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("store: trials: %w", err)
 	}
-	defer tx.Rollback()
+	defer tx.Close()
+	if _, err := tx.ExecContext(ctx, "BEGIN DEFERRED"); err != nil {
+		return nil, fmt.Errorf("store: trials: %w", err)
+	}
+	defer tx.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
 	rows, err := tx.QueryContext(ctx, `SELECT `+trialColumns+` FROM trials WHERE study_id = ? ORDER BY number`, studyID)
 	if err != nil {
 		return nil, fmt.Errorf("store: trials: %w", err)

@@ -481,6 +481,43 @@ func TestConcurrentWriters(t *testing.T) {
 	}
 }
 
+func TestReadWhileAnotherProcessWrites(t *testing.T) {
+	ctx := context.Background()
+	s, path := openTemp(t)
+	st, _ := s.CreateStudy(ctx, Study{Name: "busy"})
+	if err := s.StartTrial(ctx, st.ID, 0, space.Settings{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	writer, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer writer.Close()
+	tx, err := writer.db.BeginTx(ctx, nil) // holds the write lock
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, "UPDATE trials SET log_tail = 'x'"); err != nil {
+		t.Fatal(err)
+	}
+	// Readers see the last commit at once instead of waiting for the lock.
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	begin := time.Now()
+	trials, err := s.Trials(rctx, st.ID)
+	if err != nil || len(trials) != 1 || trials[0].LogTail != "" {
+		t.Fatalf("Trials during a write = %+v, %v", trials, err)
+	}
+	if _, err := s.ListStudies(rctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Requests(rctx, trials[0].ID, "concurrency=8"); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("reads took %v while another connection held the write lock", time.Since(begin))
+}
+
 func TestNoSecretsWritten(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
