@@ -40,6 +40,8 @@ type Sampler struct {
 	next   int
 	seed   int64
 	asked  int
+	seen   map[string]bool // configurations proposed or replayed
+	random *randomSampler  // fallback when the model repeats itself
 	// seedGlobal: the sampler draws from math/rand's global source (goptuna's
 	// TPE does, in its Gaussian-mixture sampling), so Ask re-seeds it.
 	seedGlobal bool
@@ -47,7 +49,8 @@ type Sampler struct {
 
 // NewSampler builds a seeded sampler of the given kind over sp.
 func NewSampler(kind string, sp space.Space, seed int64) (*Sampler, error) {
-	s := &Sampler{kind: kind, params: sp.Params, seed: seed}
+	s := &Sampler{kind: kind, params: sp.Params, seed: seed, seen: map[string]bool{},
+		random: newRandomSampler(seed ^ 0x7ea5)}
 	var opts []goptuna.StudyOption
 	switch kind {
 	case SamplerTPE, "":
@@ -120,11 +123,6 @@ func (s *Sampler) Ask() (Proposal, error) {
 		s.next++
 		return Proposal{ID: s.next - 1, Settings: s.grid[s.next-1].Clone()}, nil
 	}
-	id, err := s.study.Storage.CreateNewTrial(s.study.ID)
-	if err != nil {
-		return Proposal{}, err
-	}
-	t := goptuna.Trial{Study: s.study, ID: id}
 	if s.seedGlobal {
 		// goptuna v0.9.0's TPE picks mixture components with the global
 		// math/rand source. Re-seeding it per proposal, under a process-wide
@@ -133,7 +131,43 @@ func (s *Sampler) Ask() (Proposal, error) {
 		// binary and this package's tests set with //go:debug.
 		globalRandMu.Lock()
 		defer globalRandMu.Unlock()
-		mathrand.Seed(s.seed*1_000_003 + int64(s.asked)) //nolint:staticcheck // see above
+	}
+	// A configuration already proposed is not measured twice: ask again
+	// (the duplicate stays an unfinished goptuna trial, which the samplers
+	// ignore), and after maxDuplicates tries take a random new one.
+	for try := 0; ; try++ {
+		var p Proposal
+		var err error
+		if try < maxDuplicates {
+			p, err = s.askOnce()
+		} else {
+			p, err = s.askRandom()
+		}
+		if err != nil {
+			return Proposal{}, err
+		}
+		key := settingsKey(p.Settings)
+		if s.seen[key] && try <= maxDuplicates+maxDuplicates {
+			continue
+		}
+		s.seen[key] = true
+		return p, nil
+	}
+}
+
+// maxDuplicates bounds the model's re-proposals of measured configurations
+// before a random one is taken instead (which may also repeat in a small
+// space; then the loop gives up avoiding duplicates).
+const maxDuplicates = 16
+
+func (s *Sampler) askOnce() (Proposal, error) {
+	id, err := s.study.Storage.CreateNewTrial(s.study.ID)
+	if err != nil {
+		return Proposal{}, err
+	}
+	t := goptuna.Trial{Study: s.study, ID: id}
+	if s.seedGlobal {
+		mathrand.Seed(s.seed*1_000_003 + int64(s.asked)) //nolint:staticcheck // see Ask
 	}
 	s.asked++
 	if err := t.CallRelativeSampler(); err != nil {
@@ -148,6 +182,43 @@ func (s *Sampler) Ask() (Proposal, error) {
 		set[p.Name] = v
 	}
 	return Proposal{ID: id, Settings: set}, nil
+}
+
+// askRandom proposes uniformly at random, recorded as a goptuna trial.
+func (s *Sampler) askRandom() (Proposal, error) {
+	id, err := s.study.Storage.CreateNewTrial(s.study.ID)
+	if err != nil {
+		return Proposal{}, err
+	}
+	set := make(space.Settings, len(s.params))
+	for _, p := range s.params {
+		d := distribution(p)
+		ir, err := s.random.Sample(s.study, goptuna.FrozenTrial{}, p.Name, d)
+		if err != nil {
+			return Proposal{}, err
+		}
+		if err := s.study.Storage.SetTrialParam(id, p.Name, ir, d); err != nil {
+			return Proposal{}, err
+		}
+		set[p.Name] = external(p, ir)
+	}
+	return Proposal{ID: id, Settings: set}, nil
+}
+
+// external converts goptuna's internal value of p to a setting.
+func external(p space.Param, ir float64) any {
+	switch p.Kind {
+	case space.KindInt:
+		if p.Log {
+			return roundInt(ir, p)
+		}
+		return int(math.Round(ir))
+	case space.KindFloat:
+		return ir
+	case space.KindBool:
+		return ir >= 0.5
+	}
+	return p.Choices[int(ir)]
 }
 
 // Tell reports the value of a proposal (higher is better), or that it
@@ -194,6 +265,7 @@ func (s *Sampler) Replay(set space.Settings, value float64, failed bool) error {
 		}
 		return nil
 	}
+	s.seen[settingsKey(set)] = true
 	id, err := s.study.Storage.CreateNewTrial(s.study.ID)
 	if err != nil {
 		return err

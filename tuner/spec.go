@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"regexp"
@@ -96,7 +97,7 @@ func ParseSpecFile(path string) (*Spec, error) {
 func ParseSpec(data []byte, file string) (*Spec, error) {
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&doc); err != nil {
+	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
 		return nil, &space.Error{File: file, Line: yamlErrLine(err), Err: fmt.Errorf("invalid YAML: %s", yamlErrMsg(err))}
 	}
 	if len(doc.Content) == 0 {
