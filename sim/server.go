@@ -678,8 +678,11 @@ func (o *output) tokenChunk(b []byte, ev event) []byte {
 		b = append(b, `null`...)
 	}
 	b = append(b, `}]`...)
-	if o.continuous {
+	switch {
+	case o.continuous:
 		b = appendUsage(b, o.prompt, ev.generated)
+	case o.usage:
+		b = append(b, `,"usage":null`...)
 	}
 	return append(b, "}\n\n"...)
 }

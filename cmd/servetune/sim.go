@@ -1,0 +1,376 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/servetune/servetune/bench"
+	"github.com/servetune/servetune/sim"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+func init() { subcommands = append(subcommands, newSimCmd) }
+
+// The sim subcommands take the engine's own command line (vLLM or SGLang
+// flags, which cobra cannot know in advance), so they parse their arguments
+// themselves: engine flags go to sim.ParseArgs, the few flags of servetune's
+// own (--json, bench's workload and load flags) are split off first.
+
+func newSimCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "sim",
+		Short: "The simulated engine: estimate memory, run workloads in virtual time, serve the OpenAI API",
+		Long: `The simulated engine stands in for vLLM and SGLang: it takes their command lines
+(vllm serve MODEL [flags], or SGLang's --model-path MODEL [flags]) and models
+start-up memory, step times on the chosen GPU, and the engine's scheduler.
+Sim-only facts come from --gpu, --num-gpus, --time-scale, --sim-load-time,
+--engine, --model-config or the SERVETUNE_SIM_* environment variables.`,
+	}
+	cmd.AddCommand(newSimEstimateCmd(), newSimRunCmd(), newSimServeCmd())
+	return cmd
+}
+
+// wantsHelp reports whether args ask for help; flag parsing is off for the
+// sim subcommands, so cobra does not see -h.
+func wantsHelp(args []string) bool {
+	for _, a := range args {
+		if a == "-h" || a == "--help" {
+			return true
+		}
+	}
+	return false
+}
+
+// takeBool removes a boolean flag from args and reports whether it was there.
+func takeBool(args []string, name string) ([]string, bool) {
+	out := args[:0:0]
+	found := false
+	for _, a := range args {
+		if a == name {
+			found = true
+			continue
+		}
+		out = append(out, a)
+	}
+	return out, found
+}
+
+// simConfig parses the engine command line; errors are usage errors.
+func simConfig(args []string) (sim.Config, error) {
+	cfg, err := sim.ParseArgs(args, os.Getenv)
+	if err != nil {
+		return cfg, usageError(err)
+	}
+	return cfg, nil
+}
+
+// simEstimate is the JSON of `sim estimate`.
+type simEstimate struct {
+	Model string `json:"model"`
+	TP    int    `json:"tensor_parallel_size"`
+	sim.MemoryEstimate
+	StepTimes *sim.StepTimes `json:"step_times,omitempty"`
+	Error     string         `json:"error,omitempty"`
+}
+
+func newSimEstimateCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "estimate [engine flags] [--gpu NAME] [--num-gpus N] [--json]",
+		Short: "Print the engine's start-up memory accounting and step times; exit 1 with the engine's message when it does not fit",
+		Example: `  servetune sim estimate meta-llama/Llama-3.1-8B-Instruct --max-model-len 16000 --gpu H100-SXM
+  servetune sim estimate --model meta-llama/Llama-3.3-70B-Instruct --quantization fp8 -tp 2 --json`,
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if wantsHelp(args) {
+				return cmd.Help()
+			}
+			args, asJSON := takeBool(args, "--json")
+			cfg, err := simConfig(args)
+			if err != nil {
+				return err
+			}
+			est, estErr := sim.Estimate(cfg)
+			out := simEstimate{Model: cfg.ModelID, TP: cfg.TP, MemoryEstimate: est}
+			if estErr == nil {
+				st, err := sim.EstimateStepTimes(cfg, 1024)
+				if err != nil {
+					return failedError(err)
+				}
+				out.StepTimes = &st
+			} else {
+				out.Error = estErr.Error()
+			}
+			w := cmd.OutOrStdout()
+			if asJSON {
+				enc := json.NewEncoder(w)
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(out); err != nil {
+					return failedError(err)
+				}
+			} else {
+				printEstimate(w, cfg, out)
+			}
+			if estErr != nil {
+				return failedError(estErr)
+			}
+			return nil
+		},
+	}
+}
+
+func printEstimate(w io.Writer, cfg sim.Config, e simEstimate) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	row := func(k string, f string, a ...any) { fmt.Fprintf(tw, "%s\t%s\n", k, fmt.Sprintf(f, a...)) }
+	row("engine", "%s (%s), %s x %d, TP %d PP %d DP %d", e.Engine, cfg.ModelID, e.GPU, cfg.NumGPUs, cfg.TP, cfg.PP, cfg.DP)
+	row("memory per GPU", "%.2f GiB total, %.2f GiB requested (fraction %.2f)", e.TotalGiB, e.RequestedGiB, cfg.MemFraction)
+	row("weights", "%.2f GiB (%s)", e.WeightsGiB, quantName(cfg.Quantization))
+	row("activation peak", "%.2f GiB", e.ActivationGiB)
+	row("non-torch", "%.2f GiB", e.NonTorchGiB)
+	row("CUDA graphs", "%.2f GiB", e.CUDAGraphGiB)
+	row("KV cache", "%.2f GiB, %d tokens (%d blocks of %d, %s)", e.KVCacheGiB, e.KVCacheTokens, e.KVBlocks, e.BlockSize, cfg.KVCacheDType)
+	row("max concurrency", "%.2fx at %d tokens per request; max running requests %d", e.MaxConcurrency, e.MaxModelLen, e.MaxNumSeqs)
+	tw.Flush()
+	if e.StepTimes != nil {
+		fmt.Fprintf(w, "prefill step (ms):")
+		for _, k := range sortedKeys(e.StepTimes.Prefill) {
+			fmt.Fprintf(w, "  %d tok %.1f", k, e.StepTimes.Prefill[k])
+		}
+		fmt.Fprintf(w, "\ndecode step at %d context (ms):", e.StepTimes.DecodeContext)
+		for _, k := range sortedKeys(e.StepTimes.Decode) {
+			fmt.Fprintf(w, "  bs %d %.1f", k, e.StepTimes.Decode[k])
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+func quantName(q string) string {
+	if q == "" {
+		return "bf16"
+	}
+	return q
+}
+
+func sortedKeys(m map[int]float64) []int {
+	ks := make([]int, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Ints(ks)
+	return ks
+}
+
+// simBenchFlags registers the workload and load flags `sim run` shares with
+// `servetune bench` (same names, same meaning) into fs.
+func simBenchFlags(fs *pflag.FlagSet, f *benchFlags) {
+	fs.StringVar(&f.dataset, "dataset", "random", "random, sharegpt, jsonl or prefix")
+	fs.StringVar(&f.datasetPath, "dataset-path", "", "dataset file for sharegpt (JSON) or jsonl")
+	fs.IntVar(&f.inputLen, "input-len", 1024, "prompt tokens (random, prefix suffix)")
+	fs.IntVar(&f.outputLen, "output-len", 128, "output tokens asked for")
+	fs.Float64Var(&f.rangeRatio, "range-ratio", 0, "lengths uniform on [len(1-r), len(1+r)]")
+	fs.StringVar(&f.inputDist, "input-dist", "", "prompt length distribution (overrides --input-len)")
+	fs.StringVar(&f.outputDist, "output-dist", "", "output length distribution (overrides --output-len)")
+	fs.IntVar(&f.prefixGroups, "prefix-groups", 8, "prefix: number of shared prefixes")
+	fs.IntVar(&f.prefixLen, "prefix-len", 512, "prefix: tokens per shared prefix")
+	fs.StringVar(&f.rate, "request-rate", "inf", "requests per second (Poisson) or inf (all at once)")
+	fs.Float64Var(&f.burstiness, "burstiness", 1, "gamma shape of arrivals: 1 Poisson")
+	fs.IntVar(&f.maxConc, "max-concurrency", 0, "cap on requests in flight (0 = none)")
+	fs.IntVar(&f.numRequests, "num-requests", 1000, "requests per run (per sweep level)")
+	fs.StringVar(&f.sweep, "sweep", "", "load ladder: concurrency=1,4,16 or rate=1,2,inf")
+	fs.Uint64Var(&f.seed, "seed", 0, "random seed of workload and arrivals")
+	fs.StringVar(&f.goodput, "goodput", "", "SLOs for goodput, ms: ttft:MS,tpot:MS,e2el:MS")
+	fs.IntVar(&f.bootstrap, "bootstrap", bench.DefaultBootstrap, "bootstrap resamples for confidence intervals")
+	fs.StringVar(&f.jsonOut, "json", "", "write the summary as JSON to this file")
+	fs.StringVar(&f.csvOut, "csv", "", "write the summary as CSV to this file")
+	fs.StringVar(&f.requestsOut, "requests-out", "", "write one JSON line per request with all timestamps")
+}
+
+// splitArgs separates the flags registered in fs (with their values) from
+// the rest, which are engine flags.
+func splitArgs(fs *pflag.FlagSet, args []string) (ours, engine []string) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		name, _, hasVal := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		if !strings.HasPrefix(a, "--") || fs.Lookup(name) == nil {
+			engine = append(engine, a)
+			continue
+		}
+		ours = append(ours, a)
+		if !hasVal && fs.Lookup(name).Value.Type() != "bool" && i+1 < len(args) {
+			i++
+			ours = append(ours, args[i])
+		}
+	}
+	return ours, engine
+}
+
+func newSimRunCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "run [engine flags] [--gpu NAME] [--num-gpus N] [workload and load flags] [--json F]",
+		Short: "Run a bench workload against the simulated engine in virtual time (same result JSON as bench)",
+		Example: `  servetune sim run meta-llama/Llama-3.1-8B-Instruct --max-model-len 8192 \
+    --input-len 512 --output-len 128 --max-concurrency 256 --num-requests 10000 --json result.json`,
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if wantsHelp(args) {
+				return cmd.Help()
+			}
+			var f benchFlags
+			fs := pflag.NewFlagSet("sim run", pflag.ContinueOnError)
+			fs.SetOutput(io.Discard)
+			simBenchFlags(fs, &f)
+			ours, engineArgs := splitArgs(fs, args)
+			if err := fs.Parse(ours); err != nil {
+				return usageError(err)
+			}
+			cfg, err := simConfig(engineArgs)
+			if err != nil {
+				return err
+			}
+			return runSimVirtual(cmd, cfg, &f)
+		},
+	}
+}
+
+func runSimVirtual(cmd *cobra.Command, cfg sim.Config, f *benchFlags) error {
+	// Reuse bench's validation: the target is a placeholder, never contacted.
+	f.baseURL, f.model, f.endpoint, f.timeout = "http://127.0.0.1:1", cfg.ModelID, bench.EndpointCompletions, bench.DefaultTimeout
+	bcfg, levels, err := buildBenchConfig(f)
+	if err != nil {
+		return usageError(err)
+	}
+	if _, err := sim.Estimate(cfg); err != nil {
+		return failedError(err)
+	}
+	files := map[string]*os.File{}
+	for _, p := range []string{f.jsonOut, f.csvOut, f.requestsOut} {
+		if p == "" {
+			continue
+		}
+		fh, err := os.Create(p)
+		if err != nil {
+			return usageError(fmt.Errorf("output file: %w", err))
+		}
+		defer fh.Close()
+		files[p] = fh
+	}
+	stdout := cmd.OutOrStdout()
+	var sums []bench.Summary
+	for li, l := range levels {
+		// The same seeded streams as bench.Run: workload PCG(seed, 1),
+		// arrivals PCG(seed, 2) inside RunVirtual.
+		reqs, err := bcfg.Dataset.Generate(rand.New(rand.NewPCG(bcfg.Seed, 1)), bcfg.NumRequests)
+		if err != nil {
+			return usageError(err)
+		}
+		recs, err := sim.RunVirtual(cfg, reqs, l.load, bcfg.Seed)
+		if err != nil {
+			return failedError(err)
+		}
+		s := bench.Summarize(recs, bcfg.Summary)
+		s.MaxConcurrency = l.load.MaxConcurrency
+		if l.load.Rate > 0 {
+			s.RequestRate = l.load.Rate
+		}
+		s.Meta = map[string]any{
+			"tool": "servetune " + version, "level": li, "endpoint": "sim (virtual time)",
+			"model": cfg.ModelID, "engine": string(cfg.Engine), "gpu": cfg.GPU.ID, "num_gpus": cfg.NumGPUs,
+			"seed": bcfg.Seed, "workload": bcfg.Dataset, "load": l.load, "engine_settings": simSettings(cfg),
+		}
+		sums = append(sums, s)
+		printSummary(stdout, l.name, s)
+		if fh := files[f.requestsOut]; fh != nil {
+			if err := bench.WriteRecordsJSONL(fh, li, recs); err != nil {
+				return failedError(fmt.Errorf("--requests-out: %w", err))
+			}
+		}
+	}
+	if fh := files[f.jsonOut]; fh != nil {
+		var v any = sums[0]
+		if f.sweep != "" {
+			v = sums
+		}
+		enc := json.NewEncoder(fh)
+		enc.SetIndent("", " ")
+		if err := enc.Encode(v); err != nil {
+			return failedError(fmt.Errorf("--json: %w", err))
+		}
+	}
+	if fh := files[f.csvOut]; fh != nil {
+		if err := bench.WriteCSV(fh, sums); err != nil {
+			return failedError(fmt.Errorf("--csv: %w", err))
+		}
+	}
+	for _, fh := range files {
+		if err := fh.Close(); err != nil {
+			return failedError(fmt.Errorf("output file: %w", err))
+		}
+	}
+	return nil
+}
+
+// simSettings are the engine settings recorded in a result's meta.
+func simSettings(c sim.Config) map[string]any {
+	return map[string]any{
+		"tensor_parallel": c.TP, "pipeline_parallel": c.PP, "data_parallel": c.DP,
+		"max_running_requests": c.MaxNumSeqs, "max_batched_tokens": c.MaxBatchedTokens,
+		"gpu_memory_fraction": c.MemFraction, "max_model_len": c.MaxModelLen,
+		"quantization": quantName(c.Quantization), "kv_cache_dtype": c.KVCacheDType,
+		"prefix_caching": c.PrefixCaching, "block_size": c.BlockSize, "enforce_eager": c.EnforceEager,
+	}
+}
+
+func newSimServeCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "serve [engine flags] [--gpu NAME] [--num-gpus N] [--host H] [--port P] [--time-scale F] [--sim-load-time D]",
+		Short: "Serve the engine's OpenAI-compatible API on the real clock (a drop-in for vllm serve)",
+		Example: `  servetune sim serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 8192 --port 8000
+  SERVETUNE_SIM_GPU=H100-SXM servetune sim serve --model-path Qwen/Qwen2.5-7B-Instruct --tp-size 1 --port 30000`,
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if wantsHelp(args) {
+				return cmd.Help()
+			}
+			cfg, err := simConfig(args)
+			if err != nil {
+				return err
+			}
+			return serveSim(cmd, cfg)
+		},
+	}
+}
+
+func serveSim(cmd *cobra.Command, cfg sim.Config) error {
+	log := cmd.ErrOrStderr()
+	fmt.Fprintf(log, "INFO servetune-sim: %s engine, model %s, %s x %d, TP %d, time scale %g\n",
+		cfg.Engine, cfg.ModelID, cfg.GPU.ID, cfg.NumGPUs, cfg.TP, cfg.TimeScale)
+	srv, err := sim.NewServer(cfg)
+	if err != nil {
+		var se *sim.StartupError
+		if errors.As(err, &se) {
+			fmt.Fprintf(log, "ERROR %s\n", se.Message)
+		}
+		return failedError(err)
+	}
+	est := srv.Estimate()
+	fmt.Fprintf(log, "INFO Memory profiling: weights %.2f GiB, peak activation %.2f GiB, non-torch %.2f GiB; KV cache %.2f GiB\n",
+		est.WeightsGiB, est.ActivationGiB, est.NonTorchGiB, est.KVCacheGiB)
+	fmt.Fprintf(log, "INFO GPU KV cache size: %d tokens\n", est.KVCacheTokens)
+	fmt.Fprintf(log, "INFO Maximum concurrency for %d tokens per request: %.2fx\n", est.MaxModelLen, est.MaxConcurrency)
+	addr := net.JoinHostPort(cfg.Host, fmt.Sprint(cfg.Port))
+	err = srv.ListenAndServe(cmd.Context(), addr, func(a net.Addr) {
+		fmt.Fprintf(log, "INFO Uvicorn running on http://%s (Press CTRL+C to quit)\n", a)
+	})
+	if err != nil {
+		return failedError(err)
+	}
+	return nil
+}

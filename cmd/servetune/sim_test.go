@@ -1,0 +1,178 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestSimEstimateCLI(t *testing.T) {
+	tests := []struct {
+		name     string
+		args     []string
+		code     int
+		stdout   string
+		stderr   string
+		kvApprox float64
+	}{
+		{"8B fits", []string{"sim", "estimate", "meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "16000", "--json"}, exitOK, `"kv_cache_tokens"`, "", 51.38},
+		{"70B fp8 TP2", []string{"sim", "estimate", "--model", "llama-3.3-70b", "--quantization", "fp8", "-tp", "2", "--max-model-len", "16000", "--json"}, exitOK, `"weights_gib"`, "", 32.0},
+		{"70B fp8 TP1 fails", []string{"sim", "estimate", "llama-3.3-70b", "--quantization", "fp8", "--max-model-len", "16000"}, exitFailed, "KV cache", "No available memory for the cache blocks", 0},
+		{"sglang", []string{"sim", "estimate", "--model-path", "qwen2.5-7b", "--tp-size", "1", "--context-length", "8192"}, exitOK, "KV cache", "", 0},
+		{"unknown flag", []string{"sim", "estimate", "llama-3.1-8b", "--bogus", "1"}, exitUsage, "", "unrecognized arguments: --bogus", 0},
+		{"unknown model", []string{"sim", "estimate", "acme/none"}, exitUsage, "", "not in the catalog", 0},
+		{"bad gpu", []string{"sim", "estimate", "llama-3.1-8b", "--gpu", "Z80"}, exitUsage, "", `GPU "Z80"`, 0},
+		{"tp must divide heads", []string{"sim", "estimate", "llama-3.1-8b", "-tp", "3", "--num-gpus", "4"}, exitUsage, "", "must be divisible by tensor parallel size", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := run(context.Background(), tt.args, &out, &errb)
+			if code != tt.code || !strings.Contains(out.String(), tt.stdout) || !strings.Contains(errb.String(), tt.stderr) {
+				t.Fatalf("code %d (want %d)\nstdout: %s\nstderr: %s", code, tt.code, out.String(), errb.String())
+			}
+			if tt.kvApprox > 0 {
+				var est struct {
+					KV float64 `json:"kv_cache_gib"`
+				}
+				if err := json.Unmarshal(out.Bytes(), &est); err != nil {
+					t.Fatal(err)
+				}
+				if d := est.KV/tt.kvApprox - 1; d > 0.08 || d < -0.08 {
+					t.Errorf("kv_cache_gib %.2f, want ~%.2f", est.KV, tt.kvApprox)
+				}
+			}
+			if strings.Count(errb.String(), "\n") > 1 {
+				t.Errorf("error is more than one line: %q", errb.String())
+			}
+		})
+	}
+}
+
+func TestSimRunCLI(t *testing.T) {
+	dir := t.TempDir()
+	jsonPath := filepath.Join(dir, "result.json")
+	args := []string{"sim", "run", "llama-3.1-8b", "--max-model-len", "4096", "--gpu", "H100-SXM",
+		"--input-len", "256", "--output-len", "32", "--max-concurrency", "16", "--num-requests", "200",
+		"--seed", "3", "--bootstrap", "10", "--json", jsonPath}
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), args, &out, &errb); code != exitOK {
+		t.Fatalf("code %d: %s", code, errb.String())
+	}
+	b, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res map[string]any
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"completed", "output_throughput", "median_ttft_ms", "p99_tpot_ms", "meta"} {
+		if _, ok := res[k]; !ok {
+			t.Errorf("result JSON lacks %q", k)
+		}
+	}
+	if res["completed"].(float64) != 200 {
+		t.Errorf("completed = %v", res["completed"])
+	}
+	// Same seed, same numbers.
+	var out2 bytes.Buffer
+	args[len(args)-1] = filepath.Join(dir, "again.json")
+	run(context.Background(), args, &out2, &errb)
+	b2, _ := os.ReadFile(args[len(args)-1])
+	var res2 map[string]any
+	_ = json.Unmarshal(b2, &res2)
+	if res["median_ttft_ms"] != res2["median_ttft_ms"] || res["output_throughput"] != res2["output_throughput"] {
+		t.Errorf("not deterministic: %v vs %v", res["median_ttft_ms"], res2["median_ttft_ms"])
+	}
+
+	// Bad workload flags are usage errors.
+	errb.Reset()
+	if code := run(context.Background(), []string{"sim", "run", "llama-3.1-8b", "--request-rate", "fast"}, &out, &errb); code != exitUsage {
+		t.Errorf("bad rate: code %d, %s", code, errb.String())
+	}
+	// A config that does not fit fails with the engine's message.
+	errb.Reset()
+	if code := run(context.Background(), []string{"sim", "run", "llama-3.3-70b", "-q", "fp8", "--max-model-len", "8192", "--num-requests", "5"}, &out, &errb); code != exitFailed || !strings.Contains(errb.String(), "No available memory for the cache blocks") {
+		t.Errorf("OOM: code %d, %s", code, errb.String())
+	}
+}
+
+func TestSimServeCLIStartupFailure(t *testing.T) {
+	var out, errb bytes.Buffer
+	code := run(context.Background(), []string{"sim", "serve", "--model", "Qwen/Qwen3-32B", "--max-model-len", "32000", "--port", "0"}, &out, &errb)
+	if code != exitFailed || !strings.Contains(errb.String(), "KV cache is needed, which is larger than the available KV cache memory") {
+		t.Fatalf("code %d: %s", code, errb.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for one writer and one reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestSimServeCLI(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var out, errb syncBuffer
+	var wg sync.WaitGroup
+	code := -1
+	wg.Go(func() {
+		code = run(ctx, []string{"sim", "serve", "llama-3.1-8b", "--max-model-len", "2048", "--host", "127.0.0.1", "--port", "0", "--sim-load-time", "10ms", "--time-scale", "20"}, &out, &errb)
+	})
+	defer func() {
+		cancel()
+		wg.Wait()
+		if code != exitOK {
+			t.Errorf("exit code %d: %s", code, errb.String())
+		}
+	}()
+	var base string
+	for i := 0; i < 500 && base == ""; i++ {
+		if _, rest, ok := strings.Cut(errb.String(), "Uvicorn running on "); ok {
+			base, _, _ = strings.Cut(rest, " ")
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if base == "" {
+		t.Fatalf("server did not start: %s", errb.String())
+	}
+	resp, err := http.Get(base + "/health")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("/health: %d", resp.StatusCode)
+	}
+	resp, err = http.Post(base+"/v1/completions", "application/json", strings.NewReader(`{"model":"llama-3.1-8b","prompt":"a b","max_tokens":4,"stream":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if strings.Count(string(body), "data: ") != 5 || !strings.HasSuffix(string(body), "data: [DONE]\n\n") {
+		t.Errorf("stream: %s", body)
+	}
+}
