@@ -92,6 +92,15 @@ func newTransport(idle int) *http.Transport {
 	}
 }
 
+// newHTTPClient returns a client over newTransport(idle). Redirects are not
+// followed: a streamed POST cannot be replayed.
+func newHTTPClient(idle int) *http.Client {
+	return &http.Client{
+		Transport:     newTransport(idle),
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
 // client sends streaming requests to one target.
 type client struct {
 	hc        *http.Client

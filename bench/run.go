@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"net/http"
 	"os"
 	"slices"
 	"sync"
@@ -110,7 +109,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if idle == 0 {
 		idle = 4096
 	}
-	hc := &http.Client{Transport: newTransport(idle)}
+	hc := newHTTPClient(idle)
 	defer hc.CloseIdleConnections()
 	c := newClient(hc, cfg.Target, !cfg.KeepEOS)
 

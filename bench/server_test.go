@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -28,8 +29,8 @@ type fakeServer struct {
 	Coalesce       bool
 
 	mu     sync.Mutex
-	sends  [][]time.Time // per request: write time of each text chunk
-	recv   []time.Time
+	sends  [][]time.Time          // per request: write time of each text chunk
+	recv   []time.Time            // per request: arrival
 	byText map[string][]time.Time // prompt -> chunk write times
 }
 
@@ -118,6 +119,7 @@ func (f *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	per := max(f.TokensPerChunk, 1)
 	chunks := (n + per - 1) / per
 	sends := make([]time.Time, 0, chunks)
+	buf := make([]byte, 0, 512)
 	sent := 0
 	for k := range chunks {
 		due := recv.Add(f.TTFT + time.Duration(k*per)*f.PerToken)
@@ -128,16 +130,33 @@ func (f *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if sent == n {
 			finish = `"length"`
 		}
-		usage := ""
-		if !f.NoUsage && !f.NoContinuous {
-			usage = fmt.Sprintf(`,"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d}`, promptTokens, sent, promptTokens+sent)
-		}
-		text := `"text":"` + strings.Repeat(" tok", m) + `"`
+		// Built by appending into one buffer: the server shares the
+		// process with the client under test, so it must be cheap.
+		buf = append(buf[:0], `data: {"id":"cmpl-1","object":"text_completion","choices":[{"index":0,`...)
 		if chat {
-			text = `"delta":{"content":"` + strings.Repeat(" tok", m) + `"}`
+			buf = append(buf, `"delta":{"content":"`...)
+		} else {
+			buf = append(buf, `"text":"`...)
 		}
-		if _, err := fmt.Fprintf(w, "data: {\"id\":\"cmpl-1\",\"object\":\"text_completion\",\"choices\":[{\"index\":0,%s,\"finish_reason\":%s}]%s}\n\n",
-			text, finish, usage); err != nil {
+		for range m {
+			buf = append(buf, " tok"...)
+		}
+		buf = append(buf, '"')
+		if chat {
+			buf = append(buf, '}')
+		}
+		buf = append(buf, `,"finish_reason":`...)
+		buf = append(buf, finish...)
+		buf = append(buf, "}]"...)
+		if !f.NoUsage && !f.NoContinuous {
+			buf = append(buf, `,"usage":{"prompt_tokens":`...)
+			buf = strconv.AppendInt(buf, int64(promptTokens), 10)
+			buf = append(buf, `,"completion_tokens":`...)
+			buf = strconv.AppendInt(buf, int64(sent), 10)
+			buf = append(buf, '}')
+		}
+		buf = append(buf, "}\n\n"...)
+		if _, err := w.Write(buf); err != nil {
 			return
 		}
 		// Flush each chunk; Coalesce flushes only when the next chunk is

@@ -1,0 +1,90 @@
+package bench
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// BenchmarkClientStream measures the whole client loop (HTTP request, SSE
+// framing, chunk JSON, record keeping) against a local server that streams
+// 1000 one-token chunks per request as fast as it can. The server shares the
+// process and the CPUs, so events/s is a lower bound for the client alone.
+func BenchmarkClientStream(b *testing.B) {
+	fs := &fakeServer{Tokens: 1000, Coalesce: true}
+	srv := fs.start(b)
+	hc := newHTTPClient(4)
+	c := newClient(hc, Target{BaseURL: srv.URL, Model: "m"}, true)
+	req := Request{Prompt: "hello world", MaxTokens: 1000}
+	start := time.Now()
+	b.ReportAllocs()
+	events := 0
+	for b.Loop() {
+		var rec Record
+		c.do(context.Background(), req, start, time.Minute, &rec)
+		if rec.Error != ErrNone {
+			b.Fatal(rec.Error, rec.ErrorMsg)
+		}
+		events += len(rec.Chunks)
+	}
+	b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")
+	b.ReportMetric(float64(events)/float64(b.N), "events/op")
+}
+
+// BenchmarkConcurrentStreams runs 2000 concurrent streams (50 tokens, one
+// every 20 ms after a 20 ms TTFT) through Run and reports how many
+// completed, the event rate, and the median TTFT/ITL the client measured
+// (truth: 20 ms and 20 ms).
+func BenchmarkConcurrentStreams(b *testing.B) {
+	fs := &fakeServer{TTFT: 20 * time.Millisecond, PerToken: 20 * time.Millisecond}
+	srv := fs.start(b)
+	cfg := Config{
+		Target:      Target{BaseURL: srv.URL, Model: "m"},
+		Dataset:     DatasetSpec{Kind: DatasetRandom, Input: Dist{Value: 8}, Output: Dist{Value: 50}},
+		Load:        Load{MaxConcurrency: 2000},
+		NumRequests: 2000,
+		Timeout:     time.Minute,
+		NoAlign:     true,
+		Summary:     SummaryOptions{Bootstrap: 10},
+	}
+	var s Summary
+	for b.Loop() {
+		res, err := Run(context.Background(), cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		s = res.Summary
+	}
+	b.ReportMetric(float64(s.Completed), "completed")
+	b.ReportMetric(float64(s.Failed), "failed")
+	b.ReportMetric(s.TTFT.Median, "ttft_median_ms")
+	b.ReportMetric(s.ITL.Median, "itl_median_ms")
+	b.ReportMetric(float64(s.TotalOutputTokens)/s.Duration, "events/s")
+}
+
+// BenchmarkSendLateness runs an open loop at 200 requests/s for 2 s against
+// a fast server and reports the p99 and max of actual − intended send time.
+func BenchmarkSendLateness(b *testing.B) {
+	fs := &fakeServer{TTFT: time.Millisecond, PerToken: time.Millisecond}
+	srv := fs.start(b)
+	cfg := Config{
+		Target:      Target{BaseURL: srv.URL, Model: "m"},
+		Dataset:     DatasetSpec{Kind: DatasetRandom, Input: Dist{Value: 8}, Output: Dist{Value: 10}},
+		Load:        Load{Rate: 200},
+		NumRequests: 400,
+		Timeout:     time.Minute,
+		NoAlign:     true,
+		Summary:     SummaryOptions{Bootstrap: 10},
+	}
+	var s Summary
+	for b.Loop() {
+		res, err := Run(context.Background(), cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		s = res.Summary
+	}
+	b.ReportMetric(s.Queue.P99, "lateness_p99_ms")
+	b.ReportMetric(s.Queue.Median, "lateness_median_ms")
+	b.ReportMetric(float64(s.Failed), "failed")
+}
