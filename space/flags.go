@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // valueType is the Go type a setting's values have.
@@ -28,8 +29,10 @@ type rule struct {
 	values map[string]string // value renames for string settings
 	on     []string          // bool settings: argv when true
 	off    []string          // bool settings: argv when false
-	// custom renders settings whose flags depend on other settings.
+	// custom renders settings whose flags depend on other settings; emits
+	// lists the flags it may write (for "did you mean" on engine flag names).
 	custom func(v any, s Settings) []string
+	emits  []string
 }
 
 // knob is one tunable setting: its neutral name, the values it accepts, and
@@ -73,7 +76,7 @@ var knobs = []knob{
 	// disabled chunked prefill keeps --chunked-prefill-size -1.
 	{name: "max_batched_tokens", typ: intValue, min: 1,
 		vllm: rule{flag: "--max-num-batched-tokens"},
-		sglang: rule{custom: func(v any, s Settings) []string {
+		sglang: rule{emits: []string{"--chunked-prefill-size", "--max-prefill-tokens"}, custom: func(v any, s Settings) []string {
 			n := formatValue(v)
 			if on, ok := s.Bool("chunked_prefill"); ok && !on {
 				return []string{"--max-prefill-tokens", n}
@@ -139,6 +142,10 @@ var ErrBadValue = errors.New("bad value")
 // unknownName returns the error for an unknown setting, with a suggestion
 // when a known name is close.
 func unknownName(name string) error {
+	if k, e, flag := engineFlag(name); k != nil {
+		engine := map[Engine]string{VLLM: "vLLM", SGLang: "SGLang"}[e]
+		return fmt.Errorf("%w %q (did you mean %s? %s is %s's flag)", ErrUnknownName, name, k.name, flag, engine)
+	}
 	if s := suggest(name); s != "" {
 		return fmt.Errorf("%w %q (did you mean %s?)", ErrUnknownName, name, s)
 	}
@@ -299,6 +306,26 @@ func ServeCommand(engine Engine, model string, s Settings, extra []string) []str
 	flags, _ := Render(engine, s)
 	argv = append(argv, flags...)
 	return append(argv, extra...)
+}
+
+// engineFlag finds the knob whose engine flag name is written: users who know
+// one engine write max_num_seqs or mem-fraction-static.
+func engineFlag(name string) (*knob, Engine, string) {
+	norm := strings.ReplaceAll(strings.TrimLeft(name, "-"), "_", "-")
+	for i := range knobs {
+		k := &knobs[i]
+		for _, c := range []struct {
+			e Engine
+			r rule
+		}{{VLLM, k.vllm}, {SGLang, k.sglang}} {
+			for _, f := range slices.Concat([]string{c.r.flag}, c.r.on, c.r.off, c.r.emits) {
+				if f != "" && strings.TrimLeft(f, "-") == norm {
+					return k, c.e, f
+				}
+			}
+		}
+	}
+	return nil, "", ""
 }
 
 // suggest returns the known name closest to name, or "" when none is close.

@@ -191,7 +191,11 @@ func TestRenderErrors(t *testing.T) {
 		text   string
 	}{
 		{"unknown engine", "trtllm", Settings{}, ErrBadValue, `bad value: engine "trtllm" (want vllm or sglang)`},
-		{"unknown setting", VLLM, Settings{"max_num_seqs": 8}, ErrUnknownName, `unknown setting "max_num_seqs"`},
+		{"unknown setting", VLLM, Settings{"temperature": 8}, ErrUnknownName, `unknown setting "temperature"`},
+		{"vllm flag name", VLLM, Settings{"max_num_seqs": 8}, ErrUnknownName, `unknown setting "max_num_seqs" (did you mean max_running_requests? --max-num-seqs is vLLM's flag)`},
+		{"sglang flag name", VLLM, Settings{"mem-fraction-static": 0.8}, ErrUnknownName, `unknown setting "mem-fraction-static" (did you mean gpu_memory_fraction? --mem-fraction-static is SGLang's flag)`},
+		{"sglang custom flag name", VLLM, Settings{"chunked_prefill_size": 8}, ErrUnknownName, `unknown setting "chunked_prefill_size" (did you mean max_batched_tokens? --chunked-prefill-size is SGLang's flag)`},
+		{"vllm bool flag name", VLLM, Settings{"enforce_eager": true}, ErrUnknownName, `unknown setting "enforce_eager" (did you mean cuda_graphs? --enforce-eager is vLLM's flag)`},
 		{"close setting", VLLM, Settings{"block_sizes": 8}, ErrUnknownName, `unknown setting "block_sizes" (did you mean block_size?)`},
 		{"wrong type", VLLM, Settings{"prefix_caching": "yes"}, ErrBadValue, "bad value: prefix_caching must be true or false, not \"yes\""},
 		{"out of range", SGLang, Settings{"gpu_memory_fraction": 1.5}, ErrBadValue, "bad value: gpu_memory_fraction 1.5 is outside (0, 1]"},
@@ -276,7 +280,7 @@ constraints:
 		{"user constraint", with("max_batched_tokens", 32), ctx, `infeasible settings: constraint "max_batched_tokens >= max_running_requests" does not hold`},
 		{"memory", with("tensor_parallel", 1), Context{Fits: ctx.Fits}, "infeasible settings: tensor_parallel 1 ..."},
 		{"bad value", with("quantization", "fp7"), ctx, "infeasible settings: bad value: quantization \"fp7\" is not one of [none fp8 awq awq_marlin gptq gptq_marlin int4 int8 bitsandbytes compressed-tensors marlin modelopt]"},
-		{"unknown setting", with("max_num_seqs", 3), ctx, "infeasible settings: unknown setting \"max_num_seqs\""},
+		{"unknown setting", with("max_num_seqs", 3), ctx, "infeasible settings: unknown setting \"max_num_seqs\" (did you mean max_running_requests? --max-num-seqs is vLLM's flag)"},
 		{"missing setting in constraint", Settings{"tensor_parallel": 1, "pipeline_parallel": 1}, Context{}, "infeasible settings: \"max_batched_tokens >= max_running_requests\": bad constraint: max_batched_tokens is not set"},
 	}
 	for _, tt := range tests {

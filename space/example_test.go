@@ -1,0 +1,58 @@
+package space_test
+
+import (
+	"fmt"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/servetune/servetune/space"
+)
+
+func ExampleParse() {
+	src := `tensor_parallel: [1, 2]
+quantization: [none, fp8]
+extra_args: ["--disable-log-requests"]
+`
+	var doc yaml.Node
+	if err := yaml.Unmarshal([]byte(src), &doc); err != nil {
+		panic(err)
+	}
+	sp, err := space.Parse(&doc, "study.yaml")
+	if err != nil {
+		panic(err)
+	}
+	grid, _ := sp.Grid()
+	for _, s := range grid {
+		if err := sp.Check(s, space.Context{AttentionHeads: 32, GPUs: 1}); err != nil {
+			fmt.Println("skip:", err)
+			continue
+		}
+		fmt.Println(strings.Join(space.ServeCommand(space.VLLM, "meta-llama/Llama-3.1-8B-Instruct", s, sp.Extra), " "))
+	}
+	// Output:
+	// vllm serve meta-llama/Llama-3.1-8B-Instruct --tensor-parallel-size 1 --disable-log-requests
+	// vllm serve meta-llama/Llama-3.1-8B-Instruct --tensor-parallel-size 1 --quantization fp8 --disable-log-requests
+	// skip: infeasible settings: tensor×pipeline×data parallel = 2×1×1 needs 2 GPUs, 1 available
+	// skip: infeasible settings: tensor×pipeline×data parallel = 2×1×1 needs 2 GPUs, 1 available
+}
+
+func ExampleRender() {
+	s := space.Settings{"tensor_parallel": 2, "gpu_memory_fraction": 0.88, "prefix_caching": false, "kv_cache_dtype": "fp8"}
+	v, _ := space.Render(space.VLLM, s)
+	g, _ := space.Render(space.SGLang, s)
+	fmt.Println(strings.Join(v, " "))
+	fmt.Println(strings.Join(g, " "))
+	// Output:
+	// --tensor-parallel-size 2 --gpu-memory-utilization 0.88 --kv-cache-dtype fp8 --no-enable-prefix-caching
+	// --tp-size 2 --mem-fraction-static 0.88 --kv-cache-dtype fp8_e4m3 --disable-radix-cache
+}
+
+func ExampleParse_error() {
+	var doc yaml.Node
+	_ = yaml.Unmarshal([]byte("tensor_parallel: [1, 2]\nmax_num_seqs: [64]\n"), &doc)
+	_, err := space.Parse(&doc, "study.yaml")
+	fmt.Println(err)
+	// Output:
+	// study.yaml:2: space: unknown setting "max_num_seqs" (did you mean max_running_requests? --max-num-seqs is vLLM's flag)
+}
