@@ -70,7 +70,7 @@ func (d DatasetSpec) Validate() error {
 	default:
 		return fmt.Errorf("%w: unknown kind %q (random, sharegpt, jsonl, prefix, mix)", ErrBadDataset, d.Kind)
 	}
-	if d.Kind != DatasetShareGPT || d.Output.Kind != "" {
+	if d.Kind != DatasetShareGPT || d.Output.isSet() {
 		if err := d.Output.Validate(); err != nil {
 			return fmt.Errorf("output: %w", err)
 		}
@@ -180,7 +180,7 @@ func (d DatasetSpec) shareGPT(rng *rand.Rand, n int) ([]Request, error) {
 		}
 		prompt, completion := e.Conversations[0].Value, e.Conversations[1].Value
 		in, out := ApproxTokens(prompt), ApproxTokens(completion)
-		if d.Output.Kind != "" {
+		if d.Output.isSet() {
 			out = d.Output.Sample(rng)
 		}
 		if in < 4 || out < 4 || in > 1024 || in+out > 2048 {

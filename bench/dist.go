@@ -117,6 +117,9 @@ func (d Dist) clipString() string {
 	return s
 }
 
+// isSet reports whether d was given (the zero Dist means "not given").
+func (d Dist) isSet() bool { return d != Dist{} }
+
 // Validate reports a distribution that cannot produce positive lengths.
 func (d Dist) Validate() error {
 	switch d.Kind {

@@ -1,0 +1,142 @@
+package bench
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestGenerate(t *testing.T) {
+	tests := []struct {
+		name  string
+		spec  DatasetSpec
+		check func(t *testing.T, rs []Request)
+	}{
+		{"random fixed", DatasetSpec{Kind: DatasetRandom, Input: Dist{Value: 20}, Output: Dist{Value: 7}}, func(t *testing.T, rs []Request) {
+			for _, r := range rs {
+				if len(strings.Fields(r.Prompt)) != 20 || r.PromptTokens != 20 || r.MaxTokens != 7 || r.PrefixID != -1 || !r.Synthetic {
+					t.Fatalf("request %+v", r)
+				}
+			}
+		}},
+		{"prefix", DatasetSpec{Kind: DatasetPrefix, PrefixGroups: 3, PrefixLen: 10, Input: Dist{Value: 5}, Output: Dist{Value: 2}}, func(t *testing.T, rs []Request) {
+			prefixes := map[int]string{}
+			for _, r := range rs {
+				w := strings.Fields(r.Prompt)
+				if len(w) != 15 || r.PromptTokens != 15 || r.PrefixTokens != 10 || r.PrefixID < 0 || r.PrefixID > 2 {
+					t.Fatalf("request %+v", r)
+				}
+				p := strings.Join(w[:10], " ")
+				if old, ok := prefixes[r.PrefixID]; ok && old != p {
+					t.Fatalf("group %d has two prefixes", r.PrefixID)
+				}
+				prefixes[r.PrefixID] = p
+			}
+			if len(prefixes) != 3 {
+				t.Errorf("%d groups used, want 3", len(prefixes))
+			}
+		}},
+		{"sharegpt filters", DatasetSpec{Kind: DatasetShareGPT, Path: "testdata/sharegpt.json"}, func(t *testing.T, rs []Request) {
+			for _, r := range rs {
+				// "Hi" (< 4 tokens), the "Ok" reply and the one-turn entry are skipped.
+				if strings.HasPrefix(r.Prompt, "Hi") || strings.Contains(r.Prompt, "capital of France") || strings.Contains(r.Prompt, "sleep better") {
+					t.Fatalf("filtered entry used: %q", r.Prompt)
+				}
+				if r.PromptTokens < 4 || r.MaxTokens < 4 || r.Synthetic {
+					t.Fatalf("request %+v", r)
+				}
+			}
+		}},
+		{"sharegpt fixed output", DatasetSpec{Kind: DatasetShareGPT, Path: "testdata/sharegpt.json", Output: Dist{Value: 64}}, func(t *testing.T, rs []Request) {
+			for _, r := range rs {
+				if r.MaxTokens != 64 {
+					t.Fatalf("max tokens %d, want 64", r.MaxTokens)
+				}
+			}
+		}},
+		{"jsonl", DatasetSpec{Kind: DatasetJSONL, Path: "testdata/prompts.jsonl", Output: Dist{Value: 33}}, func(t *testing.T, rs []Request) {
+			outs := map[int]bool{}
+			for _, r := range rs {
+				outs[r.MaxTokens] = true
+			}
+			if !outs[64] || !outs[33] || !outs[48] {
+				t.Errorf("output lengths %v, want 64 (output_len), 48 (max_tokens), 33 (default)", outs)
+			}
+		}},
+		{"mix", DatasetSpec{Kind: DatasetMix, Mix: []MixPart{
+			{Weight: 3, Spec: DatasetSpec{Kind: DatasetRandom, Input: Dist{Value: 5}, Output: Dist{Value: 1}}},
+			{Weight: 1, Spec: DatasetSpec{Kind: DatasetPrefix, PrefixGroups: 2, PrefixLen: 4, Input: Dist{Value: 2}, Output: Dist{Value: 2}}},
+		}}, func(t *testing.T, rs []Request) {
+			n := 0
+			for _, r := range rs {
+				if r.PrefixID >= 0 {
+					n++
+				}
+			}
+			if n < 25 || n > 75 {
+				t.Errorf("%d of 200 from the weight-1 part, want about 50", n)
+			}
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rs, err := tc.spec.Generate(newRNG(5, 1), 200)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rs) != 200 {
+				t.Fatalf("%d requests, want 200", len(rs))
+			}
+			for i, r := range rs {
+				if r.Index != i {
+					t.Fatalf("request %d has index %d", i, r.Index)
+				}
+			}
+			tc.check(t, rs)
+			again, _ := tc.spec.Generate(newRNG(5, 1), 200)
+			if !reflect.DeepEqual(rs, again) {
+				t.Error("equal seeds gave different requests")
+			}
+		})
+	}
+}
+
+func TestGenerateErrors(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.jsonl")
+	os.WriteFile(bad, []byte("{\"prompt\": \"ok\"}\nnot json\n"), 0o644)
+	noPrompt := filepath.Join(dir, "np.jsonl")
+	os.WriteFile(noPrompt, []byte("{\"output_len\": 3}\n"), 0o644)
+	empty := filepath.Join(dir, "empty.json")
+	os.WriteFile(empty, []byte("[]"), 0o644)
+	tests := []struct {
+		name string
+		spec DatasetSpec
+		want string
+	}{
+		{"unknown kind", DatasetSpec{Kind: "imagenet"}, "unknown kind"},
+		{"bad input", DatasetSpec{Kind: DatasetRandom, Input: Dist{Value: 0}, Output: Dist{Value: 1}}, "input"},
+		{"prefix without groups", DatasetSpec{Kind: DatasetPrefix, Input: Dist{Value: 1}, Output: Dist{Value: 1}}, "prefix"},
+		{"sharegpt without path", DatasetSpec{Kind: DatasetShareGPT}, "path"},
+		{"missing file", DatasetSpec{Kind: DatasetJSONL, Path: filepath.Join(dir, "nope"), Output: Dist{Value: 1}}, "no such file"},
+		{"bad jsonl line", DatasetSpec{Kind: DatasetJSONL, Path: bad, Output: Dist{Value: 1}}, "bad.jsonl:2"},
+		{"jsonl without prompt", DatasetSpec{Kind: DatasetJSONL, Path: noPrompt, Output: Dist{Value: 1}}, "no \"prompt\""},
+		{"empty sharegpt", DatasetSpec{Kind: DatasetShareGPT, Path: empty}, "no usable entries"},
+		{"not sharegpt", DatasetSpec{Kind: DatasetShareGPT, Path: bad}, "not a ShareGPT"},
+		{"mix weight", DatasetSpec{Kind: DatasetMix, Mix: []MixPart{{Weight: 0, Spec: DatasetSpec{Kind: DatasetRandom, Input: Dist{Value: 1}, Output: Dist{Value: 1}}}}}, "weight"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := tc.spec.Generate(newRNG(1, 1), 3)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("err %v, want one line containing %q", err, tc.want)
+			}
+			if !errors.Is(err, ErrBadDataset) && !errors.Is(err, ErrBadDist) {
+				t.Errorf("err %v does not wrap ErrBadDataset", err)
+			}
+		})
+	}
+}
