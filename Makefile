@@ -31,5 +31,19 @@ SIM_IMAGE ?= servetune-sim:dev
 sim-image:
 	SIM_IMAGE=$(SIM_IMAGE) GO=$(GO) ./scripts/sim-image.sh
 
+# The quick start: tune Llama-3.1-8B on two simulated H100s and print the
+# recommended serve command. A fresh database each time, in the ignored .servetune/.
+RUN_DB ?= .servetune/quickstart.db
+run: build
+	@mkdir -p $(dir $(RUN_DB)) && rm -f $(RUN_DB) $(RUN_DB)-wal $(RUN_DB)-shm
+	./$(BIN) tune examples/quickstart.yaml --db $(RUN_DB)
+	@echo
+	./$(BIN) recommend quickstart --db $(RUN_DB) --prefer cost
+
+# How many trials TPE and random search need to reach 99% of the exhaustive
+# optimum of examples/sampler-bench.yaml (median of 10 seeds, virtual time).
+sampler-bench:
+	$(GO) run ./tuner/samplerbench examples/sampler-bench.yaml
+
 clean:
 	rm -rf bin .servetune

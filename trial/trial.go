@@ -51,6 +51,11 @@ type Plan struct {
 	Timeout          time.Duration // per request
 	Goodput          bench.SLO     // per-request limits for goodput
 	Seed             uint64
+	// TimeScale is how many times faster than real time the engine runs
+	// (the simulated engine's --time-scale); 0 or 1 = real time. Loads,
+	// limits and every measurement are converted so results are in the
+	// engine's time.
+	TimeScale float64
 
 	Bench    BenchFunc                                   // default bench.Run
 	Progress func(level string, done, total int)         // optional, from one goroutine
@@ -109,8 +114,18 @@ func LevelLabel(l bench.Load) (label, kind string, value float64) {
 // level (or searches the capacity), tears the engine down and classifies
 // any failure. It returns StatusInterrupted when ctx ends first.
 func Run(ctx context.Context, p Plan) Result {
+	start := time.Now()
+	res := run(ctx, p)
+	res.Started, res.Finished = start, time.Now()
+	return res
+}
+
+func run(ctx context.Context, p Plan) Result {
 	res := Result{Started: time.Now()}
-	defer func() { res.Finished = time.Now() }()
+	k := p.TimeScale
+	if k <= 0 {
+		k = 1
+	}
 	if p.Bench == nil {
 		p.Bench = bench.Run
 	}
@@ -202,15 +217,18 @@ func Run(ctx context.Context, p Plan) Result {
 
 	measure := func(i int, load bench.Load) (Level, error) {
 		label, kind, value := LevelLabel(load)
+		sent := load
+		sent.Rate *= k
+		goodput := bench.SLO{TTFTms: p.Goodput.TTFTms / k, TPOTms: p.Goodput.TPOTms / k, E2ELms: p.Goodput.E2ELms / k}
 		cfg := bench.Config{
 			Target:      bench.Target{BaseURL: inst.Endpoint(), Model: p.Spec.Model},
 			Dataset:     p.Dataset,
-			Load:        load,
+			Load:        sent,
 			NumRequests: p.RequestsPerLevel,
 			Warmup:      p.Warmup,
 			Timeout:     p.Timeout,
 			Seed:        p.Seed + uint64(i),
-			Summary:     bench.SummaryOptions{Goodput: p.Goodput, Seed: p.Seed},
+			Summary:     bench.SummaryOptions{Goodput: goodput, Seed: p.Seed},
 		}
 		if p.Progress != nil {
 			cfg.Progress = func(done, total int) { p.Progress(label, done, total) }
@@ -218,6 +236,10 @@ func Run(ctx context.Context, p Plan) Result {
 		r, err := p.Bench(mctx, cfg)
 		if err != nil {
 			return Level{}, err
+		}
+		if k != 1 {
+			ScaleSummary(&r.Summary, k)
+			ScaleRecords(r.Records, k)
 		}
 		lv := Level{Label: label, Kind: kind, Value: value, Load: load, Summary: r.Summary, Records: r.Records}
 		if p.OnLevel != nil {
@@ -339,4 +361,39 @@ func oneLine(s string) string {
 		s = s[:497] + "..."
 	}
 	return s
+}
+
+// ScaleSummary converts a summary measured against an engine running k
+// times faster than real time into the engine's time: durations and
+// latencies grow by k, rates shrink by k.
+func ScaleSummary(s *bench.Summary, k float64) {
+	s.Duration *= k
+	s.RequestThroughput /= k
+	s.OutputThroughput /= k
+	s.TotalTokenThroughput /= k
+	s.PeakOutputThroughput /= k
+	s.RequestGoodput /= k
+	s.RequestRate /= k
+	for _, st := range []*bench.Stats{&s.TTFT, &s.TTFTSched, &s.Queue, &s.TPOT, &s.ITL, &s.ITLPerToken, &s.E2EL} {
+		for _, v := range []*float64{&st.Mean, &st.Median, &st.Std, &st.P50, &st.P90, &st.P95, &st.P99, &st.P999,
+			&st.MedianCI[0], &st.MedianCI[1], &st.P99CI[0], &st.P99CI[1]} {
+			*v *= k
+		}
+	}
+}
+
+// ScaleRecords converts per-request instants into the engine's time.
+func ScaleRecords(recs []bench.Record, k float64) {
+	sc := func(d *time.Duration) { *d = time.Duration(float64(*d) * k) }
+	for i := range recs {
+		r := &recs[i]
+		sc(&r.Sched)
+		sc(&r.Send)
+		sc(&r.First)
+		sc(&r.Last)
+		sc(&r.End)
+		for j := range r.Chunks {
+			sc(&r.Chunks[j].At)
+		}
+	}
 }

@@ -82,6 +82,7 @@ func (r *TrialRunner) Evaluate(ctx context.Context, number int, set space.Settin
 		Timeout:          sp.Workload.Timeout,
 		Goodput:          sp.SLO.Goodput(),
 		Seed:             uint64(sp.Tuner.Seed)*1_000_003 + uint64(number),
+		TimeScale:        timeScale(sp),
 		Bench:            r.Bench,
 		IsOOM: func(logs string) (string, bool) {
 			if !sim.IsOOM(logs) {
@@ -160,4 +161,12 @@ func oomMessage(err error) (string, bool) {
 		return err.Error(), true
 	}
 	return "", false
+}
+
+// timeScale is how much faster than real time the spec's engine runs.
+func timeScale(sp *Spec) float64 {
+	if sp.Launcher.Kind == LauncherSim {
+		return sp.Launcher.TimeScale
+	}
+	return 1
 }

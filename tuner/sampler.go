@@ -214,6 +214,9 @@ func external(p space.Param, ir float64) any {
 		}
 		return int(math.Round(ir))
 	case space.KindFloat:
+		if p.Step > 0 {
+			return roundFloat(ir)
+		}
 		return ir
 	case space.KindBool:
 		return ir >= 0.5
@@ -347,7 +350,8 @@ func suggest(t *goptuna.Trial, p space.Param) (any, error) {
 		case p.Log:
 			return t.SuggestLogFloat(p.Name, p.Low, p.High)
 		case p.Step > 0:
-			return t.SuggestDiscreteFloat(p.Name, p.Low, p.High, p.Step)
+			v, err := t.SuggestDiscreteFloat(p.Name, p.Low, p.High, p.Step)
+			return roundFloat(v), err
 		}
 		return t.SuggestFloat(p.Name, p.Low, p.High)
 	}
@@ -471,3 +475,6 @@ func (s *randomSampler) Sample(_ *goptuna.Study, _ goptuna.FrozenTrial, _ string
 	}
 	return 0, goptuna.ErrUnknownDistribution
 }
+
+// roundFloat drops float noise such as 0.8500000000000001 from stepped values.
+func roundFloat(v float64) float64 { return math.Round(v*1e9) / 1e9 }
