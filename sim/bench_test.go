@@ -1,6 +1,14 @@
 package sim
 
 import (
+	"bytes"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -18,3 +26,60 @@ func BenchmarkRunVirtual10k(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkServe1000Streams is the `sim serve` goal: 1,000 concurrent
+// streaming requests on loopback. It reports the server-side emission
+// lateness at p50 and p99, measured inside the server against the scheduled
+// end of the engine step that produced each message: "engine" when the
+// engine loop hands the token to its stream, "write" when the handler has
+// written and flushed it to the socket. The clients are minimal raw HTTP/1.1
+// readers so that, on a small machine, they take as little CPU from the
+// server as possible.
+func BenchmarkServe1000Streams(b *testing.B) {
+	streams, outTokens := benchStreams, 64
+	srv, url := startServer(b, "llama-3.1-8b", "--max-model-len", "4096", "--sim-load-time", "0")
+	addr := strings.TrimPrefix(url, "http://")
+	body := `{"model":"llama-3.1-8b","prompt":"` + strings.Repeat("tok ", 100) + `","max_tokens":64,"stream":true}`
+	req := "POST /v1/completions HTTP/1.1\r\nHost: " + addr + "\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: " +
+		strconv.Itoa(len(body)) + "\r\n\r\n" + body
+	for b.Loop() {
+		srv.ResetLateness()
+		var wg sync.WaitGroup
+		var failed atomic.Int64
+		for range streams {
+			wg.Go(func() {
+				conn, err := net.Dial("tcp", addr)
+				if err != nil {
+					failed.Add(1)
+					return
+				}
+				defer conn.Close()
+				if _, err := io.WriteString(conn, req); err != nil {
+					failed.Add(1)
+					return
+				}
+				all, _ := io.ReadAll(conn)
+				if n := bytes.Count(all, []byte("data: {")); n != outTokens {
+					failed.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		if f := failed.Load(); f > 0 {
+			b.Fatalf("%d streams failed", f)
+		}
+	}
+	b.ReportMetric(float64(srv.HandoffLateness(0.5).Microseconds())/1e3, "p50-engine-late-ms")
+	b.ReportMetric(float64(srv.HandoffLateness(0.99).Microseconds())/1e3, "p99-engine-late-ms")
+	b.ReportMetric(float64(srv.EmitLateness(0.5).Microseconds())/1e3, "p50-write-late-ms")
+	b.ReportMetric(float64(srv.EmitLateness(0.99).Microseconds())/1e3, "p99-write-late-ms")
+}
+
+// benchStreams is the stream count of BenchmarkServe1000Streams; a variable
+// so a quick run can lower it.
+var benchStreams = func() int {
+	if n, err := strconv.Atoi(os.Getenv("SIM_BENCH_STREAMS")); err == nil && n > 0 {
+		return n
+	}
+	return 1000
+}()

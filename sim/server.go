@@ -53,7 +53,8 @@ type Server struct {
 	nextID   atomic.Int64
 	created  int64
 	metrics  *metrics
-	lateness latencyRecorder
+	lateness latencyRecorder // socket write minus scheduled step end
+	handoff  latencyRecorder // engine hand-off to the stream minus scheduled step end
 	mux      *http.ServeMux
 	runOnce  sync.Once
 }
@@ -108,8 +109,16 @@ func (s *Server) Ready() bool { return s.ready.Load() }
 // step that produced it (10 us resolution).
 func (s *Server) EmitLateness(q float64) time.Duration { return s.lateness.quantile(q) }
 
+// HandoffLateness returns the q-quantile of the engine's own lateness: the
+// time each token was handed to its stream (the engine loop's emission)
+// minus the end of the engine step that produced it.
+func (s *Server) HandoffLateness(q float64) time.Duration { return s.handoff.quantile(q) }
+
 // ResetLateness clears the lateness statistics (after a warm-up).
-func (s *Server) ResetLateness() { s.lateness.reset() }
+func (s *Server) ResetLateness() {
+	s.lateness.reset()
+	s.handoff.reset()
+}
 
 // Run is the engine loop: it waits the load time (scaled), turns ready, and
 // steps the engine until ctx ends. It may be called once; requests still in
@@ -140,6 +149,7 @@ func (s *Server) Run(ctx context.Context) error {
 	emit := func(q *seq, last bool) {
 		st := streams[q.id]
 		st.events <- event{generated: q.generated, last: last, at: now}
+		s.handoff.observe(time.Since(now))
 		if last {
 			delete(streams, q.id)
 		}
