@@ -78,6 +78,10 @@ func (s *Study) Run(ctx context.Context) (Outcome, error) {
 	switch {
 	case err == nil && !s.Resume:
 		return out, fmt.Errorf("%q: %w", sp.Name, ErrStudyExists)
+	case err == nil:
+		if st, err = s.Store.ResumeStudy(ctx, sp.Name); err != nil {
+			return out, fmt.Errorf("resume: %w", err)
+		}
 	case errors.Is(err, store.ErrNotFound):
 		st, err = s.Store.CreateStudy(ctx, store.Study{Name: sp.Name, Spec: sp.Text, Seed: uint64(sp.Tuner.Seed), Status: store.StudyRunning})
 		if err != nil {

@@ -1,0 +1,207 @@
+package tuner
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/servetune/servetune/space"
+	"github.com/servetune/servetune/store"
+	"github.com/servetune/servetune/trial"
+)
+
+// studySpec is a small study evaluated by the simulator in virtual time.
+const studySpec = `name: vt
+model: meta-llama/Llama-3.1-8B-Instruct
+engine: vllm
+launcher: {kind: sim, gpus: [0, 1]}
+hardware: {gpu: H100-SXM, price_per_gpu_hour: 3}
+space:
+  tensor_parallel: [1, 2]
+  max_running_requests: [8, 64]
+  gpu_memory_fraction: [0.1, 0.9]
+workload:
+  dataset: {kind: random, input: 256, output: 32}
+  load: {concurrency: [4, 16]}
+  requests_per_level: 24
+  warmup: 0
+slo: {ttft_p99_ms: 2000}
+tuner: {sampler: tpe, trials: 6, seed: 3}
+`
+
+func openStore(t *testing.T) *store.Store {
+	t.Helper()
+	db, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func mustSpec(t *testing.T, src string) *Spec {
+	t.Helper()
+	sp, err := ParseSpec([]byte(src), "vt.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sp
+}
+
+func TestStudyRunVirtual(t *testing.T) {
+	ctx := context.Background()
+	sp := mustSpec(t, studySpec)
+	db := openStore(t)
+	var reports []TrialReport
+	s := &Study{Spec: sp, Store: db, Eval: &VirtualEvaluator{Spec: sp},
+		OnFinish: func(r TrialReport) { reports = append(reports, r) }}
+	out, err := s.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Trials != 6 || len(reports) != 6 {
+		t.Fatalf("outcome %+v, %d reports", out, len(reports))
+	}
+	trials, err := db.Trials(ctx, out.StudyID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oom := 0
+	for i, tr := range trials {
+		if tr.Number != i {
+			t.Errorf("trial %d has number %d", i, tr.Number)
+		}
+		switch tr.Status {
+		case store.TrialOK:
+			if len(tr.LoadPoints) != 2 || tr.LoadPoints[1].Summary.Completed == 0 {
+				t.Errorf("trial %d: load points %+v", tr.Number, tr.LoadPoints)
+			}
+		case store.TrialFailed:
+			// 0.1 of an H100 cannot hold the 8B weights: vLLM's start-up error.
+			if tr.Failure != trial.FailOOM || !strings.Contains(tr.FailureMsg, "memory") {
+				t.Errorf("trial %d failed as %s: %s", tr.Number, tr.Failure, tr.FailureMsg)
+			}
+			oom++
+		default:
+			t.Errorf("trial %d status %s", tr.Number, tr.Status)
+		}
+	}
+	if oom == 0 || oom == len(trials) {
+		t.Errorf("%d of %d trials out of memory; want some and not all", oom, len(trials))
+	}
+	pts := StoredPoints(trials, sp.Hardware.PricePerGPUHour)
+	if len(Front(pts, sp.Objectives)) == 0 {
+		t.Error("empty Pareto front")
+	}
+	if _, err := Recommend(pts, sp.Objectives, sp.SLO, PreferCost); err != nil {
+		t.Error(err)
+	}
+	// The same study again is refused without resume.
+	if _, err := (&Study{Spec: sp, Store: db, Eval: &VirtualEvaluator{Spec: sp}}).Run(ctx); err == nil || !strings.Contains(err.Error(), "--resume") {
+		t.Errorf("rerun without resume: %v", err)
+	}
+}
+
+// TestStudyResume leaves a trial running in the store, as a killed study
+// does, and checks that resume re-runs it in place and completes the count.
+func TestStudyResume(t *testing.T) {
+	ctx := context.Background()
+	sp := mustSpec(t, strings.Replace(studySpec, "trials: 6", "trials: 4", 1))
+	db := openStore(t)
+	st, err := db.CreateStudy(ctx, store.Study{Name: sp.Name, Spec: sp.Text, Seed: 3, Status: store.StudyRunning})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := space.Settings{"tensor_parallel": 1, "max_running_requests": 64, "gpu_memory_fraction": 0.9}
+	left := space.Settings{"tensor_parallel": 2, "max_running_requests": 8, "gpu_memory_fraction": 0.9}
+	if err := db.StartTrial(ctx, st.ID, 0, done, []int{0}); err != nil {
+		t.Fatal(err)
+	}
+	v := 1.5
+	if err := db.FinishTrial(ctx, store.TrialResult{StudyID: st.ID, Number: 0, Status: store.TrialOK, Objective: &v}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.StartTrial(ctx, st.ID, 1, left, []int{0, 1}); err != nil {
+		t.Fatal(err)
+	}
+	s := &Study{Spec: sp, Store: db, Eval: &VirtualEvaluator{Spec: sp}, Resume: true}
+	out, err := s.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Rerun) != 1 || out.Rerun[0] != 1 {
+		t.Errorf("re-run %v, want [1]", out.Rerun)
+	}
+	trials, _ := db.Trials(ctx, st.ID)
+	if len(trials) != 4 {
+		t.Fatalf("%d trials, want 4", len(trials))
+	}
+	for i, tr := range trials {
+		if tr.Number != i || tr.Status == store.TrialRunning || tr.Status == store.TrialInterrupted {
+			t.Errorf("trial %d: number %d status %s", i, tr.Number, tr.Status)
+		}
+	}
+	if tp, _ := trials[1].Settings.Int("tensor_parallel"); tp != 2 || trials[1].Status != store.TrialOK {
+		t.Errorf("re-run trial 1 = %v %s, want the interrupted settings measured", trials[1].Settings, trials[1].Status)
+	}
+}
+
+// gate is an Evaluator that holds each trial until two run at once, to see
+// that TP1 trials share the two GPUs.
+type gate struct {
+	mu      sync.Mutex
+	running int
+	maxSeen int
+	gpus    map[int]int // GPU -> trials holding it now
+	overlap bool
+	both    chan struct{}
+}
+
+func (g *gate) Evaluate(ctx context.Context, number int, set space.Settings, gpus []int) trial.Result {
+	g.mu.Lock()
+	g.running++
+	g.maxSeen = max(g.maxSeen, g.running)
+	for _, id := range gpus {
+		if g.gpus[id]++; g.gpus[id] > 1 {
+			g.overlap = true
+		}
+	}
+	if g.running == 2 {
+		select {
+		case <-g.both:
+		default:
+			close(g.both)
+		}
+	}
+	g.mu.Unlock()
+	select {
+	case <-g.both:
+	case <-time.After(5 * time.Second):
+	}
+	g.mu.Lock()
+	g.running--
+	for _, id := range gpus {
+		g.gpus[id]--
+	}
+	g.mu.Unlock()
+	return trial.Failed(trial.FailCrash, "test")
+}
+
+func TestStudyParallelDisjointGPUs(t *testing.T) {
+	src := strings.Replace(studySpec, "tensor_parallel: [1, 2]", "tensor_parallel: [1]", 1)
+	sp := mustSpec(t, src)
+	g := &gate{gpus: map[int]int{}, both: make(chan struct{})}
+	out, err := (&Study{Spec: sp, Store: openStore(t), Eval: g}).Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Trials != 6 || out.Failed != 6 {
+		t.Errorf("outcome %+v", out)
+	}
+	if g.maxSeen != 2 || g.overlap {
+		t.Errorf("max parallel %d (want 2), GPU shared: %v", g.maxSeen, g.overlap)
+	}
+}
