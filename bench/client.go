@@ -155,11 +155,17 @@ func (c *client) body(req Request) ([]byte, error) {
 // do sends req and streams its response into rec. Times are offsets from
 // start. It never returns an error: failures are classified in rec.
 func (c *client) do(ctx context.Context, req Request, start time.Time, timeout time.Duration, rec *Record) {
-	rec.Index, rec.PromptTokens = req.Index, req.PromptTokens
 	body, err := c.body(req)
-	if err != nil {
+	c.send(ctx, req, body, err, start, timeout, rec)
+}
+
+// send is do with the body already encoded (the dispatcher encodes it while
+// it waits for the send time, so sending is quick).
+func (c *client) send(ctx context.Context, req Request, body []byte, bodyErr error, start time.Time, timeout time.Duration, rec *Record) {
+	rec.Index, rec.PromptTokens = req.Index, req.PromptTokens
+	if bodyErr != nil {
 		rec.Send, rec.End = time.Since(start), time.Since(start)
-		rec.fail(ErrConnect, "encode request: "+err.Error())
+		rec.fail(ErrConnect, "encode request: "+bodyErr.Error())
 		return
 	}
 	rctx, cancel := context.WithTimeout(ctx, timeout)
