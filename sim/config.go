@@ -279,6 +279,9 @@ func ParseArgs(args []string, env func(string) string) (Config, error) {
 	cfg.TimeScale = 1
 	if s := firstNonEmpty(vals["--time-scale"], env(EnvTimeScale)); s != "" {
 		cfg.TimeScale = p.parseFloat("--time-scale", s)
+		if p.err == nil && !(cfg.TimeScale > 0) {
+			p.err = fmt.Errorf("%w: --time-scale %v: must be a positive number", ErrBadArgs, cfg.TimeScale)
+		}
 	}
 	cfg.LoadTime = -1
 	if s := firstNonEmpty(vals["--sim-load-time"], env(EnvLoadTime)); s != "" {

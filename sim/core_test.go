@@ -1,0 +1,124 @@
+package sim
+
+import (
+	"testing"
+	"time"
+
+	"github.com/servetune/servetune/bench"
+)
+
+// smallKV returns a config whose KV cache holds few tokens, so that the
+// scheduler's limits bind in small tests.
+func smallKV(t *testing.T, extra ...string) (Config, MemoryEstimate) {
+	t.Helper()
+	// 8B on an L4 (22.49 GiB) at 0.95: ~4 GiB of KV, ~33k tokens.
+	cfg := mustParse(t, append([]string{"llama-3.1-8b", "--gpu", "L4", "--gpu-memory-utilization", "0.95", "--max-model-len", "4096", "--max-num-seqs", "256"}, extra...)...)
+	est, err := Estimate(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg, est
+}
+
+func TestPreemptionWhenKVRunsOut(t *testing.T) {
+	cfg, est := smallKV(t)
+	// 64 requests of 1000 + 1000 tokens need ~128k tokens of KV: far more
+	// than the cache, so running requests must be preempted and recomputed.
+	recs, err := RunVirtualSchedule(cfg, fixedReqs(64, 1000, 1000), make([]time.Duration, 64), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newCore(cfg, est)
+	var done int
+	for i := range 64 {
+		c.add(&seq{id: i, prompt: 1000, maxOut: 1000, prefixID: -1})
+	}
+	for steps := 0; done < 64 && steps < 1e6; steps++ {
+		if b, _ := c.schedule(); b.tokens == 0 {
+			t.Fatal("stalled")
+		}
+		c.commit(0, func(_ *seq, last bool) {
+			if last {
+				done++
+			}
+		})
+		if c.usedBlocks > c.totalBlocks {
+			t.Fatalf("used %d blocks of %d", c.usedBlocks, c.totalBlocks)
+		}
+	}
+	if c.preemptions == 0 {
+		t.Errorf("no preemption with %d KV tokens for 128k tokens of demand", est.KVCacheTokens)
+	}
+	if c.usedBlocks != 0 {
+		t.Errorf("%d blocks leaked", c.usedBlocks)
+	}
+	for i, r := range recs {
+		if r.OutputTokens != 1000 {
+			t.Fatalf("record %d: %d tokens", i, r.OutputTokens)
+		}
+	}
+	t.Logf("%d preemptions", c.preemptions)
+}
+
+func TestPrefixCachingHits(t *testing.T) {
+	reqs := make([]bench.Request, 200)
+	for i := range reqs {
+		reqs[i] = bench.Request{Index: i, PromptTokens: 2048 + 64, MaxTokens: 16, PrefixID: i % 4, PrefixTokens: 2048}
+	}
+	sched := make([]time.Duration, len(reqs))
+	for i := range sched {
+		sched[i] = time.Duration(i) * 20 * time.Millisecond
+	}
+	ttft := func(args ...string) float64 {
+		cfg := mustParse(t, append([]string{"llama-3.1-8b", "--max-model-len", "4096"}, args...)...)
+		recs, err := RunVirtualSchedule(cfg, reqs, sched, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return bench.Summarize(recs, bench.SummaryOptions{Bootstrap: 1}).TTFT.Median
+	}
+	on, off := ttft(), ttft("--no-enable-prefix-caching")
+	t.Logf("median TTFT: prefix caching %.1f ms, off %.1f ms", on, off)
+	if on > 0.5*off {
+		t.Errorf("prefix caching should cut TTFT of 2048-token shared prefixes: %.1f vs %.1f ms", on, off)
+	}
+}
+
+func TestSGLangPrefillFirst(t *testing.T) {
+	// SGLang (no mixed chunk) pauses decoding while it prefills new
+	// requests; vLLM mixes them. With a stream of long prompts arriving,
+	// SGLang's decode gaps (p99 ITL) are the larger.
+	reqs := fixedReqs(60, 3000, 200)
+	sched := make([]time.Duration, len(reqs))
+	for i := range sched {
+		sched[i] = time.Duration(i) * 150 * time.Millisecond
+	}
+	itl := func(args ...string) bench.Summary {
+		recs, err := RunVirtualSchedule(mustParse(t, args...), reqs, sched, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return bench.Summarize(recs, bench.SummaryOptions{Bootstrap: 1})
+	}
+	v := itl("llama-3.1-8b", "--max-model-len", "4096", "--max-num-batched-tokens", "2048")
+	s := itl("--model-path", "llama-3.1-8b", "--context-length", "4096", "--chunked-prefill-size", "2048")
+	t.Logf("p99 ITL: vLLM %.1f ms, SGLang %.1f ms; median TTFT vLLM %.1f, SGLang %.1f", v.ITL.P99, s.ITL.P99, v.TTFT.Median, s.TTFT.Median)
+	if s.Completed != 60 || v.Completed != 60 {
+		t.Fatalf("completed %d / %d", s.Completed, v.Completed)
+	}
+	if s.ITL.P99 <= v.ITL.P99 {
+		t.Errorf("SGLang's prefill batches should stall decodes longer than vLLM's mixed batches")
+	}
+	if s.TTFT.Median >= v.TTFT.Median {
+		t.Errorf("SGLang prefill-first should not have the larger TTFT")
+	}
+}
+
+func TestDataParallelSplitsLoad(t *testing.T) {
+	one := run(t, []string{"llama-3.1-8b", "--max-model-len", "4096"}, 400, 512, 128, 0)
+	two := run(t, []string{"llama-3.1-8b", "--max-model-len", "4096", "-dp", "2"}, 400, 512, 128, 0)
+	t.Logf("DP1 %.0f tok/s, DP2 %.0f tok/s", one.OutputThroughput, two.OutputThroughput)
+	if two.OutputThroughput < 1.5*one.OutputThroughput {
+		t.Errorf("two replicas should nearly double throughput: %.0f vs %.0f", two.OutputThroughput, one.OutputThroughput)
+	}
+}
