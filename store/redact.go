@@ -4,12 +4,13 @@ import "regexp"
 
 // secretPatterns match credentials that may slip into engine logs, error
 // messages or a spec: Hugging Face and OpenAI-style tokens, bearer headers,
-// and key=value / key: value pairs whose key names a secret.
+// and key=value / key: value pairs whose key names a secret (a value that
+// starts with $ is a reference such as ${HF_TOKEN}, not a secret, and stays).
 var secretPatterns = []*regexp.Regexp{
 	regexp.MustCompile(`hf_[A-Za-z0-9]{16,}`),
 	regexp.MustCompile(`sk-[A-Za-z0-9_\-]{16,}`),
 	regexp.MustCompile(`(?i)(bearer\s+)[A-Za-z0-9._~+/\-]+=*`),
-	regexp.MustCompile(`(?i)\b((?:[a-z0-9]+[_-])*(?:api[_-]?key|token|secret|password|passwd))(["']?\s*[:=]\s*["']?)[^\s"',}]+`),
+	regexp.MustCompile(`(?i)\b((?:[a-z0-9]+[_-])*(?:api[_-]?key|token|secret|password|passwd))(["']?\s*[:=]\s*["']?)[^\s"',}$][^\s"',}]*`),
 }
 
 // Redacted replaces a secret in stored text.

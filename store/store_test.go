@@ -570,6 +570,8 @@ func TestRedact(t *testing.T) {
 		{"Authorization: Bearer abc.def-ghi", "Authorization: Bearer " + Redacted},
 		{`{"api_key": "xyz123"}`, `{"api_key": "` + Redacted + `"}`},
 		{"password: hunter2", "password: " + Redacted},
+		{"api_key: ${OPENAI_API_KEY}", "api_key: ${OPENAI_API_KEY}"},
+		{"hf_token: $HF_TOKEN", "hf_token: $HF_TOKEN"},
 		{"OPENAI_API_KEY=sk-abcdefghijklmnopqrstuv", "OPENAI_API_KEY=" + Redacted},
 		{"max_batched_tokens: 8192", "max_batched_tokens: 8192"},
 		{"total_tokens=512 prompt_tokens: 12", "total_tokens=512 prompt_tokens: 12"},
@@ -607,4 +609,19 @@ func BenchmarkFinishTrial10k(b *testing.B) {
 		n++
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/10000, "ns/request")
+}
+
+func FuzzRedact(f *testing.F) {
+	for _, s := range []string{"HF_TOKEN=hf_abcdefghijklmnopqrstu", "Authorization: Bearer x.y", `{"api_key": "k"}`, "plain log line"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		out := Redact(in)
+		if again := Redact(out); again != out {
+			t.Fatalf("not idempotent: %q -> %q -> %q", in, out, again)
+		}
+		if hf := secretPatterns[0].FindString(out); hf != "" {
+			t.Fatalf("token %q survived in %q", hf, out)
+		}
+	})
 }
