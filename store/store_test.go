@@ -287,6 +287,31 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
+func TestForeignKeys(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTemp(t)
+	err := s.StartTrial(ctx, 42, 0, space.Settings{}, nil)
+	if err == nil || !strings.Contains(err.Error(), "FOREIGN KEY constraint failed") {
+		t.Fatalf("trial of a missing study: %v", err)
+	}
+	st, _ := s.CreateStudy(ctx, Study{Name: "fk"})
+	if err := s.StartTrial(ctx, st.ID, 0, space.Settings{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FinishTrial(ctx, result(st.ID, 0, 3)); err != nil {
+		t.Fatal(err)
+	}
+	// Deleting a study removes its trials and every row below them.
+	if _, err := s.db.ExecContext(ctx, "DELETE FROM studies WHERE id = ?", st.ID); err != nil {
+		t.Fatal(err)
+	}
+	for _, table := range []string{"trials", "load_points", "requests", "gpu_samples"} {
+		if n := count(t, s, table); n != 0 {
+			t.Errorf("%s keeps %d rows", table, n)
+		}
+	}
+}
+
 func TestFinishTrialValidation(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTemp(t)
