@@ -80,7 +80,9 @@ type Docker struct {
 	ShmSize int64  // bytes of /dev/shm; 0 = share the host's IPC namespace (what vLLM's docs use)
 	HFCache string // host directory bound to /root/.cache/huggingface; "" = none
 	// PassEnv names host environment variables (HF_TOKEN) handed to the
-	// container by name: their values are read at launch, never logged or kept.
+	// container by name: their values are read at launch, never logged or kept
+	// by servetune (the Docker host holds them in the container's config, as
+	// with `docker run -e HF_TOKEN`, until Stop removes it).
 	PassEnv []string
 	Env     []string // fixed KEY=VALUE settings, e.g. SERVETUNE_SIM_GPU=H100-SXM
 
