@@ -459,8 +459,8 @@ func insertGPUSamples(ctx context.Context, tx *sql.Tx, trialID int64, samples []
 	}
 	defer stmt.Close()
 	for _, g := range samples {
-		if _, err := stmt.ExecContext(ctx, trialID, int64(g.T), g.GPU, nullFloat(g.PowerW), g.MemUsedB,
-			nullFloat(g.UtilPct), g.SMClockMH, nullFloat(g.EnergyJ)); err != nil {
+		if _, err := stmt.ExecContext(ctx, trialID, int64(g.T), g.GPU, nullFloat(g.PowerW), g.MemUsedBytes,
+			nullFloat(g.UtilPct), g.SMClockMHz, nullFloat(g.EnergyJ)); err != nil {
 			return fmt.Errorf("gpu sample: %w", err)
 		}
 	}
@@ -665,7 +665,7 @@ func (s *Store) GPUSamples(ctx context.Context, trialID int64) ([]GPUSample, err
 		var g GPUSample
 		var t int64
 		var power, util, energy sql.NullFloat64
-		if err := rows.Scan(&t, &g.GPU, &power, &g.MemUsedB, &util, &g.SMClockMH, &energy); err != nil {
+		if err := rows.Scan(&t, &g.GPU, &power, &g.MemUsedBytes, &util, &g.SMClockMHz, &energy); err != nil {
 			return nil, fmt.Errorf("store: gpu samples: %w", err)
 		}
 		g.T = time.Duration(t)

@@ -74,8 +74,8 @@ func result(studyID int64, number, perLevel int) TrialResult {
 			"concurrency=32": records(rng, perLevel),
 		},
 		GPU: []GPUSample{
-			{T: 0, GPU: 0, PowerW: 350.5, MemUsedB: 70 << 30, UtilPct: 97, SMClockMH: 1980, EnergyJ: 0},
-			{T: time.Second, GPU: 0, PowerW: 690, MemUsedB: 71 << 30, UtilPct: 100, SMClockMH: 1755, EnergyJ: 520.25},
+			{T: 0, GPU: 0, PowerW: 350.5, MemUsedBytes: 70 << 30, UtilPct: 97, SMClockMHz: 1980, EnergyJ: 0},
+			{T: time.Second, GPU: 0, PowerW: 690, MemUsedBytes: 71 << 30, UtilPct: 100, SMClockMHz: 1755, EnergyJ: 520.25},
 		},
 	}
 }

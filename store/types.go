@@ -73,13 +73,13 @@ type LoadPoint struct {
 
 // GPUSample is one telemetry sample of one GPU during a trial.
 type GPUSample struct {
-	T         time.Duration // offset from the trial's start
-	GPU       int           // GPU index
-	PowerW    float64
-	MemUsedB  int64 // bytes
-	UtilPct   float64
-	SMClockMH int // MHz
-	EnergyJ   float64
+	T            time.Duration // offset from the trial's start
+	GPU          int           // GPU index
+	PowerW       float64
+	MemUsedBytes int64 // bytes
+	UtilPct      float64
+	SMClockMHz   int // MHz
+	EnergyJ      float64
 }
 
 // TrialResult is everything a finished trial stores, written in one transaction.
