@@ -68,7 +68,7 @@ func runTune(ctx context.Context, sp *tuner.Spec, dbPath string, resume bool, st
 	}
 	defer db.Close()
 
-	prog := &tuneProgress{w: stderr, last: map[int]int{}}
+	prog := &tuneProgress{w: stderr, last: map[int]int{}, bars: map[int]*progressBar{}, tty: isTerminal(stderr) && parallelTrials(sp) == 1}
 	study := &tuner.Study{
 		Spec:   sp,
 		Store:  db,
@@ -110,12 +110,38 @@ func runTune(ctx context.Context, sp *tuner.Spec, dbPath string, resume bool, st
 	return writeRecommendation(stdout, sp, rec, tuner.PreferThroughput, "vllm")
 }
 
-// tuneProgress prints each trial's progress through its load levels on
-// stderr: a bar at every quarter of a level.
+// tuneProgress shows each trial's progress through its load levels on
+// stderr: on a terminal with one trial at a time, the shared progress bar
+// redrawn in place; otherwise (a pipe, a log, parallel trials) a line at
+// every quarter of a level, which interleaves readably.
 type tuneProgress struct {
 	mu   sync.Mutex
 	w    io.Writer
-	last map[int]int // trial -> last quarter printed
+	tty  bool
+	last map[int]int          // trial -> last quarter printed
+	bars map[int]*progressBar // trial -> bar of its current level (tty)
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// parallelTrials is how many trials the spec's GPUs let run at once.
+func parallelTrials(sp *tuner.Spec) int {
+	n := len(sp.Launcher.GPUs)
+	if n == 0 {
+		return 1
+	}
+	if p := sp.Tuner.Parallel; p > 0 && p < n {
+		return p
+	}
+	return n
 }
 
 func (p *tuneProgress) printf(format string, a ...any) {
@@ -126,6 +152,23 @@ func (p *tuneProgress) printf(format string, a ...any) {
 
 func (p *tuneProgress) level(trialN int, level string, done, total int) {
 	if total <= 0 {
+		return
+	}
+	if p.tty {
+		p.mu.Lock()
+		b := p.bars[trialN]
+		if b == nil || done == 0 {
+			b = newProgress(p.w, fmt.Sprintf("trial %d %s", trialN, level), total, 0)
+			p.bars[trialN] = b
+		}
+		p.mu.Unlock()
+		b.Update(done, total)
+		if done == total {
+			b.Done()
+			p.mu.Lock()
+			delete(p.bars, trialN)
+			p.mu.Unlock()
+		}
 		return
 	}
 	q := done * 4 / total
