@@ -74,12 +74,12 @@ type LoadPoint struct {
 // GPUSample is one telemetry sample of one GPU during a trial.
 type GPUSample struct {
 	T            time.Duration // offset from the trial's start
-	GPU          int           // GPU index
-	PowerW       float64
-	MemUsedBytes int64 // bytes
-	UtilPct      float64
-	SMClockMHz   int // MHz
-	EnergyJ      float64
+	GPU          int           // NVML index
+	PowerW       float64       // NaN when the GPU does not report it (stored as NULL)
+	MemUsedBytes int64
+	UtilPct      float64 // share of time a kernel ran, percent; NaN when unknown
+	SMClockMHz   int
+	EnergyJ      float64 // energy since the trial's start, joules; NaN when unknown
 }
 
 // TrialResult is everything a finished trial stores, written in one transaction.
