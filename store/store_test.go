@@ -265,6 +265,19 @@ func TestRoundTrip(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(samples, res.GPU) {
 		t.Errorf("gpu samples %+v, %v", samples, err)
 	}
+	// A metric the GPU does not report is NULL in the file and NaN again on reading.
+	if err := s.StartTrial(ctx, st.ID, 1, settings, []int{0}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FinishTrial(ctx, TrialResult{StudyID: st.ID, Number: 1, Status: TrialOK,
+		GPU: []GPUSample{{GPU: 0, PowerW: math.NaN(), UtilPct: 50, EnergyJ: math.Inf(1)}}}); err != nil {
+		t.Fatal(err)
+	}
+	if tr1, err := s.Trial(ctx, st.ID, 1); err != nil {
+		t.Fatal(err)
+	} else if g, err := s.GPUSamples(ctx, tr1.ID); err != nil || len(g) != 1 || !math.IsNaN(g[0].PowerW) || !math.IsNaN(g[0].EnergyJ) || g[0].UtilPct != 50 {
+		t.Errorf("NaN sample read back as %+v, %v", g, err)
+	}
 	if one, err := s.Trial(ctx, st.ID, 0); err != nil || one.ID != tr.ID {
 		t.Errorf("Trial = %+v, %v", one, err)
 	}
