@@ -186,6 +186,9 @@ func TestTuneOOMAndRecommend(t *testing.T) {
 	if p, err := exec.Command(bin, "pareto", "clitest", "--db", db, "--json").Output(); err != nil || !strings.Contains(string(p), `"front"`) {
 		t.Errorf("pareto: %v\n%s", err, p)
 	}
+	if s, err := exec.Command(bin, "studies", "--db", db).Output(); err != nil || !regexp.MustCompile(`clitest\s+finished\s+4\s+2\s+2`).Match(s) {
+		t.Errorf("studies: %v\n%s", err, s)
+	}
 }
 
 // TestTuneKillResume kills the study with SIGKILL while a trial runs, then
