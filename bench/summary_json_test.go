@@ -54,3 +54,44 @@ func TestSummaryReadsVLLMResult(t *testing.T) {
 		t.Errorf("read %+v", s)
 	}
 }
+
+func TestCompare(t *testing.T) {
+	mk := func(shift float64) Summary {
+		var rs []Record
+		for i := range 200 {
+			base := float64(i % 20)
+			rs = append(rs, rec(i, 0, 0, []float64{50 + base + shift, 60 + base + 2*shift, 70 + base + 3*shift}, []int{1, 1, 1}, 3))
+		}
+		return Summarize(rs, SummaryOptions{KeepSamples: true, Bootstrap: 100})
+	}
+	base, same, slower := mk(0), mk(0), mk(10)
+	tests := []struct {
+		name    string
+		new     Summary
+		wantSig bool
+	}{
+		{"identical runs", same, false},
+		{"10 ms slower", slower, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ds, err := Compare(base, tc.new, newRNG(1, 1), 1000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ds) != 8 {
+				t.Fatalf("%d diffs, want 8 (4 metrics × median, p99)", len(ds))
+			}
+			for _, d := range ds {
+				if d.Metric == "ttft" && d.Stat == "median" && d.Significant != tc.wantSig {
+					t.Errorf("%+v: significant %v, want %v", d, d.Significant, tc.wantSig)
+				}
+			}
+		})
+	}
+	t.Run("no samples", func(t *testing.T) {
+		if _, err := Compare(Summary{}, base, newRNG(1, 1), 10); err == nil {
+			t.Error("want an error without samples")
+		}
+	})
+}
