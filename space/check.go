@@ -14,6 +14,7 @@ var ErrInfeasible = errors.New("infeasible settings")
 
 // Context holds the facts constraints are checked against.
 type Context struct {
+	Engine         Engine               // engine-specific rules apply when set
 	AttentionHeads int                  // model's attention heads; 0 skips the divisibility check
 	KVHeads        int                  // model's key/value heads; 0 skips
 	GPUs           int                  // GPUs available to one trial; 0 skips
@@ -23,8 +24,9 @@ type Context struct {
 // Check reports the first reason s cannot be launched, wrapped in
 // ErrInfeasible: a bad value, then the built-in rules (tensor parallel
 // divides the attention heads, and the KV heads or is a multiple of them;
-// tensor × pipeline × data parallel fits in the GPUs), then sp's constraints,
-// then c.Fits. Parallel degrees missing from s count as 1.
+// tensor × pipeline × data parallel fits in the GPUs; for vLLM without
+// chunked prefill, max_batched_tokens >= max_model_len), then sp's
+// constraints, then c.Fits. Parallel degrees missing from s count as 1.
 func (sp Space) Check(s Settings, c Context) error {
 	if err := validSettings(s); err != nil {
 		return fmt.Errorf("%w: %w", ErrInfeasible, err)
@@ -44,6 +46,16 @@ func (sp Space) Check(s Settings, c Context) error {
 	}
 	if c.GPUs > 0 && tp*pp*dp > c.GPUs {
 		return fmt.Errorf("%w: tensor×pipeline×data parallel = %d×%d×%d needs %d GPUs, %d available", ErrInfeasible, tp, pp, dp, tp*pp*dp, c.GPUs)
+	}
+	// vLLM refuses to start when, without chunked prefill, one step cannot
+	// hold a whole max_model_len prompt.
+	if c.Engine == VLLM {
+		chunked, set := s.Bool("chunked_prefill")
+		budget, hasBudget := s.Int("max_batched_tokens")
+		maxLen, hasLen := s.Int("max_model_len")
+		if set && !chunked && hasBudget && hasLen && budget < maxLen {
+			return fmt.Errorf("%w: without chunked prefill vLLM needs max_batched_tokens %d >= max_model_len %d", ErrInfeasible, budget, maxLen)
+		}
 	}
 	for _, con := range sp.Constraints {
 		ok, err := con.Holds(s)

@@ -72,8 +72,8 @@ var knobs = []knob{
 	{name: "max_running_requests", typ: intValue, min: 1,
 		vllm: rule{flag: "--max-num-seqs"}, sglang: rule{flag: "--max-running-requests"}},
 	// vLLM's per-step token budget. SGLang has two knobs: the prefill chunk
-	// size and the prefill batch budget; both take the value, except that a
-	// disabled chunked prefill keeps --chunked-prefill-size -1.
+	// size and the prefill batch budget; both take the value, except that
+	// with chunked_prefill false the chunk size is chunked_prefill's -1.
 	{name: "max_batched_tokens", typ: intValue, min: 1,
 		vllm: rule{flag: "--max-num-batched-tokens"},
 		sglang: rule{emits: []string{"--chunked-prefill-size", "--max-prefill-tokens"}, custom: func(v any, s Settings) []string {
@@ -99,12 +99,9 @@ var knobs = []knob{
 		sglang: rule{off: []string{"--disable-radix-cache"}}},
 	{name: "chunked_prefill", typ: boolValue,
 		vllm: rule{on: []string{"--enable-chunked-prefill"}, off: []string{"--no-enable-chunked-prefill"}},
-		sglang: rule{custom: func(v any, s Settings) []string {
+		sglang: rule{emits: []string{"--chunked-prefill-size"}, custom: func(v any, _ Settings) []string {
 			if on, _ := v.(bool); on {
 				return nil
-			}
-			if _, ok := s.Int("max_batched_tokens"); ok {
-				return nil // max_batched_tokens already rendered --max-prefill-tokens only
 			}
 			return []string{"--chunked-prefill-size", "-1"}
 		}}},

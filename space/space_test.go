@@ -165,7 +165,7 @@ func TestRender(t *testing.T) {
 		{"vllm prefix caching on", VLLM, Settings{"prefix_caching": true}, "--enable-prefix-caching"},
 		{"sglang prefix caching on", SGLang, Settings{"prefix_caching": true, "cuda_graphs": true}, ""},
 		{"sglang chunked prefill off", SGLang, Settings{"chunked_prefill": false}, "--chunked-prefill-size -1"},
-		{"sglang chunked prefill off with budget", SGLang, Settings{"chunked_prefill": false, "max_batched_tokens": 4096}, "--max-prefill-tokens 4096"},
+		{"sglang chunked prefill off with budget", SGLang, Settings{"chunked_prefill": false, "max_batched_tokens": 4096}, "--max-prefill-tokens 4096 --chunked-prefill-size -1"},
 		{"vllm chunked prefill off", VLLM, Settings{"chunked_prefill": false}, "--no-enable-chunked-prefill"},
 		{"json floats", VLLM, Settings{"tensor_parallel": 4.0}, "--tensor-parallel-size 4"},
 	}
@@ -266,6 +266,7 @@ constraints:
 	}}
 	base := Settings{"tensor_parallel": 2, "pipeline_parallel": 1, "max_running_requests": 64, "max_batched_tokens": 2048, "quantization": "fp8"}
 	with := func(k string, v any) Settings { s := base.Clone(); s[k] = v; return s }
+	with2 := func(k string, v any, k2 string, v2 any) Settings { s := with(k, v); s[k2] = v2; return s }
 	tests := []struct {
 		name string
 		s    Settings
@@ -279,6 +280,10 @@ constraints:
 		{"too many gpus", with("pipeline_parallel", 2), Context{GPUs: 2}, "infeasible settings: tensor×pipeline×data parallel = 2×2×1 needs 4 GPUs, 2 available"},
 		{"user constraint", with("max_batched_tokens", 32), ctx, `infeasible settings: constraint "max_batched_tokens >= max_running_requests" does not hold`},
 		{"memory", with("tensor_parallel", 1), Context{Fits: ctx.Fits}, "infeasible settings: tensor_parallel 1 ..."},
+		{"vllm without chunked prefill", with2("chunked_prefill", false, "max_model_len", 16000), Context{Engine: VLLM},
+			"infeasible settings: without chunked prefill vLLM needs max_batched_tokens 2048 >= max_model_len 16000"},
+		{"vllm with chunked prefill", with2("chunked_prefill", true, "max_model_len", 16000), Context{Engine: VLLM}, ""},
+		{"sglang without chunked prefill", with2("chunked_prefill", false, "max_model_len", 16000), Context{Engine: SGLang}, ""},
 		{"bad value", with("quantization", "fp7"), ctx, "infeasible settings: bad value: quantization \"fp7\" is not one of [none fp8 awq awq_marlin gptq gptq_marlin int4 int8 bitsandbytes compressed-tensors marlin modelopt]"},
 		{"unknown setting", with("max_num_seqs", 3), ctx, "infeasible settings: unknown setting \"max_num_seqs\" (did you mean max_running_requests? --max-num-seqs is vLLM's flag)"},
 		{"missing setting in constraint", Settings{"tensor_parallel": 1, "pipeline_parallel": 1}, Context{}, "infeasible settings: \"max_batched_tokens >= max_running_requests\": bad constraint: max_batched_tokens is not set"},
