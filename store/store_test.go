@@ -126,6 +126,23 @@ func TestOpenErrors(t *testing.T) {
 	}
 }
 
+func TestOpenPaths(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	for _, name := range []string{"relative.db", "with space.db", "odd?name#1%.db", filepath.Join(dir, "abs.db")} {
+		t.Run(name, func(t *testing.T) {
+			s, err := Open(context.Background(), name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Close()
+			if _, err := os.Stat(name); err != nil {
+				t.Errorf("database not at %q: %v", name, err)
+			}
+		})
+	}
+}
+
 func TestMigrateOlderFile(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "old.db")
