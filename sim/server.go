@@ -20,6 +20,9 @@ import (
 // fall before it gives up catching up and restarts the timeline from now.
 const maxCatchUp = 100 * time.Millisecond
 
+// maxPrefixHashes bounds the server's prefix-hash table.
+const maxPrefixHashes = 1 << 20
+
 // ErrShutdown is the stream error requests in flight get when the server stops.
 var ErrShutdown = errors.New("engine shut down")
 
@@ -33,6 +36,7 @@ type event struct {
 // stream is one request between its HTTP handler and the engine loop.
 type stream struct {
 	s       seq
+	hashes  []uint64 // prefix hashes of the prompt (blockHashes)
 	events  chan event // buffered for every token: the engine never blocks
 	arrived time.Time
 	first   time.Time
@@ -155,9 +159,32 @@ func (s *Server) Run(ctx context.Context) error {
 		}
 		s.observeToken(st, q, last, now)
 	}
+	// known maps prompt-prefix hashes to prefix groups, so requests that
+	// share a prefix share cached KV blocks (the workload's PrefixID is not
+	// on the wire). Bounded: cleared when it grows past maxPrefixHashes.
+	known := map[uint64]int{}
+	nextPrefix := 0
+	granule := max(s.cfg.BlockSize, prefixHashGranule)
 	admit := func(st *stream) {
 		streams[st.s.id] = st
 		st.s.arrival = simNow(st.arrived)
+		if s.cfg.PrefixCaching {
+			for k := len(st.hashes) - 1; k >= 0; k-- {
+				if id, ok := known[st.hashes[k]]; ok {
+					st.s.prefixID, st.s.prefixTokens = id, (k+1)*granule
+					break
+				}
+			}
+			if len(known) > maxPrefixHashes {
+				clear(known)
+			}
+			for _, h := range st.hashes {
+				if _, ok := known[h]; !ok {
+					nextPrefix++
+					known[h] = nextPrefix
+				}
+			}
+		}
 		c.add(&st.s)
 	}
 	for {
@@ -357,63 +384,68 @@ const maxBodyBytes = 64 << 20
 
 // promptTokens counts the tokens of a completions prompt (a string, one
 // string in an array, or token ids) or of chat messages (the text of every
-// message; the simulated chat template adds nothing).
-func promptTokens(req *genRequest, chat bool) (int, error) {
+// message; the simulated chat template adds nothing), and returns the text
+// for prefix matching ("" for token ids).
+func promptTokens(req *genRequest, chat bool) (int, string, error) {
 	if chat {
 		if len(req.Messages) == 0 {
-			return 0, errors.New("messages: at least one message is required")
+			return 0, "", errors.New("messages: at least one message is required")
 		}
 		n := 0
+		var all strings.Builder
 		for i, m := range req.Messages {
-			k, err := contentTokens(m.Content)
+			k, text, err := contentTokens(m.Content)
 			if err != nil {
-				return 0, fmt.Errorf("messages[%d].content: %w", i, err)
+				return 0, "", fmt.Errorf("messages[%d].content: %w", i, err)
 			}
 			n += k
+			all.WriteString(text)
+			all.WriteByte(' ')
 		}
-		return n, nil
+		return n, all.String(), nil
 	}
 	if len(req.Prompt) == 0 {
-		return 0, errors.New("prompt: field required")
+		return 0, "", errors.New("prompt: field required")
 	}
 	var text string
 	if err := json.Unmarshal(req.Prompt, &text); err == nil {
-		return CountTokens(text), nil
+		return CountTokens(text), text, nil
 	}
 	var texts []string
 	if err := json.Unmarshal(req.Prompt, &texts); err == nil {
 		if len(texts) != 1 {
-			return 0, errors.New("prompt: the simulator takes one prompt per request")
+			return 0, "", errors.New("prompt: the simulator takes one prompt per request")
 		}
-		return CountTokens(texts[0]), nil
+		return CountTokens(texts[0]), texts[0], nil
 	}
 	var ids []int
 	if err := json.Unmarshal(req.Prompt, &ids); err == nil {
-		return len(ids), nil
+		return len(ids), "", nil
 	}
-	return 0, errors.New("prompt: want a string, an array of one string, or token ids")
+	return 0, "", errors.New("prompt: want a string, an array of one string, or token ids")
 }
 
-func contentTokens(raw json.RawMessage) (int, error) {
+func contentTokens(raw json.RawMessage) (int, string, error) {
 	if len(raw) == 0 || string(raw) == "null" {
-		return 0, nil
+		return 0, "", nil
 	}
 	var text string
 	if err := json.Unmarshal(raw, &text); err == nil {
-		return CountTokens(text), nil
+		return CountTokens(text), text, nil
 	}
 	var parts []struct {
 		Type string `json:"type"`
 		Text string `json:"text"`
 	}
 	if err := json.Unmarshal(raw, &parts); err != nil {
-		return 0, errors.New("want a string or an array of text parts")
+		return 0, "", errors.New("want a string or an array of text parts")
 	}
-	n := 0
+	var b strings.Builder
 	for _, p := range parts {
-		n += CountTokens(p.Text)
+		b.WriteString(p.Text)
+		b.WriteByte(' ')
 	}
-	return n, nil
+	return CountTokens(b.String()), b.String(), nil
 }
 
 func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
@@ -471,7 +503,7 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 		apiError(w, http.StatusBadRequest, "BadRequestError", "n: the simulator generates one choice per request")
 		return
 	}
-	prompt, err := promptTokens(&req, chat)
+	prompt, text, err := promptTokens(&req, chat)
 	if err != nil {
 		apiError(w, http.StatusBadRequest, "BadRequestError", err.Error())
 		return
@@ -497,6 +529,9 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 		s:       seq{id: id, prompt: prompt, maxOut: maxOut, prefixID: -1},
 		events:  make(chan event, maxOut+1),
 		arrived: time.Now(),
+	}
+	if s.cfg.PrefixCaching {
+		st.hashes = blockHashes(text, max(s.cfg.BlockSize, prefixHashGranule))
 	}
 	select {
 	case s.in <- st:
@@ -761,6 +796,7 @@ func (s *Server) ListenAndServe(ctx context.Context, addr string, ready func(net
 	defer cancel()
 	err = hs.Shutdown(sctx)
 	<-serveErr
+	wg.Wait()
 	if err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}

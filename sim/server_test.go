@@ -251,3 +251,34 @@ func TestServeAgreesWithVirtual(t *testing.T) {
 		}
 	}
 }
+
+func TestServerPrefixCaching(t *testing.T) {
+	_, url := startServer(t, "llama-3.1-8b", "--max-model-len", "4096", "--time-scale", "20", "--sim-load-time", "0")
+	shared := strings.Repeat("ab ", 1024)
+	for i := range 3 {
+		resp, body := post(t, url+"/v1/completions", `{"prompt":"`+shared+strings.Repeat("x", i+1)+`","max_tokens":2}`)
+		if resp.StatusCode != 200 {
+			t.Fatalf("status %d: %s", resp.StatusCode, body)
+		}
+	}
+	resp, err := http.Get(url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	// The second request caches the 1024-token prefix, the third hits it.
+	if !strings.Contains(string(b), `vllm:prefix_cache_hits_total{model_name="llama-3.1-8b"} 1024`) {
+		t.Errorf("prefix hits: %s", grepLines(string(b), "prefix_cache"))
+	}
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) && !strings.HasPrefix(l, "#") {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}

@@ -62,3 +62,42 @@ var outputWords = [...]string{"the", "of", "and", "to", "in", "is", "it", "that"
 func outputText(i int) string {
 	return " " + outputWords[i%len(outputWords)]
 }
+
+// prefixHashGranule is the token granularity of prefix-cache matching in the
+// server: the engine's block size, but at least 16 tokens (SGLang's radix
+// cache matches single tokens; coarser matching keeps the table small).
+const prefixHashGranule = 16
+
+// blockHashes returns a running hash of text's tokens at every multiple of
+// granule tokens: hashes[k] identifies the first (k+1)*granule tokens. The
+// server matches prompts' shared prefixes with them, as vLLM matches hashed
+// KV blocks.
+func blockHashes(text string, granule int) []uint64 {
+	const (
+		offset64 = 14695981039346656037
+		prime64  = 1099511628211
+	)
+	var out []uint64
+	h := uint64(offset64)
+	n := 0
+	for _, w := range strings.Fields(text) {
+		for len(w) > 0 {
+			piece := w
+			if len(w) > 4 {
+				piece = w[:4]
+			}
+			w = w[len(piece):]
+			for i := 0; i < len(piece); i++ {
+				h ^= uint64(piece[i])
+				h *= prime64
+			}
+			h ^= ' '
+			h *= prime64
+			n++
+			if n%granule == 0 {
+				out = append(out, h)
+			}
+		}
+	}
+	return out
+}
