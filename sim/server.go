@@ -36,7 +36,7 @@ type event struct {
 // stream is one request between its HTTP handler and the engine loop.
 type stream struct {
 	s       seq
-	hashes  []uint64 // prefix hashes of the prompt (blockHashes)
+	hashes  []uint64   // prefix hashes of the prompt (blockHashes)
 	events  chan event // buffered for every token: the engine never blocks
 	arrived time.Time
 	first   time.Time
