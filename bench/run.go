@@ -116,7 +116,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 	align := "off"
 	if !cfg.NoAlign {
-		actx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		// Bounded so that a hung server costs little before the run
+		// classifies it.
+		actx, cancel := context.WithTimeout(ctx, min(timeout, 10*time.Second))
 		align = alignPrompts(actx, hc, cfg.Target, reqs, alignRNG)
 		if len(warm) > 0 {
 			alignPrompts(actx, hc, cfg.Target, warm, alignRNG)

@@ -29,14 +29,16 @@ type summaryPlain Summary
 // {mean,median,std,p50,p90,p95,p99,p999}_m_ms, plus n_m, median_m_ms_ci and
 // p99_m_ms_ci ([low, high] bootstrap 95% intervals).
 func (s Summary) MarshalJSON() ([]byte, error) {
-	if s.Errors == nil {
-		s.Errors = map[string]int{}
-	}
+	// Every class present, on a copy: marshalling must not write to the
+	// caller's map.
+	errs := make(map[string]int, len(ErrorClasses)+len(s.Errors))
 	for _, c := range ErrorClasses {
-		if _, ok := s.Errors[string(c)]; !ok {
-			s.Errors[string(c)] = 0
-		}
+		errs[string(c)] = 0
 	}
+	for k, v := range s.Errors {
+		errs[k] = v
+	}
+	s.Errors = errs
 	plain, err := json.Marshal(summaryPlain(s))
 	if err != nil {
 		return nil, err

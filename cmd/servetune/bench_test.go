@@ -20,6 +20,7 @@ import (
 type streamServer struct {
 	gap    time.Duration
 	status int
+	hang   bool // accept the request, then never answer
 	mu     sync.Mutex
 	auth   []string
 }
@@ -38,6 +39,10 @@ func (s *streamServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewDecoder(r.Body).Decode(&q)
 	if s.status != 0 {
 		http.Error(w, "nope", s.status)
+		return
+	}
+	if s.hang {
+		<-r.Context().Done()
 		return
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
@@ -190,22 +195,41 @@ func mustRead(t *testing.T, p string) []byte {
 	return b
 }
 
+// TestBenchFailedRunWritesResult: a failing or hung server ends the run in
+// bounded time with exit 1 and a result file counting the failures.
 func TestBenchFailedRunWritesResult(t *testing.T) {
-	srv := httptest.NewServer(&streamServer{status: http.StatusServiceUnavailable})
-	defer srv.Close()
-	j := filepath.Join(t.TempDir(), "r.json")
-	code, _, stderr := runCLI(t, "bench", "--base-url", srv.URL, "--model", "m", "--num-requests", "3", "--no-progress", "--json", j)
-	if code != exitFailed {
-		t.Fatalf("exit %d, want %d (%s)", code, exitFailed, stderr)
+	tests := []struct {
+		name  string
+		srv   *streamServer
+		class string
+	}{
+		{"5xx", &streamServer{status: http.StatusServiceUnavailable}, "http_5xx"},
+		{"hung", &streamServer{hang: true}, "timeout"},
 	}
-	var m struct {
-		Errors map[string]int `json:"errors"`
-	}
-	if err := json.Unmarshal(mustRead(t, j), &m); err != nil {
-		t.Fatal(err)
-	}
-	if m.Errors["http_5xx"] != 3 || len(m.Errors) != 7 {
-		t.Errorf("errors %v, want http_5xx 3 and every class present", m.Errors)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(tc.srv)
+			defer srv.Close()
+			j := filepath.Join(t.TempDir(), "r.json")
+			begin := time.Now()
+			code, _, stderr := runCLI(t, "bench", "--base-url", srv.URL, "--model", "m", "--num-requests", "3",
+				"--timeout", "200ms", "--no-progress", "--json", j)
+			if code != exitFailed {
+				t.Fatalf("exit %d, want %d (%s)", code, exitFailed, stderr)
+			}
+			if el := time.Since(begin); el > 5*time.Second {
+				t.Errorf("run took %v", el)
+			}
+			var m struct {
+				Errors map[string]int `json:"errors"`
+			}
+			if err := json.Unmarshal(mustRead(t, j), &m); err != nil {
+				t.Fatal(err)
+			}
+			if m.Errors[tc.class] != 3 || len(m.Errors) != 7 {
+				t.Errorf("errors %v, want %s 3 and every class present", m.Errors, tc.class)
+			}
+		})
 	}
 }
 
