@@ -83,11 +83,31 @@ func (d DatasetSpec) Validate() error {
 // simulated engine can call it; equal seeds give equal requests. Request
 // indices run 0..n-1 and PrefixID is -1 unless the request shares a prefix.
 func (d DatasetSpec) Generate(rng *rand.Rand, n int) ([]Request, error) {
+	return d.generate(rng, n, true)
+}
+
+// GenerateLengths is Generate without prompt text (Prompt is empty): the
+// same lengths, prefix groups and output lengths for the same seed, at a
+// fraction of the memory. For the simulated engine, which needs only sizes.
+func (d DatasetSpec) GenerateLengths(rng *rand.Rand, n int) ([]Request, error) {
+	return d.generate(rng, n, false)
+}
+
+func (d DatasetSpec) generate(rng *rand.Rand, n int, text bool) ([]Request, error) {
 	if n < 0 {
 		return nil, fmt.Errorf("%w: negative request count %d", ErrBadDataset, n)
 	}
 	if err := d.Validate(); err != nil {
 		return nil, err
+	}
+	// Words come from their own stream, so lengths do not depend on
+	// whether text is generated.
+	textRNG := rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64()))
+	prompt := func(k int) string {
+		if !text {
+			return ""
+		}
+		return randomWords(textRNG, k)
 	}
 	var (
 		reqs []Request
@@ -98,19 +118,23 @@ func (d DatasetSpec) Generate(rng *rand.Rand, n int) ([]Request, error) {
 		reqs = make([]Request, n)
 		for i := range reqs {
 			in, out := d.Input.Sample(rng), d.Output.Sample(rng)
-			reqs[i] = Request{Prompt: randomWords(rng, in), PromptTokens: in, MaxTokens: out, PrefixID: -1, Synthetic: true}
+			reqs[i] = Request{Prompt: prompt(in), PromptTokens: in, MaxTokens: out, PrefixID: -1, Synthetic: true}
 		}
 	case DatasetPrefix:
 		prefixes := make([]string, d.PrefixGroups)
 		for i := range prefixes {
-			prefixes[i] = randomWords(rng, d.PrefixLen)
+			prefixes[i] = prompt(d.PrefixLen)
 		}
 		reqs = make([]Request, n)
 		for i := range reqs {
 			g := rng.IntN(d.PrefixGroups)
 			in, out := d.Input.Sample(rng), d.Output.Sample(rng)
+			p := ""
+			if text {
+				p = prefixes[g] + " " + prompt(in)
+			}
 			reqs[i] = Request{
-				Prompt: prefixes[g] + " " + randomWords(rng, in), PromptTokens: d.PrefixLen + in,
+				Prompt: p, PromptTokens: d.PrefixLen + in,
 				MaxTokens: out, PrefixID: g, PrefixTokens: d.PrefixLen, Synthetic: true,
 			}
 		}
@@ -119,13 +143,16 @@ func (d DatasetSpec) Generate(rng *rand.Rand, n int) ([]Request, error) {
 	case DatasetJSONL:
 		reqs, err = d.jsonl(rng, n)
 	case DatasetMix:
-		reqs, err = d.mix(rng, n)
+		reqs, err = d.mix(rng, n, text)
 	}
 	if err != nil {
 		return nil, err
 	}
 	for i := range reqs {
 		reqs[i].Index = i
+		if !text {
+			reqs[i].Prompt = ""
+		}
 	}
 	return reqs, nil
 }
@@ -258,7 +285,7 @@ func drawFrom(rng *rand.Rand, pool []Request, n int, path string) ([]Request, er
 
 // mix draws each request's part by weight, then generates every part's
 // requests in one call so files are read once.
-func (d DatasetSpec) mix(rng *rand.Rand, n int) ([]Request, error) {
+func (d DatasetSpec) mix(rng *rand.Rand, n int, text bool) ([]Request, error) {
 	total := 0.0
 	for _, p := range d.Mix {
 		total += p.Weight
@@ -277,7 +304,7 @@ func (d DatasetSpec) mix(rng *rand.Rand, n int) ([]Request, error) {
 	}
 	parts := make([][]Request, len(d.Mix))
 	for k, p := range d.Mix {
-		rs, err := p.Spec.Generate(rng, counts[k])
+		rs, err := p.Spec.generate(rng, counts[k], text)
 		if err != nil {
 			return nil, fmt.Errorf("mix part %d: %w", k, err)
 		}

@@ -100,6 +100,17 @@ func TestGenerate(t *testing.T) {
 			if !reflect.DeepEqual(rs, again) {
 				t.Error("equal seeds gave different requests")
 			}
+			lens, err := tc.spec.GenerateLengths(newRNG(5, 1), 200)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range rs {
+				r := rs[i]
+				r.Prompt = ""
+				if lens[i] != r || lens[i].Prompt != "" {
+					t.Fatalf("GenerateLengths request %d = %+v, want %+v", i, lens[i], r)
+				}
+			}
 		})
 	}
 }
