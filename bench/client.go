@@ -163,6 +163,7 @@ func (c *client) do(ctx context.Context, req Request, start time.Time, timeout t
 // it waits for the send time, so sending is quick).
 func (c *client) send(ctx context.Context, req Request, body []byte, bodyErr error, start time.Time, timeout time.Duration, rec *Record) {
 	rec.Index, rec.PromptTokens = req.Index, req.PromptTokens
+	defer func() { rec.ErrorMsg = c.redact(rec.ErrorMsg) }()
 	if bodyErr != nil {
 		rec.Send, rec.End = time.Since(start), time.Since(start)
 		rec.fail(ErrConnect, "encode request: "+bodyErr.Error())
@@ -204,6 +205,22 @@ func (c *client) send(ctx context.Context, req Request, body []byte, bodyErr err
 		return
 	}
 	c.stream(rctx, resp.Body, req, start, rec)
+}
+
+// redact removes the API key and header values from a message that came
+// from the server or the transport (a server may echo what it received).
+func (c *client) redact(msg string) string {
+	if c.target.APIKey != "" {
+		msg = strings.ReplaceAll(msg, c.target.APIKey, "<redacted>")
+	}
+	for _, vs := range c.target.Headers {
+		for _, v := range vs {
+			if len(v) >= 4 {
+				msg = strings.ReplaceAll(msg, v, "<redacted>")
+			}
+		}
+	}
+	return msg
 }
 
 // stream reads the SSE body and classifies the outcome.

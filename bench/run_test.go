@@ -2,7 +2,10 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -301,5 +304,30 @@ func TestConfigValidate(t *testing.T) {
 				t.Errorf("err %v, want one line", err)
 			}
 		})
+	}
+}
+
+func TestErrorMessagesRedacted(t *testing.T) {
+	const key = "sk-ECHOED-SECRET"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "bad auth: "+r.Header.Get("Authorization")+" "+r.Header.Get("X-Token"), http.StatusUnauthorized)
+	}))
+	defer srv.Close()
+	cfg := baseConfig(srv.URL)
+	cfg.Target.APIKey = key
+	cfg.Target.Headers = http.Header{"X-Token": {"tok-HEADER-SECRET"}}
+	cfg.NumRequests = 2
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res.Records {
+		if r.Error != ErrHTTP4xx || strings.Contains(r.ErrorMsg, "SECRET") {
+			t.Errorf("record %s %q leaks a secret", r.Error, r.ErrorMsg)
+		}
+	}
+	raw, _ := json.Marshal(res.Summary)
+	if strings.Contains(string(raw), "SECRET") {
+		t.Error("summary leaks a secret")
 	}
 }
