@@ -150,14 +150,21 @@ func (s *Server) Run(ctx context.Context) error {
 	simNow := func(t time.Time) float64 { return t.Sub(base).Seconds() * s.cfg.TimeScale }
 	var now time.Time
 	idleSince := true // the engine had nothing to do before this step
+	// Hand every token to its stream first and do the bookkeeping after,
+	// so the last stream of a large batch is not kept waiting by metrics.
+	type emitted struct {
+		st   *stream
+		q    *seq
+		last bool
+	}
+	var out []emitted
 	emit := func(q *seq, last bool) {
 		st := streams[q.id]
 		st.events <- event{generated: q.generated, last: last, at: now}
-		s.handoff.observe(time.Since(now))
 		if last {
 			delete(streams, q.id)
 		}
-		s.observeToken(st, q, last, now)
+		out = append(out, emitted{st, q, last})
 	}
 	// known maps prompt-prefix hashes to prefix groups, so requests that
 	// share a prefix share cached KV blocks (the workload's PrefixID is not
@@ -253,7 +260,14 @@ func (s *Server) Run(ctx context.Context) error {
 			case <-timer.C:
 			}
 		}
+		out = out[:0]
 		c.commit(simNow(now), emit)
+		handed := time.Since(now)
+		for _, e := range out {
+			s.handoff.observe(handed)
+			s.observeToken(e.st, e.q, e.last, now)
+		}
+		clear(out)
 		s.publish(c)
 	}
 }
