@@ -681,8 +681,14 @@ func (p *specParser) check(sp *Spec, top map[string]*yaml.Node) {
 	if n := len(sp.Launcher.GPUs); n > 0 && need > n {
 		p.fail(keyNode(top["launcher"], "gpus"), "launcher.gpus", "the smallest configuration of the space needs %d GPUs, only %d listed", need, n)
 	}
-	if sp.Launcher.Kind == LauncherEndpoint && len(sp.Space.Params) > 0 {
-		p.fail(keyNode(top["space"], ""), "space", "the endpoint launcher cannot change engine settings: leave space empty or use another launcher")
+	if sp.Launcher.Kind == LauncherEndpoint {
+		for _, q := range sp.Space.Params {
+			if q.Kind != space.KindCategorical || len(q.Choices) != 1 {
+				p.fail(keyNode(top["space"], q.Name), "space."+q.Name,
+					"the endpoint launcher cannot change engine settings: give fixed values (the server's own) or use another launcher")
+				break
+			}
+		}
 	}
 	if sp.Workload.Capacity && len(sp.SLO) == 0 {
 		p.fail(top["workload"], "workload.load.capacity", "a capacity search needs slo limits")

@@ -145,3 +145,18 @@ func FuzzParseSpec(f *testing.F) {
 		}
 	})
 }
+
+func TestParseSpecEndpoint(t *testing.T) {
+	src := strings.NewReplacer(
+		"kind: sim\n  gpus: [0, 1]\n  ready_timeout: 30s\n  time_scale: 50", "kind: endpoint\n  base_url: http://127.0.0.1:8000",
+		"tensor_parallel: [1, 2]", "tensor_parallel: 1",
+		"max_running_requests: {int: [16, 256], log: true}", "max_running_requests: 256",
+	).Replace(goodSpec)
+	if _, err := ParseSpec([]byte(src), "ep.yaml"); err != nil {
+		t.Fatalf("fixed settings with an endpoint: %v", err)
+	}
+	bad := strings.Replace(src, "tensor_parallel: 1", "tensor_parallel: [1, 2]", 1)
+	if _, err := ParseSpec([]byte(bad), "ep.yaml"); err == nil || !strings.Contains(err.Error(), "ep.yaml:9: space.tensor_parallel: the endpoint launcher") {
+		t.Fatalf("searched setting with an endpoint: %v", err)
+	}
+}

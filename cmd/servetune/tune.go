@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -25,12 +26,13 @@ import (
 
 func init() { subcommands = append(subcommands, newTuneCmd) }
 
-// studyDBDefault is the database the study commands use without --db.
+// studyDBDefault is the database the study commands use without --db:
+// $SERVETUNE_DB, else .servetune/servetune.db (an ignored directory).
 func studyDBDefault() string {
 	if p := os.Getenv("SERVETUNE_DB"); p != "" {
 		return p
 	}
-	return "servetune.db"
+	return filepath.Join(".servetune", "servetune.db")
 }
 
 func newTuneCmd() *cobra.Command {
@@ -61,6 +63,9 @@ func runTune(ctx context.Context, sp *tuner.Spec, dbPath string, resume bool, st
 	l, err := tuner.NewLauncher(sp, "")
 	if err != nil {
 		return usageError(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(dbPath), 0o755); err != nil {
+		return failedError(err)
 	}
 	db, err := store.Open(ctx, dbPath)
 	if err != nil {
