@@ -149,11 +149,14 @@ func (c *core) release(s *seq) {
 // admitted: its shared prefix blocks count as computed. At least one prompt
 // token is always computed, as in the engines.
 func (c *core) lookupPrefix(s *seq) {
-	if s.looked || !c.cfg.PrefixCaching || s.prefixID < 0 || s.computed > 0 {
+	if s.looked || !c.cfg.PrefixCaching || s.computed > 0 {
 		return
 	}
 	s.looked = true
 	c.prefixQueries += int64(s.prompt)
+	if s.prefixID < 0 {
+		return
+	}
 	e := c.prefixes[s.prefixID]
 	if e == nil || e.blocks == 0 {
 		return

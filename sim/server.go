@@ -143,13 +143,22 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	s.ready.Store(true)
 
-	c := newCore(s.cfg, s.est)
+	// One core per data-parallel rank, each on its own step timeline, as
+	// RunVirtual does; arrivals go to the least loaded rank.
+	cores := make([]*core, s.cfg.DP)
+	for i := range cores {
+		cores[i] = newCore(s.cfg, s.est)
+	}
+	busy := make([]bool, len(cores))
+	ends := make([]time.Time, len(cores)) // scheduled end of the step in flight
+	chained := make([]bool, len(cores))   // the next step follows the last one directly
 	streams := map[int]*stream{}
+	rankOf := map[int]int{}
+	aborted := map[*stream]bool{} // aborts that overtook their request
 	base := time.Now()
 	// simNow is the engine clock in simulated seconds.
 	simNow := func(t time.Time) float64 { return t.Sub(base).Seconds() * s.cfg.TimeScale }
 	var now time.Time
-	idleSince := true // the engine had nothing to do before this step
 	// Hand every token to its stream first and do the bookkeeping after,
 	// so the last stream of a large batch is not kept waiting by metrics.
 	type emitted struct {
@@ -163,6 +172,7 @@ func (s *Server) Run(ctx context.Context) error {
 		st.events <- event{generated: q.generated, last: last, at: now}
 		if last {
 			delete(streams, q.id)
+			delete(rankOf, q.id)
 		}
 		out = append(out, emitted{st, q, last})
 	}
@@ -173,6 +183,10 @@ func (s *Server) Run(ctx context.Context) error {
 	nextPrefix := 0
 	granule := max(s.cfg.BlockSize, prefixHashGranule)
 	admit := func(st *stream) {
+		if aborted[st] {
+			delete(aborted, st)
+			return
+		}
 		streams[st.s.id] = st
 		st.s.arrival = simNow(st.arrived)
 		if s.cfg.PrefixCaching {
@@ -192,7 +206,42 @@ func (s *Server) Run(ctx context.Context) error {
 				}
 			}
 		}
-		c.add(&st.s)
+		best := 0
+		for k := range cores {
+			if cores[k].load() < cores[best].load() {
+				best = k
+			}
+		}
+		rankOf[st.s.id] = best
+		cores[best].add(&st.s)
+	}
+	abort := func(st *stream) {
+		k, ok := rankOf[st.s.id]
+		if !ok {
+			if !st.s.done {
+				aborted[st] = true
+			}
+			return
+		}
+		cores[k].abort(&st.s)
+		delete(streams, st.s.id)
+		delete(rankOf, st.s.id)
+	}
+	// start plans core k's next step; steps chain on the scheduled
+	// timeline, so timer and scheduling slop never accumulates; after an
+	// idle spell, or when more than maxCatchUp behind, it restarts from now.
+	start := func(k int) {
+		b, secs := cores[k].schedule()
+		if b.tokens == 0 {
+			chained[k] = false
+			return
+		}
+		from := ends[k]
+		if t := time.Now(); !chained[k] || t.Sub(from) > maxCatchUp {
+			from = t
+		}
+		busy[k], chained[k] = true, true
+		ends[k] = from.Add(s.scale(time.Duration(secs * 1e9)))
 	}
 	for {
 		// Take everything that arrived, without blocking.
@@ -202,73 +251,63 @@ func (s *Server) Run(ctx context.Context) error {
 			case st := <-s.in:
 				admit(st)
 			case st := <-s.aborts:
-				if _, ok := streams[st.s.id]; ok {
-					c.abort(&st.s)
-					delete(streams, st.s.id)
-				}
+				abort(st)
 			default:
 				break intake
 			}
 		}
-		if c.idle() {
-			idleSince = true
-			s.publish(c)
-			select {
-			case <-ctx.Done():
-				return nil
-			case st := <-s.in:
-				admit(st)
-				continue
-			case st := <-s.aborts:
-				if _, ok := streams[st.s.id]; ok {
-					c.abort(&st.s)
-					delete(streams, st.s.id)
+		next := -1
+		for k := range cores {
+			if !busy[k] {
+				if cores[k].idle() {
+					chained[k] = false
+				} else {
+					start(k)
 				}
-				continue
+			}
+			if busy[k] && (next < 0 || ends[k].Before(ends[next])) {
+				next = k
 			}
 		}
-		// Steps chain on the scheduled timeline, so timer and scheduling
-		// slop in this loop never accumulates; after an idle spell (or when
-		// more than a step behind) the timeline restarts from now.
-		start := now
-		if t := time.Now(); t.Sub(start) > maxCatchUp || start.IsZero() || idleSince {
-			start = t
-		}
-		idleSince = false
-		b, secs := c.schedule()
-		if b.tokens == 0 {
-			// Nothing fits right now; wait for an arrival or an abort.
+		if next < 0 {
+			s.publish(cores)
 			select {
 			case <-ctx.Done():
 				return nil
 			case st := <-s.in:
 				admit(st)
 			case st := <-s.aborts:
-				if _, ok := streams[st.s.id]; ok {
-					c.abort(&st.s)
-					delete(streams, st.s.id)
-				}
+				abort(st)
 			}
 			continue
 		}
-		now = start.Add(s.scale(time.Duration(secs * 1e9)))
-		if d := time.Until(now); d > 0 {
+		if d := time.Until(ends[next]); d > 0 {
 			timer.Reset(d)
 			select {
 			case <-ctx.Done():
 				return nil
 			case <-timer.C:
+			case st := <-s.in:
+				timer.Stop()
+				admit(st)
+				continue
+			case st := <-s.aborts:
+				timer.Stop()
+				abort(st)
+				continue
 			}
 		}
+		now = ends[next]
+		busy[next] = false
 		out = out[:0]
-		c.commit(simNow(now), emit)
+		cores[next].commit(simNow(now), emit)
 		handed := time.Since(now)
 		for _, e := range out {
 			s.handoff.observe(handed)
 			s.observeToken(e.st, e.q, e.last, now)
 		}
 		clear(out)
-		s.publish(c)
+		s.publish(cores)
 	}
 }
 
@@ -277,20 +316,30 @@ func (s *Server) scale(d time.Duration) time.Duration {
 	return time.Duration(float64(d) / s.cfg.TimeScale)
 }
 
-// publish copies the core's gauges and counters into the metrics.
-func (s *Server) publish(c *core) {
+// publish copies the cores' gauges and counters (summed over
+// data-parallel ranks; KV usage averaged) into the metrics.
+func (s *Server) publish(cores []*core) {
 	m := s.metrics
 	m.mu.Lock()
-	m.running, m.waiting, m.kvUsage = len(c.running), c.load()-len(c.running), c.kvUsage()
-	m.promptTokens, m.genTokens, m.preemptions = c.promptTokens, c.genTokens, c.preemptions
-	m.prefixQueries, m.prefixHits = c.prefixQueries, c.prefixHits
+	defer m.mu.Unlock()
+	m.running, m.waiting, m.kvUsage = 0, 0, 0
+	m.promptTokens, m.genTokens, m.preemptions, m.prefixQueries, m.prefixHits = 0, 0, 0, 0, 0
+	for _, c := range cores {
+		m.running += len(c.running)
+		m.waiting += c.load() - len(c.running)
+		m.kvUsage += c.kvUsage() / float64(len(cores))
+		m.promptTokens += c.promptTokens
+		m.genTokens += c.genTokens
+		m.preemptions += c.preemptions
+		m.prefixQueries += c.prefixQueries
+		m.prefixHits += c.prefixHits
+	}
 	if t := time.Now(); t.Sub(m.genWindowAt) >= time.Second {
 		if !m.genWindowAt.IsZero() {
-			m.genThroughput = float64(c.genTokens-m.genWindow[0]) / t.Sub(m.genWindowAt).Seconds()
+			m.genThroughput = float64(m.genTokens-m.genWindow[0]) / t.Sub(m.genWindowAt).Seconds()
 		}
-		m.genWindow[0], m.genWindowAt = c.genTokens, t
+		m.genWindow[0], m.genWindowAt = m.genTokens, t
 	}
-	m.mu.Unlock()
 }
 
 // observeToken feeds the latency histograms (real-clock seconds).

@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -281,4 +283,29 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+func TestServerDataParallel(t *testing.T) {
+	_, url := startServer(t, "llama-3.1-8b", "--max-model-len", "2048", "-dp", "2", "--time-scale", "20", "--sim-load-time", "0")
+	var wg sync.WaitGroup
+	errs := make(chan string, 8)
+	for i := range 8 {
+		wg.Go(func() {
+			resp, err := http.Post(url+"/v1/completions", "application/json", strings.NewReader(`{"prompt":"a b c d","max_tokens":`+strconv.Itoa(5+i)+`}`))
+			if err != nil {
+				errs <- err.Error()
+				return
+			}
+			defer resp.Body.Close()
+			var r struct{ Usage map[string]int }
+			if err := json.NewDecoder(resp.Body).Decode(&r); err != nil || r.Usage["completion_tokens"] != 5+i {
+				errs <- fmt.Sprintf("request %d: %v %v", i, err, r.Usage)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
 }
