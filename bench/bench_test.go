@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -105,4 +106,22 @@ func BenchmarkSendLateness(b *testing.B) {
 	b.ReportMetric(s.Queue.P99, "lateness_p99_ms")
 	b.ReportMetric(s.Queue.Median, "lateness_median_ms")
 	b.ReportMetric(float64(s.Failed), "failed")
+	b.ReportMetric(baselineLatenessP99(cfg.Load, cfg.NumRequests), "baseline_p99_ms")
+}
+
+// baselineLatenessP99 paces n empty "sends" on l's schedule with the same
+// sleepUntil and no HTTP at all: the p99 lateness that the machine's own
+// scheduling stalls cause, to read the client's figure against.
+func baselineLatenessP99(l Load, n int) float64 {
+	sched := l.Schedule(newRNG(9, 9), n)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	start := time.Now()
+	late := make([]float64, n)
+	for i, at := range sched {
+		sleepUntil(context.Background(), timer, start.Add(at))
+		late[i] = ms(time.Since(start) - at)
+	}
+	slices.Sort(late)
+	return Percentile(late, 99)
 }
