@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +20,10 @@ import (
 // maxCatchUp is how far behind its scheduled timeline the engine loop may
 // fall before it gives up catching up and restarts the timeline from now.
 const maxCatchUp = 100 * time.Millisecond
+
+// spinWindow is how long before a step's end the engine loop stops sleeping
+// and yields the processor in a loop instead, for sub-millisecond emission.
+const spinWindow = 1500 * time.Microsecond
 
 // maxPrefixHashes bounds the server's prefix-hash table.
 const maxPrefixHashes = 1 << 20
@@ -281,7 +286,10 @@ func (s *Server) Run(ctx context.Context) error {
 			}
 			continue
 		}
-		if d := time.Until(ends[next]); d > 0 {
+		// Go's timers sleep through the netpoller at millisecond
+		// granularity when the process is idle: sleep to within
+		// spinWindow of the step's end, then yield until it.
+		if d := time.Until(ends[next]) - spinWindow; d > 0 {
 			timer.Reset(d)
 			select {
 			case <-ctx.Done():
@@ -296,6 +304,9 @@ func (s *Server) Run(ctx context.Context) error {
 				abort(st)
 				continue
 			}
+		}
+		for time.Now().Before(ends[next]) {
+			runtime.Gosched()
 		}
 		now = ends[next]
 		busy[next] = false
