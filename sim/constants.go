@@ -5,9 +5,9 @@ import "time"
 // Every physical and calibrated constant of the simulated engine lives in
 // this file, each with its source. Figures from reference/*.md are facts;
 // "fit" marks the few efficiency constants chosen inside their published
-// ranges against reference/calibration.md points 2-3 (errors in the README
-// of this package's doc and the calibration test); "estimate" marks the rest.
-// Never change one to make a single test pass.
+// ranges against reference/calibration.md points 1-3 (the errors are in
+// doc.go, "Calibration", and printed by calibration_test.go); "estimate"
+// marks the rest. Never change one to make a single test pass.
 
 // Memory accounting (vLLM V1 worker, reference/engines.md).
 const (
