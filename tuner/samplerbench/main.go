@@ -1,3 +1,5 @@
+//go:debug randseednop=0
+
 // Command samplerbench measures how many trials each sampler needs to reach
 // 99% of the exhaustive optimum of a discrete study space, evaluating every
 // configuration with the simulated engine in virtual time. `make
@@ -8,7 +10,7 @@
 // with N and M the median trials over 10 seeds and P the percentage of
 // configurations within 99% of the optimum (how hard the space is).
 //
-// The exhaustive search takes about a minute on two cores; its evaluations
+// The exhaustive search takes under a minute on two cores; its evaluations
 // are cached in .servetune/ keyed by the spec and this binary, so a rerun
 // of unchanged code is instant.
 package main
