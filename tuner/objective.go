@@ -228,6 +228,9 @@ func (slo SLO) Goodput() bench.SLO {
 }
 
 func (slo SLO) String() string {
+	if len(slo) == 0 {
+		return "none"
+	}
 	parts := make([]string, len(slo))
 	for i, l := range slo {
 		parts[i] = fmt.Sprintf("%s<=%gms", l.Metric, l.Max)
