@@ -145,7 +145,12 @@ func (s *Study) Run(ctx context.Context) (Outcome, error) {
 		defer func() { <-sem }()
 		defer pool.Release(gpus)
 		if res.Status == trial.StatusInterrupted {
-			return // stays running in the store; InterruptRunning marks it
+			if ctx.Err() != nil {
+				return // stays running in the store; InterruptRunning marks it
+			}
+			// Interrupted without the study being stopped: count it as failed
+			// rather than leave it running.
+			res = trial.Failed(trial.FailLaunchError, "trial interrupted")
 		}
 		pts := PointsOf(j.number, j.settings, sp.Hardware.PricePerGPUHour, res.Levels)
 		var value *float64
