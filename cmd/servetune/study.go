@@ -315,7 +315,7 @@ func newRecommendCmd() *cobra.Command {
 				return usageErrorf("--prefer: %v", err)
 			}
 			switch format {
-			case "vllm", "sglang", "docker", "yaml", "json":
+			case "", "vllm", "sglang", "docker", "yaml", "json":
 			default:
 				return usageErrorf("--format %q: want vllm, sglang, docker, yaml or json", format)
 			}
@@ -324,6 +324,9 @@ func newRecommendCmd() *cobra.Command {
 				return err
 			}
 			sp := ss.spec
+			if format == "" {
+				format = string(sp.Engine)
+			}
 			rec, err := tuner.Recommend(tuner.StoredPoints(ss.trials, sp.Hardware.PricePerGPUHour), sp.Objectives, sp.SLO, pref)
 			if err != nil {
 				return failedError(fmt.Errorf("study %s: %w", sp.Name, err))
@@ -333,7 +336,7 @@ func newRecommendCmd() *cobra.Command {
 	}
 	addDBFlag(cmd, &dbPath)
 	cmd.Flags().StringVar(&prefer, "prefer", "throughput", "throughput | cost | latency")
-	cmd.Flags().StringVar(&format, "format", "vllm", "vllm | sglang | docker | yaml | json")
+	cmd.Flags().StringVar(&format, "format", "", "vllm | sglang | docker | yaml | json (default: the study's engine)")
 	return cmd
 }
 

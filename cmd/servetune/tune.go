@@ -112,7 +112,7 @@ func runTune(ctx context.Context, sp *tuner.Spec, dbPath string, resume bool, st
 		fmt.Fprintf(stdout, "no recommendation: %v\n", err)
 		return nil
 	}
-	return writeRecommendation(stdout, sp, rec, tuner.PreferThroughput, "vllm")
+	return writeRecommendation(stdout, sp, rec, tuner.PreferThroughput, string(sp.Engine))
 }
 
 // tuneProgress shows each trial's progress through its load levels on
