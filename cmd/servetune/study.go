@@ -344,7 +344,11 @@ func newRecommendCmd() *cobra.Command {
 func serveArgv(sp *tuner.Spec, p tuner.Point, format string) []string {
 	switch format {
 	case "sglang":
-		return space.ServeCommand(space.SGLang, sp.Model, p.Settings, nil)
+		var extra []string
+		if sp.Engine == space.SGLang {
+			extra = sp.Space.Extra // the extra flags are the spec engine's
+		}
+		return space.ServeCommand(space.SGLang, sp.Model, p.Settings, extra)
 	case "docker":
 		engine := sp.Engine
 		image := sp.Launcher.Image
