@@ -1,0 +1,67 @@
+package tuner
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/servetune/servetune/launcher"
+	"github.com/servetune/servetune/space"
+	"github.com/servetune/servetune/trial"
+)
+
+func TestNewLauncher(t *testing.T) {
+	tests := []struct {
+		name    string
+		replace string
+		check   func(t *testing.T, l launcher.Launcher)
+	}{
+		{"sim", "kind: sim\n  gpus: [0, 1]\n  ready_timeout: 30s\n  time_scale: 50", func(t *testing.T, l launcher.Launcher) {
+			s, ok := l.(*launcher.Sim)
+			if !ok || s.GPU != "H100-SXM" || s.TimeScale != 50 {
+				t.Errorf("%#v", l)
+			}
+		}},
+		{"docker", "kind: docker\n  image: vllm/vllm-openai:v0.11.0\n  env: [HF_TOKEN]\n  gpus: [0, 1]", func(t *testing.T, l launcher.Launcher) {
+			d, ok := l.(*launcher.Docker)
+			if !ok || d.Image != "vllm/vllm-openai:v0.11.0" || d.Profile != launcher.ProfileVLLM || len(d.PassEnv) != 1 {
+				t.Errorf("%#v", l)
+			}
+		}},
+		{"process", "kind: process\n  command: [vllm, serve, '{model}', --port, '{port}']\n  gpus: [0, 1]", func(t *testing.T, l launcher.Launcher) {
+			p, ok := l.(*launcher.Process)
+			if !ok || len(p.Command) != 5 {
+				t.Errorf("%#v", l)
+			}
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			src := strings.Replace(goodSpec, "kind: sim\n  gpus: [0, 1]\n  ready_timeout: 30s\n  time_scale: 50", tc.replace, 1)
+			sp, err := ParseSpec([]byte(src), "l.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, err := NewLauncher(sp, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.check(t, l)
+		})
+	}
+}
+
+// The memory precheck fails a configuration that cannot start without
+// launching anything, with the engine's own message.
+func TestTrialRunnerPrecheck(t *testing.T) {
+	sp := mustSpec(t, studySpec)
+	r := &TrialRunner{Spec: sp} // no launcher: a launch would panic
+	res := r.Evaluate(context.Background(), 0, space.Settings{"tensor_parallel": 1, "max_running_requests": 8, "gpu_memory_fraction": 0.1}, []int{0})
+	if res.Status != trial.StatusFailed || res.Failure != trial.FailOOM || !strings.Contains(res.Message, "memory") {
+		t.Fatalf("%s/%s: %s", res.Status, res.Failure, res.Message)
+	}
+	res = r.Evaluate(context.Background(), 1, space.Settings{"tensor_parallel": 2, "max_running_requests": 8, "gpu_memory_fraction": 0.9}, []int{0})
+	if res.Status != trial.StatusFailed || res.Failure != trial.FailInfeasible || !strings.Contains(res.Message, "needs 2 GPUs") {
+		t.Fatalf("%s/%s: %s", res.Status, res.Failure, res.Message)
+	}
+}
