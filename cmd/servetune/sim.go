@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -184,6 +185,8 @@ func simBenchFlags(fs *pflag.FlagSet, f *benchFlags) {
 	fs.Float64Var(&f.burstiness, "burstiness", 1, "gamma shape of arrivals: 1 Poisson")
 	fs.IntVar(&f.maxConc, "max-concurrency", 0, "cap on requests in flight (0 = none)")
 	fs.IntVar(&f.numRequests, "num-requests", 1000, "requests per run (per sweep level)")
+	fs.DurationVar(&f.duration, "duration", 0, "send for this long (virtual time, needs a finite --request-rate) instead of a request count")
+	fs.IntVar(&f.warmup, "warmup", 0, "not supported by sim run (virtual time has no cold start to warm)")
 	fs.StringVar(&f.sweep, "sweep", "", "load ladder: concurrency=1,4,16 or rate=1,2,inf")
 	fs.Uint64Var(&f.seed, "seed", 0, "random seed of workload and arrivals")
 	fs.StringVar(&f.goodput, "goodput", "", "SLOs for goodput, ms: ttft:MS,tpot:MS,e2el:MS")
@@ -247,6 +250,9 @@ func runSimVirtual(cmd *cobra.Command, cfg sim.Config, f *benchFlags) error {
 	if err != nil {
 		return usageError(err)
 	}
+	if f.warmup > 0 {
+		return usageErrorf("--warmup: not supported by sim run (virtual time has no cold start to warm)")
+	}
 	if _, err := sim.Estimate(cfg); err != nil {
 		return failedError(err)
 	}
@@ -267,13 +273,9 @@ func runSimVirtual(cmd *cobra.Command, cfg sim.Config, f *benchFlags) error {
 	for li, l := range levels {
 		// The same seeded streams as bench.Run: workload PCG(seed, 1),
 		// arrivals PCG(seed, 2) inside RunVirtual.
-		reqs, err := bcfg.Dataset.Generate(rand.New(rand.NewPCG(bcfg.Seed, 1)), bcfg.NumRequests)
+		recs, err := simLevel(cfg, bcfg, l.load)
 		if err != nil {
-			return usageError(err)
-		}
-		recs, err := sim.RunVirtual(cfg, reqs, l.load, bcfg.Seed)
-		if err != nil {
-			return failedError(err)
+			return err
 		}
 		s := bench.Summarize(recs, bcfg.Summary)
 		s.MaxConcurrency = l.load.MaxConcurrency
@@ -315,6 +317,43 @@ func runSimVirtual(cmd *cobra.Command, cfg sim.Config, f *benchFlags) error {
 		}
 	}
 	return nil
+}
+
+// simLevel runs one load level in virtual time. A duration-bound level sends
+// on the same schedule bench would (arrivals PCG(seed, 2)) until the
+// duration ends.
+func simLevel(cfg sim.Config, bcfg bench.Config, load bench.Load) ([]bench.Record, error) {
+	n := bcfg.NumRequests
+	if bcfg.Duration > 0 {
+		if load.Rate <= 0 || math.IsInf(load.Rate, 1) {
+			return nil, usageErrorf("--duration needs a finite --request-rate in sim run")
+		}
+		n = int(load.Rate*bcfg.Duration.Seconds()*1.5) + 64
+	}
+	reqs, err := bcfg.Dataset.Generate(rand.New(rand.NewPCG(bcfg.Seed, 1)), n)
+	if err != nil {
+		return nil, usageError(err)
+	}
+	if bcfg.Duration == 0 {
+		recs, err := sim.RunVirtual(cfg, reqs, load, bcfg.Seed)
+		if err != nil {
+			return nil, failedError(err)
+		}
+		return recs, nil
+	}
+	sched := load.Schedule(rand.New(rand.NewPCG(bcfg.Seed, 2)), n)
+	k := 0
+	for k < len(sched) && sched[k] < bcfg.Duration {
+		k++
+	}
+	if k == 0 {
+		return nil, usageErrorf("--duration %v: no request is sent in that time", bcfg.Duration)
+	}
+	recs, err := sim.RunVirtualSchedule(cfg, reqs[:k], sched[:k], load.MaxConcurrency)
+	if err != nil {
+		return nil, failedError(err)
+	}
+	return recs, nil
 }
 
 // simSettings are the engine settings recorded in a result's meta.

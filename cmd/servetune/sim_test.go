@@ -176,3 +176,26 @@ func TestSimServeCLI(t *testing.T) {
 		t.Errorf("stream: %s", body)
 	}
 }
+
+func TestSimRunDurationCLI(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"duration with rate", []string{"--request-rate", "20", "--duration", "10s"}, exitOK, "Successful requests"},
+		{"duration without rate", []string{"--max-concurrency", "4", "--duration", "10s"}, exitUsage, "finite --request-rate"},
+		{"warmup", []string{"--warmup", "3"}, exitUsage, "--warmup"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			args := append([]string{"sim", "run", "llama-3.1-8b", "--max-model-len", "2048", "--input-len", "128", "--output-len", "16", "--bootstrap", "5"}, tt.args...)
+			code := run(context.Background(), args, &out, &errb)
+			if code != tt.code || !strings.Contains(out.String()+errb.String(), tt.want) {
+				t.Fatalf("code %d: %s%s", code, out.String(), errb.String())
+			}
+		})
+	}
+}
