@@ -52,14 +52,22 @@ func TestTensorParallelByLink(t *testing.T) {
 		args := []string{"llama-3.3-70b", "-q", "fp8", "--max-model-len", "8192", "-tp", tp, "--gpu", gpu}
 		return run(t, args, 96, 1000, 200, 16).TPOT.Median
 	}
-	nv := tpot("H100-SXM", "4") / tpot("H100-SXM", "2")
-	pcie := tpot("H100-PCIe", "4") / tpot("H100-PCIe", "2")
-	t.Logf("TPOT TP4/TP2: NVLink %.2f, PCIe %.2f", nv, pcie)
-	if nv > 0.75 {
-		t.Errorf("NVLink: TP4 cut TPOT only to %.2f of TP2", nv)
+	type ratios struct{ two4, four8 float64 }
+	by := map[string]ratios{}
+	for _, g := range []string{"H100-SXM", "H100-PCIe"} {
+		t2, t4, t8 := tpot(g, "2"), tpot(g, "4"), tpot(g, "8")
+		by[g] = ratios{t4 / t2, t8 / t4}
+		t.Logf("%-9s TPOT TP2 %.1f, TP4 %.1f, TP8 %.1f ms", g, t2, t4, t8)
 	}
-	if pcie < nv+0.1 {
-		t.Errorf("PCIe: TP4/TP2 = %.2f, want clearly less benefit than NVLink (%.2f)", pcie, nv)
+	nv, pcie := by["H100-SXM"], by["H100-PCIe"]
+	// NVLink: each doubling of TP cuts TPOT substantially.
+	if nv.two4 > 0.75 || nv.four8 > 0.8 {
+		t.Errorf("NVLink: TP4/TP2 %.2f, TP8/TP4 %.2f; want clear gains", nv.two4, nv.four8)
+	}
+	// PCIe: all-reduce over the host bridge eats the gain; past TP4 it
+	// barely helps.
+	if pcie.two4 < nv.two4+0.1 || pcie.four8 < 0.9 {
+		t.Errorf("PCIe: TP4/TP2 %.2f, TP8/TP4 %.2f; want little gain (NVLink %.2f, %.2f)", pcie.two4, pcie.four8, nv.two4, nv.four8)
 	}
 }
 
