@@ -540,9 +540,12 @@ func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
 		text = *req.Prompt
 	case len(req.Messages) > 0:
 		var b strings.Builder
-		for _, m := range req.Messages {
-			var t string
-			_ = json.Unmarshal(m.Content, &t)
+		for i, m := range req.Messages {
+			_, t, err := contentTokens(m.Content)
+			if err != nil {
+				apiError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf("messages[%d].content: %v", i, err))
+				return
+			}
 			b.WriteString(t)
 			b.WriteByte(' ')
 		}
@@ -580,6 +583,10 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 	prompt, text, err := promptTokens(&req, chat)
 	if err != nil {
 		apiError(w, http.StatusBadRequest, "BadRequestError", err.Error())
+		return
+	}
+	if prompt == 0 {
+		apiError(w, http.StatusBadRequest, "BadRequestError", "The decoder prompt cannot be empty")
 		return
 	}
 	maxOut := s.cfg.MaxModelLen - prompt

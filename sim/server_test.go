@@ -136,6 +136,11 @@ func TestServerWireFormat(t *testing.T) {
 			t.Fatalf("status %d body %s", resp.StatusCode, body)
 		}
 	})
+	t.Run("empty prompt", func(t *testing.T) {
+		if resp, body := post(t, url+"/v1/completions", `{"prompt":"  ","max_tokens":3}`); resp.StatusCode != 400 || !strings.Contains(body, "cannot be empty") {
+			t.Fatalf("status %d: %s", resp.StatusCode, body)
+		}
+	})
 	t.Run("wrong model", func(t *testing.T) {
 		if resp, _ := post(t, url+"/v1/completions", `{"model":"gpt-9","prompt":"x","max_tokens":1}`); resp.StatusCode != 404 {
 			t.Fatalf("status %d", resp.StatusCode)
