@@ -285,27 +285,42 @@ func run(ctx context.Context, p Plan) Result {
 // capacity runs the capacity search with run.
 func (p Plan) capacity(res *Result, run func(int, bench.Load) (Level, *Result)) Result {
 	c := p.Capacity
-	maxC := max(c.MaxConcurrency, 1)
-	steps := c.Steps
-	if steps <= 0 {
-		steps = 3
-	}
 	i := 0
-	probe := func(n int) (bool, *Result) {
+	var stopped *Result
+	errStop := errors.New("stop")
+	_, err := SearchCapacity(c.MaxConcurrency, c.Steps, func(n int) (bool, error) {
 		lv, stop := run(i, bench.Load{MaxConcurrency: n})
 		i++
 		if stop != nil {
-			return false, stop
+			stopped = stop
+			return false, errStop
 		}
 		res.Levels = append(res.Levels, lv)
 		return c.Met(lv.Summary), nil
+	})
+	if err != nil && stopped != nil {
+		return *stopped
+	}
+	res.Status = StatusOK
+	return *res
+}
+
+// SearchCapacity finds the highest concurrency in [1, maxConcurrency] at
+// which met holds: concurrency doubles from 1 while probe says the SLOs are
+// met, then steps bisections (default 3) narrow the gap between the last
+// level that met them and the first that did not. It returns 0 when even
+// concurrency 1 misses. An error from probe ends the search.
+func SearchCapacity(maxConcurrency, steps int, probe func(concurrency int) (met bool, err error)) (int, error) {
+	maxC := max(maxConcurrency, 1)
+	if steps <= 0 {
+		steps = 3
 	}
 	good, bad := 0, 0
 	for n := 1; ; n *= 2 {
 		n = min(n, maxC)
-		ok, stop := probe(n)
-		if stop != nil {
-			return *stop
+		ok, err := probe(n)
+		if err != nil {
+			return good, err
 		}
 		if !ok {
 			bad = n
@@ -318,9 +333,9 @@ func (p Plan) capacity(res *Result, run func(int, bench.Load) (Level, *Result)) 
 	}
 	for s := 0; s < steps && bad > 0 && bad-good > 1; s++ {
 		mid := (good + bad) / 2
-		ok, stop := probe(mid)
-		if stop != nil {
-			return *stop
+		ok, err := probe(mid)
+		if err != nil {
+			return good, err
 		}
 		if ok {
 			good = mid
@@ -328,8 +343,7 @@ func (p Plan) capacity(res *Result, run func(int, bench.Load) (Level, *Result)) 
 			bad = mid
 		}
 	}
-	res.Status = StatusOK
-	return *res
+	return good, nil
 }
 
 // oomPatterns are the start-up and runtime out-of-memory messages of vLLM,

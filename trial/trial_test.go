@@ -2,6 +2,7 @@ package trial
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -122,5 +123,33 @@ func TestLevelLabel(t *testing.T) {
 		if got, _, _ := LevelLabel(tc.load); got != tc.want {
 			t.Errorf("LevelLabel(%+v) = %q, want %q", tc.load, got, tc.want)
 		}
+	}
+}
+
+func TestSearchCapacity(t *testing.T) {
+	tests := []struct {
+		name     string
+		capacity int // highest concurrency that meets the SLOs
+		max      int
+		steps    int
+		want     int
+		probes   []int
+	}{
+		{"bisects", 3, 64, 3, 3, []int{1, 2, 4, 3}},
+		{"narrows within steps", 45, 1024, 3, 44, []int{1, 2, 4, 8, 16, 32, 64, 48, 40, 44}},
+		{"capped", 1000, 100, 3, 100, []int{1, 2, 4, 8, 16, 32, 64, 100}},
+		{"nothing meets", 0, 64, 3, 0, []int{1}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var probes []int
+			got, err := SearchCapacity(tc.max, tc.steps, func(n int) (bool, error) {
+				probes = append(probes, n)
+				return n <= tc.capacity, nil
+			})
+			if err != nil || got != tc.want || fmt.Sprint(probes) != fmt.Sprint(tc.probes) {
+				t.Errorf("got %d (%v), probes %v; want %d, %v", got, err, probes, tc.want, tc.probes)
+			}
+		})
 	}
 }

@@ -205,3 +205,16 @@ func TestStudyParallelDisjointGPUs(t *testing.T) {
 		t.Errorf("max parallel %d (want 2), GPU shared: %v", g.maxSeen, g.overlap)
 	}
 }
+
+func TestVirtualCapacity(t *testing.T) {
+	src := strings.Replace(studySpec, "load: {concurrency: [4, 16]}", "load: {capacity: true, max_concurrency: 64}", 1)
+	sp := mustSpec(t, src)
+	res := (&VirtualEvaluator{Spec: sp}).Evaluate(context.Background(), 0,
+		space.Settings{"tensor_parallel": 1, "max_running_requests": 64, "gpu_memory_fraction": 0.9}, nil)
+	if res.Status != trial.StatusOK || len(res.Levels) < 2 {
+		t.Fatalf("%s/%s %s, %d levels", res.Status, res.Failure, res.Message, len(res.Levels))
+	}
+	if got := res.Levels[0].Load.MaxConcurrency; got != 1 {
+		t.Errorf("capacity search starts at concurrency %d", got)
+	}
+}

@@ -62,26 +62,44 @@ func (v *VirtualEvaluator) evaluate(ctx context.Context, number int, set space.S
 		return trial.Failed(trial.FailBenchError, err.Error())
 	}
 	res := trial.Result{Status: trial.StatusOK}
-	levels := sp.Workload.Levels
-	if sp.Workload.Capacity {
-		return trial.Failed(trial.FailBenchError, "virtual evaluation does not run capacity searches")
-	}
-	for i, load := range levels {
+	i := 0
+	var failed *trial.Result
+	measure := func(load bench.Load) (bench.Summary, error) {
 		if err := ctx.Err(); err != nil {
-			return trial.Result{Status: trial.StatusInterrupted}
+			failed = &trial.Result{Status: trial.StatusInterrupted}
+			return bench.Summary{}, err
 		}
 		recs, err := sim.RunVirtual(cfg, reqs, load, seed+uint64(i))
+		i++
 		if err != nil {
 			var se *sim.StartupError
+			r := trial.Failed(trial.FailCrash, fmt.Sprintf("simulation: %v", err))
 			if errors.As(err, &se) {
-				return trial.Failed(trial.FailOOM, se.Message)
+				r = trial.Failed(trial.FailOOM, se.Message)
 			}
-			return trial.Failed(trial.FailCrash, fmt.Sprintf("simulation: %v", err))
+			failed = &r
+			return bench.Summary{}, err
 		}
 		sum := bench.Summarize(recs, bench.SummaryOptions{Goodput: sp.SLO.Goodput(), Bootstrap: 1, Seed: seed})
 		sum.MaxConcurrency, sum.RequestRate = load.MaxConcurrency, load.Rate
 		label, kind, value := trial.LevelLabel(load)
 		res.Levels = append(res.Levels, trial.Level{Label: label, Kind: kind, Value: value, Load: load, Summary: sum})
+		return sum, nil
+	}
+	if sp.Workload.Capacity {
+		_, err := trial.SearchCapacity(sp.Workload.MaxConcurrency, 0, func(n int) (bool, error) {
+			sum, err := measure(bench.Load{MaxConcurrency: n})
+			return err == nil && sp.SLO.Met(Point{GPUs: 1, Summary: sum}), err
+		})
+		if err != nil {
+			return *failed
+		}
+		return res
+	}
+	for _, load := range sp.Workload.Levels {
+		if _, err := measure(load); err != nil {
+			return *failed
+		}
 	}
 	return res
 }
