@@ -23,6 +23,9 @@
 //		log.Printf("%s: %s", res.Failure, res.Message)
 //	}
 //
+// SearchCapacity is the capacity search on its own (concurrency doubling,
+// then bisection), for callers that measure levels another way.
+//
 // Concurrency: Run may be called from several goroutines at once for
 // trials on different GPUs; each call owns its engine and the goroutine that
 // watches it, and waits for that goroutine before returning.

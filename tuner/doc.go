@@ -15,6 +15,12 @@
 // "max goodput_per_gpu": the best request goodput per GPU over the trial's
 // load levels. The Pareto front runs over every (trial, load level) point.
 //
+// Trials are evaluated through the Evaluator interface: TrialRunner launches
+// real engines (or the simulated engine as a process) and benchmarks them;
+// VirtualEvaluator runs the simulator in virtual time, which the sampler
+// benchmark (Exhaustive, TrialsToReach, cmd tuner/samplerbench) uses to
+// compare samplers against the exhaustive optimum of a discrete space.
+//
 // Example:
 //
 //	spec, err := tuner.ParseSpecFile("examples/quickstart.yaml")
