@@ -314,3 +314,23 @@ func TestServerDataParallel(t *testing.T) {
 		t.Error(e)
 	}
 }
+
+func FuzzRequestBody(f *testing.F) {
+	f.Add([]byte(`{"model":"m","prompt":"a b c","max_tokens":3,"stream":true}`), false)
+	f.Add([]byte(`{"messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}]}`), true)
+	f.Add([]byte(`{"prompt":[1,2,3]}`), false)
+	f.Fuzz(func(t *testing.T, body []byte, chat bool) {
+		var req genRequest
+		if json.Unmarshal(body, &req) != nil {
+			return
+		}
+		n, text, err := promptTokens(&req, chat)
+		if err != nil {
+			return
+		}
+		if n < 0 || (text != "" && n != CountTokens(text)) {
+			t.Fatalf("tokens %d for %q", n, text)
+		}
+		_ = blockHashes(text, prefixHashGranule)
+	})
+}
