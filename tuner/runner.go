@@ -30,7 +30,18 @@ func NewLauncher(sp *Spec, binary string) (launcher.Launcher, error) {
 		if sp.Engine == space.SGLang {
 			profile = launcher.ProfileSGLang
 		}
-		return &launcher.Docker{Image: l.Image, Profile: profile, PassEnv: l.Env}, nil
+		d := &launcher.Docker{Image: l.Image, Profile: profile, PassEnv: l.Env}
+		if l.SimImage() {
+			d.NoGPU = true
+			d.Env = []string{launcher.EnvSimTimeScale + "=" + strconv.FormatFloat(l.TimeScale, 'g', -1, 64)}
+			if sp.Hardware.GPU != "" {
+				d.Env = append(d.Env, launcher.EnvSimGPU+"="+sp.Hardware.GPU)
+			}
+			if l.LoadTime > 0 {
+				d.Env = append(d.Env, sim.EnvLoadTime+"="+l.LoadTime.String())
+			}
+		}
+		return d, nil
 	}
 	return nil, fmt.Errorf("launcher kind %q: want docker, process, endpoint or sim", l.Kind)
 }
@@ -62,6 +73,9 @@ func (r *TrialRunner) Evaluate(ctx context.Context, number int, set space.Settin
 	}
 	args = append(args, sp.Space.Extra...)
 	var env []string
+	if sp.Launcher.SimImage() {
+		env = append(env, launcher.EnvSimNumGPUs+"="+strconv.Itoa(max(len(gpus), 1)))
+	}
 	if sp.Launcher.Kind != LauncherDocker {
 		// Docker reads PassEnv itself; values never reach the store.
 		for _, name := range sp.Launcher.Env {
@@ -165,7 +179,7 @@ func oomMessage(err error) (string, bool) {
 
 // timeScale is how much faster than real time the spec's engine runs.
 func timeScale(sp *Spec) float64 {
-	if sp.Launcher.Kind == LauncherSim {
+	if sp.Launcher.Kind == LauncherSim || sp.Launcher.SimImage() {
 		return sp.Launcher.TimeScale
 	}
 	return 1

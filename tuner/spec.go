@@ -51,9 +51,16 @@ type LauncherSpec struct {
 	BaseURL      string        // endpoint
 	GPUs         []int         // GPU indices the study may use; trials get disjoint subsets
 	ReadyTimeout time.Duration // launch to /health 200
-	TimeScale    float64       // sim: faster than real time by this factor
-	LoadTime     time.Duration // sim: simulated start-up time
+	TimeScale    float64       // sim (or the servetune-sim image): faster than real time by this factor
+	LoadTime     time.Duration // sim (or the servetune-sim image): simulated start-up time
 	Env          []string      // names of environment variables passed to the engine (values never stored)
+}
+
+// SimImage reports whether a docker launcher runs the simulated engine's
+// image (make sim-image), which takes the sim's settings from the
+// environment and needs no GPU.
+func (l LauncherSpec) SimImage() bool {
+	return l.Kind == LauncherDocker && strings.HasPrefix(l.Image, "servetune-sim")
 }
 
 // Hardware describes the GPUs, for the simulator and for costs.
@@ -365,10 +372,21 @@ func (p *specParser) launcher(n *yaml.Node) LauncherSpec {
 	only("image", LauncherDocker)
 	only("command", LauncherProcess)
 	only("base_url", LauncherEndpoint)
-	only("time_scale", LauncherSim)
-	only("load_time", LauncherSim)
+	for _, key := range []string{"time_scale", "load_time"} {
+		// The servetune-sim image is the simulated engine in a container.
+		if f[key] != nil && l.Kind != LauncherSim && l.Kind != LauncherDocker {
+			p.fail(f[key], "launcher."+key, "only for launcher kind sim (or docker with the servetune-sim image)")
+		}
+	}
 	if x := f["image"]; x != nil {
 		l.Image = p.str(x, "launcher.image")
+	}
+	if l.Kind == LauncherDocker && !l.SimImage() {
+		for _, key := range []string{"time_scale", "load_time"} {
+			if f[key] != nil {
+				p.fail(f[key], "launcher."+key, "only for the simulated engine (launcher kind sim, or the servetune-sim image)")
+			}
+		}
 	}
 	if x := f["command"]; x != nil {
 		for _, c := range p.seq(x, "launcher.command") {
