@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/servetune/servetune/bench"
+	"github.com/servetune/servetune/gpu"
 	"github.com/servetune/servetune/launcher"
 )
 
@@ -57,6 +58,11 @@ type Plan struct {
 	// engine's time.
 	TimeScale float64
 
+	// GPUs, when set, samples the trial's GPUs (Spec.GPUs) through NVML
+	// while the engine is measured; nil = no telemetry.
+	GPUs        gpu.Reader
+	GPUInterval time.Duration // default gpu.DefaultInterval
+
 	Bench    BenchFunc                                   // default bench.Run
 	Progress func(level string, done, total int)         // optional, from one goroutine
 	OnLevel  func(level Level)                           // optional, after each level
@@ -89,6 +95,7 @@ type Result struct {
 	Message  string // one line saying why it failed (the engine's own message when known)
 	LogTail  string // the engine's output tail, for failed trials
 	Levels   []Level
+	GPU      []gpu.Sample // telemetry of the trial's GPUs during the measurement
 	Started  time.Time
 	Ready    time.Duration // launch to healthy
 	Finished time.Time
@@ -120,7 +127,7 @@ func Run(ctx context.Context, p Plan) Result {
 	return res
 }
 
-func run(ctx context.Context, p Plan) Result {
+func run(ctx context.Context, p Plan) (out Result) {
 	res := Result{Started: time.Now()}
 	k := p.TimeScale
 	if k <= 0 {
@@ -268,6 +275,12 @@ func run(ctx context.Context, p Plan) Result {
 		return lv, nil
 	}
 
+	if p.GPUs != nil && len(p.Spec.GPUs) > 0 {
+		gs := gpu.NewSampler(p.GPUs, p.Spec.GPUs, p.GPUInterval)
+		gs.Start(ctx)
+		// Stop ends the sampling goroutine before Run returns.
+		defer func() { out.GPU = gs.Stop() }()
+	}
 	if p.Capacity != nil {
 		return p.capacity(&res, run)
 	}

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/servetune/servetune/bench"
+	"github.com/servetune/servetune/gpu"
 	"github.com/servetune/servetune/launcher"
 )
 
@@ -151,5 +153,37 @@ func TestSearchCapacity(t *testing.T) {
 				t.Errorf("got %d (%v), probes %v; want %d, %v", got, err, probes, tc.want, tc.probes)
 			}
 		})
+	}
+}
+
+// countingGPU is a gpu.Reader for hosts without NVML: it reports a fixed
+// power draw and counts its reads.
+type countingGPU struct {
+	mu    sync.Mutex
+	reads int
+}
+
+func (c *countingGPU) Read(i int) (gpu.Sample, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.reads++
+	return gpu.Sample{Time: time.Now(), GPU: i, PowerW: 300}, nil
+}
+
+func TestRunSamplesGPUs(t *testing.T) {
+	p := plan(t, "ok")
+	p.Spec.GPUs = []int{2, 3}
+	g := &countingGPU{}
+	p.GPUs, p.GPUInterval = g, 5*time.Millisecond
+	res := Run(context.Background(), p)
+	if res.Status != StatusOK {
+		t.Fatalf("%s/%s: %s", res.Status, res.Failure, res.Message)
+	}
+	seen := map[int]bool{}
+	for _, s := range res.GPU {
+		seen[s.GPU] = true
+	}
+	if len(res.GPU) < 4 || !seen[2] || !seen[3] || len(seen) != 2 {
+		t.Errorf("%d samples of GPUs %v, want start and stop readings of 2 and 3", len(res.GPU), seen)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/servetune/servetune/bench"
+	"github.com/servetune/servetune/gpu"
 	"github.com/servetune/servetune/launcher"
 	"github.com/servetune/servetune/sim"
 	"github.com/servetune/servetune/space"
@@ -53,6 +54,7 @@ type TrialRunner struct {
 	Spec     *Spec
 	Launcher launcher.Launcher
 	Bench    trial.BenchFunc                                 // default bench.Run
+	GPUs     gpu.Reader                                      // NVML telemetry of real GPUs; nil = none
 	Progress func(number int, level string, done, total int) // optional
 }
 
@@ -98,6 +100,7 @@ func (r *TrialRunner) Evaluate(ctx context.Context, number int, set space.Settin
 		Seed:             uint64(sp.Tuner.Seed)*1_000_003 + uint64(number),
 		TimeScale:        timeScale(sp),
 		Bench:            r.Bench,
+		GPUs:             r.GPUs,
 		IsOOM: func(logs string) (string, bool) {
 			if !sim.IsOOM(logs) {
 				return trial.IsOOM(logs)

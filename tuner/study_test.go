@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/servetune/servetune/gpu"
 	"github.com/servetune/servetune/space"
 	"github.com/servetune/servetune/store"
 	"github.com/servetune/servetune/trial"
@@ -216,5 +217,36 @@ func TestVirtualCapacity(t *testing.T) {
 	}
 	if got := res.Levels[0].Load.MaxConcurrency; got != 1 {
 		t.Errorf("capacity search starts at concurrency %d", got)
+	}
+}
+
+func TestStoreResultGPUSamples(t *testing.T) {
+	ctx := context.Background()
+	db := openStore(t)
+	st, err := db.CreateStudy(ctx, store.Study{Name: "g", Spec: "x", Status: store.StudyRunning})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.StartTrial(ctx, st.ID, 0, space.Settings{"tensor_parallel": 1}, []int{0}); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	res := trial.Result{Status: trial.StatusOK, Started: t0, Finished: t0.Add(2 * time.Second), GPU: []gpu.Sample{
+		{Time: t0, GPU: 0, PowerW: 100, EnergyMilliJ: 5_000_000},
+		{Time: t0.Add(time.Second), GPU: 0, PowerW: 300, MemUsed: 1 << 30, EnergyMilliJ: 5_300_000},
+	}}
+	if err := db.FinishTrial(ctx, storeResult(st.ID, 0, res, nil)); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := db.Trial(ctx, st.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := db.GPUSamples(ctx, tr.ID)
+	if err != nil || len(got) != 2 {
+		t.Fatalf("%d samples, %v", len(got), err)
+	}
+	if got[1].T != time.Second || got[1].EnergyJ != 300 || got[1].MemUsedBytes != 1<<30 || got[0].EnergyJ != 0 {
+		t.Errorf("samples %+v", got)
 	}
 }

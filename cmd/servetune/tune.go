@@ -18,6 +18,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/servetune/servetune/gpu"
 	"github.com/servetune/servetune/space"
 	"github.com/servetune/servetune/store"
 	"github.com/servetune/servetune/trial"
@@ -73,12 +74,22 @@ func runTune(ctx context.Context, sp *tuner.Spec, dbPath string, resume bool, st
 	}
 	defer db.Close()
 
+	// GPU telemetry for engines on real GPUs; its absence is not an error.
+	var telemetry gpu.Reader
+	if sp.Launcher.Kind == tuner.LauncherDocker && !sp.Launcher.SimImage() || sp.Launcher.Kind == tuner.LauncherProcess {
+		if n, err := gpu.Open(); err != nil {
+			fmt.Fprintln(stderr, err)
+		} else {
+			defer n.Close()
+			telemetry = n
+		}
+	}
 	prog := &tuneProgress{w: stderr, last: map[int]int{}, bars: map[int]*progressBar{}, tty: isTerminal(stderr) && parallelTrials(sp) == 1}
 	study := &tuner.Study{
 		Spec:   sp,
 		Store:  db,
 		Resume: resume,
-		Eval:   &tuner.TrialRunner{Spec: sp, Launcher: l, Progress: prog.level},
+		Eval:   &tuner.TrialRunner{Spec: sp, Launcher: l, Progress: prog.level, GPUs: telemetry},
 		OnStart: func(n int, set space.Settings, gpus []int) {
 			prog.printf("trial %d start  gpus=%v  %s\n", n, gpus, settingsLine(set))
 		},
