@@ -23,6 +23,9 @@
 //		log.Printf("%s: %s", res.Failure, res.Message)
 //	}
 //
+// With Plan.GPUs set (an NVML reader), the trial's GPUs are sampled while the
+// engine is measured, into Result.GPU.
+//
 // SearchCapacity is the capacity search on its own (concurrency doubling,
 // then bisection), for callers that measure levels another way.
 //
