@@ -198,7 +198,7 @@ func TestTuneKillResume(t *testing.T) {
 		t.Skip("uses /proc to clean up orphaned engines")
 	}
 	bin := buildServetune(t)
-	spec := writeSpec(t, strings.NewReplacer("REQS", "24", "TRIALS", "4").Replace(tuneSpec))
+	spec := writeSpec(t, strings.NewReplacer("REQS", "64", "TRIALS", "4").Replace(tuneSpec))
 	db := filepath.Join(t.TempDir(), "t.db")
 	t.Cleanup(func() { killOrphans(t, bin) })
 
