@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strings"
+	"sync"
 )
 
 // tokenizeProbes is how many prompts are sent to /tokenize to fit the
@@ -50,11 +51,11 @@ func countTokens(ctx context.Context, hc *http.Client, t Target, prompt string) 
 }
 
 // alignPrompts re-sizes synthetic prompts so the server's tokenizer counts
-// about PromptTokens for each. It probes a few prompts, fits
-// tokens = a·words + b, adds or trims trailing words of every synthetic
-// prompt (never the shared prefix), and checks a few results; probed prompts
-// get their exact count. Without /tokenize it changes nothing. The returned
-// note goes into meta.
+// exactly PromptTokens for each. It probes a few prompts, fits
+// tokens = a·words + b, resizes every synthetic prompt by that line, then
+// counts and corrects each one (never trimming the shared prefix) until ctx
+// ends. Without /tokenize it changes nothing. The returned note goes into
+// meta.
 func alignPrompts(ctx context.Context, hc *http.Client, t Target, reqs []Request, rng *rand.Rand) string {
 	var idx []int
 	for i := range reqs {
@@ -87,31 +88,122 @@ func alignPrompts(ctx context.Context, hc *http.Client, t Target, reqs []Request
 	if a <= 0 {
 		return "unavailable (/tokenize gave unusable counts): prompt lengths approximate"
 	}
+	// First pass: resize every prompt by the fitted line, so most need at
+	// most one correction below.
 	for _, i := range idx {
 		r := &reqs[i]
-		prefixWords := 0
-		if r.PrefixID >= 0 && r.PrefixTokens > 0 {
-			prefixWords = r.PrefixTokens // prefix was built one word per token
-		}
 		want := int(math.Round((float64(r.PromptTokens) - b) / a))
-		want = max(want, prefixWords+1)
-		r.Prompt = resizeWords(r.Prompt, want, rng)
-		r.PromptTokens = int(math.Round(a*float64(want) + b))
+		r.Prompt = resizeWords(r.Prompt, max(want, prefixWords(r)+1), rng)
 	}
-	exact := 0
-	for k, i := range idx {
-		if k == tokenizeProbes {
-			break
-		}
-		if c, ok := countTokens(ctx, hc, t, reqs[i].Prompt); ok {
-			if c == reqs[i].PromptTokens {
-				exact++
-			}
-			reqs[i].PromptTokens = c
-		}
+	exact, counted := exactAlign(ctx, hc, t, reqs, idx, rng.Uint64())
+	note := fmt.Sprintf("aligned with /tokenize: tokens = %.3g*words %+.3g; %d of %d prompts exact", a, b, exact, len(idx))
+	if counted < len(idx) {
+		note += fmt.Sprintf(" (%d not counted before the alignment deadline: lengths approximate)", len(idx)-counted)
 	}
-	return fmt.Sprintf("aligned with /tokenize: tokens = %.3g*words %+.3g; %d of %d checks exact", a, b, exact, min(len(idx), tokenizeProbes))
+	return note
 }
+
+// alignWorkers bounds concurrent /tokenize calls during alignment.
+const alignWorkers = 16
+
+// alignRounds bounds the count-and-correct rounds per prompt; with the fitted
+// first pass, one or two rounds reach the exact length.
+const alignRounds = 5
+
+// prefixWords is how many leading words of r's prompt are a shared prefix,
+// which alignment never trims.
+func prefixWords(r *Request) int {
+	if r.PrefixID >= 0 && r.PrefixTokens > 0 {
+		return r.PrefixTokens // the prefix is built one word per token
+	}
+	return 0
+}
+
+// exactAlign counts each prompt of reqs[idx] with /tokenize and adds or
+// trims trailing words until the count equals PromptTokens. Each request's
+// PromptTokens becomes the server's own count. Added words come from a
+// stream seeded per request from seed, so the result does not depend on
+// goroutine order. It stops early when ctx ends; counted is how many prompts
+// got a server count, exact how many hit their target.
+func exactAlign(ctx context.Context, hc *http.Client, t Target, reqs []Request, idx []int, seed uint64) (exact, counted int) {
+	var mu sync.Mutex
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range min(alignWorkers, len(idx)) {
+		wg.Go(func() {
+			for i := range work {
+				hit, ok := alignOne(ctx, hc, t, &reqs[i], rand.New(rand.NewPCG(seed, uint64(i))))
+				if !ok {
+					continue
+				}
+				mu.Lock()
+				counted++
+				if hit {
+					exact++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+feed:
+	for _, i := range idx {
+		select {
+		case work <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(work)
+	wg.Wait()
+	return exact, counted
+}
+
+// alignOne corrects one prompt; see exactAlign. Large gaps are closed by
+// this prompt's own tokens-per-word ratio, small ones a short word at a
+// time. Every round ends with a count, so PromptTokens always matches the
+// prompt sent. ok is false when the server never counted it.
+func alignOne(ctx context.Context, hc *http.Client, t Target, r *Request, rng *rand.Rand) (hit, ok bool) {
+	target := r.PromptTokens
+	for round := 0; ; round++ {
+		c, cok := countTokens(ctx, hc, t, r.Prompt)
+		if !cok {
+			return false, ok
+		}
+		ok = true
+		r.PromptTokens = c
+		diff := target - c
+		if diff == 0 || round == alignRounds {
+			return diff == 0, true
+		}
+		n := len(strings.Fields(r.Prompt))
+		perWord := float64(c) / float64(max(n, 1))
+		switch {
+		case diff > 2:
+			r.Prompt = resizeWords(r.Prompt, n+max(1, int(float64(diff)/perWord)), rng)
+		case diff > 0:
+			r.Prompt += strings.Repeat(" "+shortWords[rng.IntN(len(shortWords))], diff)
+		default:
+			drop := max(1, int(float64(-diff)/perWord))
+			if n-drop <= prefixWords(r) {
+				return false, true // never shrink into the shared prefix
+			}
+			r.Prompt = resizeWords(r.Prompt, n-drop, rng)
+		}
+	}
+}
+
+// shortWords are the words of at most three letters, one token each in the
+// common BPE vocabularies (and in the simulated engine's tokenizer): the
+// last steps of alignment add them one token at a time.
+var shortWords = func() []string {
+	var out []string
+	for _, w := range words {
+		if len(w) <= 3 {
+			out = append(out, w)
+		}
+	}
+	return out
+}()
 
 // fitLine returns the least-squares line y = a·x + b, slope 1 when all x
 // are equal.
