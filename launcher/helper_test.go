@@ -1,6 +1,7 @@
 package launcher
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"net"
@@ -69,6 +70,19 @@ func helperMain(mode string, args []string) int {
 			return 1
 		}
 		fmt.Printf("child=%d\n", child.Process.Pid)
+	case "parent":
+		// An engine's parent: launch "sleep" through Process, report the
+		// engine's pid, then wait to be killed.
+		in, err := (&Process{Command: []string{os.Args[0]}}).Launch(context.Background(), Spec{
+			Env: []string{helperEnv + "=sleep"},
+		})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		fmt.Printf("engine=%d\n", in.(*processInstance).cmd.Process.Pid)
+		time.Sleep(time.Hour)
+		return 0
 	case "serve":
 	default:
 		fmt.Fprintf(os.Stderr, "unknown helper mode %q\n", mode)

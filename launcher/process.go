@@ -55,13 +55,12 @@ func (p *Process) Launch(ctx context.Context, spec Spec) (Instance, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = p.Dir
 	cmd.Env = append(os.Environ(), spec.Env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	logs := newTailBuffer(p.LogBytes)
 	cmd.Stdout = logs
 	cmd.Stderr = logs
 	// A grandchild that keeps the output pipes open must not block Wait forever.
 	cmd.WaitDelay = 2 * time.Second
-	if err := cmd.Start(); err != nil {
+	if err := startEngine(cmd); err != nil {
 		return nil, fmt.Errorf("start %s: %w", argv[0], err)
 	}
 	in := &processInstance{
