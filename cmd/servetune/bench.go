@@ -445,13 +445,20 @@ func printSummary(w io.Writer, name string, s bench.Summary) {
 	row("Total token throughput (tok/s):", fmt.Sprintf("%.2f", s.TotalTokenThroughput))
 	tw.Flush()
 	fmt.Fprintf(w, "%-16s %9s %9s %19s %9s %19s %9s\n", "metric (ms)", "mean", "median", "median 95% CI", "p99", "p99 95% CI", "std")
-	for _, m := range []struct {
+	type metric struct {
 		name string
 		st   bench.Stats
-	}{
-		{"TTFT", s.TTFT}, {"TPOT", s.TPOT}, {"ITL", s.ITL}, {"ITL per token", s.ITLPerToken},
-		{"E2EL", s.E2EL}, {"queue", s.Queue}, {"TTFT from sched", s.TTFTSched},
-	} {
+	}
+	metrics := []metric{
+		{"TTFT", s.TTFT}, {"TPOT", s.TPOT}, {"ITL", s.ITL}, {"ITL per token", s.ITLPerToken}, {"E2EL", s.E2EL},
+	}
+	// Lateness against the arrival schedule means something only for an
+	// open-loop run; with every request due at once (rate inf) it is just
+	// the wait for a concurrency slot, which stays in the JSON.
+	if s.RequestRate > 0 {
+		metrics = append(metrics, metric{"queue", s.Queue}, metric{"TTFT from sched", s.TTFTSched})
+	}
+	for _, m := range metrics {
 		st := m.st
 		fmt.Fprintf(w, "%-16s %9.2f %9.2f %19s %9.2f %19s %9.2f\n", m.name, st.Mean, st.Median,
 			fmt.Sprintf("[%.2f, %.2f]", st.MedianCI[0], st.MedianCI[1]), st.P99,
