@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net/netip"
 	"os"
 	"regexp"
 	"strconv"
@@ -75,6 +76,13 @@ type Docker struct {
 	// local socket. See NewDockerClient.
 	Host   string
 	Client DockerAPI // optional; overrides Host
+	// Address is the Docker host's name or IP as this machine reaches it,
+	// used for the trial's endpoint; "" = 127.0.0.1 (a local daemon, or a
+	// remote one reached through a tunnel that forwards the published
+	// ports). When it is not a loopback address the port is published on
+	// all of the Docker host's interfaces, since 127.0.0.1 there is out of
+	// reach from here: the engine then answers anyone on that network.
+	Address string
 
 	NoGPU   bool   // request no GPUs (the sim image)
 	ShmSize int64  // bytes of /dev/shm; 0 = share the host's IPC namespace (what vLLM's docs use)
@@ -166,7 +174,7 @@ func (d *Docker) Launch(ctx context.Context, spec Spec) (Instance, error) {
 	in := &dockerInstance{
 		api:         api,
 		id:          created.ID,
-		endpoint:    "http://" + hostPort("127.0.0.1", port),
+		endpoint:    "http://" + hostPort(d.address(), port),
 		poll:        d.PollInterval,
 		stopTimeout: d.StopTimeout,
 		logBytes:    d.LogBytes,
@@ -262,7 +270,7 @@ func (d *Docker) containerConfig(spec Spec) (*container.Config, *container.HostC
 		},
 	}
 	hc := &container.HostConfig{
-		PortBindings: nat.PortMap{cp: {{HostIP: "127.0.0.1", HostPort: strconv.Itoa(port)}}},
+		PortBindings: nat.PortMap{cp: {{HostIP: d.publishIP(), HostPort: strconv.Itoa(port)}}},
 	}
 	if d.ShmSize > 0 {
 		hc.ShmSize = d.ShmSize
@@ -285,6 +293,33 @@ func (d *Docker) containerConfig(spec Spec) (*container.Config, *container.HostC
 	hc.Memory = d.MemoryBytes
 	hc.NanoCPUs = int64(math.Round(d.CPUs * 1e9))
 	return cfg, hc, port, nil
+}
+
+// address is where the benchmark reaches the published port.
+func (d *Docker) address() string {
+	if d.Address == "" {
+		return "127.0.0.1"
+	}
+	return d.Address
+}
+
+// publishIP is the Docker host's address the port is published on:
+// loopback unless the engine must be reached from another machine.
+func (d *Docker) publishIP() string {
+	if IsLoopback(d.address()) {
+		return "127.0.0.1"
+	}
+	return "0.0.0.0"
+}
+
+// IsLoopback reports whether host (a name or IP, no port) is this machine's
+// loopback: localhost or an address in 127.0.0.0/8 or ::1.
+func IsLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(strings.Trim(host, "[]"))
+	return err == nil && ip.IsLoopback()
 }
 
 func (d *Docker) profile() Profile {

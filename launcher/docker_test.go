@@ -77,6 +77,26 @@ func TestDockerContainerConfig(t *testing.T) {
 			d:       &Docker{Image: "x", Profile: ProfileCustom, Command: []string{"serve", "{model}", "--port", "{port}", "--host", "{host}"}},
 			wantCmd: []string{"serve", "org/m", "--port", "8000", "--host", "0.0.0.0", "--tensor-parallel-size", "2"},
 		},
+		{
+			name:    "remote host publishes on all interfaces",
+			d:       &Docker{Image: "x", Host: "ssh://gpu-a", Address: "gpu-a.internal"},
+			wantCmd: []string{"--model", "org/m", "--tensor-parallel-size", "2"},
+			check: func(t *testing.T, cfg *container.Config, hc *container.HostConfig) {
+				if b := hc.PortBindings["8000/tcp"]; len(b) != 1 || b[0].HostIP != "0.0.0.0" {
+					t.Errorf("PortBindings = %v", hc.PortBindings)
+				}
+			},
+		},
+		{
+			name:    "loopback address keeps 127.0.0.1",
+			d:       &Docker{Image: "x", Host: "ssh://gpu-a", Address: "localhost"},
+			wantCmd: []string{"--model", "org/m", "--tensor-parallel-size", "2"},
+			check: func(t *testing.T, cfg *container.Config, hc *container.HostConfig) {
+				if b := hc.PortBindings["8000/tcp"]; len(b) != 1 || b[0].HostIP != "127.0.0.1" {
+					t.Errorf("PortBindings = %v", hc.PortBindings)
+				}
+			},
+		},
 		{name: "no image", d: &Docker{}, wantErr: ErrBadSpec},
 		{name: "entrypoint outside custom", d: &Docker{Image: "x", Entrypoint: []string{"/bin/sh"}}, wantErr: ErrBadSpec},
 		{name: "bad profile", d: &Docker{Image: "x", Profile: "tgi"}, wantErr: ErrBadSpec},
@@ -99,6 +119,19 @@ func TestDockerContainerConfig(t *testing.T) {
 			}
 			if tt.check != nil {
 				tt.check(t, cfg, hc)
+			}
+		})
+	}
+}
+
+func TestIsLoopback(t *testing.T) {
+	for host, want := range map[string]bool{
+		"127.0.0.1": true, "127.1.2.3": true, "localhost": true, "LocalHost": true, "::1": true, "[::1]": true,
+		"10.0.0.5": false, "gpu-a.internal": false, "0.0.0.0": false, "": false,
+	} {
+		t.Run(host, func(t *testing.T) {
+			if got := IsLoopback(host); got != want {
+				t.Errorf("IsLoopback(%q) = %v, want %v", host, got, want)
 			}
 		})
 	}

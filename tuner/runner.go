@@ -31,18 +31,26 @@ func NewLauncher(sp *Spec, binary string) (launcher.Launcher, error) {
 		if sp.Engine == space.SGLang {
 			profile = launcher.ProfileSGLang
 		}
-		d := &launcher.Docker{Image: l.Image, Profile: profile, PassEnv: l.Env}
-		if l.SimImage() {
-			d.NoGPU = true
-			d.Env = []string{launcher.EnvSimTimeScale + "=" + strconv.FormatFloat(l.TimeScale, 'g', -1, 64)}
-			if sp.Hardware.GPU != "" {
-				d.Env = append(d.Env, launcher.EnvSimGPU+"="+sp.Hardware.GPU)
+		hosts := l.DockerHosts()
+		r := &hostRouter{}
+		for _, h := range hosts {
+			d := &launcher.Docker{Image: l.Image, Profile: profile, PassEnv: l.Env, Host: h.DockerHost, Address: h.Address}
+			if l.SimImage() {
+				d.NoGPU = true
+				d.Env = []string{launcher.EnvSimTimeScale + "=" + strconv.FormatFloat(l.TimeScale, 'g', -1, 64)}
+				if sp.Hardware.GPU != "" {
+					d.Env = append(d.Env, launcher.EnvSimGPU+"="+sp.Hardware.GPU)
+				}
+				if l.LoadTime > 0 {
+					d.Env = append(d.Env, sim.EnvLoadTime+"="+l.LoadTime.String())
+				}
 			}
-			if l.LoadTime > 0 {
-				d.Env = append(d.Env, sim.EnvLoadTime+"="+l.LoadTime.String())
+			if len(l.Hosts) == 0 {
+				return d, nil
 			}
+			r.hosts = append(r.hosts, d)
 		}
-		return d, nil
+		return r, nil
 	}
 	return nil, fmt.Errorf("launcher kind %q: want docker, process, endpoint or sim", l.Kind)
 }

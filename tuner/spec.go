@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net/url"
 	"os"
 	"regexp"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/servetune/servetune/bench"
+	"github.com/servetune/servetune/launcher"
 	"github.com/servetune/servetune/space"
 )
 
@@ -54,6 +56,69 @@ type LauncherSpec struct {
 	TimeScale    float64       // sim (or the servetune-sim image): faster than real time by this factor
 	LoadTime     time.Duration // sim (or the servetune-sim image): simulated start-up time
 	Env          []string      // names of environment variables passed to the engine (values never stored)
+
+	// DockerHost is the Docker daemon of a one-host docker study
+	// (unix://, tcp://, ssh://); "" = DOCKER_HOST, else the local socket.
+	DockerHost string
+	// Address is where this machine reaches the Docker host's published
+	// ports; "" = 127.0.0.1 (see launcher.Docker.Address).
+	Address string
+	// Hosts, when set, spreads a docker study over several Docker hosts,
+	// each with its own GPUs; a trial runs on one host. GPUs then holds
+	// every host's GPUs numbered host×HostGPUStride+index (host 1's GPU 0
+	// is 100), the numbers trials are stored with.
+	Hosts []DockerHost
+}
+
+// DockerHost is one entry of launcher.hosts.
+type DockerHost struct {
+	DockerHost string // the daemon, as DOCKER_HOST takes it; "" = DOCKER_HOST or the local socket
+	Address    string // where this machine reaches its published ports; "" = 127.0.0.1
+	GPUs       []int  // GPU indices on that host
+}
+
+// HostGPUStride separates the GPU numbers of the hosts of a multi-host
+// study: host h's GPU g is h×HostGPUStride+g.
+const HostGPUStride = 100
+
+// HostOf returns the host index and local GPU index of a study GPU number.
+func (l LauncherSpec) HostOf(gpu int) (host, local int) {
+	if len(l.Hosts) == 0 {
+		return 0, gpu
+	}
+	return gpu / HostGPUStride, gpu % HostGPUStride
+}
+
+// DockerHosts returns the Docker hosts of a docker study, one entry per
+// host (a one-host study gives one entry from DockerHost and Address).
+func (l LauncherSpec) DockerHosts() []DockerHost {
+	if l.Kind != LauncherDocker {
+		return nil
+	}
+	if len(l.Hosts) > 0 {
+		return l.Hosts
+	}
+	return []DockerHost{{DockerHost: l.DockerHost, Address: l.Address, GPUs: l.GPUs}}
+}
+
+// Remote reports whether a trial's engine may run on another machine than
+// this one, where local NVML telemetry would read the wrong GPUs.
+func (l LauncherSpec) Remote() bool {
+	for _, h := range l.DockerHosts() {
+		if h.Address != "" && !launcher.IsLoopback(h.Address) || remoteDaemon(h.DockerHost) {
+			return true
+		}
+	}
+	return false
+}
+
+// remoteDaemon reports whether a DOCKER_HOST value names another machine.
+func remoteDaemon(host string) bool {
+	if host == "" || strings.HasPrefix(host, "unix://") || strings.HasPrefix(host, "npipe://") {
+		return false
+	}
+	u, err := url.Parse(host)
+	return err != nil || !launcher.IsLoopback(u.Hostname())
 }
 
 // SimImage reports whether a docker launcher runs the simulated engine's
@@ -349,7 +414,8 @@ func validName(s string) bool {
 }
 
 func (p *specParser) launcher(n *yaml.Node) LauncherSpec {
-	f := p.fields(n, "launcher", "kind", "image", "command", "base_url", "gpus", "ready_timeout", "time_scale", "load_time", "env")
+	f := p.fields(n, "launcher", "kind", "image", "command", "base_url", "gpus", "ready_timeout", "time_scale", "load_time", "env",
+		"docker_host", "address", "hosts")
 	var l LauncherSpec
 	if p.err != nil {
 		return l
@@ -370,6 +436,16 @@ func (p *specParser) launcher(n *yaml.Node) LauncherSpec {
 		}
 	}
 	only("image", LauncherDocker)
+	only("docker_host", LauncherDocker)
+	only("address", LauncherDocker)
+	only("hosts", LauncherDocker)
+	if f["hosts"] != nil {
+		for _, key := range []string{"docker_host", "address", "gpus"} {
+			if f[key] != nil {
+				p.fail(f[key], "launcher."+key, "give it per host under launcher.hosts")
+			}
+		}
+	}
 	only("command", LauncherProcess)
 	only("base_url", LauncherEndpoint)
 	for _, key := range []string{"time_scale", "load_time"} {
@@ -421,6 +497,17 @@ func (p *specParser) launcher(n *yaml.Node) LauncherSpec {
 			l.GPUs = append(l.GPUs, id)
 		}
 	}
+	if x := f["docker_host"]; x != nil {
+		l.DockerHost = p.dockerHost(x, "launcher.docker_host")
+	}
+	if x := f["address"]; x != nil {
+		l.Address = p.str(x, "launcher.address")
+	}
+	if x := f["hosts"]; x != nil {
+		p.hosts(x, &l)
+	} else if p.err == nil && remoteDaemon(l.DockerHost) && l.Address == "" {
+		p.fail(f["docker_host"], "launcher.address", "missing for the remote Docker host %s: give the address this machine reaches it at, or 127.0.0.1 with an ssh tunnel (see README, Docker and remote GPU hosts)", l.DockerHost)
+	}
 	l.ReadyTimeout = 20 * time.Minute
 	if x := f["ready_timeout"]; x != nil {
 		l.ReadyTimeout = p.duration(x, "launcher.ready_timeout")
@@ -443,6 +530,69 @@ func (p *specParser) launcher(n *yaml.Node) LauncherSpec {
 		}
 	}
 	return l
+}
+
+// dockerHost accepts a DOCKER_HOST value: unix://, tcp:// or ssh://.
+func (p *specParser) dockerHost(n *yaml.Node, field string) string {
+	h := p.str(n, field)
+	if p.err != nil {
+		return h
+	}
+	u, err := url.Parse(h)
+	switch {
+	case err != nil:
+		p.fail(n, field, "%q: not a URL", h)
+	case u.Scheme != "unix" && u.Scheme != "tcp" && u.Scheme != "ssh":
+		p.fail(n, field, "%q: want unix://, tcp:// or ssh://", h)
+	case u.Scheme != "unix" && u.Hostname() == "":
+		p.fail(n, field, "%q: no host name", h)
+	case u.User != nil && func() bool { _, ok := u.User.Password(); return ok }():
+		// It would be stored with the spec.
+		p.fail(n, field, "passwords in docker_host are not accepted: use ssh keys or an agent")
+	}
+	return h
+}
+
+// hosts parses launcher.hosts and numbers every host's GPUs into l.GPUs.
+func (p *specParser) hosts(n *yaml.Node, l *LauncherSpec) {
+	for i, hn := range p.seq(n, "launcher.hosts") {
+		field := fmt.Sprintf("launcher.hosts[%d]", i)
+		f := p.fields(hn, field, "docker_host", "address", "gpus")
+		if p.err != nil {
+			return
+		}
+		var h DockerHost
+		if f["docker_host"] == nil {
+			p.fail(hn, field+".docker_host", "missing (required)")
+			return
+		}
+		h.DockerHost = p.dockerHost(f["docker_host"], field+".docker_host")
+		if x := f["address"]; x != nil {
+			h.Address = p.str(x, field+".address")
+		}
+		if p.err == nil && remoteDaemon(h.DockerHost) && h.Address == "" {
+			p.fail(f["docker_host"], field+".address", "missing for the remote Docker host %s: give the address this machine reaches it at, or 127.0.0.1 with an ssh tunnel (see README, Docker and remote GPU hosts)", h.DockerHost)
+			return
+		}
+		if f["gpus"] == nil {
+			p.fail(hn, field+".gpus", "missing (each host lists its GPUs; one trial at a time per listed GPU set)")
+			return
+		}
+		seen := map[int]bool{}
+		for _, g := range p.seq(f["gpus"], field+".gpus") {
+			id := p.integer(g, field+".gpus", 0)
+			if p.err == nil && id >= HostGPUStride {
+				p.fail(g, field+".gpus", "GPU %d: at most %d GPUs per host", id, HostGPUStride)
+			}
+			if p.err == nil && seen[id] {
+				p.fail(g, field+".gpus", "GPU %d listed twice", id)
+			}
+			seen[id] = true
+			h.GPUs = append(h.GPUs, id)
+			l.GPUs = append(l.GPUs, i*HostGPUStride+id)
+		}
+		l.Hosts = append(l.Hosts, h)
+	}
 }
 
 func (p *specParser) hardware(n *yaml.Node) Hardware {
@@ -696,8 +846,15 @@ func (p *specParser) tuner(n *yaml.Node, t *TunerSpec) {
 // check rejects impossible combinations across sections.
 func (p *specParser) check(sp *Spec, top map[string]*yaml.Node) {
 	need := minGPUs(sp.Space)
-	if n := len(sp.Launcher.GPUs); n > 0 && need > n {
+	if n := len(sp.Launcher.GPUs); n > 0 && need > n && len(sp.Launcher.Hosts) == 0 {
 		p.fail(keyNode(top["launcher"], "gpus"), "launcher.gpus", "the smallest configuration of the space needs %d GPUs, only %d listed", need, n)
+	}
+	largest := 0
+	for _, h := range sp.Launcher.Hosts {
+		largest = max(largest, len(h.GPUs))
+	}
+	if len(sp.Launcher.Hosts) > 0 && need > largest {
+		p.fail(keyNode(top["launcher"], "hosts"), "launcher.hosts", "the smallest configuration of the space needs %d GPUs on one host, the largest host lists %d", need, largest)
 	}
 	if sp.Launcher.Kind == LauncherEndpoint {
 		for _, q := range sp.Space.Params {

@@ -3,10 +3,12 @@ package tuner
 import (
 	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/servetune/servetune/launcher"
 	"github.com/servetune/servetune/space"
 )
 
@@ -159,5 +161,103 @@ func TestParseSpecEndpoint(t *testing.T) {
 	bad := strings.Replace(src, "tensor_parallel: 1", "tensor_parallel: [1, 2]", 1)
 	if _, err := ParseSpec([]byte(bad), "ep.yaml"); err == nil || !strings.Contains(err.Error(), "ep.yaml:9: space.tensor_parallel: the endpoint launcher") {
 		t.Fatalf("searched setting with an endpoint: %v", err)
+	}
+}
+
+// dockerHostsSpec is goodSpec on two Docker hosts.
+var dockerHostsSpec = strings.Replace(goodSpec, "kind: sim\n  gpus: [0, 1]\n", `kind: docker
+  image: servetune-sim:dev
+  hosts:
+    - {docker_host: "ssh://me@gpu-a:2222", address: 10.0.0.7, gpus: [0, 1]}
+    - {docker_host: "unix:///var/run/docker.sock", gpus: [3]}
+`, 1)
+
+func TestParseSpecDockerHosts(t *testing.T) {
+	sp, err := ParseSpec([]byte(dockerHostsSpec), "h.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := sp.Launcher
+	if !slices.Equal(l.GPUs, []int{0, 1, 103}) || len(l.Hosts) != 2 || l.Hosts[0].Address != "10.0.0.7" || l.Hosts[1].DockerHost != "unix:///var/run/docker.sock" {
+		t.Fatalf("launcher = %+v", l)
+	}
+	if h, g := l.HostOf(103); h != 1 || g != 3 {
+		t.Errorf("HostOf(103) = %d, %d", h, g)
+	}
+	if !l.Remote() || len(l.DockerHosts()) != 2 {
+		t.Errorf("Remote = %v, DockerHosts = %v", l.Remote(), l.DockerHosts())
+	}
+	lr, err := NewLauncher(sp, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, ok := lr.(*hostRouter)
+	if !ok || len(r.hosts) != 2 || r.hosts[0].Host != "ssh://me@gpu-a:2222" || r.hosts[0].Address != "10.0.0.7" || !r.hosts[1].NoGPU {
+		t.Fatalf("launcher = %#v", lr)
+	}
+
+	one := strings.Replace(goodSpec, "kind: sim\n", "kind: docker\n  image: servetune-sim:dev\n  docker_host: tcp://127.0.0.1:2375\n", 1)
+	sp, err = ParseSpec([]byte(one), "one.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sp.Launcher.Remote() || len(sp.Launcher.DockerHosts()) != 1 || sp.Launcher.DockerHosts()[0].DockerHost != "tcp://127.0.0.1:2375" {
+		t.Errorf("one host: %+v", sp.Launcher)
+	}
+	if d, ok := mustLauncher(t, sp).(*launcher.Docker); !ok || d.Host != "tcp://127.0.0.1:2375" {
+		t.Errorf("one-host launcher = %#v", d)
+	}
+
+	bad := []struct{ name, old, new, want string }{
+		{"docker_host on sim", "kind: sim\n", "kind: sim\n  docker_host: unix:///x\n", "launcher.docker_host: only for launcher kind docker"},
+		{"remote without address", "kind: sim\n", "kind: docker\n  image: servetune-sim:dev\n  docker_host: ssh://gpu-a\n", "launcher.address: missing for the remote Docker host ssh://gpu-a"},
+		{"bad scheme", "kind: sim\n", "kind: docker\n  image: servetune-sim:dev\n  docker_host: http://gpu-a\n", "want unix://, tcp:// or ssh://"},
+		{"password", "kind: sim\n", "kind: docker\n  image: servetune-sim:dev\n  docker_host: ssh://me:pw@gpu-a\n  address: gpu-a\n", "passwords in docker_host"},
+	}
+	for _, tc := range bad {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseSpec([]byte(strings.Replace(goodSpec, tc.old, tc.new, 1)), "bad.yaml")
+			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "pw") {
+				t.Fatalf("err = %v, want %q", err, tc.want)
+			}
+		})
+	}
+	hostsBad := []struct{ name, old, new, want string }{
+		{"gpus beside hosts", "  hosts:\n", "  gpus: [0]\n  hosts:\n", "launcher.gpus: give it per host"},
+		{"host without gpus", ", gpus: [3]}", "}", "launcher.hosts[1].gpus: missing"},
+		{"remote host without address", "address: 10.0.0.7, ", "", "launcher.hosts[0].address: missing"},
+		{"GPU number too high", "gpus: [3]", "gpus: [100]", "at most 100 GPUs per host"},
+		{"TP larger than any host", "tensor_parallel: [1, 2]", "tensor_parallel: [3]", "the largest host lists 2"},
+	}
+	for _, tc := range hostsBad {
+		t.Run(tc.name, func(t *testing.T) {
+			src := strings.Replace(dockerHostsSpec, tc.old, tc.new, 1)
+			if src == dockerHostsSpec {
+				t.Fatalf("replacement %q not applied", tc.old)
+			}
+			if _, err := ParseSpec([]byte(src), "bad.yaml"); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func mustLauncher(t *testing.T, sp *Spec) launcher.Launcher {
+	t.Helper()
+	l, err := NewLauncher(sp, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func TestHostRouterRejects(t *testing.T) {
+	r := &hostRouter{hosts: []*launcher.Docker{{Image: "x"}, {Image: "y"}}}
+	for name, gpus := range map[string][]int{"span": {1, 100}, "no such host": {200}} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := r.Launch(t.Context(), launcher.Spec{Model: "m", GPUs: gpus}); !errors.Is(err, launcher.ErrBadSpec) {
+				t.Fatalf("Launch(%v) = %v, want ErrBadSpec", gpus, err)
+			}
+		})
 	}
 }

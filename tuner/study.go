@@ -43,6 +43,12 @@ type Study struct {
 	Eval   Evaluator
 	Resume bool // continue a stored study: re-run interrupted trials, replay finished ones
 
+	// Reap, when set, runs once the study is created or resumed and before
+	// its first trial, to remove what an earlier run of it left behind
+	// (the Docker containers of a killed run: see ReapStudy). Its error
+	// stops the study before anything is launched.
+	Reap func(ctx context.Context) error
+
 	OnStart  func(number int, settings space.Settings, gpus []int) // optional, from the dispatcher
 	OnFinish func(TrialReport)                                     // optional, serialised
 }
@@ -91,6 +97,12 @@ func (s *Study) Run(ctx context.Context) (Outcome, error) {
 		return out, fmt.Errorf("load study: %w", err)
 	}
 	out.StudyID = st.ID
+	if s.Reap != nil {
+		if err := s.Reap(ctx); err != nil {
+			_ = s.Store.FinishStudy(context.WithoutCancel(ctx), st.ID, store.StudyFailed)
+			return out, fmt.Errorf("remove leftovers of an earlier run: %w", err)
+		}
+	}
 
 	// Resume: leftovers of a killed run are interrupted and re-run first;
 	// finished trials teach the sampler.
@@ -230,7 +242,7 @@ func (s *Study) Run(ctx context.Context) (Outcome, error) {
 		var early *trial.Result
 		if need > pool.total {
 			// More GPUs than the study has: a failed trial, not a stop.
-			r := trial.Failed(trial.FailInfeasible, fmt.Sprintf("needs %d GPUs, the study has %d", need, pool.total))
+			r := trial.Failed(trial.FailInfeasible, fmt.Sprintf("needs %d GPUs, the study has %d on one host", need, pool.total))
 			early = &r
 		} else if gpus, err = pool.Acquire(ctx, need); err != nil {
 			break // cancelled
@@ -292,13 +304,17 @@ func (s *Study) gpuPlan() (*gpuPool, int) {
 		for i := range ids {
 			ids[i] = i
 		}
-		return newGPUPool(ids), 1
+		return newGPUPool(ids, nil), 1
+	}
+	var group func(int) int
+	if len(s.Spec.Launcher.Hosts) > 0 {
+		group = func(g int) int { h, _ := s.Spec.Launcher.HostOf(g); return h }
 	}
 	parallel := len(gpus) / max(minGPUs(s.Spec.Space), 1)
 	if p := s.Spec.Tuner.Parallel; p > 0 && p < parallel {
 		parallel = p
 	}
-	return newGPUPool(gpus), max(parallel, 1)
+	return newGPUPool(gpus, group), max(parallel, 1)
 }
 
 // storeResult converts a trial result into the store's one-transaction row.
