@@ -2,6 +2,8 @@ package tuner
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -248,5 +250,48 @@ func TestStoreResultGPUSamples(t *testing.T) {
 	}
 	if got[1].T != time.Second || got[1].EnergyJ != 300 || got[1].MemUsedBytes != 1<<30 || got[0].EnergyJ != 0 {
 		t.Errorf("samples %+v", got)
+	}
+}
+
+// evalFunc adapts a function to Evaluator.
+type evalFunc func(ctx context.Context, number int, set space.Settings, gpus []int) trial.Result
+
+func (f evalFunc) Evaluate(ctx context.Context, number int, set space.Settings, gpus []int) trial.Result {
+	return f(ctx, number, set, gpus)
+}
+
+// TestStudyReap: the reaper runs once, before the first trial, on a new
+// study and on a resume; its error stops the study with nothing launched.
+func TestStudyReap(t *testing.T) {
+	sp := mustSpec(t, strings.Replace(studySpec, "trials: 6,", "trials: 2, parallel: 1,", 1))
+	db := openStore(t)
+	var (
+		mu     sync.Mutex
+		events []string
+	)
+	note := func(e string) {
+		mu.Lock()
+		events = append(events, e)
+		mu.Unlock()
+	}
+	eval := evalFunc(func(ctx context.Context, n int, _ space.Settings, _ []int) trial.Result {
+		note(fmt.Sprintf("trial %d", n))
+		return trial.Failed(trial.FailCrash, "test")
+	})
+	reap := func(context.Context) error { note("reap"); return nil }
+	for _, resume := range []bool{false, true} {
+		if _, err := (&Study{Spec: sp, Store: db, Eval: eval, Reap: reap, Resume: resume}).Run(t.Context()); err != nil {
+			t.Fatalf("resume=%v: %v", resume, err)
+		}
+	}
+	if got := strings.Join(events, ","); got != "reap,trial 0,trial 1,reap" {
+		t.Errorf("events %s", got)
+	}
+
+	other := mustSpec(t, strings.Replace(studySpec, "name: vt", "name: vt2", 1))
+	boom := errors.New("daemon unreachable")
+	_, err := (&Study{Spec: other, Store: db, Eval: eval, Reap: func(context.Context) error { return boom }}).Run(t.Context())
+	if !errors.Is(err, boom) || len(events) != 4 {
+		t.Errorf("err %v, events %v", err, events)
 	}
 }

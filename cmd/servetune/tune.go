@@ -11,10 +11,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -76,7 +79,7 @@ func runTune(ctx context.Context, sp *tuner.Spec, dbPath string, resume bool, st
 
 	// GPU telemetry for engines on real GPUs; its absence is not an error.
 	var telemetry gpu.Reader
-	if sp.Launcher.Kind == tuner.LauncherDocker && !sp.Launcher.SimImage() || sp.Launcher.Kind == tuner.LauncherProcess {
+	if sp.Launcher.Kind == tuner.LauncherDocker && !sp.Launcher.SimImage() && !sp.Launcher.Remote() || sp.Launcher.Kind == tuner.LauncherProcess {
 		if n, err := gpu.Open(); err != nil {
 			fmt.Fprintln(stderr, err)
 		} else {
@@ -98,9 +101,37 @@ func runTune(ctx context.Context, sp *tuner.Spec, dbPath string, resume bool, st
 			fmt.Fprintln(stdout, trialLine(r, sp.Tuner.Objective))
 		},
 	}
+	docker := sp.Launcher.Kind == tuner.LauncherDocker
+	if docker {
+		// The study is not running (Run refuses a stored one without
+		// --resume): every container labelled with its name is a leftover
+		// of a killed run, still holding GPUs.
+		study.Reap = func(ctx context.Context) error {
+			removed, err := tuner.ReapStudy(ctx, sp)
+			if len(removed) > 0 {
+				fmt.Fprintf(stderr, "removed %d leftover container(s) of study %s from an earlier run\n", len(removed), sp.Name)
+			}
+			return err
+		}
+	}
 	fmt.Fprintf(stderr, "study %s: %d trials, sampler %s (seed %d), objective %s, db %s\n",
 		sp.Name, sp.Tuner.Trials, sp.Tuner.Sampler, sp.Tuner.Seed, sp.Tuner.Objective, dbPath)
+	stopWatch := watchInterrupt(ctx, stderr, sp)
 	out, err := study.Run(ctx)
+	stopWatch()
+	if docker && !errors.Is(err, tuner.ErrStudyExists) {
+		// Belt and braces after Stop: a container whose removal failed
+		// (daemon hiccup, a second Ctrl-C in the middle) is removed here.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 60*time.Second)
+		removed, rerr := tuner.ReapStudy(rctx, sp)
+		cancel()
+		if len(removed) > 0 {
+			fmt.Fprintf(stderr, "removed %d container(s) of study %s left after its trials\n", len(removed), sp.Name)
+		}
+		if rerr != nil {
+			fmt.Fprintf(stderr, "warning: %v; remove them with: servetune cleanup --study %s\n", rerr, sp.Name)
+		}
+	}
 	if len(out.Rerun) > 0 {
 		fmt.Fprintf(stderr, "re-ran interrupted trials %v\n", out.Rerun)
 	}
@@ -108,8 +139,10 @@ func runTune(ctx context.Context, sp *tuner.Spec, dbPath string, resume bool, st
 	case errors.Is(err, tuner.ErrStudyExists):
 		return usageError(err)
 	case ctx.Err() != nil:
-		return failedError(fmt.Errorf("study %s interrupted after %d trials; continue with: servetune tune %s --db %s --resume",
-			sp.Name, out.Trials, sp.File, dbPath))
+		// Exit 1, not 130: the run failed to finish (DESIGN's exit codes),
+		// and what it measured is stored; a second Ctrl-C exits 130 at once.
+		return failedError(fmt.Errorf("study %s interrupted: %d trials stored (%d ok, %d failed this run; the one in flight marked interrupted); continue with: servetune tune %s --db %s --resume",
+			sp.Name, out.Trials, out.Completed, out.Failed, sp.File, dbPath))
 	case err != nil:
 		return failedError(err)
 	}
@@ -124,6 +157,40 @@ func runTune(ctx context.Context, sp *tuner.Spec, dbPath string, resume bool, st
 		return nil
 	}
 	return writeRecommendation(stdout, sp, rec, tuner.PreferThroughput, string(sp.Engine))
+}
+
+// watchInterrupt tells the user, once ctx is cancelled by Ctrl-C or
+// SIGTERM, what the study is doing before it exits, and makes a second
+// Ctrl-C exit at once (status 130) for a user who cannot wait for the
+// engines to stop. The returned function ends the watch and waits for it.
+func watchInterrupt(ctx context.Context, stderr io.Writer, sp *tuner.Spec) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		select {
+		case <-done:
+			return
+		case <-ctx.Done():
+		}
+		// Registered only now: before, main's NotifyContext owns the signal.
+		again := make(chan os.Signal, 1)
+		signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+		defer signal.Stop(again)
+		hint := ""
+		if sp.Launcher.Kind == tuner.LauncherDocker {
+			hint = "; then remove leftovers with: servetune cleanup --study " + sp.Name
+		}
+		fmt.Fprintf(stderr, "interrupted: stopping the load, saving finished trials, stopping the engine (Ctrl-C again to exit at once%s)\n", hint)
+		select {
+		case <-done:
+		case <-again:
+			fmt.Fprintf(stderr, "interrupted again: exiting now without cleaning up%s\n", hint)
+			os.Exit(130)
+		}
+	}()
+	return func() { close(done); wg.Wait() }
 }
 
 // tuneProgress shows each trial's progress through its load levels on
