@@ -335,18 +335,11 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 		return usageError(err)
 	}
 	// Open output files first so a bad path fails before the run.
-	files := map[string]*os.File{}
-	for _, p := range []string{f.jsonOut, f.csvOut, f.requestsOut} {
-		if p == "" {
-			continue
-		}
-		fh, err := os.Create(p)
-		if err != nil {
-			return usageError(fmt.Errorf("output file: %w", err))
-		}
-		defer fh.Close()
-		files[p] = fh
+	out, err := openBenchOutputs(f)
+	if err != nil {
+		return err
 	}
+	defer out.close()
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	var sums []bench.Summary
 	var runErr error
@@ -371,36 +364,16 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 		res.Summary.Meta["level"] = li
 		sums = append(sums, res.Summary)
 		printSummary(stdout, l.name, res.Summary)
-		if fh := files[f.requestsOut]; fh != nil {
-			if werr := bench.WriteRecordsJSONL(fh, li, res.Records); werr != nil {
-				return failedError(fmt.Errorf("--requests-out: %w", werr))
-			}
+		if werr := out.records(li, res.Records); werr != nil {
+			return werr
 		}
 		if err != nil {
 			runErr = err
 			break
 		}
 	}
-	if fh := files[f.jsonOut]; fh != nil {
-		var v any = sums[0]
-		if f.sweep != "" {
-			v = sums
-		}
-		enc := json.NewEncoder(fh)
-		enc.SetIndent("", " ")
-		if err := enc.Encode(v); err != nil {
-			return failedError(fmt.Errorf("--json: %w", err))
-		}
-	}
-	if fh := files[f.csvOut]; fh != nil {
-		if err := bench.WriteCSV(fh, sums); err != nil {
-			return failedError(fmt.Errorf("--csv: %w", err))
-		}
-	}
-	for _, fh := range files {
-		if err := fh.Close(); err != nil {
-			return failedError(fmt.Errorf("output file: %w", err))
-		}
+	if err := out.finish(sums); err != nil {
+		return err
 	}
 	if runErr != nil {
 		return failedError(runErr)
@@ -411,6 +384,74 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 		}
 	}
 	return nil
+}
+
+// benchOutputs are the --json, --csv and --requests-out files of a bench or
+// sim run, created before the run so that a bad path fails before any load.
+type benchOutputs struct {
+	f     *benchFlags
+	files map[string]*os.File
+}
+
+func openBenchOutputs(f *benchFlags) (*benchOutputs, error) {
+	o := &benchOutputs{f: f, files: map[string]*os.File{}}
+	for _, p := range []string{f.jsonOut, f.csvOut, f.requestsOut} {
+		if p == "" {
+			continue
+		}
+		fh, err := os.Create(p)
+		if err != nil {
+			o.close()
+			return nil, usageError(fmt.Errorf("output file: %w", err))
+		}
+		o.files[p] = fh
+	}
+	return o, nil
+}
+
+// records appends one level's per-request records to --requests-out.
+func (o *benchOutputs) records(level int, recs []bench.Record) error {
+	if fh := o.files[o.f.requestsOut]; fh != nil {
+		if err := bench.WriteRecordsJSONL(fh, level, recs); err != nil {
+			return failedError(fmt.Errorf("--requests-out: %w", err))
+		}
+	}
+	return nil
+}
+
+// finish writes the summaries (one object, or an array for a sweep) to
+// --json and --csv and closes every file, reporting the first error.
+func (o *benchOutputs) finish(sums []bench.Summary) error {
+	if fh := o.files[o.f.jsonOut]; fh != nil && len(sums) > 0 {
+		var v any = sums[0]
+		if o.f.sweep != "" {
+			v = sums
+		}
+		enc := json.NewEncoder(fh)
+		enc.SetIndent("", " ")
+		if err := enc.Encode(v); err != nil {
+			return failedError(fmt.Errorf("--json: %w", err))
+		}
+	}
+	if fh := o.files[o.f.csvOut]; fh != nil {
+		if err := bench.WriteCSV(fh, sums); err != nil {
+			return failedError(fmt.Errorf("--csv: %w", err))
+		}
+	}
+	for p, fh := range o.files {
+		delete(o.files, p)
+		if err := fh.Close(); err != nil {
+			return failedError(fmt.Errorf("output file: %w", err))
+		}
+	}
+	return nil
+}
+
+// close closes whatever finish did not.
+func (o *benchOutputs) close() {
+	for _, fh := range o.files {
+		fh.Close()
+	}
 }
 
 func errorList(m map[string]int) string {

@@ -256,18 +256,11 @@ func runSimVirtual(cmd *cobra.Command, cfg sim.Config, f *benchFlags) error {
 	if _, err := sim.Estimate(cfg); err != nil {
 		return failedError(err)
 	}
-	files := map[string]*os.File{}
-	for _, p := range []string{f.jsonOut, f.csvOut, f.requestsOut} {
-		if p == "" {
-			continue
-		}
-		fh, err := os.Create(p)
-		if err != nil {
-			return usageError(fmt.Errorf("output file: %w", err))
-		}
-		defer fh.Close()
-		files[p] = fh
+	out, err := openBenchOutputs(f)
+	if err != nil {
+		return err
 	}
+	defer out.close()
 	stdout := cmd.OutOrStdout()
 	var sums []bench.Summary
 	for li, l := range levels {
@@ -289,32 +282,12 @@ func runSimVirtual(cmd *cobra.Command, cfg sim.Config, f *benchFlags) error {
 		}
 		sums = append(sums, s)
 		printSummary(stdout, l.name, s)
-		if fh := files[f.requestsOut]; fh != nil {
-			if err := bench.WriteRecordsJSONL(fh, li, recs); err != nil {
-				return failedError(fmt.Errorf("--requests-out: %w", err))
-			}
+		if err := out.records(li, recs); err != nil {
+			return err
 		}
 	}
-	if fh := files[f.jsonOut]; fh != nil {
-		var v any = sums[0]
-		if f.sweep != "" {
-			v = sums
-		}
-		enc := json.NewEncoder(fh)
-		enc.SetIndent("", " ")
-		if err := enc.Encode(v); err != nil {
-			return failedError(fmt.Errorf("--json: %w", err))
-		}
-	}
-	if fh := files[f.csvOut]; fh != nil {
-		if err := bench.WriteCSV(fh, sums); err != nil {
-			return failedError(fmt.Errorf("--csv: %w", err))
-		}
-	}
-	for _, fh := range files {
-		if err := fh.Close(); err != nil {
-			return failedError(fmt.Errorf("output file: %w", err))
-		}
+	if err := out.finish(sums); err != nil {
+		return err
 	}
 	return nil
 }
