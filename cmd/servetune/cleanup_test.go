@@ -24,6 +24,9 @@ func TestCleanupUsage(t *testing.T) {
 		{"no selection", []string{"cleanup"}, "--study NAME or --all"},
 		{"both", []string{"cleanup", "--study", "s", "--all"}, "exclude each other"},
 		{"bad host", []string{"cleanup", "--all", "--docker-host", "ssh://u:pw@h"}, "passwords"},
+		{"spec and study", []string{"cleanup", "--spec", "x.yaml", "--study", "s"}, "--spec excludes"},
+		{"spec missing", []string{"cleanup", "--spec", "/nonexistent/x.yaml"}, "read study spec"},
+		{"spec not docker", []string{"cleanup", "--spec", "../../examples/quickstart.yaml"}, "starts no containers"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
