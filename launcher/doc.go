@@ -37,9 +37,15 @@
 // all work; ssh runs `ssh -- host docker system dial-stdio` per connection, so
 // the remote account needs the docker CLI and key- or agent-based login. The
 // container's port is published on the Docker host's 127.0.0.1, so with a
-// remote host the benchmark must run there too (or tunnel the port). Reaping
-// works against any host: `servetune cleanup [--study S] [--all]`. The API
-// version is negotiated, so daemons as old as Engine 20.10 work.
+// remote host the benchmark must run there too (or tunnel the port), unless
+// Docker.Address names the host as this machine reaches it: the port is then
+// published on all the host's interfaces. Reaping works against any host:
+// `servetune cleanup [--study S] [--all]`. The API version is negotiated, so
+// daemons as old as Engine 20.10 work.
+//
+// Orphans: on Linux, Process and Sim engines are started with the
+// parent-death signal (SIGKILL), so they die with a servetune killed by
+// SIGKILL, when no Stop runs. Containers do not: the reaper removes them.
 //
 // The launcher never pulls images: a missing image is ErrImageMissing, naming
 // the image and `make sim-image` (for SimImage) or `docker pull`.

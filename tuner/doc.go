@@ -11,6 +11,12 @@
 // marked interrupted and re-run with the same settings first, and finished
 // trials are replayed into the sampler.
 //
+// Docker studies: a study may span several Docker hosts (launcher.hosts,
+// each with its own GPUs); a trial runs on one host, chosen by the GPU pool,
+// and its GPUs are numbered host×HostGPUStride+index. Study.Reap (ReapStudy
+// for docker studies) removes a study's containers on every host before its
+// first trial, new or resumed: a study that is not running owns none.
+//
 // The scalar the sampler optimises is the spec's tuner.objective, by default
 // "max goodput_per_gpu": the best request goodput per GPU over the trial's
 // load levels. The Pareto front runs over every (trial, load level) point.
