@@ -178,15 +178,23 @@ func watchInterrupt(ctx context.Context, stderr io.Writer, sp *tuner.Spec) (stop
 		again := make(chan os.Signal, 1)
 		signal.Notify(again, os.Interrupt, syscall.SIGTERM)
 		defer signal.Stop(again)
-		hint := ""
+		cleanup := ""
 		if sp.Launcher.Kind == tuner.LauncherDocker {
-			hint = "; then remove leftovers with: servetune cleanup --study " + sp.Name
+			cleanup = "servetune cleanup --study " + sp.Name
 		}
-		fmt.Fprintf(stderr, "interrupted: stopping the load, saving finished trials, stopping the engine (Ctrl-C again to exit at once%s)\n", hint)
+		if cleanup != "" {
+			fmt.Fprintf(stderr, "interrupted: stopping the load, saving finished trials, removing the container (Ctrl-C again to exit at once, then run %s)\n", cleanup)
+		} else {
+			fmt.Fprintln(stderr, "interrupted: stopping the load, saving finished trials, stopping the engine (Ctrl-C again to exit at once)")
+		}
 		select {
 		case <-done:
 		case <-again:
-			fmt.Fprintf(stderr, "interrupted again: exiting now without cleaning up%s\n", hint)
+			if cleanup != "" {
+				fmt.Fprintf(stderr, "interrupted again: exiting now; remove what is left with: %s\n", cleanup)
+			} else {
+				fmt.Fprintln(stderr, "interrupted again: exiting now")
+			}
 			os.Exit(130)
 		}
 	}()
