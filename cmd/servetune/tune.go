@@ -79,7 +79,9 @@ func runTune(ctx context.Context, sp *tuner.Spec, dbPath string, resume bool, st
 
 	// GPU telemetry for engines on real GPUs; its absence is not an error.
 	var telemetry gpu.Reader
-	if sp.Launcher.Kind == tuner.LauncherDocker && !sp.Launcher.SimImage() && !sp.Launcher.Remote() || sp.Launcher.Kind == tuner.LauncherProcess {
+	// Not for several Docker hosts: study GPU numbers are not NVML indices.
+	if sp.Launcher.Kind == tuner.LauncherDocker && !sp.Launcher.SimImage() && !sp.Launcher.Remote() && len(sp.Launcher.Hosts) == 0 ||
+		sp.Launcher.Kind == tuner.LauncherProcess {
 		if n, err := gpu.Open(); err != nil {
 			fmt.Fprintln(stderr, err)
 		} else {
