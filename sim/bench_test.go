@@ -31,8 +31,8 @@ func BenchmarkRunVirtual10k(b *testing.B) {
 // streaming requests on loopback. It reports the server-side emission
 // lateness at p50 and p99, measured inside the server against the scheduled
 // end of the engine step that produced each message: "engine" when the
-// engine loop hands the token to its stream, "write" when the handler has
-// written and flushed it to the socket. Lateness counts from the moment every
+// engine loop hands the token to its stream (its writer), "write" when the
+// message's bytes have been handed to the kernel (the write returned). Lateness counts from the moment every
 // stream has received its first token (the steady state of 1,000 open
 // streams), not during the connection storm at the start. The clients are minimal raw HTTP/1.1
 // readers so that, on a small machine, they take as little CPU from the

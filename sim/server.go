@@ -42,7 +42,8 @@ type event struct {
 type stream struct {
 	s       seq
 	hashes  []uint64   // prefix hashes of the prompt (blockHashes)
-	events  chan event // buffered for every token: the engine never blocks
+	events  chan event // buffered for every token: the engine never blocks (nil on a wire)
+	w       *wire      // the hijacked connection; nil when streaming through net/http
 	arrived time.Time
 	first   time.Time
 	prev    time.Time
@@ -66,6 +67,10 @@ type Server struct {
 	handoff  latencyRecorder // engine hand-off to the stream minus scheduled step end
 	mux      *http.ServeMux
 	runOnce  sync.Once
+	writers  []*emitter // the writer pool of hijacked streams, by stream id
+	liveMu   sync.Mutex
+	live     map[*stream]struct{} // hijacked streams, for the shutdown sweep
+	closing  bool                 // the sweep ran: new streams end at once
 }
 
 // NewServer checks that cfg fits in memory (the error is a *StartupError
@@ -87,6 +92,10 @@ func NewServer(cfg Config) (*Server, error) {
 		created: time.Now().Unix(),
 		metrics: newMetrics(),
 		mux:     http.NewServeMux(),
+		live:    map[*stream]struct{}{},
+	}
+	for range writerCount() {
+		s.writers = append(s.writers, &emitter{wake: make(chan struct{}, 1)})
 	}
 	s.mux.HandleFunc("GET /health", s.handleHealth)
 	s.mux.HandleFunc("GET /health_generate", s.handleHealth)
@@ -139,6 +148,16 @@ func (s *Server) Run(ctx context.Context) error {
 		return errors.New("sim: Server.Run called twice")
 	}
 	defer close(s.done)
+	stop := make(chan struct{})
+	var writers sync.WaitGroup
+	for _, e := range s.writers {
+		writers.Go(func() { s.runWriter(e, stop) })
+	}
+	defer func() {
+		s.sweepWires()
+		close(stop)
+		writers.Wait()
+	}()
 	timer := time.NewTimer(s.scale(s.cfg.LoadTime))
 	defer timer.Stop()
 	select {
@@ -161,6 +180,7 @@ func (s *Server) Run(ctx context.Context) error {
 	rankOf := map[int]int{}
 	aborted := map[*stream]bool{} // aborts that overtook their request
 	base := time.Now()
+	spin := runtime.GOMAXPROCS(0) > 1
 	// simNow is the engine clock in simulated seconds.
 	simNow := func(t time.Time) float64 { return t.Sub(base).Seconds() * s.cfg.TimeScale }
 	var now time.Time
@@ -172,9 +192,16 @@ func (s *Server) Run(ctx context.Context) error {
 		last bool
 	}
 	var out []emitted
+	batches := make([][]pending, len(s.writers))
 	emit := func(q *seq, last bool) {
 		st := streams[q.id]
-		st.events <- event{generated: q.generated, last: last, at: now}
+		ev := event{generated: q.generated, last: last, at: now}
+		if st.w != nil {
+			k := q.id % len(batches)
+			batches[k] = append(batches[k], pending{st, ev})
+		} else {
+			st.events <- ev
+		}
 		if last {
 			delete(streams, q.id)
 			delete(rankOf, q.id)
@@ -220,12 +247,20 @@ func (s *Server) Run(ctx context.Context) error {
 		rankOf[st.s.id] = best
 		cores[best].add(&st.s)
 	}
+	// deferred holds, per rank, aborts that arrived while the rank's step
+	// was in flight: the step's commit still counts the request's tokens
+	// (and releases its blocks when it finishes), so the abort waits for it.
+	deferred := make([][]*stream, len(cores))
 	abort := func(st *stream) {
 		k, ok := rankOf[st.s.id]
 		if !ok {
 			if !st.s.done {
 				aborted[st] = true
 			}
+			return
+		}
+		if busy[k] {
+			deferred[k] = append(deferred[k], st)
 			return
 		}
 		cores[k].abort(&st.s)
@@ -288,7 +323,11 @@ func (s *Server) Run(ctx context.Context) error {
 		}
 		// Go's timers sleep through the netpoller at millisecond
 		// granularity when the process is idle: sleep to within
-		// spinWindow of the step's end, then yield until it.
+		// spinWindow of the step's end, then spin until it. The spin
+		// keeps the processor: a yield (runtime.Gosched) would put the
+		// loop at the back of the global run queue, behind every
+		// runnable goroutine, and make the step late under load. With a
+		// single processor it must yield, or nothing else would run.
 		if d := time.Until(ends[next]) - spinWindow; d > 0 {
 			timer.Reset(d)
 			select {
@@ -306,12 +345,28 @@ func (s *Server) Run(ctx context.Context) error {
 			}
 		}
 		for time.Now().Before(ends[next]) {
-			runtime.Gosched()
+			if !spin {
+				runtime.Gosched()
+			}
 		}
 		now = ends[next]
 		busy[next] = false
 		out = out[:0]
 		cores[next].commit(simNow(now), emit)
+		for _, st := range deferred[next] {
+			if _, ok := rankOf[st.s.id]; ok {
+				abort(st)
+			}
+		}
+		clear(deferred[next])
+		deferred[next] = deferred[next][:0]
+		for k, b := range batches {
+			if len(b) > 0 {
+				s.writers[k].put(b)
+				clear(b)
+				batches[k] = b[:0]
+			}
+		}
 		handed := time.Since(now)
 		for _, e := range out {
 			s.handoff.observe(handed)
@@ -608,12 +663,24 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 	id := int(s.nextID.Add(1))
 	st := &stream{
 		s:       seq{id: id, prompt: prompt, maxOut: maxOut, prefixID: -1},
-		events:  make(chan event, maxOut+1),
 		arrived: time.Now(),
 	}
 	if s.cfg.PrefixCaching {
 		st.hashes = blockHashes(text, max(s.cfg.BlockSize, prefixHashGranule))
 	}
+	o := output{chat: chat, model: s.cfg.ModelID, created: s.created, prompt: prompt}
+	if chat {
+		o.id = "chatcmpl-" + strconv.Itoa(id)
+	} else {
+		o.id = "cmpl-" + strconv.Itoa(id)
+	}
+	if req.Stream && req.StreamOptions != nil {
+		o.usage, o.continuous = req.StreamOptions.IncludeUsage, req.StreamOptions.ContinuousUsageStats
+	}
+	if req.Stream && s.respondWire(w, r, st, &o) {
+		return
+	}
+	st.events = make(chan event, maxOut+1)
 	select {
 	case s.in <- st:
 	case <-r.Context().Done():
@@ -623,18 +690,9 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 		return
 	}
 	w.Header().Set("X-Request-Id", strconv.Itoa(id))
-	o := output{chat: chat, model: s.cfg.ModelID, created: s.created, prompt: prompt}
-	if chat {
-		o.id = "chatcmpl-" + strconv.Itoa(id)
-	} else {
-		o.id = "cmpl-" + strconv.Itoa(id)
-	}
 	if !req.Stream {
 		s.respondWhole(w, r, st, &o)
 		return
-	}
-	if req.StreamOptions != nil {
-		o.usage, o.continuous = req.StreamOptions.IncludeUsage, req.StreamOptions.ContinuousUsageStats
 	}
 	s.respondStream(w, r, st, &o)
 }
@@ -761,9 +819,18 @@ type output struct {
 	id, model               string
 	created                 int64
 	prompt                  int
+	hd                      []byte // the rendered head, built once
 }
 
+// head appends the start every message of the request shares.
 func (o *output) head(b []byte) []byte {
+	if o.hd == nil {
+		o.hd = o.renderHead(nil)
+	}
+	return append(b, o.hd...)
+}
+
+func (o *output) renderHead(b []byte) []byte {
 	b = append(b, `data: {"id":"`...)
 	b = append(b, o.id...)
 	if o.chat {
