@@ -132,6 +132,7 @@ func TestParseSpecBad(t *testing.T) {
 
 func FuzzParseSpec(f *testing.F) {
 	f.Add([]byte(goodSpec))
+	f.Add([]byte(dockerHostsSpec))
 	f.Add([]byte("name: x\n"))
 	f.Add([]byte("space: {tensor_parallel: [1, 2]}\nworkload: {load: {capacity: true}}"))
 	f.Fuzz(func(t *testing.T, data []byte) {
