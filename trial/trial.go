@@ -34,6 +34,10 @@ const (
 	FailInfeasible  = "infeasible"   // rejected before launch by a constraint
 )
 
+// exitGrace bounds the wait for an engine's exit to be reported after a
+// level with failed requests.
+const exitGrace = time.Second
+
 // BenchFunc runs one load level; bench.Run in production.
 type BenchFunc func(ctx context.Context, cfg bench.Config) (*bench.Result, error)
 
@@ -190,7 +194,18 @@ func run(ctx context.Context, p Plan) (out Result) {
 	mctx, mcancel := context.WithCancel(ctx)
 	defer mcancel()
 	exited := func() bool { return false }
+	exitedWithin := func(time.Duration) bool { return false }
 	if ex, ok := inst.(launcher.Exiter); ok {
+		exitedWithin = func(d time.Duration) bool {
+			t := time.NewTimer(d)
+			defer t.Stop()
+			select {
+			case <-ex.Exited():
+				return true
+			case <-t.C:
+				return false
+			}
+		}
 		done := make(chan struct{})
 		watch := make(chan struct{})
 		go func() {
@@ -267,8 +282,10 @@ func run(ctx context.Context, p Plan) (out Result) {
 			r := fail(FailBenchError, err.Error(), inst.Logs())
 			return lv, &r
 		}
-		// The engine may have died while the last requests failed.
-		if lv.Summary.Completed == 0 && exited() {
+		// Failed requests may be the engine dying: its exit is observed a
+		// moment after the connections break (the process reaped, the
+		// container's wait answered), so give it that moment.
+		if lv.Summary.Failed > 0 && exitedWithin(exitGrace) {
 			r := crashed()
 			return lv, &r
 		}
