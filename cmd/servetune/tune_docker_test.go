@@ -204,45 +204,49 @@ func startTuneUntilInFlight(t *testing.T, bin string, args ...string) (cmd *exec
 	return cmd, inFlight, rest
 }
 
-// TestTuneDockerInterrupt sends SIGINT while a trial is measured: tune
-// exits 1 promptly, the finished trials are kept, the one in flight is
-// stored as interrupted, and its container is gone.
+// TestTuneDockerInterrupt sends SIGINT (Ctrl-C) or SIGTERM while a trial
+// is measured: tune exits 1 promptly, the finished trials are kept, the one
+// in flight is stored as interrupted, and its container is gone.
 func TestTuneDockerInterrupt(t *testing.T) {
 	requireSimImage(t)
 	bin := buildServetune(t)
-	t.Parallel()
-	spec, name := quickDockerStudy(t)
-	removeContainersOf(t, name)
-	db := filepath.Join(t.TempDir(), "t.db")
-	cmd, inFlight, rest := startTuneUntilInFlight(t, bin, spec, "--db", db)
-	if len(containersOf(t, name)) == 0 {
-		t.Error("no container while a trial was measured")
-	}
-	if err := cmd.Process.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
-	}
-	err := cmd.Wait()
-	stderr := <-rest
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != exitFailed || !strings.Contains(stderr, "interrupted: stopping the load") ||
-		!strings.Contains(stderr, "--resume") {
-		t.Errorf("tune after SIGINT: %v\n%s", err, stderr)
-	}
-	if left := containersOf(t, name); len(left) != 0 {
-		t.Errorf("containers left after SIGINT: %v", left)
-	}
-	doc := trialsOf(t, bin, db, name)
-	if len(doc.Trials) != inFlight+1 {
-		t.Fatalf("%d trials stored, want %d (0..%d)", len(doc.Trials), inFlight+1, inFlight)
-	}
-	for _, tr := range doc.Trials {
-		want := tr.Status == "ok" || tr.Status == "failed" && tr.Failure == "oom"
-		if tr.Number == inFlight {
-			want = tr.Status == "interrupted"
-		}
-		if !want {
-			t.Errorf("trial %d: %s/%s (in flight: %d)", tr.Number, tr.Status, tr.Failure, inFlight)
-		}
+	for _, sig := range []os.Signal{os.Interrupt, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			t.Parallel()
+			spec, name := quickDockerStudy(t)
+			removeContainersOf(t, name)
+			db := filepath.Join(t.TempDir(), "t.db")
+			cmd, inFlight, rest := startTuneUntilInFlight(t, bin, spec, "--db", db)
+			if len(containersOf(t, name)) == 0 {
+				t.Error("no container while a trial was measured")
+			}
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			err := cmd.Wait()
+			stderr := <-rest
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != exitFailed || !strings.Contains(stderr, "interrupted: stopping the load") ||
+				!strings.Contains(stderr, "--resume") {
+				t.Errorf("tune after %v: %v\n%s", sig, err, stderr)
+			}
+			if left := containersOf(t, name); len(left) != 0 {
+				t.Errorf("containers left after %v: %v", sig, left)
+			}
+			doc := trialsOf(t, bin, db, name)
+			if len(doc.Trials) != inFlight+1 {
+				t.Fatalf("%d trials stored, want %d (0..%d)", len(doc.Trials), inFlight+1, inFlight)
+			}
+			for _, tr := range doc.Trials {
+				want := tr.Status == "ok" || tr.Status == "failed" && tr.Failure == "oom"
+				if tr.Number == inFlight {
+					want = tr.Status == "interrupted"
+				}
+				if !want {
+					t.Errorf("trial %d: %s/%s (in flight: %d)", tr.Number, tr.Status, tr.Failure, inFlight)
+				}
+			}
+		})
 	}
 }
 
