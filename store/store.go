@@ -318,6 +318,13 @@ func (s *Store) StartTrial(ctx context.Context, studyID int64, number int, setti
 		if n, _ := res.RowsAffected(); n == 0 {
 			return fmt.Errorf("trial %d of study %d %w", number, studyID, ErrExists)
 		}
+		// A re-run replaces whatever the interrupted run had stored.
+		for _, table := range []string{"load_points", "requests", "gpu_samples"} {
+			if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+
+				` WHERE trial_id = (SELECT id FROM trials WHERE study_id = ? AND number = ?)`, studyID, number); err != nil {
+				return err
+			}
+		}
 		return nil
 	})
 	if err != nil {

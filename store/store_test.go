@@ -680,3 +680,38 @@ func FuzzRedact(f *testing.F) {
 		}
 	})
 }
+
+// A trial stopped by an interrupt keeps the levels it measured, marked
+// interrupted; its re-run starts clean and stores its own levels.
+func TestInterruptedTrialKeepsLevelsUntilRerun(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTemp(t)
+	st, _ := s.CreateStudy(ctx, Study{Name: "keep"})
+	if err := s.StartTrial(ctx, st.ID, 0, space.Settings{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	part := result(st.ID, 0, 3)
+	part.Status, part.Objective = TrialInterrupted, nil
+	if err := s.FinishTrial(ctx, part); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := s.Trial(ctx, st.ID, 0)
+	if err != nil || tr.Status != TrialInterrupted || len(tr.LoadPoints) != len(part.LoadPoints) {
+		t.Fatalf("interrupted trial: %+v, %v", tr, err)
+	}
+	if err := s.StartTrial(ctx, st.ID, 0, space.Settings{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if tr, _ := s.Trial(ctx, st.ID, 0); len(tr.LoadPoints) != 0 {
+		t.Errorf("re-run kept %d load points of the interrupted run", len(tr.LoadPoints))
+	}
+	if recs, _ := s.Requests(ctx, tr.ID, part.LoadPoints[0].Level); len(recs) != 0 {
+		t.Errorf("re-run kept %d requests of the interrupted run", len(recs))
+	}
+	if err := s.FinishTrial(ctx, result(st.ID, 0, 3)); err != nil {
+		t.Fatalf("finish the re-run with the same levels: %v", err)
+	}
+	if tr, _ := s.Trial(ctx, st.ID, 0); tr.Status != TrialOK || len(tr.LoadPoints) != len(part.LoadPoints) {
+		t.Errorf("re-run trial: %+v", tr)
+	}
+}

@@ -158,7 +158,19 @@ func (s *Study) Run(ctx context.Context) (Outcome, error) {
 		defer pool.Release(gpus)
 		if res.Status == trial.StatusInterrupted {
 			if ctx.Err() != nil {
-				return // stays running in the store; InterruptRunning marks it
+				// The study is stopping: keep the load levels this trial
+				// finished, marked interrupted; --resume re-runs it in place
+				// (StartTrial clears them then). The sampler is not told.
+				if res.Finished.IsZero() {
+					res.Finished = time.Now()
+				}
+				err := s.Store.FinishTrial(context.WithoutCancel(ctx), storeResult(st.ID, j.number, res, nil))
+				mu.Lock()
+				if err != nil && firstEr == nil {
+					firstEr = fmt.Errorf("trial %d: save interrupted trial: %w", j.number, err)
+				}
+				mu.Unlock()
+				return
 			}
 			// Interrupted without the study being stopped: count it as failed
 			// rather than leave it running.

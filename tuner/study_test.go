@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/servetune/servetune/bench"
 	"github.com/servetune/servetune/gpu"
 	"github.com/servetune/servetune/space"
 	"github.com/servetune/servetune/store"
@@ -293,5 +294,40 @@ func TestStudyReap(t *testing.T) {
 	_, err := (&Study{Spec: other, Store: db, Eval: eval, Reap: func(context.Context) error { return boom }}).Run(t.Context())
 	if !errors.Is(err, boom) || len(events) != 4 {
 		t.Errorf("err %v, events %v", err, events)
+	}
+}
+
+// interruptAfterLevel measures one level, then stops the study (as Ctrl-C
+// does) and reports the trial interrupted with that level.
+type interruptAfterLevel struct{ stop context.CancelFunc }
+
+func (e interruptAfterLevel) Evaluate(ctx context.Context, number int, set space.Settings, gpus []int) trial.Result {
+	e.stop()
+	<-ctx.Done()
+	return trial.Result{Status: trial.StatusInterrupted, Started: time.Now(), Levels: []trial.Level{{
+		Label: "concurrency=8", Kind: "concurrency", Value: 8, Load: bench.Load{MaxConcurrency: 8},
+		Summary: bench.Summary{Completed: 16, OutputThroughput: 900},
+		Records: []bench.Record{{Index: 0, OutputTokens: 128}},
+	}}}
+}
+
+// TestStudyInterruptSavesMeasuredLevels: the levels a trial finished before
+// the study was stopped are stored with it, marked interrupted.
+func TestStudyInterruptSavesMeasuredLevels(t *testing.T) {
+	sp := mustSpec(t, strings.Replace(studySpec, "trials: 6", "trials: 1", 1))
+	db := openStore(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if _, err := (&Study{Spec: sp, Store: db, Eval: interruptAfterLevel{cancel}}).Run(ctx); err == nil {
+		t.Log("Run returned no error after the interrupt")
+	}
+	st, err := db.GetStudy(context.Background(), sp.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trials, _ := db.Trials(context.Background(), st.ID)
+	if len(trials) != 1 || trials[0].Status != store.TrialInterrupted || len(trials[0].LoadPoints) != 1 ||
+		trials[0].LoadPoints[0].Summary.Completed != 16 {
+		t.Fatalf("stored trials after the interrupt: %+v", trials)
 	}
 }
