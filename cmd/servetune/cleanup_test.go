@@ -58,9 +58,7 @@ func TestCleanupStudy(t *testing.T) {
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := c.ImageInspect(ctx, launcher.SimImage); err != nil {
-		t.Skipf("%s not built (make sim-image): %v", launcher.SimImage, err)
-	}
+	requireSimImage(t)
 	study := fmt.Sprintf("cleanup-test-%d-%d", os.Getpid(), time.Now().UnixNano())
 	t.Cleanup(func() { _, _ = launcher.Reap(context.Background(), c, study, nil) })
 	labels := map[string]string{launcher.LabelManaged: "true", launcher.LabelStudy: study, launcher.LabelTrial: "4"}
