@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -16,8 +17,11 @@ import (
 // The engine loop hands each step's tokens to a small fixed pool of writer
 // goroutines (one per processor), each owning a fixed share of the streams;
 // a writer renders every message into the stream's buffer and hands it to
-// the kernel in one write per stream per batch, framed as one HTTP/1.1
-// chunk. No goroutine wakes per message, no allocation per message. The
+// the kernel in one non-blocking write per stream per batch, framed as one
+// HTTP/1.1 chunk. No goroutine wakes per message, no allocation per
+// message. A client that does not keep up (its socket's send buffer full)
+// never stalls a writer: what the socket did not take goes to a backlog
+// that a goroutine of that stream alone drains with blocking writes. The
 // response carries Connection: close and ends with the zero-length chunk, so
 // any HTTP/1.1 client reads it as an ordinary chunked stream.
 
@@ -41,10 +45,18 @@ const (
 // wire is a hijacked streaming connection.
 type wire struct {
 	conn  net.Conn
+	rc    syscall.RawConn // nil when conn has no file descriptor
 	rd    *bufio.Reader
 	o     *output
-	mu    sync.Mutex // guards state and writes to conn
+	mu    sync.Mutex // guards state, the backlog and writes to conn
 	state int
+	// The backlog: framed bytes the socket did not take, the scheduled
+	// step ends of the messages they complete, and whether they end the
+	// response. A drain goroutine runs while draining is set.
+	out      []byte
+	outAts   []time.Time
+	outLast  bool
+	draining bool
 	// Owned by the stream's writer goroutine.
 	pend   []byte      // rendered messages not yet written
 	ats    []time.Time // scheduled step ends of the messages in pend
@@ -113,19 +125,31 @@ func (s *Server) runWriter(e *emitter, stop <-chan struct{}) {
 			frame = appendChunk(frame[:0], w.pend, w.last)
 			w.mu.Lock()
 			if w.state == wireOpen {
-				_, err := w.conn.Write(frame)
+				n := 0
+				var err error
+				if !w.draining && w.rc != nil {
+					n, err = writeNow(w.rc, frame)
+				}
 				now := time.Now()
 				switch {
 				case err != nil:
 					w.state = wireFailed
 					_ = w.conn.Close()
-				default:
+				case n == len(frame):
 					for _, at := range w.ats {
 						s.lateness.observe(now.Sub(at))
 					}
 					if w.last {
 						w.state = wireDone
 						w.finish(now)
+					}
+				default:
+					w.out = append(w.out, frame[n:]...)
+					w.outAts = append(w.outAts, w.ats...)
+					w.outLast = w.last
+					if !w.draining {
+						w.draining = true
+						go s.drain(w)
 					}
 				}
 			}
@@ -135,6 +159,38 @@ func (s *Server) runWriter(e *emitter, stop <-chan struct{}) {
 		clear(dirty)
 		dirty = dirty[:0]
 	}
+}
+
+// drain writes a stream's backlog with blocking writes until it is empty.
+// A write that never completes ends when the client leaves (its handler
+// closes the connection) or at shutdown.
+func (s *Server) drain(w *wire) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for w.state == wireOpen && len(w.out) > 0 {
+		buf, ats, last := w.out, w.outAts, w.outLast
+		w.out, w.outAts = nil, nil
+		w.mu.Unlock()
+		_, err := w.conn.Write(buf)
+		now := time.Now()
+		w.mu.Lock()
+		if w.state != wireOpen {
+			break
+		}
+		if err != nil {
+			w.state = wireFailed
+			_ = w.conn.Close()
+			break
+		}
+		for _, at := range ats {
+			s.lateness.observe(now.Sub(at))
+		}
+		if last {
+			w.state = wireDone
+			w.finish(now)
+		}
+	}
+	w.draining = false
 }
 
 // finish half-closes a completed stream so the client sees the end of the
@@ -178,6 +234,9 @@ func (s *Server) respondWire(w http.ResponseWriter, r *http.Request, st *stream,
 	_ = conn.SetDeadline(time.Time{})
 	o.head(nil) // prebuild the message head before the first token
 	ww := &wire{conn: conn, rd: rw.Reader, o: o}
+	if sc, ok := conn.(syscall.Conn); ok {
+		ww.rc, _ = sc.SyscallConn()
+	}
 	st.w = ww
 	head := make([]byte, 0, 512)
 	head = append(head, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nX-Request-Id: "...)
@@ -245,8 +304,14 @@ func (s *Server) sweepWires() {
 	for _, st := range live {
 		w := st.w
 		w.mu.Lock()
-		if w.state == wireOpen {
+		switch {
+		case w.state != wireOpen:
+		case w.draining: // a client that does not keep up gets no more
+			w.state = wireFailed
+			_ = w.conn.Close()
+		default:
 			w.state = wireDone
+			_ = w.conn.SetWriteDeadline(time.Now().Add(time.Second))
 			if _, err := w.conn.Write(msg); err == nil {
 				w.finish(time.Now())
 			} else {

@@ -139,3 +139,25 @@ func TestServerStreamShutdown(t *testing.T) {
 		t.Fatalf("stream after shutdown: %q", data)
 	}
 }
+
+// postStream posts without failing the test from another goroutine.
+func postStream(t *testing.T, url, body string) (*http.Response, string) {
+	resp, err := http.Post(url+"/v1/completions", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Error(err)
+		return &http.Response{}, ""
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Error(err)
+	}
+	return resp, string(b)
+}
+
+// metricsGenerated is the engine's generated-token counter.
+func (s *Server) metricsGenerated() int64 {
+	s.metrics.mu.Lock()
+	defer s.metrics.mu.Unlock()
+	return s.metrics.genTokens
+}

@@ -1,0 +1,63 @@
+//go:build unix
+
+package sim
+
+import (
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func setRecvBuf(fd uintptr, n int) error {
+	return syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, n)
+}
+
+// TestServerStreamSlowClient checks that a client that stops reading stalls
+// only its own stream: streams sharing its writer still complete, and it is
+// aborted when it leaves.
+func TestServerStreamSlowClient(t *testing.T) {
+	srv, url := startServer(t, "llama-3.1-8b", "--max-model-len", "65536", "--time-scale", "1000", "--sim-load-time", "0")
+	addr := strings.TrimPrefix(url, "http://")
+	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		return c.Control(func(fd uintptr) { _ = setRecvBuf(fd, 4096) })
+	}}
+	conn, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	body := `{"prompt":"a b c d","max_tokens":60000,"stream":true}`
+	if _, err := io.WriteString(conn, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: "+strconv.Itoa(len(body))+"\r\n\r\n"+body); err != nil {
+		t.Fatal(err)
+	}
+	// 40,000 messages (8 MB) are past any socket buffers: the stream is
+	// stuck on its client from here on.
+	for srv.metricsGenerated() < 40000 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	var wg sync.WaitGroup
+	for range 2 * len(srv.writers) {
+		wg.Go(func() {
+			resp, body := postStream(t, url, `{"prompt":"x y","max_tokens":20,"stream":true}`)
+			if data := sseData(t, body); resp.StatusCode != 200 || len(data) != 21 || data[20] != "[DONE]" {
+				t.Errorf("stream beside a stuck one: %d %q", resp.StatusCode, data)
+			}
+		})
+	}
+	wg.Wait()
+	if n := running(t, url); n != 1 {
+		t.Fatalf("%d running, want the stuck stream alone", n)
+	}
+	conn.Close()
+	for deadline := time.Now().Add(15 * time.Second); running(t, url) != 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the stuck request still runs after its client left")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
