@@ -1,6 +1,3 @@
-// Package launcher starts and stops inference engines for trials: a local
-// process, an already-running endpoint, the simulated engine as a subprocess,
-// or a Docker container.
 package launcher
 
 import (
