@@ -10,6 +10,7 @@ type chunkInfo struct {
 	textBytes        int  // bytes of text/content/reasoning deltas (escaped form)
 	finished         bool // a choice carried a non-null finish_reason
 	hasUsage         bool
+	choices          int // choice objects in the chunk
 	promptTokens     int
 	completionTokens int
 	isError          bool
@@ -34,6 +35,7 @@ func parseChunk(data []byte) (chunkInfo, error) {
 				if s.peek() != '{' {
 					return s.skip()
 				}
+				ci.choices++
 				return s.object(func(k []byte) error { return ci.choiceField(&s, k) })
 			})
 		case "usage":

@@ -231,8 +231,12 @@ func (c *client) stream(ctx context.Context, body io.Reader, req Request, start 
 
 	var (
 		finished, usage, contUsage = false, false, true
-		prevCompletion             int
-		chunkUsage                 int // chunks with a usage field
+		// endUsage: a usage chunk without choices, the stream's final
+		// usage. With continuous_usage_stats every chunk carries usage, so
+		// usage alone does not show that the stream ended properly.
+		endUsage       bool
+		prevCompletion int
+		chunkUsage     int // chunks with a usage field
 	)
 	rec.Chunks = rec.Chunks[:0]
 	for {
@@ -281,6 +285,9 @@ func (c *client) stream(ctx context.Context, body io.Reader, req Request, start 
 		}
 		if ci.hasUsage {
 			usage = true
+			if ci.choices == 0 {
+				endUsage = true
+			}
 			prevCompletion = ci.completionTokens
 			rec.OutputTokens = ci.completionTokens
 			if ci.promptTokens > 0 {
@@ -293,7 +300,7 @@ func (c *client) stream(ctx context.Context, body io.Reader, req Request, start 
 	}
 	rec.End = time.Since(start)
 	switch {
-	case !finished && !usage:
+	case !finished && !endUsage:
 		rec.fail(ErrTruncated, "stream ended without finish_reason or usage")
 		return
 	case len(rec.Chunks) == 0:

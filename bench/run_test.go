@@ -170,6 +170,7 @@ func TestRunFailures(t *testing.T) {
 		{"stall", "", ErrTimeout},
 		{"stream_error", "", ErrStream},
 		{"truncated", "", ErrTruncated},
+		{"truncated_usage", "", ErrTruncated},
 		{"empty", "", ErrEmpty},
 		{"connect", closedURL, ErrConnect},
 	}

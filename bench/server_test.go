@@ -110,6 +110,12 @@ func (f *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":0}}\n\ndata: [DONE]\n\n")
 		fl.Flush()
 		return
+	case "truncated_usage":
+		// Continuous usage stats on every chunk, then the stream ends
+		// cleanly without finish_reason, final usage chunk or [DONE].
+		fmt.Fprint(w, "data: {\"choices\":[{\"index\":0,\"text\":\" tok\",\"finish_reason\":null}],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":1}}\n\n")
+		fl.Flush()
+		return
 	case "stall":
 		fmt.Fprint(w, "data: {\"choices\":[{\"index\":0,\"text\":\"hi\",\"finish_reason\":null}]}\n\n")
 		fl.Flush()
