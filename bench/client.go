@@ -201,7 +201,7 @@ func (c *client) send(ctx context.Context, req Request, body []byte, bodyErr err
 		if resp.StatusCode >= 500 {
 			class = ErrHTTP5xx
 		}
-		rec.fail(class, fmt.Sprintf("HTTP %d: %s", resp.StatusCode, oneLine(msg)))
+		rec.fail(class, fmt.Sprintf("HTTP %d: %s", resp.StatusCode, oneLine([]byte(c.redact(string(msg))))))
 		return
 	}
 	c.stream(rctx, resp.Body, req, start, rec)
@@ -209,6 +209,8 @@ func (c *client) send(ctx context.Context, req Request, body []byte, bodyErr err
 
 // redact removes the API key and header values from a message that came
 // from the server or the transport (a server may echo what it received).
+// Server text is redacted before it is shortened, so that a cut never
+// leaves part of a secret behind.
 func (c *client) redact(msg string) string {
 	if c.target.APIKey != "" {
 		msg = strings.ReplaceAll(msg, c.target.APIKey, "<redacted>")
@@ -252,7 +254,7 @@ func (c *client) stream(ctx context.Context, body io.Reader, req Request, start 
 		now := time.Since(start)
 		if string(ev.Type) == "error" {
 			rec.End = now
-			rec.fail(ErrStream, "error event: "+oneLine(ev.Data))
+			rec.fail(ErrStream, "error event: "+oneLine([]byte(c.redact(string(ev.Data)))))
 			return
 		}
 		if bytes.Equal(ev.Data, []byte("[DONE]")) {
@@ -266,7 +268,7 @@ func (c *client) stream(ctx context.Context, body io.Reader, req Request, start 
 		}
 		if ci.isError {
 			rec.End = now
-			rec.fail(ErrStream, "error in stream: "+oneLine(ci.errMsg))
+			rec.fail(ErrStream, "error in stream: "+oneLine([]byte(c.redact(string(ci.errMsg)))))
 			return
 		}
 		if ci.textBytes > 0 {

@@ -332,3 +332,28 @@ func TestErrorMessagesRedacted(t *testing.T) {
 		t.Error("summary leaks a secret")
 	}
 }
+
+// TestErrorMessagesRedactedWhenCut: a secret the server echoes where the
+// one-line message is cut must not leave its first characters behind.
+func TestErrorMessagesRedactedWhenCut(t *testing.T) {
+	const key = "sk-ECHOED-SECRET"
+	for pad := 180; pad <= 200; pad++ {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, strings.Repeat("x", pad)+" "+r.Header.Get("Authorization"), http.StatusUnauthorized)
+		}))
+		cfg := baseConfig(srv.URL)
+		cfg.Target.APIKey = key
+		cfg.NumRequests = 1
+		cfg.NoAlign = true
+		res, err := Run(context.Background(), cfg)
+		srv.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range res.Records {
+			if r.Error != ErrHTTP4xx || strings.Contains(r.ErrorMsg, "sk-E") {
+				t.Errorf("pad %d: record %s %q leaks part of the key", pad, r.Error, r.ErrorMsg)
+			}
+		}
+	}
+}
