@@ -173,6 +173,15 @@ func ParseObjective(s string) (Objective, error) {
 	return o, nil
 }
 
+// score maps a value of o's metric to the sampler's "higher is better"
+// scale: the value itself when maximising, its negation when minimising.
+func (o Objective) score(v float64) float64 {
+	if o.Maximize {
+		return v
+	}
+	return -v
+}
+
 // better reports whether a is strictly better than b under o.
 func (o Objective) better(a, b float64) bool {
 	if o.Maximize {

@@ -159,3 +159,20 @@ func TestTrialValue(t *testing.T) {
 		t.Errorf("Goodput = %+v", g)
 	}
 }
+
+// TestObjectiveScore: the sampler maximises, so a "min" objective is told
+// negated and a lower value scores higher.
+func TestObjectiveScore(t *testing.T) {
+	for _, tc := range []struct {
+		obj  Objective
+		a, b float64 // a is better than b
+	}{
+		{Objective{"output_throughput_per_gpu", true}, 200, 100},
+		{Objective{"ttft_p99", false}, 100, 200},
+		{Objective{"cost_per_mtok", false}, 0.5, 2},
+	} {
+		if !(tc.obj.score(tc.a) > tc.obj.score(tc.b)) {
+			t.Errorf("%s: score(%g)=%g not above score(%g)=%g", tc.obj, tc.a, tc.obj.score(tc.a), tc.b, tc.obj.score(tc.b))
+		}
+	}
+}

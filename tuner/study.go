@@ -129,11 +129,11 @@ func (s *Study) Run(ctx context.Context) (Outcome, error) {
 			v := 0.0
 			if !failed {
 				v = *t.Objective
-				if best == nil || v > *best {
+				if best == nil || sp.Tuner.Objective.better(v, *best) {
 					best = &v
 				}
 			}
-			if err := sampler.Replay(t.Settings, v, failed); err != nil {
+			if err := sampler.Replay(t.Settings, sp.Tuner.Objective.score(v), failed); err != nil {
 				return out, fmt.Errorf("resume: replay trial %d: %w", t.Number, err)
 			}
 		}
@@ -185,10 +185,11 @@ func (s *Study) Run(ctx context.Context) (Outcome, error) {
 		}
 		err := s.Store.FinishTrial(context.WithoutCancel(ctx), storeResult(st.ID, j.number, res, value))
 		var tellErr error
+		score := sp.Tuner.Objective.score(deref(value))
 		if j.replay {
-			tellErr = sampler.Replay(j.settings, deref(value), value == nil)
+			tellErr = sampler.Replay(j.settings, score, value == nil)
 		} else {
-			tellErr = sampler.Tell(j.askID, deref(value), value == nil)
+			tellErr = sampler.Tell(j.askID, score, value == nil)
 		}
 		mu.Lock()
 		defer mu.Unlock()
@@ -204,7 +205,7 @@ func (s *Study) Run(ctx context.Context) (Outcome, error) {
 		} else {
 			out.Failed++
 		}
-		if value != nil && (best == nil || *value > *best) {
+		if value != nil && (best == nil || sp.Tuner.Objective.better(*value, *best)) {
 			v := *value
 			best = &v
 		}

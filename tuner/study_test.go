@@ -331,3 +331,42 @@ func TestStudyInterruptSavesMeasuredLevels(t *testing.T) {
 		t.Fatalf("stored trials after the interrupt: %+v", trials)
 	}
 }
+
+// TestStudyMinObjective: with a "min" objective the best trial is the one
+// with the lowest value, in the reports and after a resume.
+func TestStudyMinObjective(t *testing.T) {
+	src := strings.Replace(studySpec, "tuner: {sampler: tpe, trials: 6, seed: 3}",
+		"tuner: {sampler: random, trials: 3, seed: 3, parallel: 1, objective: min ttft_p99}", 1)
+	sp := mustSpec(t, src)
+	ttft := []float64{300, 100, 200, 400, 50}
+	eval := evalFunc(func(ctx context.Context, n int, _ space.Settings, _ []int) trial.Result {
+		return trial.Result{Status: trial.StatusOK, Levels: []trial.Level{{
+			Label: "concurrency=4", Kind: "concurrency", Value: 4, Load: bench.Load{MaxConcurrency: 4},
+			Summary: bench.Summary{Completed: 10, OutputThroughput: 100,
+				TTFT: bench.Stats{N: 10, Mean: ttft[n], P50: ttft[n], P99: ttft[n]}},
+		}}}
+	})
+	db := openStore(t)
+	var bests []float64
+	onFinish := func(r TrialReport) {
+		if r.Best == nil {
+			t.Fatalf("trial %d: no best", r.Number)
+		}
+		bests = append(bests, *r.Best)
+	}
+	if _, err := (&Study{Spec: sp, Store: db, Eval: eval, OnFinish: onFinish}).Run(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(bests) != "[300 100 100]" {
+		t.Errorf("best so far %v, want [300 100 100]", bests)
+	}
+	// Resume with two more trials: the stored best (100) carries over.
+	sp2 := mustSpec(t, strings.Replace(src, "trials: 3", "trials: 5", 1))
+	bests = nil
+	if _, err := (&Study{Spec: sp2, Store: db, Eval: eval, OnFinish: onFinish, Resume: true}).Run(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(bests) != "[100 50]" {
+		t.Errorf("best so far after resume %v, want [100 50]", bests)
+	}
+}
