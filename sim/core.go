@@ -181,6 +181,9 @@ func (c *core) lookupPrefix(s *seq) {
 // undoPrefix returns a borrowed prefix when admission fails.
 func (c *core) undoPrefix(s *seq) {
 	if s.prefix == nil {
+		if s.looked {
+			c.prefixQueries -= int64(s.prompt)
+		}
 		s.looked = false
 		return
 	}

@@ -122,3 +122,31 @@ func TestDataParallelSplitsLoad(t *testing.T) {
 		t.Errorf("two replicas should nearly double throughput: %.0f vs %.0f", two.OutputThroughput, one.OutputThroughput)
 	}
 }
+
+// TestPrefixQueriesCountedOnce: a request that waits at the head of the
+// queue for KV blocks is looked up in the prefix cache on every step, but
+// its tokens count once among the queries (as its hits do), so the
+// /metrics hit rate is not diluted by waiting.
+func TestPrefixQueriesCountedOnce(t *testing.T) {
+	cfg, est := smallKV(t)
+	c := newCore(cfg, est)
+	// The first request takes most of the cache; the second cannot be
+	// admitted until it finishes.
+	bigPrompt := (est.KVBlocks - 4) * cfg.BlockSize
+	c.add(&seq{id: 0, prompt: bigPrompt - 64, maxOut: 64, prefixID: -1})
+	c.add(&seq{id: 1, prompt: 1000, maxOut: 4, prefixID: -1})
+	done, steps := 0, 0
+	for ; done < 2 && steps < 1e5; steps++ {
+		if b, _ := c.schedule(); b.tokens == 0 {
+			t.Fatal("stalled")
+		}
+		c.commit(0, func(_ *seq, last bool) {
+			if last {
+				done++
+			}
+		})
+	}
+	if want := int64(bigPrompt - 64 + 1000); c.prefixQueries != want {
+		t.Errorf("prefix cache queries %d tokens, want %d (each prompt once) after %d steps", c.prefixQueries, want, steps)
+	}
+}
