@@ -300,6 +300,10 @@ func runMeta(cfg Config, start time.Time, align string, warm int, records []Reco
 			estimated++
 		}
 	}
+	load := cfg.Load
+	if unlimitedRate(load.Rate) {
+		load.Rate = 0 // inf, written as Load documents it: JSON has no infinity
+	}
 	ep := cfg.Target.Endpoint
 	if ep == "" {
 		ep = EndpointCompletions
@@ -309,7 +313,7 @@ func runMeta(cfg Config, start time.Time, align string, warm int, records []Reco
 		"endpoint":         ep,
 		"model":            cfg.Target.Model,
 		"dataset":          cfg.Dataset,
-		"load":             cfg.Load,
+		"load":             load,
 		"num_requests":     cfg.NumRequests,
 		"duration_s":       cfg.Duration.Seconds(),
 		"warmup":           warm,

@@ -357,3 +357,27 @@ func TestErrorMessagesRedactedWhenCut(t *testing.T) {
 		}
 	}
 }
+
+// TestRunInfiniteRateMarshals: Validate accepts a rate of +Inf (all at
+// once); the result must still marshal, since JSON has no infinity.
+func TestRunInfiniteRateMarshals(t *testing.T) {
+	fs := &fakeServer{}
+	cfg := baseConfig(fs.start(t).URL)
+	cfg.NumRequests = 2
+	cfg.Load = Load{Rate: math.Inf(1)}
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := json.Marshal(res.Summary)
+	if err != nil {
+		t.Fatalf("summary of a rate-inf run does not marshal: %v", err)
+	}
+	var back Summary
+	if err := json.Unmarshal(raw, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.Completed != 2 {
+		t.Errorf("completed %d, want 2", back.Completed)
+	}
+}
