@@ -126,9 +126,17 @@ func RunVirtualSchedule(cfg Config, reqs []bench.Request, sched []time.Duration,
 			if maxOut <= 0 {
 				maxOut = cfg.MaxModelLen - prompt
 			}
-			if prompt+maxOut > cfg.MaxModelLen || prompt <= 0 {
+			if prompt+maxOut > cfg.MaxModelLen || prompt <= 0 || maxOut < 1 {
+				// The messages sim serve answers with (server.go).
 				r.Status, r.Error = 400, bench.ErrHTTP4xx
-				r.ErrorMsg = contextLengthMessage(cfg.MaxModelLen, prompt, maxOut)
+				switch {
+				case prompt <= 0:
+					r.ErrorMsg = "The decoder prompt cannot be empty"
+				case maxOut < 1:
+					r.ErrorMsg = fmt.Sprintf("max_tokens must be at least 1, got %d.", maxOut)
+				default:
+					r.ErrorMsg = contextLengthMessage(cfg.MaxModelLen, prompt, maxOut)
+				}
 				r.End = r.Send
 				continue
 			}

@@ -70,3 +70,27 @@ func TestRunVirtualDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// TestRunVirtualNoMaxTokensTooLong: without max_tokens the output may use
+// what the context leaves; a prompt that leaves nothing is the engine's 400,
+// as sim serve answers it, never a request run past max_model_len.
+func TestRunVirtualNoMaxTokensTooLong(t *testing.T) {
+	cfg := mustParse(t, "llama-3.1-8b", "--max-model-len", "4096")
+	for _, prompt := range []int{4096, 5000} {
+		recs, err := RunVirtualSchedule(cfg, fixedReqs(1, prompt, 0), []time.Duration{0}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if recs[0].Error != bench.ErrHTTP4xx || recs[0].Status != 400 || recs[0].OutputTokens != 0 {
+			t.Errorf("prompt %d without max_tokens: %+v", prompt, recs[0])
+		}
+	}
+	// Room left: the output fills the context.
+	recs, err := RunVirtualSchedule(cfg, fixedReqs(1, 4000, 0), []time.Duration{0}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if recs[0].Error != "" || recs[0].OutputTokens != 96 {
+		t.Errorf("prompt 4000 without max_tokens: %d tokens, error %q", recs[0].OutputTokens, recs[0].Error)
+	}
+}
