@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"sync"
 	"time"
@@ -342,14 +343,22 @@ func storeResult(studyID int64, number int, res trial.Result, value *float64) st
 		tr.LoadPoints = append(tr.LoadPoints, store.LoadPoint{Level: lv.Label, Kind: lv.Kind, Value: lv.Value, Summary: lv.Summary})
 		tr.Requests[lv.Label] = lv.Records
 	}
-	first := map[int]uint64{} // energy counter at the first sample of each GPU
+	first := map[int]uint64{} // energy counter at the first reading of each GPU
 	for _, g := range res.GPU {
-		if _, ok := first[g.GPU]; !ok {
-			first[g.GPU] = g.EnergyMilliJ
+		// A zero counter is a reading NVML did not give (gpu.Sample):
+		// unknown energy, and no base for the later samples.
+		energy := math.NaN()
+		if g.EnergyMilliJ != 0 {
+			if _, ok := first[g.GPU]; !ok {
+				first[g.GPU] = g.EnergyMilliJ
+			}
+			if g.EnergyMilliJ >= first[g.GPU] {
+				energy = float64(g.EnergyMilliJ-first[g.GPU]) / 1000
+			}
 		}
 		tr.GPU = append(tr.GPU, store.GPUSample{T: g.Time.Sub(res.Started), GPU: g.GPU, PowerW: g.PowerW,
 			MemUsedBytes: int64(g.MemUsed), UtilPct: g.UtilGPU, SMClockMHz: int(g.SMClockMHz),
-			EnergyJ: float64(g.EnergyMilliJ-first[g.GPU]) / 1000})
+			EnergyJ: energy})
 	}
 	return tr
 }
