@@ -126,3 +126,23 @@ func TestNIMCurveShape(t *testing.T) {
 		t.Errorf("throughput should level off: 100 -> 200 gained %.2fx", g)
 	}
 }
+
+// TestPipelineHopOverTheLink: a pipeline stage hands its activations to the
+// next over the GPU link whatever the TP size; at TP1 the hop of an 8192-
+// token prefill (64 MiB) costs a fraction of a millisecond on NVLink, as it
+// does at TP2, not tens of milliseconds.
+func TestPipelineHopOverTheLink(t *testing.T) {
+	prefill := func(args ...string) float64 {
+		st, err := EstimateStepTimes(mustParse(t, append([]string{"llama-3.1-8b", "--max-model-len", "4096"}, args...)...), 1024)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Prefill[8192]
+	}
+	for _, tp := range []string{"1", "2"} {
+		one, two := prefill("-tp", tp), prefill("-tp", tp, "-pp", "2")
+		if hop := two - one; hop < 0 || hop > 1 {
+			t.Errorf("TP%s: PP2 adds %.2f ms to an 8192-token prefill on H100 (%.1f vs %.1f ms), want a fraction of a millisecond", tp, hop, two, one)
+		}
+	}
+}

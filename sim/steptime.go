@@ -99,7 +99,8 @@ func newStepModel(cfg Config) stepModel {
 			gemm{weights: inter * h, in: inter, out: h},         // down
 		)
 	}
-	if cfg.TP > 1 {
+	// The link figures serve the TP all-reduces and the pipeline hops.
+	if cfg.TP > 1 || cfg.PP > 1 {
 		lat := allReduceLatencyNVLink
 		if !g.NVLink() {
 			lat = allReduceLatencyPCIe
