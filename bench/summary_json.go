@@ -77,12 +77,28 @@ func num(v float64) string {
 // UnmarshalJSON reads what MarshalJSON writes, and vLLM's own result files
 // (which lack the CIs and servetune's extra metrics).
 func (s *Summary) UnmarshalJSON(data []byte) error {
-	var p summaryPlain
-	if err := json.Unmarshal(data, &p); err != nil {
-		return err
-	}
 	var flat map[string]json.RawMessage
 	if err := json.Unmarshal(data, &flat); err != nil {
+		return err
+	}
+	// vLLM writes an infinite rate (its default) as "inf", and with
+	// --save-detailed its errors as one message per request, not by class.
+	vllm := false
+	if raw, ok := flat["request_rate"]; ok && bytes.EqualFold(bytes.TrimSpace(raw), []byte(`"inf"`)) {
+		flat["request_rate"], vllm = json.RawMessage("0"), true
+	}
+	if raw, ok := flat["errors"]; ok && bytes.HasPrefix(bytes.TrimSpace(raw), []byte("[")) {
+		delete(flat, "errors")
+		vllm = true
+	}
+	if vllm {
+		var err error
+		if data, err = json.Marshal(flat); err != nil {
+			return err
+		}
+	}
+	var p summaryPlain
+	if err := json.Unmarshal(data, &p); err != nil {
 		return err
 	}
 	*s = Summary(p)

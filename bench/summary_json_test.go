@@ -55,6 +55,25 @@ func TestSummaryReadsVLLMResult(t *testing.T) {
 	}
 }
 
+func TestSummaryReadsVLLMInfRate(t *testing.T) {
+	// vLLM writes an infinite request rate (its default) as the string
+	// "inf", and with --save-detailed the per-request errors as a list.
+	tests := []string{
+		`{"request_rate": "inf", "burstiness": 1.0, "max_concurrency": null, "duration": 2, "completed": 10, "median_ttft_ms": 45.5}`,
+		`{"request_rate": 4.0, "duration": 2, "completed": 10, "errors": ["", ""], "median_ttft_ms": 45.5}`,
+	}
+	for _, raw := range tests {
+		var s Summary
+		if err := json.Unmarshal([]byte(raw), &s); err != nil {
+			t.Errorf("%s: %v", raw, err)
+			continue
+		}
+		if s.Completed != 10 || s.TTFT.Median != 45.5 {
+			t.Errorf("%s: read %+v", raw, s)
+		}
+	}
+}
+
 func TestCompare(t *testing.T) {
 	mk := func(shift float64) Summary {
 		var rs []Record
