@@ -167,6 +167,8 @@ func (r *TrialRunner) fits(set space.Settings, gpus int) error {
 	if err != nil {
 		return err
 	}
+	// The engine is launched with the extra arguments too (Evaluate).
+	args = append(args, r.Spec.Space.Extra...)
 	cfg, err := sim.ParseArgs(append([]string{r.Spec.Model}, args...), r.simEnv(gpus))
 	if err != nil {
 		return nil // flags the simulator does not model: let the engine decide

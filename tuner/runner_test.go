@@ -65,3 +65,26 @@ func TestTrialRunnerPrecheck(t *testing.T) {
 		t.Fatalf("%s/%s: %s", res.Status, res.Failure, res.Message)
 	}
 }
+
+// TestPrecheckSeesExtraArgs: space.extra_args are part of the launched
+// command line, so the memory precheck and the virtual evaluator see them:
+// the 8B model's 128k context does not fit an L4 at 0.95, 4096 does.
+func TestPrecheckSeesExtraArgs(t *testing.T) {
+	src := strings.Replace(studySpec, "hardware: {gpu: H100-SXM, price_per_gpu_hour: 3}", "hardware: {gpu: L4}", 1)
+	src = strings.Replace(src, "  gpu_memory_fraction: [0.1, 0.9]\n", "  gpu_memory_fraction: [0.95]\n  extra_args: [\"--max-model-len\", \"4096\"]\n", 1)
+	sp := mustSpec(t, src)
+	set := space.Settings{"tensor_parallel": 1, "max_running_requests": 8, "gpu_memory_fraction": 0.95}
+	r := &TrialRunner{Spec: sp}
+	if err := r.checkContext(1).Fits(set); err != nil {
+		t.Errorf("precheck with --max-model-len 4096: %v", err)
+	}
+	res := (&VirtualEvaluator{Spec: sp}).Evaluate(context.Background(), 0, set, nil)
+	if res.Status != trial.StatusOK {
+		t.Errorf("virtual trial with --max-model-len 4096: %s/%s %s", res.Status, res.Failure, res.Message)
+	}
+	// Without the extra argument the default context does not fit.
+	sp.Space.Extra = nil
+	if err := r.checkContext(1).Fits(set); err == nil {
+		t.Error("precheck passed the 128k default context on an L4")
+	}
+}

@@ -51,6 +51,7 @@ func (v *VirtualEvaluator) evaluate(ctx context.Context, number int, set space.S
 	if err != nil {
 		return trial.Failed(trial.FailInfeasible, err.Error())
 	}
+	args = append(args, sp.Space.Extra...) // as TrialRunner launches it
 	cfg, err := sim.ParseArgs(append([]string{sp.Model}, args...), r.simEnv(n))
 	if err != nil {
 		return trial.Failed(trial.FailLaunchError, err.Error())
