@@ -258,14 +258,7 @@ func (s *Sampler) Replay(set space.Settings, value float64, failed bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.study == nil {
-		// Grid: skip one not-yet-proposed point equal to set.
-		for i := s.next; i < len(s.grid); i++ {
-			if sameSettings(s.grid[i], set) {
-				s.grid[s.next], s.grid[i] = s.grid[i], s.grid[s.next]
-				s.next++
-				break
-			}
-		}
+		s.skipGrid(set)
 		return nil
 	}
 	s.seen[settingsKey(set)] = true
@@ -283,6 +276,31 @@ func (s *Sampler) Replay(set space.Settings, value float64, failed bool) error {
 		}
 	}
 	return s.tell(id, value, failed)
+}
+
+// Reserve marks set as proposed without a result yet: an interrupted trial
+// of a resumed study that runs again, so that Ask does not propose it while
+// it runs. Its result comes later through Replay.
+func (s *Sampler) Reserve(set space.Settings) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.study == nil {
+		s.skipGrid(set)
+		return
+	}
+	s.seen[settingsKey(set)] = true
+}
+
+// skipGrid moves one not-yet-proposed grid point equal to set among the
+// proposed ones.
+func (s *Sampler) skipGrid(set space.Settings) {
+	for i := s.next; i < len(s.grid); i++ {
+		if sameSettings(s.grid[i], set) {
+			s.grid[s.next], s.grid[i] = s.grid[i], s.grid[s.next]
+			s.next++
+			return
+		}
+	}
 }
 
 func sameSettings(a, b space.Settings) bool {

@@ -121,6 +121,8 @@ func (s *Study) Run(ctx context.Context) (Outcome, error) {
 		for _, t := range trials {
 			switch t.Status {
 			case store.TrialInterrupted, store.TrialRunning:
+				// Not to be proposed again while it re-runs.
+				sampler.Reserve(t.Settings)
 				queue = append(queue, job{number: t.Number, settings: t.Settings, replay: true})
 				out.Rerun = append(out.Rerun, t.Number)
 				continue

@@ -394,3 +394,68 @@ func TestStoreResultEnergyUnknown(t *testing.T) {
 		t.Errorf("energy %s, want NaN 0 300 NaN 0 NaN", s)
 	}
 }
+
+// TestStudyResumeGridNoDuplicate: on a resume with parallel trials, the
+// interrupted trial re-runs while the grid proposes the next points; the
+// grid must not propose the interrupted trial's settings a second time.
+func TestStudyResumeGridNoDuplicate(t *testing.T) {
+	src := strings.Replace(studySpec, "tensor_parallel: [1, 2]", "tensor_parallel: [1]", 1)
+	src = strings.Replace(src, "tuner: {sampler: tpe, trials: 6, seed: 3}", "tuner: {sampler: grid, trials: 4, seed: 3}", 1)
+	sp := mustSpec(t, src)
+	ctx := context.Background()
+	db := openStore(t)
+	st, err := db.CreateStudy(ctx, store.Study{Name: sp.Name, Spec: sp.Text, Seed: 3, Status: store.StudyRunning})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What the killed run did: the grid's first point finished, its second
+	// was in flight.
+	g, err := NewSampler(SamplerGrid, sp.Space, sp.Tuner.Seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p0, _ := g.Ask()
+	p1, _ := g.Ask()
+	if err := db.StartTrial(ctx, st.ID, 0, p0.Settings, []int{0}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.FinishTrial(ctx, store.TrialResult{StudyID: st.ID, Number: 0, Status: store.TrialFailed, Failure: trial.FailCrash}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.StartTrial(ctx, st.ID, 1, p1.Settings, []int{1}); err != nil {
+		t.Fatal(err)
+	}
+	// The re-run of trial 1 holds until trial 2 has started, so the grid
+	// proposes trial 2 while trial 1 runs.
+	started2 := make(chan struct{})
+	eval := evalFunc(func(ctx context.Context, n int, _ space.Settings, _ []int) trial.Result {
+		switch n {
+		case 1:
+			select {
+			case <-started2:
+			case <-time.After(5 * time.Second):
+			}
+		case 2:
+			close(started2)
+		}
+		return trial.Failed(trial.FailCrash, "test")
+	})
+	if _, err := (&Study{Spec: sp, Store: db, Eval: eval, Resume: true}).Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	trials, err := db.Trials(ctx, st.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for _, tr := range trials {
+		k := settingsKey(tr.Settings)
+		if prev, dup := seen[k]; dup {
+			t.Errorf("trials %d and %d both measured %v", prev, tr.Number, tr.Settings)
+		}
+		seen[k] = tr.Number
+	}
+	if len(trials) != 4 {
+		t.Errorf("%d trials, want 4", len(trials))
+	}
+}
