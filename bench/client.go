@@ -222,6 +222,17 @@ func (c *client) redact(msg string) string {
 			}
 		}
 	}
+	// Each word of a value too: "Authorization: Bearer KEY" passed as a
+	// header, and a server that echoes KEY alone.
+	for _, vs := range c.target.Headers {
+		for _, v := range vs {
+			for _, w := range strings.Fields(v) {
+				if len(w) >= 4 {
+					msg = strings.ReplaceAll(msg, w, "<redacted>")
+				}
+			}
+		}
+	}
 	return msg
 }
 

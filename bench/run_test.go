@@ -381,3 +381,26 @@ func TestRunInfiniteRateMarshals(t *testing.T) {
 		t.Errorf("completed %d, want 2", back.Completed)
 	}
 }
+
+// TestErrorMessagesRedactHeaderToken: a key passed as a header value
+// "Bearer KEY" must not leak when the server echoes the key alone.
+func TestErrorMessagesRedactHeaderToken(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+		http.Error(w, "invalid key "+tok, http.StatusUnauthorized)
+	}))
+	defer srv.Close()
+	cfg := baseConfig(srv.URL)
+	cfg.Target.Headers = http.Header{"Authorization": {"Bearer tok-HEADER-SECRET"}}
+	cfg.NumRequests = 1
+	cfg.NoAlign = true
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res.Records {
+		if r.Error != ErrHTTP4xx || strings.Contains(r.ErrorMsg, "SECRET") {
+			t.Errorf("record %s %q leaks the header's key", r.Error, r.ErrorMsg)
+		}
+	}
+}
