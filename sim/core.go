@@ -60,7 +60,8 @@ type core struct {
 	prefixes    map[int]*prefixEntry
 	clock       uint64
 	scheduled   []*seq
-	remainOut   int // sum over running of output tokens still to generate (SGLang admission)
+	stepSecs    float64 // duration of the step planned by schedule
+	remainOut   int     // sum over running of output tokens still to generate (SGLang admission)
 
 	// Counters for /metrics.
 	preemptions   int64
@@ -274,7 +275,8 @@ func (c *core) schedule() (batchShape, float64) {
 	} else {
 		c.scheduleVLLM(&b)
 	}
-	return b, c.sm.stepSeconds(b)
+	c.stepSecs = c.sm.stepSeconds(b)
+	return b, c.stepSecs
 }
 
 // scheduleVLLM is vLLM V1's scheduler: running requests first (decodes and
@@ -405,8 +407,9 @@ func (c *core) commit(now float64, emit emitFunc) {
 	finished := 0
 	for _, s := range c.scheduled {
 		if !s.scheduledYet {
+			// Queued until the step started (now is its end).
 			s.scheduledYet = true
-			s.queuedFor = now - s.arrival
+			s.queuedFor = max(0, now-c.stepSecs-s.arrival)
 		}
 		s.computed += s.sched
 		c.promptTokens += int64(min(s.sched, max(0, s.prompt-(s.computed-s.sched))))

@@ -150,3 +150,23 @@ func TestPrefixQueriesCountedOnce(t *testing.T) {
 		t.Errorf("prefix cache queries %d tokens, want %d (each prompt once) after %d steps", c.prefixQueries, want, steps)
 	}
 }
+
+// TestQueueTimeEndsWhenScheduled: a request's queue time runs from its
+// arrival to the start of the step that first schedules it (vLLM's
+// request_queue_time), not to that step's end; the step itself is prefill.
+func TestQueueTimeEndsWhenScheduled(t *testing.T) {
+	cfg, est := smallKV(t)
+	c := newCore(cfg, est)
+	s := &seq{id: 0, prompt: 1000, maxOut: 4, prefixID: -1, arrival: 0.5}
+	c.add(s)
+	now := 1.0 // the engine was busy until 1.0
+	b, secs := c.schedule()
+	if b.tokens == 0 || secs <= 0 {
+		t.Fatalf("nothing scheduled: %+v %v", b, secs)
+	}
+	now += secs
+	c.commit(now, func(*seq, bool) {})
+	if d := s.queuedFor - 0.5; d > 1e-9 || d < -1e-9 {
+		t.Errorf("queued for %.4f s, want 0.5 (arrival 0.5 to step start 1.0; the step took %.4f s)", s.queuedFor, secs)
+	}
+}
