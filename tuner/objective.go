@@ -200,9 +200,11 @@ type Limit struct {
 type SLO []Limit
 
 // Met reports whether p meets every limit. A point without the metric (no
-// completed request) does not meet it.
+// completed request) or with any failed request does not meet it.
 func (slo SLO) Met(p Point) bool {
-	if p.Summary.Completed == 0 {
+	// Latency percentiles cover completed requests only, so a level that
+	// dropped requests could look fast; it does not meet the SLOs.
+	if p.Summary.Completed == 0 || p.Summary.Failed > 0 {
 		return false
 	}
 	for _, l := range slo {

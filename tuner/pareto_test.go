@@ -89,6 +89,14 @@ func TestRecommend(t *testing.T) {
 			}
 		})
 	}
+	t.Run("failed requests miss the SLO", func(t *testing.T) {
+		fast := pt(4, 1, 5000, 10)
+		fast.Summary.Failed = 3
+		got, err := Recommend(append([]Point{fast}, pts...), objs, slo, PreferThroughput)
+		if err != nil || got.Trial != 1 {
+			t.Errorf("Recommend = trial %d, %v; want trial 1, not the level that dropped requests", got.Trial, err)
+		}
+	})
 	t.Run("none feasible", func(t *testing.T) {
 		_, err := Recommend([]Point{pt(0, 1, 100, 500)}, objs, slo, PreferThroughput)
 		if !errors.Is(err, ErrNoFeasible) {
