@@ -17,6 +17,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/servetune/servetune/bench"
+	"github.com/servetune/servetune/catalog"
 	"github.com/servetune/servetune/launcher"
 	"github.com/servetune/servetune/space"
 )
@@ -603,6 +604,10 @@ func (p *specParser) hardware(n *yaml.Node) Hardware {
 	}
 	if x := f["price_per_gpu_hour"]; x != nil {
 		h.PricePerGPUHour = p.positive(x, "hardware.price_per_gpu_hour")
+	} else if g, err := catalog.LookupGPU(h.GPU); err == nil && h.GPU != "" {
+		// The catalog's dated on-demand price, so cost objectives work
+		// without one; a spec's own price always wins.
+		h.PricePerGPUHour = g.Price.PerGPUHour
 	}
 	return h
 }
@@ -885,8 +890,8 @@ func (p *specParser) check(sp *Spec, top map[string]*yaml.Node) {
 		}
 	}
 	for _, o := range append(append([]Objective(nil), sp.Objectives...), sp.Tuner.Objective) {
-		if o.Metric == "cost_per_mtok" && sp.Hardware.PricePerGPUHour <= 0 && sp.Launcher.Kind != LauncherSim {
-			p.fail(top["objectives"], "objectives", "cost_per_mtok needs hardware.price_per_gpu_hour")
+		if o.Metric == "cost_per_mtok" && sp.Hardware.PricePerGPUHour <= 0 {
+			p.fail(top["objectives"], "objectives", "cost_per_mtok needs hardware.price_per_gpu_hour (or a catalog GPU in hardware.gpu)")
 		}
 	}
 }

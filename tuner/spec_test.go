@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/servetune/servetune/catalog"
 	"github.com/servetune/servetune/launcher"
 	"github.com/servetune/servetune/space"
 )
@@ -260,5 +261,25 @@ func TestHostRouterRejects(t *testing.T) {
 				t.Fatalf("Launch(%v) = %v, want ErrBadSpec", gpus, err)
 			}
 		})
+	}
+}
+
+// A cost objective takes the catalog's dated price of hardware.gpu when the
+// spec gives none, and is rejected when there is neither.
+func TestSpecCostPrice(t *testing.T) {
+	cost := strings.Replace(goodSpec, "objectives: [max output_throughput_per_gpu, min ttft_p99]", "objectives: [max output_throughput_per_gpu, min cost_per_mtok]", 1)
+	sp, err := ParseSpec([]byte(strings.Replace(cost, ", price_per_gpu_hour: 2.5", "", 1)), "c.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, _ := catalog.LookupGPU("H100-SXM"); sp.Hardware.PricePerGPUHour != g.Price.PerGPUHour || g.Price.PerGPUHour <= 0 {
+		t.Errorf("price = %v, want the catalog's %v", sp.Hardware.PricePerGPUHour, g.Price.PerGPUHour)
+	}
+	if sp, _ := ParseSpec([]byte(cost), "c.yaml"); sp.Hardware.PricePerGPUHour != 2.5 {
+		t.Errorf("the spec's own price lost: %v", sp.Hardware.PricePerGPUHour)
+	}
+	_, err = ParseSpec([]byte(strings.Replace(cost, "hardware: {gpu: H100-SXM, price_per_gpu_hour: 2.5}\n", "", 1)), "c.yaml")
+	if err == nil || !strings.Contains(err.Error(), "cost_per_mtok needs hardware.price_per_gpu_hour") {
+		t.Errorf("no price, no GPU: %v", err)
 	}
 }
