@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -16,9 +17,39 @@ import (
 // DefaultTimeout is the per-request timeout when Config.Timeout is 0.
 const DefaultTimeout = 10 * time.Minute
 
-// durationPool is how many distinct requests a duration-bound run cycles
-// through.
+// durationPool is how many requests a duration-bound run generates; past
+// them it cycles, each cycle with distinct prompts (recycledPrompt).
 const durationPool = 2048
+
+// recycledPrompt makes the cycle-th reuse of r's prompt differ from the
+// original and from every other cycle in its first words after the shared
+// prefix, so an engine's prefix cache cannot serve a repeated prompt from
+// memory and under-report TTFT. The cycle number is written in mixed radix
+// into up to three words, each swapped for another word of the same length:
+// that keeps the token count in the simulated engine's tokenizer and, for
+// these short common words, in BPE vocabularies.
+func recycledPrompt(r Request, cycle int) string {
+	f := strings.Fields(r.Prompt)
+	at := 0
+	if r.PrefixID >= 0 && r.PrefixTokens > 0 {
+		at = r.PrefixTokens // the prefix is built one word per token
+	}
+	rest := cycle - 1
+	for k := at; k < min(at+3, len(f)); k++ {
+		var alts []string
+		for _, w := range words {
+			if len(w) == len(f[k]) && w != f[k] {
+				alts = append(alts, w)
+			}
+		}
+		if len(alts) == 0 {
+			continue
+		}
+		f[k] = alts[rest%len(alts)]
+		rest /= len(alts)
+	}
+	return strings.Join(f, " ")
+}
 
 // Validate reports a config that cannot run, in one line.
 func (cfg Config) Validate() error {
@@ -230,6 +261,9 @@ func dispatch(ctx context.Context, c *client, cfg Config, reqs []Request, rng *r
 			break
 		}
 		req := reqs[i%len(reqs)]
+		if cycle := i / len(reqs); cycle > 0 {
+			req.Prompt = recycledPrompt(req, cycle)
+		}
 		req.Index = i
 		body, bodyErr := c.body(req) // while waiting, not at send time
 		if !sleepUntil(dctx, timer, start.Add(sched)) {

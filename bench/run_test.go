@@ -404,3 +404,40 @@ func TestErrorMessagesRedactHeaderToken(t *testing.T) {
 		}
 	}
 }
+
+// TestRecycledPromptsDiffer: a duration-bound run that cycles its request
+// pool never sends the same prompt twice (a prefix cache would serve it from
+// memory), keeps shared prefixes and keeps the token count.
+func TestRecycledPromptsDiffer(t *testing.T) {
+	for _, spec := range []DatasetSpec{
+		{Kind: DatasetRandom, Input: Dist{Kind: DistFixed, Value: 64}, Output: Dist{Kind: DistFixed, Value: 4}},
+		{Kind: DatasetPrefix, PrefixGroups: 1, PrefixLen: 16, Input: Dist{Kind: DistFixed, Value: 32}, Output: Dist{Kind: DistFixed, Value: 4}},
+	} {
+		reqs, err := spec.Generate(newRNG(1, 1), 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for _, r := range reqs {
+			seen[r.Prompt] = true
+		}
+		for cycle := 1; cycle <= 2000; cycle++ {
+			for _, r := range reqs {
+				p := recycledPrompt(r, cycle)
+				if seen[p] {
+					t.Fatalf("%s: cycle %d repeats a prompt", spec.Kind, cycle)
+				}
+				seen[p] = true
+				if ApproxTokens(p) != ApproxTokens(r.Prompt) || len(p) != len(r.Prompt) {
+					t.Fatalf("%s: cycle %d changed the prompt's length", spec.Kind, cycle)
+				}
+				if r.PrefixTokens > 0 {
+					pre := strings.Join(strings.Fields(r.Prompt)[:r.PrefixTokens], " ")
+					if !strings.HasPrefix(p, pre+" ") {
+						t.Fatalf("%s: cycle %d changed the shared prefix", spec.Kind, cycle)
+					}
+				}
+			}
+		}
+	}
+}
