@@ -49,15 +49,6 @@ func KnownMetric(name string) bool {
 	return false
 }
 
-// higherIsBetter says in which direction a metric improves, for preferences.
-func higherIsBetter(metric string) bool {
-	switch {
-	case strings.Contains(metric, "throughput"), strings.Contains(metric, "goodput"), metric == "tokens_per_user":
-		return true
-	}
-	return false
-}
-
 // CostPerMTok is the $ per million output tokens of gpus GPUs at price $ per
 // GPU-hour producing outputPerSec output tokens per second. It is +Inf when
 // nothing was produced and 0 when the price is unknown.
