@@ -53,7 +53,7 @@ type Plan struct {
 	Capacity         *Capacity    // instead of Levels: search the highest load meeting the SLOs
 	RequestsPerLevel int
 	Warmup           int           // warm-up requests before each level, excluded
-	Timeout          time.Duration // per request
+	Timeout          time.Duration // per request, in the engine's time
 	Goodput          bench.SLO     // per-request limits for goodput
 	Seed             uint64
 	// TimeScale is how many times faster than real time the engine runs
@@ -248,7 +248,7 @@ func run(ctx context.Context, p Plan) (out Result) {
 			Load:        sent,
 			NumRequests: p.RequestsPerLevel,
 			Warmup:      p.Warmup,
-			Timeout:     p.Timeout,
+			Timeout:     time.Duration(float64(p.Timeout) / k), // engine time to real time
 			Seed:        p.Seed + uint64(i),
 			Summary:     bench.SummaryOptions{Goodput: goodput, Seed: p.Seed},
 		}

@@ -187,3 +187,24 @@ func TestRunSamplesGPUs(t *testing.T) {
 		t.Errorf("%d samples of GPUs %v, want start and stop readings of 2 and 3", len(res.GPU), seen)
 	}
 }
+
+// TestRunTimeScale: with an engine k times faster than real time, the load,
+// the per-request timeout and the goodput limits sent to the benchmark are
+// converted to real time.
+func TestRunTimeScale(t *testing.T) {
+	p := plan(t, "ok")
+	p.TimeScale = 10
+	p.Levels = []bench.Load{{Rate: 2, MaxConcurrency: 4}}
+	p.Goodput = bench.SLO{TTFTms: 500}
+	var got bench.Config
+	p.Bench = func(ctx context.Context, cfg bench.Config) (*bench.Result, error) {
+		got = cfg
+		return bench.Run(ctx, cfg)
+	}
+	if res := Run(context.Background(), p); res.Status != StatusOK {
+		t.Fatalf("status %s/%s: %s", res.Status, res.Failure, res.Message)
+	}
+	if got.Load.Rate != 20 || got.Timeout != 500*time.Millisecond || got.Summary.Goodput.TTFTms != 50 {
+		t.Errorf("sent rate %v, timeout %v, goodput TTFT %v ms; want 20/s, 500ms, 50 ms", got.Load.Rate, got.Timeout, got.Summary.Goodput.TTFTms)
+	}
+}
