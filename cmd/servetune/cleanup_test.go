@@ -56,9 +56,9 @@ func TestCleanupStudy(t *testing.T) {
 		t.Skipf("docker: no daemon: %v", err)
 	}
 	defer c.Close()
+	requireSimImage(t) // may build the image: before the test's own deadline starts
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	requireSimImage(t)
 	study := fmt.Sprintf("cleanup-test-%d-%d", os.Getpid(), time.Now().UnixNano())
 	t.Cleanup(func() { _, _ = launcher.Reap(context.Background(), c, study, nil) })
 	labels := map[string]string{launcher.LabelManaged: "true", launcher.LabelStudy: study, launcher.LabelTrial: "4"}
