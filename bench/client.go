@@ -25,7 +25,7 @@ const (
 func (t Target) Validate() error {
 	u, err := url.Parse(t.BaseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("%w: base URL %q must be http(s)://host[:port]", ErrBadConfig, t.BaseURL)
+		return fmt.Errorf("%w: base URL %q must be http(s)://host[:port]", ErrBadConfig, redactRawURL(t.BaseURL))
 	}
 	if t.Model == "" {
 		return fmt.Errorf("%w: no model name", ErrBadConfig)
@@ -36,6 +36,22 @@ func (t Target) Validate() error {
 		return fmt.Errorf("%w: endpoint type %q must be completions or chat", ErrBadConfig, t.Endpoint)
 	}
 	return nil
+}
+
+// redactRawURL hides what may be a secret in a URL that may not even parse:
+// user information before an '@' and the query.
+func redactRawURL(s string) string {
+	if i := strings.IndexAny(s, "?#"); i >= 0 {
+		s = s[:i] + "?…"
+	}
+	if at := strings.LastIndex(s, "@"); at >= 0 {
+		start := 0
+		if i := strings.Index(s, "://"); i >= 0 && i < at {
+			start = i + 3
+		}
+		s = s[:start] + "…" + s[at:]
+	}
+	return s
 }
 
 // url returns the request URL; a base URL ending in /v1 is accepted too.

@@ -441,3 +441,21 @@ func TestRecycledPromptsDiffer(t *testing.T) {
 		}
 	}
 }
+
+func TestBadBaseURLRedacted(t *testing.T) {
+	for _, u := range []string{
+		"ftp://user:s3cretpw@host:8000",
+		"http//user:s3cretpw@host",
+		"://user:s3cretpw@",
+		"localhost:8000/v1?api_key=s3cretpw",
+	} {
+		err := Target{BaseURL: u, Model: "m"}.Validate()
+		if err == nil {
+			t.Errorf("%q accepted", u)
+			continue
+		}
+		if strings.Contains(err.Error(), "s3cretpw") {
+			t.Errorf("%q: error leaks the secret: %v", u, err)
+		}
+	}
+}
