@@ -17,6 +17,7 @@ import (
 
 	"github.com/servetune/servetune/bench"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 func init() { subcommands = append(subcommands, newBenchCmd) }
@@ -66,6 +67,18 @@ vLLM's result key names.`,
 	fl.StringVar(&f.endpoint, "endpoint-type", "completions", "completions (/v1/completions) or chat (/v1/chat/completions)")
 	fl.StringVar(&f.apiKeyEnv, "api-key-env", "", "environment variable holding the API key (sent as Bearer; never written anywhere)")
 	fl.StringArrayVar(&f.headers, "header", nil, "extra request header K:V (repeatable)")
+	workloadFlags(fl, &f)
+	fl.BoolVar(&f.keepEOS, "no-ignore-eos", false, "let the model stop at EOS (default sends ignore_eos so output length is what was asked)")
+	fl.BoolVar(&f.noAlign, "no-tokenize", false, "do not align prompt lengths with the server's /tokenize")
+	fl.DurationVar(&f.timeout, "timeout", bench.DefaultTimeout, "per-request timeout")
+	fl.BoolVar(&f.noProgress, "no-progress", false, "no progress bar on stderr")
+	cmd.AddCommand(newBenchCompareCmd())
+	return cmd
+}
+
+// workloadFlags registers the workload, load and output flags that
+// `servetune bench` and `servetune sim run` share (same names, same meaning).
+func workloadFlags(fl *pflag.FlagSet, f *benchFlags) {
 	fl.StringVar(&f.dataset, "dataset", "random", "random, sharegpt, jsonl or prefix")
 	fl.StringVar(&f.datasetPath, "dataset-path", "", "dataset file for sharegpt (JSON) or jsonl")
 	fl.IntVar(&f.inputLen, "input-len", 1024, "prompt tokens (random, prefix suffix)")
@@ -75,8 +88,6 @@ vLLM's result key names.`,
 	fl.StringVar(&f.outputDist, "output-dist", "", "output length distribution (overrides --output-len)")
 	fl.IntVar(&f.prefixGroups, "prefix-groups", 8, "prefix: number of shared prefixes")
 	fl.IntVar(&f.prefixLen, "prefix-len", 512, "prefix: tokens per shared prefix")
-	fl.BoolVar(&f.keepEOS, "no-ignore-eos", false, "let the model stop at EOS (default sends ignore_eos so output length is what was asked)")
-	fl.BoolVar(&f.noAlign, "no-tokenize", false, "do not align prompt lengths with the server's /tokenize")
 	fl.StringVar(&f.rate, "request-rate", "inf", "requests per second (Poisson) or inf (all at once)")
 	fl.Float64Var(&f.burstiness, "burstiness", 1, "gamma shape of arrivals: 1 Poisson, <1 burstier, >1 more regular")
 	fl.IntVar(&f.maxConc, "max-concurrency", 0, "cap on requests in flight (0 = none)")
@@ -85,15 +96,11 @@ vLLM's result key names.`,
 	fl.IntVar(&f.warmup, "warmup", 0, "warm-up requests at the run's concurrency, excluded from metrics")
 	fl.StringVar(&f.sweep, "sweep", "", "load ladder: concurrency=1,4,16 or rate=1,2,inf")
 	fl.Uint64Var(&f.seed, "seed", 0, "random seed of workload and arrivals")
-	fl.DurationVar(&f.timeout, "timeout", bench.DefaultTimeout, "per-request timeout")
 	fl.StringVar(&f.goodput, "goodput", "", "SLOs for goodput, ms: ttft:MS,tpot:MS,e2el:MS")
 	fl.IntVar(&f.bootstrap, "bootstrap", bench.DefaultBootstrap, "bootstrap resamples for confidence intervals")
 	fl.StringVar(&f.jsonOut, "json", "", "write the summary (with per-request samples) as JSON to this file")
 	fl.StringVar(&f.csvOut, "csv", "", "write the summary as CSV to this file")
 	fl.StringVar(&f.requestsOut, "requests-out", "", "write one JSON line per request with all timestamps")
-	fl.BoolVar(&f.noProgress, "no-progress", false, "no progress bar on stderr")
-	cmd.AddCommand(newBenchCompareCmd())
-	return cmd
 }
 
 // level is one load level of a run or sweep.

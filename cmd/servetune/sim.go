@@ -170,30 +170,11 @@ func sortedKeys(m map[int]float64) []int {
 }
 
 // simBenchFlags registers the workload and load flags `sim run` shares with
-// `servetune bench` (same names, same meaning) into fs.
+// `servetune bench` into fs, with what differs in virtual time.
 func simBenchFlags(fs *pflag.FlagSet, f *benchFlags) {
-	fs.StringVar(&f.dataset, "dataset", "random", "random, sharegpt, jsonl or prefix")
-	fs.StringVar(&f.datasetPath, "dataset-path", "", "dataset file for sharegpt (JSON) or jsonl")
-	fs.IntVar(&f.inputLen, "input-len", 1024, "prompt tokens (random, prefix suffix)")
-	fs.IntVar(&f.outputLen, "output-len", 128, "output tokens asked for")
-	fs.Float64Var(&f.rangeRatio, "range-ratio", 0, "lengths uniform on [len(1-r), len(1+r)]")
-	fs.StringVar(&f.inputDist, "input-dist", "", "prompt length distribution (overrides --input-len)")
-	fs.StringVar(&f.outputDist, "output-dist", "", "output length distribution (overrides --output-len)")
-	fs.IntVar(&f.prefixGroups, "prefix-groups", 8, "prefix: number of shared prefixes")
-	fs.IntVar(&f.prefixLen, "prefix-len", 512, "prefix: tokens per shared prefix")
-	fs.StringVar(&f.rate, "request-rate", "inf", "requests per second (Poisson) or inf (all at once)")
-	fs.Float64Var(&f.burstiness, "burstiness", 1, "gamma shape of arrivals: 1 Poisson")
-	fs.IntVar(&f.maxConc, "max-concurrency", 0, "cap on requests in flight (0 = none)")
-	fs.IntVar(&f.numRequests, "num-requests", 1000, "requests per run (per sweep level)")
-	fs.DurationVar(&f.duration, "duration", 0, "send for this long (virtual time, needs a finite --request-rate) instead of a request count")
-	fs.IntVar(&f.warmup, "warmup", 0, "not supported by sim run (virtual time has no cold start to warm)")
-	fs.StringVar(&f.sweep, "sweep", "", "load ladder: concurrency=1,4,16 or rate=1,2,inf")
-	fs.Uint64Var(&f.seed, "seed", 0, "random seed of workload and arrivals")
-	fs.StringVar(&f.goodput, "goodput", "", "SLOs for goodput, ms: ttft:MS,tpot:MS,e2el:MS")
-	fs.IntVar(&f.bootstrap, "bootstrap", bench.DefaultBootstrap, "bootstrap resamples for confidence intervals")
-	fs.StringVar(&f.jsonOut, "json", "", "write the summary as JSON to this file")
-	fs.StringVar(&f.csvOut, "csv", "", "write the summary as CSV to this file")
-	fs.StringVar(&f.requestsOut, "requests-out", "", "write one JSON line per request with all timestamps")
+	workloadFlags(fs, f)
+	fs.Lookup("duration").Usage = "send for this long (virtual time, needs a finite --request-rate) instead of a request count"
+	fs.Lookup("warmup").Usage = "not supported by sim run (virtual time has no cold start to warm)"
 }
 
 // splitArgs separates the flags registered in fs (with their values) from
