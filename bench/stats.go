@@ -121,6 +121,110 @@ func BootstrapDiffCI(base, new []float64, p float64, rng *rand.Rand, b int) [2]f
 	return [2]float64{Percentile(est, 2.5), Percentile(est, 97.5)}
 }
 
+// ClusterBootstrapDiffCI is the bootstrap 95% interval of the difference
+// new − base of the p-th percentile (0-100) when values come in clusters:
+// counts gives each cluster's size, in the order of the values. Whole
+// clusters are resampled, as the gaps of one stream are not independent;
+// resampling single values would give too narrow an interval. Percentiles
+// are found by selection, not sorting, so b resamples of 10^5 values stay
+// fast.
+func ClusterBootstrapDiffCI(base []float64, baseCounts []int, new []float64, newCounts []int, p float64, rng *rand.Rand, b int) [2]float64 {
+	bo, no := clusterOffsets(baseCounts, len(base)), clusterOffsets(newCounts, len(new))
+	if bo == nil || no == nil || b <= 0 {
+		return [2]float64{}
+	}
+	var buf []float64
+	est := make([]float64, 0, b)
+	for range b {
+		n, okN := resampleClusters(new, no, p, rng, &buf)
+		o, okB := resampleClusters(base, bo, p, rng, &buf)
+		if okN && okB {
+			est = append(est, n-o)
+		}
+	}
+	if len(est) == 0 {
+		return [2]float64{}
+	}
+	slices.Sort(est)
+	return [2]float64{Percentile(est, 2.5), Percentile(est, 97.5)}
+}
+
+// clusterOffsets turns cluster sizes into start offsets (len+1 entries),
+// nil when they do not add up to n or there is no cluster.
+func clusterOffsets(counts []int, n int) []int {
+	if len(counts) == 0 {
+		return nil
+	}
+	off := make([]int, len(counts)+1)
+	for i, c := range counts {
+		if c < 0 {
+			return nil
+		}
+		off[i+1] = off[i] + c
+	}
+	if off[len(counts)] != n {
+		return nil
+	}
+	return off
+}
+
+// resampleClusters draws len(off)-1 clusters with replacement into *buf and
+// returns the p-th percentile of their values (numpy's linear method).
+func resampleClusters(vals []float64, off []int, p float64, rng *rand.Rand, buf *[]float64) (float64, bool) {
+	*buf = (*buf)[:0]
+	k := len(off) - 1
+	for range k {
+		c := rng.IntN(k)
+		*buf = append(*buf, vals[off[c]:off[c+1]]...)
+	}
+	x := *buf
+	if len(x) == 0 {
+		return 0, false
+	}
+	h := (float64(len(x)) - 1) * p / 100
+	lo := int(math.Floor(h))
+	v := selectKth(x, lo)
+	if lo+1 < len(x) && h > float64(lo) {
+		// After selection every value right of lo is >= x[lo]; the next
+		// order statistic is their minimum.
+		next := slices.Min(x[lo+1:])
+		v += (h - float64(lo)) * (next - v)
+	}
+	return v, true
+}
+
+// selectKth reorders x so that x[k] is its k-th smallest value (Hoare's
+// quickselect with a middle pivot) and returns it.
+func selectKth(x []float64, k int) float64 {
+	lo, hi := 0, len(x)-1
+	for lo < hi {
+		pivot := x[lo+(hi-lo)/2]
+		i, j := lo, hi
+		for i <= j {
+			for x[i] < pivot {
+				i++
+			}
+			for x[j] > pivot {
+				j--
+			}
+			if i <= j {
+				x[i], x[j] = x[j], x[i]
+				i++
+				j--
+			}
+		}
+		switch {
+		case k <= j:
+			hi = j
+		case k >= i:
+			lo = i
+		default:
+			return x[k]
+		}
+	}
+	return x[k]
+}
+
 // ms converts a duration to float milliseconds.
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
@@ -169,6 +273,10 @@ type Samples struct {
 	TPOT []float64 `json:"tpot_ms"`
 	ITL  []float64 `json:"itl_ms"`
 	E2EL []float64 `json:"e2el_ms"`
+	// ITLCounts is how many of ITL's gaps each request contributed, in
+	// order, so compare can resample whole requests: one stream's gaps are
+	// not independent draws.
+	ITLCounts []int `json:"itl_counts,omitempty"`
 }
 
 // Summarize computes a Summary from records. Warm-up records are ignored;
@@ -189,6 +297,7 @@ func Summarize(records []Record, opts SummaryOptions) Summary {
 
 	var (
 		ttft, ttftSched, queue, tpot, itl, itlTok, e2el []float64
+		itlCounts                                       []int
 		first, last                                     time.Duration
 		seen                                            bool
 		good                                            int
@@ -221,6 +330,7 @@ func Summarize(records []Record, opts SummaryOptions) Summary {
 		if !math.IsNaN(m.TPOT) {
 			tpot = append(tpot, m.TPOT)
 		}
+		itlCounts = append(itlCounts, max(len(r.Chunks)-1, 0))
 		for j := 1; j < len(r.Chunks); j++ {
 			gap := ms(r.Chunks[j].At - r.Chunks[j-1].At)
 			itl = append(itl, gap)
@@ -250,7 +360,7 @@ func Summarize(records []Record, opts SummaryOptions) Summary {
 	if opts.KeepSamples {
 		// Copies: NewStats sorts in place, and compare wants request order kept
 		// irrelevant anyway; sorted copies are fine and smaller to diff.
-		s.Samples = &Samples{TTFT: slices.Clone(ttft), TPOT: slices.Clone(tpot), ITL: slices.Clone(itl), E2EL: slices.Clone(e2el)}
+		s.Samples = &Samples{TTFT: slices.Clone(ttft), TPOT: slices.Clone(tpot), ITL: slices.Clone(itl), E2EL: slices.Clone(e2el), ITLCounts: itlCounts}
 	}
 	s.TTFT = NewStats(ttft, rng, b)
 	s.TTFTSched = NewStats(ttftSched, rng, b)

@@ -3,6 +3,7 @@ package bench
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 )
@@ -227,3 +228,57 @@ func TestSummarizeQueue(t *testing.T) {
 func time2(msv float64) time.Duration { return time.Duration(msv * float64(time.Millisecond)) }
 
 func newRNG(a, b uint64) *rand.Rand { return rand.New(rand.NewPCG(a, b)) }
+
+func TestResampleClustersPercentileMatchesSorted(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 3))
+	for _, n := range []int{1, 2, 7, 100, 1001} {
+		vals := make([]float64, n)
+		for i := range vals {
+			vals[i] = math.Round(rng.NormFloat64()*10) / 2 // ties included
+		}
+		for _, p := range []float64{0, 2.5, 50, 90, 99, 99.9, 100} {
+			// One cluster holding everything: a resample is the sample itself.
+			var buf []float64
+			got, ok := resampleClusters(vals, []int{0, n}, p, rng, &buf)
+			want := Percentile(slices.Sorted(slices.Values(vals)), p)
+			if !ok || math.Abs(got-want) > 1e-9 {
+				t.Errorf("n=%d p=%v: selection %v, sorted %v", n, p, got, want)
+			}
+		}
+	}
+}
+
+// TestClusterBootstrapWiderForCorrelatedGaps: when each request's gaps move
+// together (one slow stream is slow throughout), resampling requests gives
+// the honest, wider interval; resampling single gaps overstates certainty.
+func TestClusterBootstrapWiderForCorrelatedGaps(t *testing.T) {
+	gen := func(seed uint64) ([]float64, []int) {
+		rng := rand.New(rand.NewPCG(seed, 1))
+		var vals []float64
+		var counts []int
+		for range 30 {
+			level := 10 + 3*rng.NormFloat64()
+			for range 100 {
+				vals = append(vals, level+0.01*rng.NormFloat64())
+			}
+			counts = append(counts, 100)
+		}
+		return vals, counts
+	}
+	bv, bc := gen(1)
+	nv, nc := gen(2)
+	rng := rand.New(rand.NewPCG(9, 9))
+	cluster := ClusterBootstrapDiffCI(bv, bc, nv, nc, 50, rng, 1000)
+	flat := BootstrapDiffCI(slices.Sorted(slices.Values(bv)), slices.Sorted(slices.Values(nv)), 50, rng, 1000)
+	cw, fw := cluster[1]-cluster[0], flat[1]-flat[0]
+	t.Logf("median diff CI: by request %v (width %.3f), by gap %v (width %.3f)", cluster, cw, flat, fw)
+	if cw < 3*fw {
+		t.Errorf("request-level CI width %.3f not clearly wider than gap-level %.3f", cw, fw)
+	}
+	if cluster[0] > 0 || cluster[1] < 0 {
+		t.Errorf("same distribution, but the request-level CI %v excludes 0", cluster)
+	}
+	if bad := ClusterBootstrapDiffCI(bv, []int{1}, nv, nc, 50, rng, 10); bad != [2]float64{} {
+		t.Errorf("counts not adding up: %v, want no interval", bad)
+	}
+}
