@@ -358,8 +358,8 @@ func Summarize(records []Record, opts SummaryOptions) Summary {
 	}
 	s.PeakOutputThroughput = peakOutput(records, first)
 	if opts.KeepSamples {
-		// Copies: NewStats sorts in place, and compare wants request order kept
-		// irrelevant anyway; sorted copies are fine and smaller to diff.
+		// Copies taken before NewStats sorts in place: ITL must stay in
+		// request order for ITLCounts (compare resamples whole requests).
 		s.Samples = &Samples{TTFT: slices.Clone(ttft), TPOT: slices.Clone(tpot), ITL: slices.Clone(itl), E2EL: slices.Clone(e2el), ITLCounts: itlCounts}
 	}
 	s.TTFT = NewStats(ttft, rng, b)
