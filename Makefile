@@ -47,7 +47,7 @@ run: build
 # How many trials TPE and random search need to reach 99% of the exhaustive
 # optimum of examples/sampler-bench.yaml (median of 10 seeds, virtual time).
 sampler-bench:
-	$(GO) build -o bin/samplerbench ./tuner/samplerbench
+	$(GO) build -o bin/samplerbench ./internal/samplerbench/cmd
 	./bin/samplerbench examples/sampler-bench.yaml
 
 clean:

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+
+	"github.com/servetune/servetune/measure"
 )
 
 // tokenizeProbes is how many prompts are sent to /tokenize to fit the
@@ -56,7 +58,7 @@ func countTokens(ctx context.Context, hc *http.Client, t Target, prompt string) 
 // counts and corrects each one (never trimming the shared prefix) until ctx
 // ends. Without /tokenize it changes nothing. The returned note goes into
 // meta.
-func alignPrompts(ctx context.Context, hc *http.Client, t Target, reqs []Request, rng *rand.Rand) string {
+func alignPrompts(ctx context.Context, hc *http.Client, t Target, reqs []measure.Request, rng *rand.Rand) string {
 	var idx []int
 	for i := range reqs {
 		if reqs[i].Synthetic {
@@ -112,7 +114,7 @@ const alignRounds = 5
 
 // prefixWords is how many leading words of r's prompt are a shared prefix,
 // which alignment never trims.
-func prefixWords(r *Request) int {
+func prefixWords(r *measure.Request) int {
 	if r.PrefixID >= 0 && r.PrefixTokens > 0 {
 		return r.PrefixTokens // the prefix is built one word per token
 	}
@@ -125,7 +127,7 @@ func prefixWords(r *Request) int {
 // stream seeded per request from seed, so the result does not depend on
 // goroutine order. It stops early when ctx ends; counted is how many prompts
 // got a server count, exact how many hit their target.
-func exactAlign(ctx context.Context, hc *http.Client, t Target, reqs []Request, idx []int, seed uint64) (exact, counted int) {
+func exactAlign(ctx context.Context, hc *http.Client, t Target, reqs []measure.Request, idx []int, seed uint64) (exact, counted int) {
 	var mu sync.Mutex
 	work := make(chan int)
 	var wg sync.WaitGroup
@@ -162,7 +164,7 @@ feed:
 // this prompt's own tokens-per-word ratio, small ones a short word at a
 // time. Every round ends with a count, so PromptTokens always matches the
 // prompt sent. ok is false when the server never counted it.
-func alignOne(ctx context.Context, hc *http.Client, t Target, r *Request, rng *rand.Rand) (hit, ok bool) {
+func alignOne(ctx context.Context, hc *http.Client, t Target, r *measure.Request, rng *rand.Rand) (hit, ok bool) {
 	target := r.PromptTokens
 	for round := 0; ; round++ {
 		c, cok := countTokens(ctx, hc, t, r.Prompt)

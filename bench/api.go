@@ -1,29 +1,13 @@
 package bench
 
 import (
+	"context"
+	"math/rand/v2"
 	"net/http"
 	"time"
+
+	"github.com/servetune/servetune/measure"
 )
-
-// This file fixes the package's entry points that other packages build on
-// (sim, trial). Bodies are filled in by the benchmark client's implementation.
-
-// SLO holds goodput limits in milliseconds; zero means "no limit".
-type SLO struct {
-	TTFTms float64 `json:"ttft_ms,omitempty"`
-	TPOTms float64 `json:"tpot_ms,omitempty"`
-	E2ELms float64 `json:"e2el_ms,omitempty"`
-}
-
-// SummaryOptions control Summarize.
-type SummaryOptions struct {
-	Goodput   SLO
-	Bootstrap int    // bootstrap resamples for CIs; 0 = default
-	Seed      uint64 // seed of the bootstrap resampling
-	// KeepSamples stores the per-request TTFT, TPOT, ITL and E2EL values in
-	// Summary.Samples (for `bench compare`).
-	KeepSamples bool
-}
 
 // Target is an OpenAI-compatible endpoint.
 type Target struct {
@@ -38,23 +22,45 @@ type Target struct {
 type Config struct {
 	Target      Target
 	Dataset     DatasetSpec
-	Requests    []Request // pre-generated requests; overrides Dataset when set
-	Load        Load
+	Requests    []measure.Request // pre-generated requests; overrides Dataset when set
+	Load        measure.Load
 	NumRequests int           // count-bound run (ignored when Duration > 0)
 	Duration    time.Duration // duration-bound run
 	Warmup      int           // warm-up requests at the run's concurrency, excluded
 	Timeout     time.Duration // per request
 	Seed        uint64
-	Summary     SummaryOptions
+	Summary     measure.SummaryOptions
 	Progress    func(done, total int) // optional; called from one goroutine; total 0 = duration-bound
 	NoAlign     bool                  // do not re-size synthetic prompts with the server's /tokenize
 	KeepEOS     bool                  // send ignore_eos=false (default: ignore_eos on)
+	// Transport runs the requests; nil = HTTP to Target. The simulated
+	// engine's virtual clock (sim.Virtual) is the other one.
+	Transport Transport
+}
+
+// Transport runs the phases of a run against an engine. Run owns the
+// request stream (the dataset, the arrival schedule, the seeds); a
+// transport only sends what a phase gives it and records what happened.
+type Transport interface {
+	// Align resizes synthetic prompts to the engine's tokenizer where it
+	// can and says how ("exact", "fit", "off", ...), for meta.
+	Align(ctx context.Context, reqs []measure.Request, rng *rand.Rand) string
+	// Send runs one phase and returns one record per request it sent,
+	// in send order, and the instant their offsets count from. When ctx
+	// ends it returns what it has.
+	Send(ctx context.Context, p measure.Phase) ([]measure.Record, time.Time)
+}
+
+// lengthsOnly is implemented by transports that never read prompt text
+// (the simulated engine in virtual time): Run then generates lengths only.
+type lengthsOnly interface {
+	LengthsOnly() bool
 }
 
 // Result is the outcome of Run.
 type Result struct {
-	Summary Summary
-	Records []Record
+	Summary measure.Summary
+	Records []measure.Record
 	// Start is the instant (with its monotonic reading) that the measured
 	// records' offsets count from.
 	Start time.Time

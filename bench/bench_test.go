@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/servetune/servetune/measure"
 )
 
 // BenchmarkClientStream measures the whole client loop (HTTP request, SSE
@@ -25,17 +27,18 @@ func BenchmarkClientStream(b *testing.B) {
 			srv := fs.start(b)
 			hc := newHTTPClient(16)
 			c := newClient(hc, Target{BaseURL: srv.URL, Model: "m"}, true)
-			req := Request{Prompt: "hello world", MaxTokens: 1000}
+			req := measure.Request{Prompt: "hello world", MaxTokens: 1000}
 			start := time.Now()
 			b.ReportAllocs()
 			var events atomic.Int64
 			b.SetParallelism(4)
 			b.RunParallel(func(pb *testing.PB) {
-				var rec Record
+				var rec measure.Record
 				for pb.Next() {
-					rec = Record{Chunks: rec.Chunks[:0]}
-					c.do(context.Background(), req, start, time.Minute, &rec)
-					if rec.Error != ErrNone {
+					rec = measure.Record{Chunks: rec.Chunks[:0]}
+					body, err := c.body(req)
+					c.send(context.Background(), req, body, err, start, time.Minute, &rec)
+					if rec.Error != measure.ErrNone {
 						b.Error(rec.Error, rec.ErrorMsg)
 						return
 					}
@@ -58,14 +61,14 @@ func BenchmarkConcurrentStreams(b *testing.B) {
 	cfg := Config{
 		Target:      Target{BaseURL: srv.URL, Model: "m"},
 		Dataset:     DatasetSpec{Kind: DatasetRandom, Input: Dist{Value: 8}, Output: Dist{Value: 20}},
-		Load:        Load{MaxConcurrency: 2000},
+		Load:        measure.Load{MaxConcurrency: 2000},
 		NumRequests: 2000,
 		Warmup:      2000,
 		Timeout:     time.Minute,
 		NoAlign:     true,
-		Summary:     SummaryOptions{Bootstrap: 10},
+		Summary:     measure.SummaryOptions{Bootstrap: 10},
 	}
-	var s Summary
+	var s measure.Summary
 	for b.Loop() {
 		res, err := Run(context.Background(), cfg)
 		if err != nil {
@@ -88,14 +91,14 @@ func BenchmarkSendLateness(b *testing.B) {
 	cfg := Config{
 		Target:      Target{BaseURL: srv.URL, Model: "m"},
 		Dataset:     DatasetSpec{Kind: DatasetRandom, Input: Dist{Value: 8}, Output: Dist{Value: 10}},
-		Load:        Load{Rate: 200},
+		Load:        measure.Load{Rate: 200},
 		NumRequests: 400,
 		Warmup:      20,
 		Timeout:     time.Minute,
 		NoAlign:     true,
-		Summary:     SummaryOptions{Bootstrap: 10},
+		Summary:     measure.SummaryOptions{Bootstrap: 10},
 	}
-	var s Summary
+	var s measure.Summary
 	for b.Loop() {
 		res, err := Run(context.Background(), cfg)
 		if err != nil {
@@ -112,7 +115,7 @@ func BenchmarkSendLateness(b *testing.B) {
 // baselineLatenessP99 paces n empty "sends" on l's schedule with the same
 // sleepUntil and no HTTP at all: the p99 lateness that the machine's own
 // scheduling stalls cause, to read the client's figure against.
-func baselineLatenessP99(l Load, n int) float64 {
+func baselineLatenessP99(l measure.Load, n int) float64 {
 	sched := l.Schedule(newRNG(9, 9), n)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -123,5 +126,5 @@ func baselineLatenessP99(l Load, n int) float64 {
 		late[i] = ms(time.Since(start) - at)
 	}
 	slices.Sort(late)
-	return Percentile(late, 99)
+	return measure.Percentile(late, 99)
 }

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/servetune/servetune/measure"
 )
 
 // Endpoint kinds of Target.Endpoint.
@@ -153,7 +155,7 @@ type requestBody struct {
 	Temperature         float64       `json:"temperature"`
 }
 
-func (c *client) body(req Request) ([]byte, error) {
+func (c *client) body(req measure.Request) ([]byte, error) {
 	b := requestBody{
 		Model: c.target.Model, Stream: true, IgnoreEOS: c.ignoreEOS,
 		StreamOptions: streamOptions{IncludeUsage: true, ContinuousUsageStats: true},
@@ -168,21 +170,16 @@ func (c *client) body(req Request) ([]byte, error) {
 	return json.Marshal(b)
 }
 
-// do sends req and streams its response into rec. Times are offsets from
-// start. It never returns an error: failures are classified in rec.
-func (c *client) do(ctx context.Context, req Request, start time.Time, timeout time.Duration, rec *Record) {
-	body, err := c.body(req)
-	c.send(ctx, req, body, err, start, timeout, rec)
-}
-
-// send is do with the body already encoded (the dispatcher encodes it while
-// it waits for the send time, so sending is quick).
-func (c *client) send(ctx context.Context, req Request, body []byte, bodyErr error, start time.Time, timeout time.Duration, rec *Record) {
+// send sends req, its body already encoded (the dispatcher encodes it
+// while it waits for the send time, so sending is quick), and streams the
+// response into rec. Times are offsets from start. It never returns an
+// error: failures are classified in rec.
+func (c *client) send(ctx context.Context, req measure.Request, body []byte, bodyErr error, start time.Time, timeout time.Duration, rec *measure.Record) {
 	rec.Index, rec.PromptTokens = req.Index, req.PromptTokens
 	defer func() { rec.ErrorMsg = c.redact(rec.ErrorMsg) }()
 	if bodyErr != nil {
 		rec.Send, rec.End = time.Since(start), time.Since(start)
-		rec.fail(ErrConnect, "encode request: "+bodyErr.Error())
+		rec.Fail(measure.ErrConnect, "encode request: "+bodyErr.Error())
 		return
 	}
 	rctx, cancel := context.WithTimeout(ctx, timeout)
@@ -190,7 +187,7 @@ func (c *client) send(ctx context.Context, req Request, body []byte, bodyErr err
 	hreq, err := http.NewRequestWithContext(rctx, http.MethodPost, c.url, bytes.NewReader(body))
 	if err != nil {
 		rec.Send, rec.End = time.Since(start), time.Since(start)
-		rec.fail(ErrConnect, err.Error())
+		rec.Fail(measure.ErrConnect, err.Error())
 		return
 	}
 	hreq.Header.Set("Content-Type", "application/json")
@@ -201,7 +198,7 @@ func (c *client) send(ctx context.Context, req Request, body []byte, bodyErr err
 	resp, err := c.hc.Do(hreq)
 	if err != nil {
 		rec.End = time.Since(start)
-		rec.fail(classifyErr(rctx, ErrConnect), scrub(err.Error()))
+		rec.Fail(classifyErr(rctx, measure.ErrConnect), scrub(err.Error()))
 		return
 	}
 	defer func() {
@@ -213,11 +210,11 @@ func (c *client) send(ctx context.Context, req Request, body []byte, bodyErr err
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		rec.End = time.Since(start)
-		class := ErrHTTP4xx
+		class := measure.ErrHTTP4xx
 		if resp.StatusCode >= 500 {
-			class = ErrHTTP5xx
+			class = measure.ErrHTTP5xx
 		}
-		rec.fail(class, fmt.Sprintf("HTTP %d: %s", resp.StatusCode, oneLine([]byte(c.redact(string(msg))))))
+		rec.Fail(class, fmt.Sprintf("HTTP %d: %s", resp.StatusCode, oneLine([]byte(c.redact(string(msg))))))
 		return
 	}
 	c.stream(rctx, resp.Body, req, start, rec)
@@ -253,7 +250,7 @@ func (c *client) redact(msg string) string {
 }
 
 // stream reads the SSE body and classifies the outcome.
-func (c *client) stream(ctx context.Context, body io.Reader, req Request, start time.Time, rec *Record) {
+func (c *client) stream(ctx context.Context, body io.Reader, req measure.Request, start time.Time, rec *measure.Record) {
 	rd := c.readers.Get().(*SSEReader)
 	defer c.readers.Put(rd)
 	rd.Reset(body)
@@ -275,13 +272,13 @@ func (c *client) stream(ctx context.Context, body io.Reader, req Request, start 
 				break // a reset after the final usage loses nothing
 			}
 			rec.End = time.Since(start)
-			rec.fail(classifyErr(ctx, ErrTruncated), "stream: "+scrub(err.Error()))
+			rec.Fail(classifyErr(ctx, measure.ErrTruncated), "stream: "+scrub(err.Error()))
 			return
 		}
 		now := time.Since(start)
 		if string(ev.Type) == "error" {
 			rec.End = now
-			rec.fail(ErrStream, "error event: "+oneLine([]byte(c.redact(string(ev.Data)))))
+			rec.Fail(measure.ErrStream, "error event: "+oneLine([]byte(c.redact(string(ev.Data)))))
 			return
 		}
 		if bytes.Equal(ev.Data, []byte("[DONE]")) {
@@ -290,12 +287,12 @@ func (c *client) stream(ctx context.Context, body io.Reader, req Request, start 
 		ci, err := parseChunk(ev.Data)
 		if err != nil {
 			rec.End = now
-			rec.fail(ErrStream, err.Error())
+			rec.Fail(measure.ErrStream, err.Error())
 			return
 		}
 		if ci.isError {
 			rec.End = now
-			rec.fail(ErrStream, "error in stream: "+oneLine([]byte(c.redact(string(ci.errMsg)))))
+			rec.Fail(measure.ErrStream, "error in stream: "+oneLine([]byte(c.redact(string(ci.errMsg)))))
 			return
 		}
 		if ci.textBytes > 0 {
@@ -310,7 +307,7 @@ func (c *client) stream(ctx context.Context, body io.Reader, req Request, start 
 			} else {
 				contUsage = false
 			}
-			rec.Chunks = append(rec.Chunks, Chunk{At: now, Tokens: tok})
+			rec.Chunks = append(rec.Chunks, measure.Chunk{At: now, Tokens: tok})
 		}
 		if ci.hasUsage {
 			usage = true
@@ -330,10 +327,10 @@ func (c *client) stream(ctx context.Context, body io.Reader, req Request, start 
 	rec.End = time.Since(start)
 	switch {
 	case !finished && !endUsage:
-		rec.fail(ErrTruncated, "stream ended without finish_reason or usage")
+		rec.Fail(measure.ErrTruncated, "stream ended without finish_reason or usage")
 		return
 	case len(rec.Chunks) == 0:
-		rec.fail(ErrEmpty, "stream carried no text")
+		rec.Fail(measure.ErrEmpty, "stream carried no text")
 		return
 	}
 	if !usage {
@@ -350,7 +347,7 @@ func (c *client) stream(ctx context.Context, body io.Reader, req Request, start 
 // spreadTokens assigns total tokens to chunks as evenly as possible (servers
 // that batch tokens send about the same number per chunk), each chunk at
 // least one when total allows.
-func spreadTokens(chunks []Chunk, total int) {
+func spreadTokens(chunks []measure.Chunk, total int) {
 	n := len(chunks)
 	if n == 0 {
 		return
@@ -363,20 +360,11 @@ func spreadTokens(chunks []Chunk, total int) {
 	}
 }
 
-// fail marks rec as failed with class and a one-line message.
-func (r *Record) fail(class ErrorClass, msg string) {
-	r.Error = class
-	if len(msg) > 300 {
-		msg = msg[:300]
-	}
-	r.ErrorMsg = msg
-}
-
 // classifyErr maps a transport error to timeout when ctx's deadline passed
 // (or the run was cancelled), else to class.
-func classifyErr(ctx context.Context, class ErrorClass) ErrorClass {
+func classifyErr(ctx context.Context, class measure.ErrorClass) measure.ErrorClass {
 	if ctx.Err() != nil {
-		return ErrTimeout
+		return measure.ErrTimeout
 	}
 	return class
 }

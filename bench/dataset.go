@@ -9,6 +9,8 @@ import (
 	"os"
 	"strings"
 	"unicode"
+
+	"github.com/servetune/servetune/measure"
 )
 
 // Dataset kinds.
@@ -80,20 +82,20 @@ func (d DatasetSpec) Validate() error {
 
 // Generate returns n requests drawn from the dataset with rng. It reads the
 // dataset file for sharegpt and jsonl and never touches the network, so the
-// simulated engine can call it; equal seeds give equal requests. Request
+// simulated engine can call it; equal seeds give equal requests. measure.Request
 // indices run 0..n-1 and PrefixID is -1 unless the request shares a prefix.
-func (d DatasetSpec) Generate(rng *rand.Rand, n int) ([]Request, error) {
+func (d DatasetSpec) Generate(rng *rand.Rand, n int) ([]measure.Request, error) {
 	return d.generate(rng, n, true)
 }
 
 // GenerateLengths is Generate without prompt text (Prompt is empty): the
 // same lengths, prefix groups and output lengths for the same seed, at a
 // fraction of the memory. For the simulated engine, which needs only sizes.
-func (d DatasetSpec) GenerateLengths(rng *rand.Rand, n int) ([]Request, error) {
+func (d DatasetSpec) GenerateLengths(rng *rand.Rand, n int) ([]measure.Request, error) {
 	return d.generate(rng, n, false)
 }
 
-func (d DatasetSpec) generate(rng *rand.Rand, n int, text bool) ([]Request, error) {
+func (d DatasetSpec) generate(rng *rand.Rand, n int, text bool) ([]measure.Request, error) {
 	if n < 0 {
 		return nil, fmt.Errorf("%w: negative request count %d", ErrBadDataset, n)
 	}
@@ -110,22 +112,22 @@ func (d DatasetSpec) generate(rng *rand.Rand, n int, text bool) ([]Request, erro
 		return randomWords(textRNG, k)
 	}
 	var (
-		reqs []Request
+		reqs []measure.Request
 		err  error
 	)
 	switch d.Kind {
 	case DatasetRandom, "":
-		reqs = make([]Request, n)
+		reqs = make([]measure.Request, n)
 		for i := range reqs {
 			in, out := d.Input.Sample(rng), d.Output.Sample(rng)
-			reqs[i] = Request{Prompt: prompt(in), PromptTokens: in, MaxTokens: out, PrefixID: -1, Synthetic: true}
+			reqs[i] = measure.Request{Prompt: prompt(in), PromptTokens: in, MaxTokens: out, PrefixID: -1, Synthetic: true}
 		}
 	case DatasetPrefix:
 		prefixes := make([]string, d.PrefixGroups)
 		for i := range prefixes {
 			prefixes[i] = prompt(d.PrefixLen)
 		}
-		reqs = make([]Request, n)
+		reqs = make([]measure.Request, n)
 		for i := range reqs {
 			g := rng.IntN(d.PrefixGroups)
 			in, out := d.Input.Sample(rng), d.Output.Sample(rng)
@@ -133,7 +135,7 @@ func (d DatasetSpec) generate(rng *rand.Rand, n int, text bool) ([]Request, erro
 			if text {
 				p = prefixes[g] + " " + prompt(in)
 			}
-			reqs[i] = Request{
+			reqs[i] = measure.Request{
 				Prompt: p, PromptTokens: d.PrefixLen + in,
 				MaxTokens: out, PrefixID: g, PrefixTokens: d.PrefixLen, Synthetic: true,
 			}
@@ -191,7 +193,7 @@ type shareGPTEntry struct {
 // length; pairs with prompt or output < 4 tokens, prompt > 1024 or
 // prompt+output > 2048 tokens are skipped. A fixed Output overrides the
 // output length. Entries are drawn with replacement when n exceeds them.
-func (d DatasetSpec) shareGPT(rng *rand.Rand, n int) ([]Request, error) {
+func (d DatasetSpec) shareGPT(rng *rand.Rand, n int) ([]measure.Request, error) {
 	raw, err := os.ReadFile(d.Path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadDataset, err)
@@ -200,7 +202,7 @@ func (d DatasetSpec) shareGPT(rng *rand.Rand, n int) ([]Request, error) {
 	if err := json.Unmarshal(raw, &entries); err != nil {
 		return nil, fmt.Errorf("%w: %s: not a ShareGPT JSON array: %w", ErrBadDataset, d.Path, err)
 	}
-	var pool []Request
+	var pool []measure.Request
 	for _, e := range entries {
 		if len(e.Conversations) < 2 {
 			continue
@@ -213,7 +215,7 @@ func (d DatasetSpec) shareGPT(rng *rand.Rand, n int) ([]Request, error) {
 		if in < 4 || out < 4 || in > 1024 || in+out > 2048 {
 			continue
 		}
-		pool = append(pool, Request{Prompt: prompt, PromptTokens: in, MaxTokens: out, PrefixID: -1})
+		pool = append(pool, measure.Request{Prompt: prompt, PromptTokens: in, MaxTokens: out, PrefixID: -1})
 	}
 	return drawFrom(rng, pool, n, d.Path)
 }
@@ -229,13 +231,13 @@ type jsonlLine struct {
 // jsonl reads one JSON object per line: {"prompt": "...", "output_len": N}
 // ("text" and "max_tokens" are accepted aliases). Lines without an output
 // length take one from Output.
-func (d DatasetSpec) jsonl(rng *rand.Rand, n int) ([]Request, error) {
+func (d DatasetSpec) jsonl(rng *rand.Rand, n int) ([]measure.Request, error) {
 	f, err := os.Open(d.Path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadDataset, err)
 	}
 	defer f.Close()
-	var pool []Request
+	var pool []measure.Request
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64<<10), 64<<20)
 	for lineNo := 1; sc.Scan(); lineNo++ {
@@ -261,7 +263,7 @@ func (d DatasetSpec) jsonl(rng *rand.Rand, n int) ([]Request, error) {
 		if out <= 0 {
 			out = d.Output.Sample(rng)
 		}
-		pool = append(pool, Request{Prompt: p, PromptTokens: ApproxTokens(p), MaxTokens: out, PrefixID: -1})
+		pool = append(pool, measure.Request{Prompt: p, PromptTokens: ApproxTokens(p), MaxTokens: out, PrefixID: -1})
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrBadDataset, d.Path, err)
@@ -271,11 +273,11 @@ func (d DatasetSpec) jsonl(rng *rand.Rand, n int) ([]Request, error) {
 
 // drawFrom shuffles pool and takes n, cycling through reshuffled copies
 // when n exceeds the pool.
-func drawFrom(rng *rand.Rand, pool []Request, n int, path string) ([]Request, error) {
+func drawFrom(rng *rand.Rand, pool []measure.Request, n int, path string) ([]measure.Request, error) {
 	if len(pool) == 0 {
 		return nil, fmt.Errorf("%w: %s: no usable entries", ErrBadDataset, path)
 	}
-	out := make([]Request, 0, n)
+	out := make([]measure.Request, 0, n)
 	for len(out) < n {
 		rng.Shuffle(len(pool), func(i, j int) { pool[i], pool[j] = pool[j], pool[i] })
 		out = append(out, pool[:min(len(pool), n-len(out))]...)
@@ -285,7 +287,7 @@ func drawFrom(rng *rand.Rand, pool []Request, n int, path string) ([]Request, er
 
 // mix draws each request's part by weight, then generates every part's
 // requests in one call so files are read once.
-func (d DatasetSpec) mix(rng *rand.Rand, n int, text bool) ([]Request, error) {
+func (d DatasetSpec) mix(rng *rand.Rand, n int, text bool) ([]measure.Request, error) {
 	total := 0.0
 	for _, p := range d.Mix {
 		total += p.Weight
@@ -302,7 +304,7 @@ func (d DatasetSpec) mix(rng *rand.Rand, n int, text bool) ([]Request, error) {
 		pick[i] = k
 		counts[k]++
 	}
-	parts := make([][]Request, len(d.Mix))
+	parts := make([][]measure.Request, len(d.Mix))
 	for k, p := range d.Mix {
 		rs, err := p.Spec.generate(rng, counts[k], text)
 		if err != nil {
@@ -310,7 +312,7 @@ func (d DatasetSpec) mix(rng *rand.Rand, n int, text bool) ([]Request, error) {
 		}
 		parts[k] = rs
 	}
-	out := make([]Request, n)
+	out := make([]measure.Request, n)
 	next := make([]int, len(d.Mix))
 	prefixBase := make([]int, len(d.Mix)) // keep prefix groups of parts apart
 	for k := 1; k < len(d.Mix); k++ {

@@ -7,22 +7,24 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/servetune/servetune/measure"
 )
 
 func TestGenerate(t *testing.T) {
 	tests := []struct {
 		name  string
 		spec  DatasetSpec
-		check func(t *testing.T, rs []Request)
+		check func(t *testing.T, rs []measure.Request)
 	}{
-		{"random fixed", DatasetSpec{Kind: DatasetRandom, Input: Dist{Value: 20}, Output: Dist{Value: 7}}, func(t *testing.T, rs []Request) {
+		{"random fixed", DatasetSpec{Kind: DatasetRandom, Input: Dist{Value: 20}, Output: Dist{Value: 7}}, func(t *testing.T, rs []measure.Request) {
 			for _, r := range rs {
 				if len(strings.Fields(r.Prompt)) != 20 || r.PromptTokens != 20 || r.MaxTokens != 7 || r.PrefixID != -1 || !r.Synthetic {
 					t.Fatalf("request %+v", r)
 				}
 			}
 		}},
-		{"prefix", DatasetSpec{Kind: DatasetPrefix, PrefixGroups: 3, PrefixLen: 10, Input: Dist{Value: 5}, Output: Dist{Value: 2}}, func(t *testing.T, rs []Request) {
+		{"prefix", DatasetSpec{Kind: DatasetPrefix, PrefixGroups: 3, PrefixLen: 10, Input: Dist{Value: 5}, Output: Dist{Value: 2}}, func(t *testing.T, rs []measure.Request) {
 			prefixes := map[int]string{}
 			for _, r := range rs {
 				w := strings.Fields(r.Prompt)
@@ -39,7 +41,7 @@ func TestGenerate(t *testing.T) {
 				t.Errorf("%d groups used, want 3", len(prefixes))
 			}
 		}},
-		{"sharegpt filters", DatasetSpec{Kind: DatasetShareGPT, Path: "testdata/sharegpt.json"}, func(t *testing.T, rs []Request) {
+		{"sharegpt filters", DatasetSpec{Kind: DatasetShareGPT, Path: "testdata/sharegpt.json"}, func(t *testing.T, rs []measure.Request) {
 			for _, r := range rs {
 				// "Hi" (< 4 tokens), the "Ok" reply and the one-turn entry are skipped.
 				if strings.HasPrefix(r.Prompt, "Hi") || strings.Contains(r.Prompt, "capital of France") || strings.Contains(r.Prompt, "sleep better") {
@@ -50,14 +52,14 @@ func TestGenerate(t *testing.T) {
 				}
 			}
 		}},
-		{"sharegpt fixed output", DatasetSpec{Kind: DatasetShareGPT, Path: "testdata/sharegpt.json", Output: Dist{Value: 64}}, func(t *testing.T, rs []Request) {
+		{"sharegpt fixed output", DatasetSpec{Kind: DatasetShareGPT, Path: "testdata/sharegpt.json", Output: Dist{Value: 64}}, func(t *testing.T, rs []measure.Request) {
 			for _, r := range rs {
 				if r.MaxTokens != 64 {
 					t.Fatalf("max tokens %d, want 64", r.MaxTokens)
 				}
 			}
 		}},
-		{"jsonl", DatasetSpec{Kind: DatasetJSONL, Path: "testdata/prompts.jsonl", Output: Dist{Value: 33}}, func(t *testing.T, rs []Request) {
+		{"jsonl", DatasetSpec{Kind: DatasetJSONL, Path: "testdata/prompts.jsonl", Output: Dist{Value: 33}}, func(t *testing.T, rs []measure.Request) {
 			outs := map[int]bool{}
 			for _, r := range rs {
 				outs[r.MaxTokens] = true
@@ -69,7 +71,7 @@ func TestGenerate(t *testing.T) {
 		{"mix", DatasetSpec{Kind: DatasetMix, Mix: []MixPart{
 			{Weight: 3, Spec: DatasetSpec{Kind: DatasetRandom, Input: Dist{Value: 5}, Output: Dist{Value: 1}}},
 			{Weight: 1, Spec: DatasetSpec{Kind: DatasetPrefix, PrefixGroups: 2, PrefixLen: 4, Input: Dist{Value: 2}, Output: Dist{Value: 2}}},
-		}}, func(t *testing.T, rs []Request) {
+		}}, func(t *testing.T, rs []measure.Request) {
 			n := 0
 			for _, r := range rs {
 				if r.PrefixID >= 0 {

@@ -6,9 +6,6 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
-	"time"
-
-	"gonum.org/v1/gonum/stat/distuv"
 )
 
 // Dist kinds.
@@ -200,46 +197,4 @@ func RangeDist(n int, r float64) (Dist, error) {
 	lo := max(int(math.Floor(float64(n)*(1-r))), 1)
 	hi := int(math.Ceil(float64(n) * (1 + r)))
 	return Dist{Kind: DistUniform, Min: lo, Max: hi}, nil
-}
-
-// Schedule returns the intended send offsets of n requests under l: all zero
-// for an infinite rate (Rate <= 0), otherwise gamma-distributed gaps with
-// shape Burstiness (1 = Poisson) and mean 1/Rate. Pure: equal seeds give equal
-// schedules.
-func (l Load) Schedule(rng *rand.Rand, n int) []time.Duration {
-	out := make([]time.Duration, n)
-	p := l.pacer(rng)
-	for i := range out {
-		out[i] = p.next()
-	}
-	return out
-}
-
-// pacer yields successive intended send offsets; it is the lazy form of
-// Schedule used by duration-bound runs.
-type pacer struct {
-	rate  float64
-	gamma distuv.Gamma
-	t     float64 // seconds
-}
-
-func (l Load) pacer(rng *rand.Rand) *pacer {
-	shape := l.Burstiness
-	if shape <= 0 {
-		shape = 1
-	}
-	p := &pacer{rate: l.Rate}
-	if l.Rate > 0 && !math.IsInf(l.Rate, 1) {
-		// Gamma(shape, rate*shape) has mean 1/rate; shape 1 is exponential.
-		p.gamma = distuv.Gamma{Alpha: shape, Beta: shape * l.Rate, Src: rng}
-	}
-	return p
-}
-
-func (p *pacer) next() time.Duration {
-	if p.rate <= 0 || math.IsInf(p.rate, 1) {
-		return 0
-	}
-	p.t += p.gamma.Rand()
-	return time.Duration(p.t * float64(time.Second))
 }

@@ -3,10 +3,13 @@ package bench
 import (
 	"errors"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/servetune/servetune/measure"
 )
 
 func TestParseDist(t *testing.T) {
@@ -133,14 +136,14 @@ func TestRangeDist(t *testing.T) {
 
 func TestSchedule(t *testing.T) {
 	t.Run("infinite rate sends at once", func(t *testing.T) {
-		for _, s := range (Load{}).Schedule(newRNG(1, 1), 5) {
+		for _, s := range (measure.Load{}).Schedule(newRNG(1, 1), 5) {
 			if s != 0 {
 				t.Fatalf("offset %v, want 0", s)
 			}
 		}
 	})
 	t.Run("deterministic", func(t *testing.T) {
-		l := Load{Rate: 10, Burstiness: 0.5}
+		l := measure.Load{Rate: 10, Burstiness: 0.5}
 		if !slices.Equal(l.Schedule(newRNG(7, 1), 50), l.Schedule(newRNG(7, 1), 50)) {
 			t.Error("equal seeds gave different schedules")
 		}
@@ -148,7 +151,7 @@ func TestSchedule(t *testing.T) {
 	for _, shape := range []float64{1, 0.25, 4} {
 		t.Run("gamma mean and spread", func(t *testing.T) {
 			const n = 20000
-			s := Load{Rate: 50, Burstiness: shape}.Schedule(newRNG(3, 1), n)
+			s := measure.Load{Rate: 50, Burstiness: shape}.Schedule(newRNG(3, 1), n)
 			if !slices.IsSorted(s) {
 				t.Fatal("offsets not increasing")
 			}
@@ -176,3 +179,7 @@ func TestSchedule(t *testing.T) {
 		})
 	}
 }
+
+func newRNG(a, b uint64) *rand.Rand { return rand.New(rand.NewPCG(a, b)) }
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

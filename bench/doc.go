@@ -1,26 +1,24 @@
-// Package bench is the benchmark client: workloads, open- and closed-loop load
-// generation, a streaming OpenAI-compatible client and the metrics of
-// DESIGN.md, computed from per-request records.
+// Package bench is the benchmark client: workloads (datasets and length
+// distributions), the seeded request stream, and Run, which drives one load
+// level over a Transport and returns per-request records and their Summary
+// (package measure holds the measurement model and the metrics).
 //
-// The package has a pure core and an I/O edge. The core — DatasetSpec.Generate
-// (prompts and lengths), Load.Schedule (arrival offsets), Summarize (metrics
-// from records), ParseDist, Percentile and the bootstrap — touches no network
-// and is deterministic given a seeded *rand.Rand, so the simulated engine
-// builds []Record in virtual time and calls Summarize on them. The edge is
-// Run, which drives a Config against a real endpoint: it streams
-// /v1/completions or /v1/chat/completions with stream_options.include_usage,
-// parses the SSE stream with SSEReader (one read buffer per stream, no
-// allocation per event), and records every request's intended send time,
-// actual send time, each text-carrying chunk and the end of the stream.
+// Run owns the request stream: the requests, the warm-up requests and the
+// arrival schedule come from independent streams seeded by Config.Seed, so
+// one seed sends the same requests at the same offsets whatever the
+// transport. The default transport is HTTP to an OpenAI-compatible endpoint:
+// it streams /v1/completions or /v1/chat/completions with
+// stream_options.include_usage, parses the SSE stream with SSEReader (one
+// read buffer per stream, no allocation per event), and records every
+// request's intended send time, actual send time, each text-carrying chunk
+// and the end of the stream. The simulated engine's virtual clock
+// (sim.Virtual) is the other transport: a virtual trial and `servetune sim
+// run` go through the same Run.
 //
-// Metrics follow vLLM's definitions and names: TTFT = t_first − t_send,
-// E2EL = t_last − t_send, TPOT = (E2EL − TTFT)/(out − 1), ITL per chunk and per
-// token, queue = t_send − t_sched (open-loop lateness, never hidden), output
-// tokens from the server's usage (never assumed). Failures are classified
-// (connect, timeout, http_4xx, http_5xx, stream_error, truncated, empty) and
-// kept out of latency statistics. Summary marshals to vLLM's flat JSON keys
-// (median_ttft_ms, p99_tpot_ms, ...); Compare bootstraps the difference of two
-// runs from the per-request samples kept with SummaryOptions.KeepSamples.
+// Arrivals are open loop (Poisson or gamma), with a concurrency cap, or
+// both; a slow server never delays the schedule and lateness shows as queue
+// time. Failures are classified (connect, timeout, http_4xx, http_5xx,
+// stream_error, truncated, empty) and kept out of latency statistics.
 //
 // Example:
 //
@@ -28,7 +26,7 @@
 //	res, err := bench.Run(ctx, bench.Config{
 //		Target:      bench.Target{BaseURL: "http://127.0.0.1:8000", Model: "meta-llama/Llama-3.1-8B-Instruct"},
 //		Dataset:     bench.DatasetSpec{Kind: bench.DatasetRandom, Input: in, Output: bench.Dist{Kind: bench.DistFixed, Value: 128}},
-//		Load:        bench.Load{Rate: 8, MaxConcurrency: 64},
+//		Load:        measure.Load{Rate: 8, MaxConcurrency: 64},
 //		NumRequests: 400,
 //		Warmup:      16,
 //		Seed:        1,

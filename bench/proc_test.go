@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/servetune/servetune/measure"
 )
 
 // serverEnv carries a fakeServer's settings (JSON) to a child process of the
@@ -146,11 +148,11 @@ func (c *childServer) log(t testing.TB) map[string][]time.Time {
 // prompt and returns true TTFT (server's first write − client's send) and
 // the true gaps between the server's writes, in ms. Wall-clock instants:
 // the server is another process.
-func truthFor(t testing.TB, res *Result, reqs []Request, log map[string][]time.Time) (ttft, itl []float64) {
+func truthFor(t testing.TB, res *Result, reqs []measure.Request, log map[string][]time.Time) (ttft, itl []float64) {
 	t.Helper()
 	start := time.Unix(0, res.Start.UnixNano()) // wall reading only
 	for _, r := range res.Records {
-		if r.Warmup || r.Error != ErrNone {
+		if r.Warmup || r.Error != measure.ErrNone {
 			continue
 		}
 		w, ok := log[reqs[r.Index].Prompt]

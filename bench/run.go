@@ -1,17 +1,16 @@
 package bench
 
 import (
-	"cmp"
 	"context"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"math/rand/v2"
 	"os"
-	"runtime"
-	"slices"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/servetune/servetune/measure"
 )
 
 // DefaultTimeout is the per-request timeout when Config.Timeout is 0.
@@ -28,7 +27,7 @@ const durationPool = 2048
 // into up to three words, each swapped for another word of the same length:
 // that keeps the token count in the simulated engine's tokenizer and, for
 // these short common words, in BPE vocabularies.
-func recycledPrompt(r Request, cycle int) string {
+func recycledPrompt(r measure.Request, cycle int) string {
 	f := strings.Fields(r.Prompt)
 	at := 0
 	if r.PrefixID >= 0 && r.PrefixTokens > 0 {
@@ -53,8 +52,10 @@ func recycledPrompt(r Request, cycle int) string {
 
 // Validate reports a config that cannot run, in one line.
 func (cfg Config) Validate() error {
-	if err := cfg.Target.Validate(); err != nil {
-		return err
+	if cfg.Transport == nil {
+		if err := cfg.Target.Validate(); err != nil {
+			return err
+		}
 	}
 	l := cfg.Load
 	if l.Rate < 0 || math.IsNaN(l.Rate) {
@@ -72,7 +73,7 @@ func (cfg Config) Validate() error {
 	if cfg.Duration == 0 && cfg.NumRequests == 0 && cfg.Requests == nil {
 		return fmt.Errorf("%w: need a request count or a duration", ErrBadConfig)
 	}
-	if cfg.Duration > 0 && unlimitedRate(l.Rate) && l.MaxConcurrency == 0 {
+	if cfg.Duration > 0 && l.Unlimited() && l.MaxConcurrency == 0 {
 		return fmt.Errorf("%w: a duration-bound run needs a request rate or a max concurrency", ErrBadConfig)
 	}
 	if cfg.Requests == nil {
@@ -84,245 +85,167 @@ func (cfg Config) Validate() error {
 	return nil
 }
 
-func unlimitedRate(r float64) bool { return r <= 0 || math.IsInf(r, 1) }
-
 // Run drives cfg's load against its target and returns the measurements.
 //
-// Arrivals are open loop: the dispatcher sleeps until each intended send time
-// and starts the request in its own goroutine, so a slow server never delays
-// the schedule; with MaxConcurrency it also waits for a free slot, and that
-// wait shows up as queue time (t_send - t_sched), never hidden. Warm-up
-// requests run first at the run's concurrency on the same connection pool and
-// are marked Warmup. A duration-bound run stops sending at Duration and
-// drains requests in flight (each bounded by Timeout). Cancelling ctx aborts
-// requests in flight; Run then returns what it has with ctx's error.
+// Run owns the request stream: the dataset's requests, the warm-up ones and
+// the arrival schedule come from independent streams seeded by cfg.Seed, so
+// the same seed sends the same requests at the same offsets over every
+// transport. Arrivals are open loop: the transport sends each request at its
+// intended time whatever the server is doing; with MaxConcurrency it also
+// waits for a free slot, and that wait shows up as queue time
+// (t_send - t_sched), never hidden. Warm-up requests run first, closed loop
+// at the run's concurrency, and are marked Warmup. A duration-bound run
+// stops sending at Duration and drains requests in flight (each bounded by
+// Timeout). Cancelling ctx aborts requests in flight; Run then returns what
+// it has with ctx's error.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	timeout := cfg.Timeout
-	if timeout == 0 {
-		timeout = DefaultTimeout
+	tr := cfg.Transport
+	if tr == nil {
+		h := newHTTPTransport(cfg.Target, cfg.Load.MaxConcurrency, !cfg.KeepEOS)
+		defer h.close()
+		tr = h
 	}
-	// Independent seeded streams so that changing one part of the workload
-	// does not shift another's random choices.
-	dataRNG := rand.New(rand.NewPCG(cfg.Seed, 1))
-	schedRNG := rand.New(rand.NewPCG(cfg.Seed, 2))
-	warmRNG := rand.New(rand.NewPCG(cfg.Seed, 3))
-	alignRNG := rand.New(rand.NewPCG(cfg.Seed, 4))
-
-	reqs := cfg.Requests
-	if reqs == nil {
-		n := cfg.NumRequests
-		if cfg.Duration > 0 {
-			n = durationPool
-		}
-		var err error
-		if reqs, err = cfg.Dataset.Generate(dataRNG, n); err != nil {
-			return nil, err
-		}
+	text := true
+	if lo, ok := tr.(lengthsOnly); ok && lo.LengthsOnly() {
+		text = false
 	}
-	var warm []Request
-	if cfg.Warmup > 0 {
-		if cfg.Requests == nil {
-			var err error
-			if warm, err = cfg.Dataset.Generate(warmRNG, cfg.Warmup); err != nil {
-				return nil, err
-			}
-		} else {
-			for i := range cfg.Warmup {
-				warm = append(warm, reqs[i%len(reqs)])
-			}
-		}
+	reqs, warm, err := cfg.requests(text)
+	if err != nil {
+		return nil, err
 	}
-
-	conc := cfg.Load.MaxConcurrency
-	idle := conc
-	if idle == 0 {
-		idle = 4096
-	}
-	hc := newHTTPClient(idle)
-	defer hc.CloseIdleConnections()
-	c := newClient(hc, cfg.Target, !cfg.KeepEOS)
-
 	align := "off"
 	if !cfg.NoAlign {
 		// Bounded so that a hung server costs little before the run
 		// classifies it.
-		actx, cancel := context.WithTimeout(ctx, min(timeout, 10*time.Second))
-		align = alignPrompts(actx, hc, cfg.Target, reqs, alignRNG)
+		actx, cancel := context.WithTimeout(ctx, min(timeout(cfg), 10*time.Second))
+		alignRNG := rand.New(rand.NewPCG(cfg.Seed, streamAlign))
+		align = tr.Align(actx, reqs, alignRNG)
 		if len(warm) > 0 {
-			alignPrompts(actx, hc, cfg.Target, warm, alignRNG)
+			tr.Align(actx, warm, alignRNG)
 		}
 		cancel()
 	}
 
-	var records []Record
+	var records []measure.Record
 	if len(warm) > 0 {
-		wc := conc
+		wc := cfg.Load.MaxConcurrency
 		if wc == 0 {
 			wc = len(warm)
 		}
-		records = append(records, runWarmup(ctx, c, warm, wc, timeout)...)
+		recs, _ := tr.Send(ctx, measure.Phase{
+			Warmup: true, Count: len(warm), MaxConcurrency: wc, Timeout: timeout(cfg),
+			Request: func(i int) measure.Request {
+				r := warm[i]
+				r.Index = -1 - i // warm-up indices are negative
+				return r
+			},
+		})
+		records = append(records, recs...)
 	}
 	if err := ctx.Err(); err != nil {
 		return &Result{Records: records}, err
 	}
 
-	measured, start := dispatch(ctx, c, cfg, reqs, schedRNG, timeout)
+	measured, start := tr.Send(ctx, cfg.phase(reqs))
 	records = append(records, measured...)
 
-	sum := Summarize(records, cfg.Summary)
+	sum := measure.Summarize(records, cfg.Summary)
 	sum.MaxConcurrency = cfg.Load.MaxConcurrency
-	if !unlimitedRate(cfg.Load.Rate) {
+	if !cfg.Load.Unlimited() {
 		sum.RequestRate = cfg.Load.Rate
 	}
 	sum.Meta = runMeta(cfg, start, align, len(warm), records)
 	return &Result{Summary: sum, Records: records, Start: start}, ctx.Err()
 }
 
-// runWarmup sends warm in a closed loop with conc workers.
-func runWarmup(ctx context.Context, c *client, warm []Request, conc int, timeout time.Duration) []Record {
-	out := make([]Record, len(warm))
-	next := make(chan int)
-	var wg sync.WaitGroup
-	start := time.Now()
-	for range min(conc, len(warm)) {
-		wg.Go(func() {
-			for i := range next {
-				c.do(ctx, warm[i], start, timeout, &out[i])
-				out[i].Warmup = true
-				out[i].Index = -1 - i // warm-up indices are negative
-			}
-		})
-	}
-	for i := range warm {
-		if ctx.Err() != nil {
-			break
+// The seeded streams of a run: independent, so that changing one part of
+// the workload does not shift another's random choices. The simulator's
+// virtual clock and every transport see the same requests for one seed.
+const (
+	streamData     = 1 // the measured requests
+	streamSchedule = 2 // arrival offsets
+	streamWarmup   = 3 // warm-up requests
+	streamAlign    = 4 // prompt re-sizing
+)
+
+// requests generates the measured and warm-up requests of cfg: the
+// dataset's, or cfg.Requests (whose first Warmup entries, cycled, warm up).
+// text false leaves prompts empty (lengths only).
+func (cfg Config) requests(text bool) (reqs, warm []measure.Request, err error) {
+	if cfg.Requests != nil {
+		reqs = cfg.Requests
+		for i := range cfg.Warmup {
+			warm = append(warm, reqs[i%len(reqs)])
 		}
-		next <- i
+		return reqs, warm, nil
 	}
-	close(next)
-	wg.Wait()
-	return out[:countDone(out)]
+	gen := cfg.Dataset.Generate
+	if !text {
+		gen = cfg.Dataset.GenerateLengths
+	}
+	n := cfg.NumRequests
+	if cfg.Duration > 0 {
+		n = durationPool
+	}
+	if reqs, err = gen(rand.New(rand.NewPCG(cfg.Seed, streamData)), n); err != nil {
+		return nil, nil, err
+	}
+	keyPrefixes(reqs, cfg.Seed, streamData)
+	if cfg.Warmup > 0 {
+		if warm, err = gen(rand.New(rand.NewPCG(cfg.Seed, streamWarmup)), cfg.Warmup); err != nil {
+			return nil, nil, err
+		}
+		keyPrefixes(warm, cfg.Seed, streamWarmup)
+	}
+	return reqs, warm, nil
 }
 
-func countDone(rs []Record) int {
-	n := len(rs)
-	for n > 0 && rs[n-1].End == 0 && rs[n-1].Send == 0 {
-		n--
+// keyPrefixes makes the prefix groups of one generated batch distinct from
+// every other batch's: each batch draws its own prefix texts, so an engine
+// that shares KV blocks by prefix (the simulator does by group) must not
+// see group 0 of the warm-up as group 0 of the measurement, nor one load
+// level's as the next one's.
+func keyPrefixes(reqs []measure.Request, seed, stream uint64) {
+	for i := range reqs {
+		if g := reqs[i].PrefixID; g >= 0 {
+			h := fnv.New64a()
+			fmt.Fprintf(h, "%d/%d/%d", seed, stream, g)
+			reqs[i].PrefixID = int(h.Sum64() >> 2)
+		}
 	}
-	return n
 }
 
-// dispatch runs the measured phase.
-func dispatch(ctx context.Context, c *client, cfg Config, reqs []Request, rng *rand.Rand, timeout time.Duration) ([]Record, time.Time) {
-	total := len(reqs)
-	if cfg.Duration > 0 {
-		total = 0
-	} else if cfg.NumRequests > 0 && cfg.Requests == nil {
-		total = cfg.NumRequests
+// phase is the measured phase of cfg over reqs: count- or duration-bound,
+// paced by the load's arrival process; past the pool of a duration-bound
+// run the requests cycle with distinct prompts (recycledPrompt).
+func (cfg Config) phase(reqs []measure.Request) measure.Phase {
+	p := measure.Phase{MaxConcurrency: cfg.Load.MaxConcurrency, Timeout: timeout(cfg), Progress: cfg.Progress, Duration: cfg.Duration}
+	switch {
+	case cfg.Duration > 0:
+	case cfg.NumRequests > 0 && cfg.Requests == nil:
+		p.Count = cfg.NumRequests
+	default:
+		p.Count = len(reqs)
 	}
-	var sem chan struct{}
-	if cfg.Load.MaxConcurrency > 0 {
-		sem = make(chan struct{}, cfg.Load.MaxConcurrency)
-	}
-	results := make(chan Record, 1024)
-	var (
-		records []Record
-		collect sync.WaitGroup
-	)
-	collect.Go(func() {
-		done := 0
-		for r := range results {
-			records = append(records, r)
-			done++
-			if cfg.Progress != nil {
-				cfg.Progress(done, total)
-			}
-		}
-	})
-
-	start := time.Now()
-	// dctx ends the sending phase; requests in flight keep ctx.
-	dctx := ctx
-	if cfg.Duration > 0 {
-		var cancel context.CancelFunc
-		dctx, cancel = context.WithDeadline(ctx, start.Add(cfg.Duration))
-		defer cancel()
-	}
-	p := cfg.Load.pacer(rng)
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
-	var inflight sync.WaitGroup
-	for i := 0; total == 0 || i < total; i++ {
-		sched := p.next()
-		if cfg.Duration > 0 && sched >= cfg.Duration {
-			break
-		}
+	pacer := cfg.Load.Pacer(rand.New(rand.NewPCG(cfg.Seed, streamSchedule)))
+	p.Next = pacer.Next
+	p.Request = func(i int) measure.Request {
 		req := reqs[i%len(reqs)]
 		if cycle := i / len(reqs); cycle > 0 {
 			req.Prompt = recycledPrompt(req, cycle)
 		}
 		req.Index = i
-		body, bodyErr := c.body(req) // while waiting, not at send time
-		if !sleepUntil(dctx, timer, start.Add(sched)) {
-			break
-		}
-		if sem != nil {
-			select {
-			case sem <- struct{}{}:
-			case <-dctx.Done():
-			}
-			if dctx.Err() != nil {
-				break
-			}
-		}
-		inflight.Go(func() {
-			rec := Record{Sched: sched}
-			c.send(ctx, req, body, bodyErr, start, timeout, &rec)
-			if sem != nil {
-				<-sem
-			}
-			results <- rec
-		})
+		return req
 	}
-	inflight.Wait()
-	close(results)
-	collect.Wait()
-	// Records arrive in completion order; restore send order.
-	slices.SortFunc(records, func(a, b Record) int { return cmp.Compare(a.Index, b.Index) })
-	return records, start
-}
-
-// spinWindow is how long before a send time the dispatcher stops sleeping
-// on a timer and yields in a loop instead: Go's timers on Linux wake up to
-// about a millisecond late (the netpoller's epoll wait has millisecond
-// resolution), which alone would put p99 send lateness near 1 ms.
-const spinWindow = 1500 * time.Microsecond
-
-// sleepUntil waits for t or ctx's end; false when ctx ended first.
-func sleepUntil(ctx context.Context, timer *time.Timer, t time.Time) bool {
-	if d := time.Until(t) - spinWindow; d > 0 {
-		timer.Reset(d)
-		select {
-		case <-timer.C:
-		case <-ctx.Done():
-			return false
-		}
-	}
-	for time.Now().Before(t) {
-		if ctx.Err() != nil {
-			return false
-		}
-		runtime.Gosched()
-	}
-	return ctx.Err() == nil
+	return p
 }
 
 // runMeta records everything needed to reproduce the run, never secrets
 // (header values and the API key are left out; header names are kept).
-func runMeta(cfg Config, start time.Time, align string, warm int, records []Record) map[string]any {
+func runMeta(cfg Config, start time.Time, align string, warm int, records []measure.Record) map[string]any {
 	host, _ := os.Hostname()
 	var hdrs []string
 	for k := range cfg.Target.Headers {
@@ -335,8 +258,8 @@ func runMeta(cfg Config, start time.Time, align string, warm int, records []Reco
 		}
 	}
 	load := cfg.Load
-	if unlimitedRate(load.Rate) {
-		load.Rate = 0 // inf, written as Load documents it: JSON has no infinity
+	if load.Unlimited() {
+		load.Rate = 0 // inf, written as measure.Load documents it: JSON has no infinity
 	}
 	ep := cfg.Target.Endpoint
 	if ep == "" {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/servetune/servetune/measure"
 )
 
 func baseConfig(url string) Config {
@@ -18,14 +20,14 @@ func baseConfig(url string) Config {
 		Dataset: DatasetSpec{Kind: DatasetRandom, Input: Dist{Kind: DistFixed, Value: 32}, Output: Dist{Kind: DistFixed, Value: 40}},
 		Seed:    1,
 		Timeout: 30 * time.Second,
-		Summary: SummaryOptions{Bootstrap: 200},
+		Summary: measure.SummaryOptions{Bootstrap: 200},
 	}
 }
 
 func median(x []float64) float64 {
 	x = slices.Clone(x)
 	slices.Sort(x)
-	return Percentile(x, 50)
+	return measure.Percentile(x, 50)
 }
 
 // TestRunTiming: against a server with TTFT 50 ms and 10 ms per token, at
@@ -55,7 +57,7 @@ func TestRunTiming(t *testing.T) {
 			cfg := baseConfig(srv.URL)
 			cfg.Target.Endpoint = tc.endpoint
 			cfg.Dataset.Output = Dist{Kind: DistFixed, Value: tc.tokens}
-			cfg.Load = Load{MaxConcurrency: 8}
+			cfg.Load = measure.Load{MaxConcurrency: 8}
 			cfg.NumRequests = 16
 			res, err := Run(context.Background(), cfg)
 			if err != nil {
@@ -76,7 +78,7 @@ func TestRunTiming(t *testing.T) {
 			reqs, _ := cfg.Dataset.Generate(newRNG(cfg.Seed, 1), cfg.NumRequests)
 			log := srv.log(t)
 			trueTTFT, _ := truthFor(t, res, reqs, log)
-			// True TPOT by DESIGN.md's formula on the server's write times.
+			// True TPOT by docs/architecture.md's formula on the server's write times.
 			var trueTPOT []float64
 			for _, r := range res.Records {
 				w := log[reqs[r.Index].Prompt]
@@ -117,7 +119,7 @@ func TestRun256Streams(t *testing.T) {
 	srv := startChild(t, &fakeServer{TTFT: 20 * time.Millisecond, PerToken: 5 * time.Millisecond})
 	cfg := baseConfig(srv.URL)
 	cfg.Dataset.Output = Dist{Kind: DistFixed, Value: 200}
-	cfg.Load = Load{MaxConcurrency: 256}
+	cfg.Load = measure.Load{MaxConcurrency: 256}
 	cfg.NumRequests = 256
 	cfg.Warmup = 256
 	res, err := Run(context.Background(), cfg)
@@ -162,17 +164,17 @@ func TestRunFailures(t *testing.T) {
 	tests := []struct {
 		mode string
 		url  string
-		want ErrorClass
+		want measure.ErrorClass
 	}{
-		{"400", "", ErrHTTP4xx},
-		{"500", "", ErrHTTP5xx},
-		{"hang", "", ErrTimeout},
-		{"stall", "", ErrTimeout},
-		{"stream_error", "", ErrStream},
-		{"truncated", "", ErrTruncated},
-		{"truncated_usage", "", ErrTruncated},
-		{"empty", "", ErrEmpty},
-		{"connect", closedURL, ErrConnect},
+		{"400", "", measure.ErrHTTP4xx},
+		{"500", "", measure.ErrHTTP5xx},
+		{"hang", "", measure.ErrTimeout},
+		{"stall", "", measure.ErrTimeout},
+		{"stream_error", "", measure.ErrStream},
+		{"truncated", "", measure.ErrTruncated},
+		{"truncated_usage", "", measure.ErrTruncated},
+		{"empty", "", measure.ErrEmpty},
+		{"connect", closedURL, measure.ErrConnect},
 	}
 	for _, tc := range tests {
 		t.Run(tc.mode, func(t *testing.T) {
@@ -183,7 +185,7 @@ func TestRunFailures(t *testing.T) {
 			cfg := baseConfig(url)
 			cfg.Timeout = 300 * time.Millisecond
 			cfg.NumRequests = 4
-			cfg.Load = Load{MaxConcurrency: 2}
+			cfg.Load = measure.Load{MaxConcurrency: 2}
 			begin := time.Now()
 			res, err := Run(context.Background(), cfg)
 			if err != nil {
@@ -209,7 +211,7 @@ func TestRunDurationBound(t *testing.T) {
 	fs := &fakeServer{TTFT: 5 * time.Millisecond, PerToken: time.Millisecond}
 	cfg := baseConfig(fs.start(t).URL)
 	cfg.Dataset.Output = Dist{Kind: DistFixed, Value: 5}
-	cfg.Load = Load{Rate: 100}
+	cfg.Load = measure.Load{Rate: 100}
 	cfg.Duration = 300 * time.Millisecond
 	res, err := Run(context.Background(), cfg)
 	if err != nil {
@@ -323,7 +325,7 @@ func TestErrorMessagesRedacted(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range res.Records {
-		if r.Error != ErrHTTP4xx || strings.Contains(r.ErrorMsg, "SECRET") {
+		if r.Error != measure.ErrHTTP4xx || strings.Contains(r.ErrorMsg, "SECRET") {
 			t.Errorf("record %s %q leaks a secret", r.Error, r.ErrorMsg)
 		}
 	}
@@ -351,7 +353,7 @@ func TestErrorMessagesRedactedWhenCut(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, r := range res.Records {
-			if r.Error != ErrHTTP4xx || strings.Contains(r.ErrorMsg, "sk-E") {
+			if r.Error != measure.ErrHTTP4xx || strings.Contains(r.ErrorMsg, "sk-E") {
 				t.Errorf("pad %d: record %s %q leaks part of the key", pad, r.Error, r.ErrorMsg)
 			}
 		}
@@ -364,7 +366,7 @@ func TestRunInfiniteRateMarshals(t *testing.T) {
 	fs := &fakeServer{}
 	cfg := baseConfig(fs.start(t).URL)
 	cfg.NumRequests = 2
-	cfg.Load = Load{Rate: math.Inf(1)}
+	cfg.Load = measure.Load{Rate: math.Inf(1)}
 	res, err := Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -373,7 +375,7 @@ func TestRunInfiniteRateMarshals(t *testing.T) {
 	if err != nil {
 		t.Fatalf("summary of a rate-inf run does not marshal: %v", err)
 	}
-	var back Summary
+	var back measure.Summary
 	if err := json.Unmarshal(raw, &back); err != nil {
 		t.Fatal(err)
 	}
@@ -399,7 +401,7 @@ func TestErrorMessagesRedactHeaderToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range res.Records {
-		if r.Error != ErrHTTP4xx || strings.Contains(r.ErrorMsg, "SECRET") {
+		if r.Error != measure.ErrHTTP4xx || strings.Contains(r.ErrorMsg, "SECRET") {
 			t.Errorf("record %s %q leaks the header's key", r.Error, r.ErrorMsg)
 		}
 	}

@@ -10,7 +10,7 @@ import (
 func TestParamsMatchPublishedCounts(t *testing.T) {
 	tests := []struct {
 		id            string
-		total, active float64 // billions, from reference/models.md
+		total, active float64 // billions, from docs/reference.md (Models)
 		kvKiB         float64
 	}{
 		{"meta-llama/Llama-3.1-8B-Instruct", 8.03, 8.03, 128},

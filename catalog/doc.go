@@ -2,8 +2,8 @@
 // GPUs (memory as the engine sees it, HBM bandwidth, dense tensor rates, the
 // GPU-to-GPU link, power and an hourly price with its date and source) and
 // model shapes (layers, hidden size, attention and KV heads, MLP and MoE
-// sizes, vocabulary). The built-in tables come from reference/gpus.md and
-// reference/models.md; any model can be imported from a Hugging Face
+// sizes, vocabulary). The built-in tables come from docs/reference.md (GPUs) and
+// docs/reference.md (Models); any model can be imported from a Hugging Face
 // config.json, and every figure is a plain struct field the caller may
 // override.
 //

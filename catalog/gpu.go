@@ -53,9 +53,9 @@ func (g GPU) HasFP8() bool { return g.FP8TFLOPS > 0 }
 func (g GPU) NVLink() bool { return g.Link == LinkNVLink || g.Link == LinkInfinityFabric }
 
 // priceSource is the note attached to every built-in price.
-const priceSource = "reference/gpus.md on-demand range (cloud listings 2025-2026); median or midpoint"
+const priceSource = "cloud on-demand listings 2025-2026, median or midpoint of the range seen (docs/reference.md, GPUs)"
 
-// Memory sizes: H100's 79.18 GiB is the measured figure of reference/engines.md
+// Memory sizes: H100's 79.18 GiB is the measured figure of docs/reference.md (Engines)
 // (llm-d-benchmark); the others are the nvidia-smi / rocm-smi totals in MiB
 // converted to GiB (approximate, overridable).
 var gpus = []GPU{

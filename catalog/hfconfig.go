@@ -118,12 +118,12 @@ func ParseHFConfig(r io.Reader, id string) (Model, error) {
 	return m, nil
 }
 
-// normalizeQuant maps quant_method spellings to the engine's --quantization names.
+// normalizeQuant maps quant_method spellings to the engines' quantization names.
 func normalizeQuant(method string) string {
 	switch s := strings.ToLower(method); s {
 	case "fp8", "compressed-tensors", "modelopt", "fbgemm_fp8":
 		// compressed-tensors is mostly FP8 (W8A8) in practice; the caller
-		// overrides with --quantization when it is not.
+		// overrides with the quantization setting when it is not.
 		return "fp8"
 	case "awq", "awq_marlin":
 		return "awq"

@@ -110,9 +110,9 @@ func (m Model) Validate() error {
 	return nil
 }
 
-// models is the built-in table of reference/models.md (shapes from each
+// models is the built-in table of docs/reference.md (Models) (shapes from each
 // model's published config.json). Qwen3-32B is added for the memory facts of
-// reference/engines.md.
+// docs/reference.md (Engines).
 var models = []Model{
 	{ID: "meta-llama/Llama-3.1-8B-Instruct", Aliases: []string{"llama-3.1-8b", "llama-3.1-8b-instruct", "meta-llama/Llama-3.1-8B", "llama-3-8b", "meta-llama/Meta-Llama-3-8B-Instruct", "meta-llama/Meta-Llama-3.1-8B-Instruct"},
 		Layers: 32, Hidden: 4096, Heads: 32, KVHeads: 8, HeadDim: 128, Intermediate: 14336, Vocab: 128256, MaxPosition: 131072, DType: "bfloat16"},

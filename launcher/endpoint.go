@@ -6,6 +6,9 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/servetune/servetune/yamlspec"
+	"gopkg.in/yaml.v3"
 )
 
 // Endpoint "launches" an engine that is already running at URL: nothing is
@@ -16,7 +19,33 @@ type Endpoint struct {
 	PollInterval time.Duration // default DefaultPollInterval
 }
 
-var _ Launcher = (*Endpoint)(nil)
+var (
+	_ Launcher    = (*Endpoint)(nil)
+	_ FixedEngine = (*Endpoint)(nil)
+)
+
+// FixedSettings: the server's settings are its owner's.
+func (e *Endpoint) FixedSettings() bool { return true }
+
+func init() {
+	Register(Kind{
+		Name: "endpoint",
+		Doc:  "a server that is already running: nothing is launched, so the space must fix every value (the server's own)",
+		Keys: []Key{{"base_url", "the server's base URL, http(s)://host:port"}},
+		Decode: func(d *yamlspec.Decoder, keys map[string]*yaml.Node, c Common) Launcher {
+			x := keys["base_url"]
+			if x == nil {
+				d.Fail(c.Section, "launcher.base_url", "missing (the endpoint launcher needs a base_url)")
+				return nil
+			}
+			u := d.Str(x, "launcher.base_url")
+			if !d.Failed() && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+				d.Fail(x, "launcher.base_url", "%q: want an http:// or https:// URL", u)
+			}
+			return &Endpoint{URL: u}
+		},
+	})
+}
 
 // Launch checks the URL and returns an instance pointing at it.
 func (e *Endpoint) Launch(ctx context.Context, spec Spec) (Instance, error) {
@@ -26,7 +55,7 @@ func (e *Endpoint) Launch(ctx context.Context, spec Spec) (Instance, error) {
 	}
 	return &endpointInstance{
 		base:   strings.TrimRight(e.URL, "/"),
-		health: orDefault(e.HealthPath, "/health"),
+		health: OrDefault(e.HealthPath, "/health"),
 		poll:   e.PollInterval,
 	}, nil
 }
@@ -40,7 +69,7 @@ func (in *endpointInstance) Endpoint() string { return in.base }
 func (in *endpointInstance) Logs() string     { return "" }
 
 func (in *endpointInstance) Ready(ctx context.Context) error {
-	return waitHealthy(ctx, in.base+in.health, in.poll, nil, nil)
+	return WaitHealthy(ctx, in.base+in.health, in.poll, nil, nil)
 }
 
 // Stop does nothing: the endpoint belongs to someone else.

@@ -3,13 +3,14 @@ package launcher
 import (
 	"errors"
 	"fmt"
+
+	"github.com/servetune/servetune/engine"
 )
 
 // ExitError reports an engine that ended on its own. errors.Is(err, ErrExited)
 // holds for it, so callers that only care about "it died" need not know the type.
 type ExitError struct {
-	Code      int  // exit status; 128+N when killed by signal N
-	OOMKilled bool // the kernel's OOM killer ended it (containers only)
+	engine.Exit
 }
 
 func (e *ExitError) Error() string {

@@ -16,9 +16,9 @@ const DefaultPollInterval = 200 * time.Millisecond
 // healthClient is shared by all instances: each probe carries its own deadline.
 var healthClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 
-// waitHealthy polls url until it answers 200, exited is closed (then it
+// WaitHealthy polls url until it answers 200, exited is closed (then it
 // returns exitErr()), or ctx ends. exited may be nil for engines nobody owns.
-func waitHealthy(ctx context.Context, url string, every time.Duration, exited <-chan struct{}, exitErr func() error) error {
+func WaitHealthy(ctx context.Context, url string, every time.Duration, exited <-chan struct{}, exitErr func() error) error {
 	if every <= 0 {
 		every = DefaultPollInterval
 	}
@@ -68,10 +68,10 @@ func probe(ctx context.Context, url string, every time.Duration) (bool, error) {
 	return true, nil
 }
 
-// freePort asks the kernel for an unused loopback port. Another process may
+// FreePort asks the kernel for an unused loopback port. Another process may
 // take it before the engine binds it; the engine then fails to start and the
 // trial reports that, which is rare enough not to retry here.
-func freePort() (int, error) {
+func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, fmt.Errorf("pick a free port: %w", err)
@@ -80,6 +80,7 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-func hostPort(host string, port int) string {
+// HostPort joins a host and a port for a URL.
+func HostPort(host string, port int) string {
 	return net.JoinHostPort(host, strconv.Itoa(port))
 }

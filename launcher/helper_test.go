@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/servetune/servetune/internal/testengine"
 )
 
 // The test binary doubles as a tiny fake engine: when helperEnv is set, TestMain
@@ -25,9 +27,7 @@ func TestMain(m *testing.M) {
 		os.Exit(helperMain(mode, os.Args[1:]))
 	}
 	code := m.Run()
-	if buildDir != "" {
-		os.RemoveAll(buildDir)
-	}
+	testengine.Cleanup()
 	os.Exit(code)
 }
 

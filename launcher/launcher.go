@@ -4,26 +4,41 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/servetune/servetune/engine"
 )
 
 // Spec says what to launch for one trial.
 type Spec struct {
-	Engine string   // vllm | sglang | custom
-	Model  string   // model id as the engine takes it
-	Args   []string // rendered engine flags (space.Render), without the model
-	Env    []string // KEY=VALUE for the engine; values may be secrets: never log or store them
-	GPUs   []int    // GPU indices assigned to this trial
-	Study  string   // labels for cleanup
-	Trial  int
-	Port   int // 0 = pick a free port
+	Engine   engine.Engine
+	Model    string          // model id as the engine takes it
+	Settings engine.Settings // launch settings by neutral name; the launcher renders them
+	Extra    []string        // flags appended verbatim after the rendered ones (a space's extra_args)
+	Env      []string        // KEY=VALUE for the engine; values may be secrets: never log or store them
+	GPUs     []int           // GPU indices assigned to this trial
+	Study    string          // labels for cleanup
+	Trial    int
+	Port     int // 0 = pick a free port
+}
+
+// Args renders the spec's settings as the engine's flags, then Extra.
+func (s Spec) Args() ([]string, error) {
+	if len(s.Settings) == 0 {
+		return append([]string(nil), s.Extra...), nil
+	}
+	args, err := engine.Render(s.Engine, s.Settings)
+	if err != nil {
+		return nil, err
+	}
+	return append(args, s.Extra...), nil
 }
 
 // Instance is one running engine.
 type Instance interface {
 	// Endpoint is the base URL, e.g. http://127.0.0.1:8000.
 	Endpoint() string
-	// Ready blocks until GET /health answers 200, the engine exits
-	// (ErrExited), or ctx ends.
+	// Ready blocks until the engine is healthy, it exits (an error
+	// wrapping ErrExited), or ctx ends.
 	Ready(ctx context.Context) error
 	// Logs returns the tail of the engine's stdout and stderr.
 	Logs() string
@@ -31,13 +46,13 @@ type Instance interface {
 	Stop(ctx context.Context) error
 }
 
-// Exiter is implemented by instances that can report an early exit, so a trial
-// classifies a crash under load.
+// Exiter is implemented by instances that can report an early exit, so a
+// trial tells a crash from a slow server.
 type Exiter interface {
 	// Exited is closed when the engine process or container has ended.
 	Exited() <-chan struct{}
-	// ExitCode is the exit status once Exited is closed.
-	ExitCode() int
+	// Exit says how it ended, once Exited is closed.
+	Exit() engine.Exit
 }
 
 // Launcher starts engines.
@@ -45,8 +60,55 @@ type Launcher interface {
 	Launch(ctx context.Context, spec Spec) (Instance, error)
 }
 
-// ErrExited is returned by Ready when the engine ended before it was ready.
+// ErrExited is wrapped by Ready's error when the engine ended before it was
+// ready.
 var ErrExited = errors.New("engine exited before it was ready")
 
 // DefaultStopTimeout is how long Stop waits for a graceful exit before killing.
 const DefaultStopTimeout = 10 * time.Second
+
+// The capabilities a launcher may declare, beside Launch. The study asks
+// for each with a type assertion; a launcher that lacks one gets the
+// default written beside it.
+type (
+	// Placer groups the study's GPUs by host: a trial runs on the GPUs of
+	// one host. Default: launcher.gpus, all on one host.
+	Placer interface {
+		GPUs() []int
+		HostOf(gpu int) int
+	}
+	// Reaper removes what earlier runs of a study left running (after a
+	// crash or a SIGKILL): containers, processes, jobs. keep spares the
+	// ones it returns true for (a live run's). Default: nothing to reap.
+	Reaper interface {
+		Reap(ctx context.Context, study string, keep func(Reaped) bool) ([]Reaped, error)
+	}
+	// LocalGPUs reports whether trial GPU numbers are this machine's NVML
+	// indices, so the study may sample them. Default: no.
+	LocalGPUs interface {
+		LocalGPUs() bool
+	}
+	// TimeScaler reports how many times faster than real time the engine
+	// runs (the simulated engine's time scale); measurements are converted
+	// back. Default: 1.
+	TimeScaler interface {
+		TimeScale() float64
+	}
+	// FixedEngine is implemented by launchers that cannot change an
+	// engine's settings (a server someone else runs): the space must then
+	// fix every value. Default: settings are applied.
+	FixedEngine interface {
+		FixedSettings() bool
+	}
+)
+
+// Reaped is one leftover a Reaper removed.
+type Reaped struct {
+	Kind  string // the launcher kind, e.g. docker
+	ID    string // the container id, process id or job id
+	Name  string
+	Host  string // where it ran ("" = this machine or the default daemon)
+	Study string
+	Trial int
+	State string // running, exited, created, ...
+}

@@ -11,6 +11,10 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/servetune/servetune/engine"
+	"github.com/servetune/servetune/yamlspec"
+	"gopkg.in/yaml.v3"
 )
 
 // Process launches an engine as a local process in its own process group, so
@@ -18,9 +22,11 @@ import (
 //
 // Command is an argv template. In every element "{port}", "{host}" and
 // "{model}" are replaced by the trial's values; an element that is exactly
-// "{args}" expands to Spec.Args (when absent, Spec.Args are appended).
+// "{args}" expands to the rendered settings and extra flags (Spec.Args;
+// when absent, they are appended).
 type Process struct {
 	Command      []string      // argv template, e.g. {"vllm", "serve", "{model}", "--port", "{port}", "{args}"}
+	PassEnv      []string      // names of variables of this process handed to the engine (launcher.env)
 	Dir          string        // working directory; "" = the current one
 	Host         string        // address the engine binds and clients use; default 127.0.0.1
 	HealthPath   string        // default /health
@@ -47,15 +53,19 @@ func (p *Process) Launch(ctx context.Context, spec Spec) (Instance, error) {
 	port := spec.Port
 	if port == 0 {
 		var err error
-		if port, err = freePort(); err != nil {
+		if port, err = FreePort(); err != nil {
 			return nil, err
 		}
 	}
-	argv := expandCommand(p.Command, spec, host, port)
+	args, err := spec.Args()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadSpec, err)
+	}
+	argv := ExpandCommand(p.Command, spec.Model, args, host, port)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = p.Dir
-	cmd.Env = append(os.Environ(), spec.Env...)
-	logs := newTailBuffer(p.LogBytes)
+	cmd.Env = append(append(os.Environ(), PassEnv(p.PassEnv, os.LookupEnv)...), spec.Env...)
+	logs := NewTailBuffer(p.LogBytes)
 	cmd.Stdout = logs
 	cmd.Stderr = logs
 	// A grandchild that keeps the output pipes open must not block Wait forever.
@@ -66,8 +76,8 @@ func (p *Process) Launch(ctx context.Context, spec Spec) (Instance, error) {
 	in := &processInstance{
 		cmd:         cmd,
 		pgid:        cmd.Process.Pid,
-		endpoint:    "http://" + hostPort(host, port),
-		healthPath:  orDefault(p.HealthPath, "/health"),
+		endpoint:    "http://" + HostPort(host, port),
+		healthPath:  OrDefault(p.HealthPath, "/health"),
 		logs:        logs,
 		exited:      make(chan struct{}),
 		stopTimeout: p.StopTimeout,
@@ -82,26 +92,29 @@ func (p *Process) Launch(ctx context.Context, spec Spec) (Instance, error) {
 	return in, nil
 }
 
-// expandCommand fills the placeholders of tmpl.
-func expandCommand(tmpl []string, spec Spec, host string, port int) []string {
-	r := strings.NewReplacer("{port}", strconv.Itoa(port), "{host}", host, "{model}", spec.Model)
-	out := make([]string, 0, len(tmpl)+len(spec.Args))
+// ExpandCommand fills the placeholders of a command template: {port},
+// {host} and {model} in every element, and an element that is exactly
+// {args} with args (appended when the template has none).
+func ExpandCommand(tmpl []string, model string, args []string, host string, port int) []string {
+	r := strings.NewReplacer("{port}", strconv.Itoa(port), "{host}", host, "{model}", model)
+	out := make([]string, 0, len(tmpl)+len(args))
 	sawArgs := false
 	for _, a := range tmpl {
 		if a == "{args}" {
-			out = append(out, spec.Args...)
+			out = append(out, args...)
 			sawArgs = true
 			continue
 		}
 		out = append(out, r.Replace(a))
 	}
 	if !sawArgs {
-		out = append(out, spec.Args...)
+		out = append(out, args...)
 	}
 	return out
 }
 
-func orDefault(s, def string) string {
+// OrDefault is s, or def when s is empty.
+func OrDefault(s, def string) string {
 	if s == "" {
 		return def
 	}
@@ -113,7 +126,7 @@ type processInstance struct {
 	pgid        int
 	endpoint    string
 	healthPath  string
-	logs        *tailBuffer
+	logs        *TailBuffer
 	stopTimeout time.Duration
 	poll        time.Duration
 
@@ -128,6 +141,25 @@ var (
 	_ Instance = (*processInstance)(nil)
 	_ Exiter   = (*processInstance)(nil)
 )
+
+// LocalGPUs: a local process runs on this machine's GPUs.
+func (p *Process) LocalGPUs() bool { return true }
+
+func init() {
+	Register(Kind{
+		Name: "process",
+		Doc:  "the engine as a local command in its own process group (vllm serve, python3 -m sglang.launch_server, a wrapper script)",
+		Keys: []Key{{"command", "argv template: {model}, {host}, {port} are filled per trial and {args} becomes the rendered settings and extra_args"}},
+		Decode: func(d *yamlspec.Decoder, keys map[string]*yaml.Node, c Common) Launcher {
+			x := keys["command"]
+			if x == nil {
+				d.Fail(c.Section, "launcher.command", "missing (the process launcher needs a command)")
+				return nil
+			}
+			return &Process{Command: d.Strings(x, "launcher.command"), PassEnv: c.Env}
+		},
+	})
+}
 
 func (in *processInstance) wait() {
 	err := in.cmd.Wait()
@@ -155,19 +187,19 @@ func (in *processInstance) Logs() string     { return in.logs.String() }
 
 func (in *processInstance) Exited() <-chan struct{} { return in.exited }
 
-// ExitCode is valid once Exited is closed; before that it is -1.
-func (in *processInstance) ExitCode() int {
+// Exit is valid once Exited is closed; before that its code is -1.
+func (in *processInstance) Exit() engine.Exit {
 	select {
 	case <-in.exited:
-		return in.exitCode
+		return engine.Exit{Code: in.exitCode}
 	default:
-		return -1
+		return engine.Exit{Code: -1}
 	}
 }
 
 func (in *processInstance) Ready(ctx context.Context) error {
-	return waitHealthy(ctx, in.endpoint+in.healthPath, in.poll, in.exited, func() error {
-		return &ExitError{Code: in.exitCode}
+	return WaitHealthy(ctx, in.endpoint+in.healthPath, in.poll, in.exited, func() error {
+		return &ExitError{engine.Exit{Code: in.exitCode}}
 	})
 }
 

@@ -59,7 +59,7 @@ func TestProcessReadyServeStop(t *testing.T) {
 	default:
 		t.Fatal("Exited not closed after Stop")
 	}
-	if got := ex.ExitCode(); got != 128+int(syscall.SIGTERM) {
+	if got := ex.Exit().Code; got != 128+int(syscall.SIGTERM) {
 		t.Errorf("ExitCode = %d, want %d (SIGTERM)", got, 128+int(syscall.SIGTERM))
 	}
 	if !strings.Contains(in.Logs(), "serving on port") {
@@ -86,7 +86,7 @@ func TestProcessExitBeforeReady(t *testing.T) {
 	if !strings.Contains(in.Logs(), "No available memory for the cache blocks.") {
 		t.Errorf("Logs lack the engine's message:\n%s", in.Logs())
 	}
-	if c := in.(Exiter).ExitCode(); c != 3 {
+	if c := in.(Exiter).Exit().Code; c != 3 {
 		t.Errorf("ExitCode = %d, want 3", c)
 	}
 }
@@ -110,7 +110,7 @@ func TestProcessStopKillsStubbornGroup(t *testing.T) {
 	if err := in.Stop(ctx); err != nil {
 		t.Fatalf("Stop: %v", err)
 	}
-	if c := in.(Exiter).ExitCode(); c != 128+int(syscall.SIGKILL) {
+	if c := in.(Exiter).Exit().Code; c != 128+int(syscall.SIGKILL) {
 		t.Errorf("ExitCode = %d, want %d (SIGKILL after the grace period)", c, 128+int(syscall.SIGKILL))
 	}
 	// The grandchild was in the group: it must be gone (a zombie until init
@@ -190,7 +190,7 @@ func TestProcessBadSpec(t *testing.T) {
 }
 
 func TestExpandCommand(t *testing.T) {
-	spec := Spec{Model: "org/m", Args: []string{"--tp", "2"}}
+	spec := Spec{Model: "org/m", Extra: []string{"--tp", "2"}}
 	tests := []struct {
 		name string
 		tmpl []string
@@ -201,7 +201,7 @@ func TestExpandCommand(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := strings.Join(expandCommand(tt.tmpl, spec, "h", 9), " ")
+			got := strings.Join(ExpandCommand(tt.tmpl, spec.Model, spec.Extra, "h", 9), " ")
 			if got != tt.want {
 				t.Errorf("got %q, want %q", got, tt.want)
 			}
@@ -224,7 +224,7 @@ func TestTailBuffer(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b := newTailBuffer(tt.max)
+			b := NewTailBuffer(tt.max)
 			for _, w := range tt.writes {
 				if n, _ := b.Write([]byte(w)); n != len(w) {
 					t.Fatalf("Write returned %d", n)
@@ -280,7 +280,7 @@ func TestEndpoint(t *testing.T) {
 // BenchmarkTailBufferWrite measures the cost an engine's log line adds.
 func BenchmarkTailBufferWrite(b *testing.B) {
 	line := []byte(strings.Repeat("x", 119) + "\n")
-	buf := newTailBuffer(DefaultLogBytes)
+	buf := NewTailBuffer(DefaultLogBytes)
 	b.SetBytes(int64(len(line)))
 	for b.Loop() {
 		_, _ = buf.Write(line)

@@ -4,43 +4,47 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strconv"
 	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/servetune/servetune/engine"
+	"github.com/servetune/servetune/yamlspec"
 )
 
-// Environment variables that carry sim-only facts to `servetune sim serve`.
-const (
-	EnvSimGPU       = "SERVETUNE_SIM_GPU"
-	EnvSimNumGPUs   = "SERVETUNE_SIM_NUM_GPUS"
-	EnvSimTimeScale = "SERVETUNE_SIM_TIME_SCALE"
-)
-
-// Sim launches the simulated engine as a subprocess:
-//
-//	<Binary> sim serve --model M <Spec.Args> --host 127.0.0.1 --port P [--sim-load-time D]
-//
-// with the GPU type, GPU count and time scale in SERVETUNE_SIM_* variables.
-// It is the Process launcher underneath, so Stop, Logs and Exiter behave alike.
+// Sim launches the simulated engine as a subprocess, `servetune sim serve`,
+// a drop-in for `vllm serve`: the engine's command line, with the GPU type,
+// GPU count, engine and time scale in the SERVETUNE_SIM_* variables
+// (engine.SimEnv). It is the Process launcher underneath, so Stop, Logs and
+// Exiter behave alike.
 type Sim struct {
 	Binary    string        // servetune binary; default os.Executable()
 	GPU       string        // catalog GPU name, e.g. H100-SXM; "" = the sim's default
 	NumGPUs   int           // 0 = len(Spec.GPUs), or the sim's default when that is empty too
-	TimeScale float64       // >1 runs faster than real time; 0 = the sim's default
+	Scale     float64       // time scale: >1 runs faster than real time; 0 = real time
 	LoadTime  time.Duration // simulated start-up time; 0 = the sim's default
+	PassEnv   []string      // names of variables handed to the engine
+	ModelConf string        // a Hugging Face config.json for a model the catalog lacks
 
 	StopTimeout  time.Duration // default DefaultStopTimeout
 	PollInterval time.Duration // default DefaultPollInterval
 	LogBytes     int           // default DefaultLogBytes
 }
 
-var _ Launcher = (*Sim)(nil)
+var (
+	_ Launcher   = (*Sim)(nil)
+	_ TimeScaler = (*Sim)(nil)
+)
+
+// TimeScale is how many times faster than real time the engine runs.
+func (s *Sim) TimeScale() float64 { return max(s.Scale, 1) }
 
 // Launch starts `servetune sim serve` for spec.
 func (s *Sim) Launch(ctx context.Context, spec Spec) (Instance, error) {
 	if spec.Model == "" {
 		return nil, fmt.Errorf("%w: sim launcher needs a model", ErrBadSpec)
 	}
-	if s.NumGPUs < 0 || s.TimeScale < 0 || s.LoadTime < 0 {
+	if s.NumGPUs < 0 || s.Scale < 0 || s.LoadTime < 0 {
 		return nil, fmt.Errorf("%w: sim launcher: negative GPU count, time scale or load time", ErrBadSpec)
 	}
 	bin := s.Binary
@@ -50,13 +54,23 @@ func (s *Sim) Launch(ctx context.Context, spec Spec) (Instance, error) {
 			return nil, fmt.Errorf("sim launcher: find the servetune binary: %w", err)
 		}
 	}
-	cmd := []string{bin, "sim", "serve", "--model", "{model}", "{args}", "--host", "{host}", "--port", "{port}"}
+	cmd := append([]string{bin}, engine.SimServeArgs()...)
 	if s.LoadTime > 0 {
-		cmd = append(cmd, "--sim-load-time", s.LoadTime.String())
+		cmd = append(cmd, engine.SimLoadTimeArgs(s.LoadTime.String())...)
 	}
-	spec.Env = append(append([]string(nil), spec.Env...), s.env(spec)...)
+	n := s.NumGPUs
+	if n == 0 {
+		n = len(spec.GPUs)
+	}
+	env := engine.SimEnv(s.GPU, n, s.Scale, "")
+	env = append(env, engine.EnvSimEngine+"="+string(spec.Engine))
+	if s.ModelConf != "" {
+		env = append(env, engine.EnvSimModelConfig+"="+s.ModelConf)
+	}
+	spec.Env = append(env, spec.Env...)
 	p := Process{
 		Command:      cmd,
+		PassEnv:      s.PassEnv,
 		StopTimeout:  s.StopTimeout,
 		PollInterval: s.PollInterval,
 		LogBytes:     s.LogBytes,
@@ -64,21 +78,33 @@ func (s *Sim) Launch(ctx context.Context, spec Spec) (Instance, error) {
 	return p.Launch(ctx, spec)
 }
 
-// env returns the SERVETUNE_SIM_* settings for spec.
-func (s *Sim) env(spec Spec) []string {
-	var env []string
-	if s.GPU != "" {
-		env = append(env, EnvSimGPU+"="+s.GPU)
+// SimKeys are the keys of the simulated engine's launchers (the sim kind,
+// and docker with the servetune-sim image).
+var SimKeys = []Key{
+	{"time_scale", "how many times faster than real time the simulated engine runs (default 1)"},
+	{"load_time", "simulated start-up time before /health turns ready, e.g. 10s"},
+}
+
+// DecodeSimKeys reads time_scale and load_time.
+func DecodeSimKeys(d *yamlspec.Decoder, keys map[string]*yaml.Node) (scale float64, load time.Duration) {
+	scale = 1
+	if x := keys["time_scale"]; x != nil {
+		scale = d.Positive(x, "launcher.time_scale")
 	}
-	n := s.NumGPUs
-	if n == 0 {
-		n = len(spec.GPUs)
+	if x := keys["load_time"]; x != nil {
+		load = d.Duration(x, "launcher.load_time")
 	}
-	if n > 0 {
-		env = append(env, EnvSimNumGPUs+"="+strconv.Itoa(n))
-	}
-	if s.TimeScale > 0 {
-		env = append(env, EnvSimTimeScale+"="+strconv.FormatFloat(s.TimeScale, 'g', -1, 64))
-	}
-	return env
+	return scale, load
+}
+
+func init() {
+	Register(Kind{
+		Name: "sim",
+		Doc:  "the simulated engine as a subprocess on the real clock (`servetune sim serve`), optionally time-scaled: tests the real path without a GPU",
+		Keys: SimKeys,
+		Decode: func(d *yamlspec.Decoder, keys map[string]*yaml.Node, c Common) Launcher {
+			scale, load := DecodeSimKeys(d, keys)
+			return &Sim{GPU: c.GPU, Scale: scale, LoadTime: load, PassEnv: c.Env, ModelConf: c.ModelConfig}
+		},
+	})
 }

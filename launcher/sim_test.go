@@ -3,30 +3,12 @@ package launcher
 import (
 	"context"
 	"errors"
-	"slices"
 	"testing"
 	"time"
-)
 
-func TestSimEnv(t *testing.T) {
-	tests := []struct {
-		name string
-		s    Sim
-		spec Spec
-		want []string
-	}{
-		{"defaults", Sim{}, Spec{}, nil},
-		{"count from GPUs", Sim{GPU: "H100-SXM", TimeScale: 20}, Spec{GPUs: []int{4, 5}}, []string{"SERVETUNE_SIM_GPU=H100-SXM", "SERVETUNE_SIM_NUM_GPUS=2", "SERVETUNE_SIM_TIME_SCALE=20"}},
-		{"explicit count wins", Sim{NumGPUs: 8, TimeScale: 0.5}, Spec{GPUs: []int{0}}, []string{"SERVETUNE_SIM_NUM_GPUS=8", "SERVETUNE_SIM_TIME_SCALE=0.5"}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := tt.s.env(tt.spec); !slices.Equal(got, tt.want) {
-				t.Errorf("env = %q, want %q", got, tt.want)
-			}
-		})
-	}
-}
+	"github.com/servetune/servetune/engine"
+	"github.com/servetune/servetune/internal/testengine"
+)
 
 func TestSimBadSpec(t *testing.T) {
 	tests := []struct {
@@ -35,7 +17,7 @@ func TestSimBadSpec(t *testing.T) {
 		spec Spec
 	}{
 		{"no model", Sim{}, Spec{}},
-		{"negative scale", Sim{TimeScale: -1}, Spec{Model: "m"}},
+		{"negative scale", Sim{Scale: -1}, Spec{Model: "m"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -48,9 +30,9 @@ func TestSimBadSpec(t *testing.T) {
 
 // TestSimServe runs the real `servetune sim serve` through the Sim launcher.
 func TestSimServe(t *testing.T) {
-	bin := requireSimServe(t)
+	bin := testengine.Binary(t)
 	const model = "meta-llama/Llama-3.1-8B-Instruct"
-	s := &Sim{Binary: bin, GPU: "H100-SXM", TimeScale: 50, LoadTime: 200 * time.Millisecond, PollInterval: 20 * time.Millisecond}
+	s := &Sim{Binary: bin, GPU: "H100-SXM", Scale: 50, LoadTime: 200 * time.Millisecond, PollInterval: 20 * time.Millisecond}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	in, err := s.Launch(ctx, Spec{Model: model, GPUs: []int{0}})
@@ -61,7 +43,7 @@ func TestSimServe(t *testing.T) {
 	if err := in.Ready(ctx); err != nil {
 		t.Fatalf("Ready: %v\nlogs:\n%s", err, in.Logs())
 	}
-	streamCompletion(t, in.Endpoint(), model)
+	testengine.StreamCompletion(t, in.Endpoint(), model)
 	if err := in.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -69,11 +51,11 @@ func TestSimServe(t *testing.T) {
 
 // TestSimStartupOOM: a config that does not fit exits with vLLM's message.
 func TestSimStartupOOM(t *testing.T) {
-	bin := requireSimServe(t)
-	s := &Sim{Binary: bin, GPU: "H100-SXM", NumGPUs: 1, TimeScale: 50, PollInterval: 20 * time.Millisecond}
+	bin := testengine.Binary(t)
+	s := &Sim{Binary: bin, GPU: "H100-SXM", NumGPUs: 1, Scale: 50, PollInterval: 20 * time.Millisecond}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	in, err := s.Launch(ctx, Spec{Model: "meta-llama/Llama-3.3-70B-Instruct", Args: []string{"--quantization", "fp8"}})
+	in, err := s.Launch(ctx, Spec{Model: "meta-llama/Llama-3.3-70B-Instruct", Extra: []string{"--quantization", "fp8"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +65,7 @@ func TestSimStartupOOM(t *testing.T) {
 		t.Fatalf("Ready = %v, want ErrExited\nlogs:\n%s", err, in.Logs())
 	}
 	ex := in.(Exiter)
-	if got := Classify(ex.ExitCode(), false, in.Logs()); got != FailureOOM {
-		t.Errorf("Classify = %q, want oom; exit %d, logs:\n%s", got, ex.ExitCode(), in.Logs())
+	if got, _ := engine.Classify(ex.Exit(), false, in.Logs()); got != engine.FailOOM {
+		t.Errorf("Classify = %q, want oom; exit %d, logs:\n%s", got, ex.Exit().Code, in.Logs())
 	}
 }

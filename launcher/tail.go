@@ -5,25 +5,26 @@ import "sync"
 // DefaultLogBytes is how much of an engine's output an instance keeps.
 const DefaultLogBytes = 64 << 10
 
-// tailBuffer is an io.Writer that keeps only the last max bytes written, so a
+// TailBuffer is an io.Writer that keeps only the last max bytes written, so a
 // chatty engine cannot grow memory without bound. Safe for concurrent use: the
 // process's stdout and stderr copiers write to it at once.
-type tailBuffer struct {
+type TailBuffer struct {
 	mu  sync.Mutex
 	buf []byte
 	max int
 }
 
-func newTailBuffer(max int) *tailBuffer {
+// NewTailBuffer keeps the last max bytes (DefaultLogBytes when max <= 0).
+func NewTailBuffer(max int) *TailBuffer {
 	if max <= 0 {
 		max = DefaultLogBytes
 	}
-	return &tailBuffer{max: max}
+	return &TailBuffer{max: max}
 }
 
 // Write appends p, trimming the front once the buffer holds twice max bytes
 // (amortised: a trim copies max bytes at most every max bytes written).
-func (b *tailBuffer) Write(p []byte) (int, error) {
+func (b *TailBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	n := len(p)
@@ -38,7 +39,7 @@ func (b *tailBuffer) Write(p []byte) (int, error) {
 }
 
 // String returns the last max bytes written.
-func (b *tailBuffer) String() string {
+func (b *TailBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	s := b.buf

@@ -6,7 +6,7 @@ import (
 )
 
 // TestCalibrationTRTLLM compares maximum-throughput runs with the
-// TensorRT-LLM tables of reference/calibration.md point 3. TensorRT-LLM is
+// TensorRT-LLM tables of docs/reference.md (Calibration) point 3. TensorRT-LLM is
 // faster than vLLM, so its figures are upper bounds: the simulated vLLM must
 // stay below them, within a factor that a faster engine explains. The run:
 // every request at t=0, vLLM defaults except FP8 KV cache (as the

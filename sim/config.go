@@ -1,47 +1,25 @@
 package sim
 
 import (
-	"errors"
 	"fmt"
 	"math"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/servetune/servetune/catalog"
+	"github.com/servetune/servetune/engine"
 )
 
-// Engine is the engine whose command line, memory accounting, scheduler and
-// metric names the simulator reproduces.
-type Engine string
-
-// Simulated engines.
-const (
-	VLLM   Engine = "vllm"
-	SGLang Engine = "sglang"
-)
-
-// Environment variables with the sim-only facts; the flags of the same name
-// (--gpu, --num-gpus, --time-scale, --sim-load-time, --engine,
-// --model-config) take precedence.
-const (
-	EnvGPU         = "SERVETUNE_SIM_GPU"
-	EnvNumGPUs     = "SERVETUNE_SIM_NUM_GPUS"
-	EnvTimeScale   = "SERVETUNE_SIM_TIME_SCALE"
-	EnvLoadTime    = "SERVETUNE_SIM_LOAD_TIME"
-	EnvEngine      = "SERVETUNE_SIM_ENGINE"
-	EnvModelConfig = "SERVETUNE_SIM_MODEL_CONFIG"
-)
-
-// ErrBadArgs is wrapped by every command-line error of ParseArgs.
-var ErrBadArgs = errors.New("bad engine arguments")
+// ErrBadArgs is wrapped by every configuration error: a bad command line
+// (engine.ErrBadArgs) or settings the engine would refuse.
+var ErrBadArgs = engine.ErrBadArgs
 
 // Config is one simulated engine: the model, the hardware and the launch
 // settings, with the engine's defaults filled in. Build it with ParseArgs
 // (the engine's own command line) or fill it by hand and call Normalize.
 type Config struct {
-	Engine Engine
-	// ModelID is the id the server answers to (--served-model-name, else the
+	Engine engine.Engine
+	// ModelID is the id the server answers to (served_model_name, else the
 	// model argument).
 	ModelID string
 	Model   catalog.Model
@@ -50,11 +28,13 @@ type Config struct {
 
 	TP, PP, DP int
 
-	MaxNumSeqs       int // vLLM --max-num-seqs; SGLang --max-running-requests
-	MaxBatchedTokens int // vLLM --max-num-batched-tokens; SGLang --chunked-prefill-size
-	MaxPrefillTokens int // SGLang --max-prefill-tokens (0 for vLLM)
-	// MemFraction is vLLM's --gpu-memory-utilization (share of total memory
-	// for everything) or SGLang's --mem-fraction-static (share for weights
+	// The settings by neutral name (engine.Names: the engines' flags are in
+	// the engine package's table).
+	MaxNumSeqs       int // max_running_requests
+	MaxBatchedTokens int // max_batched_tokens (SGLang: the prefill chunk)
+	MaxPrefillTokens int // max_prefill_tokens (SGLang only; 0 for vLLM)
+	// MemFraction is gpu_memory_fraction: for vLLM the share of total
+	// memory for everything, for SGLang the share for weights
 	// and the KV pool): not the same quantity.
 	MemFraction    float64
 	MaxModelLen    int
@@ -62,9 +42,9 @@ type Config struct {
 	KVCacheDType   string // auto, fp8, fp8_e4m3, fp8_e5m2
 	PrefixCaching  bool
 	ChunkedPrefill bool
-	MixedChunk     bool // SGLang --enable-mixed-chunk: prefill and decode in one batch
-	BlockSize      int  // vLLM --block-size; SGLang --page-size
-	EnforceEager   bool // vLLM --enforce-eager; SGLang --disable-cuda-graph
+	MixedChunk     bool // mixed_chunk (SGLang): prefill and decode in one batch
+	BlockSize      int  // block_size (SGLang: page size)
+	EnforceEager   bool // cuda_graphs off
 	CUDAGraphMaxBS int
 
 	// Sim-only.
@@ -72,228 +52,75 @@ type Config struct {
 	LoadTime  time.Duration // simulated start-up before /health turns ready
 	Host      string
 	Port      int
-	APIKey    string `json:"-"` // --api-key; never logged
+	APIKey    string `json:"-"` // api_key; never logged
 }
 
-// flagSpec describes one accepted flag: its canonical name and whether it
-// takes a value.
-type flagSpec struct {
-	name    string
-	value   bool
-	engines string // "v", "s" or "vs": whose command line has it
-}
-
-// flagTable holds every flag the simulator accepts, spelled exactly as the
-// engines spell them (reference/engines.md), plus harmless flags it accepts
-// and ignores so that launch commands written for the real engines work.
-var flagTable = func() map[string]flagSpec {
-	m := map[string]flagSpec{}
-	add := func(engines string, value bool, names ...string) {
-		for _, n := range names {
-			m[n] = flagSpec{name: names[0], value: value, engines: engines}
-		}
-	}
-	// Modelled, both engines.
-	add("vs", true, "--model", "--model-path")
-	add("vs", true, "--served-model-name")
-	add("vs", true, "--host")
-	add("vs", true, "--port")
-	add("vs", true, "--quantization", "-q")
-	add("vs", true, "--kv-cache-dtype")
-	add("vs", true, "--api-key")
-	// vLLM.
-	add("v", true, "--tensor-parallel-size", "-tp")
-	add("v", true, "--pipeline-parallel-size", "-pp")
-	add("v", true, "--data-parallel-size", "-dp")
-	add("v", true, "--max-num-seqs")
-	add("v", true, "--max-num-batched-tokens")
-	add("v", true, "--gpu-memory-utilization")
-	add("v", true, "--max-model-len")
-	add("v", false, "--enable-prefix-caching")
-	add("v", false, "--no-enable-prefix-caching")
-	add("v", false, "--enable-chunked-prefill")
-	add("v", false, "--no-enable-chunked-prefill")
-	add("v", true, "--block-size")
-	add("v", false, "--enforce-eager")
-	// SGLang.
-	add("s", true, "--tp-size", "--tp")
-	add("s", true, "--pp-size")
-	add("s", true, "--dp-size")
-	add("s", true, "--max-running-requests")
-	add("s", true, "--chunked-prefill-size")
-	add("s", true, "--max-prefill-tokens")
-	add("s", true, "--mem-fraction-static")
-	add("s", true, "--context-length")
-	add("s", false, "--disable-radix-cache")
-	add("s", true, "--page-size")
-	add("s", false, "--disable-cuda-graph")
-	add("s", true, "--cuda-graph-max-bs")
-	add("s", false, "--enable-mixed-chunk")
-	add("s", false, "--enable-metrics")
-	// Accepted and ignored: they change nothing the simulator models.
-	for _, n := range []string{"--disable-log-requests", "--disable-log-stats", "--trust-remote-code",
-		"--enable-log-requests", "--disable-custom-all-reduce", "--async-scheduling", "--no-async-scheduling",
-		"--disable-frontend-multiprocessing", "--skip-tokenizer-init", "--disable-fastapi-docs"} {
-		add("vs", false, n)
-	}
-	for _, n := range []string{"--dtype", "--seed", "--download-dir", "--tokenizer", "--revision",
-		"--swap-space", "--uvicorn-log-level", "--load-format", "--distributed-executor-backend",
-		"--max-log-len", "--tokenizer-mode", "--generation-config", "--compilation-config", "-O",
-		"--random-seed", "--log-level", "--attention-backend", "--schedule-policy", "--tool-call-parser",
-		"--reasoning-parser", "--chat-template", "--max-num-partial-prefills", "--limit-mm-per-prompt",
-		"--kv-transfer-config", "--cuda-graph-bs"} {
-		add("vs", true, n)
-	}
-	// Sim-only.
-	add("vs", true, "--gpu")
-	add("vs", true, "--num-gpus")
-	add("vs", true, "--time-scale")
-	add("vs", true, "--sim-load-time")
-	add("vs", true, "--engine")
-	add("vs", true, "--model-config")
-	return m
-}()
-
-// ParseArgs parses an engine command line: vLLM's (`[serve] MODEL [flags]` or
-// `--model MODEL [flags]`) or SGLang's (`--model-path MODEL [flags]`), plus
-// the sim-only flags. env looks up SERVETUNE_SIM_* variables (os.Getenv, or
-// nil for none). The engine is --engine, else SERVETUNE_SIM_ENGINE, else
-// SGLang when any SGLang-only flag is present, else vLLM. Unknown flags are
+// ParseArgs builds a Config from an engine command line: vLLM's (`[serve]
+// MODEL [flags]` or `--model MODEL [flags]`) or SGLang's (`--model-path
+// MODEL [flags]`), plus the simulator's own flags, with the SERVETUNE_SIM_*
+// variables from env (os.Getenv, or nil for none) where the line does not
+// give them (engine.ParseCommand). The engine is the sim_engine setting, else
+// SGLang when an SGLang-only flag is present, else vLLM. Unknown flags are
 // rejected, as the engines' own argument parsers do.
 func ParseArgs(args []string, env func(string) string) (Config, error) {
-	if env == nil {
-		env = func(string) string { return "" }
+	c, err := engine.ParseCommand(args, env)
+	if err != nil {
+		return Config{}, err
 	}
-	vals := map[string]string{} // canonical name -> value ("" for booleans)
-	var positional []string
-	sawV, sawS := false, false
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if !strings.HasPrefix(a, "-") || a == "-" {
-			positional = append(positional, a)
-			continue
-		}
-		name, val, hasVal := strings.Cut(a, "=")
-		spec, ok := flagTable[name]
-		if !ok {
-			return Config{}, fmt.Errorf("%w: unrecognized arguments: %s", ErrBadArgs, name)
-		}
-		if spec.value && !hasVal {
-			if i+1 >= len(args) {
-				return Config{}, fmt.Errorf("%w: argument %s: expected one argument", ErrBadArgs, name)
-			}
-			i++
-			val = args[i]
-		} else if !spec.value && hasVal {
-			return Config{}, fmt.Errorf("%w: argument %s: ignored explicit argument %q", ErrBadArgs, name, val)
-		}
-		switch spec.engines {
-		case "v":
-			sawV = true
-		case "s":
-			sawS = true
-		}
-		vals[spec.name] = val
-	}
-	// `vllm serve MODEL`: drop a leading "serve".
-	if len(positional) > 0 && positional[0] == "serve" {
-		positional = positional[1:]
-	}
-	if len(positional) > 1 {
-		return Config{}, fmt.Errorf("%w: unrecognized arguments: %s", ErrBadArgs, strings.Join(positional[1:], " "))
-	}
+	return FromCommand(c)
+}
 
-	cfg := Config{}
-	engine := firstNonEmpty(vals["--engine"], env(EnvEngine))
-	switch strings.ToLower(engine) {
-	case "":
-		cfg.Engine = VLLM
-		if sawS {
-			cfg.Engine = SGLang
-		}
-	case "vllm":
-		cfg.Engine = VLLM
-	case "sglang":
-		cfg.Engine = SGLang
-	default:
-		return Config{}, fmt.Errorf("%w: --engine %q: want vllm or sglang", ErrBadArgs, engine)
+// FromCommand builds a Config from a command line read by
+// engine.ParseCommand.
+func FromCommand(c engine.Command) (Config, error) {
+	e := c.Engine
+	if e == "" {
+		e = engine.VLLM
 	}
-	if cfg.Engine == VLLM && sawS || cfg.Engine == SGLang && sawV {
-		return Config{}, fmt.Errorf("%w: vLLM and SGLang flags mixed on one command line", ErrBadArgs)
-	}
+	modelConfig, _ := c.Settings.String("sim_model_config")
+	gpu, _ := c.Settings.String("sim_gpu")
+	numGPUs, _ := c.Settings.Int("sim_num_gpus")
+	return FromSettings(e, c.Model, modelConfig, gpu, numGPUs, c.Settings)
+}
 
-	model := vals["--model"]
-	if len(positional) == 1 {
-		if model != "" && model != positional[0] {
-			return Config{}, fmt.Errorf("%w: model given twice (%q and %q)", ErrBadArgs, positional[0], model)
-		}
-		model = positional[0]
+// FromSettings builds a Config for engine e serving model on numGPUs GPUs of
+// the catalog's gpu ("" = the simulator's default, 0 GPUs = as many as the
+// parallel settings need) with settings s by neutral name (engine.Names, and
+// the server and sim settings of engine.ParseCommand). modelConfig, when
+// not "", is a Hugging Face config.json for a model outside the catalog.
+// The tuner's memory precheck and the virtual launcher build configs this
+// way, without a command line.
+func FromSettings(e engine.Engine, model, modelConfig, gpu string, numGPUs int, s engine.Settings) (Config, error) {
+	if !e.Valid() {
+		return Config{}, fmt.Errorf("%w: engine %q: want vllm or sglang", ErrBadArgs, e)
 	}
 	if model == "" {
 		return Config{}, fmt.Errorf("%w: no model (give MODEL, --model or --model-path)", ErrBadArgs)
 	}
+	cfg := Config{Engine: e, NumGPUs: numGPUs, TimeScale: 1, LoadTime: -1, Host: defaultHost, Port: defaultPort,
+		PrefixCaching: true, ChunkedPrefill: true}
 	var err error
-	if path := firstNonEmpty(vals["--model-config"], env(EnvModelConfig)); path != "" {
-		cfg.Model, err = catalog.LoadHFConfig(path, model)
+	if modelConfig != "" {
+		cfg.Model, err = catalog.LoadHFConfig(modelConfig, model)
 	} else {
 		cfg.Model, err = catalog.LookupModel(model)
 	}
 	if err != nil {
 		return Config{}, fmt.Errorf("%w: %w", ErrBadArgs, err)
 	}
-	cfg.ModelID = firstNonEmpty(vals["--served-model-name"], model)
-
-	gpuName := firstNonEmpty(vals["--gpu"], env(EnvGPU), defaultGPU)
-	if cfg.GPU, err = catalog.LookupGPU(gpuName); err != nil {
+	cfg.ModelID = model
+	if gpu == "" {
+		gpu = defaultGPU
+	}
+	if cfg.GPU, err = catalog.LookupGPU(gpu); err != nil {
 		return Config{}, fmt.Errorf("%w: %w", ErrBadArgs, err)
 	}
-
-	p := parser{vals: vals}
-	cfg.TP = p.intFlag(1, "--tensor-parallel-size", "--tp-size")
-	cfg.PP = p.intFlag(1, "--pipeline-parallel-size", "--pp-size")
-	cfg.DP = p.intFlag(1, "--data-parallel-size", "--dp-size")
-	cfg.MaxNumSeqs = p.intFlag(0, "--max-num-seqs", "--max-running-requests")
-	cfg.MaxBatchedTokens = p.intFlag(0, "--max-num-batched-tokens", "--chunked-prefill-size")
-	cfg.MaxPrefillTokens = p.intFlag(0, "--max-prefill-tokens")
-	cfg.MemFraction = p.floatFlag(0, "--gpu-memory-utilization", "--mem-fraction-static")
-	cfg.MaxModelLen = p.intFlag(0, "--max-model-len", "--context-length")
-	cfg.BlockSize = p.intFlag(0, "--block-size", "--page-size")
-	cfg.CUDAGraphMaxBS = p.intFlag(0, "--cuda-graph-max-bs")
-	cfg.Quantization = strings.ToLower(vals["--quantization"])
-	cfg.KVCacheDType = strings.ToLower(firstNonEmpty(vals["--kv-cache-dtype"], "auto"))
-	_, noPrefix := vals["--no-enable-prefix-caching"]
-	_, noRadix := vals["--disable-radix-cache"]
-	cfg.PrefixCaching = !noPrefix && !noRadix
-	_, noChunk := vals["--no-enable-chunked-prefill"]
-	cfg.ChunkedPrefill = !noChunk
-	_, eager := vals["--enforce-eager"]
-	_, noGraph := vals["--disable-cuda-graph"]
-	cfg.EnforceEager = eager || noGraph
-	_, cfg.MixedChunk = vals["--enable-mixed-chunk"]
-	cfg.Host = firstNonEmpty(vals["--host"], defaultHost)
-	cfg.Port = p.intFlag(defaultPort, "--port")
-	cfg.APIKey = vals["--api-key"]
-	if s := firstNonEmpty(vals["--num-gpus"], env(EnvNumGPUs)); s != "" {
-		cfg.NumGPUs = p.parseInt("--num-gpus", s)
+	if v, ok := s.Float("sim_time_scale"); ok && !(v > 0) {
+		return Config{}, fmt.Errorf("%w: %s %v: must be a positive number", ErrBadArgs, engine.Flag(e, "sim_time_scale"), v)
 	}
-	cfg.TimeScale = 1
-	if s := firstNonEmpty(vals["--time-scale"], env(EnvTimeScale)); s != "" {
-		cfg.TimeScale = p.parseFloat("--time-scale", s)
-		if p.err == nil && !(cfg.TimeScale > 0) {
-			p.err = fmt.Errorf("%w: --time-scale %v: must be a positive number", ErrBadArgs, cfg.TimeScale)
-		}
-	}
-	cfg.LoadTime = -1
-	if s := firstNonEmpty(vals["--sim-load-time"], env(EnvLoadTime)); s != "" {
-		cfg.LoadTime = p.parseDuration("--sim-load-time", s)
-	}
-	if p.err != nil {
-		return Config{}, p.err
-	}
-	// SGLang disables chunked prefill with --chunked-prefill-size -1.
-	if cfg.Engine == SGLang && cfg.MaxBatchedTokens == -1 {
-		cfg.ChunkedPrefill = false
-		cfg.MaxBatchedTokens = 0
+	cfg.apply(s)
+	if cfg.Engine == engine.SGLang && cfg.MaxBatchedTokens == -1 {
+		cfg.ChunkedPrefill, cfg.MaxBatchedTokens = false, 0
 	}
 	if err := cfg.Normalize(); err != nil {
 		return Config{}, err
@@ -301,16 +128,72 @@ func ParseArgs(args []string, env func(string) string) (Config, error) {
 	return cfg, nil
 }
 
+// apply copies settings by neutral name into c's fields. Names the
+// simulator does not model are ignored (the engine would take them).
+func (c *Config) apply(s engine.Settings) {
+	ints := map[string]*int{
+		"tensor_parallel": &c.TP, "pipeline_parallel": &c.PP, "data_parallel": &c.DP,
+		"max_running_requests": &c.MaxNumSeqs, "max_batched_tokens": &c.MaxBatchedTokens,
+		"max_prefill_tokens": &c.MaxPrefillTokens, "max_model_len": &c.MaxModelLen,
+		"block_size": &c.BlockSize, "cuda_graph_max_bs": &c.CUDAGraphMaxBS, "port": &c.Port,
+		"sim_num_gpus": &c.NumGPUs,
+	}
+	for name, p := range ints {
+		if v, ok := s.Int(name); ok {
+			*p = v
+		}
+	}
+	if v, ok := s.Float("gpu_memory_fraction"); ok {
+		c.MemFraction = v
+	}
+	if v, ok := s.Float("sim_time_scale"); ok {
+		c.TimeScale = v
+	}
+	if v, ok := s["sim_load_time"].(time.Duration); ok {
+		c.LoadTime = v
+	}
+	if v, ok := s.String("quantization"); ok {
+		c.Quantization = strings.ToLower(v)
+	}
+	if v, ok := s.String("kv_cache_dtype"); ok {
+		c.KVCacheDType = strings.ToLower(v)
+	}
+	if v, ok := s.String("served_model_name"); ok && v != "" {
+		c.ModelID = v
+	}
+	if v, ok := s.String("host"); ok && v != "" {
+		c.Host = v
+	}
+	if v, ok := s.String("api_key"); ok {
+		c.APIKey = v
+	}
+	if v, ok := s.Bool("prefix_caching"); ok {
+		c.PrefixCaching = v
+	}
+	if v, ok := s.Bool("chunked_prefill"); ok {
+		c.ChunkedPrefill = v
+	}
+	if v, ok := s.Bool("cuda_graphs"); ok {
+		c.EnforceEager = !v
+	}
+	if v, ok := s.Bool("mixed_chunk"); ok {
+		c.MixedChunk = v
+	}
+}
+
+// bad is a configuration error, wrapping ErrBadArgs.
+func bad(format string, a ...any) error {
+	return fmt.Errorf("%w: %s", ErrBadArgs, fmt.Sprintf(format, a...))
+}
+
 // Normalize fills the engine's defaults into unset (zero) fields and
-// validates the result; errors wrap ErrBadArgs and name the bad setting.
+// validates the result; errors wrap ErrBadArgs and name the bad setting,
+// in the engine's own words where it has them.
 func (c *Config) Normalize() error {
-	bad := func(format string, a ...any) error {
-		return fmt.Errorf("%w: %s", ErrBadArgs, fmt.Sprintf(format, a...))
-	}
 	if c.Engine == "" {
-		c.Engine = VLLM
+		c.Engine = engine.VLLM
 	}
-	if c.Engine != VLLM && c.Engine != SGLang {
+	if !c.Engine.Valid() {
 		return bad("engine %q: want vllm or sglang", c.Engine)
 	}
 	if err := c.Model.Validate(); err != nil {
@@ -329,6 +212,24 @@ func (c *Config) Normalize() error {
 	if c.ModelID == "" {
 		c.ModelID = c.Model.ID
 	}
+	if err := c.normalizeParallel(); err != nil {
+		return err
+	}
+	var err error
+	if c.Engine == engine.SGLang {
+		err = c.sglangDefaults()
+	} else {
+		err = c.vllmDefaults()
+	}
+	if err != nil {
+		return err
+	}
+	return c.validate()
+}
+
+// normalizeParallel defaults the parallel degrees to 1 and checks them
+// against the model and the GPUs.
+func (c *Config) normalizeParallel() error {
 	for _, v := range []struct {
 		name string
 		p    *int
@@ -354,73 +255,83 @@ func (c *Config) Normalize() error {
 		c.NumGPUs = world
 	}
 	if c.NumGPUs < 0 {
-		return bad("--num-gpus must be positive, got %d", c.NumGPUs)
+		return bad("%s must be positive, got %d", engine.Flag(c.Engine, "sim_num_gpus"), c.NumGPUs)
 	}
 	if world > c.NumGPUs {
 		return bad("World size (%d) is larger than the number of available GPUs (%d) in this node.", world, c.NumGPUs)
 	}
+	return nil
+}
 
+// vllmDefaults fills vLLM V1's defaults and applies its start-up checks.
+func (c *Config) vllmDefaults() error {
 	large := c.GPU.MemoryGiB >= vllmLargeGPUThresholdGiB && !strings.HasPrefix(c.GPU.ID, "A100")
-	switch c.Engine {
-	case VLLM:
-		if c.MaxNumSeqs == 0 {
-			c.MaxNumSeqs = vllmSmallMaxNumSeqs
-			if large {
-				c.MaxNumSeqs = vllmLargeMaxNumSeqs
-			}
+	if c.MaxNumSeqs == 0 {
+		c.MaxNumSeqs = vllmSmallMaxNumSeqs
+		if large {
+			c.MaxNumSeqs = vllmLargeMaxNumSeqs
 		}
-		if c.MaxModelLen == 0 {
-			c.MaxModelLen = c.Model.MaxPosition
-		}
-		if c.MaxBatchedTokens == 0 {
-			switch {
-			case !c.ChunkedPrefill:
-				c.MaxBatchedTokens = max(c.MaxModelLen, vllmSmallBatchedTokens)
-			case large:
-				c.MaxBatchedTokens = vllmLargeBatchedTokens
-			default:
-				c.MaxBatchedTokens = vllmSmallBatchedTokens
-			}
-		}
-		if c.MemFraction == 0 {
-			c.MemFraction = vllmDefaultUtilization
-		}
-		if c.BlockSize == 0 {
-			c.BlockSize = vllmDefaultBlockSize
-		}
-		if c.CUDAGraphMaxBS == 0 {
-			c.CUDAGraphMaxBS = vllmMaxCaptureSize
-		}
-		if c.MaxBatchedTokens < c.MaxNumSeqs {
-			return bad("max_num_batched_tokens (%d) must be greater than or equal to max_num_seqs (%d).", c.MaxBatchedTokens, c.MaxNumSeqs)
-		}
-		if !c.ChunkedPrefill && c.MaxBatchedTokens < c.MaxModelLen {
-			return bad("max_num_batched_tokens (%d) is smaller than max_model_len (%d). This effectively limits the maximum sequence length to max_num_batched_tokens and makes vLLM reject longer sequences. Please increase max_num_batched_tokens or decrease max_model_len.", c.MaxBatchedTokens, c.MaxModelLen)
-		}
-	case SGLang:
-		if c.MaxModelLen == 0 {
-			c.MaxModelLen = c.Model.MaxPosition
-		}
-		if c.MaxBatchedTokens == 0 {
-			c.MaxBatchedTokens = sglangDefaultChunkedPrefill
-			if !c.ChunkedPrefill {
-				c.MaxBatchedTokens = max(c.MaxModelLen, sglangDefaultMaxPrefill)
-			}
-		}
-		if c.MaxPrefillTokens == 0 {
-			c.MaxPrefillTokens = sglangDefaultMaxPrefill
-		}
-		if c.MemFraction == 0 {
-			c.MemFraction = sglangDefaultMemFraction(c.TP)
-		}
-		if c.BlockSize == 0 {
-			c.BlockSize = 1
-		}
-		if c.CUDAGraphMaxBS == 0 {
-			c.CUDAGraphMaxBS = sglangDefaultCUDAGraphMaxBS
-		}
-		// MaxNumSeqs 0 stays: derived from the KV pool in Estimate.
 	}
+	if c.MaxModelLen == 0 {
+		c.MaxModelLen = c.Model.MaxPosition
+	}
+	if c.MaxBatchedTokens == 0 {
+		switch {
+		case !c.ChunkedPrefill:
+			c.MaxBatchedTokens = max(c.MaxModelLen, vllmSmallBatchedTokens)
+		case large:
+			c.MaxBatchedTokens = vllmLargeBatchedTokens
+		default:
+			c.MaxBatchedTokens = vllmSmallBatchedTokens
+		}
+	}
+	if c.MemFraction == 0 {
+		c.MemFraction = vllmDefaultUtilization
+	}
+	if c.BlockSize == 0 {
+		c.BlockSize = vllmDefaultBlockSize
+	}
+	if c.CUDAGraphMaxBS == 0 {
+		c.CUDAGraphMaxBS = vllmMaxCaptureSize
+	}
+	if c.MaxBatchedTokens < c.MaxNumSeqs {
+		return bad("max_num_batched_tokens (%d) must be greater than or equal to max_num_seqs (%d).", c.MaxBatchedTokens, c.MaxNumSeqs)
+	}
+	if !c.ChunkedPrefill && c.MaxBatchedTokens < c.MaxModelLen {
+		return bad("max_num_batched_tokens (%d) is smaller than max_model_len (%d). This effectively limits the maximum sequence length to max_num_batched_tokens and makes vLLM reject longer sequences. Please increase max_num_batched_tokens or decrease max_model_len.", c.MaxBatchedTokens, c.MaxModelLen)
+	}
+	return nil
+}
+
+// sglangDefaults fills SGLang's defaults. MaxNumSeqs 0 stays: Estimate
+// derives it from the KV pool, as SGLang does.
+func (c *Config) sglangDefaults() error {
+	if c.MaxModelLen == 0 {
+		c.MaxModelLen = c.Model.MaxPosition
+	}
+	if c.MaxBatchedTokens == 0 {
+		c.MaxBatchedTokens = sglangDefaultChunkedPrefill
+		if !c.ChunkedPrefill {
+			c.MaxBatchedTokens = max(c.MaxModelLen, sglangDefaultMaxPrefill)
+		}
+	}
+	if c.MaxPrefillTokens == 0 {
+		c.MaxPrefillTokens = sglangDefaultMaxPrefill
+	}
+	if c.MemFraction == 0 {
+		c.MemFraction = sglangDefaultMemFraction(c.TP)
+	}
+	if c.BlockSize == 0 {
+		c.BlockSize = 1
+	}
+	if c.CUDAGraphMaxBS == 0 {
+		c.CUDAGraphMaxBS = sglangDefaultCUDAGraphMaxBS
+	}
+	return nil
+}
+
+// validate checks the filled-in settings both engines share.
+func (c *Config) validate() error {
 	if c.MaxModelLen > c.Model.MaxPosition && c.Model.MaxPosition > 0 {
 		return bad("User-specified max_model_len (%d) is greater than the derived max_model_len (max_position_embeddings=%d in model's config.json).", c.MaxModelLen, c.Model.MaxPosition)
 	}
@@ -447,26 +358,26 @@ func (c *Config) Normalize() error {
 			return bad("Quantization method specified in the model config (%s) does not match the quantization method specified in the `quantization` argument (%s).", c.Model.Quantization, c.Quantization)
 		}
 	default:
-		return bad("--quantization %q: the simulator models fp8, awq and gptq", c.Quantization)
+		return bad("%s %q: the simulator models fp8, awq and gptq", engine.Flag(c.Engine, "quantization"), c.Quantization)
 	}
 	switch c.KVCacheDType {
 	case "", "auto":
 		c.KVCacheDType = "auto"
 	case "fp8", "fp8_e4m3", "fp8_e5m2":
 	default:
-		return bad("--kv-cache-dtype %q: want auto, fp8, fp8_e4m3 or fp8_e5m2", c.KVCacheDType)
+		return bad("%s %q: want auto, fp8, fp8_e4m3 or fp8_e5m2", engine.Flag(c.Engine, "kv_cache_dtype"), c.KVCacheDType)
 	}
 	if c.TimeScale == 0 {
 		c.TimeScale = 1
 	}
 	if !(c.TimeScale > 0) || math.IsInf(c.TimeScale, 0) {
-		return bad("--time-scale %v: must be a positive number", c.TimeScale)
+		return bad("%s %v: must be a positive number", engine.Flag(c.Engine, "sim_time_scale"), c.TimeScale)
 	}
 	if c.LoadTime < 0 {
 		c.LoadTime = defaultLoadTime
 	}
 	if c.Port < 0 || c.Port > 65535 {
-		return bad("--port %d: out of range", c.Port)
+		return bad("%s %d: out of range", engine.Flag(c.Engine, "port"), c.Port)
 	}
 	return nil
 }
@@ -495,67 +406,4 @@ func (c *Config) kvBytesPerElem() float64 {
 // head when there are fewer KV heads than ranks.
 func (c *Config) kvHeadsPerGPU() int {
 	return max(1, c.Model.KVHeads/c.TP)
-}
-
-// parser collects the first conversion error so ParseArgs reads linearly.
-type parser struct {
-	vals map[string]string
-	err  error
-}
-
-func (p *parser) intFlag(def int, names ...string) int {
-	for _, n := range names {
-		if s, ok := p.vals[n]; ok {
-			return p.parseInt(n, s)
-		}
-	}
-	return def
-}
-
-func (p *parser) floatFlag(def float64, names ...string) float64 {
-	for _, n := range names {
-		if s, ok := p.vals[n]; ok {
-			return p.parseFloat(n, s)
-		}
-	}
-	return def
-}
-
-func (p *parser) parseInt(name, s string) int {
-	v, err := strconv.Atoi(strings.TrimSpace(s))
-	if err != nil && p.err == nil {
-		p.err = fmt.Errorf("%w: argument %s: invalid int value: %q", ErrBadArgs, name, s)
-	}
-	return v
-}
-
-func (p *parser) parseFloat(name, s string) float64 {
-	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-	if (err != nil || math.IsNaN(v)) && p.err == nil {
-		p.err = fmt.Errorf("%w: argument %s: invalid float value: %q", ErrBadArgs, name, s)
-	}
-	return v
-}
-
-// parseDuration accepts a Go duration ("1.5s") or plain seconds ("1.5").
-func (p *parser) parseDuration(name, s string) time.Duration {
-	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
-		return d
-	}
-	if f, err := strconv.ParseFloat(s, 64); err == nil && f >= 0 && f < 1e9 {
-		return time.Duration(f * float64(time.Second))
-	}
-	if p.err == nil {
-		p.err = fmt.Errorf("%w: argument %s: invalid duration %q (e.g. 1s, 500ms, 2.5)", ErrBadArgs, name, s)
-	}
-	return 0
-}
-
-func firstNonEmpty(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }

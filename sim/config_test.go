@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/servetune/servetune/engine"
 )
 
 func TestParseArgs(t *testing.T) {
@@ -18,19 +20,19 @@ func TestParseArgs(t *testing.T) {
 	}{
 		{"vllm positional", []string{"serve", "meta-llama/Llama-3.1-8B-Instruct", "-tp", "2", "--max-num-seqs=64", "--gpu-memory-utilization", "0.85"}, nil,
 			func(t *testing.T, c Config) {
-				if c.Engine != VLLM || c.TP != 2 || c.MaxNumSeqs != 64 || c.MemFraction != 0.85 || c.NumGPUs != 2 || c.MaxBatchedTokens != 8192 {
+				if c.Engine != engine.VLLM || c.TP != 2 || c.MaxNumSeqs != 64 || c.MemFraction != 0.85 || c.NumGPUs != 2 || c.MaxBatchedTokens != 8192 {
 					t.Errorf("%+v", c)
 				}
 			}},
 		{"vllm --model with sim env", []string{"--model", "llama-3.1-8b", "--enforce-eager", "--no-enable-prefix-caching", "--disable-log-requests"},
-			map[string]string{EnvGPU: "A100-80G", EnvNumGPUs: "4", EnvTimeScale: "10"},
+			map[string]string{engine.EnvSimGPU: "A100-80G", engine.EnvSimNumGPUs: "4", engine.EnvSimTimeScale: "10"},
 			func(t *testing.T, c Config) {
 				// A100: the small defaults (256 seqs, 2048 tokens).
 				if c.GPU.ID != "A100-80G" || c.NumGPUs != 4 || c.TimeScale != 10 || !c.EnforceEager || c.PrefixCaching || c.MaxNumSeqs != 256 || c.MaxBatchedTokens != 2048 {
 					t.Errorf("%+v", c)
 				}
 			}},
-		{"flag beats env", []string{"llama-3.1-8b", "--gpu", "H200"}, map[string]string{EnvGPU: "L4"},
+		{"flag beats env", []string{"llama-3.1-8b", "--gpu", "H200"}, map[string]string{engine.EnvSimGPU: "L4"},
 			func(t *testing.T, c Config) {
 				if c.GPU.ID != "H200" {
 					t.Errorf("GPU %s", c.GPU.ID)
@@ -38,13 +40,13 @@ func TestParseArgs(t *testing.T) {
 			}},
 		{"sglang", []string{"--model-path", "Qwen/Qwen2.5-7B-Instruct", "--tp-size", "2", "--mem-fraction-static", "0.8", "--max-running-requests", "128", "--chunked-prefill-size", "4096", "--disable-radix-cache", "--context-length", "8192", "--port", "30000"}, nil,
 			func(t *testing.T, c Config) {
-				if c.Engine != SGLang || c.TP != 2 || c.MemFraction != 0.8 || c.MaxNumSeqs != 128 || c.MaxBatchedTokens != 4096 || c.PrefixCaching || c.MaxModelLen != 8192 || c.Port != 30000 || c.BlockSize != 1 {
+				if c.Engine != engine.SGLang || c.TP != 2 || c.MemFraction != 0.8 || c.MaxNumSeqs != 128 || c.MaxBatchedTokens != 4096 || c.PrefixCaching || c.MaxModelLen != 8192 || c.Port != 30000 || c.BlockSize != 1 {
 					t.Errorf("%+v", c)
 				}
 			}},
 		{"sglang defaults and --model from the launcher", []string{"--model", "qwen2.5-7b", "--engine", "sglang", "--tp-size", "4"}, nil,
 			func(t *testing.T, c Config) {
-				if c.Engine != SGLang || c.MemFraction != 0.85 || !c.ChunkedPrefill || c.MaxBatchedTokens != sglangDefaultChunkedPrefill {
+				if c.Engine != engine.SGLang || c.MemFraction != 0.85 || !c.ChunkedPrefill || c.MaxBatchedTokens != sglangDefaultChunkedPrefill {
 					t.Errorf("%+v", c)
 				}
 			}},

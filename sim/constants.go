@@ -3,13 +3,13 @@ package sim
 import "time"
 
 // Every physical and calibrated constant of the simulated engine lives in
-// this file, each with its source. Figures from reference/*.md are facts;
+// this file, each with its source. Figures from docs/reference.md are facts;
 // "fit" marks the few efficiency constants chosen inside their published
-// ranges against reference/calibration.md points 1-3 (the errors are in
+// ranges against docs/reference.md (Calibration) points 1-3 (the errors are in
 // doc.go, "Calibration", and printed by calibration_test.go); "estimate"
 // marks the rest. Never change one to make a single test pass.
 
-// Memory accounting (vLLM V1 worker, reference/engines.md).
+// Memory accounting (vLLM V1 worker, docs/reference.md (Engines)).
 const (
 	// GiB is 2^30 bytes, the unit vLLM logs memory in.
 	GiB = 1 << 30
@@ -24,7 +24,7 @@ const (
 	// dummy sampler run holds at its peak (logits, temperature-scaled copy,
 	// probabilities, log-probabilities, top-k/top-p sort values and int64
 	// indices). Fit: with the forward-pass term below it reproduces the
-	// activation peaks of reference/engines.md (8B TP1 4.76 GiB; 70B TP2
+	// activation peaks of docs/reference.md (Engines) (8B TP1 4.76 GiB; 70B TP2
 	// 4.84 GiB), whose ratio to seqs*vocab*4 is 9.6-9.9.
 	samplerLogitCopies = 8.58
 
@@ -55,7 +55,7 @@ const (
 	bytesInt4 = 4.25 / 8
 )
 
-// Achievable fractions of peak (reference/gpus.md "Achievable fractions").
+// Achievable fractions of peak (docs/reference.md (GPUs) "Achievable fractions").
 const (
 	// hbmEfficiency: decode reaches 0.75-0.85 of peak HBM bandwidth
 	// (aiconfigurator applies 0.8). Fit: 0.85, the top of the range, is the
@@ -117,13 +117,13 @@ const (
 	// (detokenisation, stop checks, output objects). Estimate: 3 us.
 	perSeqOverhead = 3 * time.Microsecond
 	// eagerLaunchPerLayer is the kernel-launch cost per decoder layer when
-	// a step does not run as a CUDA graph (--enforce-eager, or a batch
+	// a step does not run as a CUDA graph (cuda_graphs off, or a batch
 	// larger than the captured sizes): ~10 kernels at ~4 us launch latency.
 	// Estimate.
 	eagerLaunchPerLayer = 40 * time.Microsecond
 )
 
-// Engine defaults (reference/engines.md).
+// Engine defaults (docs/reference.md (Engines)).
 const (
 	vllmDefaultUtilization   = 0.9
 	vllmDefaultBlockSize     = 16
@@ -140,8 +140,8 @@ const (
 	sglangMaxRunningCap         = 4096
 )
 
-// sglangDefaultMemFraction is --mem-fraction-static by TP size in SGLang's
-// older releases (reference/engines.md): 0.88/0.87/0.85/0.81 for TP 1/2/4/8.
+// sglangDefaultMemFraction is SGLang's gpu_memory_fraction by TP size in its
+// older releases (docs/reference.md (Engines)): 0.88/0.87/0.85/0.81 for TP 1/2/4/8.
 func sglangDefaultMemFraction(tp int) float64 {
 	switch {
 	case tp >= 8:

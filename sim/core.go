@@ -2,6 +2,8 @@ package sim
 
 import (
 	"math"
+
+	"github.com/servetune/servetune/engine"
 )
 
 // seq is one request inside the engine.
@@ -270,7 +272,7 @@ func (c *core) addToShape(b *batchShape, s *seq, n int) {
 func (c *core) schedule() (batchShape, float64) {
 	c.scheduled = c.scheduled[:0]
 	var b batchShape
-	if c.cfg.Engine == SGLang && !c.cfg.MixedChunk {
+	if c.cfg.Engine == engine.SGLang && !c.cfg.MixedChunk {
 		c.scheduleSGLang(&b)
 	} else {
 		c.scheduleVLLM(&b)
@@ -334,7 +336,7 @@ func (c *core) scheduleVLLM(b *batchShape) {
 
 // scheduleSGLang is SGLang's default scheduler: a prefill batch whenever new
 // requests can be admitted (the unfinished chunked request first, then the
-// queue, up to the chunk size and --max-prefill-tokens, keeping blocks for
+// queue, up to the chunk size and max_prefill_tokens, keeping blocks for
 // the running requests' future output), otherwise one decode step of every
 // running request, retracting the latest requests when the pool runs out.
 func (c *core) scheduleSGLang(b *batchShape) {

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/servetune/servetune/bench"
+	"github.com/servetune/servetune/measure"
 )
 
 // smallKV returns a config whose KV cache holds few tokens, so that the
@@ -61,9 +61,9 @@ func TestPreemptionWhenKVRunsOut(t *testing.T) {
 }
 
 func TestPrefixCachingHits(t *testing.T) {
-	reqs := make([]bench.Request, 200)
+	reqs := make([]measure.Request, 200)
 	for i := range reqs {
-		reqs[i] = bench.Request{Index: i, PromptTokens: 2048 + 64, MaxTokens: 16, PrefixID: i % 4, PrefixTokens: 2048}
+		reqs[i] = measure.Request{Index: i, PromptTokens: 2048 + 64, MaxTokens: 16, PrefixID: i % 4, PrefixTokens: 2048}
 	}
 	sched := make([]time.Duration, len(reqs))
 	for i := range sched {
@@ -75,7 +75,7 @@ func TestPrefixCachingHits(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return bench.Summarize(recs, bench.SummaryOptions{Bootstrap: 1}).TTFT.Median
+		return measure.Summarize(recs, measure.SummaryOptions{Bootstrap: 1}).TTFT.Median
 	}
 	on, off := ttft(), ttft("--no-enable-prefix-caching")
 	t.Logf("median TTFT: prefix caching %.1f ms, off %.1f ms", on, off)
@@ -85,7 +85,7 @@ func TestPrefixCachingHits(t *testing.T) {
 }
 
 func TestSGLangPrefillFirst(t *testing.T) {
-	// SGLang (no mixed chunk) pauses decoding while it prefills new
+	// engine.SGLang (no mixed chunk) pauses decoding while it prefills new
 	// requests; vLLM mixes them. With a stream of long prompts arriving,
 	// SGLang's decode gaps (p99 ITL) are the larger.
 	reqs := fixedReqs(60, 3000, 200)
@@ -93,16 +93,16 @@ func TestSGLangPrefillFirst(t *testing.T) {
 	for i := range sched {
 		sched[i] = time.Duration(i) * 150 * time.Millisecond
 	}
-	itl := func(args ...string) bench.Summary {
+	itl := func(args ...string) measure.Summary {
 		recs, err := RunVirtualSchedule(mustParse(t, args...), reqs, sched, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return bench.Summarize(recs, bench.SummaryOptions{Bootstrap: 1})
+		return measure.Summarize(recs, measure.SummaryOptions{Bootstrap: 1})
 	}
 	v := itl("llama-3.1-8b", "--max-model-len", "4096", "--max-num-batched-tokens", "2048")
 	s := itl("--model-path", "llama-3.1-8b", "--context-length", "4096", "--chunked-prefill-size", "2048")
-	t.Logf("p99 ITL: vLLM %.1f ms, SGLang %.1f ms; median TTFT vLLM %.1f, SGLang %.1f", v.ITL.P99, s.ITL.P99, v.TTFT.Median, s.TTFT.Median)
+	t.Logf("p99 ITL: vLLM %.1f ms, engine.SGLang %.1f ms; median TTFT vLLM %.1f, engine.SGLang %.1f", v.ITL.P99, s.ITL.P99, v.TTFT.Median, s.TTFT.Median)
 	if s.Completed != 60 || v.Completed != 60 {
 		t.Fatalf("completed %d / %d", s.Completed, v.Completed)
 	}
@@ -110,7 +110,7 @@ func TestSGLangPrefillFirst(t *testing.T) {
 		t.Errorf("SGLang's prefill batches should stall decodes longer than vLLM's mixed batches")
 	}
 	if s.TTFT.Median >= v.TTFT.Median {
-		t.Errorf("SGLang prefill-first should not have the larger TTFT")
+		t.Errorf("engine.SGLang prefill-first should not have the larger TTFT")
 	}
 }
 

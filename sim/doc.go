@@ -7,20 +7,25 @@
 // experts touched, per-step CPU overhead), and the engine's scheduler
 // (continuous batching under max running requests and a batched-token
 // budget, chunked prefill, paged KV with preemption, prefix cache hits, a
-// waiting queue). RunVirtual drives it in virtual time (thousands of requests
-// in milliseconds); Server drives it against the real clock behind the
-// engine's OpenAI-compatible HTTP API, optionally TimeScale times faster.
+// waiting queue). Virtual drives it on a virtual clock as a benchmark
+// transport (thousands of requests in milliseconds; RunVirtual for one batch
+// of requests); Server drives it against the real clock behind the engine's
+// OpenAI-compatible HTTP API, optionally TimeScale times faster.
 //
-// Configs come from the engine's own command line, so the simulator is a
-// drop-in for `vllm serve` or `python3 -m sglang.launch_server`:
+// Configs come from the engine's own command line (ParseArgs, through the
+// engine package's flag table), so the simulator is a drop-in for `vllm
+// serve` or `python3 -m sglang.launch_server`, or straight from settings by
+// neutral name (FromSettings), as the tuner's precheck and the virtual
+// launcher build them:
 //
-//	cfg, err := sim.ParseArgs([]string{"meta-llama/Llama-3.1-8B-Instruct",
-//		"--max-model-len", "16000", "--gpu", "H100-SXM"}, os.Getenv)
+//	cfg, err := sim.FromSettings(engine.VLLM, "meta-llama/Llama-3.1-8B-Instruct", "", "H100-SXM", 1,
+//		engine.Settings{"max_model_len": 16000})
 //	if err != nil { ... }
 //	est, err := sim.Estimate(cfg) // err carries the engine's own message when it does not fit
 //	if err != nil { ... }
 //	fmt.Printf("KV cache %.2f GiB, %d tokens\n", est.KVCacheGiB, est.KVCacheTokens)
-//	recs, err := sim.RunVirtual(cfg, reqs, bench.Load{MaxConcurrency: 64}, 1)
+//	eng, _ := sim.NewVirtual(cfg)
+//	res, err := bench.Run(ctx, bench.Config{Transport: eng, Dataset: ds, Load: measure.Load{MaxConcurrency: 64}, NumRequests: 1000})
 //
 // The tokenizer is deliberately simple and documented so clients can align
 // prompt lengths: whitespace-separated words, one token per word, and a word
@@ -34,7 +39,7 @@
 //
 // # Calibration
 //
-// Against reference/calibration.md (TestCalibration*, TestMemoryMatchesVLLM,
+// Against the published measurements of constants.go (TestCalibration*, TestMemoryMatchesVLLM,
 // TestNIMCurveShape print the figures):
 //
 //   - Memory (point 1): Llama-3.1-8B bf16 H100 TP1 at 0.9 and max_model_len

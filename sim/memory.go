@@ -4,44 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
+
+	"github.com/servetune/servetune/engine"
 )
-
-// The engines' own start-up failure messages. The trial runner classifies an
-// out-of-memory start-up by matching these (IsOOM); the simulator prints
-// them exactly when a config does not fit.
-const (
-	// MsgNoCacheBlocks is vLLM's error when nothing is left for the KV cache.
-	MsgNoCacheBlocks = "No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine."
-	// MsgKVTooSmall is the stable part of vLLM's error when one request of
-	// max_model_len does not fit the KV cache.
-	MsgKVTooSmall = "KV cache is needed, which is larger than the available KV cache memory"
-	// MsgCUDAOOM is torch's allocation failure (weights or CUDA graphs).
-	MsgCUDAOOM = "CUDA out of memory."
-	// MsgSGLangNotEnough is SGLang's error when the KV pool is empty.
-	MsgSGLangNotEnough = "Not enough memory. Please try to increase --mem-fraction-static."
-)
-
-// oomMarkers are the substrings IsOOM looks for in an engine log.
-var oomMarkers = []string{
-	"No available memory for the cache blocks",
-	MsgKVTooSmall,
-	"CUDA out of memory",
-	"OutOfMemoryError",
-	"Not enough memory. Please try to increase --mem-fraction-static",
-	"insufficient KV cache", // older vLLM wording
-}
-
-// IsOOM reports whether an engine log (real or simulated) shows a start-up
-// failure for lack of GPU memory.
-func IsOOM(logText string) bool {
-	for _, m := range oomMarkers {
-		if strings.Contains(logText, m) {
-			return true
-		}
-	}
-	return false
-}
 
 // ErrOOM is wrapped by every StartupError: the config does not fit in memory.
 var ErrOOM = errors.New("does not fit in GPU memory")
@@ -49,7 +14,7 @@ var ErrOOM = errors.New("does not fit in GPU memory")
 // StartupError is a start-up failure. Error returns the engine's own message
 // (what the real engine would print last), so it can be logged as is.
 type StartupError struct {
-	Engine  Engine
+	Engine  engine.Engine
 	Message string
 }
 
@@ -61,11 +26,11 @@ func (e *StartupError) Unwrap() error { return ErrOOM }
 // MemoryEstimate is the per-GPU memory breakdown the engine computes at
 // start-up. Sizes are GiB; it is also the JSON of `sim estimate`.
 type MemoryEstimate struct {
-	Engine       Engine  `json:"engine"`
-	GPU          string  `json:"gpu"`
-	TotalGiB     float64 `json:"total_gib"`     // memory the engine sees
-	RequestedGiB float64 `json:"requested_gib"` // vLLM: total*utilisation; SGLang: total*mem_fraction_static
-	WeightsGiB   float64 `json:"weights_gib"`
+	Engine       engine.Engine `json:"engine"`
+	GPU          string        `json:"gpu"`
+	TotalGiB     float64       `json:"total_gib"`     // memory the engine sees
+	RequestedGiB float64       `json:"requested_gib"` // vLLM: total*utilisation; SGLang: total*mem_fraction_static
+	WeightsGiB   float64       `json:"weights_gib"`
 	// ActivationGiB is vLLM's profiled peak of a dummy forward and sampler
 	// pass; for SGLang the estimate of what the reserve must hold.
 	ActivationGiB  float64 `json:"activation_gib"`
@@ -111,12 +76,12 @@ func Estimate(cfg Config) (MemoryEstimate, error) {
 	if weights > total {
 		return est, &StartupError{Engine: cfg.Engine, Message: fmt.Sprintf(
 			"torch.OutOfMemoryError: %s Tried to allocate %.2f GiB. GPU 0 has a total capacity of %.2f GiB of which %.2f GiB is free.",
-			MsgCUDAOOM, weights/GiB, total/GiB, math.Max(0, total-weights)/GiB)}
+			engine.MsgCUDAOOM, weights/GiB, total/GiB, math.Max(0, total-weights)/GiB)}
 	}
 
 	var kv float64
 	switch cfg.Engine {
-	case VLLM:
+	case engine.VLLM:
 		requested := total * cfg.MemFraction
 		act := activationPeak(cfg)
 		nonTorch := float64(vllmNonTorchTP1)
@@ -126,7 +91,7 @@ func Estimate(cfg Config) (MemoryEstimate, error) {
 		kv = requested - weights - act - nonTorch
 		est.RequestedGiB, est.ActivationGiB, est.NonTorchGiB = requested/GiB, act/GiB, nonTorch/GiB
 		est.MaxNumSeqs = cfg.MaxNumSeqs
-	case SGLang:
+	case engine.SGLang:
 		requested := total * cfg.MemFraction
 		est.RequestedGiB, est.NonTorchGiB = requested/GiB, sglangContextBytes/GiB
 		// max_total_tokens = (free after weights - total*(1-frac)) / bytes per token.
@@ -135,9 +100,9 @@ func Estimate(cfg Config) (MemoryEstimate, error) {
 	}
 	if kv <= 0 {
 		est.KVCacheGiB = kv / GiB
-		msg := MsgNoCacheBlocks
-		if cfg.Engine == SGLang {
-			msg = MsgSGLangNotEnough
+		msg := engine.MsgNoCacheBlocks
+		if cfg.Engine == engine.SGLang {
+			msg = engine.MsgSGLangNotEnough
 		}
 		return est, &StartupError{Engine: cfg.Engine, Message: msg}
 	}
@@ -148,21 +113,21 @@ func Estimate(cfg Config) (MemoryEstimate, error) {
 	est.MaxConcurrency = float64(est.KVCacheTokens) / float64(cfg.MaxModelLen)
 
 	switch cfg.Engine {
-	case VLLM:
+	case engine.VLLM:
 		need := kvPerTok * float64(cfg.MaxModelLen)
 		if need > kv {
 			estLen := int(kv/kvPerTok) / cfg.BlockSize * cfg.BlockSize
 			return est, &StartupError{Engine: cfg.Engine, Message: fmt.Sprintf(
 				"To serve at least one request with the models's max seq len (%d), (%.2f GiB %s (%.2f GiB). Based on the available memory, the estimated maximum model length is %d. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",
-				cfg.MaxModelLen, need/GiB, MsgKVTooSmall, kv/GiB, estLen)}
+				cfg.MaxModelLen, need/GiB, engine.MsgKVTooSmall, kv/GiB, estLen)}
 		}
 		// CUDA graphs are captured in the 1 - utilisation headroom.
 		if headroom := total * (1 - cfg.MemFraction); est.CUDAGraphGiB*GiB > headroom {
 			return est, &StartupError{Engine: cfg.Engine, Message: fmt.Sprintf(
 				"torch.OutOfMemoryError: %s Tried to allocate %.2f GiB during CUDA graph capture. GPU 0 has a total capacity of %.2f GiB of which %.2f GiB is free.",
-				MsgCUDAOOM, est.CUDAGraphGiB, total/GiB, headroom/GiB)}
+				engine.MsgCUDAOOM, est.CUDAGraphGiB, total/GiB, headroom/GiB)}
 		}
-	case SGLang:
+	case engine.SGLang:
 		// SGLang: max_running_requests defaults from the pool size.
 		if cfg.MaxNumSeqs == 0 {
 			est.MaxNumSeqs = min(sglangMaxRunningCap, max(2048, est.KVCacheTokens/cfg.MaxModelLen*512))
@@ -173,7 +138,7 @@ func Estimate(cfg Config) (MemoryEstimate, error) {
 		if reserve := total * (1 - cfg.MemFraction); (est.ActivationGiB+est.CUDAGraphGiB)*GiB > reserve {
 			return est, &StartupError{Engine: cfg.Engine, Message: fmt.Sprintf(
 				"torch.OutOfMemoryError: %s Tried to allocate %.2f GiB during CUDA graph capture. GPU 0 has a total capacity of %.2f GiB of which %.2f GiB is free.",
-				MsgCUDAOOM, est.ActivationGiB+est.CUDAGraphGiB, total/GiB, reserve/GiB)}
+				engine.MsgCUDAOOM, est.ActivationGiB+est.CUDAGraphGiB, total/GiB, reserve/GiB)}
 		}
 	}
 	return est, nil

@@ -5,6 +5,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/servetune/servetune/engine"
 )
 
 func mustParse(t testing.TB, args ...string) Config {
@@ -17,7 +19,7 @@ func mustParse(t testing.TB, args ...string) Config {
 }
 
 // TestMemoryMatchesVLLM checks the memory model against the llm-d-benchmark
-// measurements of reference/engines.md.
+// measurements of docs/reference.md (Engines).
 func TestMemoryMatchesVLLM(t *testing.T) {
 	tests := []struct {
 		name       string
@@ -44,7 +46,7 @@ func TestMemoryMatchesVLLM(t *testing.T) {
 				t.Errorf("weights = %.2f GiB, want %.2f", est.WeightsGiB, tt.weights)
 			}
 			if tt.wantErrMsg != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErrMsg) || !errors.Is(err, ErrOOM) || !IsOOM(err.Error()) {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErrMsg) || !errors.Is(err, ErrOOM) || !isOOM(err.Error()) {
 					t.Fatalf("err = %v, want OOM with %q", err, tt.wantErrMsg)
 				}
 				return
@@ -93,7 +95,7 @@ func TestMemoryTradeOffs(t *testing.T) {
 
 func TestSGLangMemory(t *testing.T) {
 	cfg := mustParse(t, "--model-path", "llama-3.1-8b", "--mem-fraction-static", "0.88", "--context-length", "16000")
-	if cfg.Engine != SGLang {
+	if cfg.Engine != engine.SGLang {
 		t.Fatalf("engine = %s", cfg.Engine)
 	}
 	est, err := Estimate(cfg)
@@ -102,29 +104,16 @@ func TestSGLangMemory(t *testing.T) {
 	}
 	// (79.18 - 0.3 - 14.96) - 79.18*0.12 = 54.42 GiB, page size 1.
 	if math.Abs(est.KVCacheGiB-54.42) > 0.1 || est.BlockSize != 1 {
-		t.Errorf("SGLang KV = %.2f GiB (block %d), want 54.42", est.KVCacheGiB, est.BlockSize)
+		t.Errorf("engine.SGLang KV = %.2f GiB (block %d), want 54.42", est.KVCacheGiB, est.BlockSize)
 	}
 	_, err = Estimate(mustParse(t, "--model-path", "llama-3.1-8b", "--mem-fraction-static", "0.15"))
-	if err == nil || !strings.Contains(err.Error(), MsgSGLangNotEnough) {
-		t.Errorf("err = %v, want %q", err, MsgSGLangNotEnough)
+	if err == nil || !strings.Contains(err.Error(), engine.MsgSGLangNotEnough) {
+		t.Errorf("err = %v, want %q", err, engine.MsgSGLangNotEnough)
 	}
 }
 
-func TestIsOOM(t *testing.T) {
-	tests := []struct {
-		log  string
-		want bool
-	}{
-		{"ERROR ... ValueError: No available memory for the cache blocks. Try increasing", true},
-		{"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", true},
-		{"RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.", true},
-		{"INFO: Uvicorn running on http://0.0.0.0:8000", false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.log[:20], func(t *testing.T) {
-			if IsOOM(tt.log) != tt.want {
-				t.Errorf("IsOOM = %v", !tt.want)
-			}
-		})
-	}
+// isOOM is whether the one classifier reads msg as out of memory.
+func isOOM(msg string) bool {
+	_, ok := engine.OOMLine(msg)
+	return ok
 }

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/servetune/servetune/engine"
 )
 
 // histogram is a Prometheus histogram with fixed buckets (seconds).
@@ -66,8 +68,8 @@ func newMetrics() *metrics {
 }
 
 // write renders the metrics in the Prometheus text format with the engine's
-// names (reference/engines.md).
-func (m *metrics) write(w io.Writer, engine Engine, model string) {
+// names (docs/reference.md (Engines)).
+func (m *metrics) write(w io.Writer, eng engine.Engine, model string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	lbl := `{model_name="` + escapeLabel(model) + `"}`
@@ -87,8 +89,8 @@ func (m *metrics) write(w io.Writer, engine Engine, model string) {
 		fmt.Fprintf(w, "%s_bucket{le=\"+Inf\",model_name=\"%s\"} %d\n", name, escapeLabel(model), h.n)
 		fmt.Fprintf(w, "%s_sum%s %s\n%s_count%s %d\n", name, lbl, fmtFloat(h.sum), name, lbl, h.n)
 	}
-	switch engine {
-	case SGLang:
+	switch eng {
+	case engine.SGLang:
 		gauge("sglang:num_running_reqs", "The number of running requests.", float64(m.running))
 		gauge("sglang:num_queue_reqs", "The number of requests in the waiting queue.", float64(m.waiting))
 		gauge("sglang:token_usage", "The token usage.", m.kvUsage)

@@ -4,19 +4,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/servetune/servetune/bench"
+	"github.com/servetune/servetune/measure"
 )
 
 // run is one closed-loop measurement: n requests of in/out tokens at a
 // concurrency cap, all wanting to start at t=0.
-func run(t testing.TB, args []string, n, in, out, conc int) bench.Summary {
+func run(t testing.TB, args []string, n, in, out, conc int) measure.Summary {
 	t.Helper()
 	cfg := mustParse(t, args...)
 	recs, err := RunVirtualSchedule(cfg, fixedReqs(n, in, out), make([]time.Duration, n), conc)
 	if err != nil {
 		t.Fatalf("%v: %v", args, err)
 	}
-	s := bench.Summarize(recs, bench.SummaryOptions{Bootstrap: 1})
+	s := measure.Summarize(recs, measure.SummaryOptions{Bootstrap: 1})
 	if s.Failed > 0 {
 		t.Fatalf("%v: %d failed", args, s.Failed)
 	}
@@ -108,7 +108,7 @@ func TestNIMCurveShape(t *testing.T) {
 	// NIM's FP8 profiles keep the KV cache in FP8 too.
 	args := []string{"llama-3.3-70b", "-q", "fp8", "--kv-cache-dtype", "fp8", "-tp", "2", "--max-model-len", "8192"}
 	nim := map[int][3]float64{1: {407, 18.6, 52}, 25: {689, 38.8, 623}, 50: {835, 59.7, 814}, 100: {8000, 93, 920}, 200: {89000, 93, 920}}
-	got := map[int]bench.Summary{}
+	got := map[int]measure.Summary{}
 	for _, conc := range []int{1, 25, 50, 100, 200} {
 		s := run(t, args, max(16, 8*conc), 5000, 500, conc)
 		got[conc] = s

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/servetune/servetune/engine"
 )
 
 // maxCatchUp is how far behind its scheduled timeline the engine loop may
@@ -166,215 +168,268 @@ func (s *Server) Run(ctx context.Context) error {
 	case <-timer.C:
 	}
 	s.ready.Store(true)
+	newLoop(s, timer).run(ctx)
+	return nil
+}
 
-	// One core per data-parallel rank, each on its own step timeline, as
-	// RunVirtual does; arrivals go to the least loaded rank.
-	cores := make([]*core, s.cfg.DP)
-	for i := range cores {
-		cores[i] = newCore(s.cfg, s.est)
-	}
-	busy := make([]bool, len(cores))
-	ends := make([]time.Time, len(cores)) // scheduled end of the step in flight
-	chained := make([]bool, len(cores))   // the next step follows the last one directly
-	streams := map[int]*stream{}
-	rankOf := map[int]int{}
-	aborted := map[*stream]bool{} // aborts that overtook their request
-	base := time.Now()
-	spin := runtime.GOMAXPROCS(0) > 1
-	// simNow is the engine clock in simulated seconds.
-	simNow := func(t time.Time) float64 { return t.Sub(base).Seconds() * s.cfg.TimeScale }
-	var now time.Time
-	// Hand every token to its stream first and do the bookkeeping after,
-	// so the last stream of a large batch is not kept waiting by metrics.
-	type emitted struct {
-		st   *stream
-		q    *seq
-		last bool
-	}
-	var out []emitted
-	batches := make([][]pending, len(s.writers))
-	emit := func(q *seq, last bool) {
-		st := streams[q.id]
-		ev := event{generated: q.generated, last: last, at: now}
-		if st.w != nil {
-			k := q.id % len(batches)
-			batches[k] = append(batches[k], pending{st, ev})
-		} else {
-			st.events <- ev
-		}
-		if last {
-			delete(streams, q.id)
-			delete(rankOf, q.id)
-		}
-		out = append(out, emitted{st, q, last})
-	}
+// emitted is one token handed to its stream in the step just committed.
+type emitted struct {
+	st   *stream
+	q    *seq
+	last bool
+}
+
+// loop is the engine loop's state: one core per data-parallel rank, each on
+// its own step timeline, as Virtual runs them; arrivals go to the least
+// loaded rank. Owned by Run's goroutine.
+type loop struct {
+	s        *Server
+	timer    *time.Timer
+	cores    []*core
+	busy     []bool
+	ends     []time.Time // scheduled end of the step in flight
+	chained  []bool      // the next step follows the last one directly
+	streams  map[int]*stream
+	rankOf   map[int]int
+	aborted  map[*stream]bool // aborts that overtook their request
+	deferred [][]*stream      // per rank: aborts that wait for the step in flight
+	base     time.Time
+	spin     bool
+	now      time.Time
+	out      []emitted
+	batches  [][]pending // per writer: tokens of the step for hijacked streams
 	// known maps prompt-prefix hashes to prefix groups, so requests that
 	// share a prefix share cached KV blocks (the workload's PrefixID is not
 	// on the wire). Bounded: cleared when it grows past maxPrefixHashes.
-	known := map[uint64]int{}
-	nextPrefix := 0
-	granule := max(s.cfg.BlockSize, prefixHashGranule)
-	admit := func(st *stream) {
-		if aborted[st] {
-			delete(aborted, st)
-			return
-		}
-		streams[st.s.id] = st
-		st.s.arrival = simNow(st.arrived)
-		if s.cfg.PrefixCaching {
-			for k := len(st.hashes) - 1; k >= 0; k-- {
-				if id, ok := known[st.hashes[k]]; ok {
-					st.s.prefixID, st.s.prefixTokens = id, (k+1)*granule
-					break
-				}
-			}
-			if len(known) > maxPrefixHashes {
-				clear(known)
-			}
-			for _, h := range st.hashes {
-				if _, ok := known[h]; !ok {
-					nextPrefix++
-					known[h] = nextPrefix
-				}
-			}
-		}
-		best := 0
-		for k := range cores {
-			if cores[k].load() < cores[best].load() {
-				best = k
-			}
-		}
-		rankOf[st.s.id] = best
-		cores[best].add(&st.s)
+	known      map[uint64]int
+	nextPrefix int
+	granule    int
+}
+
+func newLoop(s *Server, timer *time.Timer) *loop {
+	l := &loop{
+		s: s, timer: timer,
+		cores: make([]*core, s.cfg.DP), busy: make([]bool, s.cfg.DP),
+		ends: make([]time.Time, s.cfg.DP), chained: make([]bool, s.cfg.DP),
+		streams: map[int]*stream{}, rankOf: map[int]int{}, aborted: map[*stream]bool{},
+		deferred: make([][]*stream, s.cfg.DP), base: time.Now(), spin: runtime.GOMAXPROCS(0) > 1,
+		batches: make([][]pending, len(s.writers)), known: map[uint64]int{},
+		granule: max(s.cfg.BlockSize, prefixHashGranule),
 	}
-	// deferred holds, per rank, aborts that arrived while the rank's step
-	// was in flight: the step's commit still counts the request's tokens
-	// (and releases its blocks when it finishes), so the abort waits for it.
-	deferred := make([][]*stream, len(cores))
-	abort := func(st *stream) {
-		k, ok := rankOf[st.s.id]
-		if !ok {
-			if !st.s.done {
-				aborted[st] = true
-			}
-			return
-		}
-		if busy[k] {
-			deferred[k] = append(deferred[k], st)
-			return
-		}
-		cores[k].abort(&st.s)
-		delete(streams, st.s.id)
-		delete(rankOf, st.s.id)
+	for i := range l.cores {
+		l.cores[i] = newCore(s.cfg, s.est)
 	}
-	// start plans core k's next step; steps chain on the scheduled
-	// timeline, so timer and scheduling slop never accumulates; after an
-	// idle spell, or when more than maxCatchUp behind, it restarts from now.
-	start := func(k int) {
-		b, secs := cores[k].schedule()
-		if b.tokens == 0 {
-			chained[k] = false
-			return
-		}
-		from := ends[k]
-		if t := time.Now(); !chained[k] || t.Sub(from) > maxCatchUp {
-			from = t
-		}
-		busy[k], chained[k] = true, true
-		ends[k] = from.Add(s.scale(time.Duration(secs * 1e9)))
-	}
+	return l
+}
+
+// simNow is the engine clock in simulated seconds.
+func (l *loop) simNow(t time.Time) float64 { return t.Sub(l.base).Seconds() * l.s.cfg.TimeScale }
+
+// run steps the cores until ctx ends.
+func (l *loop) run(ctx context.Context) {
 	for {
-		// Take everything that arrived, without blocking.
-	intake:
-		for {
-			select {
-			case st := <-s.in:
-				admit(st)
-			case st := <-s.aborts:
-				abort(st)
-			default:
-				break intake
-			}
-		}
+		l.intake()
 		next := -1
-		for k := range cores {
-			if !busy[k] {
-				if cores[k].idle() {
-					chained[k] = false
+		for k := range l.cores {
+			if !l.busy[k] {
+				if l.cores[k].idle() {
+					l.chained[k] = false
 				} else {
-					start(k)
+					l.start(k)
 				}
 			}
-			if busy[k] && (next < 0 || ends[k].Before(ends[next])) {
+			if l.busy[k] && (next < 0 || l.ends[k].Before(l.ends[next])) {
 				next = k
 			}
 		}
 		if next < 0 {
-			s.publish(cores)
+			l.s.publish(l.cores)
 			select {
 			case <-ctx.Done():
-				return nil
-			case st := <-s.in:
-				admit(st)
-			case st := <-s.aborts:
-				abort(st)
+				return
+			case st := <-l.s.in:
+				l.admit(st)
+			case st := <-l.s.aborts:
+				l.abort(st)
 			}
 			continue
 		}
-		// Go's timers sleep through the netpoller at millisecond
-		// granularity when the process is idle: sleep to within
-		// spinWindow of the step's end, then spin until it. The spin
-		// keeps the processor: a yield (runtime.Gosched) would put the
-		// loop at the back of the global run queue, behind every
-		// runnable goroutine, and make the step late under load. With a
-		// single processor it must yield, or nothing else would run.
-		if d := time.Until(ends[next]) - spinWindow; d > 0 {
-			timer.Reset(d)
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-timer.C:
-			case st := <-s.in:
-				timer.Stop()
-				admit(st)
-				continue
-			case st := <-s.aborts:
-				timer.Stop()
-				abort(st)
-				continue
-			}
+		done, woke := l.wait(ctx, next)
+		if done {
+			return
 		}
-		for time.Now().Before(ends[next]) {
-			if !spin {
-				runtime.Gosched()
-			}
+		if !woke {
+			l.commit(next)
 		}
-		now = ends[next]
-		busy[next] = false
-		out = out[:0]
-		cores[next].commit(simNow(now), emit)
-		for _, st := range deferred[next] {
-			if _, ok := rankOf[st.s.id]; ok {
-				abort(st)
-			}
-		}
-		clear(deferred[next])
-		deferred[next] = deferred[next][:0]
-		for k, b := range batches {
-			if len(b) > 0 {
-				s.writers[k].put(b)
-				clear(b)
-				batches[k] = b[:0]
-			}
-		}
-		handed := time.Since(now)
-		for _, e := range out {
-			s.handoff.observe(handed)
-			s.observeToken(e.st, e.q, e.last, now)
-		}
-		clear(out)
-		s.publish(cores)
 	}
+}
+
+// intake takes everything that arrived, without blocking.
+func (l *loop) intake() {
+	for {
+		select {
+		case st := <-l.s.in:
+			l.admit(st)
+		case st := <-l.s.aborts:
+			l.abort(st)
+		default:
+			return
+		}
+	}
+}
+
+// wait sleeps until core next's step ends. Go's timers sleep through the
+// netpoller at millisecond granularity when the process is idle: it sleeps
+// to within spinWindow of the step's end, then spins until it. The spin
+// keeps the processor: a yield (runtime.Gosched) would put the loop at the
+// back of the global run queue, behind every runnable goroutine, and make
+// the step late under load. With a single processor it must yield, or
+// nothing else would run. woke reports an arrival or abort that came first
+// (the step is still in flight); done that ctx ended.
+func (l *loop) wait(ctx context.Context, next int) (done, woke bool) {
+	if d := time.Until(l.ends[next]) - spinWindow; d > 0 {
+		l.timer.Reset(d)
+		select {
+		case <-ctx.Done():
+			return true, false
+		case <-l.timer.C:
+		case st := <-l.s.in:
+			l.timer.Stop()
+			l.admit(st)
+			return false, true
+		case st := <-l.s.aborts:
+			l.timer.Stop()
+			l.abort(st)
+			return false, true
+		}
+	}
+	for time.Now().Before(l.ends[next]) {
+		if !l.spin {
+			runtime.Gosched()
+		}
+	}
+	return false, false
+}
+
+// commit ends core next's step: tokens go to their streams first, the
+// bookkeeping after, so the last stream of a large batch is not kept
+// waiting by metrics.
+func (l *loop) commit(next int) {
+	l.now = l.ends[next]
+	l.busy[next] = false
+	l.out = l.out[:0]
+	l.cores[next].commit(l.simNow(l.now), l.emit)
+	for _, st := range l.deferred[next] {
+		if _, ok := l.rankOf[st.s.id]; ok {
+			l.abort(st)
+		}
+	}
+	clear(l.deferred[next])
+	l.deferred[next] = l.deferred[next][:0]
+	for k, b := range l.batches {
+		if len(b) > 0 {
+			l.s.writers[k].put(b)
+			clear(b)
+			l.batches[k] = b[:0]
+		}
+	}
+	handed := time.Since(l.now)
+	for _, e := range l.out {
+		l.s.handoff.observe(handed)
+		l.s.observeToken(e.st, e.q, e.last, l.now)
+	}
+	clear(l.out)
+	l.s.publish(l.cores)
+}
+
+// emit hands one sampled token to its stream.
+func (l *loop) emit(q *seq, last bool) {
+	st := l.streams[q.id]
+	ev := event{generated: q.generated, last: last, at: l.now}
+	if st.w != nil {
+		k := q.id % len(l.batches)
+		l.batches[k] = append(l.batches[k], pending{st, ev})
+	} else {
+		st.events <- ev
+	}
+	if last {
+		delete(l.streams, q.id)
+		delete(l.rankOf, q.id)
+	}
+	l.out = append(l.out, emitted{st, q, last})
+}
+
+// admit queues a new request on the least loaded rank, with its prefix
+// group from the prompt's block hashes.
+func (l *loop) admit(st *stream) {
+	if l.aborted[st] {
+		delete(l.aborted, st)
+		return
+	}
+	l.streams[st.s.id] = st
+	st.s.arrival = l.simNow(st.arrived)
+	if l.s.cfg.PrefixCaching {
+		for k := len(st.hashes) - 1; k >= 0; k-- {
+			if id, ok := l.known[st.hashes[k]]; ok {
+				st.s.prefixID, st.s.prefixTokens = id, (k+1)*l.granule
+				break
+			}
+		}
+		if len(l.known) > maxPrefixHashes {
+			clear(l.known)
+		}
+		for _, h := range st.hashes {
+			if _, ok := l.known[h]; !ok {
+				l.nextPrefix++
+				l.known[h] = l.nextPrefix
+			}
+		}
+	}
+	best := 0
+	for k := range l.cores {
+		if l.cores[k].load() < l.cores[best].load() {
+			best = k
+		}
+	}
+	l.rankOf[st.s.id] = best
+	l.cores[best].add(&st.s)
+}
+
+// abort drops a request whose client left. An abort that arrives while its
+// rank's step is in flight waits for it: the step's commit still counts the
+// request's tokens (and releases its blocks when it finishes).
+func (l *loop) abort(st *stream) {
+	k, ok := l.rankOf[st.s.id]
+	if !ok {
+		if !st.s.done {
+			l.aborted[st] = true
+		}
+		return
+	}
+	if l.busy[k] {
+		l.deferred[k] = append(l.deferred[k], st)
+		return
+	}
+	l.cores[k].abort(&st.s)
+	delete(l.streams, st.s.id)
+	delete(l.rankOf, st.s.id)
+}
+
+// start plans core k's next step; steps chain on the scheduled timeline,
+// so timer and scheduling slop never accumulates; after an idle spell, or
+// when more than maxCatchUp behind, it restarts from now.
+func (l *loop) start(k int) {
+	b, secs := l.cores[k].schedule()
+	if b.tokens == 0 {
+		l.chained[k] = false
+		return
+	}
+	from := l.ends[k]
+	if t := time.Now(); !l.chained[k] || t.Sub(from) > maxCatchUp {
+		from = t
+	}
+	l.busy[k], l.chained[k] = true, true
+	l.ends[k] = from.Add(l.s.scale(time.Duration(secs * 1e9)))
 }
 
 // scale converts simulated time to real time.
@@ -449,7 +504,7 @@ func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	owner := "vllm"
-	if s.cfg.Engine == SGLang {
+	if s.cfg.Engine == engine.SGLang {
 		owner = "sglang"
 	}
 	writeJSON(w, http.StatusOK, map[string]any{

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/servetune/servetune/bench"
+	"github.com/servetune/servetune/measure"
 )
 
 // startServer runs a Server on loopback until the test ends.
@@ -202,7 +203,7 @@ func TestServerSGLangMetrics(t *testing.T) {
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if !strings.Contains(string(b), "sglang:num_running_reqs") || strings.Contains(string(b), "vllm:") {
-		t.Errorf("SGLang metrics: %s", b)
+		t.Errorf("engine.SGLang metrics: %s", b)
 	}
 }
 
@@ -219,10 +220,10 @@ func TestServeAgreesWithVirtual(t *testing.T) {
 	args := []string{"llama-3.1-8b", "--max-model-len", "4096", "--time-scale", "1", "--sim-load-time", "0"}
 	_, url := startServer(t, args...)
 	ds := bench.DatasetSpec{Kind: "random", Input: bench.Dist{Kind: "fixed", Value: 1000}, Output: bench.Dist{Kind: "fixed", Value: 40}}
-	load := bench.Load{Rate: 20, MaxConcurrency: 16}
+	load := measure.Load{Rate: 20, MaxConcurrency: 16}
 	const n, seed = 60, 7
 	res, err := bench.Run(context.Background(), bench.Config{
-		Target: bench.Target{BaseURL: url, Model: "llama-3.1-8b"}, Dataset: ds, Load: bench.Load{Rate: load.Rate * scale, MaxConcurrency: load.MaxConcurrency},
+		Target: bench.Target{BaseURL: url, Model: "llama-3.1-8b"}, Dataset: ds, Load: measure.Load{Rate: load.Rate * scale, MaxConcurrency: load.MaxConcurrency},
 		NumRequests: n, Seed: seed, Timeout: time.Minute, NoAlign: true,
 	})
 	if err != nil {
@@ -241,7 +242,7 @@ func TestServeAgreesWithVirtual(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	virt := bench.Summarize(recs, bench.SummaryOptions{Bootstrap: 1})
+	virt := measure.Summarize(recs, measure.SummaryOptions{Bootstrap: 1})
 	if served.Failed > 0 {
 		t.Fatalf("served run had %d failures: %v", served.Failed, served.Errors)
 	}

@@ -3,6 +3,8 @@ package sim
 import (
 	"math"
 	"time"
+
+	"github.com/servetune/servetune/engine"
 )
 
 // batchShape is what one engine step computes, in aggregate: enough for the
@@ -109,7 +111,7 @@ func newStepModel(cfg Config) stepModel {
 		s.arBandwidth = g.LinkGBps * 1e9 * linkEfficiency
 	}
 	s.cpuBase = stepOverheadVLLM.Seconds()
-	if cfg.Engine == SGLang {
+	if cfg.Engine == engine.SGLang {
 		s.cpuBase = stepOverheadSGLang.Seconds()
 	}
 	return s

@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -8,39 +10,264 @@ import (
 	"slices"
 	"time"
 
-	"github.com/servetune/servetune/bench"
+	"github.com/servetune/servetune/measure"
 )
 
 // ErrNoRequests is returned by RunVirtual for an empty workload.
 var ErrNoRequests = errors.New("no requests to run")
 
-// RunVirtual runs reqs against the simulated engine in virtual time and
-// returns one record per request, as bench.Run would have measured them
-// against a real server: Sched from load.Schedule (seeded with seed), Send
-// equal to Sched unless the concurrency cap held the request back (then
-// when a slot freed), one Chunk per emitted stream message (one token per
-// engine step), First/Last at the steps that produced the first and last
-// tokens. Requests that do not fit max_model_len fail with http_4xx as the
-// engine's 400 would. The error is a *StartupError when cfg does not fit in
-// memory.
-func RunVirtual(cfg Config, reqs []bench.Request, load bench.Load, seed uint64) ([]bench.Record, error) {
-	// The schedule stream matches bench.Run's (PCG(seed, 2)), so `sim run` and
-	// `bench` against `sim serve` send on the same schedule for one seed.
-	rng := rand.New(rand.NewPCG(seed, 2))
-	sched := load.Schedule(rng, len(reqs))
-	if len(sched) != len(reqs) {
-		if load.Rate > 0 {
-			return nil, fmt.Errorf("load schedule gave %d send times for %d requests", len(sched), len(reqs))
-		}
-		// Rate 0: every request at t=0.
-		sched = make([]time.Duration, len(reqs))
+// Virtual is the simulated engine on a virtual clock: a benchmark transport
+// (bench.Config.Transport) that runs each phase through the engine's core
+// in simulated time, thousands of requests in milliseconds, and records
+// what a client would have measured against the real engine. The engine
+// persists across phases, as a server does across load levels: its prefix
+// cache stays warm and its clock runs on. Not safe for concurrent use.
+type Virtual struct {
+	cfg   Config
+	est   MemoryEstimate
+	cores []*core
+	now   float64 // the virtual clock, seconds since the engine started
+}
+
+// NewVirtual starts a simulated engine. The error is a *StartupError with
+// the engine's own message when cfg does not fit in memory.
+func NewVirtual(cfg Config) (*Virtual, error) {
+	if err := cfg.Normalize(); err != nil {
+		return nil, err
 	}
+	est, err := Estimate(cfg)
+	if err != nil {
+		return nil, err
+	}
+	v := &Virtual{cfg: cfg, est: est, cores: make([]*core, cfg.DP)}
+	for i := range v.cores {
+		v.cores[i] = newCore(cfg, est)
+	}
+	return v, nil
+}
+
+// Estimate is the engine's start-up memory accounting.
+func (v *Virtual) Estimate() MemoryEstimate { return v.est }
+
+// Align leaves prompts as they are: the simulator counts the tokens a
+// request says it has, exactly.
+func (v *Virtual) Align(context.Context, []measure.Request, *rand.Rand) string {
+	return "exact (virtual)"
+}
+
+// LengthsOnly tells the benchmark that prompt text is never read.
+func (v *Virtual) LengthsOnly() bool { return true }
+
+// Send runs one phase in virtual time and returns its records, offsets
+// counted from the phase's start on the virtual clock, and the real instant
+// it ran at. Requests are sent at their intended offsets (Phase.Next), or
+// when a slot frees under the concurrency cap; one Chunk per emitted stream
+// message (one token per engine step), First/Last at the steps that
+// produced the first and last tokens. Requests that do not fit
+// max_model_len fail with http_4xx as the engine's 400 would. The phase
+// runs until every request it sent has finished; ctx is checked between
+// arrivals.
+func (v *Virtual) Send(ctx context.Context, p measure.Phase) ([]measure.Record, time.Time) {
+	wall := time.Now()
+	r := virtualRun{v: v, p: p, base: v.now}
+	r.run(ctx)
+	if p.Progress != nil && len(r.recs) > 0 {
+		p.Progress(len(r.recs), p.Total())
+	}
+	return r.recs, wall
+}
+
+// virtualRun is one phase on the virtual clock.
+type virtualRun struct {
+	v        *Virtual
+	p        measure.Phase
+	base     float64 // the clock at the phase's start
+	recs     []measure.Record
+	seqs     []*seq
+	rank     []int // the data-parallel rank each request went to
+	busy     []bool
+	ends     []float64
+	inflight int
+	// The next request to send, drawn from the phase ahead of time.
+	next      measure.Request
+	nextSched time.Duration
+	hasNext   bool
+	sent      int
+}
+
+// offset is a virtual instant as an offset from the phase's start.
+func (r *virtualRun) offset(sec float64) time.Duration {
+	return time.Duration(math.Round((sec - r.base) * 1e9))
+}
+
+// draw takes the next request of the phase, if any.
+func (r *virtualRun) draw() {
+	r.hasNext = false
+	if r.p.Duration == 0 && r.sent >= r.p.Count {
+		return
+	}
+	var sched time.Duration
+	if r.p.Next != nil {
+		sched = r.p.Next()
+	}
+	if r.p.Duration > 0 && sched >= r.p.Duration {
+		return
+	}
+	r.next, r.nextSched, r.hasNext = r.p.Request(r.sent), sched, true
+}
+
+func (r *virtualRun) run(ctx context.Context) {
+	v := r.v
+	r.busy = make([]bool, len(v.cores))
+	r.ends = make([]float64, len(v.cores))
+	r.draw()
+	for {
+		tArr := math.Inf(1)
+		if r.hasNext && (r.p.MaxConcurrency == 0 || r.inflight < r.p.MaxConcurrency) {
+			tArr = math.Max(r.base+r.nextSched.Seconds(), v.now)
+			if r.p.Duration > 0 && tArr-r.base >= r.p.Duration.Seconds() {
+				r.hasNext = false // the free slot came too late
+				tArr = math.Inf(1)
+			}
+		}
+		tStep, k := math.Inf(1), -1
+		for i := range v.cores {
+			if r.busy[i] && r.ends[i] < tStep {
+				tStep, k = r.ends[i], i
+			}
+		}
+		switch {
+		case tArr <= tStep && !math.IsInf(tArr, 1):
+			if ctx.Err() != nil {
+				r.hasNext = false
+				continue
+			}
+			v.now = tArr
+			r.arrive()
+			r.sent++
+			r.draw()
+		case k >= 0:
+			v.now = tStep
+			v.cores[k].commit(v.now, r.emit)
+			r.start(k)
+		default:
+			r.stalled()
+			return
+		}
+	}
+}
+
+// arrive sends the drawn request at the current instant.
+func (r *virtualRun) arrive() {
+	v, q := r.v, r.next
+	rec := measure.Record{Index: q.Index, Warmup: r.p.Warmup, Sched: r.nextSched, Send: r.offset(v.now)}
+	prompt := q.PromptTokens
+	if prompt <= 0 {
+		prompt = CountTokens(q.Prompt)
+	}
+	rec.PromptTokens = prompt
+	maxOut := q.MaxTokens
+	if maxOut <= 0 {
+		maxOut = v.cfg.MaxModelLen - prompt
+	}
+	id := len(r.recs)
+	if prompt+maxOut > v.cfg.MaxModelLen || prompt <= 0 || maxOut < 1 {
+		// The messages sim serve answers with (server.go).
+		rec.Status, rec.Error = 400, measure.ErrHTTP4xx
+		switch {
+		case prompt <= 0:
+			rec.ErrorMsg = "The decoder prompt cannot be empty"
+		case maxOut < 1:
+			rec.ErrorMsg = fmt.Sprintf("max_tokens must be at least 1, got %d.", maxOut)
+		default:
+			rec.ErrorMsg = contextLengthMessage(v.cfg.MaxModelLen, prompt, maxOut)
+		}
+		rec.End = rec.Send
+		r.recs = append(r.recs, rec)
+		r.seqs = append(r.seqs, nil)
+		r.rank = append(r.rank, -1)
+		return
+	}
+	rec.Status = 200
+	rec.Chunks = make([]measure.Chunk, 0, maxOut)
+	r.recs = append(r.recs, rec)
+	s := &seq{id: id, prompt: prompt, maxOut: maxOut, prefixID: -1, arrival: v.now}
+	if q.PrefixTokens > 0 && q.PrefixID >= 0 {
+		s.prefixID, s.prefixTokens = q.PrefixID, q.PrefixTokens
+	}
+	r.seqs = append(r.seqs, s)
+	r.inflight++
+	best := 0
+	for j := range v.cores {
+		if v.cores[j].load() < v.cores[best].load() {
+			best = j
+		}
+	}
+	r.rank = append(r.rank, best)
+	v.cores[best].add(s)
+	if !r.busy[best] {
+		r.start(best)
+	}
+}
+
+// emit records one sampled token of s.
+func (r *virtualRun) emit(s *seq, last bool) {
+	rec := &r.recs[s.id]
+	at := r.offset(r.v.now)
+	if s.generated == 1 {
+		rec.First = at
+	}
+	rec.Last, rec.End = at, at
+	rec.OutputTokens = s.generated
+	rec.Chunks = append(rec.Chunks, measure.Chunk{At: at, Tokens: 1})
+	if last {
+		r.inflight--
+	}
+}
+
+// errStalled is the message of a request the engine never finished: the
+// model can hold it, yet no step would ever schedule it.
+const errStalled = "the simulated engine stalled with this request unfinished"
+
+// stalled fails the requests still unfinished when nothing is left to run
+// (a scheduler that can make no progress), so that they count and the
+// engine's queues are empty for the next phase.
+func (r *virtualRun) stalled() {
+	for i, s := range r.seqs {
+		if s == nil || s.done {
+			continue
+		}
+		r.v.cores[r.rank[i]].abort(s)
+		rec := &r.recs[i]
+		rec.End = r.offset(r.v.now)
+		rec.Fail(measure.ErrTimeout, errStalled)
+	}
+}
+
+// start plans core k's next step.
+func (r *virtualRun) start(k int) {
+	b, secs := r.v.cores[k].schedule()
+	if b.tokens == 0 {
+		r.busy[k] = false
+		return
+	}
+	r.busy[k], r.ends[k] = true, r.v.now+secs
+}
+
+// RunVirtual runs reqs once each against a fresh simulated engine in
+// virtual time on load's arrival process (seeded with seed: the stream
+// bench.Run uses for arrivals) and returns one record per request, in the
+// order of reqs. The error is a *StartupError when cfg does not fit in
+// memory. It is the simulator's own entry point for tests and tools;
+// benchmarks go through bench.Run with a Virtual transport.
+func RunVirtual(cfg Config, reqs []measure.Request, load measure.Load, seed uint64) ([]measure.Record, error) {
+	sched := load.Schedule(rand.New(rand.NewPCG(seed, 2)), len(reqs))
 	return RunVirtualSchedule(cfg, reqs, sched, load.MaxConcurrency)
 }
 
 // RunVirtualSchedule is RunVirtual with explicit intended send offsets
 // (sched[i] for reqs[i]) and a client concurrency cap (0 = none).
-func RunVirtualSchedule(cfg Config, reqs []bench.Request, sched []time.Duration, maxConcurrency int) ([]bench.Record, error) {
+func RunVirtualSchedule(cfg Config, reqs []measure.Request, sched []time.Duration, maxConcurrency int) ([]measure.Record, error) {
 	if len(reqs) == 0 {
 		return nil, ErrNoRequests
 	}
@@ -50,137 +277,31 @@ func RunVirtualSchedule(cfg Config, reqs []bench.Request, sched []time.Duration,
 	if maxConcurrency < 0 {
 		return nil, fmt.Errorf("negative concurrency cap %d", maxConcurrency)
 	}
-	if err := cfg.Normalize(); err != nil {
-		return nil, err
-	}
-	est, err := Estimate(cfg)
+	v, err := NewVirtual(cfg)
 	if err != nil {
 		return nil, err
 	}
-	cores := make([]*core, cfg.DP)
-	busy := make([]bool, cfg.DP)
-	ends := make([]float64, cfg.DP)
-	for i := range cores {
-		cores[i] = newCore(cfg, est)
-	}
-
-	recs := make([]bench.Record, len(reqs))
-	seqs := make([]seq, len(reqs))
 	order := make([]int, len(reqs))
 	for i := range order {
 		order[i] = i
 	}
-	slices.SortStableFunc(order, func(a, b int) int { return cmpDur(sched[a], sched[b]) })
-
-	dur := func(sec float64) time.Duration { return time.Duration(math.Round(sec * 1e9)) }
-	inflight := 0
-	nowSec := 0.0 // the virtual clock, seconds
-	emit := func(s *seq, last bool) {
-		r := &recs[s.id]
-		at := dur(nowSec)
-		if s.generated == 1 {
-			r.First = at
-		}
-		r.Last, r.End = at, at
-		r.OutputTokens = s.generated
-		r.Chunks = append(r.Chunks, bench.Chunk{At: at, Tokens: 1})
-		if last {
-			inflight--
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(sched[a], sched[b]) })
+	k := 0
+	recs, _ := v.Send(context.Background(), measure.Phase{
+		Count: len(reqs), MaxConcurrency: maxConcurrency,
+		Next:    func() time.Duration { k++; return sched[order[k-1]] },
+		Request: func(i int) measure.Request { return reqs[order[i]] },
+	})
+	out := make([]measure.Record, len(reqs))
+	for i := range recs {
+		out[order[i]] = recs[i]
+	}
+	for i := range out {
+		if out[i].ErrorMsg == errStalled {
+			return out, fmt.Errorf("simulation stalled with request %d unfinished", i)
 		}
 	}
-	start := func(k int, now float64) {
-		b, secs := cores[k].schedule()
-		if b.tokens == 0 {
-			busy[k] = false
-			return
-		}
-		busy[k], ends[k] = true, now+secs
-	}
-
-	next := 0
-	for {
-		tArr := math.Inf(1)
-		if next < len(order) && (maxConcurrency == 0 || inflight < maxConcurrency) {
-			tArr = math.Max(sched[order[next]].Seconds(), nowSec)
-		}
-		tStep, k := math.Inf(1), -1
-		for i := range cores {
-			if busy[i] && ends[i] < tStep {
-				tStep, k = ends[i], i
-			}
-		}
-		switch {
-		case tArr <= tStep && !math.IsInf(tArr, 1):
-			nowSec = tArr
-			i := order[next]
-			next++
-			q := reqs[i]
-			r := &recs[i]
-			r.Index, r.Sched, r.Send = q.Index, sched[i], dur(nowSec)
-			prompt := q.PromptTokens
-			if prompt <= 0 {
-				prompt = CountTokens(q.Prompt)
-			}
-			r.PromptTokens = prompt
-			maxOut := q.MaxTokens
-			if maxOut <= 0 {
-				maxOut = cfg.MaxModelLen - prompt
-			}
-			if prompt+maxOut > cfg.MaxModelLen || prompt <= 0 || maxOut < 1 {
-				// The messages sim serve answers with (server.go).
-				r.Status, r.Error = 400, bench.ErrHTTP4xx
-				switch {
-				case prompt <= 0:
-					r.ErrorMsg = "The decoder prompt cannot be empty"
-				case maxOut < 1:
-					r.ErrorMsg = fmt.Sprintf("max_tokens must be at least 1, got %d.", maxOut)
-				default:
-					r.ErrorMsg = contextLengthMessage(cfg.MaxModelLen, prompt, maxOut)
-				}
-				r.End = r.Send
-				continue
-			}
-			r.Status = 200
-			r.Chunks = make([]bench.Chunk, 0, maxOut)
-			s := &seqs[i]
-			*s = seq{id: i, prompt: prompt, maxOut: maxOut, prefixID: -1, arrival: nowSec}
-			if q.PrefixTokens > 0 {
-				s.prefixID, s.prefixTokens = q.PrefixID, q.PrefixTokens
-			}
-			inflight++
-			best := 0
-			for j := range cores {
-				if cores[j].load() < cores[best].load() {
-					best = j
-				}
-			}
-			cores[best].add(s)
-			if !busy[best] {
-				start(best, nowSec)
-			}
-		case k >= 0:
-			nowSec = tStep
-			cores[k].commit(nowSec, emit)
-			start(k, nowSec)
-		default:
-			for i := range recs {
-				if recs[i].Status == 200 && recs[i].OutputTokens < seqs[i].maxOut {
-					return recs, fmt.Errorf("simulation stalled with request %d unfinished", i)
-				}
-			}
-			return recs, nil
-		}
-	}
-}
-
-func cmpDur(a, b time.Duration) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+	return out, nil
 }
 
 // contextLengthMessage is vLLM's 400 message for a request that does not fit.

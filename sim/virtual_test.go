@@ -4,13 +4,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/servetune/servetune/bench"
+	"github.com/servetune/servetune/measure"
 )
 
-func fixedReqs(n, in, out int) []bench.Request {
-	reqs := make([]bench.Request, n)
+func fixedReqs(n, in, out int) []measure.Request {
+	reqs := make([]measure.Request, n)
 	for i := range reqs {
-		reqs[i] = bench.Request{Index: i, PromptTokens: in, MaxTokens: out, PrefixID: -1}
+		reqs[i] = measure.Request{Index: i, PromptTokens: in, MaxTokens: out, PrefixID: -1}
 	}
 	return reqs
 }
@@ -50,7 +50,7 @@ func TestRunVirtualBasics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if recs[0].Error != bench.ErrHTTP4xx || recs[0].Status != 400 {
+	if recs[0].Error != measure.ErrHTTP4xx || recs[0].Status != 400 {
 		t.Errorf("over-long request: %+v", recs[0])
 	}
 }
@@ -81,7 +81,7 @@ func TestRunVirtualNoMaxTokensTooLong(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if recs[0].Error != bench.ErrHTTP4xx || recs[0].Status != 400 || recs[0].OutputTokens != 0 {
+		if recs[0].Error != measure.ErrHTTP4xx || recs[0].Status != 400 || recs[0].OutputTokens != 0 {
 			t.Errorf("prompt %d without max_tokens: %+v", prompt, recs[0])
 		}
 	}

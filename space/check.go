@@ -3,9 +3,9 @@ package space
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"math"
-	"slices"
+
+	"github.com/servetune/servetune/engine"
 )
 
 // ErrInfeasible is wrapped by every error Check returns: the settings cannot
@@ -14,7 +14,7 @@ var ErrInfeasible = errors.New("infeasible settings")
 
 // Context holds the facts constraints are checked against.
 type Context struct {
-	Engine         Engine               // engine-specific rules apply when set
+	Engine         engine.Engine        // engine-specific rules apply when set
 	AttentionHeads int                  // model's attention heads; 0 skips the divisibility check
 	KVHeads        int                  // model's key/value heads; 0 skips
 	GPUs           int                  // GPUs available to one trial; 0 skips
@@ -49,7 +49,7 @@ func (sp Space) Check(s Settings, c Context) error {
 	}
 	// vLLM refuses to start when, without chunked prefill, one step cannot
 	// hold a whole max_model_len prompt.
-	if c.Engine == VLLM {
+	if c.Engine == engine.VLLM {
 		chunked, set := s.Bool("chunked_prefill")
 		budget, hasBudget := s.Int("max_batched_tokens")
 		maxLen, hasLen := s.Int("max_model_len")
@@ -75,21 +75,7 @@ func (sp Space) Check(s Settings, c Context) error {
 }
 
 // validSettings checks every setting's name, type and range.
-func validSettings(s Settings) error {
-	for _, k := range knobs {
-		if v, ok := s[k.name]; ok {
-			if _, _, err := check(k.name, v); err != nil {
-				return err
-			}
-		}
-	}
-	for _, name := range slices.Sorted(maps.Keys(s)) {
-		if _, ok := lookup(name); !ok {
-			return unknownName(name)
-		}
-	}
-	return nil
-}
+func validSettings(s Settings) error { return engine.CheckSettings(s) }
 
 // ErrNotDiscrete is returned by Size and Grid for a space with a continuous parameter.
 var ErrNotDiscrete = errors.New("space is not discrete")

@@ -6,6 +6,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/servetune/servetune/engine"
 )
 
 // ErrBadConstraint is wrapped by errors in constraint expressions.
@@ -310,7 +312,7 @@ func (p *cparser) atom() (*node, error) {
 		return &node{lit: f}, nil
 	case t[0] == '_' || (t[0] >= 'a' && t[0] <= 'z') || (t[0] >= 'A' && t[0] <= 'Z'):
 		if _, ok := lookup(t); !ok {
-			return nil, fmt.Errorf("%w: %w", ErrBadConstraint, unknownName(t))
+			return nil, fmt.Errorf("%w: %w", ErrBadConstraint, engine.UnknownName(t))
 		}
 		return &node{name: t}, nil
 	}

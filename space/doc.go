@@ -6,10 +6,11 @@
 // key is a neutral setting name (Names lists them: tensor_parallel,
 // max_running_requests, gpu_memory_fraction, quantization, ...); unknown names
 // are rejected with a suggestion, and every value is type- and range-checked
-// against the setting, with the spec's file and line in the error (*Error).
+// against the setting, with the spec's file and line in the error (*yamlspec.Error).
 //
-// A point of the space is a Settings map. Render turns it into an engine's
-// flags from one table (flags.go), and ServeCommand into a full command line:
+// A point of the space is a Settings map (engine.Settings). The engine
+// package owns the names, their values and their flags: engine.Render turns
+// a point into an engine's flags and engine.ServeCommand into a command line:
 //
 //	var doc yaml.Node
 //	_ = yaml.Unmarshal([]byte("tensor_parallel: [1, 2]\nquantization: [none, fp8]\n"), &doc)
@@ -22,24 +23,16 @@
 //		if err := sp.Check(s, space.Context{AttentionHeads: 32, GPUs: 2}); err != nil {
 //			continue // errors.Is(err, space.ErrInfeasible)
 //		}
-//		argv := space.ServeCommand(space.VLLM, "meta-llama/Llama-3.1-8B-Instruct", s, sp.Extra)
-//		// vllm serve meta-llama/Llama-3.1-8B-Instruct --tensor-parallel-size 1 ...
-//		_ = argv
+//		argv := engine.ServeCommand(engine.VLLM, "meta-llama/Llama-3.1-8B-Instruct", s, sp.Extra)
+//		_ = argv // vllm serve meta-llama/Llama-3.1-8B-Instruct ...
 //	}
 //
 // gpu_memory_fraction is passed through unchanged, but the engines read it
-// differently: vLLM's --gpu-memory-utilization is the share of the GPU's total
-// memory for everything the engine allocates (weights, activations, CUDA
-// graphs, non-torch memory, KV cache), while SGLang's --mem-fraction-static
-// is the share for the weights and the KV pool only, activations and graphs
-// living in the rest. The same number gives SGLang the larger KV pool; the
-// simulator's memory model applies each engine's accounting.
-//
-// Other mappings worth knowing: max_batched_tokens is vLLM's
-// --max-num-batched-tokens and SGLang's --chunked-prefill-size plus
-// --max-prefill-tokens; kv_cache_dtype fp8 is SGLang's fp8_e4m3; values that
-// equal the engine default (quantization none, kv_cache_dtype auto, features
-// on that are on anyway) render no flag.
+// differently (see the engine package's table): vLLM's is the share of the
+// GPU's total memory for everything the engine allocates, SGLang's the
+// share for the weights and the KV pool only. The same number gives SGLang
+// the larger KV pool; the simulator's memory model applies each engine's
+// accounting.
 //
 // Constraints (Constraint, ParseConstraint) are comparisons of small
 // arithmetic expressions over settings, such as

@@ -6,6 +6,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/servetune/servetune/engine"
 	"github.com/servetune/servetune/space"
 )
 
@@ -28,24 +29,13 @@ extra_args: ["--disable-log-requests"]
 			fmt.Println("skip:", err)
 			continue
 		}
-		fmt.Println(strings.Join(space.ServeCommand(space.VLLM, "meta-llama/Llama-3.1-8B-Instruct", s, sp.Extra), " "))
+		fmt.Println(strings.Join(engine.ServeCommand(engine.VLLM, "meta-llama/Llama-3.1-8B-Instruct", s, sp.Extra), " "))
 	}
 	// Output:
 	// vllm serve meta-llama/Llama-3.1-8B-Instruct --tensor-parallel-size 1 --disable-log-requests
 	// vllm serve meta-llama/Llama-3.1-8B-Instruct --tensor-parallel-size 1 --quantization fp8 --disable-log-requests
 	// skip: infeasible settings: tensor×pipeline×data parallel = 2×1×1 needs 2 GPUs, 1 available
 	// skip: infeasible settings: tensor×pipeline×data parallel = 2×1×1 needs 2 GPUs, 1 available
-}
-
-func ExampleRender() {
-	s := space.Settings{"tensor_parallel": 2, "gpu_memory_fraction": 0.88, "prefix_caching": false, "kv_cache_dtype": "fp8"}
-	v, _ := space.Render(space.VLLM, s)
-	g, _ := space.Render(space.SGLang, s)
-	fmt.Println(strings.Join(v, " "))
-	fmt.Println(strings.Join(g, " "))
-	// Output:
-	// --tensor-parallel-size 2 --gpu-memory-utilization 0.88 --kv-cache-dtype fp8 --no-enable-prefix-caching
-	// --tp-size 2 --mem-fraction-static 0.88 --kv-cache-dtype fp8_e4m3 --disable-radix-cache
 }
 
 func ExampleParse_error() {

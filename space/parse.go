@@ -5,6 +5,9 @@ import (
 	"math"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/servetune/servetune/engine"
+	"github.com/servetune/servetune/yamlspec"
 )
 
 // Parse reads a space from the value of a study spec's `space:` key, a
@@ -18,7 +21,7 @@ import (
 //	extra_args: ["--disable-log-requests"]          # appended to every trial
 //	constraints: ["max_batched_tokens >= max_running_requests"]
 //
-// Errors are *Error values with file, line and field "space.NAME".
+// Errors are *yamlspec.Error values with file, line and field "space.NAME".
 func Parse(node *yaml.Node, file string) (Space, error) {
 	p := parser{file: file}
 	return p.space(node)
@@ -33,7 +36,7 @@ func (p parser) errf(n *yaml.Node, field string, format string, a ...any) error 
 }
 
 func (p parser) wrap(n *yaml.Node, field string, err error) error {
-	e := &Error{File: p.file, Field: field, Err: err}
+	e := &yamlspec.Error{File: p.file, Field: field, Err: err}
 	if n != nil {
 		e.Line, e.Column = n.Line, n.Column
 	}
@@ -84,7 +87,7 @@ func (p parser) space(node *yaml.Node) (Space, error) {
 		}
 		k, ok := lookup(name)
 		if !ok {
-			return sp, p.wrap(key, "space", unknownName(name))
+			return sp, p.wrap(key, "space", engine.UnknownName(name))
 		}
 		prm, err := p.param(k, val, field)
 		if err != nil {
@@ -154,14 +157,11 @@ func (p parser) value(k *knob, n *yaml.Node, field string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if k.typ == stringValue {
+	if k.typ == engine.String {
 		// YAML reads `none`, `fp8` as strings but a bare number too: keep the text.
 		v = n.Value
 	}
-	nv, err := k.normalize(v)
-	if err == nil {
-		err = k.validate(nv)
-	}
+	nv, err := engine.Check(k.name, v)
 	if err != nil {
 		return nil, p.wrap(n, field, err)
 	}
@@ -189,13 +189,13 @@ func (p parser) param(k *knob, n *yaml.Node, field string) (Param, error) {
 			}
 			for _, old := range prm.Choices {
 				if old == v {
-					return prm, p.errf(c, field, "%s listed twice", formatValue(v))
+					return prm, p.errf(c, field, "%s listed twice", engine.FormatValue(v))
 				}
 			}
 			prm.Choices = append(prm.Choices, v)
 		}
 		prm.Kind = KindCategorical
-		if k.typ == boolValue && len(prm.Choices) == 2 {
+		if k.typ == engine.Bool && len(prm.Choices) == 2 {
 			prm.Kind, prm.Choices = KindBool, []any{false, true}
 		}
 		return prm, nil
@@ -230,7 +230,7 @@ func (p parser) rangeParam(k *knob, n *yaml.Node, field string) (Param, error) {
 	}
 	switch kindNode.Value {
 	case "bool":
-		if k.typ != boolValue {
+		if k.typ != engine.Bool {
 			return prm, p.errf(kindNode, field, "%s takes %s, not a bool", k.name, k.typ)
 		}
 		var b bool
@@ -243,15 +243,15 @@ func (p parser) rangeParam(k *knob, n *yaml.Node, field string) (Param, error) {
 		prm.Kind, prm.Choices = KindBool, []any{false, true}
 		return prm, nil
 	case "int":
-		if k.typ != intValue {
+		if k.typ != engine.Int {
 			return prm, p.errf(kindNode, field, "%s takes %s, not an int range", k.name, k.typ)
 		}
 		prm.Kind = KindInt
 	case "float":
-		if k.typ != floatValue && k.typ != intValue {
+		if k.typ != engine.Float && k.typ != engine.Int {
 			return prm, p.errf(kindNode, field, "%s takes %s, not a float range", k.name, k.typ)
 		}
-		if k.typ == intValue {
+		if k.typ == engine.Int {
 			return prm, p.errf(kindNode, field, "%s is an integer: use int: [lo, hi]", k.name)
 		}
 		prm.Kind = KindFloat
@@ -270,7 +270,7 @@ func (p parser) rangeParam(k *knob, n *yaml.Node, field string) (Param, error) {
 	prm.Low, _ = (Settings{"v": lo}).Float("v")
 	prm.High, _ = (Settings{"v": hi}).Float("v")
 	if prm.Low > prm.High {
-		return prm, p.errf(bounds, field, "low %s is above high %s", formatValue(lo), formatValue(hi))
+		return prm, p.errf(bounds, field, "low %s is above high %s", engine.FormatValue(lo), engine.FormatValue(hi))
 	}
 	if logNode != nil {
 		if logNode.Kind != yaml.ScalarNode || logNode.Decode(&prm.Log) != nil {
@@ -294,4 +294,18 @@ func (p parser) rangeParam(k *knob, n *yaml.Node, field string) (Param, error) {
 		prm.Step = step
 	}
 	return prm, nil
+}
+
+// knob is what the parser needs of a tunable setting.
+type knob struct {
+	name string
+	typ  engine.Type
+}
+
+func lookup(name string) (*knob, bool) {
+	t, ok := engine.TypeOf(name)
+	if !ok {
+		return nil, false
+	}
+	return &knob{name: name, typ: t}, true
 }

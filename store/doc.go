@@ -10,22 +10,24 @@
 // trial begins, so a study killed at any moment leaves evidence;
 // FinishTrial then stores the outcome, load points, per-request records and
 // GPU samples in ONE transaction, so the file only ever holds whole trials.
-// On --resume, InterruptRunning turns the leftover running rows into
-// "interrupted" and StartTrial may re-run them in place:
+// A study's run (Begin) creates the study or, resuming, turns the leftover
+// running rows into "interrupted"; StartTrial may then re-run them in
+// place. Each load point is stored whole (its measure.Level: the load with
+// its burstiness, the summary, the records):
 //
-//	s, err := store.Open(ctx, ".servetune/servetune.db")
+//	s, err := store.Open(ctx, ".servetune/servetune.db") // or ":memory:"
 //	if err != nil {
 //		return err
 //	}
 //	defer s.Close()
-//	st, err := s.CreateStudy(ctx, store.Study{Name: "llama8b-h100", Spec: specText, Seed: 1})
-//	n, _ := s.NextTrialNumber(ctx, st.ID)
-//	if err := s.StartTrial(ctx, st.ID, n, settings, []int{0}); err != nil {
+//	run, stored, err := s.Begin(ctx, store.Study{Name: "llama8b-h100", Spec: specText, Seed: 1}, false)
+//	if err := run.StartTrial(ctx, len(stored), settings, []int{0}); err != nil {
 //		return err
 //	}
 //	// ... run the trial ...
-//	err = s.FinishTrial(ctx, store.TrialResult{StudyID: st.ID, Number: n, Status: store.TrialOK,
-//		LoadPoints: points, Requests: recordsByLevel, GPU: samples})
+//	err = run.FinishTrial(ctx, store.TrialResult{Number: len(stored), Status: measure.StatusOK,
+//		LoadPoints: levels, GPU: samples})
+//	err = run.End(ctx, store.StudyFinished)
 //
 // No secret is ever written: the store takes typed fields only (no
 // environment, no headers), drops summary metadata whose key names a

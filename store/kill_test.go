@@ -10,7 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/servetune/servetune/space"
+	"github.com/servetune/servetune/engine"
+	"github.com/servetune/servetune/measure"
 )
 
 // killHelperEnv names the database the helper process writes to.
@@ -40,7 +41,7 @@ func TestKillHelper(t *testing.T) {
 		os.Exit(1)
 	}
 	for n := 0; ; n++ {
-		if err := s.StartTrial(ctx, st.ID, n, space.Settings{"tensor_parallel": 1}, []int{0}); err != nil {
+		if err := s.StartTrial(ctx, st.ID, n, engine.Settings{"tensor_parallel": 1}, []int{0}); err != nil {
 			fmt.Println("error", err)
 			os.Exit(1)
 		}
@@ -119,12 +120,12 @@ func TestKilledWriter(t *testing.T) {
 		s.db.QueryRowContext(ctx, "SELECT count(*) FROM requests WHERE trial_id = ?", tr.ID).Scan(&reqs)
 		s.db.QueryRowContext(ctx, "SELECT count(*) FROM gpu_samples WHERE trial_id = ?", tr.ID).Scan(&samples)
 		switch tr.Status {
-		case TrialOK:
+		case measure.StatusOK:
 			ok++
 			if len(tr.LoadPoints) != 2 || reqs != 2*killPerLevel || samples != 2 {
 				t.Errorf("trial %d is partial: %d load points, %d requests, %d samples", tr.Number, len(tr.LoadPoints), reqs, samples)
 			}
-		case TrialRunning:
+		case measure.StatusRunning:
 			running++
 			if len(tr.LoadPoints) != 0 || reqs != 0 || samples != 0 {
 				t.Errorf("running trial %d has rows: %d load points, %d requests, %d samples", tr.Number, len(tr.LoadPoints), reqs, samples)

@@ -81,7 +81,11 @@ var migrations = []string{
 	`CREATE INDEX trials_by_status ON trials (study_id, status);
 	CREATE INDEX load_points_by_goodput ON load_points (request_goodput);
 	CREATE INDEX load_points_by_throughput ON load_points (output_throughput);`,
+
+	// 3: the whole load of each point (burstiness, a rate's concurrency
+	// cap), JSON; '' for points stored before it.
+	`ALTER TABLE load_points ADD COLUMN load TEXT NOT NULL DEFAULT '';`,
 }
 
 // SchemaVersion is the user_version of a database this package writes.
-const SchemaVersion = 2 // len(migrations); a test keeps them equal
+const SchemaVersion = 3 // len(migrations); a test keeps them equal

@@ -14,9 +14,8 @@ import (
 	"time"
 
 	_ "github.com/mattn/go-sqlite3" // registers the "sqlite3" driver
-
-	"github.com/servetune/servetune/bench"
-	"github.com/servetune/servetune/space"
+	"github.com/servetune/servetune/engine"
+	"github.com/servetune/servetune/measure"
 )
 
 // Store is an open servetune database. Its methods are safe for concurrent
@@ -44,9 +43,13 @@ const busyTimeout = 10 * time.Second
 // shell and ordered as strings.
 const timeFormat = "2006-01-02T15:04:05.000000000Z"
 
-// Open opens or creates the database at path and migrates it to
-// SchemaVersion. A database from a newer servetune is refused with
-// ErrNewerSchema rather than half-understood.
+// Memory is the path of a database that lives in this process's memory
+// only: for studies nobody reads back (virtual what-if searches, dry runs).
+const Memory = ":memory:"
+
+// Open opens or creates the database at path (Memory for one in memory)
+// and migrates it to SchemaVersion. A database from a newer servetune is
+// refused with ErrNewerSchema rather than half-understood.
 func Open(ctx context.Context, path string) (*Store, error) {
 	return open(ctx, path, migrations)
 }
@@ -64,6 +67,11 @@ func open(ctx context.Context, path string, steps []string) (*Store, error) {
 	db, err := sql.Open("sqlite3", dsn)
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	if path == Memory {
+		// Each connection of SQLite's memory database is a database of its
+		// own: one connection keeps one database.
+		db.SetMaxOpenConns(1)
 	}
 	s := &Store{db: db}
 	if err := s.migrate(ctx, steps); err != nil {
@@ -289,7 +297,7 @@ func (s *Store) FinishStudy(ctx context.Context, studyID int64, status string) e
 // the trial leaves evidence that --resume turns into an interrupted trial.
 // Starting a number that exists is an ErrExists error, except that an
 // interrupted trial may be started again (it is re-run in place).
-func (s *Store) StartTrial(ctx context.Context, studyID int64, number int, settings space.Settings, gpus []int) error {
+func (s *Store) StartTrial(ctx context.Context, studyID int64, number int, settings engine.Settings, gpus []int) error {
 	if number < 0 {
 		return fmt.Errorf("store: start trial: %w: number %d", ErrInvalid, number)
 	}
@@ -311,7 +319,7 @@ func (s *Store) StartTrial(ctx context.Context, studyID int64, number int, setti
 			   settings = excluded.settings, gpus = excluded.gpus, status = excluded.status,
 			   started = excluded.started, finished = NULL, failure = '', failure_msg = '', log_tail = '', objective = NULL
 			 WHERE trials.status = 'interrupted'`,
-			studyID, number, string(set), string(g), TrialRunning, formatTime(time.Now()))
+			studyID, number, string(set), string(g), measure.StatusRunning, formatTime(time.Now()))
 		if err != nil {
 			return err
 		}
@@ -336,14 +344,14 @@ func (s *Store) StartTrial(ctx context.Context, studyID int64, number int, setti
 // validResult checks the fields a CHECK constraint would reject, so the
 // message names the problem.
 func validResult(r TrialResult) error {
-	if !slices.Contains([]string{TrialOK, TrialFailed, TrialPruned, TrialInterrupted}, r.Status) {
+	if !slices.Contains([]measure.Status{measure.StatusOK, measure.StatusFailed, measure.StatusPruned, measure.StatusInterrupted}, r.Status) {
 		return fmt.Errorf("%w: trial status %q (want ok, failed, pruned or interrupted)", ErrInvalid, r.Status)
 	}
-	if !slices.Contains([]string{FailNone, FailOOM, FailCrash, FailNotReady, FailLaunchError, FailBenchError, FailInfeasible}, r.Failure) {
+	if !r.Failure.Valid() {
 		return fmt.Errorf("%w: failure class %q", ErrInvalid, r.Failure)
 	}
 	for _, lp := range r.LoadPoints {
-		if lp.Level == "" || lp.Kind == "" {
+		if lp.Label == "" || lp.Kind == "" {
 			return fmt.Errorf("%w: load point needs a level and a kind", ErrInvalid)
 		}
 	}
@@ -378,7 +386,7 @@ func (s *Store) FinishTrial(ctx context.Context, r TrialResult) error {
 		if err != nil {
 			return err
 		}
-		if err := insertRequests(ctx, tx, trialID, r.Requests); err != nil {
+		if err := insertRequests(ctx, tx, trialID, r.LoadPoints); err != nil {
 			return err
 		}
 		if err := insertGPUSamples(ctx, tx, trialID, r.GPU); err != nil {
@@ -400,7 +408,13 @@ const requestBatch = 100
 
 const requestColumns = 13
 
-func insertRequests(ctx context.Context, tx *sql.Tx, trialID int64, byLevel map[string][]bench.Record) error {
+func insertRequests(ctx context.Context, tx *sql.Tx, trialID int64, levels []measure.Level) error {
+	byLevel := map[string][]measure.Record{}
+	for _, lv := range levels {
+		if len(lv.Records) > 0 {
+			byLevel[lv.Label] = lv.Records
+		}
+	}
 	if len(byLevel) == 0 {
 		return nil
 	}
@@ -421,12 +435,12 @@ func insertRequests(ctx context.Context, tx *sql.Tx, trialID int64, byLevel map[
 	}()
 	args := make([]any, 0, requestBatch*requestColumns)
 	// Sorted levels keep row order, and so Requests' order, deterministic.
-	levels := make([]string, 0, len(byLevel))
+	labels := make([]string, 0, len(byLevel))
 	for l := range byLevel {
-		levels = append(levels, l)
+		labels = append(labels, l)
 	}
-	slices.Sort(levels)
-	for _, level := range levels {
+	slices.Sort(labels)
+	for _, level := range labels {
 		recs := byLevel[level]
 		for len(recs) > 0 {
 			n := min(len(recs), requestBatch)
@@ -476,24 +490,28 @@ func insertGPUSamples(ctx context.Context, tx *sql.Tx, trialID int64, samples []
 	return nil
 }
 
-func insertLoadPoints(ctx context.Context, tx *sql.Tx, trialID int64, points []LoadPoint) error {
+func insertLoadPoints(ctx context.Context, tx *sql.Tx, trialID int64, points []measure.Level) error {
 	for _, lp := range points {
 		sum := lp.Summary
 		sum.Meta = scrubMeta(sum.Meta)
 		js, err := json.Marshal(sum)
 		if err != nil {
-			return fmt.Errorf("load point %s: %w", lp.Level, err)
+			return fmt.Errorf("load point %s: %w", lp.Label, err)
+		}
+		load, err := json.Marshal(lp.Load)
+		if err != nil {
+			return fmt.Errorf("load point %s: %w", lp.Label, err)
 		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO load_points
-			(trial_id, level, kind, value, summary, completed, failed, request_throughput, output_throughput,
+			(trial_id, level, kind, value, load, summary, completed, failed, request_throughput, output_throughput,
 			 request_goodput, median_ttft_ms, p99_ttft_ms, median_tpot_ms, p99_tpot_ms, p99_itl_ms, p99_e2el_ms)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			trialID, lp.Level, lp.Kind, lp.Value, string(js), sum.Completed, sum.Failed,
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			trialID, lp.Label, lp.Kind, lp.Value, string(load), string(js), sum.Completed, sum.Failed,
 			nullFloat(sum.RequestThroughput), nullFloat(sum.OutputThroughput), nullFloat(sum.RequestGoodput),
 			nullFloat(sum.TTFT.Median), nullFloat(sum.TTFT.P99), nullFloat(sum.TPOT.Median), nullFloat(sum.TPOT.P99),
 			nullFloat(sum.ITL.P99), nullFloat(sum.E2EL.P99))
 		if err != nil {
-			return fmt.Errorf("load point %s: %w", lp.Level, err)
+			return fmt.Errorf("load point %s: %w", lp.Label, err)
 		}
 	}
 	return nil
@@ -591,7 +609,7 @@ func (s *Store) Trials(ctx context.Context, studyID int64) ([]Trial, error) {
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("store: trials: %w", err)
 	}
-	rows, err = tx.QueryContext(ctx, `SELECT lp.trial_id, lp.level, lp.kind, lp.value, lp.summary
+	rows, err = tx.QueryContext(ctx, `SELECT lp.trial_id, lp.level, lp.kind, lp.value, lp.load, lp.summary
 		FROM load_points lp JOIN trials t ON t.id = lp.trial_id WHERE t.study_id = ? ORDER BY lp.rowid`, studyID)
 	if err != nil {
 		return nil, fmt.Errorf("store: load points: %w", err)
@@ -599,13 +617,16 @@ func (s *Store) Trials(ctx context.Context, studyID int64) ([]Trial, error) {
 	defer rows.Close()
 	for rows.Next() {
 		var id int64
-		var lp LoadPoint
-		var summary string
-		if err := rows.Scan(&id, &lp.Level, &lp.Kind, &lp.Value, &summary); err != nil {
+		var lp measure.Level
+		var load, summary string
+		if err := rows.Scan(&id, &lp.Label, &lp.Kind, &lp.Value, &load, &summary); err != nil {
 			return nil, fmt.Errorf("store: load points: %w", err)
 		}
 		if err := json.Unmarshal([]byte(summary), &lp.Summary); err != nil {
-			return nil, fmt.Errorf("store: load point %s: %w: %w", lp.Level, errSchemaBroken, err)
+			return nil, fmt.Errorf("store: load point %s: %w: %w", lp.Label, errSchemaBroken, err)
+		}
+		if lp.Load, err = readLoad(load, lp); err != nil {
+			return nil, fmt.Errorf("store: load point %s: %w: %w", lp.Label, errSchemaBroken, err)
 		}
 		if i, ok := byID[id]; ok {
 			out[i].LoadPoints = append(out[i].LoadPoints, lp)
@@ -615,6 +636,21 @@ func (s *Store) Trials(ctx context.Context, studyID int64) ([]Trial, error) {
 		return nil, fmt.Errorf("store: load points: %w", err)
 	}
 	return out, nil
+}
+
+// readLoad decodes a load point's load; points stored before the load
+// column existed (schema 2) get it back from their kind, value and summary,
+// without burstiness (it was not kept).
+func readLoad(js string, lp measure.Level) (measure.Load, error) {
+	var l measure.Load
+	if js != "" {
+		err := json.Unmarshal([]byte(js), &l)
+		return l, err
+	}
+	if lp.Kind == "rate" {
+		return measure.Load{Rate: lp.Value, MaxConcurrency: lp.Summary.MaxConcurrency}, nil
+	}
+	return measure.Load{MaxConcurrency: int(lp.Value)}, nil
 }
 
 // Trial returns one trial of a study by number, with its load points.
@@ -633,7 +669,7 @@ func (s *Store) Trial(ctx context.Context, studyID int64, number int) (Trial, er
 
 // Requests returns the per-request records of one trial at one load level
 // in the order they were stored. Chunks and error messages are not stored.
-func (s *Store) Requests(ctx context.Context, trialID int64, level string) ([]bench.Record, error) {
+func (s *Store) Requests(ctx context.Context, trialID int64, level string) ([]measure.Record, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT idx, warmup, sched_ns, send_ns, first_ns, last_ns, end_ns,
 		prompt_tokens, output_tokens, error, http_status FROM requests WHERE trial_id = ? AND level = ? ORDER BY rowid`,
 		trialID, level)
@@ -641,9 +677,9 @@ func (s *Store) Requests(ctx context.Context, trialID int64, level string) ([]be
 		return nil, fmt.Errorf("store: requests: %w", err)
 	}
 	defer rows.Close()
-	var out []bench.Record
+	var out []measure.Record
 	for rows.Next() {
-		var r bench.Record
+		var r measure.Record
 		var sched, send, first, last, end int64
 		var class string
 		if err := rows.Scan(&r.Index, &r.Warmup, &sched, &send, &first, &last, &end,
@@ -652,7 +688,7 @@ func (s *Store) Requests(ctx context.Context, trialID int64, level string) ([]be
 		}
 		r.Sched, r.Send, r.First, r.Last, r.End = time.Duration(sched), time.Duration(send),
 			time.Duration(first), time.Duration(last), time.Duration(end)
-		r.Error = bench.ErrorClass(class)
+		r.Error = measure.ErrorClass(class)
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/servetune/servetune/bench"
-	"github.com/servetune/servetune/space"
+	"github.com/servetune/servetune/engine"
+	"github.com/servetune/servetune/measure"
 )
 
 func openTemp(t testing.TB) (*Store, string) {
@@ -31,29 +31,29 @@ func openTemp(t testing.TB) (*Store, string) {
 }
 
 // records returns n deterministic per-request records.
-func records(rng *rand.Rand, n int) []bench.Record {
-	out := make([]bench.Record, n)
+func records(rng *rand.Rand, n int) []measure.Record {
+	out := make([]measure.Record, n)
 	for i := range out {
 		send := time.Duration(i) * time.Millisecond
 		first := send + time.Duration(20+rng.IntN(80))*time.Millisecond
 		last := first + time.Duration(100+rng.IntN(900))*time.Millisecond
-		out[i] = bench.Record{Index: i, Sched: send - time.Microsecond, Send: send, First: first, Last: last,
+		out[i] = measure.Record{Index: i, Sched: send - time.Microsecond, Send: send, First: first, Last: last,
 			End: last + time.Millisecond, PromptTokens: 100 + rng.IntN(900), OutputTokens: 1 + rng.IntN(512), Status: 200}
 		if i%97 == 5 {
-			out[i].Error, out[i].Status = bench.ErrHTTP5xx, 503
+			out[i].Error, out[i].Status = measure.ErrHTTP5xx, 503
 		}
 	}
 	return out
 }
 
-func summary(completed int, thr float64) bench.Summary {
-	return bench.Summary{
+func summary(completed int, thr float64) measure.Summary {
+	return measure.Summary{
 		Duration: 12.5, Completed: completed, Failed: 1,
 		Errors:           map[string]int{"http_5xx": 1},
 		OutputThroughput: thr, RequestThroughput: thr / 200, RequestGoodput: thr / 250, MaxConcurrency: 8,
-		TTFT: bench.Stats{N: completed, Median: 41.5, P99: 180.25, MedianCI: [2]float64{40, 43}},
-		TPOT: bench.Stats{N: completed, Median: 11, P99: 19.5},
-		ITL:  bench.Stats{N: completed * 10, P99: math.NaN()}, // no samples: stored as NULL
+		TTFT: measure.Stats{N: completed, Median: 41.5, P99: 180.25, MedianCI: [2]float64{40, 43}},
+		TPOT: measure.Stats{N: completed, Median: 11, P99: 19.5},
+		ITL:  measure.Stats{N: completed * 10, P99: math.NaN()}, // no samples: stored as NULL
 		Meta: map[string]any{"model": "m", "seed": 7.0},
 	}
 }
@@ -63,15 +63,11 @@ func result(studyID int64, number, perLevel int) TrialResult {
 	rng := rand.New(rand.NewPCG(uint64(number), 1))
 	obj := 1234.5 + float64(number)
 	return TrialResult{
-		StudyID: studyID, Number: number, Status: TrialOK, Objective: &obj,
+		StudyID: studyID, Number: number, Status: measure.StatusOK, Objective: &obj,
 		LogTail: "INFO: Uvicorn running",
-		LoadPoints: []LoadPoint{
-			{Level: "concurrency=8", Kind: "concurrency", Value: 8, Summary: summary(perLevel-1, 1000)},
-			{Level: "concurrency=32", Kind: "concurrency", Value: 32, Summary: summary(perLevel-1, 3000)},
-		},
-		Requests: map[string][]bench.Record{
-			"concurrency=8":  records(rng, perLevel),
-			"concurrency=32": records(rng, perLevel),
+		LoadPoints: []measure.Level{
+			measure.NewLevel(measure.Load{MaxConcurrency: 8}, summary(perLevel-1, 1000), records(rng, perLevel)),
+			measure.NewLevel(measure.Load{MaxConcurrency: 32}, summary(perLevel-1, 3000), records(rng, perLevel)),
 		},
 		GPU: []GPUSample{
 			{T: 0, GPU: 0, PowerW: 350.5, MemUsedBytes: 70 << 30, UtilPct: 97, SMClockMHz: 1980, EnergyJ: 0},
@@ -219,7 +215,7 @@ func TestRoundTrip(t *testing.T) {
 	if n, _ := s.NextTrialNumber(ctx, st.ID); n != 0 {
 		t.Errorf("first trial number %d", n)
 	}
-	settings := space.Settings{"tensor_parallel": 2, "gpu_memory_fraction": 0.9, "quantization": "fp8", "prefix_caching": true}
+	settings := engine.Settings{"tensor_parallel": 2, "gpu_memory_fraction": 0.9, "quantization": "fp8", "prefix_caching": true}
 	if err := s.StartTrial(ctx, st.ID, 0, settings, []int{0, 1}); err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +241,7 @@ func TestRoundTrip(t *testing.T) {
 		t.Fatalf("%d trials", len(trials))
 	}
 	tr := trials[0]
-	if tr.Number != 0 || tr.Status != TrialOK || tr.Failure != "" || *tr.Objective != 1234.5 || !reflect.DeepEqual(tr.GPUs, []int{0, 1}) {
+	if tr.Number != 0 || tr.Status != measure.StatusOK || tr.Failure != "" || *tr.Objective != 1234.5 || !reflect.DeepEqual(tr.GPUs, []int{0, 1}) {
 		t.Errorf("trial %+v", tr)
 	}
 	if tp, _ := tr.Settings.Int("tensor_parallel"); tp != 2 {
@@ -257,7 +253,7 @@ func TestRoundTrip(t *testing.T) {
 	if tr.Started.IsZero() || tr.Finished.Before(tr.Started) {
 		t.Errorf("times %v %v", tr.Started, tr.Finished)
 	}
-	if len(tr.LoadPoints) != 2 || tr.LoadPoints[0].Level != "concurrency=8" || tr.LoadPoints[1].Value != 32 {
+	if len(tr.LoadPoints) != 2 || tr.LoadPoints[0].Label != "concurrency=8" || tr.LoadPoints[1].Value != 32 {
 		t.Fatalf("load points %+v", tr.LoadPoints)
 	}
 	lp := tr.LoadPoints[1].Summary
@@ -275,8 +271,8 @@ func TestRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(reqs, res.Requests["concurrency=32"]) {
-		t.Errorf("requests differ: got %d, first %+v want %+v", len(reqs), reqs[0], res.Requests["concurrency=32"][0])
+	if !reflect.DeepEqual(reqs, res.LoadPoints[1].Records) {
+		t.Errorf("requests differ: got %d, first %+v want %+v", len(reqs), reqs[0], res.LoadPoints[1].Records[0])
 	}
 	samples, err := s.GPUSamples(ctx, tr.ID)
 	if err != nil || !reflect.DeepEqual(samples, res.GPU) {
@@ -286,7 +282,7 @@ func TestRoundTrip(t *testing.T) {
 	if err := s.StartTrial(ctx, st.ID, 1, settings, []int{0}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.FinishTrial(ctx, TrialResult{StudyID: st.ID, Number: 1, Status: TrialOK,
+	if err := s.FinishTrial(ctx, TrialResult{StudyID: st.ID, Number: 1, Status: measure.StatusOK,
 		GPU: []GPUSample{{GPU: 0, PowerW: math.NaN(), UtilPct: 50, EnergyJ: math.Inf(1)}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -320,12 +316,12 @@ func TestRoundTrip(t *testing.T) {
 func TestForeignKeys(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTemp(t)
-	err := s.StartTrial(ctx, 42, 0, space.Settings{}, nil)
+	err := s.StartTrial(ctx, 42, 0, engine.Settings{}, nil)
 	if err == nil || !strings.Contains(err.Error(), "FOREIGN KEY constraint failed") {
 		t.Fatalf("trial of a missing study: %v", err)
 	}
 	st, _ := s.CreateStudy(ctx, Study{Name: "fk"})
-	if err := s.StartTrial(ctx, st.ID, 0, space.Settings{}, nil); err != nil {
+	if err := s.StartTrial(ctx, st.ID, 0, engine.Settings{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.FinishTrial(ctx, result(st.ID, 0, 3)); err != nil {
@@ -346,7 +342,7 @@ func TestFinishTrialValidation(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTemp(t)
 	st, _ := s.CreateStudy(ctx, Study{Name: "v"})
-	if err := s.StartTrial(ctx, st.ID, 0, space.Settings{}, nil); err != nil {
+	if err := s.StartTrial(ctx, st.ID, 0, engine.Settings{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -354,10 +350,10 @@ func TestFinishTrialValidation(t *testing.T) {
 		edit func(*TrialResult)
 		want error
 	}{
-		{"running is not an outcome", func(r *TrialResult) { r.Status = TrialRunning }, ErrInvalid},
+		{"running is not an outcome", func(r *TrialResult) { r.Status = measure.StatusRunning }, ErrInvalid},
 		{"unknown status", func(r *TrialResult) { r.Status = "great" }, ErrInvalid},
-		{"unknown failure", func(r *TrialResult) { r.Status, r.Failure = TrialFailed, "segfault" }, ErrInvalid},
-		{"load point without level", func(r *TrialResult) { r.LoadPoints[0].Level = "" }, ErrInvalid},
+		{"unknown failure", func(r *TrialResult) { r.Status, r.Failure = measure.StatusFailed, "segfault" }, ErrInvalid},
+		{"load point without level", func(r *TrialResult) { r.LoadPoints[0].Label = "" }, ErrInvalid},
 		{"trial never started", func(r *TrialResult) { r.Number = 4 }, ErrNotRunning},
 	}
 	for _, tt := range tests {
@@ -369,21 +365,21 @@ func TestFinishTrialValidation(t *testing.T) {
 			}
 		})
 	}
-	for i, class := range []string{FailCrash, FailNotReady, FailLaunchError, FailBenchError, FailInfeasible} {
-		if err := s.StartTrial(ctx, st.ID, i+1, space.Settings{}, nil); err != nil {
+	for i, class := range []engine.Failure{engine.FailCrash, engine.FailNotReady, engine.FailLaunchError, engine.FailBenchError, engine.FailInfeasible} {
+		if err := s.StartTrial(ctx, st.ID, i+1, engine.Settings{}, nil); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.FinishTrial(ctx, TrialResult{StudyID: st.ID, Number: i + 1, Status: TrialFailed, Failure: class}); err != nil {
+		if err := s.FinishTrial(ctx, TrialResult{StudyID: st.ID, Number: i + 1, Status: measure.StatusFailed, Failure: class}); err != nil {
 			t.Errorf("failure class %s: %v", class, err)
 		}
 	}
-	failed := TrialResult{StudyID: st.ID, Number: 0, Status: TrialFailed, Failure: FailOOM,
+	failed := TrialResult{StudyID: st.ID, Number: 0, Status: measure.StatusFailed, Failure: engine.FailOOM,
 		FailureMsg: "No available memory for the cache blocks.", LogTail: "torch.OutOfMemoryError"}
 	if err := s.FinishTrial(ctx, failed); err != nil {
 		t.Fatal(err)
 	}
 	tr, err := s.Trial(ctx, st.ID, 0)
-	if err != nil || tr.Failure != FailOOM || tr.Objective != nil || tr.FailureMsg != failed.FailureMsg {
+	if err != nil || tr.Failure != engine.FailOOM || tr.Objective != nil || tr.FailureMsg != failed.FailureMsg {
 		t.Errorf("failed trial %+v, %v", tr, err)
 	}
 }
@@ -402,13 +398,13 @@ func TestFinishTrialIsOneTransaction(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTemp(t)
 	st, _ := s.CreateStudy(ctx, Study{Name: "tx"})
-	if err := s.StartTrial(ctx, st.ID, 0, space.Settings{"tensor_parallel": 1}, []int{0}); err != nil {
+	if err := s.StartTrial(ctx, st.ID, 0, engine.Settings{"tensor_parallel": 1}, []int{0}); err != nil {
 		t.Fatal(err)
 	}
 	// The second load point repeats the first one's level: its insert, the
 	// last of the transaction, fails after the requests and samples went in.
 	r := result(st.ID, 0, 500)
-	r.LoadPoints[1].Level = r.LoadPoints[0].Level
+	r.LoadPoints[1].Label = r.LoadPoints[0].Label
 	err := s.FinishTrial(ctx, r)
 	if err == nil || !strings.Contains(err.Error(), "UNIQUE constraint failed") {
 		t.Fatalf("got %v, want a unique constraint error", err)
@@ -419,7 +415,7 @@ func TestFinishTrialIsOneTransaction(t *testing.T) {
 		}
 	}
 	tr, err := s.Trial(ctx, st.ID, 0)
-	if err != nil || tr.Status != TrialRunning || !tr.Finished.IsZero() {
+	if err != nil || tr.Status != measure.StatusRunning || !tr.Finished.IsZero() {
 		t.Errorf("trial after rollback %+v, %v", tr, err)
 	}
 	// A cancelled context rolls back as well.
@@ -446,11 +442,11 @@ func TestInterruptAndRerun(t *testing.T) {
 	st, _ := s.CreateStudy(ctx, Study{Name: "resume"})
 	other, _ := s.CreateStudy(ctx, Study{Name: "other"})
 	for n := range 4 {
-		if err := s.StartTrial(ctx, st.ID, n, space.Settings{"block_size": 16}, nil); err != nil {
+		if err := s.StartTrial(ctx, st.ID, n, engine.Settings{"block_size": 16}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := s.StartTrial(ctx, other.ID, 0, space.Settings{}, nil); err != nil {
+	if err := s.StartTrial(ctx, other.ID, 0, engine.Settings{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.FinishTrial(ctx, result(st.ID, 1, 2)); err != nil {
@@ -463,18 +459,18 @@ func TestInterruptAndRerun(t *testing.T) {
 	if again, _ := s.InterruptRunning(ctx, st.ID); len(again) != 0 {
 		t.Errorf("second InterruptRunning = %v", again)
 	}
-	if tr, _ := s.Trial(ctx, other.ID, 0); tr.Status != TrialRunning {
+	if tr, _ := s.Trial(ctx, other.ID, 0); tr.Status != measure.StatusRunning {
 		t.Errorf("other study's trial is %s", tr.Status)
 	}
 	// An interrupted trial is re-run in place; a finished one is not.
-	if err := s.StartTrial(ctx, st.ID, 2, space.Settings{"block_size": 32}, []int{3}); err != nil {
+	if err := s.StartTrial(ctx, st.ID, 2, engine.Settings{"block_size": 32}, []int{3}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.StartTrial(ctx, st.ID, 1, space.Settings{}, nil); !errors.Is(err, ErrExists) {
+	if err := s.StartTrial(ctx, st.ID, 1, engine.Settings{}, nil); !errors.Is(err, ErrExists) {
 		t.Errorf("restart of a finished trial: %v", err)
 	}
 	tr, _ := s.Trial(ctx, st.ID, 2)
-	if bs, _ := tr.Settings.Int("block_size"); tr.Status != TrialRunning || bs != 32 || !tr.Finished.IsZero() {
+	if bs, _ := tr.Settings.Int("block_size"); tr.Status != measure.StatusRunning || bs != 32 || !tr.Finished.IsZero() {
 		t.Errorf("re-run trial %+v", tr)
 	}
 	if _, err := s.ResumeStudy(ctx, "resume"); err != nil {
@@ -503,7 +499,7 @@ func TestConcurrentWriters(t *testing.T) {
 		wg.Go(func() {
 			for i := range perWriter {
 				n := w*perWriter + i
-				if err := store.StartTrial(ctx, st.ID, n, space.Settings{"tensor_parallel": 1}, []int{w}); err != nil {
+				if err := store.StartTrial(ctx, st.ID, n, engine.Settings{"tensor_parallel": 1}, []int{w}); err != nil {
 					errs <- err
 					return
 				}
@@ -527,7 +523,7 @@ func TestConcurrentWriters(t *testing.T) {
 		t.Fatalf("%d trials", len(trials))
 	}
 	for _, tr := range trials {
-		if tr.Status != TrialOK || len(tr.LoadPoints) != 2 {
+		if tr.Status != measure.StatusOK || len(tr.LoadPoints) != 2 {
 			t.Errorf("trial %d: %s with %d load points", tr.Number, tr.Status, len(tr.LoadPoints))
 		}
 	}
@@ -540,7 +536,7 @@ func TestReadWhileAnotherProcessWrites(t *testing.T) {
 	ctx := context.Background()
 	s, path := openTemp(t)
 	st, _ := s.CreateStudy(ctx, Study{Name: "busy"})
-	if err := s.StartTrial(ctx, st.ID, 0, space.Settings{}, nil); err != nil {
+	if err := s.StartTrial(ctx, st.ID, 0, engine.Settings{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	writer, err := Open(ctx, path)
@@ -585,11 +581,11 @@ func TestNoSecretsWritten(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.StartTrial(ctx, st.ID, 0, space.Settings{}, nil); err != nil {
+	if err := s.StartTrial(ctx, st.ID, 0, engine.Settings{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	r := result(st.ID, 0, 2)
-	r.Status, r.Failure = TrialFailed, FailCrash
+	r.Status, r.Failure = measure.StatusFailed, engine.FailCrash
 	r.FailureMsg = "401 from upstream: Authorization: Bearer sk-proj-0123456789abcdefXYZ"
 	r.LogTail = "engine args: api_key=s3cr3tPa55 model=x\nloading with token hf_AbCdEfGhIjKlMnOpQrStUv\n"
 	r.LoadPoints[0].Summary.Meta = map[string]any{"api_key": "s3cr3tPa55", "endpoint": "http://127.0.0.1:8000", "note": "hf_AbCdEfGhIjKlMnOpQrStUv"}
@@ -654,7 +650,7 @@ func BenchmarkFinishTrial10k(b *testing.B) {
 	for b.Loop() {
 		b.StopTimer()
 		r := result(st.ID, n, 5000)
-		if err := s.StartTrial(ctx, st.ID, n, space.Settings{"tensor_parallel": 1}, []int{0}); err != nil {
+		if err := s.StartTrial(ctx, st.ID, n, engine.Settings{"tensor_parallel": 1}, []int{0}); err != nil {
 			b.Fatal(err)
 		}
 		b.StartTimer()
@@ -687,31 +683,67 @@ func TestInterruptedTrialKeepsLevelsUntilRerun(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTemp(t)
 	st, _ := s.CreateStudy(ctx, Study{Name: "keep"})
-	if err := s.StartTrial(ctx, st.ID, 0, space.Settings{}, nil); err != nil {
+	if err := s.StartTrial(ctx, st.ID, 0, engine.Settings{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	part := result(st.ID, 0, 3)
-	part.Status, part.Objective = TrialInterrupted, nil
+	part.Status, part.Objective = measure.StatusInterrupted, nil
 	if err := s.FinishTrial(ctx, part); err != nil {
 		t.Fatal(err)
 	}
 	tr, err := s.Trial(ctx, st.ID, 0)
-	if err != nil || tr.Status != TrialInterrupted || len(tr.LoadPoints) != len(part.LoadPoints) {
+	if err != nil || tr.Status != measure.StatusInterrupted || len(tr.LoadPoints) != len(part.LoadPoints) {
 		t.Fatalf("interrupted trial: %+v, %v", tr, err)
 	}
-	if err := s.StartTrial(ctx, st.ID, 0, space.Settings{}, nil); err != nil {
+	if err := s.StartTrial(ctx, st.ID, 0, engine.Settings{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if tr, _ := s.Trial(ctx, st.ID, 0); len(tr.LoadPoints) != 0 {
 		t.Errorf("re-run kept %d load points of the interrupted run", len(tr.LoadPoints))
 	}
-	if recs, _ := s.Requests(ctx, tr.ID, part.LoadPoints[0].Level); len(recs) != 0 {
+	if recs, _ := s.Requests(ctx, tr.ID, part.LoadPoints[0].Label); len(recs) != 0 {
 		t.Errorf("re-run kept %d requests of the interrupted run", len(recs))
 	}
 	if err := s.FinishTrial(ctx, result(st.ID, 0, 3)); err != nil {
 		t.Fatalf("finish the re-run with the same levels: %v", err)
 	}
-	if tr, _ := s.Trial(ctx, st.ID, 0); tr.Status != TrialOK || len(tr.LoadPoints) != len(part.LoadPoints) {
+	if tr, _ := s.Trial(ctx, st.ID, 0); tr.Status != measure.StatusOK || len(tr.LoadPoints) != len(part.LoadPoints) {
 		t.Errorf("re-run trial: %+v", tr)
+	}
+}
+
+// TestMemoryStore: a study runs in a store in memory, trials and load
+// points (with the whole load, burstiness included) read back.
+func TestMemoryStore(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, Memory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	run, stored, err := s.Begin(ctx, Study{Name: "m", Spec: "x", Seed: 1}, false)
+	if err != nil || len(stored) != 0 {
+		t.Fatalf("Begin: %v, %d trials", err, len(stored))
+	}
+	if err := run.StartTrial(ctx, 0, engine.Settings{"tensor_parallel": 1}, []int{0}); err != nil {
+		t.Fatal(err)
+	}
+	load := measure.Load{Rate: 4, Burstiness: 0.5, MaxConcurrency: 16}
+	res := TrialResult{Number: 0, Status: measure.StatusOK, LoadPoints: []measure.Level{measure.NewLevel(load, summary(9, 100), nil)}}
+	if err := run.FinishTrial(ctx, res); err != nil {
+		t.Fatal(err)
+	}
+	if err := run.End(ctx, StudyFinished); err != nil {
+		t.Fatal(err)
+	}
+	trials, err := run.Trials(ctx)
+	if err != nil || len(trials) != 1 || len(trials[0].LoadPoints) != 1 {
+		t.Fatalf("trials %+v, %v", trials, err)
+	}
+	if got := trials[0].LoadPoints[0]; got.Load != load || got.Label != "rate=4,concurrency=16" {
+		t.Errorf("load point %+v, want load %+v", got, load)
+	}
+	if _, _, err := s.Begin(ctx, Study{Name: "m", Spec: "x"}, false); !errors.Is(err, ErrExists) {
+		t.Errorf("second Begin without resume: %v, want ErrExists", err)
 	}
 }

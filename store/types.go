@@ -3,8 +3,8 @@ package store
 import (
 	"time"
 
-	"github.com/servetune/servetune/bench"
-	"github.com/servetune/servetune/space"
+	"github.com/servetune/servetune/engine"
+	"github.com/servetune/servetune/measure"
 )
 
 // Study statuses.
@@ -13,26 +13,6 @@ const (
 	StudyFinished    = "finished"
 	StudyFailed      = "failed"
 	StudyInterrupted = "interrupted"
-)
-
-// Trial statuses.
-const (
-	TrialRunning     = "running"
-	TrialOK          = "ok"
-	TrialFailed      = "failed"
-	TrialPruned      = "pruned"
-	TrialInterrupted = "interrupted"
-)
-
-// Trial failure classes; "" when the trial did not fail.
-const (
-	FailNone        = ""
-	FailOOM         = "oom"
-	FailCrash       = "crash"
-	FailNotReady    = "not_ready"
-	FailLaunchError = "launch_error"
-	FailBenchError  = "bench_error"
-	FailInfeasible  = "infeasible" // rejected before launch by a constraint or the memory check
 )
 
 // Study is one tuning study.
@@ -51,24 +31,16 @@ type Trial struct {
 	ID         int64
 	StudyID    int64
 	Number     int
-	Settings   space.Settings
+	Settings   engine.Settings
 	GPUs       []int
-	Status     string // TrialRunning, TrialOK, ...
-	Failure    string // FailOOM, ... or ""
+	Status     measure.Status
+	Failure    engine.Failure // FailNone unless Status is StatusFailed
 	FailureMsg string
 	LogTail    string
 	Objective  *float64 // nil when none was computed
 	Started    time.Time
-	Finished   time.Time // zero while running
-	LoadPoints []LoadPoint
-}
-
-// LoadPoint is one trial measured at one load level.
-type LoadPoint struct {
-	Level   string  // "concurrency=8" or "rate=4"
-	Kind    string  // "concurrency" or "rate"
-	Value   float64 // the level's value
-	Summary bench.Summary
+	Finished   time.Time       // zero while running
+	LoadPoints []measure.Level // without records (see Requests)
 }
 
 // GPUSample is one telemetry sample of one GPU during a trial.
@@ -86,14 +58,14 @@ type GPUSample struct {
 type TrialResult struct {
 	StudyID    int64
 	Number     int
-	Status     string
-	Failure    string
+	Status     measure.Status
+	Failure    engine.Failure
 	FailureMsg string
 	LogTail    string
 	Objective  *float64
 	Finished   time.Time // zero means now
-	LoadPoints []LoadPoint
-	// Requests holds each load level's per-request records, keyed by LoadPoint.Level.
-	Requests map[string][]bench.Record
-	GPU      []GPUSample
+	// LoadPoints are the measured levels, each with its per-request
+	// records.
+	LoadPoints []measure.Level
+	GPU        []GPUSample
 }

@@ -3,23 +3,25 @@
 // (or search the capacity: the highest concurrency meeting the SLOs), tear
 // the engine down, and classify what went wrong.
 //
-// Failures are results with a class: "oom" when the engine's output carries
-// an out-of-memory message (vLLM's "No available memory for the cache
-// blocks", CUDA OOM, ...), "crash" when it exits during the measurement,
-// "not_ready" when /health does not answer in time, "launch_error" for any
-// other start-up failure and "bench_error" when the benchmark itself fails.
+// Failures are results with a class (engine.Failure): the engine's exit is
+// classified by engine.Classify ("oom" when the kernel OOM-killed it or its
+// output carries an out-of-memory message, "crash" when it exits during the
+// measurement, "launch_error" for any other exit before ready), "not_ready"
+// when it is not healthy in time and "bench_error" when the benchmark
+// itself fails. An instance that is not reached over HTTP (the virtual
+// launcher's) hands the benchmark its own transport.
 //
 // Example:
 //
 //	res := trial.Run(ctx, trial.Plan{
-//		Launcher:         &launcher.Sim{GPU: "H100-SXM", TimeScale: 50},
-//		Spec:             launcher.Spec{Engine: "vllm", Model: model, Args: args, GPUs: []int{0}},
+//		Launcher:         &launcher.Virtual{GPU: "H100-SXM"},
+//		Spec:             launcher.Spec{Engine: engine.VLLM, Model: model, Settings: settings, GPUs: []int{0}},
 //		ReadyTimeout:     time.Minute,
 //		Dataset:          dataset,
-//		Levels:           []bench.Load{{MaxConcurrency: 8}, {MaxConcurrency: 32}},
+//		Levels:           []measure.Load{{MaxConcurrency: 8}, {MaxConcurrency: 32}},
 //		RequestsPerLevel: 100,
 //	})
-//	if res.Status == trial.StatusFailed {
+//	if res.Status == measure.StatusFailed {
 //		log.Printf("%s: %s", res.Failure, res.Message)
 //	}
 //

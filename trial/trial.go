@@ -4,34 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/servetune/servetune/bench"
+	"github.com/servetune/servetune/engine"
 	"github.com/servetune/servetune/gpu"
 	"github.com/servetune/servetune/launcher"
-)
-
-// Status is how a trial ended. The values match the store's trial statuses.
-type Status string
-
-// Trial statuses.
-const (
-	StatusOK          Status = "ok"
-	StatusFailed      Status = "failed"
-	StatusInterrupted Status = "interrupted" // the study was stopped mid-trial
-)
-
-// Failure classes of a failed trial; the values match the store's.
-const (
-	FailOOM         = "oom"          // the engine reported running out of memory at start-up
-	FailCrash       = "crash"        // the engine exited during the measurement
-	FailNotReady    = "not_ready"    // no healthy /health within the ready timeout
-	FailLaunchError = "launch_error" // could not start, or exited before ready for another reason
-	FailBenchError  = "bench_error"  // the benchmark itself failed
-	FailInfeasible  = "infeasible"   // rejected before launch by a constraint
+	"github.com/servetune/servetune/measure"
 )
 
 // exitGrace bounds the wait for an engine's exit to be reported after a
@@ -45,60 +25,45 @@ type BenchFunc func(ctx context.Context, cfg bench.Config) (*bench.Result, error
 type Plan struct {
 	Launcher     launcher.Launcher
 	Spec         launcher.Spec // what to launch; Spec.Model is also the model name sent
-	ReadyTimeout time.Duration // launch to /health 200; default 20m
+	ReadyTimeout time.Duration // launch to healthy; default launcher.DefaultReadyTimeout
 	StopTimeout  time.Duration // for tearing down; default launcher.DefaultStopTimeout
 
 	Dataset          bench.DatasetSpec
-	Levels           []bench.Load // measured in order
-	Capacity         *Capacity    // instead of Levels: search the highest load meeting the SLOs
+	Levels           []measure.Load // measured in order
+	Capacity         *Capacity      // instead of Levels: search the highest load meeting the SLOs
 	RequestsPerLevel int
 	Warmup           int           // warm-up requests before each level, excluded
 	Timeout          time.Duration // per request, in the engine's time
-	Goodput          bench.SLO     // per-request limits for goodput
-	Seed             uint64
-	// TimeScale is how many times faster than real time the engine runs
-	// (the simulated engine's --time-scale); 0 or 1 = real time. Loads,
-	// limits and every measurement are converted so results are in the
-	// engine's time.
-	TimeScale float64
+	Goodput          measure.SLO   // per-request limits for goodput
+	Seed             uint64        // level i's workload is seeded Seed+i
+	Bootstrap        int           // bootstrap resamples of each level's CIs; 0 = measure's default
 
 	// GPUs, when set, samples the trial's GPUs (Spec.GPUs) through NVML
 	// while the engine is measured; nil = no telemetry.
 	GPUs        gpu.Reader
 	GPUInterval time.Duration // default gpu.DefaultInterval
 
-	Bench    BenchFunc                                   // default bench.Run
-	Progress func(level string, done, total int)         // optional, from one goroutine
-	OnLevel  func(level Level)                           // optional, after each level
-	IsOOM    func(logs string) (message string, ok bool) // default IsOOM
+	Bench    BenchFunc                           // default bench.Run
+	Progress func(level string, done, total int) // optional, from one goroutine
+	OnLevel  func(level measure.Level)           // optional, after each level
 }
 
 // Capacity configures the capacity search: concurrency doubles from 1 while
 // Met holds, then bisects between the last level that met it and the first
 // that did not.
 type Capacity struct {
-	MaxConcurrency int                      // upper bound of the search
-	Met            func(bench.Summary) bool // the SLO test of one level
-	Steps          int                      // bisection probes after the doubling; default 3
-}
-
-// Level is one measured load level.
-type Level struct {
-	Label   string  // "concurrency=8" or "rate=4"
-	Kind    string  // "concurrency" or "rate"
-	Value   float64 // the level's value
-	Load    bench.Load
-	Summary bench.Summary
-	Records []bench.Record
+	MaxConcurrency int                        // upper bound of the search
+	Met            func(measure.Summary) bool // the SLO test of one level
+	Steps          int                        // bisection probes after the doubling; default 3
 }
 
 // Result is the outcome of a trial.
 type Result struct {
-	Status   Status
-	Failure  string // a Fail* class when Status is StatusFailed
-	Message  string // one line saying why it failed (the engine's own message when known)
-	LogTail  string // the engine's output tail, for failed trials
-	Levels   []Level
+	Status   measure.Status
+	Failure  engine.Failure // set when Status is StatusFailed
+	Message  string         // one line saying why it failed (the engine's own message when known)
+	LogTail  string         // the engine's output tail, for failed trials
+	Levels   []measure.Level
 	GPU      []gpu.Sample // telemetry of the trial's GPUs during the measurement
 	Started  time.Time
 	Ready    time.Duration // launch to healthy
@@ -106,19 +71,14 @@ type Result struct {
 }
 
 // Failed builds the result of a trial that failed with class and message.
-func Failed(class, message string) Result {
-	return Result{Status: StatusFailed, Failure: class, Message: message, Started: time.Now(), Finished: time.Now()}
+func Failed(class engine.Failure, message string) Result {
+	return Result{Status: measure.StatusFailed, Failure: class, Message: message, Started: time.Now(), Finished: time.Now()}
 }
 
-// LevelLabel names a load level: "concurrency=N", "rate=R" or both.
-func LevelLabel(l bench.Load) (label, kind string, value float64) {
-	switch {
-	case l.Rate > 0 && l.MaxConcurrency > 0:
-		return "rate=" + strconv.FormatFloat(l.Rate, 'g', -1, 64) + ",concurrency=" + strconv.Itoa(l.MaxConcurrency), "rate", l.Rate
-	case l.Rate > 0:
-		return "rate=" + strconv.FormatFloat(l.Rate, 'g', -1, 64), "rate", l.Rate
-	}
-	return "concurrency=" + strconv.Itoa(l.MaxConcurrency), "concurrency", float64(l.MaxConcurrency)
+// transporter is implemented by instances that are not reached over HTTP
+// (the simulated engine on a virtual clock).
+type transporter interface {
+	Transport() bench.Transport
 }
 
 // Run launches the engine, waits until it is healthy, measures every load
@@ -126,213 +86,256 @@ func LevelLabel(l bench.Load) (label, kind string, value float64) {
 // any failure. It returns StatusInterrupted when ctx ends first.
 func Run(ctx context.Context, p Plan) Result {
 	start := time.Now()
-	res := run(ctx, p)
+	r := newRunner(p)
+	res := r.run(ctx)
 	res.Started, res.Finished = start, time.Now()
 	return res
 }
 
-func run(ctx context.Context, p Plan) (out Result) {
-	res := Result{Started: time.Now()}
-	k := p.TimeScale
-	if k <= 0 {
-		k = 1
-	}
+// runner is one trial in progress.
+type runner struct {
+	p     Plan
+	scale float64 // the engine's time scale (1 = real time)
+	res   Result
+	inst  launcher.Instance
+	exit  launcher.Exiter // nil when the instance cannot report an exit
+}
+
+func newRunner(p Plan) *runner {
 	if p.Bench == nil {
 		p.Bench = bench.Run
 	}
-	if p.IsOOM == nil {
-		p.IsOOM = IsOOM
-	}
 	if p.ReadyTimeout <= 0 {
-		p.ReadyTimeout = 20 * time.Minute
+		p.ReadyTimeout = launcher.DefaultReadyTimeout
 	}
 	if p.StopTimeout <= 0 {
 		p.StopTimeout = launcher.DefaultStopTimeout
 	}
-	fail := func(class, msg, logs string) Result {
-		res.Status, res.Failure, res.Message, res.LogTail = StatusFailed, class, oneLine(msg), logs
-		return res
+	r := &runner{p: p, scale: 1, res: Result{Started: time.Now()}}
+	if ts, ok := p.Launcher.(launcher.TimeScaler); ok && ts.TimeScale() > 0 {
+		r.scale = ts.TimeScale()
 	}
+	return r
+}
 
-	inst, err := p.Launcher.Launch(ctx, p.Spec)
-	if err != nil {
-		if ctx.Err() != nil {
-			res.Status = StatusInterrupted
-			return res
-		}
-		return fail(FailLaunchError, err.Error(), "")
+func (r *runner) run(ctx context.Context) (out Result) {
+	if stop := r.start(ctx); stop != nil {
+		return *stop
 	}
 	// Tear down with a context of its own: the trial's may be cancelled.
 	defer func() {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.StopTimeout+5*time.Second)
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.p.StopTimeout+5*time.Second)
 		defer cancel()
-		_ = inst.Stop(sctx)
+		_ = r.inst.Stop(sctx)
 	}()
-
-	rctx, cancel := context.WithTimeout(ctx, p.ReadyTimeout)
-	err = inst.Ready(rctx)
-	cancel()
-	res.Ready = time.Since(res.Started)
-	if err != nil {
-		logs := inst.Logs()
-		switch {
-		case ctx.Err() != nil:
-			res.Status = StatusInterrupted
-			return res
-		case errors.Is(err, launcher.ErrExited):
-			if msg, ok := p.IsOOM(logs); ok {
-				return fail(FailOOM, msg, logs)
-			}
-			return fail(FailLaunchError, "engine exited before it was ready: "+lastLine(logs), logs)
-		case errors.Is(err, context.DeadlineExceeded):
-			return fail(FailNotReady, fmt.Sprintf("no healthy /health within %s", p.ReadyTimeout), logs)
-		}
-		return fail(FailLaunchError, err.Error(), logs)
+	if stop := r.ready(ctx); stop != nil {
+		return *stop
 	}
-
 	// A crash under load cancels the measurement at once.
-	mctx, mcancel := context.WithCancel(ctx)
-	defer mcancel()
-	exited := func() bool { return false }
-	exitedWithin := func(time.Duration) bool { return false }
-	if ex, ok := inst.(launcher.Exiter); ok {
-		exitedWithin = func(d time.Duration) bool {
-			t := time.NewTimer(d)
-			defer t.Stop()
-			select {
-			case <-ex.Exited():
-				return true
-			case <-t.C:
-				return false
-			}
-		}
-		done := make(chan struct{})
-		watch := make(chan struct{})
-		go func() {
-			defer close(watch)
-			select {
-			case <-ex.Exited():
-				mcancel()
-			case <-done:
-			}
-		}()
-		defer func() { close(done); <-watch }()
-		exited = func() bool {
-			select {
-			case <-ex.Exited():
-				return true
-			default:
-				return false
-			}
-		}
-	}
-	crashed := func() Result {
-		logs := inst.Logs()
-		msg := "engine exited during the measurement"
-		if oom, ok := p.IsOOM(logs); ok {
-			msg += ": " + oom
-		} else if l := lastLine(logs); l != "" {
-			msg += ": " + l
-		}
-		return fail(FailCrash, msg, logs)
-	}
-
-	measure := func(i int, load bench.Load) (Level, error) {
-		label, kind, value := LevelLabel(load)
-		sent := load
-		sent.Rate *= k
-		goodput := bench.SLO{TTFTms: p.Goodput.TTFTms / k, TPOTms: p.Goodput.TPOTms / k, E2ELms: p.Goodput.E2ELms / k}
-		cfg := bench.Config{
-			Target:      bench.Target{BaseURL: inst.Endpoint(), Model: p.Spec.Model},
-			Dataset:     p.Dataset,
-			Load:        sent,
-			NumRequests: p.RequestsPerLevel,
-			Warmup:      p.Warmup,
-			Timeout:     time.Duration(float64(p.Timeout) / k), // engine time to real time
-			Seed:        p.Seed + uint64(i),
-			Summary:     bench.SummaryOptions{Goodput: goodput, Seed: p.Seed},
-		}
-		if p.Progress != nil {
-			cfg.Progress = func(done, total int) { p.Progress(label, done, total) }
-		}
-		r, err := p.Bench(mctx, cfg)
-		if err != nil {
-			return Level{}, err
-		}
-		if k != 1 {
-			ScaleSummary(&r.Summary, k)
-			ScaleRecords(r.Records, k)
-		}
-		lv := Level{Label: label, Kind: kind, Value: value, Load: load, Summary: r.Summary, Records: r.Records}
-		if p.OnLevel != nil {
-			p.OnLevel(lv)
-		}
-		return lv, nil
-	}
-	run := func(i int, load bench.Load) (Level, *Result) {
-		lv, err := measure(i, load)
-		switch {
-		case ctx.Err() != nil:
-			res.Status = StatusInterrupted
-			return lv, &res
-		case exited():
-			r := crashed()
-			return lv, &r
-		case err != nil:
-			r := fail(FailBenchError, err.Error(), inst.Logs())
-			return lv, &r
-		}
-		// Failed requests may be the engine dying: its exit is observed a
-		// moment after the connections break (the process reaped, the
-		// container's wait answered), so give it that moment.
-		if lv.Summary.Failed > 0 && exitedWithin(exitGrace) {
-			r := crashed()
-			return lv, &r
-		}
-		return lv, nil
-	}
-
-	if p.GPUs != nil && len(p.Spec.GPUs) > 0 {
-		gs := gpu.NewSampler(p.GPUs, p.Spec.GPUs, p.GPUInterval)
+	mctx, stopWatch := r.watch(ctx)
+	defer stopWatch()
+	if r.p.GPUs != nil && len(r.p.Spec.GPUs) > 0 {
+		gs := gpu.NewSampler(r.p.GPUs, r.p.Spec.GPUs, r.p.GPUInterval)
 		gs.Start(ctx)
 		// Stop ends the sampling goroutine before Run returns.
 		defer func() { out.GPU = gs.Stop() }()
 	}
-	if p.Capacity != nil {
-		return p.capacity(&res, run)
+	if r.p.Capacity != nil {
+		return r.capacity(ctx, mctx)
 	}
-	for i, load := range p.Levels {
-		lv, stop := run(i, load)
+	for i, load := range r.p.Levels {
+		lv, stop := r.level(ctx, mctx, i, load)
 		if stop != nil {
 			return *stop
 		}
-		res.Levels = append(res.Levels, lv)
+		r.res.Levels = append(r.res.Levels, lv)
 	}
-	res.Status = StatusOK
-	return res
+	r.res.Status = measure.StatusOK
+	return r.res
 }
 
-// capacity runs the capacity search with run.
-func (p Plan) capacity(res *Result, run func(int, bench.Load) (Level, *Result)) Result {
-	c := p.Capacity
+// fail ends the trial as failed with class.
+func (r *runner) fail(class engine.Failure, msg, logs string) *Result {
+	res := r.res
+	res.Status, res.Failure, res.Message, res.LogTail = measure.StatusFailed, class, oneLine(msg), logs
+	return &res
+}
+
+func (r *runner) interrupted() *Result {
+	res := r.res
+	res.Status = measure.StatusInterrupted
+	return &res
+}
+
+// start launches the engine.
+func (r *runner) start(ctx context.Context) *Result {
+	inst, err := r.p.Launcher.Launch(ctx, r.p.Spec)
+	if err != nil {
+		if ctx.Err() != nil {
+			return r.interrupted()
+		}
+		return r.fail(engine.FailLaunchError, err.Error(), "")
+	}
+	r.inst = inst
+	r.exit, _ = inst.(launcher.Exiter)
+	return nil
+}
+
+// ready waits for the engine to be healthy and classifies why it was not.
+func (r *runner) ready(ctx context.Context) *Result {
+	rctx, cancel := context.WithTimeout(ctx, r.p.ReadyTimeout)
+	err := r.inst.Ready(rctx)
+	cancel()
+	r.res.Ready = time.Since(r.res.Started)
+	if err == nil {
+		return nil
+	}
+	logs := r.inst.Logs()
+	var exit *launcher.ExitError
+	switch {
+	case ctx.Err() != nil:
+		return r.interrupted()
+	case errors.As(err, &exit):
+		class, msg := engine.Classify(exit.Exit, false, logs)
+		return r.fail(class, msg, logs)
+	case errors.Is(err, context.DeadlineExceeded):
+		return r.fail(engine.FailNotReady, fmt.Sprintf("no healthy /health within %s", r.p.ReadyTimeout), logs)
+	}
+	return r.fail(engine.FailLaunchError, err.Error(), logs)
+}
+
+// watch returns the measurement's context, cancelled when the engine exits,
+// and the function that ends the watch.
+func (r *runner) watch(ctx context.Context) (context.Context, func()) {
+	mctx, mcancel := context.WithCancel(ctx)
+	if r.exit == nil {
+		return mctx, mcancel
+	}
+	done := make(chan struct{})
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		select {
+		case <-r.exit.Exited():
+			mcancel()
+		case <-done:
+		}
+	}()
+	return mctx, func() { close(done); <-watched; mcancel() }
+}
+
+// exitedWithin reports whether the engine exits within d.
+func (r *runner) exitedWithin(d time.Duration) bool {
+	if r.exit == nil {
+		return false
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-r.exit.Exited():
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// crashed classifies the engine's exit during the measurement.
+func (r *runner) crashed() *Result {
+	logs := r.inst.Logs()
+	class, msg := engine.Classify(r.exit.Exit(), true, logs)
+	return r.fail(class, msg, logs)
+}
+
+// measure runs load level i, converting loads and limits to the real clock
+// and the results back to the engine's time.
+func (r *runner) measure(mctx context.Context, i int, load measure.Load) (measure.Level, error) {
+	p, k := r.p, r.scale
+	label, _, _ := load.Label()
+	sent := load
+	sent.Rate *= k
+	goodput := measure.SLO{TTFTms: p.Goodput.TTFTms / k, TPOTms: p.Goodput.TPOTms / k, E2ELms: p.Goodput.E2ELms / k}
+	cfg := bench.Config{
+		Target:      bench.Target{BaseURL: r.inst.Endpoint(), Model: p.Spec.Model},
+		Dataset:     p.Dataset,
+		Load:        sent,
+		NumRequests: p.RequestsPerLevel,
+		Warmup:      p.Warmup,
+		Timeout:     time.Duration(float64(p.Timeout) / k), // engine time to real time
+		Seed:        p.Seed + uint64(i),
+		Summary:     measure.SummaryOptions{Goodput: goodput, Seed: p.Seed, Bootstrap: p.Bootstrap},
+	}
+	if t, ok := r.inst.(transporter); ok {
+		cfg.Transport = t.Transport()
+	}
+	if p.Progress != nil {
+		cfg.Progress = func(done, total int) { p.Progress(label, done, total) }
+	}
+	res, err := p.Bench(mctx, cfg)
+	if err != nil {
+		return measure.Level{}, err
+	}
+	if k != 1 {
+		measure.ScaleSummary(&res.Summary, k)
+		measure.ScaleRecords(res.Records, k)
+	}
+	lv := measure.NewLevel(load, res.Summary, res.Records)
+	if p.OnLevel != nil {
+		p.OnLevel(lv)
+	}
+	return lv, nil
+}
+
+// level measures load level i and says whether the trial must stop there:
+// the study was interrupted, the engine exited, or the benchmark failed.
+func (r *runner) level(ctx, mctx context.Context, i int, load measure.Load) (measure.Level, *Result) {
+	lv, err := r.measure(mctx, i, load)
+	switch {
+	case ctx.Err() != nil:
+		return lv, r.interrupted()
+	case r.exit != nil && isClosed(r.exit.Exited()):
+		return lv, r.crashed()
+	case err != nil:
+		return lv, r.fail(engine.FailBenchError, err.Error(), r.inst.Logs())
+	}
+	// Failed requests may be the engine dying: its exit is observed a
+	// moment after the connections break (the process reaped, the
+	// container's wait answered), so give it that moment.
+	if lv.Summary.Failed > 0 && r.exitedWithin(exitGrace) {
+		return lv, r.crashed()
+	}
+	return lv, nil
+}
+
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// capacity runs the capacity search over concurrency levels.
+func (r *runner) capacity(ctx, mctx context.Context) Result {
+	c := r.p.Capacity
 	i := 0
 	var stopped *Result
 	errStop := errors.New("stop")
 	_, err := SearchCapacity(c.MaxConcurrency, c.Steps, func(n int) (bool, error) {
-		lv, stop := run(i, bench.Load{MaxConcurrency: n})
+		lv, stop := r.level(ctx, mctx, i, measure.Load{MaxConcurrency: n})
 		i++
 		if stop != nil {
 			stopped = stop
 			return false, errStop
 		}
-		res.Levels = append(res.Levels, lv)
+		r.res.Levels = append(r.res.Levels, lv)
 		return c.Met(lv.Summary), nil
 	})
 	if err != nil && stopped != nil {
 		return *stopped
 	}
-	res.Status = StatusOK
-	return *res
+	r.res.Status = measure.StatusOK
+	return r.res
 }
 
 // SearchCapacity finds the highest concurrency in [1, maxConcurrency] at
@@ -376,28 +379,6 @@ func SearchCapacity(maxConcurrency, steps int, probe func(concurrency int) (met 
 	return good, nil
 }
 
-// oomPatterns are the start-up and runtime out-of-memory messages of vLLM,
-// SGLang, PyTorch and the simulated engine (which prints the engines' own).
-var oomPatterns = regexp.MustCompile(`(?i)(out of memory|OutOfMemoryError|No available memory for the cache blocks|larger than the available KV cache memory|KV cache is needed|Not enough memory|insufficient (GPU )?memory|does not fit)`)
-
-// IsOOM finds an out-of-memory message in an engine's output and returns
-// its line.
-func IsOOM(logs string) (string, bool) {
-	lines := strings.Split(logs, "\n")
-	for i := len(lines) - 1; i >= 0; i-- {
-		if oomPatterns.MatchString(lines[i]) {
-			return strings.TrimSpace(lines[i]), true
-		}
-	}
-	return "", false
-}
-
-// lastLine returns the last non-empty line of s.
-func lastLine(s string) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	return strings.TrimSpace(lines[len(lines)-1])
-}
-
 // oneLine flattens a message for one-line display, bounded in length.
 func oneLine(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
@@ -405,39 +386,4 @@ func oneLine(s string) string {
 		s = s[:497] + "..."
 	}
 	return s
-}
-
-// ScaleSummary converts a summary measured against an engine running k
-// times faster than real time into the engine's time: durations and
-// latencies grow by k, rates shrink by k.
-func ScaleSummary(s *bench.Summary, k float64) {
-	s.Duration *= k
-	s.RequestThroughput /= k
-	s.OutputThroughput /= k
-	s.TotalTokenThroughput /= k
-	s.PeakOutputThroughput /= k
-	s.RequestGoodput /= k
-	s.RequestRate /= k
-	for _, st := range []*bench.Stats{&s.TTFT, &s.TTFTSched, &s.Queue, &s.TPOT, &s.ITL, &s.ITLPerToken, &s.E2EL} {
-		for _, v := range []*float64{&st.Mean, &st.Median, &st.Std, &st.P50, &st.P90, &st.P95, &st.P99, &st.P999,
-			&st.MedianCI[0], &st.MedianCI[1], &st.P99CI[0], &st.P99CI[1]} {
-			*v *= k
-		}
-	}
-}
-
-// ScaleRecords converts per-request instants into the engine's time.
-func ScaleRecords(recs []bench.Record, k float64) {
-	sc := func(d *time.Duration) { *d = time.Duration(float64(*d) * k) }
-	for i := range recs {
-		r := &recs[i]
-		sc(&r.Sched)
-		sc(&r.Send)
-		sc(&r.First)
-		sc(&r.Last)
-		sc(&r.End)
-		for j := range r.Chunks {
-			sc(&r.Chunks[j].At)
-		}
-	}
 }

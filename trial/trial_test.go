@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/servetune/servetune/bench"
+	"github.com/servetune/servetune/engine"
 	"github.com/servetune/servetune/gpu"
 	"github.com/servetune/servetune/launcher"
+	"github.com/servetune/servetune/measure"
 )
 
 func plan(t *testing.T, mode string, env ...string) Plan {
@@ -25,7 +27,7 @@ func plan(t *testing.T, mode string, env ...string) Plan {
 		Spec:             launcher.Spec{Engine: "vllm", Model: "test-model", Env: append([]string{engineEnv + "=" + mode}, env...)},
 		ReadyTimeout:     10 * time.Second,
 		Dataset:          bench.DatasetSpec{Kind: bench.DatasetRandom, Input: bench.Dist{Kind: bench.DistFixed, Value: 16}, Output: bench.Dist{Kind: bench.DistFixed, Value: 4}},
-		Levels:           []bench.Load{{MaxConcurrency: 1}, {MaxConcurrency: 4}},
+		Levels:           []measure.Load{{MaxConcurrency: 1}, {MaxConcurrency: 4}},
 		RequestsPerLevel: 8,
 		Warmup:           1,
 		Timeout:          5 * time.Second,
@@ -39,22 +41,22 @@ func TestRun(t *testing.T) {
 		mode        string
 		env         []string
 		tweak       func(*Plan)
-		wantStatus  Status
-		wantFailure string
+		wantStatus  measure.Status
+		wantFailure engine.Failure
 		wantMsg     string
 		wantLevels  int
 	}{
-		{name: "ok", mode: "ok", wantStatus: StatusOK, wantLevels: 2},
-		{name: "oom at start-up", mode: "oom", wantStatus: StatusFailed, wantFailure: FailOOM, wantMsg: "No available memory for the cache blocks"},
+		{name: "ok", mode: "ok", wantStatus: measure.StatusOK, wantLevels: 2},
+		{name: "oom at start-up", mode: "oom", wantStatus: measure.StatusFailed, wantFailure: engine.FailOOM, wantMsg: "No available memory for the cache blocks"},
 		{name: "not ready", mode: "hang", tweak: func(p *Plan) { p.ReadyTimeout = 300 * time.Millisecond },
-			wantStatus: StatusFailed, wantFailure: FailNotReady, wantMsg: "within 300ms"},
+			wantStatus: measure.StatusFailed, wantFailure: engine.FailNotReady, wantMsg: "within 300ms"},
 		{name: "crash under load", mode: "ok", env: []string{"CRASH_AFTER=5"}, tweak: func(p *Plan) { p.Levels = p.Levels[:1] },
-			wantStatus: StatusFailed, wantFailure: FailCrash, wantMsg: "engine core died"},
+			wantStatus: measure.StatusFailed, wantFailure: engine.FailCrash, wantMsg: "engine core died"},
 		{name: "capacity", mode: "ok", tweak: func(p *Plan) {
 			p.Levels = nil
 			// "Met" below concurrency 3: doubling probes 1, 2, 4, then bisects to 3.
-			p.Capacity = &Capacity{MaxConcurrency: 64, Met: func(s bench.Summary) bool { return s.MaxConcurrency < 3 }}
-		}, wantStatus: StatusOK, wantLevels: 4},
+			p.Capacity = &Capacity{MaxConcurrency: 64, Met: func(s measure.Summary) bool { return s.MaxConcurrency < 3 }}
+		}, wantStatus: measure.StatusOK, wantLevels: 4},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -88,42 +90,23 @@ func TestRunInterrupted(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 		cancel()
 	}()
-	if res := Run(ctx, p); res.Status != StatusInterrupted {
+	if res := Run(ctx, p); res.Status != measure.StatusInterrupted {
 		t.Fatalf("status %s/%s, want interrupted", res.Status, res.Failure)
 	}
 }
 
-func TestIsOOM(t *testing.T) {
+func TestLoadLabel(t *testing.T) {
 	tests := []struct {
-		logs string
-		want bool
-	}{
-		{"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB", true},
-		{"ValueError: 4.00 GiB KV cache is needed, which is larger than the available KV cache memory (2.1 GiB).", true},
-		{"INFO started server\nINFO ready", false},
-		{"", false},
-	}
-	for _, tc := range tests {
-		t.Run(tc.logs, func(t *testing.T) {
-			if _, got := IsOOM(tc.logs); got != tc.want {
-				t.Errorf("IsOOM = %v, want %v", got, tc.want)
-			}
-		})
-	}
-}
-
-func TestLevelLabel(t *testing.T) {
-	tests := []struct {
-		load bench.Load
+		load measure.Load
 		want string
 	}{
-		{bench.Load{MaxConcurrency: 8}, "concurrency=8"},
-		{bench.Load{Rate: 2.5}, "rate=2.5"},
-		{bench.Load{Rate: 4, MaxConcurrency: 16}, "rate=4,concurrency=16"},
+		{measure.Load{MaxConcurrency: 8}, "concurrency=8"},
+		{measure.Load{Rate: 2.5}, "rate=2.5"},
+		{measure.Load{Rate: 4, MaxConcurrency: 16}, "rate=4,concurrency=16"},
 	}
 	for _, tc := range tests {
-		if got, _, _ := LevelLabel(tc.load); got != tc.want {
-			t.Errorf("LevelLabel(%+v) = %q, want %q", tc.load, got, tc.want)
+		if got, _, _ := tc.load.Label(); got != tc.want {
+			t.Errorf("Label(%+v) = %q, want %q", tc.load, got, tc.want)
 		}
 	}
 }
@@ -176,7 +159,7 @@ func TestRunSamplesGPUs(t *testing.T) {
 	g := &countingGPU{}
 	p.GPUs, p.GPUInterval = g, 5*time.Millisecond
 	res := Run(context.Background(), p)
-	if res.Status != StatusOK {
+	if res.Status != measure.StatusOK {
 		t.Fatalf("%s/%s: %s", res.Status, res.Failure, res.Message)
 	}
 	seen := map[int]bool{}
@@ -188,20 +171,28 @@ func TestRunSamplesGPUs(t *testing.T) {
 	}
 }
 
-// TestRunTimeScale: with an engine k times faster than real time, the load,
-// the per-request timeout and the goodput limits sent to the benchmark are
-// converted to real time.
+// scaled is a launcher whose engines run k times faster than real time.
+type scaled struct {
+	launcher.Launcher
+	k float64
+}
+
+func (s scaled) TimeScale() float64 { return s.k }
+
+// TestRunTimeScale: with an engine k times faster than real time (the
+// launcher says so), the load, the per-request timeout and the goodput
+// limits sent to the benchmark are converted to real time.
 func TestRunTimeScale(t *testing.T) {
 	p := plan(t, "ok")
-	p.TimeScale = 10
-	p.Levels = []bench.Load{{Rate: 2, MaxConcurrency: 4}}
-	p.Goodput = bench.SLO{TTFTms: 500}
+	p.Launcher = scaled{p.Launcher, 10}
+	p.Levels = []measure.Load{{Rate: 2, MaxConcurrency: 4}}
+	p.Goodput = measure.SLO{TTFTms: 500}
 	var got bench.Config
 	p.Bench = func(ctx context.Context, cfg bench.Config) (*bench.Result, error) {
 		got = cfg
 		return bench.Run(ctx, cfg)
 	}
-	if res := Run(context.Background(), p); res.Status != StatusOK {
+	if res := Run(context.Background(), p); res.Status != measure.StatusOK {
 		t.Fatalf("status %s/%s: %s", res.Status, res.Failure, res.Message)
 	}
 	if got.Load.Rate != 20 || got.Timeout != 500*time.Millisecond || got.Summary.Goodput.TTFTms != 50 {

@@ -1,8 +1,16 @@
 // Package tuner runs tuning studies: it parses the study spec, proposes
-// engine launch settings with a seeded goptuna sampler (TPE by default;
-// random, CMA-ES, grid), evaluates them as trials on disjoint GPU sets,
-// stores every trial, and reads the results back as a Pareto front and a
-// recommendation under the user's SLOs.
+// engine launch settings with a seeded sampler (TPE by default; random,
+// CMA-ES, grid), evaluates them as trials on disjoint GPU sets, stores every
+// trial, and reads the results back as a Pareto front and a recommendation
+// under the user's SLOs.
+//
+// A Study owns its run: it opens the stored study (Store.Begin), removes
+// what a killed run of it left running when its launcher can (a
+// launcher.Reaper), samples the trials' GPUs when the launcher says they are
+// this machine's, runs as many trials at once as its GPUs hold
+// (Parallelism), and reaps again when its trials are done. The command line
+// only parses flags and prints what the study reports (OnStart, OnFinish,
+// OnProgress, OnNote).
 //
 // Failed trials (out of memory at start-up, crash under load, not ready in
 // time, infeasible by the memory model) are results: they are stored with
@@ -11,32 +19,24 @@
 // marked interrupted and re-run with the same settings first, and finished
 // trials are replayed into the sampler.
 //
-// Docker studies: a study may span several Docker hosts (launcher.hosts,
-// each with its own GPUs); a trial runs on one host, chosen by the GPU pool,
-// and its GPUs are numbered host×HostGPUStride+index. Study.Reap (ReapStudy
-// for docker studies) removes a study's containers on every host before its
-// first trial, new or resumed: a study that is not running owns none.
-//
 // The scalar the sampler optimises is the spec's tuner.objective, by default
 // "max goodput_per_gpu": the best request goodput per GPU over the trial's
 // load levels. The Pareto front runs over every (trial, load level) point.
 //
-// Trials are evaluated through the Evaluator interface: TrialRunner launches
-// real engines (or the simulated engine as a process) and benchmarks them;
-// VirtualEvaluator runs the simulator in virtual time, which the sampler
-// benchmark (Exhaustive, TrialsToReach, cmd tuner/samplerbench) uses to
-// compare samplers against the exhaustive optimum of a discrete space.
-//
 // Example:
 //
-//	spec, err := tuner.ParseSpecFile("examples/quickstart.yaml")
+//	sp, err := tuner.ParseSpecFile("examples/quickstart.yaml")
 //	if err != nil {
-//		return err // a *space.Error: file:line: field: problem
+//		return err // a *yamlspec.Error: file:line: field: problem
 //	}
-//	pts := ... // stored load points as []tuner.Point
-//	best, err := tuner.Recommend(pts, spec.Objectives, spec.SLO, tuner.PreferThroughput)
+//	db, _ := store.Open(ctx, ":memory:")
+//	out, err := (&tuner.Study{Spec: sp, Store: db}).Run(ctx)
+//	trials, _ := db.Trials(ctx, out.StudyID)
+//	best, err := tuner.Recommend(tuner.StoredPoints(trials, sp.Hardware.PricePerGPUHour), sp.Objectives, sp.SLO, tuner.PreferThroughput)
 //
-// Concurrency: a Sampler is safe for concurrent use; Front, Recommend and
-// the spec parser are pure functions. A Study's Run drives its own worker
-// goroutines and waits for them before it returns.
+// Concurrency: a Sampler is safe for concurrent use and owns its seeded
+// random source, so one seed proposes the same settings in the same order
+// in any program; Front, Recommend and the spec parser are pure functions.
+// A Study's Run drives its own worker goroutines and waits for them before
+// it returns.
 package tuner

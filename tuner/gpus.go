@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+
+	"github.com/servetune/servetune/launcher"
 )
 
 // gpuPool hands out disjoint sets of GPU indices to trials running at the
@@ -90,6 +92,27 @@ func (p *gpuPool) tryAcquire(n int) []int {
 		return []int{}
 	}
 	return ids
+}
+
+// size is how many GPUs the pool has.
+func (p *gpuPool) size() int { return len(p.free) }
+
+// hosts is how many groups the GPUs form.
+func (p *gpuPool) hosts() int {
+	seen := map[int]bool{}
+	for g := range p.free {
+		seen[p.groupOf(g)] = true
+	}
+	return len(seen)
+}
+
+// placement returns the study's GPUs and their host grouping: the
+// launcher's own (launcher.Placer), else launcher.gpus on one host.
+func (l LauncherSpec) placement() ([]int, func(int) int) {
+	if pl, ok := l.Launcher.(launcher.Placer); ok {
+		return pl.GPUs(), pl.HostOf
+	}
+	return l.GPUs, nil
 }
 
 // Release returns gpus to the pool.

@@ -47,7 +47,7 @@ func TestGPUPool(t *testing.T) {
 // largest host is refused even when the study has enough GPUs in all.
 func TestGPUPoolHosts(t *testing.T) {
 	ctx := context.Background()
-	host := func(g int) int { return g / HostGPUStride }
+	host := func(g int) int { return g / 100 }
 	p := newGPUPool([]int{0, 1, 2, 100, 101}, host)
 	tests := []struct {
 		name string

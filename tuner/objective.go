@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/servetune/servetune/bench"
+	"github.com/servetune/servetune/measure"
 	"github.com/servetune/servetune/space"
 )
 
@@ -17,13 +17,12 @@ var ErrUnknownMetric = errors.New("unknown metric")
 // Point is one measured (trial, load level) point: the unit of the Pareto
 // front and of recommendations.
 type Point struct {
-	Trial    int            // trial number
-	Level    int            // index of the load level in the trial
-	Settings space.Settings // the trial's launch settings
-	GPUs     int            // GPUs the trial used
-	Price    float64        // $ per GPU-hour; 0 when unknown
-	Load     bench.Load     // the load level as run
-	Summary  bench.Summary  // what was measured
+	Trial         int            // trial number
+	Index         int            // index of the load level in the trial
+	Settings      space.Settings // the trial's launch settings
+	GPUs          int            // GPUs the trial used
+	Price         float64        // $ per GPU-hour; 0 when unknown
+	measure.Level                // the load as run (Load) and what was measured (Summary)
 }
 
 // Metric names a Point can be ranked by. Latency metrics are milliseconds;
@@ -98,7 +97,7 @@ func (p Point) Metric(name string) (v float64, ok bool) {
 	if !found {
 		return 0, false
 	}
-	var st bench.Stats
+	var st measure.Stats
 	switch metric {
 	case "ttft":
 		st = s.TTFT
@@ -209,8 +208,8 @@ func (slo SLO) Met(p Point) bool {
 
 // Goodput returns the per-request limits bench uses to count goodput: the
 // tightest limit given for each of TTFT, TPOT and E2EL.
-func (slo SLO) Goodput() bench.SLO {
-	var g bench.SLO
+func (slo SLO) Goodput() measure.SLO {
+	var g measure.SLO
 	tight := func(cur *float64, v float64) {
 		if *cur == 0 || v < *cur {
 			*cur = v

@@ -133,7 +133,7 @@ func Recommend(pts []Point, objs []Objective, slo SLO, pref Preference) (Point, 
 		if front[i].Trial != front[j].Trial {
 			return front[i].Trial < front[j].Trial
 		}
-		return front[i].Level < front[j].Level
+		return front[i].Index < front[j].Index
 	})
 	return front[0], nil
 }

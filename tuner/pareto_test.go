@@ -5,21 +5,21 @@ import (
 	"math"
 	"testing"
 
-	"github.com/servetune/servetune/bench"
+	"github.com/servetune/servetune/measure"
 )
 
 // pt builds a point with the given output throughput, GPUs and p99 TTFT.
 func pt(trial, gpus int, out, ttftP99 float64) Point {
 	return Point{
 		Trial: trial, GPUs: gpus, Price: 2,
-		Summary: bench.Summary{
+		Level: measure.Level{Summary: measure.Summary{
 			Completed:        10,
 			OutputThroughput: out,
 			RequestGoodput:   out / 100,
-			TTFT:             bench.Stats{N: 10, P99: ttftP99, Median: ttftP99 / 2, P50: ttftP99 / 2},
-			TPOT:             bench.Stats{N: 10, P99: 20, Median: 10, P50: 10},
-			E2EL:             bench.Stats{N: 10, P99: ttftP99 + 1000},
-		},
+			TTFT:             measure.Stats{N: 10, P99: ttftP99, Median: ttftP99 / 2, P50: ttftP99 / 2},
+			TPOT:             measure.Stats{N: 10, P99: 20, Median: 10, P50: 10},
+			E2EL:             measure.Stats{N: 10, P99: ttftP99 + 1000},
+		}},
 	}
 }
 

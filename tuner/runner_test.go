@@ -2,15 +2,20 @@ package tuner
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/servetune/servetune/engine"
 	"github.com/servetune/servetune/launcher"
+	"github.com/servetune/servetune/launcher/docker"
+	"github.com/servetune/servetune/measure"
 	"github.com/servetune/servetune/space"
-	"github.com/servetune/servetune/trial"
 )
 
-func TestNewLauncher(t *testing.T) {
+// TestSpecLaunchers: each launcher kind decodes its section of the spec
+// into its launcher (the kinds are registered by launcher/kinds).
+func TestSpecLaunchers(t *testing.T) {
 	tests := []struct {
 		name    string
 		replace string
@@ -18,19 +23,25 @@ func TestNewLauncher(t *testing.T) {
 	}{
 		{"sim", "kind: sim\n  gpus: [0, 1]\n  ready_timeout: 30s\n  time_scale: 50", func(t *testing.T, l launcher.Launcher) {
 			s, ok := l.(*launcher.Sim)
-			if !ok || s.GPU != "H100-SXM" || s.TimeScale != 50 {
+			if !ok || s.GPU != "H100-SXM" || s.TimeScale() != 50 {
 				t.Errorf("%#v", l)
 			}
 		}},
 		{"docker", "kind: docker\n  image: vllm/vllm-openai:v0.11.0\n  env: [HF_TOKEN]\n  gpus: [0, 1]", func(t *testing.T, l launcher.Launcher) {
-			d, ok := l.(*launcher.Docker)
-			if !ok || d.Image != "vllm/vllm-openai:v0.11.0" || d.Profile != launcher.ProfileVLLM || len(d.PassEnv) != 1 {
+			d, ok := l.(*docker.Hosts)
+			if !ok || d.Image() != "vllm/vllm-openai:v0.11.0" || !slices.Equal(d.GPUs(), []int{0, 1}) || d.TimeScale() != 1 {
 				t.Errorf("%#v", l)
 			}
 		}},
 		{"process", "kind: process\n  command: [vllm, serve, '{model}', --port, '{port}']\n  gpus: [0, 1]", func(t *testing.T, l launcher.Launcher) {
 			p, ok := l.(*launcher.Process)
-			if !ok || len(p.Command) != 5 {
+			if !ok || len(p.Command) != 5 || !p.LocalGPUs() {
+				t.Errorf("%#v", l)
+			}
+		}},
+		{"virtual", "kind: virtual\n  gpus: [0, 1]", func(t *testing.T, l launcher.Launcher) {
+			v, ok := l.(*launcher.Virtual)
+			if !ok || v.GPU != "H100-SXM" {
 				t.Errorf("%#v", l)
 			}
 		}},
@@ -42,11 +53,7 @@ func TestNewLauncher(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			l, err := NewLauncher(sp, "")
-			if err != nil {
-				t.Fatal(err)
-			}
-			tc.check(t, l)
+			tc.check(t, sp.Launcher.Launcher)
 		})
 	}
 }
@@ -55,13 +62,13 @@ func TestNewLauncher(t *testing.T) {
 // launching anything, with the engine's own message.
 func TestTrialRunnerPrecheck(t *testing.T) {
 	sp := mustSpec(t, studySpec)
-	r := &TrialRunner{Spec: sp} // no launcher: a launch would panic
+	r := &TrialRunner{Spec: sp}
 	res := r.Evaluate(context.Background(), 0, space.Settings{"tensor_parallel": 1, "max_running_requests": 8, "gpu_memory_fraction": 0.1}, []int{0})
-	if res.Status != trial.StatusFailed || res.Failure != trial.FailOOM || !strings.Contains(res.Message, "memory") {
+	if res.Status != measure.StatusFailed || res.Failure != engine.FailOOM || !strings.Contains(res.Message, "memory") {
 		t.Fatalf("%s/%s: %s", res.Status, res.Failure, res.Message)
 	}
 	res = r.Evaluate(context.Background(), 1, space.Settings{"tensor_parallel": 2, "max_running_requests": 8, "gpu_memory_fraction": 0.9}, []int{0})
-	if res.Status != trial.StatusFailed || res.Failure != trial.FailInfeasible || !strings.Contains(res.Message, "needs 2 GPUs") {
+	if res.Status != measure.StatusFailed || res.Failure != engine.FailInfeasible || !strings.Contains(res.Message, "needs 2 GPUs") {
 		t.Fatalf("%s/%s: %s", res.Status, res.Failure, res.Message)
 	}
 }
@@ -75,16 +82,18 @@ func TestPrecheckSeesExtraArgs(t *testing.T) {
 	sp := mustSpec(t, src)
 	set := space.Settings{"tensor_parallel": 1, "max_running_requests": 8, "gpu_memory_fraction": 0.95}
 	r := &TrialRunner{Spec: sp}
-	if err := r.checkContext(1).Fits(set); err != nil {
+	ls := r.launchSpec(0, set, []int{0})
+	if err := r.checkContext(ls).Fits(set); err != nil {
 		t.Errorf("precheck with --max-model-len 4096: %v", err)
 	}
-	res := (&VirtualEvaluator{Spec: sp}).Evaluate(context.Background(), 0, set, nil)
-	if res.Status != trial.StatusOK {
+	res := (&TrialRunner{Spec: sp}).Evaluate(context.Background(), 0, set, nil)
+	if res.Status != measure.StatusOK {
 		t.Errorf("virtual trial with --max-model-len 4096: %s/%s %s", res.Status, res.Failure, res.Message)
 	}
 	// Without the extra argument the default context does not fit.
 	sp.Space.Extra = nil
-	if err := r.checkContext(1).Fits(set); err == nil {
+	ls.Extra = nil
+	if err := r.checkContext(ls).Fits(set); err == nil {
 		t.Error("precheck passed the 128k default context on an L4")
 	}
 }

@@ -146,7 +146,7 @@ func (s *Sampler) Ask() (Proposal, error) {
 		if err != nil {
 			return Proposal{}, err
 		}
-		key := settingsKey(p.Settings)
+		key := p.Settings.Key()
 		if s.seen[key] && try <= maxDuplicates+maxDuplicates {
 			continue
 		}
@@ -261,7 +261,7 @@ func (s *Sampler) Replay(set space.Settings, value float64, failed bool) error {
 		s.skipGrid(set)
 		return nil
 	}
-	s.seen[settingsKey(set)] = true
+	s.seen[set.Key()] = true
 	id, err := s.study.Storage.CreateNewTrial(s.study.ID)
 	if err != nil {
 		return err
@@ -288,7 +288,7 @@ func (s *Sampler) Reserve(set space.Settings) {
 		s.skipGrid(set)
 		return
 	}
-	s.seen[settingsKey(set)] = true
+	s.seen[set.Key()] = true
 }
 
 // skipGrid moves one not-yet-proposed grid point equal to set among the

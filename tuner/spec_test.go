@@ -9,8 +9,9 @@ import (
 	"time"
 
 	"github.com/servetune/servetune/catalog"
+	"github.com/servetune/servetune/engine"
 	"github.com/servetune/servetune/launcher"
-	"github.com/servetune/servetune/space"
+	"github.com/servetune/servetune/yamlspec"
 )
 
 const goodSpec = `name: s1
@@ -40,10 +41,10 @@ func TestParseSpecGood(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sp.Name != "s1" || sp.Engine != space.VLLM || sp.Launcher.Kind != LauncherSim {
+	if sp.Name != "s1" || sp.Engine != engine.VLLM || sp.Launcher.Kind != "sim" {
 		t.Errorf("spec = %+v", sp)
 	}
-	if sp.Launcher.ReadyTimeout != 30*time.Second || sp.Launcher.TimeScale != 50 || len(sp.Launcher.GPUs) != 2 {
+	if sp.Launcher.ReadyTimeout != 30*time.Second || sp.Launcher.Launcher.(launcher.TimeScaler).TimeScale() != 50 || len(sp.Launcher.GPUs) != 2 {
 		t.Errorf("launcher = %+v", sp.Launcher)
 	}
 	if len(sp.Space.Params) != 2 || len(sp.Workload.Levels) != 2 || sp.Workload.Levels[1].MaxConcurrency != 8 {
@@ -110,9 +111,9 @@ func TestParseSpecBad(t *testing.T) {
 				t.Fatalf("replacement %q not applied", tc.old)
 			}
 			_, err := ParseSpec([]byte(src), "bad.yaml")
-			var se *space.Error
+			var se *yamlspec.Error
 			if !errors.As(err, &se) {
-				t.Fatalf("err = %v (%T), want *space.Error", err, err)
+				t.Fatalf("err = %v (%T), want *yamlspec.Error", err, err)
 			}
 			msg := err.Error()
 			if strings.Contains(msg, "\n") || !strings.HasPrefix(msg, "bad.yaml:") {
@@ -139,9 +140,9 @@ func FuzzParseSpec(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		sp, err := ParseSpec(data, "f.yaml")
 		if err != nil {
-			var se *space.Error
+			var se *yamlspec.Error
 			if !errors.As(err, &se) {
-				t.Fatalf("error %v is not a *space.Error", err)
+				t.Fatalf("error %v is not a *yamlspec.Error", err)
 			}
 			return
 		}
@@ -179,35 +180,15 @@ func TestParseSpecDockerHosts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := sp.Launcher
-	if !slices.Equal(l.GPUs, []int{0, 1, 103}) || len(l.Hosts) != 2 || l.Hosts[0].Address != "10.0.0.7" || l.Hosts[1].DockerHost != "unix:///var/run/docker.sock" {
-		t.Fatalf("launcher = %+v", l)
+	pl := sp.Launcher.Launcher.(launcher.Placer)
+	if !slices.Equal(pl.GPUs(), []int{0, 1, 103}) || pl.HostOf(103) != 1 || pl.HostOf(1) != 0 {
+		t.Fatalf("GPUs %v, HostOf(103) = %d", pl.GPUs(), pl.HostOf(103))
 	}
-	if h, g := l.HostOf(103); h != 1 || g != 3 {
-		t.Errorf("HostOf(103) = %d, %d", h, g)
+	if sp.Launcher.Launcher.(launcher.LocalGPUs).LocalGPUs() {
+		t.Error("GPUs of remote hosts read as local")
 	}
-	if !l.Remote() || len(l.DockerHosts()) != 2 {
-		t.Errorf("Remote = %v, DockerHosts = %v", l.Remote(), l.DockerHosts())
-	}
-	lr, err := NewLauncher(sp, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, ok := lr.(*hostRouter)
-	if !ok || len(r.hosts) != 2 || r.hosts[0].Host != "ssh://me@gpu-a:2222" || r.hosts[0].Address != "10.0.0.7" || !r.hosts[1].NoGPU {
-		t.Fatalf("launcher = %#v", lr)
-	}
-
-	one := strings.Replace(goodSpec, "kind: sim\n", "kind: docker\n  image: servetune-sim:dev\n  docker_host: tcp://127.0.0.1:2375\n", 1)
-	sp, err = ParseSpec([]byte(one), "one.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if sp.Launcher.Remote() || len(sp.Launcher.DockerHosts()) != 1 || sp.Launcher.DockerHosts()[0].DockerHost != "tcp://127.0.0.1:2375" {
-		t.Errorf("one host: %+v", sp.Launcher)
-	}
-	if d, ok := mustLauncher(t, sp).(*launcher.Docker); !ok || d.Host != "tcp://127.0.0.1:2375" {
-		t.Errorf("one-host launcher = %#v", d)
+	if p := (&Study{Spec: sp}).Parallelism(); p != 3 {
+		t.Errorf("Parallelism = %d, want 3 (TP1 on each of 3 GPUs)", p)
 	}
 
 	bad := []struct{ name, old, new, want string }{
@@ -239,26 +220,6 @@ func TestParseSpecDockerHosts(t *testing.T) {
 			}
 			if _, err := ParseSpec([]byte(src), "bad.yaml"); err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want %q", err, tc.want)
-			}
-		})
-	}
-}
-
-func mustLauncher(t *testing.T, sp *Spec) launcher.Launcher {
-	t.Helper()
-	l, err := NewLauncher(sp, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
-}
-
-func TestHostRouterRejects(t *testing.T) {
-	r := &hostRouter{hosts: []*launcher.Docker{{Image: "x"}, {Image: "y"}}}
-	for name, gpus := range map[string][]int{"span": {1, 100}, "no such host": {200}} {
-		t.Run(name, func(t *testing.T) {
-			if _, err := r.Launch(t.Context(), launcher.Spec{Model: "m", GPUs: gpus}); !errors.Is(err, launcher.ErrBadSpec) {
-				t.Fatalf("Launch(%v) = %v, want ErrBadSpec", gpus, err)
 			}
 		})
 	}

@@ -5,20 +5,28 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sort"
 	"sync"
 	"time"
 
-	"github.com/servetune/servetune/bench"
+	"github.com/servetune/servetune/engine"
+	"github.com/servetune/servetune/gpu"
+	"github.com/servetune/servetune/launcher"
+	"github.com/servetune/servetune/measure"
 	"github.com/servetune/servetune/space"
 	"github.com/servetune/servetune/store"
 	"github.com/servetune/servetune/trial"
 )
 
-// Evaluator runs one trial: trial.Run behind launcher and precheck set-up in
-// production (TrialRunner), the simulator in virtual time in benchmarks.
+// Evaluator runs one trial: TrialRunner (the spec's launcher, the
+// benchmark) in production; tests substitute their own.
 type Evaluator interface {
 	Evaluate(ctx context.Context, number int, settings space.Settings, gpus []int) trial.Result
+}
+
+// Store is where a study keeps its trials: a *store.Store, on disk or in
+// memory (store.Open(ctx, ":memory:")).
+type Store interface {
+	Begin(ctx context.Context, st store.Study, resume bool) (*store.Run, []store.Trial, error)
 }
 
 // ErrStudyExists is returned by Run when the study is already in the store
@@ -37,21 +45,21 @@ type TrialReport struct {
 	Total    int      // trials the study runs
 }
 
-// Study runs a tuning study end to end. Set the fields, then call Run once.
+// Study runs a tuning study end to end: it owns the run, from the stored
+// study to the engines it leaves behind. Set the fields, then call Run once.
 type Study struct {
 	Spec   *Spec
-	Store  *store.Store
-	Eval   Evaluator
+	Store  Store
 	Resume bool // continue a stored study: re-run interrupted trials, replay finished ones
 
-	// Reap, when set, runs once the study is created or resumed and before
-	// its first trial, to remove what an earlier run of it left behind
-	// (the Docker containers of a killed run: see ReapStudy). Its error
-	// stops the study before anything is launched.
-	Reap func(ctx context.Context) error
+	// Eval runs the trials; nil = a TrialRunner over the spec's launcher,
+	// with GPU telemetry when the launcher's GPUs are this machine's.
+	Eval Evaluator
 
-	OnStart  func(number int, settings space.Settings, gpus []int) // optional, from the dispatcher
-	OnFinish func(TrialReport)                                     // optional, serialised
+	OnStart    func(number int, settings space.Settings, gpus []int) // optional, from the dispatcher
+	OnFinish   func(TrialReport)                                     // optional, serialised
+	OnProgress func(number int, level string, done, total int)       // optional, a level's requests
+	OnNote     func(msg string)                                      // optional: one-line notes (leftovers removed, no telemetry)
 }
 
 // Outcome summarises a finished (or interrupted) Run.
@@ -70,238 +78,334 @@ type job struct {
 	replay   bool // an interrupted trial re-run: the sampler did not propose it
 }
 
-// Run executes the study: it creates (or resumes) the stored study, runs
-// trials until the spec's count is reached, the grid is exhausted, or ctx
-// ends, and waits for every trial it started. A cancelled study leaves its
-// running trials marked interrupted, to be re-run by a later resume.
+// Parallelism is how many trials the study runs at once: as many of its
+// smallest configuration as its GPUs hold, at most tuner.parallel, and one
+// when it lists no GPUs.
+func (s *Study) Parallelism() int {
+	gpus, _ := s.Spec.Launcher.placement()
+	if len(gpus) == 0 {
+		return 1
+	}
+	n := len(gpus) / max(minGPUs(s.Spec.Space), 1)
+	if p := s.Spec.Tuner.Parallel; p > 0 && p < n {
+		n = p
+	}
+	return max(n, 1)
+}
+
+func (s *Study) note(format string, a ...any) {
+	if s.OnNote != nil {
+		s.OnNote(fmt.Sprintf(format, a...))
+	}
+}
+
+// Run executes the study: it creates (or resumes) the stored study, removes
+// what an earlier run left running, runs trials until the spec's count is
+// reached, the grid is exhausted, or ctx ends, waits for every trial it
+// started, and removes what they left. A cancelled study leaves its running
+// trials marked interrupted, to be re-run by a later resume.
 func (s *Study) Run(ctx context.Context) (Outcome, error) {
-	var out Outcome
 	sp := s.Spec
 	sampler, err := NewSampler(sp.Tuner.Sampler, sp.Space, sp.Tuner.Seed)
 	if err != nil {
-		return out, err
+		return Outcome{}, err
 	}
-	st, err := s.Store.GetStudy(ctx, sp.Name)
+	run, stored, err := s.Store.Begin(ctx, store.Study{Name: sp.Name, Spec: sp.Text, Seed: uint64(sp.Tuner.Seed)}, s.Resume)
 	switch {
-	case err == nil && !s.Resume:
-		return out, fmt.Errorf("%q: %w", sp.Name, ErrStudyExists)
-	case err == nil:
-		if st, err = s.Store.ResumeStudy(ctx, sp.Name); err != nil {
-			return out, fmt.Errorf("resume: %w", err)
-		}
-	case errors.Is(err, store.ErrNotFound):
-		st, err = s.Store.CreateStudy(ctx, store.Study{Name: sp.Name, Spec: sp.Text, Seed: uint64(sp.Tuner.Seed), Status: store.StudyRunning})
-		if err != nil {
-			return out, fmt.Errorf("create study: %w", err)
-		}
+	case errors.Is(err, store.ErrExists):
+		return Outcome{}, fmt.Errorf("%q: %w", sp.Name, ErrStudyExists)
 	case err != nil:
-		return out, fmt.Errorf("load study: %w", err)
+		return Outcome{}, fmt.Errorf("open study: %w", err)
 	}
-	out.StudyID = st.ID
-	if s.Reap != nil {
-		if err := s.Reap(ctx); err != nil {
-			_ = s.Store.FinishStudy(context.WithoutCancel(ctx), st.ID, store.StudyFailed)
-			return out, fmt.Errorf("remove leftovers of an earlier run: %w", err)
-		}
+	r := &studyRun{s: s, sampler: sampler, run: run, out: Outcome{StudyID: run.Study.ID}, total: sp.Tuner.Trials}
+	// The study is not running (Begin refuses a stored one without
+	// resume): whatever its launcher finds of it is a leftover of a killed
+	// run, still holding GPUs.
+	if err := s.reap(ctx, "from an earlier run"); err != nil {
+		_ = run.End(context.WithoutCancel(ctx), store.StudyFailed)
+		return r.out, fmt.Errorf("remove leftovers of an earlier run: %w", err)
 	}
+	eval, closeEval := s.evaluator()
+	defer closeEval()
+	r.eval = eval
+	if err := r.replay(stored); err != nil {
+		_ = run.End(context.WithoutCancel(ctx), store.StudyFailed)
+		return r.out, fmt.Errorf("resume: %w", err)
+	}
+	r.dispatch(ctx)
+	err = r.close(ctx)
+	// After Stop, what a trial could not remove (a daemon hiccup, a second
+	// Ctrl-C in the middle) is removed here.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 60*time.Second)
+	if rerr := s.reap(rctx, "left after its trials"); rerr != nil {
+		s.note("warning: %v; remove them with: servetune cleanup --study %s", rerr, sp.Name)
+	}
+	cancel()
+	return r.out, err
+}
 
-	// Resume: leftovers of a killed run are interrupted and re-run first;
-	// finished trials teach the sampler.
-	var queue []job
-	done := 0
-	best := (*float64)(nil)
-	if s.Resume {
-		if _, err := s.Store.InterruptRunning(ctx, st.ID); err != nil {
-			return out, fmt.Errorf("resume: %w", err)
-		}
-		trials, err := s.Store.Trials(ctx, st.ID)
+// reap removes the study's leftovers through its launcher, when the
+// launcher has any to remove.
+func (s *Study) reap(ctx context.Context, when string) error {
+	rp, ok := s.Spec.Launcher.Launcher.(launcher.Reaper)
+	if !ok {
+		return nil
+	}
+	removed, err := rp.Reap(ctx, s.Spec.Name, nil)
+	if len(removed) > 0 {
+		s.note("removed %d leftover %s engine(s) of study %s %s", len(removed), s.Spec.Launcher.Kind, s.Spec.Name, when)
+	}
+	return err
+}
+
+// evaluator returns the study's Evaluator and what closes it: the default
+// TrialRunner samples the trials' GPUs through NVML when the launcher says
+// they are this machine's.
+func (s *Study) evaluator() (Evaluator, func()) {
+	if s.Eval != nil {
+		return s.Eval, func() {}
+	}
+	r := &TrialRunner{Spec: s.Spec, Progress: s.OnProgress}
+	if lg, ok := s.Spec.Launcher.Launcher.(launcher.LocalGPUs); ok && lg.LocalGPUs() {
+		n, err := gpu.Open()
 		if err != nil {
-			return out, fmt.Errorf("resume: %w", err)
+			s.note("%v", err)
+			return r, func() {}
 		}
-		for _, t := range trials {
-			switch t.Status {
-			case store.TrialInterrupted, store.TrialRunning:
-				// Not to be proposed again while it re-runs.
-				sampler.Reserve(t.Settings)
-				queue = append(queue, job{number: t.Number, settings: t.Settings, replay: true})
-				out.Rerun = append(out.Rerun, t.Number)
-				continue
-			}
-			done++
-			failed := t.Objective == nil
-			v := 0.0
-			if !failed {
-				v = *t.Objective
-				if best == nil || sp.Tuner.Objective.better(v, *best) {
-					best = &v
-				}
-			}
-			if err := sampler.Replay(t.Settings, sp.Tuner.Objective.score(v), failed); err != nil {
-				return out, fmt.Errorf("resume: replay trial %d: %w", t.Number, err)
-			}
-		}
+		r.GPUs = n
+		return r, func() { n.Close() }
 	}
-	next, err := s.Store.NextTrialNumber(ctx, st.ID)
-	if err != nil {
-		return out, fmt.Errorf("next trial number: %w", err)
-	}
+	return r, func() {}
+}
 
-	pool, parallel := s.gpuPlan()
-	sem := make(chan struct{}, parallel)
-	var (
-		mu      sync.Mutex // guards done, best, out, firstErr and OnFinish calls
-		wg      sync.WaitGroup
-		firstEr error
-	)
-	total := sp.Tuner.Trials
-	started := done
-	finish := func(j job, gpus []int, res trial.Result) {
-		defer wg.Done()
-		defer func() { <-sem }()
-		defer pool.Release(gpus)
-		if res.Status == trial.StatusInterrupted {
-			if ctx.Err() != nil {
-				// The study is stopping: keep the load levels this trial
-				// finished, marked interrupted; --resume re-runs it in place
-				// (StartTrial clears them then). The sampler is not told.
-				if res.Finished.IsZero() {
-					res.Finished = time.Now()
-				}
-				err := s.Store.FinishTrial(context.WithoutCancel(ctx), storeResult(st.ID, j.number, res, nil))
-				mu.Lock()
-				if err != nil && firstEr == nil {
-					firstEr = fmt.Errorf("trial %d: save interrupted trial: %w", j.number, err)
-				}
-				mu.Unlock()
-				return
-			}
-			// Interrupted without the study being stopped: count it as failed
-			// rather than leave it running.
-			res = trial.Failed(trial.FailLaunchError, "trial interrupted")
-		}
-		pts := PointsOf(j.number, j.settings, sp.Hardware.PricePerGPUHour, res.Levels)
-		var value *float64
-		if res.Status == trial.StatusOK {
-			if v, ok := TrialValue(pts, sp.Tuner.Objective, sp.SLO); ok {
-				value = &v
-			}
-		}
-		err := s.Store.FinishTrial(context.WithoutCancel(ctx), storeResult(st.ID, j.number, res, value))
-		var tellErr error
-		score := sp.Tuner.Objective.score(deref(value))
-		if j.replay {
-			tellErr = sampler.Replay(j.settings, score, value == nil)
-		} else {
-			tellErr = sampler.Tell(j.askID, score, value == nil)
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if err == nil {
-			err = tellErr
-		}
-		if err != nil && firstEr == nil {
-			firstEr = fmt.Errorf("trial %d: %w", j.number, err)
-		}
-		done++
-		if res.Status == trial.StatusOK {
-			out.Completed++
-		} else {
-			out.Failed++
-		}
-		if value != nil && (best == nil || sp.Tuner.Objective.better(*value, *best)) {
-			v := *value
-			best = &v
-		}
-		if s.OnFinish != nil {
-			s.OnFinish(TrialReport{Number: j.number, Settings: j.settings, GPUs: gpus, Result: res,
-				Value: value, Best: best, Done: done, Total: total})
-		}
-	}
+// studyRun is the state of one Run.
+type studyRun struct {
+	s       *Study
+	sampler *Sampler
+	run     *store.Run
+	eval    Evaluator
+	total   int
 
-	fail := func(err error) {
-		mu.Lock()
-		if firstEr == nil {
-			firstEr = err
+	queue   []job // interrupted trials to re-run first
+	next    int   // the next trial number
+	started int   // trials started or finished, replayed ones included
+
+	mu      sync.Mutex // guards done, best, out, firstErr and OnFinish calls
+	done    int
+	best    *float64
+	out     Outcome
+	firstEr error
+	wg      sync.WaitGroup
+}
+
+// replay teaches the sampler the stored trials of a resumed study and
+// queues its interrupted ones to run again first.
+func (r *studyRun) replay(stored []store.Trial) error {
+	obj := r.s.Spec.Tuner.Objective
+	for _, t := range stored {
+		r.next = max(r.next, t.Number+1)
+		switch t.Status {
+		case measure.StatusInterrupted, measure.StatusRunning:
+			// Not to be proposed again while it re-runs.
+			r.sampler.Reserve(t.Settings)
+			r.queue = append(r.queue, job{number: t.Number, settings: t.Settings, replay: true})
+			r.out.Rerun = append(r.out.Rerun, t.Number)
+			continue
 		}
-		mu.Unlock()
+		r.done++
+		failed := t.Objective == nil
+		v := 0.0
+		if !failed {
+			v = *t.Objective
+			if r.best == nil || obj.better(v, *r.best) {
+				r.best = &v
+			}
+		}
+		if err := r.sampler.Replay(t.Settings, obj.score(v), failed); err != nil {
+			return fmt.Errorf("replay trial %d: %w", t.Number, err)
+		}
 	}
-	for started < total && ctx.Err() == nil {
+	r.started = r.done
+	return nil
+}
+
+func (r *studyRun) fail(err error) {
+	r.mu.Lock()
+	if r.firstEr == nil {
+		r.firstEr = err
+	}
+	r.mu.Unlock()
+}
+
+func (r *studyRun) stopped(ctx context.Context) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.firstEr != nil || ctx.Err() != nil
+}
+
+// dispatch starts trials until the count is reached, the grid is
+// exhausted, ctx ends or a trial cannot be stored, then waits for them.
+func (r *studyRun) dispatch(ctx context.Context) {
+	gpus, group := r.s.Spec.Launcher.placement()
+	if len(gpus) == 0 {
+		// Without listed GPUs trials run one at a time on indices 0..n-1.
+		for i := range 64 {
+			gpus = append(gpus, i)
+		}
+	}
+	pool := newGPUPool(gpus, group)
+	sem := make(chan struct{}, r.s.Parallelism())
+	for r.started < r.total && ctx.Err() == nil {
 		// Take a slot before asking, so the sampler has seen every result
 		// it could have (with one slot: every earlier trial).
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
 		}
-		mu.Lock()
-		stop := firstEr != nil || ctx.Err() != nil
-		mu.Unlock()
-		if stop {
+		if r.stopped(ctx) {
 			break
 		}
-		var j job
-		if len(queue) > 0 {
-			j, queue = queue[0], queue[1:]
-		} else {
-			p, err := sampler.Ask()
-			if errors.Is(err, ErrExhausted) {
-				break
-			}
-			if err != nil {
-				fail(err)
-				break
-			}
-			j = job{number: next, settings: p.Settings, askID: p.ID}
-			next++
+		j, ok := r.nextJob()
+		if !ok {
+			break
 		}
 		need := GPUsFor(j.settings)
-		var gpus []int
+		var ids []int
 		var early *trial.Result
 		if need > pool.total {
 			// More GPUs than the study has: a failed trial, not a stop.
-			r := trial.Failed(trial.FailInfeasible, fmt.Sprintf("needs %d GPUs, the study has %d on one host", need, pool.total))
-			early = &r
-		} else if gpus, err = pool.Acquire(ctx, need); err != nil {
-			break // cancelled
+			res := trial.Failed(engine.FailInfeasible, fmt.Sprintf("needs %d GPUs, the study has %d on one host", need, pool.total))
+			early = &res
+		} else {
+			var err error
+			if ids, err = pool.Acquire(ctx, need); err != nil {
+				break // cancelled
+			}
 		}
-		if err := s.Store.StartTrial(ctx, st.ID, j.number, j.settings, gpus); err != nil {
-			pool.Release(gpus)
-			fail(fmt.Errorf("trial %d: %w", j.number, err))
+		if err := r.run.StartTrial(ctx, j.number, j.settings, ids); err != nil {
+			pool.Release(ids)
+			r.fail(fmt.Errorf("trial %d: %w", j.number, err))
 			break
 		}
-		started++
-		wg.Add(1)
+		r.started++
+		r.wg.Add(1)
+		release := func() { <-sem; pool.Release(ids) }
 		if early != nil {
-			finish(j, gpus, *early)
+			r.finish(ctx, j, ids, *early, release)
 			continue
 		}
-		if s.OnStart != nil {
-			s.OnStart(j.number, j.settings, gpus)
+		if r.s.OnStart != nil {
+			r.s.OnStart(j.number, j.settings, ids)
 		}
-		go func(j job, gpus []int) {
-			finish(j, gpus, s.Eval.Evaluate(ctx, j.number, j.settings, gpus))
-		}(j, gpus)
+		go func(j job, ids []int) {
+			r.finish(ctx, j, ids, r.eval.Evaluate(ctx, j.number, j.settings, ids), release)
+		}(j, ids)
 	}
-	wg.Wait()
+	r.wg.Wait()
+}
 
-	status := store.StudyFinished
-	if ctx.Err() != nil {
-		status = store.StudyInterrupted
-		if _, err := s.Store.InterruptRunning(context.WithoutCancel(ctx), st.ID); err != nil && firstEr == nil {
-			firstEr = err
+// nextJob is the next trial to run: an interrupted one, else the
+// sampler's proposal. ok is false when there is none.
+func (r *studyRun) nextJob() (job, bool) {
+	if len(r.queue) > 0 {
+		j := r.queue[0]
+		r.queue = r.queue[1:]
+		return j, true
+	}
+	p, err := r.sampler.Ask()
+	if errors.Is(err, ErrExhausted) {
+		return job{}, false
+	}
+	if err != nil {
+		r.fail(err)
+		return job{}, false
+	}
+	j := job{number: r.next, settings: p.Settings, askID: p.ID}
+	r.next++
+	return j, true
+}
+
+// finish stores a trial's result, tells the sampler and the observer.
+func (r *studyRun) finish(ctx context.Context, j job, gpus []int, res trial.Result, release func()) {
+	defer r.wg.Done()
+	defer release()
+	sp := r.s.Spec
+	if res.Status == measure.StatusInterrupted {
+		if ctx.Err() != nil {
+			// The study is stopping: keep the load levels this trial
+			// finished, marked interrupted; --resume re-runs it in place
+			// (StartTrial clears them then). The sampler is not told.
+			if res.Finished.IsZero() {
+				res.Finished = time.Now()
+			}
+			if err := r.run.FinishTrial(context.WithoutCancel(ctx), storeResult(j.number, res, nil)); err != nil {
+				r.fail(fmt.Errorf("trial %d: save interrupted trial: %w", j.number, err))
+			}
+			return
 		}
-	} else if firstEr != nil {
+		// Interrupted without the study being stopped: count it as failed
+		// rather than leave it running.
+		res = trial.Failed(engine.FailLaunchError, "trial interrupted")
+	}
+	pts := PointsOf(j.number, j.settings, sp.Hardware.PricePerGPUHour, res.Levels)
+	var value *float64
+	if res.Status == measure.StatusOK {
+		if v, ok := TrialValue(pts, sp.Tuner.Objective, sp.SLO); ok {
+			value = &v
+		}
+	}
+	err := r.run.FinishTrial(context.WithoutCancel(ctx), storeResult(j.number, res, value))
+	score := sp.Tuner.Objective.score(deref(value))
+	var tellErr error
+	if j.replay {
+		tellErr = r.sampler.Replay(j.settings, score, value == nil)
+	} else {
+		tellErr = r.sampler.Tell(j.askID, score, value == nil)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err == nil {
+		err = tellErr
+	}
+	if err != nil && r.firstEr == nil {
+		r.firstEr = fmt.Errorf("trial %d: %w", j.number, err)
+	}
+	r.done++
+	if res.Status == measure.StatusOK {
+		r.out.Completed++
+	} else {
+		r.out.Failed++
+	}
+	if value != nil && (r.best == nil || sp.Tuner.Objective.better(*value, *r.best)) {
+		v := *value
+		r.best = &v
+	}
+	if r.s.OnFinish != nil {
+		r.s.OnFinish(TrialReport{Number: j.number, Settings: j.settings, GPUs: gpus, Result: res,
+			Value: value, Best: r.best, Done: r.done, Total: r.total})
+	}
+}
+
+// close ends the stored run with the study's status and returns the
+// study's error.
+func (r *studyRun) close(ctx context.Context) error {
+	status := store.StudyFinished
+	switch {
+	case ctx.Err() != nil:
+		status = store.StudyInterrupted
+	case r.firstEr != nil:
 		status = store.StudyFailed
 	}
-	if err := s.Store.FinishStudy(context.WithoutCancel(ctx), st.ID, status); err != nil && firstEr == nil {
-		firstEr = err
+	if err := r.run.End(context.WithoutCancel(ctx), status); err != nil && r.firstEr == nil {
+		r.firstEr = err
 	}
-	if trials, err := s.Store.Trials(context.WithoutCancel(ctx), st.ID); err == nil {
-		out.Trials = len(trials)
+	if trials, err := r.run.Trials(context.WithoutCancel(ctx)); err == nil {
+		r.out.Trials = len(trials)
 	}
-	if firstEr != nil {
-		return out, firstEr
+	if r.firstEr != nil {
+		return r.firstEr
 	}
-	return out, ctx.Err()
+	return ctx.Err()
 }
 
 func deref(v *float64) float64 {
@@ -311,39 +415,11 @@ func deref(v *float64) float64 {
 	return *v
 }
 
-// gpuPlan returns the GPU pool and how many trials may run at once. Without
-// listed GPUs, trials run one at a time on indices 0..n-1.
-func (s *Study) gpuPlan() (*gpuPool, int) {
-	gpus := s.Spec.Launcher.GPUs
-	if len(gpus) == 0 {
-		ids := make([]int, 64)
-		for i := range ids {
-			ids[i] = i
-		}
-		return newGPUPool(ids, nil), 1
-	}
-	var group func(int) int
-	if len(s.Spec.Launcher.Hosts) > 0 {
-		group = func(g int) int { h, _ := s.Spec.Launcher.HostOf(g); return h }
-	}
-	parallel := len(gpus) / max(minGPUs(s.Spec.Space), 1)
-	if p := s.Spec.Tuner.Parallel; p > 0 && p < parallel {
-		parallel = p
-	}
-	return newGPUPool(gpus, group), max(parallel, 1)
-}
-
 // storeResult converts a trial result into the store's one-transaction row.
-func storeResult(studyID int64, number int, res trial.Result, value *float64) store.TrialResult {
+func storeResult(number int, res trial.Result, value *float64) store.TrialResult {
 	tr := store.TrialResult{
-		StudyID: studyID, Number: number,
-		Status: string(res.Status), Failure: res.Failure, FailureMsg: res.Message,
-		LogTail: res.LogTail, Objective: value, Finished: res.Finished,
-		Requests: map[string][]bench.Record{},
-	}
-	for _, lv := range res.Levels {
-		tr.LoadPoints = append(tr.LoadPoints, store.LoadPoint{Level: lv.Label, Kind: lv.Kind, Value: lv.Value, Summary: lv.Summary})
-		tr.Requests[lv.Label] = lv.Records
+		Number: number, Status: res.Status, Failure: res.Failure, FailureMsg: res.Message,
+		LogTail: res.LogTail, Objective: value, Finished: res.Finished, LoadPoints: res.Levels,
 	}
 	first := map[int]uint64{} // energy counter at the first reading of each GPU
 	for _, g := range res.GPU {
@@ -366,38 +442,24 @@ func storeResult(studyID int64, number int, res trial.Result, value *float64) st
 }
 
 // PointsOf turns a trial's measured levels into Pareto points.
-func PointsOf(number int, settings space.Settings, price float64, levels []trial.Level) []Point {
+func PointsOf(number int, settings space.Settings, price float64, levels []measure.Level) []Point {
 	pts := make([]Point, 0, len(levels))
 	for i, lv := range levels {
-		pts = append(pts, Point{Trial: number, Level: i, Settings: settings, GPUs: GPUsFor(settings),
-			Price: price, Load: lv.Load, Summary: lv.Summary})
+		pts = append(pts, Point{Trial: number, Index: i, Settings: settings, GPUs: GPUsFor(settings),
+			Price: price, Level: lv})
 	}
 	return pts
 }
 
 // StoredPoints returns the (trial, load level) points of stored trials with
-// status ok.
+// status ok, in trial and level order.
 func StoredPoints(trials []store.Trial, price float64) []Point {
 	var pts []Point
 	for _, t := range trials {
-		if t.Status != store.TrialOK {
-			continue
-		}
-		for i, lp := range t.LoadPoints {
-			load := bench.Load{MaxConcurrency: int(lp.Value)}
-			if lp.Kind == "rate" {
-				load = bench.Load{Rate: lp.Value, MaxConcurrency: lp.Summary.MaxConcurrency}
-			}
-			pts = append(pts, Point{Trial: t.Number, Level: i, Settings: t.Settings, GPUs: GPUsFor(t.Settings),
-				Price: price, Load: load, Summary: lp.Summary})
+		if t.Status == measure.StatusOK {
+			pts = append(pts, PointsOf(t.Number, t.Settings, price, t.LoadPoints)...)
 		}
 	}
-	sort.SliceStable(pts, func(i, j int) bool {
-		if pts[i].Trial != pts[j].Trial {
-			return pts[i].Trial < pts[j].Trial
-		}
-		return pts[i].Level < pts[j].Level
-	})
 	return pts
 }
 

@@ -10,8 +10,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/servetune/servetune/bench"
+	"github.com/servetune/servetune/launcher"
+	_ "github.com/servetune/servetune/launcher/kinds" // the launcher kinds of the specs these tests parse
+
+	"github.com/servetune/servetune/engine"
 	"github.com/servetune/servetune/gpu"
+	"github.com/servetune/servetune/measure"
 	"github.com/servetune/servetune/space"
 	"github.com/servetune/servetune/store"
 	"github.com/servetune/servetune/trial"
@@ -21,7 +25,7 @@ import (
 const studySpec = `name: vt
 model: meta-llama/Llama-3.1-8B-Instruct
 engine: vllm
-launcher: {kind: sim, gpus: [0, 1]}
+launcher: {kind: virtual, gpus: [0, 1]}
 hardware: {gpu: H100-SXM, price_per_gpu_hour: 3}
 space:
   tensor_parallel: [1, 2]
@@ -60,7 +64,7 @@ func TestStudyRunVirtual(t *testing.T) {
 	sp := mustSpec(t, studySpec)
 	db := openStore(t)
 	var reports []TrialReport
-	s := &Study{Spec: sp, Store: db, Eval: &VirtualEvaluator{Spec: sp},
+	s := &Study{Spec: sp, Store: db, Eval: &TrialRunner{Spec: sp},
 		OnFinish: func(r TrialReport) { reports = append(reports, r) }}
 	out, err := s.Run(ctx)
 	if err != nil {
@@ -79,13 +83,13 @@ func TestStudyRunVirtual(t *testing.T) {
 			t.Errorf("trial %d has number %d", i, tr.Number)
 		}
 		switch tr.Status {
-		case store.TrialOK:
+		case measure.StatusOK:
 			if len(tr.LoadPoints) != 2 || tr.LoadPoints[1].Summary.Completed == 0 {
 				t.Errorf("trial %d: load points %+v", tr.Number, tr.LoadPoints)
 			}
-		case store.TrialFailed:
+		case measure.StatusFailed:
 			// 0.1 of an H100 cannot hold the 8B weights: vLLM's start-up error.
-			if tr.Failure != trial.FailOOM || !strings.Contains(tr.FailureMsg, "memory") {
+			if tr.Failure != engine.FailOOM || !strings.Contains(tr.FailureMsg, "memory") {
 				t.Errorf("trial %d failed as %s: %s", tr.Number, tr.Failure, tr.FailureMsg)
 			}
 			oom++
@@ -104,7 +108,7 @@ func TestStudyRunVirtual(t *testing.T) {
 		t.Error(err)
 	}
 	// The same study again is refused without resume.
-	if _, err := (&Study{Spec: sp, Store: db, Eval: &VirtualEvaluator{Spec: sp}}).Run(ctx); err == nil || !strings.Contains(err.Error(), "--resume") {
+	if _, err := (&Study{Spec: sp, Store: db, Eval: &TrialRunner{Spec: sp}}).Run(ctx); err == nil || !strings.Contains(err.Error(), "--resume") {
 		t.Errorf("rerun without resume: %v", err)
 	}
 }
@@ -125,13 +129,13 @@ func TestStudyResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	v := 1.5
-	if err := db.FinishTrial(ctx, store.TrialResult{StudyID: st.ID, Number: 0, Status: store.TrialOK, Objective: &v}); err != nil {
+	if err := db.FinishTrial(ctx, store.TrialResult{StudyID: st.ID, Number: 0, Status: measure.StatusOK, Objective: &v}); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.StartTrial(ctx, st.ID, 1, left, []int{0, 1}); err != nil {
 		t.Fatal(err)
 	}
-	s := &Study{Spec: sp, Store: db, Eval: &VirtualEvaluator{Spec: sp}, Resume: true}
+	s := &Study{Spec: sp, Store: db, Eval: &TrialRunner{Spec: sp}, Resume: true}
 	out, err := s.Run(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -144,11 +148,11 @@ func TestStudyResume(t *testing.T) {
 		t.Fatalf("%d trials, want 4", len(trials))
 	}
 	for i, tr := range trials {
-		if tr.Number != i || tr.Status == store.TrialRunning || tr.Status == store.TrialInterrupted {
+		if tr.Number != i || tr.Status == measure.StatusRunning || tr.Status == measure.StatusInterrupted {
 			t.Errorf("trial %d: number %d status %s", i, tr.Number, tr.Status)
 		}
 	}
-	if tp, _ := trials[1].Settings.Int("tensor_parallel"); tp != 2 || trials[1].Status != store.TrialOK {
+	if tp, _ := trials[1].Settings.Int("tensor_parallel"); tp != 2 || trials[1].Status != measure.StatusOK {
 		t.Errorf("re-run trial 1 = %v %s, want the interrupted settings measured", trials[1].Settings, trials[1].Status)
 	}
 }
@@ -191,7 +195,7 @@ func (g *gate) Evaluate(ctx context.Context, number int, set space.Settings, gpu
 		g.gpus[id]--
 	}
 	g.mu.Unlock()
-	return trial.Failed(trial.FailCrash, "test")
+	return trial.Failed(engine.FailCrash, "test")
 }
 
 func TestStudyParallelDisjointGPUs(t *testing.T) {
@@ -213,9 +217,9 @@ func TestStudyParallelDisjointGPUs(t *testing.T) {
 func TestVirtualCapacity(t *testing.T) {
 	src := strings.Replace(studySpec, "load: {concurrency: [4, 16]}", "load: {capacity: true, max_concurrency: 64}", 1)
 	sp := mustSpec(t, src)
-	res := (&VirtualEvaluator{Spec: sp}).Evaluate(context.Background(), 0,
+	res := (&TrialRunner{Spec: sp}).Evaluate(context.Background(), 0,
 		space.Settings{"tensor_parallel": 1, "max_running_requests": 64, "gpu_memory_fraction": 0.9}, nil)
-	if res.Status != trial.StatusOK || len(res.Levels) < 2 {
+	if res.Status != measure.StatusOK || len(res.Levels) < 2 {
 		t.Fatalf("%s/%s %s, %d levels", res.Status, res.Failure, res.Message, len(res.Levels))
 	}
 	if got := res.Levels[0].Load.MaxConcurrency; got != 1 {
@@ -234,11 +238,13 @@ func TestStoreResultGPUSamples(t *testing.T) {
 		t.Fatal(err)
 	}
 	t0 := time.Now()
-	res := trial.Result{Status: trial.StatusOK, Started: t0, Finished: t0.Add(2 * time.Second), GPU: []gpu.Sample{
+	res := trial.Result{Status: measure.StatusOK, Started: t0, Finished: t0.Add(2 * time.Second), GPU: []gpu.Sample{
 		{Time: t0, GPU: 0, PowerW: 100, EnergyMilliJ: 5_000_000},
 		{Time: t0.Add(time.Second), GPU: 0, PowerW: 300, MemUsed: 1 << 30, EnergyMilliJ: 5_300_000},
 	}}
-	if err := db.FinishTrial(ctx, storeResult(st.ID, 0, res, nil)); err != nil {
+	sr := storeResult(0, res, nil)
+	sr.StudyID = st.ID
+	if err := db.FinishTrial(ctx, sr); err != nil {
 		t.Fatal(err)
 	}
 	tr, err := db.Trial(ctx, st.ID, 0)
@@ -261,8 +267,19 @@ func (f evalFunc) Evaluate(ctx context.Context, number int, set space.Settings, 
 	return f(ctx, number, set, gpus)
 }
 
-// TestStudyReap: the reaper runs once, before the first trial, on a new
-// study and on a resume; its error stops the study with nothing launched.
+// reaping is a launcher that can reap (launcher.Reaper).
+type reaping struct {
+	launcher.Launcher
+	reap func() error
+}
+
+func (r reaping) Reap(context.Context, string, func(launcher.Reaped) bool) ([]launcher.Reaped, error) {
+	return nil, r.reap()
+}
+
+// TestStudyReap: a launcher that can reap reaps before the first trial, on
+// a new study and on a resume, and after the last; an error before stops
+// the study with nothing launched.
 func TestStudyReap(t *testing.T) {
 	sp := mustSpec(t, strings.Replace(studySpec, "trials: 6,", "trials: 2, parallel: 1,", 1))
 	db := openStore(t)
@@ -277,22 +294,23 @@ func TestStudyReap(t *testing.T) {
 	}
 	eval := evalFunc(func(ctx context.Context, n int, _ space.Settings, _ []int) trial.Result {
 		note(fmt.Sprintf("trial %d", n))
-		return trial.Failed(trial.FailCrash, "test")
+		return trial.Failed(engine.FailCrash, "test")
 	})
-	reap := func(context.Context) error { note("reap"); return nil }
+	sp.Launcher.Launcher = reaping{sp.Launcher.Launcher, func() error { note("reap"); return nil }}
 	for _, resume := range []bool{false, true} {
-		if _, err := (&Study{Spec: sp, Store: db, Eval: eval, Reap: reap, Resume: resume}).Run(t.Context()); err != nil {
+		if _, err := (&Study{Spec: sp, Store: db, Eval: eval, Resume: resume}).Run(t.Context()); err != nil {
 			t.Fatalf("resume=%v: %v", resume, err)
 		}
 	}
-	if got := strings.Join(events, ","); got != "reap,trial 0,trial 1,reap" {
+	if got := strings.Join(events, ","); got != "reap,trial 0,trial 1,reap,reap,reap" {
 		t.Errorf("events %s", got)
 	}
 
 	other := mustSpec(t, strings.Replace(studySpec, "name: vt", "name: vt2", 1))
 	boom := errors.New("daemon unreachable")
-	_, err := (&Study{Spec: other, Store: db, Eval: eval, Reap: func(context.Context) error { return boom }}).Run(t.Context())
-	if !errors.Is(err, boom) || len(events) != 4 {
+	other.Launcher.Launcher = reaping{other.Launcher.Launcher, func() error { return boom }}
+	_, err := (&Study{Spec: other, Store: db, Eval: eval}).Run(t.Context())
+	if !errors.Is(err, boom) || len(events) != 6 {
 		t.Errorf("err %v, events %v", err, events)
 	}
 }
@@ -304,10 +322,10 @@ type interruptAfterLevel struct{ stop context.CancelFunc }
 func (e interruptAfterLevel) Evaluate(ctx context.Context, number int, set space.Settings, gpus []int) trial.Result {
 	e.stop()
 	<-ctx.Done()
-	return trial.Result{Status: trial.StatusInterrupted, Started: time.Now(), Levels: []trial.Level{{
-		Label: "concurrency=8", Kind: "concurrency", Value: 8, Load: bench.Load{MaxConcurrency: 8},
-		Summary: bench.Summary{Completed: 16, OutputThroughput: 900},
-		Records: []bench.Record{{Index: 0, OutputTokens: 128}},
+	return trial.Result{Status: measure.StatusInterrupted, Started: time.Now(), Levels: []measure.Level{{
+		Label: "concurrency=8", Kind: "concurrency", Value: 8, Load: measure.Load{MaxConcurrency: 8},
+		Summary: measure.Summary{Completed: 16, OutputThroughput: 900},
+		Records: []measure.Record{{Index: 0, OutputTokens: 128}},
 	}}}
 }
 
@@ -326,7 +344,7 @@ func TestStudyInterruptSavesMeasuredLevels(t *testing.T) {
 		t.Fatal(err)
 	}
 	trials, _ := db.Trials(context.Background(), st.ID)
-	if len(trials) != 1 || trials[0].Status != store.TrialInterrupted || len(trials[0].LoadPoints) != 1 ||
+	if len(trials) != 1 || trials[0].Status != measure.StatusInterrupted || len(trials[0].LoadPoints) != 1 ||
 		trials[0].LoadPoints[0].Summary.Completed != 16 {
 		t.Fatalf("stored trials after the interrupt: %+v", trials)
 	}
@@ -340,10 +358,10 @@ func TestStudyMinObjective(t *testing.T) {
 	sp := mustSpec(t, src)
 	ttft := []float64{300, 100, 200, 400, 50}
 	eval := evalFunc(func(ctx context.Context, n int, _ space.Settings, _ []int) trial.Result {
-		return trial.Result{Status: trial.StatusOK, Levels: []trial.Level{{
-			Label: "concurrency=4", Kind: "concurrency", Value: 4, Load: bench.Load{MaxConcurrency: 4},
-			Summary: bench.Summary{Completed: 10, OutputThroughput: 100,
-				TTFT: bench.Stats{N: 10, Mean: ttft[n], P50: ttft[n], P99: ttft[n]}},
+		return trial.Result{Status: measure.StatusOK, Levels: []measure.Level{{
+			Label: "concurrency=4", Kind: "concurrency", Value: 4, Load: measure.Load{MaxConcurrency: 4},
+			Summary: measure.Summary{Completed: 10, OutputThroughput: 100,
+				TTFT: measure.Stats{N: 10, Mean: ttft[n], P50: ttft[n], P99: ttft[n]}},
 		}}}
 	})
 	db := openStore(t)
@@ -377,7 +395,7 @@ func TestStudyMinObjective(t *testing.T) {
 // driver loaded.
 func TestStoreResultEnergyUnknown(t *testing.T) {
 	t0 := time.Now()
-	res := trial.Result{Status: trial.StatusOK, Started: t0, Finished: t0.Add(4 * time.Second), GPU: []gpu.Sample{
+	res := trial.Result{Status: measure.StatusOK, Started: t0, Finished: t0.Add(4 * time.Second), GPU: []gpu.Sample{
 		{Time: t0, GPU: 0, PowerW: 100},                                           // energy not read
 		{Time: t0.Add(time.Second), GPU: 0, PowerW: 200, EnergyMilliJ: 5_000_000}, // first reading
 		{Time: t0.Add(2 * time.Second), GPU: 0, PowerW: 300, EnergyMilliJ: 5_300_000},
@@ -385,7 +403,7 @@ func TestStoreResultEnergyUnknown(t *testing.T) {
 		{Time: t0, GPU: 1, PowerW: 100, EnergyMilliJ: 1_000},
 		{Time: t0.Add(time.Second), GPU: 1, PowerW: 100}, // read failed
 	}}
-	got := storeResult(1, 0, res, nil).GPU
+	got := storeResult(0, res, nil).GPU
 	var e []string
 	for _, g := range got {
 		e = append(e, fmt.Sprint(g.EnergyJ))
@@ -419,7 +437,7 @@ func TestStudyResumeGridNoDuplicate(t *testing.T) {
 	if err := db.StartTrial(ctx, st.ID, 0, p0.Settings, []int{0}); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.FinishTrial(ctx, store.TrialResult{StudyID: st.ID, Number: 0, Status: store.TrialFailed, Failure: trial.FailCrash}); err != nil {
+	if err := db.FinishTrial(ctx, store.TrialResult{StudyID: st.ID, Number: 0, Status: measure.StatusFailed, Failure: engine.FailCrash}); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.StartTrial(ctx, st.ID, 1, p1.Settings, []int{1}); err != nil {
@@ -438,7 +456,7 @@ func TestStudyResumeGridNoDuplicate(t *testing.T) {
 		case 2:
 			close(started2)
 		}
-		return trial.Failed(trial.FailCrash, "test")
+		return trial.Failed(engine.FailCrash, "test")
 	})
 	if _, err := (&Study{Spec: sp, Store: db, Eval: eval, Resume: true}).Run(ctx); err != nil {
 		t.Fatal(err)
@@ -449,7 +467,7 @@ func TestStudyResumeGridNoDuplicate(t *testing.T) {
 	}
 	seen := map[string]int{}
 	for _, tr := range trials {
-		k := settingsKey(tr.Settings)
+		k := tr.Settings.Key()
 		if prev, dup := seen[k]; dup {
 			t.Errorf("trials %d and %d both measured %v", prev, tr.Number, tr.Settings)
 		}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/servetune/servetune/bench"
+	"github.com/servetune/servetune/measure"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -97,7 +98,7 @@ func workloadFlags(fl *pflag.FlagSet, f *benchFlags) {
 	fl.StringVar(&f.sweep, "sweep", "", "load ladder: concurrency=1,4,16 or rate=1,2,inf")
 	fl.Uint64Var(&f.seed, "seed", 0, "random seed of workload and arrivals")
 	fl.StringVar(&f.goodput, "goodput", "", "SLOs for goodput, ms: ttft:MS,tpot:MS,e2el:MS")
-	fl.IntVar(&f.bootstrap, "bootstrap", bench.DefaultBootstrap, "bootstrap resamples for confidence intervals")
+	fl.IntVar(&f.bootstrap, "bootstrap", measure.DefaultBootstrap, "bootstrap resamples for confidence intervals")
 	fl.StringVar(&f.jsonOut, "json", "", "write the summary (with per-request samples) as JSON to this file")
 	fl.StringVar(&f.csvOut, "csv", "", "write the summary as CSV to this file")
 	fl.StringVar(&f.requestsOut, "requests-out", "", "write one JSON line per request with all timestamps")
@@ -105,7 +106,7 @@ func workloadFlags(fl *pflag.FlagSet, f *benchFlags) {
 
 // level is one load level of a run or sweep.
 type level struct {
-	load bench.Load
+	load measure.Load
 	name string
 }
 
@@ -113,66 +114,13 @@ type level struct {
 // a one-line usage error.
 func buildBenchConfig(f *benchFlags) (bench.Config, []level, error) {
 	var cfg bench.Config
-	if f.baseURL == "" {
-		return cfg, nil, errors.New("--base-url is required")
-	}
-	if f.model == "" {
-		return cfg, nil, errors.New("--model is required")
-	}
-	cfg.Target = bench.Target{BaseURL: f.baseURL, Model: f.model, Endpoint: f.endpoint, Headers: http.Header{}}
-	if f.endpoint != bench.EndpointCompletions && f.endpoint != bench.EndpointChat {
-		return cfg, nil, fmt.Errorf("--endpoint-type %q: want completions or chat", f.endpoint)
-	}
-	if f.apiKeyEnv != "" {
-		key := os.Getenv(f.apiKeyEnv)
-		if key == "" {
-			return cfg, nil, fmt.Errorf("--api-key-env: environment variable %s is empty or unset", f.apiKeyEnv)
-		}
-		cfg.Target.APIKey = key
-	}
-	for _, h := range f.headers {
-		k, v, ok := strings.Cut(h, ":")
-		k = strings.TrimSpace(k)
-		if !ok || k == "" || strings.ContainsAny(k, " \t\r\n") || strings.ContainsAny(v, "\r\n") {
-			return cfg, nil, fmt.Errorf("--header %q: want NAME:VALUE", redactHeader(h))
-		}
-		cfg.Target.Headers.Add(k, strings.TrimSpace(v))
-	}
-	if err := cfg.Target.Validate(); err != nil {
-		return cfg, nil, fmt.Errorf("--base-url: %w", err)
-	}
-
-	in, err := lengthDist("--input", f.inputDist, f.inputLen, f.rangeRatio)
-	if err != nil {
+	var err error
+	if cfg.Target, err = benchTarget(f); err != nil {
 		return cfg, nil, err
 	}
-	out, err := lengthDist("--output", f.outputDist, f.outputLen, f.rangeRatio)
-	if err != nil {
+	if cfg.Dataset, err = benchDataset(f); err != nil {
 		return cfg, nil, err
 	}
-	ds := bench.DatasetSpec{Kind: f.dataset, Path: f.datasetPath, Input: in, Output: out}
-	switch f.dataset {
-	case bench.DatasetRandom:
-	case bench.DatasetPrefix:
-		ds.PrefixGroups, ds.PrefixLen = f.prefixGroups, f.prefixLen
-	case bench.DatasetShareGPT, bench.DatasetJSONL:
-		if f.datasetPath == "" {
-			return cfg, nil, fmt.Errorf("--dataset %s needs --dataset-path", f.dataset)
-		}
-		if _, err := os.Stat(f.datasetPath); err != nil {
-			return cfg, nil, fmt.Errorf("--dataset-path: %w", err)
-		}
-		if f.dataset == bench.DatasetShareGPT && f.outputDist == "" {
-			ds.Output = bench.Dist{} // lengths from the conversations, as vLLM
-		}
-	default:
-		return cfg, nil, fmt.Errorf("--dataset %q: want random, sharegpt, jsonl or prefix", f.dataset)
-	}
-	if err := ds.Validate(); err != nil {
-		return cfg, nil, fmt.Errorf("--dataset: %w", err)
-	}
-	cfg.Dataset = ds
-
 	rate, err := parseRate(f.rate)
 	if err != nil {
 		return cfg, nil, fmt.Errorf("--request-rate: %w", err)
@@ -202,13 +150,13 @@ func buildBenchConfig(f *benchFlags) (bench.Config, []level, error) {
 	if err != nil {
 		return cfg, nil, fmt.Errorf("--goodput: %w", err)
 	}
-	cfg.Load = bench.Load{Rate: rate, Burstiness: f.burstiness, MaxConcurrency: f.maxConc}
+	cfg.Load = measure.Load{Rate: rate, Burstiness: f.burstiness, MaxConcurrency: f.maxConc}
 	cfg.NumRequests, cfg.Duration, cfg.Warmup, cfg.Timeout, cfg.Seed = f.numRequests, f.duration, f.warmup, f.timeout, f.seed
 	if f.duration > 0 {
 		cfg.NumRequests = 0
 	}
 	cfg.KeepEOS, cfg.NoAlign = f.keepEOS, f.noAlign
-	cfg.Summary = bench.SummaryOptions{Goodput: slo, Bootstrap: f.bootstrap, Seed: f.seed, KeepSamples: f.jsonOut != ""}
+	cfg.Summary = measure.SummaryOptions{Goodput: slo, Bootstrap: f.bootstrap, Seed: f.seed, KeepSamples: f.jsonOut != ""}
 
 	levels := []level{{load: cfg.Load, name: loadName(cfg.Load)}}
 	if f.sweep != "" {
@@ -224,6 +172,73 @@ func buildBenchConfig(f *benchFlags) (bench.Config, []level, error) {
 		}
 	}
 	return cfg, levels, nil
+}
+
+// benchTarget reads the endpoint flags.
+func benchTarget(f *benchFlags) (bench.Target, error) {
+	if f.baseURL == "" {
+		return bench.Target{}, errors.New("--base-url is required")
+	}
+	if f.model == "" {
+		return bench.Target{}, errors.New("--model is required")
+	}
+	t := bench.Target{BaseURL: f.baseURL, Model: f.model, Endpoint: f.endpoint, Headers: http.Header{}}
+	if f.endpoint != bench.EndpointCompletions && f.endpoint != bench.EndpointChat {
+		return bench.Target{}, fmt.Errorf("--endpoint-type %q: want completions or chat", f.endpoint)
+	}
+	if f.apiKeyEnv != "" {
+		key := os.Getenv(f.apiKeyEnv)
+		if key == "" {
+			return bench.Target{}, fmt.Errorf("--api-key-env: environment variable %s is empty or unset", f.apiKeyEnv)
+		}
+		t.APIKey = key
+	}
+	for _, h := range f.headers {
+		k, v, ok := strings.Cut(h, ":")
+		k = strings.TrimSpace(k)
+		if !ok || k == "" || strings.ContainsAny(k, " \t\r\n") || strings.ContainsAny(v, "\r\n") {
+			return bench.Target{}, fmt.Errorf("--header %q: want NAME:VALUE", redactHeader(h))
+		}
+		t.Headers.Add(k, strings.TrimSpace(v))
+	}
+	if err := t.Validate(); err != nil {
+		return bench.Target{}, fmt.Errorf("--base-url: %w", err)
+	}
+	return t, nil
+}
+
+// benchDataset reads the workload flags.
+func benchDataset(f *benchFlags) (bench.DatasetSpec, error) {
+	in, err := lengthDist("--input", f.inputDist, f.inputLen, f.rangeRatio)
+	if err != nil {
+		return bench.DatasetSpec{}, err
+	}
+	out, err := lengthDist("--output", f.outputDist, f.outputLen, f.rangeRatio)
+	if err != nil {
+		return bench.DatasetSpec{}, err
+	}
+	ds := bench.DatasetSpec{Kind: f.dataset, Path: f.datasetPath, Input: in, Output: out}
+	switch f.dataset {
+	case bench.DatasetRandom:
+	case bench.DatasetPrefix:
+		ds.PrefixGroups, ds.PrefixLen = f.prefixGroups, f.prefixLen
+	case bench.DatasetShareGPT, bench.DatasetJSONL:
+		if f.datasetPath == "" {
+			return bench.DatasetSpec{}, fmt.Errorf("--dataset %s needs --dataset-path", f.dataset)
+		}
+		if _, err := os.Stat(f.datasetPath); err != nil {
+			return bench.DatasetSpec{}, fmt.Errorf("--dataset-path: %w", err)
+		}
+		if f.dataset == bench.DatasetShareGPT && f.outputDist == "" {
+			ds.Output = bench.Dist{} // lengths from the conversations, as vLLM
+		}
+	default:
+		return bench.DatasetSpec{}, fmt.Errorf("--dataset %q: want random, sharegpt, jsonl or prefix", f.dataset)
+	}
+	if err := ds.Validate(); err != nil {
+		return bench.DatasetSpec{}, fmt.Errorf("--dataset: %w", err)
+	}
+	return ds, nil
 }
 
 // redactHeader hides a header's value in messages: it may be a secret.
@@ -265,8 +280,8 @@ func parseRate(s string) (float64, error) {
 }
 
 // parseGoodput reads "ttft:MS,tpot:MS,e2el:MS" (any subset; '=' also works).
-func parseGoodput(s string) (bench.SLO, error) {
-	var slo bench.SLO
+func parseGoodput(s string) (measure.SLO, error) {
+	var slo measure.SLO
 	if s == "" {
 		return slo, nil
 	}
@@ -294,7 +309,7 @@ func parseGoodput(s string) (bench.SLO, error) {
 }
 
 // parseSweep reads "concurrency=1,4,16" or "rate=1,2,inf".
-func parseSweep(s string, base bench.Load) ([]level, error) {
+func parseSweep(s string, base measure.Load) ([]level, error) {
 	kind, list, ok := strings.Cut(s, "=")
 	if !ok || list == "" {
 		return nil, fmt.Errorf("%q: want concurrency=N,N,... or rate=R,R,...", s)
@@ -324,7 +339,7 @@ func parseSweep(s string, base bench.Load) ([]level, error) {
 	return out, nil
 }
 
-func loadName(l bench.Load) string {
+func loadName(l measure.Load) string {
 	r := "inf"
 	if l.Rate > 0 {
 		r = strconv.FormatFloat(l.Rate, 'g', -1, 64)
@@ -348,7 +363,7 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 	}
 	defer out.close()
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
-	var sums []bench.Summary
+	var sums []measure.Summary
 	var runErr error
 	for li, l := range levels {
 		c := cfg
@@ -417,9 +432,9 @@ func openBenchOutputs(f *benchFlags) (*benchOutputs, error) {
 }
 
 // records appends one level's per-request records to --requests-out.
-func (o *benchOutputs) records(level int, recs []bench.Record) error {
+func (o *benchOutputs) records(level int, recs []measure.Record) error {
 	if fh := o.files[o.f.requestsOut]; fh != nil {
-		if err := bench.WriteRecordsJSONL(fh, level, recs); err != nil {
+		if err := measure.WriteRecordsJSONL(fh, level, recs); err != nil {
 			return failedError(fmt.Errorf("--requests-out: %w", err))
 		}
 	}
@@ -428,7 +443,7 @@ func (o *benchOutputs) records(level int, recs []bench.Record) error {
 
 // finish writes the summaries (one object, or an array for a sweep) to
 // --json and --csv and closes every file, reporting the first error.
-func (o *benchOutputs) finish(sums []bench.Summary) error {
+func (o *benchOutputs) finish(sums []measure.Summary) error {
 	if fh := o.files[o.f.jsonOut]; fh != nil && len(sums) > 0 {
 		var v any = sums[0]
 		if o.f.sweep != "" {
@@ -441,7 +456,7 @@ func (o *benchOutputs) finish(sums []bench.Summary) error {
 		}
 	}
 	if fh := o.files[o.f.csvOut]; fh != nil {
-		if err := bench.WriteCSV(fh, sums); err != nil {
+		if err := measure.WriteCSV(fh, sums); err != nil {
 			return failedError(fmt.Errorf("--csv: %w", err))
 		}
 	}
@@ -463,7 +478,7 @@ func (o *benchOutputs) close() {
 
 func errorList(m map[string]int) string {
 	var parts []string
-	for _, c := range bench.ErrorClasses {
+	for _, c := range measure.ErrorClasses {
 		if n := m[string(c)]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%s %d", c, n))
 		}
@@ -472,7 +487,7 @@ func errorList(m map[string]int) string {
 }
 
 // printSummary writes the human-readable table of one level.
-func printSummary(w io.Writer, name string, s bench.Summary) {
+func printSummary(w io.Writer, name string, s measure.Summary) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "============ Serving Benchmark Result (%s) ============\n", name)
 	row := func(k string, v any) { fmt.Fprintf(tw, "%s\t%v\n", k, v) }
@@ -495,7 +510,7 @@ func printSummary(w io.Writer, name string, s bench.Summary) {
 	fmt.Fprintf(w, "%-16s %9s %9s %19s %9s %19s %9s\n", "metric (ms)", "mean", "median", "median 95% CI", "p99", "p99 95% CI", "std")
 	type metric struct {
 		name string
-		st   bench.Stats
+		st   measure.Stats
 	}
 	metrics := []metric{
 		{"TTFT", s.TTFT}, {"TPOT", s.TPOT}, {"ITL", s.ITL}, {"ITL per token", s.ITLPerToken}, {"E2EL", s.E2EL},
@@ -552,9 +567,9 @@ level by level.`,
 				return usageErrorf("--bootstrap %d: must be >= 1", bootstrap)
 			}
 			rng := rand.New(rand.NewPCG(seed, 0xc0))
-			var all [][]bench.Diff
+			var all [][]measure.Diff
 			for i := range base {
-				d, err := bench.Compare(base[i], cur[i], rng, bootstrap)
+				d, err := measure.Compare(base[i], cur[i], rng, bootstrap)
 				if err != nil {
 					return usageError(err)
 				}
@@ -576,20 +591,20 @@ level by level.`,
 		},
 	}
 	cmd.Flags().Uint64Var(&seed, "seed", 0, "seed of the bootstrap")
-	cmd.Flags().IntVar(&bootstrap, "bootstrap", bench.DefaultBootstrap, "bootstrap resamples")
+	cmd.Flags().IntVar(&bootstrap, "bootstrap", measure.DefaultBootstrap, "bootstrap resamples")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the comparison as JSON")
 	return cmd
 }
 
 // readSummaries reads one summary or a sweep's array of them.
-func readSummaries(path string) ([]bench.Summary, error) {
+func readSummaries(path string) ([]measure.Summary, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
 	trimmed := strings.TrimSpace(string(raw))
 	if strings.HasPrefix(trimmed, "[") {
-		var ss []bench.Summary
+		var ss []measure.Summary
 		if err := json.Unmarshal(raw, &ss); err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
@@ -598,14 +613,14 @@ func readSummaries(path string) ([]bench.Summary, error) {
 		}
 		return ss, nil
 	}
-	var s bench.Summary
+	var s measure.Summary
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return nil, fmt.Errorf("%s: not a bench result: %w", path, err)
 	}
-	return []bench.Summary{s}, nil
+	return []measure.Summary{s}, nil
 }
 
-func printDiffs(w io.Writer, base, cur bench.Summary, ds []bench.Diff) {
+func printDiffs(w io.Writer, base, cur measure.Summary, ds []measure.Diff) {
 	fmt.Fprintf(w, "%-12s %11s %11s %11s %8s %25s  %s\n", "metric (ms)", "base", "new", "change", "%", "95% CI of change", "significant")
 	for _, d := range ds {
 		sig := "no"

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -13,8 +14,9 @@ import (
 
 func init() { subcommands = append(subcommands, newCleanupCmd) }
 
-// newCleanupCmd removes the containers a crashed or interrupted study left on
-// a Docker host (launcher.Reap).
+// newCleanupCmd removes the engines a crashed or interrupted study left
+// running, through each launcher kind that can (launcher.Kind.Cleanup,
+// launcher.Reaper).
 func newCleanupCmd() *cobra.Command {
 	var (
 		study, host, specFile string
@@ -38,24 +40,34 @@ func newCleanupCmd() *cobra.Command {
 			case study != "" && all:
 				return usageErrorf("cleanup: --study and --all exclude each other")
 			}
-			var removed []launcher.Reaped
 			if specFile != "" {
 				sp, err := tuner.ParseSpecFile(specFile)
 				if err != nil {
 					return usageError(err)
 				}
-				if sp.Launcher.Kind != tuner.LauncherDocker {
-					return usageErrorf("cleanup: %s: launcher kind %s starts no containers", specFile, sp.Launcher.Kind)
+				rp, ok := sp.Launcher.Launcher.(launcher.Reaper)
+				if !ok {
+					return usageErrorf("cleanup: %s: launcher kind %s leaves nothing behind to remove", specFile, sp.Launcher.Kind)
 				}
-				removed, err = tuner.ReapStudy(cmd.Context(), sp)
+				removed, err := rp.Reap(cmd.Context(), sp.Name, nil)
 				return reportReaped(cmd.OutOrStdout(), removed, err)
 			}
-			c, err := launcher.NewDockerClient(host)
-			if err != nil {
+			var removed []launcher.Reaped
+			var errs []error
+			for _, k := range launcher.Kinds() {
+				if k.Cleanup == nil {
+					continue
+				}
+				got, err := k.Cleanup(cmd.Context(), host, study)
+				removed = append(removed, got...)
+				if err != nil {
+					errs = append(errs, err)
+				}
+			}
+			err := errors.Join(errs...)
+			if errors.Is(err, launcher.ErrBadSpec) {
 				return usageError(err)
 			}
-			defer c.Close()
-			removed, err = launcher.Reap(cmd.Context(), c, study, nil)
 			return reportReaped(cmd.OutOrStdout(), removed, err)
 		},
 	}
@@ -69,7 +81,7 @@ func newCleanupCmd() *cobra.Command {
 // reportReaped prints what Reap removed, one line each.
 func reportReaped(out io.Writer, removed []launcher.Reaped, err error) error {
 	for _, r := range removed {
-		fmt.Fprintf(out, "removed %s %s (study %q, trial %d, %s)\n", r.ID[:min(12, len(r.ID))], strings.TrimPrefix(r.Name, "/"), r.Study, r.Trial, r.State)
+		fmt.Fprintf(out, "removed %s %s %s (study %q, trial %d, %s)\n", r.Kind, r.ID[:min(12, len(r.ID))], strings.TrimPrefix(r.Name, "/"), r.Study, r.Trial, r.State)
 	}
 	if err != nil {
 		return failedError(err)

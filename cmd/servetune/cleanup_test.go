@@ -11,8 +11,9 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
-
-	"github.com/servetune/servetune/launcher"
+	"github.com/servetune/servetune/engine"
+	"github.com/servetune/servetune/internal/testengine"
+	"github.com/servetune/servetune/launcher/docker"
 )
 
 func TestCleanupUsage(t *testing.T) {
@@ -26,7 +27,7 @@ func TestCleanupUsage(t *testing.T) {
 		{"bad host", []string{"cleanup", "--all", "--docker-host", "ssh://u:pw@h"}, "passwords"},
 		{"spec and study", []string{"cleanup", "--spec", "x.yaml", "--study", "s"}, "--spec excludes"},
 		{"spec missing", []string{"cleanup", "--spec", "/nonexistent/x.yaml"}, "read study spec"},
-		{"spec not docker", []string{"cleanup", "--spec", "../../examples/quickstart.yaml"}, "starts no containers"},
+		{"spec without leftovers", []string{"cleanup", "--spec", "../../examples/quickstart.yaml"}, "leaves nothing behind"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -43,26 +44,14 @@ func TestCleanupUsage(t *testing.T) {
 
 // TestCleanupStudy removes a leftover labelled container from the real daemon.
 func TestCleanupStudy(t *testing.T) {
-	c, err := launcher.NewDockerClient("")
-	if err == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_, err = c.Ping(ctx)
-		cancel()
-	}
-	if err != nil {
-		if os.Getenv("SERVETUNE_REQUIRE_DOCKER") == "1" {
-			t.Fatalf("docker: no daemon: %v (SERVETUNE_REQUIRE_DOCKER=1)", err)
-		}
-		t.Skipf("docker: no daemon: %v", err)
-	}
-	defer c.Close()
+	c := testengine.Docker(t)
 	requireSimImage(t) // may build the image: before the test's own deadline starts
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	study := fmt.Sprintf("cleanup-test-%d-%d", os.Getpid(), time.Now().UnixNano())
-	t.Cleanup(func() { _, _ = launcher.Reap(context.Background(), c, study, nil) })
-	labels := map[string]string{launcher.LabelManaged: "true", launcher.LabelStudy: study, launcher.LabelTrial: "4"}
-	if _, err := c.ContainerCreate(ctx, &container.Config{Image: launcher.SimImage, Labels: labels}, nil, nil, nil, ""); err != nil {
+	t.Cleanup(func() { _, _ = docker.Reap(context.Background(), c, "", study, nil) })
+	labels := map[string]string{docker.LabelManaged: "true", docker.LabelStudy: study, docker.LabelTrial: "4"}
+	if _, err := c.ContainerCreate(ctx, &container.Config{Image: engine.SimImage, Labels: labels}, nil, nil, nil, ""); err != nil {
 		t.Fatal(err)
 	}
 	var out, errb bytes.Buffer
@@ -72,7 +61,7 @@ func TestCleanupStudy(t *testing.T) {
 	if !strings.Contains(out.String(), "removed ") || !strings.Contains(out.String(), "trial 4") {
 		t.Errorf("stdout %q", out.String())
 	}
-	left, err := c.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", launcher.LabelStudy+"="+study))})
+	left, err := c.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", docker.LabelStudy+"="+study))})
 	if err != nil || len(left) != 0 {
 		t.Errorf("left %d containers (%v)", len(left), err)
 	}

@@ -13,9 +13,11 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	_ "github.com/servetune/servetune/launcher/kinds" // every launcher kind a study may name
 )
 
-// Exit codes (DESIGN.md, CLI contract).
+// Exit codes (docs/architecture.md, CLI contract).
 const (
 	exitOK      = 0
 	exitFailed  = 1 // the run failed

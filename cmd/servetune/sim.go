@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
-	"math/rand/v2"
 	"net"
 	"os"
 	"sort"
@@ -14,6 +12,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/servetune/servetune/bench"
+	"github.com/servetune/servetune/engine"
+	"github.com/servetune/servetune/measure"
 	"github.com/servetune/servetune/sim"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -31,7 +31,7 @@ func newSimCmd() *cobra.Command {
 		Use:   "sim",
 		Short: "The simulated engine: estimate memory, run workloads in virtual time, serve the OpenAI API",
 		Long: `The simulated engine stands in for vLLM and SGLang: it takes their command lines
-(vllm serve MODEL [flags], or SGLang's --model-path MODEL [flags]) and models
+(vllm serve MODEL [flags], or SGLang's launch_server flags) and models
 start-up memory, step times on the chosen GPU, and the engine's scheduler.
 Sim-only facts come from --gpu, --num-gpus, --time-scale, --sim-load-time,
 --engine, --model-config or the SERVETUNE_SIM_* environment variables.`,
@@ -87,8 +87,8 @@ func newSimEstimateCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "estimate [engine flags] [--gpu NAME] [--num-gpus N] [--json]",
 		Short: "Print the engine's start-up memory accounting and step times; exit 1 with the engine's message when it does not fit",
-		Example: `  servetune sim estimate meta-llama/Llama-3.1-8B-Instruct --max-model-len 16000 --gpu H100-SXM
-  servetune sim estimate --model meta-llama/Llama-3.3-70B-Instruct --quantization fp8 -tp 2 --json`,
+		Example: "  servetune sim estimate meta-llama/Llama-3.1-8B-Instruct " + engineFlag("max_model_len") + " 16000 --gpu H100-SXM\n" +
+			"  servetune sim estimate --model meta-llama/Llama-3.3-70B-Instruct " + engineFlag("quantization") + " fp8 " + engineFlag("tensor_parallel") + " 2 --json",
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if wantsHelp(args) {
@@ -173,8 +173,8 @@ func sortedKeys(m map[int]float64) []int {
 // `servetune bench` into fs, with what differs in virtual time.
 func simBenchFlags(fs *pflag.FlagSet, f *benchFlags) {
 	workloadFlags(fs, f)
-	fs.Lookup("duration").Usage = "send for this long (virtual time, needs a finite --request-rate) instead of a request count"
-	fs.Lookup("warmup").Usage = "not supported by sim run (virtual time has no cold start to warm)"
+	fs.Lookup("duration").Usage = "send for this long (virtual time) instead of a request count"
+	fs.Lookup("warmup").Usage = "warm-up requests at the run's concurrency, excluded from metrics (they warm the simulated prefix cache)"
 }
 
 // splitArgs separates the flags registered in fs (with their values) from
@@ -200,8 +200,8 @@ func newSimRunCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "run [engine flags] [--gpu NAME] [--num-gpus N] [workload and load flags] [--json F]",
 		Short: "Run a bench workload against the simulated engine in virtual time (same result JSON as bench)",
-		Example: `  servetune sim run meta-llama/Llama-3.1-8B-Instruct --max-model-len 8192 \
-    --input-len 512 --output-len 128 --max-concurrency 256 --num-requests 10000 --json result.json`,
+		Example: "  servetune sim run meta-llama/Llama-3.1-8B-Instruct " + engineFlag("max_model_len") + " 8192 \\\n" +
+			"    --input-len 512 --output-len 128 --max-concurrency 256 --num-requests 10000 --json result.json",
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if wantsHelp(args) {
@@ -225,89 +225,50 @@ func newSimRunCmd() *cobra.Command {
 }
 
 func runSimVirtual(cmd *cobra.Command, cfg sim.Config, f *benchFlags) error {
-	// Reuse bench's validation: the target is a placeholder, never contacted.
+	// Reuse bench's validation; the target is never contacted.
 	f.baseURL, f.model, f.endpoint, f.timeout = "http://127.0.0.1:1", cfg.ModelID, bench.EndpointCompletions, bench.DefaultTimeout
 	bcfg, levels, err := buildBenchConfig(f)
 	if err != nil {
 		return usageError(err)
 	}
-	if f.warmup > 0 {
-		return usageErrorf("--warmup: not supported by sim run (virtual time has no cold start to warm)")
-	}
-	if _, err := sim.Estimate(cfg); err != nil {
+	bcfg.Target.BaseURL = ""
+	eng, err := sim.NewVirtual(cfg)
+	if err != nil {
 		return failedError(err)
 	}
+	// One engine for every level, as one server serves a sweep: the same
+	// path a study's virtual trials take (bench.Run over the simulator's
+	// virtual clock).
+	bcfg.Transport = eng
 	out, err := openBenchOutputs(f)
 	if err != nil {
 		return err
 	}
 	defer out.close()
 	stdout := cmd.OutOrStdout()
-	var sums []bench.Summary
+	var sums []measure.Summary
 	for li, l := range levels {
-		// The same seeded streams as bench.Run: workload PCG(seed, 1),
-		// arrivals PCG(seed, 2) inside RunVirtual.
-		recs, err := simLevel(cfg, bcfg, l.load)
+		bcfg.Load = l.load
+		res, err := bench.Run(cmd.Context(), bcfg)
 		if err != nil {
-			return err
+			return failedError(err)
 		}
-		s := bench.Summarize(recs, bcfg.Summary)
-		s.MaxConcurrency = l.load.MaxConcurrency
-		if l.load.Rate > 0 {
-			s.RequestRate = l.load.Rate
-		}
-		s.Meta = map[string]any{
+		s := res.Summary
+		for k, v := range map[string]any{
 			"tool": "servetune " + version, "level": li, "endpoint": "sim (virtual time)",
-			"model": cfg.ModelID, "engine": string(cfg.Engine), "gpu": cfg.GPU.ID, "num_gpus": cfg.NumGPUs,
-			"seed": bcfg.Seed, "workload": bcfg.Dataset, "load": l.load, "engine_settings": simSettings(cfg),
+			"engine": string(cfg.Engine), "gpu": cfg.GPU.ID, "num_gpus": cfg.NumGPUs,
+			"engine_settings": simSettings(cfg),
+		} {
+			s.Meta[k] = v
 		}
+		delete(s.Meta, "base_url")
 		sums = append(sums, s)
 		printSummary(stdout, l.name, s)
-		if err := out.records(li, recs); err != nil {
+		if err := out.records(li, res.Records); err != nil {
 			return err
 		}
 	}
-	if err := out.finish(sums); err != nil {
-		return err
-	}
-	return nil
-}
-
-// simLevel runs one load level in virtual time. A duration-bound level sends
-// on the same schedule bench would (arrivals PCG(seed, 2)) until the
-// duration ends.
-func simLevel(cfg sim.Config, bcfg bench.Config, load bench.Load) ([]bench.Record, error) {
-	n := bcfg.NumRequests
-	if bcfg.Duration > 0 {
-		if load.Rate <= 0 || math.IsInf(load.Rate, 1) {
-			return nil, usageErrorf("--duration needs a finite --request-rate in sim run")
-		}
-		n = int(load.Rate*bcfg.Duration.Seconds()*1.5) + 64
-	}
-	reqs, err := bcfg.Dataset.Generate(rand.New(rand.NewPCG(bcfg.Seed, 1)), n)
-	if err != nil {
-		return nil, usageError(err)
-	}
-	if bcfg.Duration == 0 {
-		recs, err := sim.RunVirtual(cfg, reqs, load, bcfg.Seed)
-		if err != nil {
-			return nil, failedError(err)
-		}
-		return recs, nil
-	}
-	sched := load.Schedule(rand.New(rand.NewPCG(bcfg.Seed, 2)), n)
-	k := 0
-	for k < len(sched) && sched[k] < bcfg.Duration {
-		k++
-	}
-	if k == 0 {
-		return nil, usageErrorf("--duration %v: no request is sent in that time", bcfg.Duration)
-	}
-	recs, err := sim.RunVirtualSchedule(cfg, reqs[:k], sched[:k], load.MaxConcurrency)
-	if err != nil {
-		return nil, failedError(err)
-	}
-	return recs, nil
+	return out.finish(sums)
 }
 
 // simSettings are the engine settings recorded in a result's meta.
@@ -325,8 +286,9 @@ func newSimServeCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "serve [engine flags] [--gpu NAME] [--num-gpus N] [--host H] [--port P] [--time-scale F] [--sim-load-time D]",
 		Short: "Serve the engine's OpenAI-compatible API on the real clock (a drop-in for vllm serve)",
-		Example: `  servetune sim serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 8192 --port 8000
-  SERVETUNE_SIM_GPU=H100-SXM servetune sim serve --model-path Qwen/Qwen2.5-7B-Instruct --tp-size 1 --port 30000`,
+		Example: "  servetune sim serve meta-llama/Llama-3.1-8B-Instruct " + engineFlag("max_model_len") + " 8192 --port 8000\n" +
+			"  " + engine.EnvSimGPU + "=H100-SXM servetune sim serve " + engine.Flag(engine.SGLang, "model") + " Qwen/Qwen2.5-7B-Instruct " +
+			engine.Flag(engine.SGLang, "tensor_parallel") + " 1 --port 30000",
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if wantsHelp(args) {
@@ -367,3 +329,6 @@ func serveSim(cmd *cobra.Command, cfg sim.Config) error {
 	}
 	return nil
 }
+
+// engineFlag is vLLM's flag for a setting, for help texts.
+func engineFlag(name string) string { return engine.Flag(engine.VLLM, name) }

@@ -185,8 +185,11 @@ func TestSimRunDurationCLI(t *testing.T) {
 		want string
 	}{
 		{"duration with rate", []string{"--request-rate", "20", "--duration", "10s"}, exitOK, "Successful requests"},
-		{"duration without rate", []string{"--max-concurrency", "4", "--duration", "10s"}, exitUsage, "finite --request-rate"},
-		{"warmup", []string{"--warmup", "3"}, exitUsage, "--warmup"},
+		// Closed loop for a duration and warm-up requests run in virtual
+		// time as they would against a server.
+		{"duration without rate", []string{"--max-concurrency", "4", "--duration", "10s"}, exitOK, "max concurrency 4"},
+		{"warmup", []string{"--warmup", "3"}, exitOK, "Successful requests:                   1000"},
+		{"duration without rate or cap", []string{"--duration", "10s"}, exitUsage, "needs a request rate or a max concurrency"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -14,6 +14,8 @@ import (
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
 
+	"github.com/servetune/servetune/engine"
+	"github.com/servetune/servetune/measure"
 	"github.com/servetune/servetune/space"
 	"github.com/servetune/servetune/store"
 	"github.com/servetune/servetune/tuner"
@@ -115,9 +117,9 @@ func newStudiesCmd() *cobra.Command {
 				r := row{Name: s.Name, Status: s.Status, Trials: len(trials), Seed: s.Seed, Started: s.Started, Finished: s.Finished}
 				for _, t := range trials {
 					switch t.Status {
-					case store.TrialOK:
+					case measure.StatusOK:
 						r.OK++
-					case store.TrialFailed:
+					case measure.StatusFailed:
 						r.Failed++
 					}
 				}
@@ -179,7 +181,7 @@ func newTrialsCmd() *cobra.Command {
 			}
 			rows := make([]trialJSON, 0, len(ss.trials))
 			for _, t := range ss.trials {
-				r := trialJSON{Number: t.Number, Status: t.Status, Failure: t.Failure, FailureMsg: t.FailureMsg,
+				r := trialJSON{Number: t.Number, Status: string(t.Status), Failure: string(t.Failure), FailureMsg: t.FailureMsg,
 					Settings: t.Settings, GPUs: t.GPUs, Objective: t.Objective, Started: t.Started, Finished: t.Finished,
 					Levels: []levelJSON{}}
 				if r.GPUs == nil {
@@ -188,7 +190,7 @@ func newTrialsCmd() *cobra.Command {
 				n := float64(tuner.GPUsFor(t.Settings))
 				for _, lp := range t.LoadPoints {
 					s := lp.Summary
-					r.Levels = append(r.Levels, levelJSON{Level: lp.Level, Completed: s.Completed, Failed: s.Failed,
+					r.Levels = append(r.Levels, levelJSON{Level: lp.Label, Completed: s.Completed, Failed: s.Failed,
 						OutputThroughput: s.OutputThroughput, OutputThroughputPerGPU: s.OutputThroughput / n,
 						RequestGoodput: s.RequestGoodput, P99TTFTms: s.TTFT.P99, P99TPOTms: s.TPOT.P99})
 				}
@@ -234,10 +236,7 @@ var pointMetrics = []string{"output_throughput_per_gpu", "tokens_per_user", "req
 	"ttft_p99", "tpot_p99", "e2el_p99", "cost_per_mtok"}
 
 func toPointJSON(p tuner.Point, sp *tuner.Spec) pointJSON {
-	label := fmt.Sprintf("concurrency=%d", p.Load.MaxConcurrency)
-	if p.Load.Rate > 0 {
-		label = fmt.Sprintf("rate=%g", p.Load.Rate)
-	}
+	label := p.Label
 	m := map[string]float64{}
 	names := append([]string(nil), pointMetrics...)
 	for _, o := range sp.Objectives {
@@ -340,47 +339,27 @@ func newRecommendCmd() *cobra.Command {
 	return cmd
 }
 
-// serveArgv returns the command that serves the recommendation.
+// serveArgv returns the command that serves the recommendation. The
+// extra flags are the spec engine's, so another engine's command leaves
+// them out.
 func serveArgv(sp *tuner.Spec, p tuner.Point, format string) []string {
+	extra := func(e engine.Engine) []string {
+		if sp.Engine == e {
+			return sp.Space.Extra
+		}
+		return nil
+	}
 	switch format {
 	case "sglang":
-		var extra []string
-		if sp.Engine == space.SGLang {
-			extra = sp.Space.Extra // the extra flags are the spec engine's
-		}
-		return space.ServeCommand(space.SGLang, sp.Model, p.Settings, extra)
+		return engine.ServeCommand(engine.SGLang, sp.Model, p.Settings, extra(engine.SGLang))
 	case "docker":
-		engine := sp.Engine
-		image := sp.Launcher.Image
-		if image == "" || sp.Launcher.Kind != tuner.LauncherDocker {
-			image = "vllm/vllm-openai:latest"
-			if engine == space.SGLang {
-				image = "lmsysorg/sglang:latest"
-			}
+		image := ""
+		if d, ok := sp.Launcher.Launcher.(interface{ Image() string }); ok {
+			image = d.Image()
 		}
-		argv := []string{"docker", "run", "--rm", "--gpus", fmt.Sprintf(`"device=%s"`, gpuList(p.GPUs)), "--ipc=host",
-			"-p", "8000:8000", "-v", "$HOME/.cache/huggingface:/root/.cache/huggingface", "-e", "HF_TOKEN", image}
-		flags, _ := space.Render(engine, p.Settings)
-		if engine == space.SGLang {
-			argv = append(argv, "python3", "-m", "sglang.launch_server", "--model-path", sp.Model, "--host", "0.0.0.0", "--port", "8000")
-		} else {
-			argv = append(argv, "--model", sp.Model)
-		}
-		return append(append(argv, flags...), sp.Space.Extra...)
+		return engine.DockerRun(sp.Engine, image, sp.Model, p.Settings, sp.Space.Extra, p.GPUs)
 	}
-	extra := sp.Space.Extra
-	if sp.Engine != space.VLLM {
-		extra = nil // the extra flags are the spec engine's
-	}
-	return space.ServeCommand(space.VLLM, sp.Model, p.Settings, extra)
-}
-
-func gpuList(n int) string {
-	ids := make([]string, max(n, 1))
-	for i := range ids {
-		ids[i] = fmt.Sprint(i)
-	}
-	return strings.Join(ids, ",")
+	return engine.ServeCommand(engine.VLLM, sp.Model, p.Settings, extra(engine.VLLM))
 }
 
 // shellQuote quotes an argument for a POSIX shell when it needs it.

@@ -2,9 +2,6 @@
 
 package main
 
-// The //go:debug line lets the tuner re-seed math/rand's global source, which
-// goptuna's TPE draws from, so a study is reproducible from its seed.
-
 import (
 	"context"
 	"errors"
@@ -17,14 +14,13 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/servetune/servetune/gpu"
+	"github.com/servetune/servetune/launcher"
+	"github.com/servetune/servetune/measure"
 	"github.com/servetune/servetune/space"
 	"github.com/servetune/servetune/store"
-	"github.com/servetune/servetune/trial"
 	"github.com/servetune/servetune/tuner"
 )
 
@@ -64,10 +60,6 @@ anything is launched.`,
 }
 
 func runTune(ctx context.Context, sp *tuner.Spec, dbPath string, resume bool, stdout, stderr io.Writer) error {
-	l, err := tuner.NewLauncher(sp, "")
-	if err != nil {
-		return usageError(err)
-	}
 	if err := os.MkdirAll(filepath.Dir(dbPath), 0o755); err != nil {
 		return failedError(err)
 	}
@@ -77,63 +69,22 @@ func runTune(ctx context.Context, sp *tuner.Spec, dbPath string, resume bool, st
 	}
 	defer db.Close()
 
-	// GPU telemetry for engines on real GPUs; its absence is not an error.
-	var telemetry gpu.Reader
-	// Not for several Docker hosts: study GPU numbers are not NVML indices.
-	if sp.Launcher.Kind == tuner.LauncherDocker && !sp.Launcher.SimImage() && !sp.Launcher.Remote() && len(sp.Launcher.Hosts) == 0 ||
-		sp.Launcher.Kind == tuner.LauncherProcess {
-		if n, err := gpu.Open(); err != nil {
-			fmt.Fprintln(stderr, err)
-		} else {
-			defer n.Close()
-			telemetry = n
-		}
+	study := &tuner.Study{Spec: sp, Store: db, Resume: resume}
+	prog := &tuneProgress{w: stderr, last: map[int]int{}, bars: map[int]*progressBar{}, tty: isTerminal(stderr) && study.Parallelism() == 1}
+	study.OnProgress = prog.level
+	study.OnNote = func(msg string) { prog.printf("%s\n", msg) }
+	study.OnStart = func(n int, set space.Settings, gpus []int) {
+		prog.printf("trial %d start  gpus=%v  %s\n", n, gpus, settingsLine(set))
 	}
-	prog := &tuneProgress{w: stderr, last: map[int]int{}, bars: map[int]*progressBar{}, tty: isTerminal(stderr) && parallelTrials(sp) == 1}
-	study := &tuner.Study{
-		Spec:   sp,
-		Store:  db,
-		Resume: resume,
-		Eval:   &tuner.TrialRunner{Spec: sp, Launcher: l, Progress: prog.level, GPUs: telemetry},
-		OnStart: func(n int, set space.Settings, gpus []int) {
-			prog.printf("trial %d start  gpus=%v  %s\n", n, gpus, settingsLine(set))
-		},
-		OnFinish: func(r tuner.TrialReport) {
-			// The live line: one per finished trial, on stdout.
-			fmt.Fprintln(stdout, trialLine(r, sp.Tuner.Objective))
-		},
-	}
-	docker := sp.Launcher.Kind == tuner.LauncherDocker
-	if docker {
-		// The study is not running (Run refuses a stored one without
-		// --resume): every container labelled with its name is a leftover
-		// of a killed run, still holding GPUs.
-		study.Reap = func(ctx context.Context) error {
-			removed, err := tuner.ReapStudy(ctx, sp)
-			if len(removed) > 0 {
-				fmt.Fprintf(stderr, "removed %d leftover container(s) of study %s from an earlier run\n", len(removed), sp.Name)
-			}
-			return err
-		}
+	study.OnFinish = func(r tuner.TrialReport) {
+		// The live line: one per finished trial, on stdout.
+		fmt.Fprintln(stdout, trialLine(r, sp.Tuner.Objective))
 	}
 	fmt.Fprintf(stderr, "study %s: %d trials, sampler %s (seed %d), objective %s, db %s\n",
 		sp.Name, sp.Tuner.Trials, sp.Tuner.Sampler, sp.Tuner.Seed, sp.Tuner.Objective, dbPath)
 	stopWatch := watchInterrupt(ctx, stderr, sp)
 	out, err := study.Run(ctx)
 	stopWatch()
-	if docker && !errors.Is(err, tuner.ErrStudyExists) {
-		// Belt and braces after Stop: a container whose removal failed
-		// (daemon hiccup, a second Ctrl-C in the middle) is removed here.
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 60*time.Second)
-		removed, rerr := tuner.ReapStudy(rctx, sp)
-		cancel()
-		if len(removed) > 0 {
-			fmt.Fprintf(stderr, "removed %d container(s) of study %s left after its trials\n", len(removed), sp.Name)
-		}
-		if rerr != nil {
-			fmt.Fprintf(stderr, "warning: %v; remove them with: servetune cleanup --study %s\n", rerr, sp.Name)
-		}
-	}
 	if len(out.Rerun) > 0 {
 		fmt.Fprintf(stderr, "re-ran interrupted trials %v\n", out.Rerun)
 	}
@@ -181,11 +132,11 @@ func watchInterrupt(ctx context.Context, stderr io.Writer, sp *tuner.Spec) (stop
 		signal.Notify(again, os.Interrupt, syscall.SIGTERM)
 		defer signal.Stop(again)
 		cleanup := ""
-		if sp.Launcher.Kind == tuner.LauncherDocker {
+		if _, ok := sp.Launcher.Launcher.(launcher.Reaper); ok {
 			cleanup = "servetune cleanup --study " + sp.Name
 		}
 		if cleanup != "" {
-			fmt.Fprintf(stderr, "interrupted: stopping the load, saving finished trials, removing the container (Ctrl-C again to exit at once, then run %s)\n", cleanup)
+			fmt.Fprintf(stderr, "interrupted: stopping the load, saving finished trials, stopping the engine (Ctrl-C again to exit at once, then run %s)\n", cleanup)
 		} else {
 			fmt.Fprintln(stderr, "interrupted: stopping the load, saving finished trials, stopping the engine (Ctrl-C again to exit at once)")
 		}
@@ -223,18 +174,6 @@ func isTerminal(w io.Writer) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
-
-// parallelTrials is how many trials the spec's GPUs let run at once.
-func parallelTrials(sp *tuner.Spec) int {
-	n := len(sp.Launcher.GPUs)
-	if n == 0 {
-		return 1
-	}
-	if p := sp.Tuner.Parallel; p > 0 && p < n {
-		return p
-	}
-	return n
 }
 
 func (p *tuneProgress) printf(format string, a ...any) {
@@ -302,7 +241,7 @@ func settingsLine(s space.Settings) string {
 func trialLine(r tuner.TrialReport, obj tuner.Objective) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "[%d/%d] trial %d %s", r.Done, r.Total, r.Number, r.Result.Status)
-	if r.Result.Status == trial.StatusFailed {
+	if r.Result.Status == measure.StatusFailed {
 		fmt.Fprintf(&b, "/%s", r.Result.Failure)
 	}
 	fmt.Fprintf(&b, " %s", tuner.Elapsed(r.Result))

@@ -312,7 +312,7 @@ func TestTuneDockerKillResume(t *testing.T) {
 	if err != nil {
 		t.Fatalf("resume: %v\n%s", err, out)
 	}
-	for _, want := range []string{"removed 1 leftover container(s)", fmt.Sprintf("re-ran interrupted trials [%d]", killed)} {
+	for _, want := range []string{"removed 1 leftover docker engine(s)", fmt.Sprintf("re-ran interrupted trials [%d]", killed)} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("resume output lacks %q:\n%s", want, out)
 		}

@@ -1,0 +1,88 @@
+package engine
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Default images of the engines' official containers.
+const (
+	ImageVLLM   = "vllm/vllm-openai:latest"
+	ImageSGLang = "lmsysorg/sglang:latest"
+)
+
+// DefaultImage is engine e's official container image.
+func DefaultImage(e Engine) string {
+	if e == SGLang {
+		return ImageSGLang
+	}
+	return ImageVLLM
+}
+
+// ContainerPort is the port an engine listens on inside its container.
+const ContainerPort = 8000
+
+// ServeCommand is the argv that starts engine e serving model with
+// settings s, then extra: `vllm serve MODEL ...` or `python3 -m
+// sglang.launch_server --model-path MODEL ...`. Settings Render rejects are
+// left out (check them with Render or Check first); an unknown engine gives
+// nil.
+func ServeCommand(e Engine, model string, s Settings, extra []string) []string {
+	var argv []string
+	switch e {
+	case VLLM:
+		argv = []string{"vllm", "serve", model}
+	case SGLang:
+		argv = []string{"python3", "-m", "sglang.launch_server", Flag(SGLang, "model"), model}
+	default:
+		return nil
+	}
+	flags, _ := Render(e, s)
+	argv = append(argv, flags...)
+	return append(argv, extra...)
+}
+
+// ContainerArgs is the command of a container of engine e's image serving
+// model with the rendered flags args on port: vLLM's image has `vllm serve`
+// as its entry point and takes `--model MODEL [flags]`; SGLang's has none
+// and runs the launch module, listening on all interfaces.
+func ContainerArgs(e Engine, model string, args []string, port int) []string {
+	if e == SGLang {
+		argv := append([]string{"python3", "-m", "sglang.launch_server", Flag(SGLang, "model"), model}, args...)
+		return append(argv, Flag(SGLang, "host"), "0.0.0.0", Flag(SGLang, "port"), strconv.Itoa(port))
+	}
+	argv := append([]string{Flag(VLLM, "model"), model}, args...)
+	if port != ContainerPort {
+		argv = append(argv, Flag(VLLM, "port"), strconv.Itoa(port))
+	}
+	return argv
+}
+
+// DockerRun is the `docker run` line that serves model with settings s
+// (then extra) on gpus GPUs of the host, as the engines' documentation
+// deploys them: the GPUs by index, the host's IPC namespace, port 8000, the
+// Hugging Face cache mounted and HF_TOKEN passed by name.
+func DockerRun(e Engine, image, model string, s Settings, extra []string, gpus int) []string {
+	if image == "" {
+		image = DefaultImage(e)
+	}
+	ids := make([]string, max(gpus, 1))
+	for i := range ids {
+		ids[i] = strconv.Itoa(i)
+	}
+	port := strconv.Itoa(ContainerPort)
+	argv := []string{"docker", "run", "--rm", "--gpus", `"device=` + strings.Join(ids, ",") + `"`, "--ipc=host",
+		"-p", port + ":" + port, "-v", "$HOME/.cache/huggingface:/root/.cache/huggingface", "-e", "HF_TOKEN", image}
+	flags, _ := Render(e, s)
+	return append(argv, ContainerArgs(e, model, append(flags, extra...), ContainerPort)...)
+}
+
+// SimServeArgs are the arguments of `servetune sim serve` for a launcher
+// template: the model, the rendered flags, then where to listen. The
+// placeholders ({model}, {args}, {host}, {port}) are the process launcher's.
+func SimServeArgs() []string {
+	return []string{"sim", "serve", Flag(VLLM, "model"), "{model}", "{args}", Flag(VLLM, "host"), "{host}", Flag(VLLM, "port"), "{port}"}
+}
+
+// SimLoadTimeArgs are the flags that set the simulated start-up time.
+func SimLoadTimeArgs(d string) []string { return []string{Flag(VLLM, "sim_load_time"), d} }

@@ -1,0 +1,761 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// This file is the one table of engine command-line flags: every flag of
+// vLLM and SGLang servetune renders or reads, by neutral setting name, and
+// the simulated engine's own flags. Names drift between engine releases:
+// change them here only (docs/architecture.md, "Adding an engine flag").
+
+// Type is the kind of value a setting takes.
+type Type int
+
+// Setting value types.
+const (
+	Int Type = iota
+	Float
+	String
+	Bool
+	Duration // a Go duration ("1.5s") or plain seconds ("1.5")
+)
+
+func (t Type) String() string {
+	return [...]string{"an integer", "a number", "a string", "true or false", "a duration"}[t]
+}
+
+// spelling says how one engine writes one setting.
+type spelling struct {
+	flag    string            // flag followed by the value
+	aliases []string          // other names of flag
+	values  map[string]string // value renames when rendering
+	on      []string          // bool settings: argv when true
+	off     []string          // bool settings: argv when false
+	// custom renders settings whose flags depend on other settings; emits
+	// lists the flags it may write (for "did you mean" on flag names).
+	custom func(v any, s Settings) []string
+	emits  []string
+	// read overrides how flag's value is read back (nil: as the setting's type).
+	read func(val string, s Settings) error
+}
+
+// setting is one row of the table.
+type setting struct {
+	name    string
+	typ     Type
+	min     float64  // Int and Float: smallest value allowed (exclusive when open)
+	max     float64  // Int and Float: largest value allowed, 0 = none
+	open    bool     // Float: min is exclusive
+	enum    []string // String: allowed values
+	skip    string   // String: value that renders no flag (the engine default)
+	tunable bool     // may appear in a study's space
+	sim     bool     // a flag of the simulated engine only
+	doc     string
+	vllm    spelling
+	sglang  spelling
+}
+
+func (s *setting) spell(e Engine) spelling {
+	if e == SGLang {
+		return s.sglang
+	}
+	return s.vllm
+}
+
+// table is the one table. Render emits tunable settings in this order.
+//
+// gpu_memory_fraction renders the same number to both engines but the
+// quantity differs: vLLM's flag is the share of the GPU's TOTAL memory the
+// engine may use for everything (weights, activations, CUDA graphs,
+// non-torch memory and KV cache), while SGLang's is the share for weights
+// plus the KV pool only; activations and graphs must fit in the remaining
+// 1-f. The same value therefore gives SGLang the larger KV pool (typical
+// SGLang values are a few points lower than vLLM's). The simulator's memory
+// model applies each engine's own accounting, so the tuner compares like
+// with like.
+var table = []setting{
+	{name: "tensor_parallel", typ: Int, min: 1, tunable: true,
+		doc:  "GPUs one model replica's layers are split across (tensor parallel size)",
+		vllm: spelling{flag: "--tensor-parallel-size", aliases: []string{"-tp"}}, sglang: spelling{flag: "--tp-size", aliases: []string{"--tp"}}},
+	{name: "pipeline_parallel", typ: Int, min: 1, tunable: true,
+		doc:  "pipeline stages one replica is split into",
+		vllm: spelling{flag: "--pipeline-parallel-size", aliases: []string{"-pp"}}, sglang: spelling{flag: "--pp-size"}},
+	{name: "data_parallel", typ: Int, min: 1, tunable: true,
+		doc:  "replicas inside one server",
+		vllm: spelling{flag: "--data-parallel-size", aliases: []string{"-dp"}}, sglang: spelling{flag: "--dp-size"}},
+	{name: "max_running_requests", typ: Int, min: 1, tunable: true,
+		doc:  "requests scheduled at once (the running batch)",
+		vllm: spelling{flag: "--max-num-seqs"}, sglang: spelling{flag: "--max-running-requests"}},
+	// vLLM's per-step token budget. SGLang has two knobs: the prefill chunk
+	// size and the prefill batch budget; both take the value, except that
+	// with chunked_prefill false the chunk size is chunked_prefill's -1.
+	{name: "max_batched_tokens", typ: Int, min: 1, tunable: true,
+		doc:  "tokens one engine step may process (SGLang: the prefill chunk and prefill budget)",
+		vllm: spelling{flag: "--max-num-batched-tokens"},
+		sglang: spelling{flag: "--chunked-prefill-size", emits: []string{"--chunked-prefill-size", "--max-prefill-tokens"},
+			custom: func(v any, s Settings) []string {
+				n := formatValue(v)
+				if on, ok := s.Bool("chunked_prefill"); ok && !on {
+					return []string{"--max-prefill-tokens", n}
+				}
+				return []string{"--chunked-prefill-size", n, "--max-prefill-tokens", n}
+			},
+			read: func(val string, s Settings) error {
+				n, err := strconv.Atoi(strings.TrimSpace(val))
+				if err != nil {
+					return fmt.Errorf("invalid int value: %q", val)
+				}
+				if n == -1 { // SGLang's way to turn chunked prefill off
+					s["chunked_prefill"] = false
+					return nil
+				}
+				s["max_batched_tokens"] = n
+				return nil
+			}}},
+	{name: "gpu_memory_fraction", typ: Float, min: 0, open: true, max: 1, tunable: true,
+		doc:  "share of GPU memory the engine takes (vLLM: for everything; SGLang: for weights and the KV pool)",
+		vllm: spelling{flag: "--gpu-memory-utilization"}, sglang: spelling{flag: "--mem-fraction-static"}},
+	{name: "max_model_len", typ: Int, min: 1, tunable: true,
+		doc:  "longest prompt plus output one request may have",
+		vllm: spelling{flag: "--max-model-len"}, sglang: spelling{flag: "--context-length"}},
+	{name: "quantization", typ: String, skip: "none", tunable: true,
+		enum: []string{"none", "fp8", "awq", "awq_marlin", "gptq", "gptq_marlin", "int4", "int8", "bitsandbytes", "compressed-tensors", "marlin", "modelopt"},
+		doc:  "weight quantization",
+		vllm: spelling{flag: "--quantization", aliases: []string{"-q"}}, sglang: spelling{flag: "--quantization"}},
+	// SGLang has no plain "fp8" KV dtype; fp8_e4m3 is what vLLM's fp8 means.
+	{name: "kv_cache_dtype", typ: String, skip: "auto", tunable: true,
+		enum: []string{"auto", "fp8", "fp8_e4m3", "fp8_e5m2"},
+		doc:  "KV cache element type (fp8 holds twice the tokens)",
+		vllm: spelling{flag: "--kv-cache-dtype"}, sglang: spelling{flag: "--kv-cache-dtype", values: map[string]string{"fp8": "fp8_e4m3"}}},
+	{name: "prefix_caching", typ: Bool, tunable: true,
+		doc:    "reuse the KV blocks of shared prompt prefixes",
+		vllm:   spelling{on: []string{"--enable-prefix-caching"}, off: []string{"--no-enable-prefix-caching"}},
+		sglang: spelling{off: []string{"--disable-radix-cache"}}},
+	{name: "chunked_prefill", typ: Bool, tunable: true,
+		doc:  "split long prompts across steps",
+		vllm: spelling{on: []string{"--enable-chunked-prefill"}, off: []string{"--no-enable-chunked-prefill"}},
+		sglang: spelling{emits: []string{"--chunked-prefill-size"}, custom: func(v any, _ Settings) []string {
+			if on, _ := v.(bool); on {
+				return nil
+			}
+			return []string{"--chunked-prefill-size", "-1"}
+		}}},
+	{name: "block_size", typ: Int, min: 1, tunable: true,
+		doc:  "tokens per KV cache block (SGLang: page size)",
+		vllm: spelling{flag: "--block-size"}, sglang: spelling{flag: "--page-size"}},
+	{name: "cuda_graphs", typ: Bool, tunable: true,
+		doc:  "run decode steps as captured CUDA graphs",
+		vllm: spelling{off: []string{"--enforce-eager"}}, sglang: spelling{off: []string{"--disable-cuda-graph"}}},
+
+	// Server settings: read from command lines, never tuned.
+	// The simulated engine takes either spelling with either engine's flags
+	// (launchers start it with --model).
+	{name: "model", typ: String, doc: "model id or path",
+		vllm: spelling{flag: "--model", aliases: []string{"--model-path"}}, sglang: spelling{flag: "--model-path", aliases: []string{"--model"}}},
+	{name: "served_model_name", typ: String, doc: "the model name the server answers to",
+		vllm: spelling{flag: "--served-model-name"}, sglang: spelling{flag: "--served-model-name"}},
+	{name: "host", typ: String, doc: "address the server binds",
+		vllm: spelling{flag: "--host"}, sglang: spelling{flag: "--host"}},
+	{name: "port", typ: Int, doc: "port the server listens on",
+		vllm: spelling{flag: "--port"}, sglang: spelling{flag: "--port"}},
+	{name: "api_key", typ: String, doc: "key clients must send as a Bearer token",
+		vllm: spelling{flag: "--api-key"}, sglang: spelling{flag: "--api-key"}},
+	{name: "max_prefill_tokens", typ: Int, doc: "SGLang's token budget of one prefill batch",
+		sglang: spelling{flag: "--max-prefill-tokens"}},
+	{name: "cuda_graph_max_bs", typ: Int, doc: "largest batch captured as a CUDA graph",
+		sglang: spelling{flag: "--cuda-graph-max-bs"}},
+	{name: "mixed_chunk", typ: Bool, doc: "SGLang: prefill chunks and decodes in one batch",
+		sglang: spelling{on: []string{"--enable-mixed-chunk"}}},
+	{name: "enable_metrics", typ: Bool, doc: "SGLang: serve Prometheus metrics",
+		sglang: spelling{on: []string{"--enable-metrics"}}},
+
+	// The simulated engine's own flags (both command lines; SimEnv holds the
+	// environment variables that stand in for them).
+	{name: "sim_gpu", typ: String, sim: true, doc: "catalog GPU the simulator models",
+		vllm: spelling{flag: "--gpu"}, sglang: spelling{flag: "--gpu"}},
+	{name: "sim_num_gpus", typ: Int, sim: true, doc: "GPUs the simulated node has",
+		vllm: spelling{flag: "--num-gpus"}, sglang: spelling{flag: "--num-gpus"}},
+	{name: "sim_time_scale", typ: Float, sim: true, doc: "how many times faster than real time the simulated server runs",
+		vllm: spelling{flag: "--time-scale"}, sglang: spelling{flag: "--time-scale"}},
+	{name: "sim_load_time", typ: Duration, sim: true, doc: "simulated start-up time",
+		vllm: spelling{flag: "--sim-load-time"}, sglang: spelling{flag: "--sim-load-time"}},
+	{name: "sim_engine", typ: String, sim: true, doc: "the engine the simulator imitates",
+		vllm: spelling{flag: "--engine"}, sglang: spelling{flag: "--engine"}},
+	{name: "sim_model_config", typ: String, sim: true, doc: "a Hugging Face config.json for a model outside the catalog",
+		vllm: spelling{flag: "--model-config"}, sglang: spelling{flag: "--model-config"}},
+}
+
+// ignoredSwitches and ignoredValued are flags of the engines that change
+// nothing servetune models; command lines written for the real engines are
+// read without complaint.
+var (
+	ignoredSwitches = []string{"--disable-log-requests", "--disable-log-stats", "--trust-remote-code",
+		"--enable-log-requests", "--disable-custom-all-reduce", "--async-scheduling", "--no-async-scheduling",
+		"--disable-frontend-multiprocessing", "--skip-tokenizer-init", "--disable-fastapi-docs"}
+	ignoredValued = []string{"--dtype", "--seed", "--download-dir", "--tokenizer", "--revision",
+		"--swap-space", "--uvicorn-log-level", "--load-format", "--distributed-executor-backend",
+		"--max-log-len", "--tokenizer-mode", "--generation-config", "--compilation-config", "-O",
+		"--random-seed", "--log-level", "--attention-backend", "--schedule-policy", "--tool-call-parser",
+		"--reasoning-parser", "--chat-template", "--max-num-partial-prefills", "--limit-mm-per-prompt",
+		"--kv-transfer-config", "--cuda-graph-bs"}
+)
+
+// secretSettings name settings whose values are credentials (never stored
+// or printed).
+var secretSettings = []string{"api_key"}
+
+// ErrUnknownName is wrapped by errors about a setting servetune does not know.
+var ErrUnknownName = errors.New("unknown setting")
+
+// ErrBadValue is wrapped by errors about a value a setting does not take.
+var ErrBadValue = errors.New("bad value")
+
+// ErrBadArgs is wrapped by every command-line error of ParseCommand and
+// ParseFlags.
+var ErrBadArgs = errors.New("bad engine arguments")
+
+func lookup(name string) (*setting, bool) {
+	for i := range table {
+		if table[i].name == name {
+			return &table[i], true
+		}
+	}
+	return nil, false
+}
+
+// tunable returns the tunable setting of a neutral name.
+func tunable(name string) (*setting, bool) {
+	k, ok := lookup(name)
+	if !ok || !k.tunable {
+		return nil, false
+	}
+	return k, true
+}
+
+// Names returns the tunable setting names in rendering order.
+func Names() []string {
+	var out []string
+	for _, k := range table {
+		if k.tunable {
+			out = append(out, k.name)
+		}
+	}
+	return out
+}
+
+// Knob describes one tunable setting, for validation and documentation.
+type Knob struct {
+	Name    string
+	Type    Type
+	Doc     string
+	Range   string   // Int and Float: the allowed interval, e.g. "(0, 1]"
+	Choices []string // String: the values it takes
+	VLLM    []string // the flags vLLM spells it with
+	SGLang  []string // the flags SGLang spells it with
+}
+
+// LookupKnob returns the tunable setting of a neutral name.
+func LookupKnob(name string) (Knob, bool) {
+	k, ok := tunable(name)
+	if !ok {
+		return Knob{}, false
+	}
+	kn := Knob{Name: k.name, Type: k.typ, Doc: k.doc, Choices: k.enum, VLLM: k.vllm.flags(), SGLang: k.sglang.flags()}
+	if k.typ == Int || k.typ == Float {
+		kn.Range = k.limits()
+	}
+	return kn, true
+}
+
+// flags lists every flag a spelling may write or read.
+func (sp spelling) flags() []string {
+	var out []string
+	for _, f := range slices.Concat([]string{sp.flag}, sp.aliases, sp.on, sp.off, sp.emits) {
+		if f != "" && !slices.Contains(out, f) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Flag returns the flag engine e writes the named setting with ("" when it
+// has none of its own).
+func Flag(e Engine, name string) string {
+	k, ok := lookup(name)
+	if !ok {
+		return ""
+	}
+	sp := k.spell(e)
+	if sp.flag != "" {
+		return sp.flag
+	}
+	if len(sp.on) > 0 {
+		return sp.on[0]
+	}
+	if len(sp.off) > 0 {
+		return sp.off[0]
+	}
+	return ""
+}
+
+// UnknownName returns the error for a setting name that is not tunable,
+// with a suggestion when a known name is close or when name is an engine's
+// flag for one.
+func UnknownName(name string) error {
+	if k, e, flag := engineFlag(name); k != nil {
+		return fmt.Errorf("%w %q (did you mean %s? %s is %s's flag)", ErrUnknownName, name, k.name, flag, e.Title())
+	}
+	if s := suggest(name); s != "" {
+		return fmt.Errorf("%w %q (did you mean %s?)", ErrUnknownName, name, s)
+	}
+	return fmt.Errorf("%w %q", ErrUnknownName, name)
+}
+
+// TypeOf returns the value type of a tunable setting.
+func TypeOf(name string) (Type, bool) {
+	k, ok := tunable(name)
+	if !ok {
+		return 0, false
+	}
+	return k.typ, true
+}
+
+// Check converts v to the tunable setting's Go type (int, float64, string,
+// bool; whole float64s count as ints, ints as floats) and checks it against
+// the setting's range or choices. The error wraps ErrUnknownName or
+// ErrBadValue.
+func Check(name string, v any) (any, error) {
+	k, ok := tunable(name)
+	if !ok {
+		return nil, UnknownName(name)
+	}
+	n, err := k.normalize(v)
+	if err != nil {
+		return nil, err
+	}
+	return n, k.validate(n)
+}
+
+// CheckSettings checks every setting of s (Check), in name order.
+func CheckSettings(s Settings) error {
+	for _, name := range slices.Sorted(maps.Keys(s)) {
+		if _, err := Check(name, s[name]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (k *setting) normalize(v any) (any, error) {
+	switch k.typ {
+	case Int:
+		if n, ok := (Settings{"v": v}).Int("v"); ok {
+			return n, nil
+		}
+	case Float:
+		if f, ok := (Settings{"v": v}).Float("v"); ok {
+			return f, nil
+		}
+	case String:
+		if s, ok := v.(string); ok {
+			return s, nil
+		}
+	case Bool:
+		if b, ok := v.(bool); ok {
+			return b, nil
+		}
+	}
+	if str, ok := v.(string); ok {
+		return nil, fmt.Errorf("%w: %s must be %s, not %q", ErrBadValue, k.name, k.typ, str)
+	}
+	return nil, fmt.Errorf("%w: %s must be %s, not %v", ErrBadValue, k.name, k.typ, v)
+}
+
+func (k *setting) validate(v any) error {
+	switch k.typ {
+	case Int, Float:
+		f, _ := (Settings{"v": v}).Float("v")
+		low := f < k.min || (k.open && f == k.min)
+		if low || (k.max != 0 && f > k.max) {
+			return fmt.Errorf("%w: %s %v is outside %s", ErrBadValue, k.name, formatValue(v), k.limits())
+		}
+	case String:
+		if len(k.enum) > 0 && !slices.Contains(k.enum, v.(string)) {
+			return fmt.Errorf("%w: %s %q is not one of %v", ErrBadValue, k.name, v, k.enum)
+		}
+	}
+	return nil
+}
+
+func (k *setting) limits() string {
+	lo := "["
+	if k.open {
+		lo = "("
+	}
+	hi := "inf)"
+	if k.max != 0 {
+		hi = formatValue(k.max) + "]"
+	}
+	return lo + formatValue(k.min) + ", " + hi
+}
+
+// formatValue writes a setting's value as a flag value.
+func formatValue(v any) string {
+	switch x := v.(type) {
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	case int:
+		return strconv.Itoa(x)
+	}
+	return fmt.Sprint(v)
+}
+
+// FormatValue writes a setting's value as it appears on a command line.
+func FormatValue(v any) string { return formatValue(v) }
+
+// Render returns engine e's flags for s, in table order. Settings at the
+// engine default ("none" quantization, "auto" KV dtype, enabled features the
+// engine enables anyway) render nothing. Every setting renders or the
+// errors are joined; the flags of the good ones are still returned.
+func Render(e Engine, s Settings) ([]string, error) {
+	if !e.Valid() {
+		return nil, fmt.Errorf("%w: engine %q (want vllm or sglang)", ErrBadValue, e)
+	}
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(s)) {
+		if _, ok := tunable(name); !ok {
+			errs = append(errs, UnknownName(name))
+		}
+	}
+	var out []string
+	for i := range table {
+		k := &table[i]
+		raw, ok := s[k.name]
+		if !ok || !k.tunable {
+			continue
+		}
+		v, err := k.normalize(raw)
+		if err == nil {
+			err = k.validate(v)
+		}
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		r := k.spell(e)
+		switch {
+		case r.custom != nil:
+			out = append(out, r.custom(v, s)...)
+		case k.typ == Bool:
+			if v.(bool) {
+				out = append(out, r.on...)
+			} else {
+				out = append(out, r.off...)
+			}
+		case k.typ == String && v == k.skip:
+		default:
+			val := formatValue(v)
+			if rn, ok := r.values[val]; ok {
+				val = rn
+			}
+			out = append(out, r.flag, val)
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// engineFlag finds the tunable setting whose engine flag name is written:
+// users who know one engine write max_num_seqs or mem-fraction-static.
+func engineFlag(name string) (*setting, Engine, string) {
+	norm := strings.ReplaceAll(strings.TrimLeft(name, "-"), "_", "-")
+	for i := range table {
+		k := &table[i]
+		if !k.tunable {
+			continue
+		}
+		for _, e := range Engines {
+			for _, f := range k.spell(e).flags() {
+				if strings.TrimLeft(f, "-") == norm {
+					return k, e, f
+				}
+			}
+		}
+	}
+	return nil, "", ""
+}
+
+// suggest returns the tunable name closest to name, or "" when none is close.
+func suggest(name string) string {
+	best, bestD := "", 4
+	for _, k := range table {
+		if !k.tunable {
+			continue
+		}
+		if d := editDistance(name, k.name); d < bestD {
+			best, bestD = k.name, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// reading is what one flag of a command line means.
+type reading struct {
+	k       *setting
+	engines map[Engine]bool // whose command line has the flag
+	valued  bool            // takes a value
+	set     *bool           // switch: the value it sets
+	read    func(val string, s Settings) error
+	ignored bool
+}
+
+// readings indexes every flag of the table by its name.
+var readings = func() map[string]*reading {
+	m := map[string]*reading{}
+	add := func(flag string, e Engine, r reading) {
+		if old, ok := m[flag]; ok {
+			old.engines[e] = true
+			return
+		}
+		r.engines = map[Engine]bool{e: true}
+		m[flag] = &r
+	}
+	t, f := true, false
+	for i := range table {
+		k := &table[i]
+		for _, e := range Engines {
+			sp := k.spell(e)
+			for _, name := range append([]string{sp.flag}, sp.aliases...) {
+				if name != "" {
+					add(name, e, reading{k: k, valued: true, read: sp.read})
+				}
+			}
+			for _, name := range sp.on {
+				add(name, e, reading{k: k, set: &t})
+			}
+			for _, name := range sp.off {
+				add(name, e, reading{k: k, set: &f})
+			}
+		}
+	}
+	for _, name := range ignoredSwitches {
+		for _, e := range Engines {
+			add(name, e, reading{ignored: true})
+		}
+	}
+	for _, name := range ignoredValued {
+		for _, e := range Engines {
+			add(name, e, reading{ignored: true, valued: true})
+		}
+	}
+	return m
+}()
+
+// Command is an engine command line read back.
+type Command struct {
+	// Engine is the engine whose flags the line uses: the sim_engine
+	// setting when given, else the engine of any flag only one engine has,
+	// else "" (the line fits either).
+	Engine   Engine
+	Model    string   // the positional MODEL, --model or --model-path
+	Settings Settings // every flag read, by neutral name (tunable, server and sim settings)
+}
+
+// ParseCommand reads an engine command line: vLLM's (`[serve] MODEL
+// [flags]` or `--model MODEL [flags]`) or SGLang's (`--model-path MODEL
+// [flags]`), with the simulated engine's flags. env supplies the
+// simulator's environment variables (SimEnv) for sim settings the line
+// does not give; nil for none. Unknown flags and flags of both engines on
+// one line are rejected, as the engines' own argument parsers would.
+func ParseCommand(args []string, env func(string) string) (Command, error) {
+	var c Command
+	s, positional, saw, err := parseFlags(args)
+	if err != nil {
+		return c, err
+	}
+	if len(positional) > 0 && positional[0] == "serve" { // `vllm serve MODEL`
+		positional = positional[1:]
+	}
+	if len(positional) > 1 {
+		return c, fmt.Errorf("%w: unrecognized arguments: %s", ErrBadArgs, strings.Join(positional[1:], " "))
+	}
+	model, _ := s.String("model")
+	delete(s, "model")
+	if len(positional) == 1 {
+		if model != "" && model != positional[0] {
+			return c, fmt.Errorf("%w: model given twice (%q and %q)", ErrBadArgs, positional[0], model)
+		}
+		model = positional[0]
+	}
+	if model == "" {
+		return c, fmt.Errorf("%w: no model (give MODEL, --model or --model-path)", ErrBadArgs)
+	}
+	if env != nil {
+		for _, v := range simEnv {
+			if _, ok := s[v.setting]; ok {
+				continue
+			}
+			if raw := env(v.name); raw != "" {
+				k, _ := lookup(v.setting)
+				val, err := readValue(k, raw)
+				if err != nil {
+					return c, fmt.Errorf("%w: %s: %v", ErrBadArgs, v.name, err)
+				}
+				s[v.setting] = val
+			}
+		}
+	}
+	c.Model, c.Settings = model, s
+	if name, ok := s.String("sim_engine"); ok {
+		e, err := Parse(name)
+		if err != nil {
+			return c, fmt.Errorf("%w: %s %q: want vllm or sglang", ErrBadArgs, Flag(VLLM, "sim_engine"), name)
+		}
+		c.Engine = e
+	} else if saw[SGLang] && !saw[VLLM] {
+		c.Engine = SGLang
+	} else if saw[VLLM] && !saw[SGLang] {
+		c.Engine = VLLM
+	}
+	if saw[VLLM] && saw[SGLang] || c.Engine == VLLM && saw[SGLang] || c.Engine == SGLang && saw[VLLM] {
+		return c, fmt.Errorf("%w: vLLM and SGLang flags mixed on one command line", ErrBadArgs)
+	}
+	return c, nil
+}
+
+// ParseFlags reads flags of engine e (no model): a space's extra_args, for
+// instance. Flags only the other engine has are rejected.
+func ParseFlags(e Engine, args []string) (Settings, error) {
+	s, positional, saw, err := parseFlags(args)
+	if err != nil {
+		return nil, err
+	}
+	if len(positional) > 0 {
+		return nil, fmt.Errorf("%w: unrecognized arguments: %s", ErrBadArgs, strings.Join(positional, " "))
+	}
+	for _, other := range Engines {
+		if other != e && saw[other] {
+			return nil, fmt.Errorf("%w: flags of %s on a %s command line", ErrBadArgs, other.Title(), e.Title())
+		}
+	}
+	return s, nil
+}
+
+// parseFlags reads args into settings; saw says which engines' own flags
+// (flags the other engine lacks) appeared.
+func parseFlags(args []string) (Settings, []string, map[Engine]bool, error) {
+	s := Settings{}
+	var positional []string
+	saw := map[Engine]bool{}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			positional = append(positional, a)
+			continue
+		}
+		name, val, hasVal := strings.Cut(a, "=")
+		r, ok := readings[name]
+		if !ok {
+			return nil, nil, nil, fmt.Errorf("%w: unrecognized arguments: %s", ErrBadArgs, name)
+		}
+		if r.valued && !hasVal {
+			if i+1 >= len(args) {
+				return nil, nil, nil, fmt.Errorf("%w: argument %s: expected one argument", ErrBadArgs, name)
+			}
+			i++
+			val = args[i]
+		} else if !r.valued && hasVal {
+			return nil, nil, nil, fmt.Errorf("%w: argument %s: ignored explicit argument %q", ErrBadArgs, name, val)
+		}
+		if len(r.engines) == 1 {
+			for e := range r.engines {
+				saw[e] = true
+			}
+		}
+		switch {
+		case r.ignored:
+		case r.set != nil:
+			s[r.k.name] = *r.set
+		case r.read != nil:
+			if err := r.read(val, s); err != nil {
+				return nil, nil, nil, fmt.Errorf("%w: argument %s: %v", ErrBadArgs, name, err)
+			}
+		default:
+			v, err := readValue(r.k, val)
+			if err != nil {
+				return nil, nil, nil, fmt.Errorf("%w: argument %s: %v", ErrBadArgs, name, err)
+			}
+			s[r.k.name] = v
+		}
+	}
+	return s, positional, saw, nil
+}
+
+// readValue converts a flag's text to the setting's type.
+func readValue(k *setting, val string) (any, error) {
+	t := strings.TrimSpace(val)
+	switch k.typ {
+	case Int:
+		n, err := strconv.Atoi(t)
+		if err != nil {
+			return nil, fmt.Errorf("invalid int value: %q", val)
+		}
+		return n, nil
+	case Float:
+		f, err := strconv.ParseFloat(t, 64)
+		if err != nil || f != f {
+			return nil, fmt.Errorf("invalid float value: %q", val)
+		}
+		return f, nil
+	case Duration:
+		if d, err := time.ParseDuration(t); err == nil && d >= 0 {
+			return d, nil
+		}
+		if f, err := strconv.ParseFloat(t, 64); err == nil && f >= 0 && f < 1e9 {
+			return time.Duration(f * float64(time.Second)), nil
+		}
+		return nil, fmt.Errorf("invalid duration %q (e.g. 1s, 500ms, 2.5)", val)
+	case Bool:
+		b, err := strconv.ParseBool(t)
+		if err != nil {
+			return nil, fmt.Errorf("invalid bool value: %q", val)
+		}
+		return b, nil
+	}
+	return val, nil
+}
+
+// IsSecretFlag reports whether flag (of either engine) carries a credential
+// in its value.
+func IsSecretFlag(flag string) bool {
+	name, _, _ := strings.Cut(flag, "=")
+	r, ok := readings[name]
+	return ok && r.k != nil && slices.Contains(secretSettings, r.k.name)
+}

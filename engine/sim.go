@@ -1,0 +1,59 @@
+package engine
+
+import (
+	"strconv"
+	"strings"
+)
+
+// The simulated engine's contract with whoever starts it: a command line of
+// the imitated engine (the flags of table, plus its own sim_* flags) and
+// these environment variables, which stand in for the sim_* flags a
+// launcher cannot add to an image's command line. A flag wins over its
+// variable.
+const (
+	EnvSimGPU         = "SERVETUNE_SIM_GPU"
+	EnvSimNumGPUs     = "SERVETUNE_SIM_NUM_GPUS"
+	EnvSimTimeScale   = "SERVETUNE_SIM_TIME_SCALE"
+	EnvSimLoadTime    = "SERVETUNE_SIM_LOAD_TIME"
+	EnvSimEngine      = "SERVETUNE_SIM_ENGINE"
+	EnvSimModelConfig = "SERVETUNE_SIM_MODEL_CONFIG"
+)
+
+// simEnv maps each variable to the setting it stands in for.
+var simEnv = []struct{ name, setting string }{
+	{EnvSimGPU, "sim_gpu"}, {EnvSimNumGPUs, "sim_num_gpus"}, {EnvSimTimeScale, "sim_time_scale"},
+	{EnvSimLoadTime, "sim_load_time"}, {EnvSimEngine, "sim_engine"}, {EnvSimModelConfig, "sim_model_config"},
+}
+
+// SimImage is the image `make sim-image` builds: the simulated engine,
+// FROM scratch, whose entry point takes vLLM's arguments as the
+// vllm/vllm-openai image does.
+const SimImage = "servetune-sim:dev"
+
+// IsSimImage reports whether an image reference names the simulated
+// engine's image (any tag of servetune-sim): it needs no GPU and takes its
+// hardware from the environment.
+func IsSimImage(ref string) bool {
+	name, _, _ := strings.Cut(ref, ":")
+	return name == "servetune-sim" || strings.HasSuffix(name, "/servetune-sim")
+}
+
+// SimEnv is the environment that tells a simulated engine the facts a real
+// one would find on its host: the GPU model, the GPU count, and how fast
+// its clock runs. Empty and zero values are left out.
+func SimEnv(gpu string, numGPUs int, timeScale float64, loadTime string) []string {
+	var env []string
+	if gpu != "" {
+		env = append(env, EnvSimGPU+"="+gpu)
+	}
+	if numGPUs > 0 {
+		env = append(env, EnvSimNumGPUs+"="+strconv.Itoa(numGPUs))
+	}
+	if timeScale > 0 {
+		env = append(env, EnvSimTimeScale+"="+strconv.FormatFloat(timeScale, 'g', -1, 64))
+	}
+	if loadTime != "" {
+		env = append(env, EnvSimLoadTime+"="+loadTime)
+	}
+	return env
+}

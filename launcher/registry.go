@@ -1,0 +1,220 @@
+package launcher
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/servetune/servetune/engine"
+	"github.com/servetune/servetune/yamlspec"
+)
+
+// Kind is a launcher kind a study spec can name in `launcher: {kind: ...}`.
+// Each kind decodes its own keys of the launcher section and builds the
+// Launcher, which declares its capabilities (Placer, Reaper, LocalGPUs,
+// TimeScaler, FixedEngine) by the interfaces it implements. A kind
+// registers itself in its package's init; launcher/kinds imports them all.
+type Kind struct {
+	Name string
+	// Doc is one line for the spec reference (docs/spec.md).
+	Doc string
+	// Keys are the kind's own keys of the launcher section, beside the
+	// common ones (Common), each with one line of documentation.
+	Keys []Key
+	// Decode builds the launcher from the section's keys (keys holds the
+	// kind's own, by name) and the study's common facts. It records
+	// problems in d and may return nil when it does.
+	Decode func(d *yamlspec.Decoder, keys map[string]*yaml.Node, c Common) Launcher
+	// Cleanup, when set, removes what runs of study left on the kind's
+	// default host without a spec (`servetune cleanup --study`); host is
+	// the --host flag ("" = the default). study "" means every study.
+	Cleanup func(ctx context.Context, host, study string) ([]Reaped, error)
+}
+
+// Key documents one key of a launcher section.
+type Key struct {
+	Name string
+	Doc  string
+}
+
+// Common holds the keys every kind takes and the study facts a launcher
+// may need.
+type Common struct {
+	Kind         string
+	GPUs         []int         // launcher.gpus: the GPUs trials may use (one host)
+	ReadyTimeout time.Duration // launcher.ready_timeout: launch to healthy
+	Env          []string      // launcher.env: variable names passed to the engine (values never stored)
+
+	Engine      engine.Engine
+	Model       string
+	ModelConfig string // a Hugging Face config.json for a model the catalog lacks
+	GPU         string // hardware.gpu: the catalog GPU (the simulator's hardware)
+	Study       string
+
+	// Section is the launcher section, for the positions of errors about
+	// missing keys.
+	Section *yaml.Node
+}
+
+// CommonKeys are the keys every launcher section may have.
+var CommonKeys = []Key{
+	{"kind", "the launcher kind: " + "see the table of kinds"},
+	{"gpus", "GPU indices the study may use; trials run in parallel on disjoint subsets (default: one trial at a time)"},
+	{"ready_timeout", "longest wait from launch to a healthy engine (default 20m)"},
+	{"env", "names of environment variables handed to the engine, e.g. HF_TOKEN (values are never stored)"},
+}
+
+// DefaultReadyTimeout is launcher.ready_timeout when a spec gives none.
+const DefaultReadyTimeout = 20 * time.Minute
+
+var (
+	kindsMu sync.RWMutex
+	kinds   = map[string]Kind{}
+)
+
+// Register adds a launcher kind; a second kind of the same name panics.
+func Register(k Kind) {
+	kindsMu.Lock()
+	defer kindsMu.Unlock()
+	if _, dup := kinds[k.Name]; dup || k.Name == "" || k.Decode == nil {
+		panic(fmt.Sprintf("launcher: bad or duplicate kind %q", k.Name))
+	}
+	kinds[k.Name] = k
+}
+
+// Kinds returns the registered kinds by name.
+func Kinds() []Kind {
+	kindsMu.RLock()
+	defer kindsMu.RUnlock()
+	out := make([]Kind, 0, len(kinds))
+	for _, k := range kinds {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// LookupKind returns a registered kind.
+func LookupKind(name string) (Kind, bool) {
+	kindsMu.RLock()
+	defer kindsMu.RUnlock()
+	k, ok := kinds[name]
+	return k, ok
+}
+
+// kindNames lists the registered kinds as "a, b or c".
+func kindNames() string {
+	var names []string
+	for _, k := range Kinds() {
+		names = append(names, k.Name)
+	}
+	return OrList(names)
+}
+
+// OrList joins words as "a, b or c".
+func OrList(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
+}
+
+// Decode reads a study spec's launcher section: the common keys, then the
+// kind's own through its Decode. c carries the study facts; the common keys
+// are filled in. Problems are recorded in d.
+func Decode(d *yamlspec.Decoder, n *yaml.Node, c Common) (Launcher, Common) {
+	var allowed []string
+	for _, k := range CommonKeys {
+		allowed = append(allowed, k.Name)
+	}
+	owners := map[string][]string{} // key -> kinds that have it
+	for _, k := range Kinds() {
+		for _, key := range k.Keys {
+			if !slices.Contains(allowed, key.Name) {
+				allowed = append(allowed, key.Name)
+			}
+			owners[key.Name] = append(owners[key.Name], k.Name)
+		}
+	}
+	f := d.Fields(n, "launcher", allowed...)
+	if d.Failed() {
+		return nil, c
+	}
+	if f["kind"] == nil {
+		d.Fail(n, "launcher.kind", "missing (%s)", kindNames())
+		return nil, c
+	}
+	c.Kind = d.Str(f["kind"], "launcher.kind")
+	kind, ok := LookupKind(c.Kind)
+	if d.Failed() {
+		return nil, c
+	}
+	if !ok {
+		d.Fail(f["kind"], "launcher.kind", "%q: want %s", c.Kind, kindNames())
+		return nil, c
+	}
+	own := map[string]*yaml.Node{}
+	for name, v := range f {
+		switch name {
+		case "kind", "gpus", "ready_timeout", "env":
+			continue
+		}
+		if !slices.ContainsFunc(kind.Keys, func(k Key) bool { return k.Name == name }) {
+			d.Fail(yamlspec.KeyNode(n, name), "launcher."+name, "only for launcher kind %s", OrList(owners[name]))
+			return nil, c
+		}
+		own[name] = v
+	}
+	if x := f["gpus"]; x != nil {
+		seen := map[int]bool{}
+		for _, g := range d.Seq(x, "launcher.gpus") {
+			id := d.Int(g, "launcher.gpus", 0)
+			if !d.Failed() && seen[id] {
+				d.Fail(g, "launcher.gpus", "GPU %d listed twice", id)
+			}
+			seen[id] = true
+			c.GPUs = append(c.GPUs, id)
+		}
+	}
+	c.ReadyTimeout = DefaultReadyTimeout
+	if x := f["ready_timeout"]; x != nil {
+		c.ReadyTimeout = d.Duration(x, "launcher.ready_timeout")
+	}
+	if x := f["env"]; x != nil {
+		for _, e := range d.Seq(x, "launcher.env") {
+			name := d.Str(e, "launcher.env")
+			if !d.Failed() && (strings.Contains(name, "=") || name == "") {
+				// Values would land in the stored spec: only names are allowed.
+				d.Fail(e, "launcher.env", "%q: list variable names only; values are read from the environment", name)
+			}
+			c.Env = append(c.Env, name)
+		}
+	}
+	if d.Failed() {
+		return nil, c
+	}
+	c.Section = n
+	l := kind.Decode(d, own, c)
+	if d.Failed() {
+		return nil, c
+	}
+	return l, c
+}
+
+// PassEnv returns KEY=VALUE for each named variable set in this process's
+// environment: what a launcher hands an engine for launcher.env.
+func PassEnv(names []string, lookup func(string) (string, bool)) []string {
+	var env []string
+	for _, name := range names {
+		if v, ok := lookup(name); ok {
+			env = append(env, name+"="+v)
+		}
+	}
+	return env
+}

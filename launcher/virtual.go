@@ -1,0 +1,106 @@
+package launcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/servetune/servetune/bench"
+	"github.com/servetune/servetune/engine"
+	"github.com/servetune/servetune/sim"
+	"github.com/servetune/servetune/yamlspec"
+)
+
+// Virtual "launches" the simulated engine in this process on a virtual
+// clock: no process, no port, no HTTP. The benchmark drives it through its
+// transport (VirtualInstance.Transport), so a trial takes milliseconds and
+// its figures are the same on a busy machine as on an idle one. A
+// configuration that does not fit ends at once with the engine's own
+// message, as the real engine would.
+type Virtual struct {
+	GPU         string // catalog GPU; "" = the simulator's default
+	ModelConfig string // a Hugging Face config.json for a model the catalog lacks
+}
+
+var _ Launcher = (*Virtual)(nil)
+
+// Launch builds the simulated engine from spec's settings (and extra
+// flags) directly, with no command line in between.
+func (v *Virtual) Launch(ctx context.Context, spec Spec) (Instance, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	cfg, err := v.Config(spec)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadSpec, err)
+	}
+	eng, err := sim.NewVirtual(cfg)
+	var se *sim.StartupError
+	if errors.As(err, &se) {
+		// The engine's start-up failure, as its log would show it.
+		return &VirtualInstance{failed: "ERROR " + se.Message + "\n"}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &VirtualInstance{eng: eng}, nil
+}
+
+// Config is the simulator configuration spec launches: its settings, then
+// the settings its extra flags give, on len(spec.GPUs) GPUs (or as many as
+// the parallel settings need).
+func (v *Virtual) Config(spec Spec) (sim.Config, error) {
+	set := spec.Settings.Clone()
+	if len(spec.Extra) > 0 {
+		extra, err := engine.ParseFlags(spec.Engine, spec.Extra)
+		if err != nil {
+			return sim.Config{}, err
+		}
+		for k, val := range extra {
+			set[k] = val
+		}
+	}
+	n := len(spec.GPUs)
+	if n == 0 {
+		n = set.GPUs()
+	}
+	return sim.FromSettings(spec.Engine, spec.Model, v.ModelConfig, v.GPU, n, set)
+}
+
+// VirtualInstance is one simulated engine of the Virtual launcher.
+type VirtualInstance struct {
+	eng    *sim.Virtual
+	failed string // the start-up failure's log, when the engine did not start
+}
+
+// Endpoint has no URL: nothing listens.
+func (in *VirtualInstance) Endpoint() string { return "virtual://sim" }
+
+// Ready returns at once, or the start-up failure as an exit.
+func (in *VirtualInstance) Ready(context.Context) error {
+	if in.failed != "" {
+		return &ExitError{engine.Exit{Code: 1}}
+	}
+	return nil
+}
+
+// Logs is the start-up failure's message, if any.
+func (in *VirtualInstance) Logs() string { return in.failed }
+
+// Stop does nothing: the engine is memory.
+func (in *VirtualInstance) Stop(context.Context) error { return nil }
+
+// Transport is the engine on its virtual clock, for bench.Config.Transport.
+func (in *VirtualInstance) Transport() bench.Transport { return in.eng }
+
+func init() {
+	Register(Kind{
+		Name: "virtual",
+		Doc:  "the simulated engine in virtual time, in this process: deterministic, milliseconds per trial (what-if studies, the quick start)",
+		Decode: func(d *yamlspec.Decoder, _ map[string]*yaml.Node, c Common) Launcher {
+			return &Virtual{GPU: c.GPU, ModelConfig: c.ModelConfig}
+		},
+	})
+}

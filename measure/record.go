@@ -1,0 +1,74 @@
+package measure
+
+import "time"
+
+// ErrorClass names why a request failed. The empty class means success.
+type ErrorClass string
+
+// Failure classes, as docs/architecture.md defines them. Failed requests are counted and
+// excluded from latency metrics.
+const (
+	ErrNone      ErrorClass = ""
+	ErrConnect   ErrorClass = "connect"      // dial or transport failure before a response
+	ErrTimeout   ErrorClass = "timeout"      // per-request deadline passed
+	ErrHTTP4xx   ErrorClass = "http_4xx"     // non-200 4xx status
+	ErrHTTP5xx   ErrorClass = "http_5xx"     // non-200 5xx status
+	ErrStream    ErrorClass = "stream_error" // error event inside a 200 stream
+	ErrTruncated ErrorClass = "truncated"    // stream ended without finish_reason/usage
+	ErrEmpty     ErrorClass = "empty"        // stream carried no text at all
+)
+
+// ErrorClasses lists every failure class in report order.
+var ErrorClasses = []ErrorClass{ErrConnect, ErrTimeout, ErrHTTP4xx, ErrHTTP5xx, ErrStream, ErrTruncated, ErrEmpty}
+
+// Request is one request of a workload: what is sent and the lengths intended.
+// The simulated engine consumes Requests directly in virtual time, so every
+// field that changes serving cost lives here, not only in Prompt.
+type Request struct {
+	Index        int    `json:"index"`
+	Prompt       string `json:"-"`
+	PromptTokens int    `json:"prompt_tokens"` // intended (exact when aligned with /tokenize)
+	MaxTokens    int    `json:"max_tokens"`    // output tokens asked for (ignore_eos on)
+	PrefixID     int    `json:"prefix_id"`     // shared-prefix group, -1 when none
+	PrefixTokens int    `json:"prefix_tokens"` // length of the shared prefix in tokens
+	// Synthetic marks prompts built from the word list; only those are
+	// re-sized to match the server's /tokenize.
+	Synthetic bool `json:"synthetic,omitempty"`
+}
+
+// Chunk is one text-carrying stream message as received.
+type Chunk struct {
+	At     time.Duration `json:"at_ns"`  // offset from the run's start
+	Tokens int           `json:"tokens"` // tokens it carried (from usage or text deltas)
+}
+
+// Record is what happened to one request. All instants are offsets from the
+// run's start on the monotonic clock.
+type Record struct {
+	Index        int           `json:"index"`
+	Warmup       bool          `json:"warmup,omitempty"`
+	Sched        time.Duration `json:"t_sched_ns"` // intended send time from the arrival schedule
+	Send         time.Duration `json:"t_send_ns"`
+	First        time.Duration `json:"t_first_ns"` // first text-carrying message
+	Last         time.Duration `json:"t_last_ns"`  // last text-carrying message
+	End          time.Duration `json:"t_end_ns"`   // stream closed
+	PromptTokens int           `json:"prompt_tokens"`
+	OutputTokens int           `json:"output_tokens"`
+	Chunks       []Chunk       `json:"chunks,omitempty"`
+	Error        ErrorClass    `json:"error,omitempty"`
+	ErrorMsg     string        `json:"error_msg,omitempty"`
+	Status       int           `json:"status,omitempty"` // HTTP status when one arrived
+	// TokensEstimated is set when the server sent no usage, so OutputTokens
+	// counts text chunks instead.
+	TokensEstimated bool `json:"tokens_estimated,omitempty"`
+}
+
+// Fail marks r as failed with class and a one-line message (at most 300
+// bytes).
+func (r *Record) Fail(class ErrorClass, msg string) {
+	r.Error = class
+	if len(msg) > 300 {
+		msg = msg[:300]
+	}
+	r.ErrorMsg = msg
+}

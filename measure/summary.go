@@ -1,0 +1,240 @@
+package measure
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"time"
+)
+
+// SLO holds goodput limits in milliseconds; zero means "no limit".
+type SLO struct {
+	TTFTms float64 `json:"ttft_ms,omitempty"`
+	TPOTms float64 `json:"tpot_ms,omitempty"`
+	E2ELms float64 `json:"e2el_ms,omitempty"`
+}
+
+// SummaryOptions control Summarize.
+type SummaryOptions struct {
+	Goodput   SLO
+	Bootstrap int    // bootstrap resamples for CIs; 0 = default
+	Seed      uint64 // seed of the bootstrap resampling
+	// KeepSamples stores the per-request TTFT, TPOT, ITL and E2EL values in
+	// Summary.Samples (for `bench compare`).
+	KeepSamples bool
+}
+
+// Summary is the result of one run (one load level), with vLLM's key names so
+// numbers compare directly. Latency fields are milliseconds.
+type Summary struct {
+	Duration             float64        `json:"duration"` // seconds, first send to last completion
+	Completed            int            `json:"completed"`
+	Failed               int            `json:"failed"`
+	Errors               map[string]int `json:"errors"` // by ErrorClass, every class present
+	TotalInputTokens     int            `json:"total_input_tokens"`
+	TotalOutputTokens    int            `json:"total_output_tokens"`
+	RequestThroughput    float64        `json:"request_throughput"`
+	OutputThroughput     float64        `json:"output_throughput"`
+	TotalTokenThroughput float64        `json:"total_token_throughput"`
+	PeakOutputThroughput float64        `json:"max_output_tokens_per_s"` // peak 1-second window
+	RequestGoodput       float64        `json:"request_goodput"`
+	MaxConcurrency       int            `json:"max_concurrency"`
+	RequestRate          float64        `json:"request_rate"` // 0 = inf
+
+	// Latency statistics. Keys are {mean,median,std,p50,p90,p95,p99,p999}_{metric}_ms.
+	TTFT        Stats `json:"-"`
+	TTFTSched   Stats `json:"-"` // TTFT measured from the intended send time
+	Queue       Stats `json:"-"` // t_send - t_sched
+	TPOT        Stats `json:"-"`
+	ITL         Stats `json:"-"` // per chunk
+	ITLPerToken Stats `json:"-"`
+	E2EL        Stats `json:"-"`
+
+	Meta map[string]any `json:"meta,omitempty"`
+
+	// Samples holds the raw values when SummaryOptions.KeepSamples is set.
+	Samples *Samples `json:"samples,omitempty"`
+}
+
+// Stats summarises one latency metric in milliseconds. MedianCI and P99CI are
+// bootstrap 95% confidence intervals.
+type Stats struct {
+	N        int        `json:"n"`
+	Mean     float64    `json:"mean"`
+	Median   float64    `json:"median"`
+	Std      float64    `json:"std"`
+	P50      float64    `json:"p50"`
+	P90      float64    `json:"p90"`
+	P95      float64    `json:"p95"`
+	P99      float64    `json:"p99"`
+	P999     float64    `json:"p999"`
+	MedianCI [2]float64 `json:"median_ci"`
+	P99CI    [2]float64 `json:"p99_ci"`
+}
+
+// ms converts a duration to float milliseconds.
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// RequestMetrics are the per-request latencies of one successful record.
+type RequestMetrics struct {
+	TTFT, TTFTSched, Queue, E2EL float64 // ms
+	TPOT                         float64 // ms; NaN when out <= 1
+}
+
+// Metrics returns r's latencies by docs/architecture.md's definitions:
+// TTFT = t_first - t_send, E2EL = t_last - t_send,
+// TPOT = (E2EL - TTFT)/(out - 1) for out > 1, queue = t_send - t_sched.
+func (r Record) Metrics() RequestMetrics {
+	m := RequestMetrics{
+		TTFT:      ms(r.First - r.Send),
+		TTFTSched: ms(r.First - r.Sched),
+		Queue:     ms(r.Send - r.Sched),
+		E2EL:      ms(r.Last - r.Send),
+		TPOT:      math.NaN(),
+	}
+	if r.OutputTokens > 1 {
+		m.TPOT = (m.E2EL - m.TTFT) / float64(r.OutputTokens-1)
+	}
+	return m
+}
+
+// Good reports whether m meets every limit of slo (zero = no limit). A
+// request with one output token has no TPOT and passes that limit.
+func (slo SLO) Good(m RequestMetrics) bool {
+	if slo.TTFTms > 0 && m.TTFT > slo.TTFTms {
+		return false
+	}
+	if slo.TPOTms > 0 && !math.IsNaN(m.TPOT) && m.TPOT > slo.TPOTms {
+		return false
+	}
+	if slo.E2ELms > 0 && m.E2EL > slo.E2ELms {
+		return false
+	}
+	return true
+}
+
+// Samples are the raw per-request values behind a Summary, kept so that
+// `bench compare` can bootstrap differences. Milliseconds.
+type Samples struct {
+	TTFT []float64 `json:"ttft_ms"`
+	TPOT []float64 `json:"tpot_ms"`
+	ITL  []float64 `json:"itl_ms"`
+	E2EL []float64 `json:"e2el_ms"`
+	// ITLCounts is how many of ITL's gaps each request contributed, in
+	// order, so compare can resample whole requests: one stream's gaps are
+	// not independent draws.
+	ITLCounts []int `json:"itl_counts,omitempty"`
+}
+
+// Summarize computes a Summary from records. Warm-up records are ignored;
+// failed ones are counted by class and excluded from latency metrics.
+// Duration runs from the first send to the last completion (t_end) of the
+// measured records. It is pure: the simulated engine calls it on records
+// built in virtual time.
+func Summarize(records []Record, opts SummaryOptions) Summary {
+	s := Summary{Errors: make(map[string]int, len(ErrorClasses))}
+	for _, c := range ErrorClasses {
+		s.Errors[string(c)] = 0
+	}
+	b := opts.Bootstrap
+	if b == 0 {
+		b = DefaultBootstrap
+	}
+	rng := rand.New(rand.NewPCG(opts.Seed, 0x5eed))
+
+	var (
+		ttft, ttftSched, queue, tpot, itl, itlTok, e2el []float64
+		itlCounts                                       []int
+		first, last                                     time.Duration
+		seen                                            bool
+		good                                            int
+	)
+	for i := range records {
+		r := &records[i]
+		if r.Warmup {
+			continue
+		}
+		if !seen || r.Send < first {
+			first = r.Send
+		}
+		if !seen || r.End > last {
+			last = r.End
+		}
+		seen = true
+		if r.Error != ErrNone {
+			s.Failed++
+			s.Errors[string(r.Error)]++
+			continue
+		}
+		s.Completed++
+		s.TotalInputTokens += r.PromptTokens
+		s.TotalOutputTokens += r.OutputTokens
+		m := r.Metrics()
+		ttft = append(ttft, m.TTFT)
+		ttftSched = append(ttftSched, m.TTFTSched)
+		queue = append(queue, m.Queue)
+		e2el = append(e2el, m.E2EL)
+		if !math.IsNaN(m.TPOT) {
+			tpot = append(tpot, m.TPOT)
+		}
+		itlCounts = append(itlCounts, max(len(r.Chunks)-1, 0))
+		for j := 1; j < len(r.Chunks); j++ {
+			gap := ms(r.Chunks[j].At - r.Chunks[j-1].At)
+			itl = append(itl, gap)
+			k := max(r.Chunks[j].Tokens, 1)
+			for range k {
+				itlTok = append(itlTok, gap/float64(k))
+			}
+		}
+		if opts.Goodput.Good(m) {
+			good++
+		}
+	}
+	if !seen {
+		return s
+	}
+	if last < first {
+		last = first
+	}
+	s.Duration = (last - first).Seconds()
+	if s.Duration > 0 {
+		s.RequestThroughput = float64(s.Completed) / s.Duration
+		s.OutputThroughput = float64(s.TotalOutputTokens) / s.Duration
+		s.TotalTokenThroughput = float64(s.TotalInputTokens+s.TotalOutputTokens) / s.Duration
+		s.RequestGoodput = float64(good) / s.Duration
+	}
+	s.PeakOutputThroughput = peakOutput(records, first)
+	if opts.KeepSamples {
+		// Copies taken before NewStats sorts in place: ITL must stay in
+		// request order for ITLCounts (compare resamples whole requests).
+		s.Samples = &Samples{TTFT: slices.Clone(ttft), TPOT: slices.Clone(tpot), ITL: slices.Clone(itl), E2EL: slices.Clone(e2el), ITLCounts: itlCounts}
+	}
+	s.TTFT = NewStats(ttft, rng, b)
+	s.TTFTSched = NewStats(ttftSched, rng, b)
+	s.Queue = NewStats(queue, rng, b)
+	s.TPOT = NewStats(tpot, rng, b)
+	s.ITL = NewStats(itl, rng, b)
+	s.ITLPerToken = NewStats(itlTok, rng, b)
+	s.E2EL = NewStats(e2el, rng, b)
+	return s
+}
+
+// peakOutput is the largest number of output tokens received in one
+// 1-second window [k, k+1) s after the first send, from chunk arrival times.
+func peakOutput(records []Record, first time.Duration) float64 {
+	buckets := map[int64]int{}
+	for i := range records {
+		r := &records[i]
+		if r.Warmup || r.Error != ErrNone {
+			continue
+		}
+		for _, c := range r.Chunks {
+			buckets[int64((c.At-first)/time.Second)] += c.Tokens
+		}
+	}
+	peak := 0
+	for _, v := range buckets {
+		peak = max(peak, v)
+	}
+	return float64(peak)
+}

@@ -1,0 +1,171 @@
+package yamlspec
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Decoder reads values out of a YAML tree and keeps the first problem as an
+// *Error with the node's position, so a parser reads linearly and checks
+// Err once. The zero value is ready; set File for messages.
+type Decoder struct {
+	File string
+	err  error
+}
+
+// Err returns the first problem, or nil.
+func (d *Decoder) Err() error { return d.err }
+
+// Failed reports whether a problem was found.
+func (d *Decoder) Failed() bool { return d.err != nil }
+
+// Fail records a problem at n's position (n may be nil) unless one was
+// recorded already.
+func (d *Decoder) Fail(n *yaml.Node, field, format string, a ...any) {
+	d.FailErr(n, field, fmt.Errorf(format, a...))
+}
+
+// FailErr records err at n's position; an *Error is kept as it is.
+func (d *Decoder) FailErr(n *yaml.Node, field string, err error) {
+	if d.err != nil || err == nil {
+		return
+	}
+	if _, ok := err.(*Error); ok {
+		d.err = err
+		return
+	}
+	e := &Error{File: d.File, Field: field, Err: err}
+	if n != nil {
+		e.Line, e.Column = n.Line, n.Column
+	}
+	d.err = e
+}
+
+// Fields returns a mapping's keys and values, rejecting keys not in
+// allowed and keys given twice.
+func (d *Decoder) Fields(n *yaml.Node, field string, allowed ...string) map[string]*yaml.Node {
+	out := map[string]*yaml.Node{}
+	if n == nil || n.Kind != yaml.MappingNode {
+		d.Fail(n, field, "want a mapping")
+		return out
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if !slices.Contains(allowed, k.Value) {
+			d.Fail(k, Join(field, k.Value), "unknown key (want one of %s)", strings.Join(allowed, ", "))
+			continue
+		}
+		if _, dup := out[k.Value]; dup {
+			d.Fail(k, Join(field, k.Value), "duplicate key")
+		}
+		out[k.Value] = v
+	}
+	return out
+}
+
+// KeyNode returns the key node of name in mapping n (for error positions),
+// or n itself.
+func KeyNode(n *yaml.Node, name string) *yaml.Node {
+	if n != nil && n.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == name {
+				return n.Content[i]
+			}
+		}
+	}
+	return n
+}
+
+// Join appends key to a dotted field path.
+func Join(parent, key string) string {
+	if parent == "" {
+		return key
+	}
+	return parent + "." + key
+}
+
+// Str reads a string scalar.
+func (d *Decoder) Str(n *yaml.Node, field string) string {
+	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
+		d.Fail(n, field, "want a string")
+		return ""
+	}
+	return n.Value
+}
+
+// Int reads an integer of at least min.
+func (d *Decoder) Int(n *yaml.Node, field string, min int) int {
+	var v int
+	if n.Kind != yaml.ScalarNode || n.Decode(&v) != nil {
+		d.Fail(n, field, "want an integer, got %q", n.Value)
+		return 0
+	}
+	if v < min {
+		d.Fail(n, field, "%d is below the minimum %d", v, min)
+	}
+	return v
+}
+
+// Number reads a finite number.
+func (d *Decoder) Number(n *yaml.Node, field string) float64 {
+	var v float64
+	if n.Kind != yaml.ScalarNode || n.Decode(&v) != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+		d.Fail(n, field, "want a number, got %q", n.Value)
+		return 0
+	}
+	return v
+}
+
+// Positive reads a number > 0.
+func (d *Decoder) Positive(n *yaml.Node, field string) float64 {
+	v := d.Number(n, field)
+	if d.err == nil && v <= 0 {
+		d.Fail(n, field, "%g must be > 0", v)
+	}
+	return v
+}
+
+// Bool reads true or false.
+func (d *Decoder) Bool(n *yaml.Node, field string) bool {
+	var v bool
+	if n.Kind != yaml.ScalarNode || n.Decode(&v) != nil {
+		d.Fail(n, field, "want true or false, got %q", n.Value)
+	}
+	return v
+}
+
+// Duration reads a positive Go duration such as 90s or 20m.
+func (d *Decoder) Duration(n *yaml.Node, field string) time.Duration {
+	s := d.Str(n, field)
+	v, err := time.ParseDuration(s)
+	if d.err == nil && (err != nil || v <= 0) {
+		d.Fail(n, field, "want a positive duration like 90s or 20m, got %q", s)
+	}
+	return v
+}
+
+// Seq reads a non-empty list.
+func (d *Decoder) Seq(n *yaml.Node, field string) []*yaml.Node {
+	if n.Kind != yaml.SequenceNode {
+		d.Fail(n, field, "want a list")
+		return nil
+	}
+	if len(n.Content) == 0 {
+		d.Fail(n, field, "empty list")
+	}
+	return n.Content
+}
+
+// Strings reads a non-empty list of strings.
+func (d *Decoder) Strings(n *yaml.Node, field string) []string {
+	var out []string
+	for _, c := range d.Seq(n, field) {
+		out = append(out, d.Str(c, field))
+	}
+	return out
+}
