@@ -6,7 +6,7 @@ PKGS    := ./...
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 export CGO_ENABLED = 1
 
-.PHONY: all build test lint bench run sim-image sampler-bench clean
+.PHONY: all build install test lint bench run sim-image sampler-bench clean
 
 all: build
 
@@ -35,14 +35,18 @@ SIM_IMAGE ?= servetune-sim:dev
 sim-image:
 	SIM_IMAGE=$(SIM_IMAGE) GO=$(GO) ./scripts/sim-image.sh
 
-# The quick start: tune Llama-3.1-8B on two simulated H100s and print the
-# recommended serve command. A fresh database each time, in the ignored .servetune/.
-RUN_DB ?= .servetune/quickstart.db
+# The quick start: tune Llama-3.1-8B on two simulated H100s (virtual time)
+# and print the recommended serve command. The study is stored afresh in the
+# default database (.servetune/servetune.db, ignored), where `servetune
+# studies`, `trials quickstart` and `recommend quickstart` find it.
 run: build
-	@mkdir -p $(dir $(RUN_DB)) && rm -f $(RUN_DB) $(RUN_DB)-wal $(RUN_DB)-shm
-	./$(BIN) tune examples/quickstart.yaml --db $(RUN_DB)
+	./$(BIN) tune examples/quickstart.yaml --fresh
 	@echo
-	./$(BIN) recommend quickstart --db $(RUN_DB) --prefer cost
+	./$(BIN) recommend quickstart --prefer cost
+
+# servetune on your PATH ($(shell $(GO) env GOPATH)/bin).
+install:
+	$(GO) install ./cmd/servetune
 
 # How many trials TPE and random search need to reach 99% of the exhaustive
 # optimum of examples/sampler-bench.yaml (median of 10 seeds, virtual time).

@@ -15,6 +15,8 @@ type chunkInfo struct {
 	completionTokens int
 	isError          bool
 	errMsg           []byte // raw JSON of the error value (aliases the input)
+	engineUS         int    // servetune_engine_us: the simulated engine's own clock; -1 when absent
+	lagUS            int    // servetune_lag_us: how late the simulated engine wrote the chunk
 }
 
 // parseChunk extracts chunkInfo from a completions or chat-completions
@@ -23,10 +25,18 @@ type chunkInfo struct {
 // validates the structure it walks and rejects malformed JSON.
 func parseChunk(data []byte) (chunkInfo, error) {
 	s := jscan{b: data}
-	var ci chunkInfo
+	ci := chunkInfo{engineUS: -1}
 	s.ws()
 	err := s.object(func(key []byte) error {
 		switch string(key) {
+		case "servetune_engine_us":
+			n, err := s.int()
+			ci.engineUS = n
+			return err
+		case "servetune_lag_us":
+			n, err := s.int()
+			ci.lagUS = n
+			return err
 		case "choices":
 			if s.peek() != '[' {
 				return s.skip()

@@ -214,7 +214,7 @@ func (c *client) send(ctx context.Context, req measure.Request, body []byte, bod
 		if resp.StatusCode >= 500 {
 			class = measure.ErrHTTP5xx
 		}
-		rec.Fail(class, fmt.Sprintf("HTTP %d: %s", resp.StatusCode, oneLine([]byte(c.redact(string(msg))))))
+		rec.Fail(class, fmt.Sprintf("HTTP %d: %s", resp.StatusCode, oneLine([]byte(c.redact(serverMessage(msg))))))
 		return
 	}
 	c.stream(rctx, resp.Body, req, start, rec)
@@ -263,6 +263,7 @@ func (c *client) stream(ctx context.Context, body io.Reader, req measure.Request
 		endUsage       bool
 		prevCompletion int
 		chunkUsage     int // chunks with a usage field
+		engine         int // text chunks with the server's own clock
 	)
 	rec.Chunks = rec.Chunks[:0]
 	for {
@@ -307,7 +308,13 @@ func (c *client) stream(ctx context.Context, body io.Reader, req measure.Request
 			} else {
 				contUsage = false
 			}
-			rec.Chunks = append(rec.Chunks, measure.Chunk{At: now, Tokens: tok})
+			c := measure.Chunk{At: now, Tokens: tok}
+			if ci.engineUS >= 0 {
+				c.Engine = time.Duration(ci.engineUS) * time.Microsecond
+				c.Lag = time.Duration(max(ci.lagUS, 0)) * time.Microsecond
+				engine++
+			}
+			rec.Chunks = append(rec.Chunks, c)
 		}
 		if ci.hasUsage {
 			usage = true
@@ -342,6 +349,7 @@ func (c *client) stream(ctx context.Context, body io.Reader, req measure.Request
 	if !contUsage || chunkUsage == 0 {
 		spreadTokens(rec.Chunks, rec.OutputTokens)
 	}
+	rec.EngineClock = engine == len(rec.Chunks)
 }
 
 // spreadTokens assigns total tokens to chunks as evenly as possible (servers
@@ -367,6 +375,39 @@ func classifyErr(ctx context.Context, class measure.ErrorClass) measure.ErrorCla
 		return measure.ErrTimeout
 	}
 	return class
+}
+
+// serverMessage is the message of an error body: OpenAI-style
+// {"error": {"message": ...}} or {"error": "..."}, FastAPI's {"detail":
+// ...}, {"message": ...}; the body itself otherwise.
+func serverMessage(body []byte) string {
+	var e struct {
+		Error   json.RawMessage `json:"error"`
+		Detail  any             `json:"detail"`
+		Message string          `json:"message"`
+	}
+	if json.Unmarshal(body, &e) != nil {
+		return string(body)
+	}
+	var nested struct {
+		Message string `json:"message"`
+	}
+	var flat string
+	switch {
+	case json.Unmarshal(e.Error, &nested) == nil && nested.Message != "":
+		return nested.Message
+	case json.Unmarshal(e.Error, &flat) == nil && flat != "":
+		return flat
+	case e.Message != "":
+		return e.Message
+	case e.Detail != nil:
+		if d, ok := e.Detail.(string); ok {
+			return d
+		}
+		b, _ := json.Marshal(e.Detail)
+		return string(b)
+	}
+	return string(body)
 }
 
 // oneLine shortens b to one printable line.

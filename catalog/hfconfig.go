@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -146,4 +147,35 @@ func LoadHFConfig(path, id string) (Model, error) {
 		return Model{}, fmt.Errorf("%s: %w", path, err)
 	}
 	return m, nil
+}
+
+// ModelPath says whether name is a local model rather than a catalog id: a
+// Hugging Face config.json, or a directory holding one (as vLLM's --model
+// DIR). It returns the directory an engine loads and the config.json's
+// path; ok is false for a name that is no such path.
+func ModelPath(name string) (dir, config string, ok bool) {
+	st, err := os.Stat(name)
+	if err != nil {
+		return "", "", false
+	}
+	if st.IsDir() {
+		config = filepath.Join(name, "config.json")
+		if _, err := os.Stat(config); err != nil {
+			return "", "", false
+		}
+		return name, config, true
+	}
+	return filepath.Dir(name), name, true
+}
+
+// ResolveModel finds a model by catalog id or alias, or as a local
+// config.json or a directory holding one (ModelPath). configPath is the
+// config.json it read ("" for catalog models).
+func ResolveModel(name string) (m Model, configPath string, err error) {
+	if dir, cfg, ok := ModelPath(name); ok {
+		m, err = LoadHFConfig(cfg, dir)
+		return m, cfg, err
+	}
+	m, err = LookupModel(name)
+	return m, "", err
 }

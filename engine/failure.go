@@ -11,16 +11,17 @@ type Failure string
 // Failure classes of a trial.
 const (
 	FailNone        Failure = ""
-	FailOOM         Failure = "oom"          // out of GPU (or container) memory: the configuration does not fit
-	FailCrash       Failure = "crash"        // the engine exited while it was measured
-	FailNotReady    Failure = "not_ready"    // no healthy /health within the ready timeout
-	FailLaunchError Failure = "launch_error" // could not start, or exited before ready for another reason
-	FailBenchError  Failure = "bench_error"  // the benchmark itself failed
-	FailInfeasible  Failure = "infeasible"   // rejected before launch by a constraint
+	FailOOM         Failure = "oom"             // out of GPU (or container) memory: the configuration does not fit
+	FailCrash       Failure = "crash"           // the engine exited while it was measured
+	FailNotReady    Failure = "not_ready"       // no healthy /health within the ready timeout
+	FailLaunchError Failure = "launch_error"    // could not start, or exited before ready for another reason
+	FailBenchError  Failure = "bench_error"     // the benchmark itself failed
+	FailRequests    Failure = "requests_failed" // the engine ran, but no request of any level succeeded
+	FailInfeasible  Failure = "infeasible"      // rejected before launch by a constraint
 )
 
 // Failures lists the failure classes in report order.
-var Failures = []Failure{FailOOM, FailCrash, FailNotReady, FailLaunchError, FailBenchError, FailInfeasible}
+var Failures = []Failure{FailOOM, FailCrash, FailNotReady, FailLaunchError, FailBenchError, FailRequests, FailInfeasible}
 
 // Valid reports whether f is a failure class (or FailNone).
 func (f Failure) Valid() bool {

@@ -2,7 +2,10 @@ package launcher
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"net/url"
 	"strings"
 	"time"
@@ -74,3 +77,35 @@ func (in *endpointInstance) Ready(ctx context.Context) error {
 
 // Stop does nothing: the endpoint belongs to someone else.
 func (in *endpointInstance) Stop(context.Context) error { return nil }
+
+// Preflight asks the server which models it serves, when it answers: a
+// study of another model would fail every request with a 404.
+func (e *Endpoint) Preflight(ctx context.Context, spec Spec) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(e.URL, "/")+"/v1/models", nil)
+	if err != nil {
+		return fmt.Errorf("%w: endpoint URL %q: %v", ErrBadSpec, e.URL, err)
+	}
+	resp, err := healthClient.Do(req)
+	if err != nil {
+		return nil // not up yet: the trial waits for it and says so
+	}
+	defer resp.Body.Close()
+	var list struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&list) != nil || len(list.Data) == 0 {
+		return nil // no model list to check against
+	}
+	var ids []string
+	for _, m := range list.Data {
+		if m.ID == spec.Model {
+			return nil
+		}
+		ids = append(ids, m.ID)
+	}
+	return fmt.Errorf("the server at %s serves %s, not %q (the study's model)", e.URL, strings.Join(ids, ", "), spec.Model)
+}

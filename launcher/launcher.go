@@ -18,7 +18,10 @@ type Spec struct {
 	GPUs     []int           // GPU indices assigned to this trial
 	Study    string          // labels for cleanup
 	Trial    int
-	Port     int // 0 = pick a free port
+	// Owner is the run that launches it (internal/proc's host/pid/start/run),
+	// so a reaper spares the engines of runs that are still alive.
+	Owner string
+	Port  int // 0 = pick a free port
 }
 
 // Args renders the spec's settings as the engine's flags, then Extra.
@@ -94,6 +97,12 @@ type (
 	TimeScaler interface {
 		TimeScale() float64
 	}
+	// Preflighter checks, before the first launch, what would make every
+	// trial fail: a missing image, a model or GPU the simulator does not
+	// know, a server that serves another model. Default: no check.
+	Preflighter interface {
+		Preflight(ctx context.Context, spec Spec) error
+	}
 	// FixedEngine is implemented by launchers that cannot change an
 	// engine's settings (a server someone else runs): the space must then
 	// fix every value. Default: settings are applied.
@@ -110,5 +119,6 @@ type Reaped struct {
 	Host  string // where it ran ("" = this machine or the default daemon)
 	Study string
 	Trial int
+	Owner string // the run that launched it; "" when unknown (older servetune)
 	State string // running, exited, created, ...
 }

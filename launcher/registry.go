@@ -33,8 +33,9 @@ type Kind struct {
 	Decode func(d *yamlspec.Decoder, keys map[string]*yaml.Node, c Common) Launcher
 	// Cleanup, when set, removes what runs of study left on the kind's
 	// default host without a spec (`servetune cleanup --study`); host is
-	// the --host flag ("" = the default). study "" means every study.
-	Cleanup func(ctx context.Context, host, study string) ([]Reaped, error)
+	// the --docker-host flag ("" = the default). study "" means every
+	// study; keep (may be nil) spares what it returns true for.
+	Cleanup func(ctx context.Context, host, study string, keep func(Reaped) bool) ([]Reaped, error)
 }
 
 // Key documents one key of a launcher section.

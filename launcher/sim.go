@@ -108,3 +108,14 @@ func init() {
 		},
 	})
 }
+
+// Preflight checks that the simulator knows the model and the GPU, and
+// that the servetune binary is there.
+func (s *Sim) Preflight(_ context.Context, spec Spec) error {
+	if s.Binary != "" {
+		if _, err := os.Stat(s.Binary); err != nil {
+			return fmt.Errorf("sim launcher: %w", err)
+		}
+	}
+	return SimPreflight(spec.Model, s.ModelConf, s.GPU)
+}

@@ -8,6 +8,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/servetune/servetune/bench"
+	"github.com/servetune/servetune/catalog"
 	"github.com/servetune/servetune/engine"
 	"github.com/servetune/servetune/sim"
 	"github.com/servetune/servetune/yamlspec"
@@ -103,4 +104,29 @@ func init() {
 			return &Virtual{GPU: c.GPU, ModelConfig: c.ModelConfig}
 		},
 	})
+}
+
+// Preflight checks that the simulator knows the model and the GPU.
+func (v *Virtual) Preflight(_ context.Context, spec Spec) error {
+	return SimPreflight(spec.Model, v.ModelConfig, v.GPU)
+}
+
+// SimPreflight checks that the simulated engine can model a study: its
+// model (from the catalog or a config.json) and its GPU.
+func SimPreflight(model, modelConfig, gpu string) error {
+	var err error
+	if modelConfig != "" {
+		_, err = catalog.LoadHFConfig(modelConfig, model)
+	} else {
+		_, _, err = catalog.ResolveModel(model)
+	}
+	if err != nil {
+		return fmt.Errorf("the simulated engine cannot model %s: %w (give a config.json as model: for a model outside the catalog)", model, err)
+	}
+	if gpu != "" {
+		if _, err := catalog.LookupGPU(gpu); err != nil {
+			return fmt.Errorf("the simulated engine cannot model hardware.gpu: %w", err)
+		}
+	}
+	return nil
 }

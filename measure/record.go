@@ -40,6 +40,14 @@ type Request struct {
 type Chunk struct {
 	At     time.Duration `json:"at_ns"`  // offset from the run's start
 	Tokens int           `json:"tokens"` // tokens it carried (from usage or text deltas)
+	// Engine is the instant the server says it produced the chunk, on its
+	// own clock from the moment it received the request, when it says so
+	// (the time-scaled simulated engine does: measure.EngineTime).
+	Engine time.Duration `json:"engine_ns,omitempty"`
+	// Lag is how late (real time) the simulated engine wrote the chunk
+	// after the instant its timeline gave it: its own slowness on this
+	// machine, not the network's (measure.EngineTime removes it).
+	Lag time.Duration `json:"lag_ns,omitempty"`
 }
 
 // Record is what happened to one request. All instants are offsets from the
@@ -61,6 +69,9 @@ type Record struct {
 	// TokensEstimated is set when the server sent no usage, so OutputTokens
 	// counts text chunks instead.
 	TokensEstimated bool `json:"tokens_estimated,omitempty"`
+	// EngineClock is set when every text chunk carried the server's own
+	// clock (Chunk.Engine).
+	EngineClock bool `json:"engine_clock,omitempty"`
 }
 
 // Fail marks r as failed with class and a one-line message (at most 300

@@ -27,19 +27,23 @@ type SummaryOptions struct {
 // Summary is the result of one run (one load level), with vLLM's key names so
 // numbers compare directly. Latency fields are milliseconds.
 type Summary struct {
-	Duration             float64        `json:"duration"` // seconds, first send to last completion
-	Completed            int            `json:"completed"`
-	Failed               int            `json:"failed"`
-	Errors               map[string]int `json:"errors"` // by ErrorClass, every class present
-	TotalInputTokens     int            `json:"total_input_tokens"`
-	TotalOutputTokens    int            `json:"total_output_tokens"`
-	RequestThroughput    float64        `json:"request_throughput"`
-	OutputThroughput     float64        `json:"output_throughput"`
-	TotalTokenThroughput float64        `json:"total_token_throughput"`
-	PeakOutputThroughput float64        `json:"max_output_tokens_per_s"` // peak 1-second window
-	RequestGoodput       float64        `json:"request_goodput"`
-	MaxConcurrency       int            `json:"max_concurrency"`
-	RequestRate          float64        `json:"request_rate"` // 0 = inf
+	Duration  float64        `json:"duration"` // seconds, first send to last completion
+	Completed int            `json:"completed"`
+	Failed    int            `json:"failed"`
+	Errors    map[string]int `json:"errors"` // by ErrorClass, every class present
+	// ErrorMessages holds the first message of each failure class seen
+	// (the status and the server's own words, one line, secrets redacted
+	// by the client): why requests failed, not only how many.
+	ErrorMessages        map[string]string `json:"error_messages,omitempty"`
+	TotalInputTokens     int               `json:"total_input_tokens"`
+	TotalOutputTokens    int               `json:"total_output_tokens"`
+	RequestThroughput    float64           `json:"request_throughput"`
+	OutputThroughput     float64           `json:"output_throughput"`
+	TotalTokenThroughput float64           `json:"total_token_throughput"`
+	PeakOutputThroughput float64           `json:"max_output_tokens_per_s"` // peak 1-second window
+	RequestGoodput       float64           `json:"request_goodput"`
+	MaxConcurrency       int               `json:"max_concurrency"`
+	RequestRate          float64           `json:"request_rate"` // 0 = inf
 
 	// Latency statistics. Keys are {mean,median,std,p50,p90,p95,p99,p999}_{metric}_ms.
 	TTFT        Stats `json:"-"`
@@ -164,6 +168,12 @@ func Summarize(records []Record, opts SummaryOptions) Summary {
 		if r.Error != ErrNone {
 			s.Failed++
 			s.Errors[string(r.Error)]++
+			if _, ok := s.ErrorMessages[string(r.Error)]; !ok && r.ErrorMsg != "" {
+				if s.ErrorMessages == nil {
+					s.ErrorMessages = map[string]string{}
+				}
+				s.ErrorMessages[string(r.Error)] = r.ErrorMsg
+			}
 			continue
 		}
 		s.Completed++
@@ -237,4 +247,16 @@ func peakOutput(records []Record, first time.Duration) float64 {
 		peak = max(peak, v)
 	}
 	return float64(peak)
+}
+
+// DominantError is the failure class with the most failed requests (ties
+// go to report order) with its count and first message; class is "" when
+// nothing failed.
+func (s *Summary) DominantError() (class string, n int, msg string) {
+	for _, c := range ErrorClasses {
+		if k := s.Errors[string(c)]; k > n {
+			class, n = string(c), k
+		}
+	}
+	return class, n, s.ErrorMessages[class]
 }

@@ -103,7 +103,7 @@ func FromSettings(e engine.Engine, model, modelConfig, gpu string, numGPUs int, 
 	if modelConfig != "" {
 		cfg.Model, err = catalog.LoadHFConfig(modelConfig, model)
 	} else {
-		cfg.Model, err = catalog.LookupModel(model)
+		cfg.Model, _, err = catalog.ResolveModel(model)
 	}
 	if err != nil {
 		return Config{}, fmt.Errorf("%w: %w", ErrBadArgs, err)

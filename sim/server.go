@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,10 +19,6 @@ import (
 
 	"github.com/servetune/servetune/engine"
 )
-
-// maxCatchUp is how far behind its scheduled timeline the engine loop may
-// fall before it gives up catching up and restarts the timeline from now.
-const maxCatchUp = 100 * time.Millisecond
 
 // spinWindow is how long before a step's end the engine loop stops sleeping
 // and yields the processor in a loop instead, for sub-millisecond emission.
@@ -193,11 +190,17 @@ type loop struct {
 	rankOf   map[int]int
 	aborted  map[*stream]bool // aborts that overtook their request
 	deferred [][]*stream      // per rank: aborts that wait for the step in flight
+	pending  [][]*stream      // per rank: arrived requests not yet in the engine, in arrival order
 	base     time.Time
 	spin     bool
-	now      time.Time
-	out      []emitted
-	batches  [][]pending // per writer: tokens of the step for hijacked streams
+	// window is how long before a step's end the loop spins: spinWindow
+	// on the real clock, where the client's instants are the measurement;
+	// none when time-scaled, where token times travel with the engine's
+	// clock and a spinning loop would only starve the client of a core.
+	window  time.Duration
+	now     time.Time
+	out     []emitted
+	batches [][]pending // per writer: tokens of the step for hijacked streams
 	// known maps prompt-prefix hashes to prefix groups, so requests that
 	// share a prefix share cached KV blocks (the workload's PrefixID is not
 	// on the wire). Bounded: cleared when it grows past maxPrefixHashes.
@@ -212,12 +215,15 @@ func newLoop(s *Server, timer *time.Timer) *loop {
 		cores: make([]*core, s.cfg.DP), busy: make([]bool, s.cfg.DP),
 		ends: make([]time.Time, s.cfg.DP), chained: make([]bool, s.cfg.DP),
 		streams: map[int]*stream{}, rankOf: map[int]int{}, aborted: map[*stream]bool{},
-		deferred: make([][]*stream, s.cfg.DP), base: time.Now(), spin: runtime.GOMAXPROCS(0) > 1,
+		deferred: make([][]*stream, s.cfg.DP), pending: make([][]*stream, s.cfg.DP), base: time.Now(), spin: runtime.GOMAXPROCS(0) > 1, window: spinWindow,
 		batches: make([][]pending, len(s.writers)), known: map[uint64]int{},
 		granule: max(s.cfg.BlockSize, prefixHashGranule),
 	}
 	for i := range l.cores {
 		l.cores[i] = newCore(s.cfg, s.est)
+	}
+	if s.cfg.TimeScale != 1 {
+		l.window = 0
 	}
 	return l
 }
@@ -232,7 +238,7 @@ func (l *loop) run(ctx context.Context) {
 		next := -1
 		for k := range l.cores {
 			if !l.busy[k] {
-				if l.cores[k].idle() {
+				if l.cores[k].idle() && len(l.pending[k]) == 0 {
 					l.chained[k] = false
 				} else {
 					l.start(k)
@@ -287,7 +293,7 @@ func (l *loop) intake() {
 // nothing else would run. woke reports an arrival or abort that came first
 // (the step is still in flight); done that ctx ended.
 func (l *loop) wait(ctx context.Context, next int) (done, woke bool) {
-	if d := time.Until(l.ends[next]) - spinWindow; d > 0 {
+	if d := time.Until(l.ends[next]) - l.window; d > 0 {
 		l.timer.Reset(d)
 		select {
 		case <-ctx.Done():
@@ -387,12 +393,12 @@ func (l *loop) admit(st *stream) {
 	}
 	best := 0
 	for k := range l.cores {
-		if l.cores[k].load() < l.cores[best].load() {
+		if l.cores[k].load()+len(l.pending[k]) < l.cores[best].load()+len(l.pending[best]) {
 			best = k
 		}
 	}
 	l.rankOf[st.s.id] = best
-	l.cores[best].add(&st.s)
+	l.pending[best] = append(l.pending[best], st)
 }
 
 // abort drops a request whose client left. An abort that arrives while its
@@ -406,6 +412,12 @@ func (l *loop) abort(st *stream) {
 		}
 		return
 	}
+	if i := slices.Index(l.pending[k], st); i >= 0 {
+		l.pending[k] = slices.Delete(l.pending[k], i, i+1)
+		delete(l.streams, st.s.id)
+		delete(l.rankOf, st.s.id)
+		return
+	}
 	if l.busy[k] {
 		l.deferred[k] = append(l.deferred[k], st)
 		return
@@ -415,21 +427,46 @@ func (l *loop) abort(st *stream) {
 	delete(l.rankOf, st.s.id)
 }
 
-// start plans core k's next step; steps chain on the scheduled timeline,
-// so timer and scheduling slop never accumulates; after an idle spell, or
-// when more than maxCatchUp behind, it restarts from now.
+// start plans core k's next step on the engine's own timeline: steps chain
+// back to back, the first after an idle spell starts when its request
+// arrived (not when the loop noticed it), and a request joins the first
+// step that starts after it arrived. So the engine's clock is the model's
+// whatever this machine's scheduling does to the loop: a late loop emits
+// late, which the client measures once, instead of a restarted timeline
+// that would turn every stall into engine time, time-scale times over.
 func (l *loop) start(k int) {
+	from := l.ends[k]
+	if !l.chained[k] && len(l.pending[k]) > 0 {
+		if a := l.pending[k][0].arrived; a.After(from) {
+			from = a
+		}
+	}
+	l.enter(k, from)
 	b, secs := l.cores[k].schedule()
+	if b.tokens == 0 && len(l.pending[k]) > 0 {
+		// Nothing runs until the next arrival: the step starts then.
+		from = l.pending[k][0].arrived
+		l.enter(k, from)
+		b, secs = l.cores[k].schedule()
+	}
 	if b.tokens == 0 {
 		l.chained[k] = false
 		return
 	}
-	from := l.ends[k]
-	if t := time.Now(); !l.chained[k] || t.Sub(from) > maxCatchUp {
-		from = t
-	}
 	l.busy[k], l.chained[k] = true, true
 	l.ends[k] = from.Add(l.s.scale(time.Duration(secs * 1e9)))
+}
+
+// enter moves the requests that arrived by at into core k.
+func (l *loop) enter(k int, at time.Time) {
+	n := 0
+	for n < len(l.pending[k]) && !l.pending[k][n].arrived.After(at) {
+		l.cores[k].add(&l.pending[k][n].s)
+		n++
+	}
+	if n > 0 {
+		l.pending[k] = append(l.pending[k][:0], l.pending[k][n:]...)
+	}
 }
 
 // scale converts simulated time to real time.
@@ -717,13 +754,18 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 
 	id := int(s.nextID.Add(1))
 	st := &stream{
-		s:       seq{id: id, prompt: prompt, maxOut: maxOut, prefixID: -1},
-		arrived: time.Now(),
+		s: seq{id: id, prompt: prompt, maxOut: maxOut, prefixID: -1},
+		// arrived is stamped as the request enters the engine (submit):
+		// the handler's own work before that is this machine's, not the
+		// engine's, and under a time scale would be multiplied by it.
 	}
 	if s.cfg.PrefixCaching {
 		st.hashes = blockHashes(text, max(s.cfg.BlockSize, prefixHashGranule))
 	}
 	o := output{chat: chat, model: s.cfg.ModelID, created: s.created, prompt: prompt}
+	if s.cfg.TimeScale != 1 {
+		o.scale = s.cfg.TimeScale
+	}
 	if chat {
 		o.id = "chatcmpl-" + strconv.Itoa(id)
 	} else {
@@ -736,6 +778,8 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 		return
 	}
 	st.events = make(chan event, maxOut+1)
+	st.arrived = time.Now()
+	o.arrived = st.arrived
 	select {
 	case s.in <- st:
 	case <-r.Context().Done():
@@ -875,6 +919,13 @@ type output struct {
 	created                 int64
 	prompt                  int
 	hd                      []byte // the rendered head, built once
+	// scale, when not 0, is the time scale: each token chunk then carries
+	// the engine's own clock since the request arrived
+	// (servetune_engine_us) and how late this process wrote it
+	// (servetune_lag_us), so a client converts its measurement back to
+	// engine time without multiplying its own overhead (measure.EngineTime).
+	scale   float64
+	arrived time.Time
 }
 
 // head appends the start every message of the request shares.
@@ -907,6 +958,16 @@ func (o *output) roleChunk(b []byte) []byte {
 
 func (o *output) tokenChunk(b []byte, ev event) []byte {
 	b = o.head(b)
+	if o.scale != 0 {
+		b = append(b, `,"servetune_engine_us":`...)
+		b = strconv.AppendInt(b, int64(ev.at.Sub(o.arrived).Seconds()*o.scale*1e6), 10)
+		// How late this process writes the chunk after the instant its
+		// engine timeline gave it (real time): the simulator's own lag on a
+		// busy machine, which a real engine would not have, so the client
+		// removes it rather than counting it as network.
+		b = append(b, `,"servetune_lag_us":`...)
+		b = strconv.AppendInt(b, max(0, time.Since(ev.at).Microseconds()), 10)
+	}
 	text := outputText(ev.generated - 1)
 	if o.chat {
 		b = append(b, `,"choices":[{"index":0,"delta":{"content":"`...)

@@ -64,3 +64,32 @@ func (sp Space) Param(name string) (Param, bool) {
 	}
 	return Param{}, false
 }
+
+// Holds reports whether every parameter of the space has a value in s that
+// the parameter can take (a stored trial fits a space edited since).
+func (sp Space) Holds(s Settings) bool {
+	for _, p := range sp.Params {
+		v, ok := s[p.Name]
+		if !ok || !p.holds(v) {
+			return false
+		}
+	}
+	return true
+}
+
+func (p Param) holds(v any) bool {
+	switch p.Kind {
+	case KindInt, KindFloat:
+		f, ok := (Settings{"v": v}).Float("v")
+		return ok && f >= p.Low && f <= p.High
+	case KindBool:
+		_, ok := v.(bool)
+		return ok
+	}
+	for _, c := range p.Choices {
+		if fmt.Sprint(c) == fmt.Sprint(v) {
+			return true
+		}
+	}
+	return false
+}

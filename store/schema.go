@@ -85,7 +85,19 @@ var migrations = []string{
 	// 3: the whole load of each point (burstiness, a rate's concurrency
 	// cap), JSON; '' for points stored before it.
 	`ALTER TABLE load_points ADD COLUMN load TEXT NOT NULL DEFAULT '';`,
+
+	// 4: a study's one live owner (a lease renewed by its heartbeat), and
+	// the Hugging Face config.json of a model the catalog lacks.
+	`CREATE TABLE owners (
+		study_id  INTEGER PRIMARY KEY REFERENCES studies(id) ON DELETE CASCADE,
+		owner     TEXT NOT NULL, -- host/pid/start/run (internal/proc)
+		started   TEXT NOT NULL,
+		heartbeat TEXT NOT NULL
+	);
+	ALTER TABLE studies ADD COLUMN model_config TEXT NOT NULL DEFAULT '';
+	-- the trial a confirmation run measures again; NULL for the sampler's
+	ALTER TABLE trials ADD COLUMN confirms INTEGER;`,
 }
 
 // SchemaVersion is the user_version of a database this package writes.
-const SchemaVersion = 3 // len(migrations); a test keeps them equal
+const SchemaVersion = 4 // len(migrations); a test keeps them equal

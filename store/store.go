@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -57,6 +58,13 @@ func Open(ctx context.Context, path string) (*Store, error) {
 func open(ctx context.Context, path string, steps []string) (*Store, error) {
 	if path == "" {
 		return nil, fmt.Errorf("store: %w: empty database path", ErrInvalid)
+	}
+	if path != Memory {
+		// A new file is the user's alone; SQLite gives its -wal and -shm
+		// files the database file's mode.
+		if f, err := os.OpenFile(path, os.O_RDONLY|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
+			f.Close()
+		}
 	}
 	// _txlock=immediate takes the write lock at BEGIN, so two writers never
 	// deadlock upgrading read locks; the busy timeout makes the second wait.
@@ -180,9 +188,9 @@ func (s *Store) CreateStudy(ctx context.Context, st Study) (Study, error) {
 	st.Finished = time.Time{}
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx,
-			`INSERT INTO studies (name, spec, seed, started, status) VALUES (?, ?, ?, ?, ?)
+			`INSERT INTO studies (name, spec, seed, started, status, model_config) VALUES (?, ?, ?, ?, ?, ?)
 			 ON CONFLICT (name) DO NOTHING`,
-			st.Name, st.Spec, int64(st.Seed), formatTime(st.Started), st.Status)
+			st.Name, st.Spec, int64(st.Seed), formatTime(st.Started), st.Status, st.ModelConfig)
 		if err != nil {
 			return err
 		}
@@ -198,13 +206,13 @@ func (s *Store) CreateStudy(ctx context.Context, st Study) (Study, error) {
 	return st, nil
 }
 
-const studyColumns = `id, name, spec, seed, started, finished, status`
+const studyColumns = `id, name, spec, seed, started, finished, status, model_config`
 
 func scanStudy(row interface{ Scan(...any) error }) (Study, error) {
 	var st Study
 	var seed int64
 	var started, finished sql.NullString
-	if err := row.Scan(&st.ID, &st.Name, &st.Spec, &seed, &started, &finished, &st.Status); err != nil {
+	if err := row.Scan(&st.ID, &st.Name, &st.Spec, &seed, &started, &finished, &st.Status, &st.ModelConfig); err != nil {
 		return Study{}, err
 	}
 	st.Seed = uint64(seed)
@@ -298,6 +306,13 @@ func (s *Store) FinishStudy(ctx context.Context, studyID int64, status string) e
 // Starting a number that exists is an ErrExists error, except that an
 // interrupted trial may be started again (it is re-run in place).
 func (s *Store) StartTrial(ctx context.Context, studyID int64, number int, settings engine.Settings, gpus []int) error {
+	return s.startTrial(ctx, nil, studyID, number, nil, settings, gpus)
+}
+
+// guard is checked at the start of a write transaction (a run's lease).
+type guard func(ctx context.Context, tx *sql.Tx) error
+
+func (s *Store) startTrial(ctx context.Context, check guard, studyID int64, number int, confirms *int, settings engine.Settings, gpus []int) error {
 	if number < 0 {
 		return fmt.Errorf("store: start trial: %w: number %d", ErrInvalid, number)
 	}
@@ -313,13 +328,18 @@ func (s *Store) StartTrial(ctx context.Context, studyID int64, number int, setti
 		return fmt.Errorf("store: start trial %d: gpus: %w", number, err)
 	}
 	err = s.write(ctx, func(tx *sql.Tx) error {
+		if check != nil {
+			if err := check(ctx, tx); err != nil {
+				return err
+			}
+		}
 		res, err := tx.ExecContext(ctx,
-			`INSERT INTO trials (study_id, number, settings, gpus, status, started) VALUES (?, ?, ?, ?, ?, ?)
+			`INSERT INTO trials (study_id, number, settings, gpus, status, started, confirms) VALUES (?, ?, ?, ?, ?, ?, ?)
 			 ON CONFLICT (study_id, number) DO UPDATE SET
-			   settings = excluded.settings, gpus = excluded.gpus, status = excluded.status,
+			   settings = excluded.settings, gpus = excluded.gpus, status = excluded.status, confirms = excluded.confirms,
 			   started = excluded.started, finished = NULL, failure = '', failure_msg = '', log_tail = '', objective = NULL
 			 WHERE trials.status = 'interrupted'`,
-			studyID, number, string(set), string(g), measure.StatusRunning, formatTime(time.Now()))
+			studyID, number, string(set), string(g), measure.StatusRunning, formatTime(time.Now()), confirms)
 		if err != nil {
 			return err
 		}
@@ -363,6 +383,10 @@ func validResult(r TrialResult) error {
 // do. The trial must have been started (ErrNotRunning otherwise). Token-like
 // strings in the failure message and log tail are redacted.
 func (s *Store) FinishTrial(ctx context.Context, r TrialResult) error {
+	return s.finishTrial(ctx, nil, r)
+}
+
+func (s *Store) finishTrial(ctx context.Context, g guard, r TrialResult) error {
 	if err := validResult(r); err != nil {
 		return fmt.Errorf("store: finish trial %d: %w", r.Number, err)
 	}
@@ -374,6 +398,11 @@ func (s *Store) FinishTrial(ctx context.Context, r TrialResult) error {
 		objective = nullFloat(*r.Objective)
 	}
 	err := s.write(ctx, func(tx *sql.Tx) error {
+		if g != nil {
+			if err := g(ctx, tx); err != nil {
+				return err
+			}
+		}
 		var trialID int64
 		err := tx.QueryRowContext(ctx,
 			`UPDATE trials SET status = ?, failure = ?, failure_msg = ?, log_tail = ?, objective = ?, finished = ?
@@ -545,16 +574,21 @@ func (s *Store) InterruptRunning(ctx context.Context, studyID int64) ([]int, err
 	return numbers, nil
 }
 
-const trialColumns = `id, study_id, number, settings, gpus, status, failure, failure_msg, log_tail, objective, started, finished`
+const trialColumns = `id, study_id, number, settings, gpus, status, failure, failure_msg, log_tail, objective, started, finished, confirms`
 
 func scanTrial(row interface{ Scan(...any) error }) (Trial, error) {
 	var t Trial
 	var settings, gpus string
 	var objective sql.NullFloat64
 	var started, finished sql.NullString
+	var confirms sql.NullInt64
 	if err := row.Scan(&t.ID, &t.StudyID, &t.Number, &settings, &gpus, &t.Status, &t.Failure,
-		&t.FailureMsg, &t.LogTail, &objective, &started, &finished); err != nil {
+		&t.FailureMsg, &t.LogTail, &objective, &started, &finished, &confirms); err != nil {
 		return Trial{}, err
+	}
+	if confirms.Valid {
+		c := int(confirms.Int64)
+		t.Confirms = &c
 	}
 	if err := json.Unmarshal([]byte(settings), &t.Settings); err != nil {
 		return Trial{}, fmt.Errorf("%w: trial %d settings: %w", errSchemaBroken, t.Number, err)

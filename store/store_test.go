@@ -146,8 +146,16 @@ func TestMigrateOlderFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := old.CreateStudy(ctx, Study{Name: "kept", Spec: "name: kept", Seed: 3}); err != nil {
-		t.Fatal(err)
+	// Rows as version 1 wrote them: a study, a trial and a rate load point
+	// without the load column (schema 3), whose load is rebuilt on read.
+	for _, q := range []string{
+		`INSERT INTO studies (id, name, spec, seed, started, status) VALUES (1, 'kept', 'name: kept', 3, '2026-01-01T00:00:00.000000000Z', 'finished')`,
+		`INSERT INTO trials (id, study_id, number, settings, gpus, status, started) VALUES (1, 1, 0, '{}', '[]', 'ok', '2026-01-01T00:00:00.000000000Z')`,
+		`INSERT INTO load_points (trial_id, level, kind, value, summary, completed, failed) VALUES (1, 'rate=4', 'rate', 4, '{"max_concurrency": 16}', 1, 0)`,
+	} {
+		if _, err := old.db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
 	}
 	old.Close()
 
@@ -164,6 +172,13 @@ func TestMigrateOlderFile(t *testing.T) {
 	}
 	if st, err := s.GetStudy(ctx, "kept"); err != nil || st.Seed != 3 {
 		t.Errorf("study after migration: %+v, %v", st, err)
+	}
+	trials, err := s.Trials(ctx, 1)
+	if err != nil || len(trials) != 1 || len(trials[0].LoadPoints) != 1 {
+		t.Fatalf("trials after migration: %+v, %v", trials, err)
+	}
+	if l := trials[0].LoadPoints[0].Load; l != (measure.Load{Rate: 4, MaxConcurrency: 16}) {
+		t.Errorf("legacy load rebuilt as %+v", l)
 	}
 	// Opening again is a no-op.
 	s2, err := Open(ctx, path)
@@ -721,7 +736,7 @@ func TestMemoryStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	run, stored, err := s.Begin(ctx, Study{Name: "m", Spec: "x", Seed: 1}, false)
+	run, stored, err := s.Begin(ctx, Study{Name: "m", Spec: "x", Seed: 1}, BeginOptions{})
 	if err != nil || len(stored) != 0 {
 		t.Fatalf("Begin: %v, %d trials", err, len(stored))
 	}
@@ -743,7 +758,7 @@ func TestMemoryStore(t *testing.T) {
 	if got := trials[0].LoadPoints[0]; got.Load != load || got.Label != "rate=4,concurrency=16" {
 		t.Errorf("load point %+v, want load %+v", got, load)
 	}
-	if _, _, err := s.Begin(ctx, Study{Name: "m", Spec: "x"}, false); !errors.Is(err, ErrExists) {
-		t.Errorf("second Begin without resume: %v, want ErrExists", err)
+	if _, _, err := s.Begin(ctx, Study{Name: "m2", Spec: "x"}, BeginOptions{Resume: true}); !errors.Is(err, ErrNotFound) {
+		t.Errorf("resume of a missing study: %v, want ErrNotFound", err)
 	}
 }

@@ -24,6 +24,9 @@ type Study struct {
 	Started  time.Time
 	Finished time.Time // zero while running
 	Status   string    // StudyRunning, ...
+	// ModelConfig is the Hugging Face config.json of a model the catalog
+	// lacks, as the study read it ("" for catalog models).
+	ModelConfig string
 }
 
 // Trial is one stored trial with its load points.
@@ -38,6 +41,10 @@ type Trial struct {
 	FailureMsg string
 	LogTail    string
 	Objective  *float64 // nil when none was computed
+	// Confirms is the number of the trial this one measures again (a
+	// confirmation run of a final candidate, with another workload seed);
+	// nil for a trial the sampler proposed.
+	Confirms   *int
 	Started    time.Time
 	Finished   time.Time       // zero while running
 	LoadPoints []measure.Level // without records (see Requests)

@@ -150,8 +150,43 @@ func (r *runner) run(ctx context.Context) (out Result) {
 		}
 		r.res.Levels = append(r.res.Levels, lv)
 	}
-	r.res.Status = measure.StatusOK
-	return r.res
+	return r.ok()
+}
+
+// ok ends a trial that measured every level: ok, unless no request of any
+// level succeeded (a server that answers 500, a key it refuses), which is
+// a failure with the dominant request failure and the server's words.
+func (r *runner) ok() Result {
+	var all measure.Summary
+	all.Errors = map[string]int{}
+	for _, lv := range r.res.Levels {
+		if lv.Summary.Completed > 0 {
+			r.res.Status = measure.StatusOK
+			return r.res
+		}
+		all.Failed += lv.Summary.Failed
+		for c, n := range lv.Summary.Errors {
+			all.Errors[c] += n
+		}
+		for c, m := range lv.Summary.ErrorMessages {
+			if all.ErrorMessages == nil {
+				all.ErrorMessages = map[string]string{}
+			}
+			if _, ok := all.ErrorMessages[c]; !ok {
+				all.ErrorMessages[c] = m
+			}
+		}
+	}
+	if len(r.res.Levels) == 0 {
+		r.res.Status = measure.StatusOK
+		return r.res
+	}
+	class, n, msg := all.DominantError()
+	text := fmt.Sprintf("no request succeeded: %d of %d failed %s", n, all.Failed, class)
+	if msg != "" {
+		text += ": " + msg
+	}
+	return *r.fail(engine.FailRequests, text, r.inst.Logs())
 }
 
 // fail ends the trial as failed with class.
@@ -275,8 +310,15 @@ func (r *runner) measure(mctx context.Context, i int, load measure.Load) (measur
 		return measure.Level{}, err
 	}
 	if k != 1 {
-		measure.ScaleSummary(&res.Summary, k)
-		measure.ScaleRecords(res.Records, k)
+		// Back to the engine's time, from its own clock where it reports
+		// one, so that this machine's overhead is not multiplied by k.
+		meta := res.Summary.Meta
+		measure.EngineTime(res.Records, k)
+		res.Summary = measure.Summarize(res.Records, measure.SummaryOptions{Goodput: p.Goodput, Seed: p.Seed, Bootstrap: p.Bootstrap})
+		res.Summary.Meta, res.Summary.MaxConcurrency = meta, load.MaxConcurrency
+		if !load.Unlimited() {
+			res.Summary.RequestRate = load.Rate
+		}
 	}
 	lv := measure.NewLevel(load, res.Summary, res.Records)
 	if p.OnLevel != nil {
@@ -334,8 +376,7 @@ func (r *runner) capacity(ctx, mctx context.Context) Result {
 	if err != nil && stopped != nil {
 		return *stopped
 	}
-	r.res.Status = measure.StatusOK
-	return r.res
+	return r.ok()
 }
 
 // SearchCapacity finds the highest concurrency in [1, maxConcurrency] at

@@ -3,6 +3,8 @@ package trial
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"sync"
@@ -197,5 +199,40 @@ func TestRunTimeScale(t *testing.T) {
 	}
 	if got.Load.Rate != 20 || got.Timeout != 500*time.Millisecond || got.Summary.Goodput.TTFTms != 50 {
 		t.Errorf("sent rate %v, timeout %v, goodput TTFT %v ms; want 20/s, 500ms, 50 ms", got.Load.Rate, got.Timeout, got.Summary.Goodput.TTFTms)
+	}
+}
+
+// TestRunNoSuccess: a server that answers every request with an error (500,
+// or 401 for a missing key) is a failed trial naming the dominant failure
+// and the server's own message, not an ok trial with zero goodput.
+func TestRunNoSuccess(t *testing.T) {
+	for _, tc := range []struct {
+		status int
+		body   string
+		want   string
+	}{
+		{500, `{"object":"error","message":"engine is overloaded","type":"InternalServerError","code":500}`, "http_5xx: HTTP 500: engine is overloaded"},
+		{401, `{"error":{"message":"Unauthorized","type":"Unauthorized"}}`, "http_4xx: HTTP 401: Unauthorized"},
+	} {
+		t.Run(fmt.Sprint(tc.status), func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == "/health" {
+					return
+				}
+				w.WriteHeader(tc.status)
+				fmt.Fprint(w, tc.body)
+			}))
+			defer srv.Close()
+			p := plan(t, "ok")
+			p.Launcher = &launcher.Endpoint{URL: srv.URL}
+			p.Spec.Env = nil
+			res := Run(context.Background(), p)
+			if res.Status != measure.StatusFailed || res.Failure != engine.FailRequests || !strings.Contains(res.Message, tc.want) {
+				t.Fatalf("%s/%s %q, want failed/requests_failed with %q", res.Status, res.Failure, res.Message, tc.want)
+			}
+			if len(res.Levels) != 2 {
+				t.Errorf("%d levels kept, want 2 (the measurements stay)", len(res.Levels))
+			}
+		})
 	}
 }

@@ -38,6 +38,31 @@ var Metrics = []string{
 	"e2el_mean", "e2el_p50", "e2el_p90", "e2el_p95", "e2el_p99",
 }
 
+// Unit is how a metric is measured, for output: "tok/s/GPU", "ms", ...
+func Unit(metric string) string {
+	switch {
+	case strings.HasSuffix(metric, "_per_gpu") && strings.Contains(metric, "goodput"):
+		return "req/s/GPU"
+	case strings.HasSuffix(metric, "_per_gpu"):
+		return "tok/s/GPU"
+	case metric == "request_throughput" || metric == "request_goodput":
+		return "req/s"
+	case metric == "cost_per_mtok":
+		return "$/Mtok"
+	case strings.Contains(metric, "throughput") || metric == "tokens_per_user":
+		return "tok/s"
+	}
+	return "ms"
+}
+
+// Format writes a value of metric with its unit: "12.3 req/s/GPU".
+func Format(metric string, v float64) string {
+	if metric == "cost_per_mtok" {
+		return fmt.Sprintf("$%.3g/Mtok", v)
+	}
+	return fmt.Sprintf("%.4g %s", v, Unit(metric))
+}
+
 // KnownMetric reports whether name is one of Metrics.
 func KnownMetric(name string) bool {
 	for _, m := range Metrics {
@@ -241,13 +266,14 @@ func (slo SLO) String() string {
 }
 
 // TrialValue is the scalar the sampler optimises for one trial: the best
-// value of obj over the trial's load levels that meet the SLOs. Goodput
-// already counts only requests within the SLOs, so goodput objectives take
-// every level. ok is false when no level qualifies.
+// value of obj over the trial's load levels that meet the SLOs (Met), the
+// one definition the live best, `pareto` and `recommend` share. A level
+// that misses the SLOs counts for nothing, even its goodput (the requests
+// in it that met the limits were served by a configuration that does not).
+// ok is false when no level qualifies.
 func TrialValue(points []Point, obj Objective, slo SLO) (v float64, ok bool) {
-	goodput := strings.Contains(obj.Metric, "goodput")
 	for _, p := range points {
-		if !goodput && !slo.Met(p) {
+		if !slo.Met(p) {
 			continue
 		}
 		m, has := p.Metric(obj.Metric)

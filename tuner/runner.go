@@ -25,6 +25,8 @@ type TrialRunner struct {
 	// Bootstrap is the bootstrap resamples of each level's CIs; 0 =
 	// measure's default (the sampler benchmark, which only ranks, uses 1).
 	Bootstrap int
+	// Owner labels the engines with the study's run (launcher.Spec.Owner).
+	Owner string
 }
 
 var _ Evaluator = (*TrialRunner)(nil)
@@ -33,11 +35,19 @@ var _ Evaluator = (*TrialRunner)(nil)
 func (r *TrialRunner) launchSpec(number int, set space.Settings, gpus []int) launcher.Spec {
 	sp := r.Spec
 	return launcher.Spec{Engine: sp.Engine, Model: sp.Model, Settings: set, Extra: sp.Space.Extra,
-		GPUs: gpus, Study: sp.Name, Trial: number}
+		GPUs: gpus, Study: sp.Name, Trial: number, Owner: r.Owner}
 }
 
 // Evaluate runs trial number with settings on gpus.
 func (r *TrialRunner) Evaluate(ctx context.Context, number int, set space.Settings, gpus []int) trial.Result {
+	return r.EvaluateReplica(ctx, number, 0, set, gpus)
+}
+
+// EvaluateReplica runs trial number as confirmation run replica (0 = a
+// search trial). Every search trial measures the same workload (one seed:
+// common random numbers, so trials differ by their settings only); each
+// confirmation run draws another.
+func (r *TrialRunner) EvaluateReplica(ctx context.Context, number, replica int, set space.Settings, gpus []int) trial.Result {
 	sp := r.Spec
 	ls := r.launchSpec(number, set, gpus)
 	if err := sp.Space.Check(set, r.checkContext(ls)); err != nil {
@@ -56,7 +66,7 @@ func (r *TrialRunner) Evaluate(ctx context.Context, number int, set space.Settin
 		Warmup:           sp.Workload.Warmup,
 		Timeout:          sp.Workload.Timeout,
 		Goodput:          sp.SLO.Goodput(),
-		Seed:             uint64(sp.Tuner.Seed)*1_000_003 + uint64(number),
+		Seed:             WorkloadSeed(sp.Tuner.Seed, replica),
 		Bootstrap:        r.Bootstrap,
 		Bench:            r.Bench,
 		GPUs:             r.GPUs,
@@ -70,6 +80,13 @@ func (r *TrialRunner) Evaluate(ctx context.Context, number int, set space.Settin
 		plan.Progress = func(level string, done, total int) { r.Progress(number, level, done, total) }
 	}
 	return trial.Run(ctx, plan)
+}
+
+// WorkloadSeed is the seed of the workload of confirmation run replica (0
+// for the search trials) of a study seeded seed. Level i of a trial is
+// seeded WorkloadSeed+i.
+func WorkloadSeed(seed int64, replica int) uint64 {
+	return uint64(seed) + 1_000_003*uint64(replica)
 }
 
 // checkContext gives space.Check the engine, the model's heads and, with

@@ -25,18 +25,23 @@ import (
 
 // Spec is a parsed and validated study spec (docs/architecture.md, "The study spec").
 type Spec struct {
-	File       string // path the spec was read from, for messages
-	Text       string // the YAML as given, stored with the study
-	Name       string
-	Model      string
-	Engine     engine.Engine
-	Launcher   LauncherSpec
-	Hardware   Hardware
-	Space      space.Space
-	Workload   Workload
-	SLO        SLO
-	Objectives []Objective // for the Pareto front
-	Tuner      TunerSpec
+	File  string // path the spec was read from, for messages
+	Text  string // the YAML as given, stored with the study
+	Name  string
+	Model string // as the engines take it: a catalog id, or a local model's directory
+	// ModelConfig is the config.json of a local model (`model:` naming the
+	// file or a directory holding it); ModelConfigText its content, stored
+	// with the study. "" for catalog models.
+	ModelConfig     string
+	ModelConfigText string
+	Engine          engine.Engine
+	Launcher        LauncherSpec
+	Hardware        Hardware
+	Space           space.Space
+	Workload        Workload
+	SLO             SLO
+	Objectives      []Objective // for the Pareto front
+	Tuner           TunerSpec
 }
 
 // LauncherSpec says how trials start engines: the launcher section's
@@ -71,7 +76,19 @@ type TunerSpec struct {
 	Objective Objective // the scalar the sampler optimises
 	Parallel  int       // most trials at once; 0 = as many as the GPUs allow
 	Precheck  bool      // reject configurations the memory model says do not fit, without launching
+	Confirm   Confirm   // confirmation runs of the final candidates
 }
+
+// Confirm says how the final candidates are measured again: the Top
+// configurations by the objective, Runs more times each on other workload
+// seeds. Zero turns confirmation off.
+type Confirm struct {
+	Top  int
+	Runs int
+}
+
+// DefaultConfirm re-measures the 3 best configurations twice each.
+var DefaultConfirm = Confirm{Top: 3, Runs: 2}
 
 // ParseSpecFile reads and parses a study spec file.
 func ParseSpecFile(path string) (*Spec, error) {
@@ -142,6 +159,17 @@ func (p *specParser) parse(root *yaml.Node) *Spec {
 		p.Fail(top["name"], "name", "%q: use letters, digits, '-', '_' and '.'", sp.Name)
 	}
 	sp.Model = p.Str(top["model"], "model")
+	if dir, cfg, ok := catalog.ModelPath(sp.Model); ok && !p.Failed() {
+		raw, err := os.ReadFile(cfg)
+		if err == nil {
+			_, err = catalog.ParseHFConfig(bytes.NewReader(raw), dir)
+		}
+		if err != nil {
+			p.Fail(top["model"], "model", "%v", err)
+			return nil
+		}
+		sp.Model, sp.ModelConfig, sp.ModelConfigText = dir, cfg, string(raw)
+	}
 	sp.Engine = engine.Engine(p.Str(top["engine"], "engine"))
 	if !p.Failed() && !sp.Engine.Valid() {
 		p.Fail(top["engine"], "engine", "%q: want vllm or sglang", sp.Engine)
@@ -156,7 +184,7 @@ func (p *specParser) parse(root *yaml.Node) *Spec {
 		return nil
 	}
 	sp.Launcher.Launcher, sp.Launcher.Common = launcher.Decode(&p.Decoder, top["launcher"], launcher.Common{
-		Engine: sp.Engine, Model: sp.Model, GPU: sp.Hardware.GPU, Study: sp.Name})
+		Engine: sp.Engine, Model: sp.Model, ModelConfig: sp.ModelConfig, GPU: sp.Hardware.GPU, Study: sp.Name})
 	if p.Failed() {
 		return nil
 	}
@@ -181,7 +209,7 @@ func (p *specParser) parse(root *yaml.Node) *Spec {
 			sp.Objectives = append(sp.Objectives, obj)
 		}
 	}
-	sp.Tuner = TunerSpec{Sampler: SamplerTPE, Trials: 20, Seed: 1, Objective: Objective{"goodput_per_gpu", true}, Precheck: true}
+	sp.Tuner = TunerSpec{Sampler: SamplerTPE, Trials: 20, Seed: 1, Objective: Objective{"goodput_per_gpu", true}, Precheck: true, Confirm: DefaultConfirm}
 	if n := top["tuner"]; n != nil {
 		p.tuner(n, &sp.Tuner)
 	}
@@ -429,7 +457,7 @@ func (p *specParser) slo(n *yaml.Node) SLO {
 }
 
 func (p *specParser) tuner(n *yaml.Node, t *TunerSpec) {
-	f := p.Fields(n, "tuner", "sampler", "trials", "seed", "objective", "parallel", "precheck")
+	f := p.Fields(n, "tuner", "sampler", "trials", "seed", "objective", "parallel", "precheck", "confirm")
 	if x := f["sampler"]; x != nil {
 		t.Sampler = p.Str(x, "tuner.sampler")
 		switch t.Sampler {
@@ -456,6 +484,23 @@ func (p *specParser) tuner(n *yaml.Node, t *TunerSpec) {
 	}
 	if x := f["precheck"]; x != nil {
 		t.Precheck = p.Bool(x, "tuner.precheck")
+	}
+	if x := f["confirm"]; x != nil {
+		if x.Kind == yaml.ScalarNode {
+			if p.Bool(x, "tuner.confirm") {
+				t.Confirm = DefaultConfirm
+			} else {
+				t.Confirm = Confirm{}
+			}
+			return
+		}
+		cf := p.Fields(x, "tuner.confirm", "top", "runs")
+		if v := cf["top"]; v != nil {
+			t.Confirm.Top = p.Int(v, "tuner.confirm.top", 0)
+		}
+		if v := cf["runs"]; v != nil {
+			t.Confirm.Runs = p.Int(v, "tuner.confirm.runs", 0)
+		}
 	}
 }
 

@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sort"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/servetune/servetune/engine"
 	"github.com/servetune/servetune/gpu"
+	"github.com/servetune/servetune/internal/proc"
 	"github.com/servetune/servetune/launcher"
 	"github.com/servetune/servetune/measure"
 	"github.com/servetune/servetune/space"
@@ -26,12 +29,20 @@ type Evaluator interface {
 // Store is where a study keeps its trials: a *store.Store, on disk or in
 // memory (store.Open(ctx, ":memory:")).
 type Store interface {
-	Begin(ctx context.Context, st store.Study, resume bool) (*store.Run, []store.Trial, error)
+	Begin(ctx context.Context, st store.Study, opts store.BeginOptions) (*store.Run, []store.Trial, error)
 }
 
 // ErrStudyExists is returned by Run when the study is already in the store
 // and Resume is off.
 var ErrStudyExists = errors.New("study already exists (use --resume to continue it, or another --db)")
+
+// ErrPreflight is wrapped by Run's error when a check made before the
+// first launch shows that every trial would fail; nothing is stored.
+var ErrPreflight = errors.New("the study cannot run")
+
+// ErrSpecChanged is wrapped by Run's error when a resumed study's spec is
+// not the one it was started with.
+var ErrSpecChanged = errors.New("the study spec changed")
 
 // TrialReport is what Study tells its observer about a finished trial.
 type TrialReport struct {
@@ -43,6 +54,10 @@ type TrialReport struct {
 	Best     *float64 // best value of the study so far
 	Done     int      // trials finished, this one included
 	Total    int      // trials the study runs
+	// Confirms is the trial a confirmation run measures again (nil for a
+	// search trial); Replica counts the confirmation runs (1, 2, ...).
+	Confirms *int
+	Replica  int
 }
 
 // Study runs a tuning study end to end: it owns the run, from the stored
@@ -51,6 +66,9 @@ type Study struct {
 	Spec   *Spec
 	Store  Store
 	Resume bool // continue a stored study: re-run interrupted trials, replay finished ones
+	// ForceSpec lets a resume take a changed spec when the change keeps the
+	// stored trials comparable (ResumeCheck).
+	ForceSpec bool
 
 	// Eval runs the trials; nil = a TrialRunner over the spec's launcher,
 	// with GPU telemetry when the launcher's GPUs are this machine's.
@@ -76,6 +94,8 @@ type job struct {
 	settings space.Settings
 	askID    int
 	replay   bool // an interrupted trial re-run: the sampler did not propose it
+	confirms *int // a confirmation run of this trial: the sampler is not told
+	replica  int  // which confirmation run (1, 2, ...): its workload seed
 }
 
 // Parallelism is how many trials the study runs at once: as many of its
@@ -110,34 +130,52 @@ func (s *Study) Run(ctx context.Context) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, err
 	}
-	run, stored, err := s.Store.Begin(ctx, store.Study{Name: sp.Name, Spec: sp.Text, Seed: uint64(sp.Tuner.Seed)}, s.Resume)
+	if err := s.preflight(ctx); err != nil {
+		return Outcome{}, fmt.Errorf("%w: %w", ErrPreflight, err)
+	}
+	text := store.Redact(sp.Text) // as the store keeps it, to compare like with like
+	var changed []string
+	run, stored, err := s.Store.Begin(ctx, store.Study{Name: sp.Name, Spec: sp.Text, Seed: uint64(sp.Tuner.Seed), ModelConfig: sp.ModelConfigText},
+		store.BeginOptions{Resume: s.Resume, Check: func(old store.Study) error {
+			update, err := ResumeCheck(old.Spec, text, s.ForceSpec)
+			if update {
+				changed = SpecDiff(old.Spec, text)
+			}
+			return err
+		}, UpdateSpec: true})
 	switch {
 	case errors.Is(err, store.ErrExists):
 		return Outcome{}, fmt.Errorf("%q: %w", sp.Name, ErrStudyExists)
 	case err != nil:
 		return Outcome{}, fmt.Errorf("open study: %w", err)
 	}
+	if len(changed) > 0 {
+		s.note("resumed with the changed spec (%s); it replaces the stored one", strings.Join(changed, ", "))
+	}
 	r := &studyRun{s: s, sampler: sampler, run: run, out: Outcome{StudyID: run.Study.ID}, total: sp.Tuner.Trials}
 	// The study is not running (Begin refuses a stored one without
 	// resume): whatever its launcher finds of it is a leftover of a killed
 	// run, still holding GPUs.
-	if err := s.reap(ctx, "from an earlier run"); err != nil {
+	if err := s.reap(ctx, run.Owner, "from an earlier run"); err != nil {
 		_ = run.End(context.WithoutCancel(ctx), store.StudyFailed)
 		return r.out, fmt.Errorf("remove leftovers of an earlier run: %w", err)
 	}
-	eval, closeEval := s.evaluator()
+	eval, closeEval := s.evaluator(run.Owner)
 	defer closeEval()
 	r.eval = eval
 	if err := r.replay(stored); err != nil {
 		_ = run.End(context.WithoutCancel(ctx), store.StudyFailed)
 		return r.out, fmt.Errorf("resume: %w", err)
 	}
-	r.dispatch(ctx)
+	r.dispatch(ctx, r.searchJob)
+	if ctx.Err() == nil && !r.stopped(ctx) {
+		r.confirm(ctx)
+	}
 	err = r.close(ctx)
 	// After Stop, what a trial could not remove (a daemon hiccup, a second
 	// Ctrl-C in the middle) is removed here.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 60*time.Second)
-	if rerr := s.reap(rctx, "left after its trials"); rerr != nil {
+	if rerr := s.reap(rctx, run.Owner, "left after its trials"); rerr != nil {
 		s.note("warning: %v; remove them with: servetune cleanup --study %s", rerr, sp.Name)
 	}
 	cancel()
@@ -145,13 +183,15 @@ func (s *Study) Run(ctx context.Context) (Outcome, error) {
 }
 
 // reap removes the study's leftovers through its launcher, when the
-// launcher has any to remove.
-func (s *Study) reap(ctx context.Context, when string) error {
+// launcher has any to remove: what this run left, and what runs that are
+// no longer alive left. The engines of another live run (the same study
+// name in another database) are spared.
+func (s *Study) reap(ctx context.Context, self proc.Owner, when string) error {
 	rp, ok := s.Spec.Launcher.Launcher.(launcher.Reaper)
 	if !ok {
 		return nil
 	}
-	removed, err := rp.Reap(ctx, s.Spec.Name, nil)
+	removed, err := rp.Reap(ctx, s.Spec.Name, KeepLive(self))
 	if len(removed) > 0 {
 		s.note("removed %d leftover %s engine(s) of study %s %s", len(removed), s.Spec.Launcher.Kind, s.Spec.Name, when)
 	}
@@ -161,11 +201,11 @@ func (s *Study) reap(ctx context.Context, when string) error {
 // evaluator returns the study's Evaluator and what closes it: the default
 // TrialRunner samples the trials' GPUs through NVML when the launcher says
 // they are this machine's.
-func (s *Study) evaluator() (Evaluator, func()) {
+func (s *Study) evaluator(self proc.Owner) (Evaluator, func()) {
 	if s.Eval != nil {
 		return s.Eval, func() {}
 	}
-	r := &TrialRunner{Spec: s.Spec, Progress: s.OnProgress}
+	r := &TrialRunner{Spec: s.Spec, Progress: s.OnProgress, Owner: self.String()}
 	if lg, ok := s.Spec.Launcher.Launcher.(launcher.LocalGPUs); ok && lg.LocalGPUs() {
 		n, err := gpu.Open()
 		if err != nil {
@@ -190,22 +230,38 @@ type studyRun struct {
 	next    int   // the next trial number
 	started int   // trials started or finished, replayed ones included
 
-	mu      sync.Mutex // guards done, best, out, firstErr and OnFinish calls
-	done    int
-	best    *float64
-	out     Outcome
-	firstEr error
-	wg      sync.WaitGroup
+	mu           sync.Mutex // guards done, confirmed, best, out, firstErr and OnFinish calls
+	done         int
+	confirmed    int // confirmation runs finished
+	confirmTotal int // confirmation runs the study runs
+	best         *float64
+	out          Outcome
+	firstEr      error
+	wg           sync.WaitGroup
 }
 
 // replay teaches the sampler the stored trials of a resumed study and
-// queues its interrupted ones to run again first.
+// queues its interrupted ones to run again first. A finished trial's value
+// is computed again from its stored load points under the current
+// objective and SLOs (a forced spec change may have moved them); trials
+// whose settings the current space does not hold stay stored, untold.
 func (r *studyRun) replay(stored []store.Trial) error {
-	obj := r.s.Spec.Tuner.Objective
+	sp := r.s.Spec
+	obj := sp.Tuner.Objective
+	skipped := 0
 	for _, t := range stored {
 		r.next = max(r.next, t.Number+1)
+		if t.Confirms != nil {
+			// A confirmation run: re-run when interrupted (confirm counts the
+			// rest), never told to the sampler.
+			continue
+		}
 		switch t.Status {
 		case measure.StatusInterrupted, measure.StatusRunning:
+			if !sp.Space.Holds(t.Settings) {
+				skipped++
+				continue
+			}
 			// Not to be proposed again while it re-runs.
 			r.sampler.Reserve(t.Settings)
 			r.queue = append(r.queue, job{number: t.Number, settings: t.Settings, replay: true})
@@ -213,17 +269,23 @@ func (r *studyRun) replay(stored []store.Trial) error {
 			continue
 		}
 		r.done++
-		failed := t.Objective == nil
-		v := 0.0
-		if !failed {
-			v = *t.Objective
-			if r.best == nil || obj.better(v, *r.best) {
-				r.best = &v
-			}
+		v, ok := 0.0, false
+		if t.Status == measure.StatusOK {
+			v, ok = TrialValue(PointsOf(t.Number, t.Settings, sp.Hardware.PricePerGPUHour, t.LoadPoints), obj, sp.SLO)
 		}
-		if err := r.sampler.Replay(t.Settings, obj.score(v), failed); err != nil {
+		if ok && (r.best == nil || obj.better(v, *r.best)) {
+			r.best = &v
+		}
+		if !sp.Space.Holds(t.Settings) {
+			skipped++
+			continue
+		}
+		if err := r.sampler.Replay(t.Settings, obj.score(v), !ok); err != nil {
 			return fmt.Errorf("replay trial %d: %w", t.Number, err)
 		}
+	}
+	if skipped > 0 {
+		r.s.note("%d stored trial(s) lie outside the changed space: kept in the store, not told to the sampler, not re-run", skipped)
 	}
 	r.started = r.done
 	return nil
@@ -245,7 +307,7 @@ func (r *studyRun) stopped(ctx context.Context) bool {
 
 // dispatch starts trials until the count is reached, the grid is
 // exhausted, ctx ends or a trial cannot be stored, then waits for them.
-func (r *studyRun) dispatch(ctx context.Context) {
+func (r *studyRun) dispatch(ctx context.Context, next func() (job, bool)) {
 	gpus, group := r.s.Spec.Launcher.placement()
 	if len(gpus) == 0 {
 		// Without listed GPUs trials run one at a time on indices 0..n-1.
@@ -255,7 +317,7 @@ func (r *studyRun) dispatch(ctx context.Context) {
 	}
 	pool := newGPUPool(gpus, group)
 	sem := make(chan struct{}, r.s.Parallelism())
-	for r.started < r.total && ctx.Err() == nil {
+	for ctx.Err() == nil {
 		// Take a slot before asking, so the sampler has seen every result
 		// it could have (with one slot: every earlier trial).
 		select {
@@ -265,8 +327,9 @@ func (r *studyRun) dispatch(ctx context.Context) {
 		if r.stopped(ctx) {
 			break
 		}
-		j, ok := r.nextJob()
+		j, ok := next()
 		if !ok {
+			<-sem
 			break
 		}
 		need := GPUsFor(j.settings)
@@ -282,12 +345,20 @@ func (r *studyRun) dispatch(ctx context.Context) {
 				break // cancelled
 			}
 		}
-		if err := r.run.StartTrial(ctx, j.number, j.settings, ids); err != nil {
+		var err error
+		if j.confirms != nil {
+			err = r.run.StartConfirmation(ctx, j.number, *j.confirms, j.settings, ids)
+		} else {
+			err = r.run.StartTrial(ctx, j.number, j.settings, ids)
+		}
+		if err != nil {
 			pool.Release(ids)
 			r.fail(fmt.Errorf("trial %d: %w", j.number, err))
 			break
 		}
-		r.started++
+		if j.confirms == nil {
+			r.started++
+		}
 		r.wg.Add(1)
 		release := func() { <-sem; pool.Release(ids) }
 		if early != nil {
@@ -298,15 +369,25 @@ func (r *studyRun) dispatch(ctx context.Context) {
 			r.s.OnStart(j.number, j.settings, ids)
 		}
 		go func(j job, ids []int) {
-			r.finish(ctx, j, ids, r.eval.Evaluate(ctx, j.number, j.settings, ids), release)
+			var res trial.Result
+			if re, ok := r.eval.(replicaEvaluator); ok && j.replica > 0 {
+				res = re.EvaluateReplica(ctx, j.number, j.replica, j.settings, ids)
+			} else {
+				res = r.eval.Evaluate(ctx, j.number, j.settings, ids)
+			}
+			r.finish(ctx, j, ids, res, release)
 		}(j, ids)
 	}
 	r.wg.Wait()
 }
 
-// nextJob is the next trial to run: an interrupted one, else the
-// sampler's proposal. ok is false when there is none.
-func (r *studyRun) nextJob() (job, bool) {
+// searchJob is the next search trial: an interrupted one, else the
+// sampler's proposal, until the study's count. ok is false when there is
+// none.
+func (r *studyRun) searchJob() (job, bool) {
+	if r.started >= r.total && len(r.queue) == 0 {
+		return job{}, false
+	}
 	if len(r.queue) > 0 {
 		j := r.queue[0]
 		r.queue = r.queue[1:]
@@ -357,9 +438,11 @@ func (r *studyRun) finish(ctx context.Context, j job, gpus []int, res trial.Resu
 	err := r.run.FinishTrial(context.WithoutCancel(ctx), storeResult(j.number, res, value))
 	score := sp.Tuner.Objective.score(deref(value))
 	var tellErr error
-	if j.replay {
+	switch {
+	case j.confirms != nil: // measures a candidate again: the sampler's model stays as it learnt
+	case j.replay:
 		tellErr = r.sampler.Replay(j.settings, score, value == nil)
-	} else {
+	default:
 		tellErr = r.sampler.Tell(j.askID, score, value == nil)
 	}
 	r.mu.Lock()
@@ -370,19 +453,27 @@ func (r *studyRun) finish(ctx context.Context, j job, gpus []int, res trial.Resu
 	if err != nil && r.firstEr == nil {
 		r.firstEr = fmt.Errorf("trial %d: %w", j.number, err)
 	}
-	r.done++
+	if j.confirms == nil {
+		r.done++
+	} else {
+		r.confirmed++
+	}
 	if res.Status == measure.StatusOK {
 		r.out.Completed++
 	} else {
 		r.out.Failed++
 	}
-	if value != nil && (r.best == nil || sp.Tuner.Objective.better(*value, *r.best)) {
+	if value != nil && j.confirms == nil && (r.best == nil || sp.Tuner.Objective.better(*value, *r.best)) {
 		v := *value
 		r.best = &v
 	}
 	if r.s.OnFinish != nil {
+		done, total := r.done, r.total
+		if j.confirms != nil {
+			done, total = r.confirmed, r.confirmTotal
+		}
 		r.s.OnFinish(TrialReport{Number: j.number, Settings: j.settings, GPUs: gpus, Result: res,
-			Value: value, Best: r.best, Done: r.done, Total: r.total})
+			Value: value, Best: r.best, Done: done, Total: total, Confirms: j.confirms, Replica: j.replica})
 	}
 }
 
@@ -451,12 +542,13 @@ func PointsOf(number int, settings space.Settings, price float64, levels []measu
 	return pts
 }
 
-// StoredPoints returns the (trial, load level) points of stored trials with
-// status ok, in trial and level order.
+// StoredPoints returns the (trial, load level) points of stored search
+// trials with status ok, in trial and level order (confirmation runs
+// measure the same configurations again: RecommendStudy reads them).
 func StoredPoints(trials []store.Trial, price float64) []Point {
 	var pts []Point
 	for _, t := range trials {
-		if t.Status == measure.StatusOK {
+		if t.Status == measure.StatusOK && t.Confirms == nil {
 			pts = append(pts, PointsOf(t.Number, t.Settings, price, t.LoadPoints)...)
 		}
 	}
@@ -465,3 +557,192 @@ func StoredPoints(trials []store.Trial, price float64) []Point {
 
 // Elapsed is a helper for progress lines: a trial's wall time.
 func Elapsed(r trial.Result) time.Duration { return r.Finished.Sub(r.Started).Round(time.Millisecond) }
+
+// KeepLive is a reaper's keep function for run self: it spares what runs
+// other than self left while they are alive, or may be (on another host).
+// Engines without an owner (an older servetune's) are not spared.
+func KeepLive(self proc.Owner) func(launcher.Reaped) bool {
+	return func(r launcher.Reaped) bool {
+		o, err := proc.Parse(r.Owner)
+		if err != nil || o.Run == self.Run {
+			return false
+		}
+		alive, known := o.Alive()
+		return alive || !known
+	}
+}
+
+// preflight checks what would make every trial fail, before anything is
+// stored or launched: the launcher's own checks (an image, a model the
+// simulator must know) and, with the memory precheck on, that some
+// configuration of the space fits.
+func (s *Study) preflight(ctx context.Context) error {
+	sp := s.Spec
+	if pf, ok := sp.Launcher.Launcher.(launcher.Preflighter); ok {
+		if err := pf.Preflight(ctx, launcher.Spec{Engine: sp.Engine, Model: sp.Model, Extra: sp.Space.Extra, Study: sp.Name}); err != nil {
+			return err
+		}
+	}
+	if s.Eval != nil || !sp.Tuner.Precheck {
+		return nil
+	}
+	return (&TrialRunner{Spec: sp}).anyFits()
+}
+
+// maxFitChecks bounds the configurations anyFits tries (a sample past it).
+const maxFitChecks = 2000
+
+// anyFits reports an error when no configuration of the space passes the
+// space's checks and the memory model: the reason most of them fail.
+func (r *TrialRunner) anyFits() error {
+	sp := r.Spec
+	if _, err := r.model(); err != nil {
+		return nil // a model the simulator does not know: the engine decides
+	}
+	var points []space.Settings
+	if grid, err := sp.Space.Grid(); err == nil && len(grid) <= maxFitChecks {
+		points = grid
+	} else {
+		smp, err := NewSampler(SamplerRandom, sp.Space, sp.Tuner.Seed)
+		if err != nil {
+			return nil
+		}
+		for range maxFitChecks {
+			p, err := smp.Ask()
+			if err != nil {
+				break
+			}
+			points = append(points, p.Settings)
+		}
+	}
+	gpus, group := sp.Launcher.placement()
+	most := newGPUPool(gpus, group).total
+	reasons := map[string]int{}
+	first := map[string]space.Settings{}
+	for _, set := range points {
+		n := GPUsFor(set)
+		if most > 0 {
+			n = min(n, most)
+		}
+		ls := r.launchSpec(0, set, make([]int, n))
+		err := sp.Space.Check(set, r.checkContext(ls))
+		if err == nil {
+			return nil
+		}
+		msg := err.Error()
+		if m, ok := oomMessage(err); ok {
+			msg = m
+		}
+		if reasons[msg] == 0 {
+			first[msg] = set
+		}
+		reasons[msg]++
+	}
+	worst, n := "", 0
+	for m, k := range reasons {
+		if k > n || k == n && m < worst {
+			worst, n = m, k
+		}
+	}
+	return fmt.Errorf("none of the %d configurations tried fits: %d fail with %q (e.g. %s)", len(points), n, worst, first[worst].Key())
+}
+
+// replicaEvaluator runs a confirmation run: the trial again on another
+// workload seed (TrialRunner implements it).
+type replicaEvaluator interface {
+	EvaluateReplica(ctx context.Context, number, replica int, settings space.Settings, gpus []int) trial.Result
+}
+
+// confirm measures the final candidates again (tuner.confirm): the best
+// TopK configurations by the objective, each Runs more times on other
+// workload seeds, so that the recommendation rests on repeated
+// measurements with confidence intervals rather than on one noisy one. A
+// resumed study runs only the confirmation runs it still lacks.
+func (r *studyRun) confirm(ctx context.Context) {
+	c := r.s.Spec.Tuner.Confirm
+	if c.Top <= 0 || c.Runs <= 0 {
+		return
+	}
+	trials, err := r.run.Trials(context.WithoutCancel(ctx))
+	if err != nil {
+		r.fail(err)
+		return
+	}
+	var jobs []job
+	for _, cand := range confirmCandidates(trials, r.s.Spec, c.Top) {
+		have := map[int]bool{}
+		for _, t := range trials {
+			if t.Confirms != nil && *t.Confirms == cand.Number && t.Status != measure.StatusInterrupted {
+				have[replicaOf(t, trials)] = true
+			}
+		}
+		for k := 1; k <= c.Runs; k++ {
+			if have[k] {
+				continue
+			}
+			n := cand.Number
+			jobs = append(jobs, job{number: r.next, settings: cand.Settings, confirms: &n, replica: k})
+			r.next++
+		}
+	}
+	// Interrupted confirmation runs are re-run in place.
+	for _, t := range trials {
+		if t.Confirms != nil && (t.Status == measure.StatusInterrupted || t.Status == measure.StatusRunning) {
+			n := *t.Confirms
+			jobs = append(jobs, job{number: t.Number, settings: t.Settings, confirms: &n, replica: replicaOf(t, trials)})
+		}
+	}
+	if len(jobs) == 0 {
+		return
+	}
+	r.confirmTotal = len(jobs)
+	r.s.note("confirming the %d best configurations: %d more run(s) on other workload seeds", min(c.Top, len(jobs)), len(jobs))
+	r.dispatch(ctx, func() (job, bool) {
+		if len(jobs) == 0 {
+			return job{}, false
+		}
+		j := jobs[0]
+		jobs = jobs[1:]
+		return j, true
+	})
+}
+
+// replicaOf is which confirmation run t is: its rank among the runs of the
+// same trial, by number.
+func replicaOf(t store.Trial, trials []store.Trial) int {
+	k := 0
+	for _, u := range trials {
+		if u.Confirms != nil && *u.Confirms == *t.Confirms && u.Number <= t.Number {
+			k++
+		}
+	}
+	return k
+}
+
+// confirmCandidates are the top configurations by the objective among the
+// search trials, best first, one trial per configuration.
+func confirmCandidates(trials []store.Trial, sp *Spec, top int) []store.Trial {
+	type cand struct {
+		t store.Trial
+		v float64
+	}
+	var cs []cand
+	seen := map[string]bool{}
+	for _, t := range trials {
+		if t.Confirms != nil || t.Status != measure.StatusOK || seen[t.Settings.Key()] {
+			continue
+		}
+		v, ok := TrialValue(PointsOf(t.Number, t.Settings, sp.Hardware.PricePerGPUHour, t.LoadPoints), sp.Tuner.Objective, sp.SLO)
+		if !ok {
+			continue
+		}
+		seen[t.Settings.Key()] = true
+		cs = append(cs, cand{t, v})
+	}
+	sort.SliceStable(cs, func(i, j int) bool { return sp.Tuner.Objective.better(cs[i].v, cs[j].v) })
+	var out []store.Trial
+	for i := 0; i < len(cs) && i < top; i++ {
+		out = append(out, cs[i].t)
+	}
+	return out
+}

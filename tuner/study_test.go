@@ -37,7 +37,7 @@ workload:
   requests_per_level: 24
   warmup: 0
 slo: {ttft_p99_ms: 2000}
-tuner: {sampler: tpe, trials: 6, seed: 3}
+tuner: {sampler: tpe, trials: 6, seed: 3, confirm: false}
 `
 
 func openStore(t *testing.T) *store.Store {
@@ -353,8 +353,8 @@ func TestStudyInterruptSavesMeasuredLevels(t *testing.T) {
 // TestStudyMinObjective: with a "min" objective the best trial is the one
 // with the lowest value, in the reports and after a resume.
 func TestStudyMinObjective(t *testing.T) {
-	src := strings.Replace(studySpec, "tuner: {sampler: tpe, trials: 6, seed: 3}",
-		"tuner: {sampler: random, trials: 3, seed: 3, parallel: 1, objective: min ttft_p99}", 1)
+	src := strings.Replace(studySpec, "tuner: {sampler: tpe, trials: 6, seed: 3, confirm: false}",
+		"tuner: {sampler: random, trials: 3, seed: 3, parallel: 1, objective: min ttft_p99, confirm: false}", 1)
 	sp := mustSpec(t, src)
 	ttft := []float64{300, 100, 200, 400, 50}
 	eval := evalFunc(func(ctx context.Context, n int, _ space.Settings, _ []int) trial.Result {
@@ -418,7 +418,7 @@ func TestStoreResultEnergyUnknown(t *testing.T) {
 // grid must not propose the interrupted trial's settings a second time.
 func TestStudyResumeGridNoDuplicate(t *testing.T) {
 	src := strings.Replace(studySpec, "tensor_parallel: [1, 2]", "tensor_parallel: [1]", 1)
-	src = strings.Replace(src, "tuner: {sampler: tpe, trials: 6, seed: 3}", "tuner: {sampler: grid, trials: 4, seed: 3}", 1)
+	src = strings.Replace(src, "tuner: {sampler: tpe, trials: 6, seed: 3, confirm: false}", "tuner: {sampler: grid, trials: 4, seed: 3, confirm: false}", 1)
 	sp := mustSpec(t, src)
 	ctx := context.Background()
 	db := openStore(t)

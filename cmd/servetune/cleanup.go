@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/servetune/servetune/internal/proc"
 	"github.com/servetune/servetune/launcher"
 	"github.com/servetune/servetune/tuner"
 )
@@ -20,7 +21,7 @@ func init() { subcommands = append(subcommands, newCleanupCmd) }
 func newCleanupCmd() *cobra.Command {
 	var (
 		study, host, specFile string
-		all                   bool
+		all, force            bool
 	)
 	cmd := &cobra.Command{
 		Use:   "cleanup (--study S | --all | --spec STUDY.yaml)",
@@ -49,7 +50,7 @@ func newCleanupCmd() *cobra.Command {
 				if !ok {
 					return usageErrorf("cleanup: %s: launcher kind %s leaves nothing behind to remove", specFile, sp.Launcher.Kind)
 				}
-				removed, err := rp.Reap(cmd.Context(), sp.Name, nil)
+				removed, err := rp.Reap(cmd.Context(), sp.Name, keep(force))
 				return reportReaped(cmd.OutOrStdout(), removed, err)
 			}
 			var removed []launcher.Reaped
@@ -58,7 +59,7 @@ func newCleanupCmd() *cobra.Command {
 				if k.Cleanup == nil {
 					continue
 				}
-				got, err := k.Cleanup(cmd.Context(), host, study)
+				got, err := k.Cleanup(cmd.Context(), host, study, keep(force))
 				removed = append(removed, got...)
 				if err != nil {
 					errs = append(errs, err)
@@ -74,6 +75,7 @@ func newCleanupCmd() *cobra.Command {
 	cmd.Flags().StringVar(&study, "study", "", "remove the containers of this study")
 	cmd.Flags().BoolVar(&all, "all", false, "remove every servetune container")
 	cmd.Flags().StringVar(&host, "docker-host", "", "Docker daemon (unix://, tcp://, ssh://); default DOCKER_HOST")
+	cmd.Flags().BoolVar(&force, "force", false, "remove the engines of runs that are still alive too")
 	cmd.Flags().StringVar(&specFile, "spec", "", "remove the containers of the study this spec names, on each of its Docker hosts")
 	return cmd
 }
@@ -90,4 +92,12 @@ func reportReaped(out io.Writer, removed []launcher.Reaped, err error) error {
 		fmt.Fprintln(out, "nothing to remove")
 	}
 	return nil
+}
+
+// keep spares the engines of live runs unless forced.
+func keep(force bool) func(launcher.Reaped) bool {
+	if force {
+		return nil
+	}
+	return tuner.KeepLive(proc.Owner{})
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -31,6 +32,22 @@ func init() {
 func openDB(ctx context.Context, path string) (*store.Store, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, usageErrorf("no study database at %s (give --db)", path)
+	}
+	db, err := store.Open(ctx, path)
+	if err != nil {
+		return nil, failedError(fmt.Errorf("open %s: %w", path, err))
+	}
+	return db, nil
+}
+
+// openDBForWrite opens (or creates) the database a study writes to; a new
+// file and its directory are private to the user (specs and logs may say
+// more than they should).
+func openDBForWrite(ctx context.Context, path string) (*store.Store, error) {
+	if path != store.Memory {
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return nil, failedError(err)
+		}
 	}
 	db, err := store.Open(ctx, path)
 	if err != nil {
@@ -151,20 +168,23 @@ type trialJSON struct {
 	Settings   space.Settings `json:"settings"`
 	GPUs       []int          `json:"gpus"`
 	Objective  *float64       `json:"objective"`
+	Confirms   *int           `json:"confirms,omitempty"` // the trial this confirmation run measures again
 	Started    time.Time      `json:"started"`
 	Finished   time.Time      `json:"finished,omitzero"`
 	Levels     []levelJSON    `json:"levels"`
 }
 
 type levelJSON struct {
-	Level                  string  `json:"level"`
-	Completed              int     `json:"completed"`
-	Failed                 int     `json:"failed"`
-	OutputThroughput       float64 `json:"output_throughput"`
-	OutputThroughputPerGPU float64 `json:"output_throughput_per_gpu"`
-	RequestGoodput         float64 `json:"request_goodput"`
-	P99TTFTms              float64 `json:"p99_ttft_ms"`
-	P99TPOTms              float64 `json:"p99_tpot_ms"`
+	Level                  string            `json:"level"`
+	Completed              int               `json:"completed"`
+	Failed                 int               `json:"failed"`
+	OutputThroughput       float64           `json:"output_throughput"`
+	OutputThroughputPerGPU float64           `json:"output_throughput_per_gpu"`
+	RequestGoodput         float64           `json:"request_goodput"`
+	P99TTFTms              float64           `json:"p99_ttft_ms"`
+	P99TPOTms              float64           `json:"p99_tpot_ms"`
+	Errors                 map[string]int    `json:"errors,omitempty"`         // failed requests by class
+	ErrorMessages          map[string]string `json:"error_messages,omitempty"` // the first message of each class
 }
 
 func newTrialsCmd() *cobra.Command {
@@ -182,7 +202,7 @@ func newTrialsCmd() *cobra.Command {
 			rows := make([]trialJSON, 0, len(ss.trials))
 			for _, t := range ss.trials {
 				r := trialJSON{Number: t.Number, Status: string(t.Status), Failure: string(t.Failure), FailureMsg: t.FailureMsg,
-					Settings: t.Settings, GPUs: t.GPUs, Objective: t.Objective, Started: t.Started, Finished: t.Finished,
+					Settings: t.Settings, GPUs: t.GPUs, Objective: t.Objective, Confirms: t.Confirms, Started: t.Started, Finished: t.Finished,
 					Levels: []levelJSON{}}
 				if r.GPUs == nil {
 					r.GPUs = []int{}
@@ -192,7 +212,8 @@ func newTrialsCmd() *cobra.Command {
 					s := lp.Summary
 					r.Levels = append(r.Levels, levelJSON{Level: lp.Label, Completed: s.Completed, Failed: s.Failed,
 						OutputThroughput: s.OutputThroughput, OutputThroughputPerGPU: s.OutputThroughput / n,
-						RequestGoodput: s.RequestGoodput, P99TTFTms: s.TTFT.P99, P99TPOTms: s.TPOT.P99})
+						RequestGoodput: s.RequestGoodput, P99TTFTms: s.TTFT.P99, P99TPOTms: s.TPOT.P99,
+						Errors: nonZero(s.Errors), ErrorMessages: s.ErrorMessages})
 				}
 				rows = append(rows, r)
 			}
@@ -200,20 +221,34 @@ func newTrialsCmd() *cobra.Command {
 			if asJSON {
 				return writeJSON(out, map[string]any{"study": ss.study.Name, "trials": rows})
 			}
+			obj := ss.spec.Tuner.Objective
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintf(tw, "#\tSTATUS\tOBJECTIVE (%s)\tGPUS\tSETTINGS\n", ss.spec.Tuner.Objective)
+			fmt.Fprintf(tw, "#\tSTATUS\tOBJECTIVE (%s, %s)\tCONFIRMS\tGPUS\tSETTINGS\n", obj, tuner.Unit(obj.Metric))
 			for _, r := range rows {
 				status := r.Status
 				if r.Failure != "" {
 					status += "/" + r.Failure
 				}
-				obj := "-"
+				val, of := "-", ""
 				if r.Objective != nil {
-					obj = fmt.Sprintf("%.4g", *r.Objective)
+					val = fmt.Sprintf("%.4g", *r.Objective)
 				}
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%v\t%s\n", r.Number, status, obj, r.GPUs, settingsLine(r.Settings))
+				if r.Confirms != nil {
+					of = fmt.Sprintf("trial %d", *r.Confirms)
+				}
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%v\t%s\n", r.Number, status, val, of, r.GPUs, settingsLine(r.Settings))
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			// Whole messages, wrapped: the engine's own words are the
+			// point.
+			for _, r := range rows {
+				if r.FailureMsg != "" {
+					fmt.Fprintf(out, "\ntrial %d %s/%s:\n%s", r.Number, r.Status, r.Failure, wrap(r.FailureMsg, 96, "    "))
+				}
+			}
+			return nil
 		},
 	}
 	addDBFlag(cmd, &dbPath)
@@ -252,7 +287,7 @@ func toPointJSON(p tuner.Point, sp *tuner.Spec) pointJSON {
 
 func newParetoCmd() *cobra.Command {
 	var dbPath string
-	var asJSON bool
+	var asJSON, all bool
 	cmd := &cobra.Command{
 		Use:   "pareto STUDY",
 		Short: "Print the Pareto front over every measured (trial, load level) point",
@@ -263,7 +298,19 @@ func newParetoCmd() *cobra.Command {
 				return err
 			}
 			sp := ss.spec
-			front := tuner.Front(tuner.StoredPoints(ss.trials, sp.Hardware.PricePerGPUHour), sp.Objectives)
+			pts := tuner.StoredPoints(ss.trials, sp.Hardware.PricePerGPUHour)
+			if !all {
+				// The one definition: a point that misses the SLOs is no
+				// candidate (--all shows them, marked).
+				kept := pts[:0]
+				for _, p := range pts {
+					if sp.SLO.Met(p) {
+						kept = append(kept, p)
+					}
+				}
+				pts = kept
+			}
+			front := tuner.Front(pts, sp.Objectives)
 			rows := make([]pointJSON, 0, len(front))
 			for _, p := range front {
 				rows = append(rows, toPointJSON(p, sp))
@@ -280,7 +327,7 @@ func newParetoCmd() *cobra.Command {
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 			fmt.Fprint(tw, "TRIAL\tLEVEL\tSLO")
 			for _, o := range sp.Objectives {
-				fmt.Fprintf(tw, "\t%s", strings.ToUpper(o.Metric))
+				fmt.Fprintf(tw, "\t%s (%s)", strings.ToUpper(o.Metric), tuner.Unit(o.Metric))
 			}
 			fmt.Fprintln(tw, "\tSETTINGS")
 			for _, r := range rows {
@@ -298,6 +345,7 @@ func newParetoCmd() *cobra.Command {
 		},
 	}
 	addDBFlag(cmd, &dbPath)
+	cmd.Flags().BoolVar(&all, "all", false, "include the points that miss the SLOs (marked miss)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
@@ -326,7 +374,7 @@ func newRecommendCmd() *cobra.Command {
 			if format == "" {
 				format = string(sp.Engine)
 			}
-			rec, err := tuner.Recommend(tuner.StoredPoints(ss.trials, sp.Hardware.PricePerGPUHour), sp.Objectives, sp.SLO, pref)
+			rec, err := tuner.RecommendStudy(ss.trials, sp, pref)
 			if err != nil {
 				return failedError(fmt.Errorf("study %s: %w", sp.Name, err))
 			}
@@ -373,14 +421,51 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-func writeRecommendation(w io.Writer, sp *tuner.Spec, p tuner.Point, pref tuner.Preference, format string) error {
+// recommendMetrics are the figures a recommendation shows, with their
+// intervals over the configuration's runs.
+var recommendMetrics = []string{"output_throughput_per_gpu", "goodput_per_gpu", "ttft_p99", "tpot_p99", "cost_per_mtok"}
+
+// metricCI is one figure of a recommendation.
+type metricCI struct {
+	Mean float64    `json:"mean"`
+	CI95 [2]float64 `json:"ci95"`
+	Unit string     `json:"unit"`
+}
+
+func candidateMetrics(c tuner.Candidate) map[string]metricCI {
+	out := map[string]metricCI{}
+	for _, name := range recommendMetrics {
+		if m, ci, ok := c.MetricCI(name); ok {
+			out[name] = metricCI{Mean: m, CI95: ci, Unit: tuner.Unit(name)}
+		}
+	}
+	return out
+}
+
+// describeCI writes "2861 tok/s/GPU [2801, 2920]" (no interval for one run).
+func describeCI(name string, m metricCI, runs int) string {
+	s := tuner.Format(name, m.Mean)
+	if runs > 1 {
+		s += fmt.Sprintf(" [%.4g, %.4g]", m.CI95[0], m.CI95[1])
+	}
+	return s
+}
+
+func writeRecommendation(w io.Writer, sp *tuner.Spec, rec tuner.Recommendation, pref tuner.Preference, format string) error {
+	best := rec.Best
+	p := best.Point
 	pj := toPointJSON(p, sp)
 	switch format {
 	case "json", "yaml":
 		doc := map[string]any{
 			"study": sp.Name, "model": sp.Model, "engine": string(sp.Engine), "prefer": string(pref),
 			"trial": pj.Trial, "level": pj.Level, "gpus": pj.GPUs, "settings": pj.Settings, "metrics": pj.Metrics,
+			"runs": best.Runs(), "metrics_ci95": candidateMetrics(best),
 			"command": serveArgv(sp, p, string(sp.Engine)),
+		}
+		if ru := rec.RunnerUp; ru != nil {
+			doc["runner_up"] = map[string]any{"trial": ru.Trial, "settings": ru.Settings, "runs": ru.Runs(),
+				"metrics_ci95": candidateMetrics(*ru), "separated": rec.Separated}
 		}
 		if format == "json" {
 			return writeJSON(w, doc)
@@ -397,13 +482,62 @@ func writeRecommendation(w io.Writer, sp *tuner.Spec, p tuner.Point, pref tuner.
 	for i, a := range argv {
 		q[i] = shellQuote(a)
 	}
-	fmt.Fprintf(w, "# %s: trial %d at %s, best %s under SLO %s:", sp.Name, p.Trial, pj.Level, pref, sp.SLO)
-	for _, name := range []string{"output_throughput_per_gpu", "ttft_p99", "tpot_p99", "cost_per_mtok"} {
-		if v, ok := pj.Metrics[name]; ok {
-			fmt.Fprintf(w, " %s=%.4g", name, v)
+	runs := "1 run"
+	if best.Runs() > 1 {
+		runs = fmt.Sprintf("%d runs, 95%% CI", best.Runs())
+	}
+	fmt.Fprintf(w, "# %s: trial %d at %s, best %s under SLO %s (%s):\n", sp.Name, p.Trial, pj.Level, pref, sp.SLO, runs)
+	ms := candidateMetrics(best)
+	var parts []string
+	for _, name := range recommendMetrics {
+		if m, ok := ms[name]; ok {
+			parts = append(parts, name+"="+describeCI(name, m, best.Runs()))
 		}
 	}
-	fmt.Fprintln(w)
+	fmt.Fprintf(w, "#   %s\n", strings.Join(parts, "  "))
+	if ru := rec.RunnerUp; ru != nil {
+		verdict := "cannot be separated from the best at 95%: either will do"
+		if rec.Separated {
+			verdict = "the best is better at 95%"
+		}
+		rm := candidateMetrics(*ru)[best.Metric]
+		fmt.Fprintf(w, "# runner-up: trial %d, %s=%s; %s\n#   %s\n", ru.Trial, best.Metric, describeCI(best.Metric, rm, ru.Runs()), verdict, settingsLine(ru.Settings))
+	}
 	fmt.Fprintln(w, strings.Join(q, " "))
 	return nil
+}
+
+// nonZero drops the zero counts of a by-class map.
+func nonZero(m map[string]int) map[string]int {
+	out := map[string]int{}
+	for k, v := range m {
+		if v != 0 {
+			out[k] = v
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// wrap breaks text into lines of at most width (words longer than it stay
+// whole), each with indent, ending in a newline.
+func wrap(text string, width int, indent string) string {
+	var b strings.Builder
+	line := indent
+	for _, w := range strings.Fields(text) {
+		if len(line) > len(indent) && len(line)+1+len(w) > width {
+			b.WriteString(line + "\n")
+			line = indent
+		}
+		if len(line) > len(indent) {
+			line += " "
+		}
+		line += w
+	}
+	if len(line) > len(indent) {
+		b.WriteString(line + "\n")
+	}
+	return b.String()
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/servetune/servetune/engine"
 	"github.com/servetune/servetune/launcher"
 	"github.com/servetune/servetune/measure"
 	"github.com/servetune/servetune/space"
@@ -35,41 +36,57 @@ func studyDBDefault() string {
 	return filepath.Join(".servetune", "servetune.db")
 }
 
+// tuneOptions are the flags of `servetune tune`.
+type tuneOptions struct {
+	db        string
+	resume    bool
+	forceSpec bool
+	fresh     bool
+}
+
 func newTuneCmd() *cobra.Command {
-	var dbPath string
-	var resume bool
+	var o tuneOptions
 	cmd := &cobra.Command{
 		Use:   "tune STUDY.yaml",
 		Short: "Run a tuning study: propose settings, launch, measure, store, recommend",
-		Long: `Run the study a spec describes (see examples/quickstart.yaml). Every trial is
-stored in the SQLite database; a study killed at any moment continues with
---resume (the trial in flight is re-run). The spec is validated before
-anything is launched.`,
+		Long: `Run the study a spec describes (docs/spec.md; examples/quickstart.yaml). Every
+trial is stored in the SQLite database; a study killed at any moment continues
+with --resume (the trial in flight is re-run). The spec is validated, and what
+would make every trial fail (a missing image, a model the simulator does not
+know, a space where nothing fits in memory) is checked, before anything is
+launched. One process owns a study at a time.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			sp, err := tuner.ParseSpecFile(args[0])
 			if err != nil {
 				return usageError(err)
 			}
-			return runTune(cmd.Context(), sp, dbPath, resume, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			if o.resume && o.fresh {
+				return usageErrorf("--resume and --fresh exclude each other")
+			}
+			return runTune(cmd.Context(), sp, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
-	cmd.Flags().StringVar(&dbPath, "db", studyDBDefault(), "SQLite database of studies (env SERVETUNE_DB)")
-	cmd.Flags().BoolVar(&resume, "resume", false, "continue a stored study: re-run interrupted trials, keep finished ones")
+	cmd.Flags().StringVar(&o.db, "db", studyDBDefault(), "SQLite database of studies (env SERVETUNE_DB)")
+	cmd.Flags().BoolVar(&o.resume, "resume", false, "continue a stored study: re-run interrupted trials, keep finished ones")
+	cmd.Flags().BoolVar(&o.forceSpec, "force-spec", false, "with --resume: accept a changed spec whose trials stay comparable (not model, GPU, engine or workload)")
+	cmd.Flags().BoolVar(&o.fresh, "fresh", false, "delete the stored study of this name first (refused while a run owns it)")
 	return cmd
 }
 
-func runTune(ctx context.Context, sp *tuner.Spec, dbPath string, resume bool, stdout, stderr io.Writer) error {
-	if err := os.MkdirAll(filepath.Dir(dbPath), 0o755); err != nil {
-		return failedError(err)
-	}
-	db, err := store.Open(ctx, dbPath)
+func runTune(ctx context.Context, sp *tuner.Spec, o tuneOptions, stdout, stderr io.Writer) error {
+	db, err := openDBForWrite(ctx, o.db)
 	if err != nil {
-		return failedError(fmt.Errorf("open %s: %w", dbPath, err))
+		return err
 	}
 	defer db.Close()
+	if o.fresh {
+		if err := db.DeleteStudy(ctx, sp.Name); err != nil && !errors.Is(err, store.ErrNotFound) {
+			return usageError(err)
+		}
+	}
 
-	study := &tuner.Study{Spec: sp, Store: db, Resume: resume}
+	study := &tuner.Study{Spec: sp, Store: db, Resume: o.resume, ForceSpec: o.forceSpec}
 	prog := &tuneProgress{w: stderr, last: map[int]int{}, bars: map[int]*progressBar{}, tty: isTerminal(stderr) && study.Parallelism() == 1}
 	study.OnProgress = prog.level
 	study.OnNote = func(msg string) { prog.printf("%s\n", msg) }
@@ -81,21 +98,24 @@ func runTune(ctx context.Context, sp *tuner.Spec, dbPath string, resume bool, st
 		fmt.Fprintln(stdout, trialLine(r, sp.Tuner.Objective))
 	}
 	fmt.Fprintf(stderr, "study %s: %d trials, sampler %s (seed %d), objective %s, db %s\n",
-		sp.Name, sp.Tuner.Trials, sp.Tuner.Sampler, sp.Tuner.Seed, sp.Tuner.Objective, dbPath)
+		sp.Name, sp.Tuner.Trials, sp.Tuner.Sampler, sp.Tuner.Seed, sp.Tuner.Objective, o.db)
 	stopWatch := watchInterrupt(ctx, stderr, sp)
 	out, err := study.Run(ctx)
 	stopWatch()
 	if len(out.Rerun) > 0 {
 		fmt.Fprintf(stderr, "re-ran interrupted trials %v\n", out.Rerun)
 	}
+	var owned *store.OwnedError
 	switch {
-	case errors.Is(err, tuner.ErrStudyExists):
+	case errors.Is(err, tuner.ErrStudyExists), errors.Is(err, tuner.ErrSpecChanged), errors.Is(err, tuner.ErrPreflight),
+		errors.As(err, &owned), errors.Is(err, store.ErrNotFound):
 		return usageError(err)
 	case ctx.Err() != nil:
-		// Exit 1, not 130: the run failed to finish (DESIGN's exit codes),
-		// and what it measured is stored; a second Ctrl-C exits 130 at once.
+		// Exit 1, not 130: the run failed to finish (docs/architecture.md's
+		// exit codes), and what it measured is stored; a second Ctrl-C
+		// exits 130 at once.
 		return failedError(fmt.Errorf("study %s interrupted: %d trials stored (%d ok, %d failed this run; the one in flight marked interrupted); continue with: servetune tune %s --db %s --resume",
-			sp.Name, out.Trials, out.Completed, out.Failed, sp.File, dbPath))
+			sp.Name, out.Trials, out.Completed, out.Failed, sp.File, o.db))
 	case err != nil:
 		return failedError(err)
 	}
@@ -104,12 +124,50 @@ func runTune(ctx context.Context, sp *tuner.Spec, dbPath string, resume bool, st
 	if err != nil {
 		return failedError(err)
 	}
-	rec, err := tuner.Recommend(tuner.StoredPoints(trials, sp.Hardware.PricePerGPUHour), sp.Objectives, sp.SLO, tuner.PreferThroughput)
+	if !anyOK(trials) {
+		return failedError(fmt.Errorf("study %s: no trial succeeded: %s", sp.Name, failureSummary(trials)))
+	}
+	rec, err := tuner.RecommendStudy(trials, sp, tuner.PreferThroughput)
 	if err != nil {
 		fmt.Fprintf(stdout, "no recommendation: %v\n", err)
 		return nil
 	}
 	return writeRecommendation(stdout, sp, rec, tuner.PreferThroughput, string(sp.Engine))
+}
+
+func anyOK(trials []store.Trial) bool {
+	for _, t := range trials {
+		if t.Status == measure.StatusOK {
+			return true
+		}
+	}
+	return false
+}
+
+// failureSummary counts failed trials by class, each with its first
+// message: "12 launch_error (model x: not in the catalog)".
+func failureSummary(trials []store.Trial) string {
+	counts := map[engine.Failure]int{}
+	first := map[engine.Failure]string{}
+	for _, t := range trials {
+		if t.Status != measure.StatusFailed {
+			continue
+		}
+		if counts[t.Failure] == 0 {
+			first[t.Failure] = t.FailureMsg
+		}
+		counts[t.Failure]++
+	}
+	var parts []string
+	for _, f := range engine.Failures {
+		if n := counts[f]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s (%s)", n, f, first[f]))
+		}
+	}
+	if len(parts) == 0 {
+		return "none was measured"
+	}
+	return strings.Join(parts, "; ")
 }
 
 // watchInterrupt tells the user, once ctx is cancelled by Ctrl-C or
@@ -240,22 +298,26 @@ func settingsLine(s space.Settings) string {
 // trialLine is the one line printed when a trial ends.
 func trialLine(r tuner.TrialReport, obj tuner.Objective) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "[%d/%d] trial %d %s", r.Done, r.Total, r.Number, r.Result.Status)
+	if r.Confirms != nil {
+		fmt.Fprintf(&b, "[confirm %d/%d] trial %d (run %d of trial %d) %s", r.Done, r.Total, r.Number, r.Replica+1, *r.Confirms, r.Result.Status)
+	} else {
+		fmt.Fprintf(&b, "[%d/%d] trial %d %s", r.Done, r.Total, r.Number, r.Result.Status)
+	}
 	if r.Result.Status == measure.StatusFailed {
 		fmt.Fprintf(&b, "/%s", r.Result.Failure)
 	}
 	fmt.Fprintf(&b, " %s", tuner.Elapsed(r.Result))
 	if r.Value != nil {
-		fmt.Fprintf(&b, " %s=%.3g", obj.Metric, *r.Value)
+		fmt.Fprintf(&b, " %s=%s", obj.Metric, tuner.Format(obj.Metric, *r.Value))
 	}
-	if r.Best != nil {
-		fmt.Fprintf(&b, " best=%.3g", *r.Best)
+	if r.Best != nil && r.Confirms == nil {
+		fmt.Fprintf(&b, " best=%s", tuner.Format(obj.Metric, *r.Best))
 	}
 	fmt.Fprintf(&b, "  %s", settingsLine(r.Settings))
 	if r.Result.Message != "" {
 		msg := r.Result.Message
-		if len(msg) > 160 {
-			msg = msg[:157] + "..."
+		if len(msg) > 300 {
+			msg = msg[:297] + "... (whole message: servetune trials)"
 		}
 		fmt.Fprintf(&b, "  (%s)", msg)
 	}

@@ -40,7 +40,7 @@ workload:
   requests_per_level: REQS
   warmup: 0
 slo: {ttft_p99_ms: 5000}
-tuner: {sampler: grid, trials: TRIALS, seed: 1, precheck: false}
+tuner: {sampler: grid, trials: TRIALS, seed: 1, precheck: false, confirm: false}
 `
 
 func writeSpec(t *testing.T, src string) string {

@@ -33,6 +33,7 @@ const (
 	LabelStudy   = "servetune.study"
 	LabelTrial   = "servetune.trial"
 	LabelEngine  = "servetune.engine"
+	LabelOwner   = "servetune.owner" // the run: host/pid/start/run
 )
 
 // ErrImageMissing is wrapped by Launch's error when the image is not present
@@ -146,11 +147,8 @@ func (d *Docker) Launch(ctx context.Context, spec launcher.Spec) (launcher.Insta
 	if err != nil {
 		return nil, err
 	}
-	if _, err := api.ImageInspect(ctx, d.Image); err != nil {
-		if cerrdefs.IsNotFound(err) {
-			return nil, fmt.Errorf("%w: %s (build it with `make sim-image` if it is the sim image, or run `docker pull %s` on the Docker host)", ErrImageMissing, d.Image, d.Image)
-		}
-		return nil, fmt.Errorf("docker: inspect image %s: %w", d.Image, err)
+	if err := d.checkImage(ctx, api); err != nil {
+		return nil, err
 	}
 	created, err := api.ContainerCreate(ctx, cfg, hostCfg, nil, nil, containerName(spec))
 	if err != nil {
@@ -182,6 +180,17 @@ func (d *Docker) Launch(ctx context.Context, spec launcher.Spec) (launcher.Insta
 	wctx, in.cancelWait = context.WithCancel(context.Background())
 	go in.wait(wctx) // owned by in: Stop cancels it and waits
 	return in, nil
+}
+
+// checkImage fails when the image is not on the host: it is never pulled.
+func (d *Docker) checkImage(ctx context.Context, api DockerAPI) error {
+	if _, err := api.ImageInspect(ctx, d.Image); err != nil {
+		if cerrdefs.IsNotFound(err) {
+			return fmt.Errorf("%w: %s (build it with `make sim-image` if it is the sim image, or run `docker pull %s` on the Docker host)", ErrImageMissing, d.Image, d.Image)
+		}
+		return fmt.Errorf("docker: inspect image %s: %w", d.Image, err)
+	}
+	return nil
 }
 
 // containerConfig renders the container for spec. It touches no daemon, so
@@ -248,6 +257,7 @@ func (d *Docker) containerConfig(spec launcher.Spec) (*container.Config, *contai
 			LabelStudy:   spec.Study,
 			LabelTrial:   strconv.Itoa(spec.Trial),
 			LabelEngine:  label,
+			LabelOwner:   spec.Owner,
 		},
 	}
 	hc := &container.HostConfig{

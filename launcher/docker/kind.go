@@ -28,7 +28,8 @@ type Hosts struct {
 	gpus  []int // the study's GPU numbers
 	multi bool  // launcher.hosts: GPU numbers carry the host
 	scale float64
-	local bool // one host on this machine, real GPUs: NVML sees the trials' GPUs
+	local bool   // one host on this machine, real GPUs: NVML sees the trials' GPUs
+	gpu   string // hardware.gpu, for the simulated engine's image
 }
 
 var (
@@ -172,8 +173,8 @@ func init() {
 
 // cleanup removes the study's containers (every servetune container for
 // study "") from one daemon.
-func cleanup(ctx context.Context, host, study string) ([]launcher.Reaped, error) {
-	return reapHost(ctx, host, study, nil)
+func cleanup(ctx context.Context, host, study string, keep func(launcher.Reaped) bool) ([]launcher.Reaped, error) {
+	return reapHost(ctx, host, study, keep)
 }
 
 // decode reads the docker launcher's keys.
@@ -237,7 +238,7 @@ func decode(d *yamlspec.Decoder, keys map[string]*yaml.Node, c launcher.Common) 
 		}
 		h = NewHosts([]*Docker{mk(host, address)}, [][]int{c.GPUs})
 	}
-	h.scale = scale
+	h.scale, h.gpu = scale, c.GPU
 	return h
 }
 
@@ -297,6 +298,24 @@ func dockerHost(d *yamlspec.Decoder, n *yaml.Node, field string) string {
 		d.Fail(n, field, "passwords in docker_host are not accepted: use ssh keys or an agent")
 	}
 	return h
+}
+
+// Preflight checks that the image is on every host (it is never pulled)
+// and, for the simulated engine's image, that it can model the study.
+func (h *Hosts) Preflight(ctx context.Context, spec launcher.Spec) error {
+	for _, d := range h.hosts {
+		api, err := d.client()
+		if err != nil {
+			return err
+		}
+		if err := d.checkImage(ctx, api); err != nil {
+			return fmt.Errorf("docker host %s: %w", orLocal(d.Host), err)
+		}
+	}
+	if h.hosts[0].sim() {
+		return launcher.SimPreflight(spec.Model, "", h.gpu)
+	}
+	return nil
 }
 
 // Image is the study's engine image.

@@ -41,7 +41,8 @@ func Reap(ctx context.Context, api ContainerReaper, host, study string, keep fun
 		if len(c.Names) > 0 {
 			name = c.Names[0]
 		}
-		r := launcher.Reaped{Kind: "docker", ID: c.ID, Name: name, Host: host, Study: c.Labels[LabelStudy], Trial: trial, State: c.State}
+		r := launcher.Reaped{Kind: "docker", ID: c.ID, Name: name, Host: host, Study: c.Labels[LabelStudy], Trial: trial,
+			Owner: c.Labels[LabelOwner], State: c.State}
 		if keep != nil && keep(r) {
 			continue
 		}

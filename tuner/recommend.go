@@ -1,0 +1,193 @@
+package tuner
+
+import (
+	"math"
+	"sort"
+
+	"gonum.org/v1/gonum/stat/distuv"
+
+	"github.com/servetune/servetune/measure"
+	"github.com/servetune/servetune/space"
+	"github.com/servetune/servetune/store"
+)
+
+// Candidate is one configuration with its repeated measurements: the search
+// trial that found it and its confirmation runs.
+type Candidate struct {
+	Trial    int            // the search trial
+	Settings space.Settings //
+	Point    Point          // the recommended point: the search trial's best level for the preference
+	Metric   string         // the preference's metric (e.g. output_throughput_per_gpu)
+	Values   []float64      // the metric at the best SLO-meeting level of each run
+	Mean     float64
+	CI       [2]float64 // 95% interval of the mean (Student's t); [Mean, Mean] with one run
+	// Levels are the points of the recommended level in every run, for
+	// the other figures' intervals.
+	Levels []Point
+}
+
+// Runs is how many measurements the candidate has.
+func (c Candidate) Runs() int { return len(c.Values) }
+
+// Recommendation is the configuration to serve, and the runner-up.
+type Recommendation struct {
+	Best     Candidate
+	RunnerUp *Candidate
+	// Separated reports whether the best is better than the runner-up at
+	// 95% (the interval of the difference of their means excludes 0).
+	Separated bool
+}
+
+// RecommendStudy picks the configuration to serve for pref from a study's
+// stored trials. Every measurement counts: a configuration's value is the
+// mean, over its search trial and its confirmation runs, of pref's metric
+// at the best level that meets the SLOs, with a 95% interval. When
+// confirmation runs exist, only configurations measured more than once
+// compete (a single lucky measurement does not win); a configuration any
+// of whose runs missed the SLOs does not compete either. The recommended
+// point is the search trial's best level on the Pareto front (Recommend).
+func RecommendStudy(trials []store.Trial, sp *Spec, pref Preference) (Recommendation, error) {
+	rank := pref.objectives()
+	price := sp.Hardware.PricePerGPUHour
+	if pref == PreferCost && price <= 0 {
+		rank = PreferThroughput.objectives()
+	}
+	primary := rank[0]
+	byNumber := map[int]store.Trial{}
+	for _, t := range trials {
+		byNumber[t.Number] = t
+	}
+	runs := map[int][]store.Trial{} // search trial -> its confirmation runs
+	for _, t := range trials {
+		if t.Confirms != nil && t.Status == measure.StatusOK {
+			runs[*t.Confirms] = append(runs[*t.Confirms], t)
+		}
+	}
+	var cands []Candidate
+	for _, t := range trials {
+		if t.Confirms != nil || t.Status != measure.StatusOK {
+			continue
+		}
+		pts := PointsOf(t.Number, t.Settings, price, t.LoadPoints)
+		best, err := Recommend(pts, sp.Objectives, sp.SLO, pref)
+		if err != nil {
+			continue
+		}
+		c := Candidate{Trial: t.Number, Settings: t.Settings, Point: best, Metric: primary.Metric}
+		stable := true
+		for _, run := range append([]store.Trial{t}, runs[t.Number]...) {
+			rp := PointsOf(run.Number, run.Settings, price, run.LoadPoints)
+			v, ok := TrialValue(rp, primary, sp.SLO)
+			if !ok {
+				stable = false
+				break
+			}
+			c.Values = append(c.Values, v)
+			if best.Index < len(rp) {
+				c.Levels = append(c.Levels, rp[best.Index])
+			}
+		}
+		if !stable {
+			continue
+		}
+		c.Mean, c.CI = meanCI(c.Values)
+		cands = append(cands, c)
+	}
+	confirmed := false
+	for _, c := range cands {
+		confirmed = confirmed || c.Runs() > 1
+	}
+	if confirmed {
+		kept := cands[:0]
+		for _, c := range cands {
+			if c.Runs() > 1 {
+				kept = append(kept, c)
+			}
+		}
+		cands = kept
+	}
+	if len(cands) == 0 {
+		return Recommendation{}, ErrNoFeasible
+	}
+	sort.SliceStable(cands, func(i, j int) bool {
+		if cands[i].Mean != cands[j].Mean {
+			return primary.better(cands[i].Mean, cands[j].Mean)
+		}
+		return cands[i].Trial < cands[j].Trial
+	})
+	rec := Recommendation{Best: cands[0]}
+	if len(cands) > 1 {
+		ru := cands[1]
+		rec.RunnerUp = &ru
+		rec.Separated = separated(cands[0].Values, ru.Values)
+	}
+	return rec, nil
+}
+
+// meanCI is the mean of xs and the 95% interval of it by Student's t.
+func meanCI(xs []float64) (float64, [2]float64) {
+	n := float64(len(xs))
+	m := 0.0
+	for _, x := range xs {
+		m += x
+	}
+	m /= n
+	if len(xs) < 2 {
+		return m, [2]float64{m, m}
+	}
+	ss := 0.0
+	for _, x := range xs {
+		ss += (x - m) * (x - m)
+	}
+	se := math.Sqrt(ss / (n - 1) / n)
+	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: n - 1}.Quantile(0.975)
+	return m, [2]float64{m - t*se, m + t*se}
+}
+
+// separated reports whether the means of a and b differ at 95% (Welch's
+// interval of the difference excludes 0). With one measurement on either
+// side nothing is known of the noise: not separated unless they differ and
+// the other side is exact.
+func separated(a, b []float64) bool {
+	if len(a) < 2 || len(b) < 2 {
+		return false
+	}
+	va, ma := variance(a)
+	vb, mb := variance(b)
+	na, nb := float64(len(a)), float64(len(b))
+	sa, sb := va/na, vb/nb
+	se := math.Sqrt(sa + sb)
+	if se == 0 {
+		return ma != mb
+	}
+	df := (sa + sb) * (sa + sb) / (sa*sa/(na-1) + sb*sb/(nb-1))
+	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: df}.Quantile(0.975)
+	return math.Abs(ma-mb) > t*se
+}
+
+func variance(xs []float64) (v, m float64) {
+	for _, x := range xs {
+		m += x
+	}
+	m /= float64(len(xs))
+	for _, x := range xs {
+		v += (x - m) * (x - m)
+	}
+	return v / float64(len(xs)-1), m
+}
+
+// MetricCI is the mean and 95% interval of metric over the candidate's
+// recommended level in every run; ok is false when no run has it.
+func (c Candidate) MetricCI(metric string) (mean float64, ci [2]float64, ok bool) {
+	var xs []float64
+	for _, p := range c.Levels {
+		if v, has := p.Metric(metric); has && !math.IsInf(v, 0) {
+			xs = append(xs, v)
+		}
+	}
+	if len(xs) == 0 {
+		return 0, ci, false
+	}
+	mean, ci = meanCI(xs)
+	return mean, ci, true
+}
