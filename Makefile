@@ -49,7 +49,7 @@ install:
 	$(GO) install ./cmd/servetune
 
 # How many trials TPE and random search need to reach 99% of the exhaustive
-# optimum of examples/sampler-bench.yaml (median of 10 seeds, virtual time).
+# optimum of examples/sampler-bench.yaml (median of 30 seeds, virtual time).
 sampler-bench:
 	$(GO) build -o bin/samplerbench ./internal/samplerbench/cmd
 	./bin/samplerbench examples/sampler-bench.yaml

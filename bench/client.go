@@ -249,7 +249,10 @@ func (c *client) redact(msg string) string {
 	return msg
 }
 
-// stream reads the SSE body and classifies the outcome.
+// stream reads the SSE body and classifies the outcome. It is long on
+// purpose: one pass over the events keeps the per-chunk timing, the usage
+// bookkeeping and the end-of-stream classification in the hot loop's
+// locals, without a closure or a state struct per request.
 func (c *client) stream(ctx context.Context, body io.Reader, req measure.Request, start time.Time, rec *measure.Record) {
 	rd := c.readers.Get().(*SSEReader)
 	defer c.readers.Put(rd)

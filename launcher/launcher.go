@@ -103,6 +103,14 @@ type (
 	Preflighter interface {
 		Preflight(ctx context.Context, spec Spec) error
 	}
+	// Deterministic reports that a trial's result depends only on its
+	// settings and seed, not on when it runs (the virtual clock): the study
+	// then finishes trials and tells the sampler in trial order, so that a
+	// seeded study with parallel trials is the same run to run. Default:
+	// no (results are told as they come, no GPU waits on another trial).
+	Deterministic interface {
+		Deterministic() bool
+	}
 	// FixedEngine is implemented by launchers that cannot change an
 	// engine's settings (a server someone else runs): the space must then
 	// fix every value. Default: settings are applied.

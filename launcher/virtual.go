@@ -106,6 +106,10 @@ func init() {
 	})
 }
 
+// Deterministic: a virtual trial's figures depend on its settings and
+// seed only.
+func (v *Virtual) Deterministic() bool { return true }
+
 // Preflight checks that the simulator knows the model and the GPU.
 func (v *Virtual) Preflight(_ context.Context, spec Spec) error {
 	return SimPreflight(spec.Model, v.ModelConfig, v.GPU)

@@ -4,14 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	mathrand "math/rand"
 	"math/rand/v2"
 	"strconv"
 	"sync"
 
 	"github.com/c-bata/goptuna"
 	"github.com/c-bata/goptuna/cmaes"
-	"github.com/c-bata/goptuna/tpe"
 
 	"github.com/servetune/servetune/space"
 )
@@ -42,9 +40,6 @@ type Sampler struct {
 	asked  int
 	seen   map[string]bool // configurations proposed or replayed
 	random *randomSampler  // fallback when the model repeats itself
-	// seedGlobal: the sampler draws from math/rand's global source (goptuna's
-	// TPE does, in its Gaussian-mixture sampling), so Ask re-seeds it.
-	seedGlobal bool
 }
 
 // NewSampler builds a seeded sampler of the given kind over sp.
@@ -55,12 +50,10 @@ func NewSampler(kind string, sp space.Space, seed int64) (*Sampler, error) {
 	switch kind {
 	case SamplerTPE, "":
 		s.kind = SamplerTPE
-		s.seedGlobal = true
 		opts = append(opts, goptuna.StudyOptionSampler(&startupSampler{
 			startup: tpeStartupTrials,
 			random:  newRandomSampler(seed),
-			next: tpe.NewSampler(tpe.SamplerOptionSeed(seed),
-				tpe.SamplerOptionNumberOfStartupTrials(tpeStartupTrials)),
+			next:    newTPESampler(seed),
 		}))
 	case SamplerRandom:
 		opts = append(opts, goptuna.StudyOptionSampler(newRandomSampler(seed)))
@@ -123,15 +116,6 @@ func (s *Sampler) Ask() (Proposal, error) {
 		s.next++
 		return Proposal{ID: s.next - 1, Settings: s.grid[s.next-1].Clone()}, nil
 	}
-	if s.seedGlobal {
-		// goptuna v0.9.0's TPE picks mixture components with the global
-		// math/rand source. Re-seeding it per proposal, under a process-wide
-		// lock, makes a study reproducible from its seed. rand.Seed only
-		// takes effect with GODEBUG randseednop=0, which the servetune
-		// binary and this package's tests set with //go:debug.
-		globalRandMu.Lock()
-		defer globalRandMu.Unlock()
-	}
 	// A configuration already proposed is not measured twice: ask again
 	// (the duplicate stays an unfinished goptuna trial, which the samplers
 	// ignore), and after maxDuplicates tries take a random new one.
@@ -166,9 +150,6 @@ func (s *Sampler) askOnce() (Proposal, error) {
 		return Proposal{}, err
 	}
 	t := goptuna.Trial{Study: s.study, ID: id}
-	if s.seedGlobal {
-		mathrand.Seed(s.seed*1_000_003 + int64(s.asked)) //nolint:staticcheck // see Ask
-	}
 	s.asked++
 	if err := t.CallRelativeSampler(); err != nil {
 		return Proposal{}, fmt.Errorf("sampler %s: %w", s.kind, err)
@@ -426,15 +407,11 @@ func (nopLogger) Info(string, ...any)  {}
 func (nopLogger) Warn(string, ...any)  {}
 func (nopLogger) Error(string, ...any) {}
 
-// globalRandMu serialises proposals that re-seed math/rand's global source.
-var globalRandMu sync.Mutex
-
 // tpeStartupTrials is how many random proposals TPE makes before modelling.
 const tpeStartupTrials = 10
 
 // startupSampler proposes with random until startup trials are complete,
-// then hands over to next. It replaces TPE's own start-up sampler, which
-// draws categorical values from math/rand's unseeded global source.
+// then hands over to next (the TPE).
 type startupSampler struct {
 	startup int
 	random  goptuna.Sampler

@@ -1,5 +1,3 @@
-//go:debug randseednop=0
-
 package tuner
 
 import (

@@ -96,6 +96,7 @@ type job struct {
 	replay   bool // an interrupted trial re-run: the sampler did not propose it
 	confirms *int // a confirmation run of this trial: the sampler is not told
 	replica  int  // which confirmation run (1, 2, ...): its workload seed
+	seq      int  // the order it started in (ordered studies finish in it)
 }
 
 // Parallelism is how many trials the study runs at once: as many of its
@@ -153,6 +154,10 @@ func (s *Study) Run(ctx context.Context) (Outcome, error) {
 		s.note("resumed with the changed spec (%s); it replaces the stored one", strings.Join(changed, ", "))
 	}
 	r := &studyRun{s: s, sampler: sampler, run: run, out: Outcome{StudyID: run.Study.ID}, total: sp.Tuner.Trials}
+	if d, ok := sp.Launcher.Launcher.(launcher.Deterministic); ok && d.Deterministic() {
+		r.ordered = true
+		r.order.init()
+	}
 	// The study is not running (Begin refuses a stored one without
 	// resume): whatever its launcher finds of it is a leftover of a killed
 	// run, still holding GPUs.
@@ -229,6 +234,14 @@ type studyRun struct {
 	queue   []job // interrupted trials to re-run first
 	next    int   // the next trial number
 	started int   // trials started or finished, replayed ones included
+
+	// ordered: the launcher is Deterministic, so trials finish in start
+	// order and the sampler, before proposing the job of sequence s, is
+	// told exactly the jobs before s-P+1 (P trials at once): what it
+	// proposes then depends on the seed alone, not on which trial happened
+	// to end first.
+	ordered bool
+	order   orderer
 
 	mu           sync.Mutex // guards done, confirmed, best, out, firstErr and OnFinish calls
 	done         int
@@ -327,6 +340,13 @@ func (r *studyRun) dispatch(ctx context.Context, next func() (job, bool)) {
 		if r.stopped(ctx) {
 			break
 		}
+		if r.ordered {
+			if err := r.order.settle(r.order.next - r.s.Parallelism()); err != nil {
+				r.fail(err)
+				<-sem
+				break
+			}
+		}
 		j, ok := next()
 		if !ok {
 			<-sem
@@ -359,6 +379,8 @@ func (r *studyRun) dispatch(ctx context.Context, next func() (job, bool)) {
 		if j.confirms == nil {
 			r.started++
 		}
+		j.seq = r.order.next
+		r.order.next++
 		r.wg.Add(1)
 		release := func() { <-sem; pool.Release(ids) }
 		if early != nil {
@@ -410,6 +432,10 @@ func (r *studyRun) searchJob() (job, bool) {
 func (r *studyRun) finish(ctx context.Context, j job, gpus []int, res trial.Result, release func()) {
 	defer r.wg.Done()
 	defer release()
+	if r.ordered {
+		r.order.wait(j.seq)
+		defer r.order.done()
+	}
 	sp := r.s.Spec
 	if res.Status == measure.StatusInterrupted {
 		if ctx.Err() != nil {
@@ -437,13 +463,26 @@ func (r *studyRun) finish(ctx context.Context, j job, gpus []int, res trial.Resu
 	}
 	err := r.run.FinishTrial(context.WithoutCancel(ctx), storeResult(j.number, res, value))
 	score := sp.Tuner.Objective.score(deref(value))
-	var tellErr error
+	var tell func() error
 	switch {
 	case j.confirms != nil: // measures a candidate again: the sampler's model stays as it learnt
 	case j.replay:
-		tellErr = r.sampler.Replay(j.settings, score, value == nil)
+		tell = func() error { return r.sampler.Replay(j.settings, score, value == nil) }
 	default:
-		tellErr = r.sampler.Tell(j.askID, score, value == nil)
+		tell = func() error { return r.sampler.Tell(j.askID, score, value == nil) }
+	}
+	var tellErr error
+	switch {
+	case tell == nil:
+	case r.ordered:
+		r.order.hold(j.seq, func() error {
+			if err := tell(); err != nil {
+				return fmt.Errorf("trial %d: %w", j.number, err)
+			}
+			return nil
+		})
+	default:
+		tellErr = tell()
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -745,4 +784,65 @@ func confirmCandidates(trials []store.Trial, sp *Spec, top int) []store.Trial {
 		out = append(out, cs[i].t)
 	}
 	return out
+}
+
+// orderer keeps an ordered study's trials in start order: each finishes
+// after the one started before it, and the sampler is told their results
+// only when settle says so.
+type orderer struct {
+	mu       sync.Mutex
+	cond     *sync.Cond
+	next     int                  // sequence number of the next job to start (the dispatcher's)
+	finished int                  // jobs 0..finished-1 have finished
+	told     int                  // jobs 0..told-1 have been told to the sampler
+	held     map[int]func() error // tells waiting for settle, by sequence
+}
+
+func (o *orderer) init() {
+	o.cond = sync.NewCond(&o.mu)
+	o.held = map[int]func() error{}
+}
+
+// wait blocks until every job started before seq has finished.
+func (o *orderer) wait(seq int) {
+	o.mu.Lock()
+	for o.finished < seq {
+		o.cond.Wait()
+	}
+	o.mu.Unlock()
+}
+
+// done marks the next job in order finished.
+func (o *orderer) done() {
+	o.mu.Lock()
+	o.finished++
+	o.cond.Broadcast()
+	o.mu.Unlock()
+}
+
+// hold keeps the tell of job seq until settle.
+func (o *orderer) hold(seq int, tell func() error) {
+	o.mu.Lock()
+	o.held[seq] = tell
+	o.mu.Unlock()
+}
+
+// settle waits until jobs 0..upto have finished and tells the sampler their
+// results in order. Every job below next finishes (the dispatcher numbers a
+// job only once it started), so the wait ends.
+func (o *orderer) settle(upto int) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for o.finished <= upto {
+		o.cond.Wait()
+	}
+	for ; o.told <= upto; o.told++ {
+		if tell := o.held[o.told]; tell != nil {
+			delete(o.held, o.told)
+			if err := tell(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

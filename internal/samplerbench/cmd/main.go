@@ -1,5 +1,3 @@
-//go:debug randseednop=0
-
 // Command samplerbench measures how many trials each sampler needs to reach
 // 99% of the exhaustive optimum of a discrete study space, evaluating every
 // configuration with the simulated engine in virtual time. `make
@@ -7,7 +5,7 @@
 //
 //	sampler-bench: tpe=N random=M optimum=V configs=C near=P
 //
-// with N and M the median trials over 10 seeds and P the percentage of
+// with N and M the median trials over 30 seeds and P the percentage of
 // configurations within 99% of the optimum (how hard the space is).
 //
 // The exhaustive search takes under a minute on two cores; its evaluations
@@ -36,7 +34,7 @@ import (
 )
 
 func main() {
-	seeds := flag.Int("seeds", 10, "sampler seeds per sampler")
+	seeds := flag.Int("seeds", 30, "sampler seeds per sampler")
 	budget := flag.Int("budget", 400, "most trials per sampler run")
 	frac := flag.Float64("frac", 0.99, "target as a fraction of the optimum")
 	cacheDir := flag.String("cache", ".servetune", "directory for cached evaluations (\"\" = none)")
