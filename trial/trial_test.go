@@ -213,6 +213,8 @@ func TestRunNoSuccess(t *testing.T) {
 	}{
 		{500, `{"object":"error","message":"engine is overloaded","type":"InternalServerError","code":500}`, "http_5xx: HTTP 500: engine is overloaded"},
 		{401, `{"error":{"message":"Unauthorized","type":"Unauthorized"}}`, "http_4xx: HTTP 401: Unauthorized"},
+		// A stream cut after its first token, every time.
+		{200, "data: {\"id\":\"c\",\"object\":\"text_completion\",\"choices\":[{\"index\":0,\"text\":\"a\"}]}\n\n", "truncated"},
 	} {
 		t.Run(fmt.Sprint(tc.status), func(t *testing.T) {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

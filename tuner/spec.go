@@ -110,7 +110,7 @@ func ParseSpec(data []byte, file string) (*Spec, error) {
 	if len(doc.Content) == 0 {
 		return nil, &yamlspec.Error{File: file, Line: 1, Err: errors.New("empty study spec")}
 	}
-	p := &specParser{Decoder: yamlspec.Decoder{File: file}}
+	p := &specParser{Decoder: yamlspec.Decoder{File: file, OnFields: onSpecFields}}
 	sp := p.parse(doc.Content[0])
 	if err := p.Err(); err != nil {
 		return nil, err
@@ -119,6 +119,10 @@ func ParseSpec(data []byte, file string) (*Spec, error) {
 	sp.Text = string(data)
 	return sp, nil
 }
+
+// onSpecFields, when set (by the spec reference's test), sees every
+// mapping the parser checks with its allowed keys.
+var onSpecFields func(field string, allowed []string)
 
 var yamlLineRE = regexp.MustCompile(`line (\d+)`)
 

@@ -29,6 +29,7 @@ type Evaluator interface {
 // Store is where a study keeps its trials: a *store.Store, on disk or in
 // memory (store.Open(ctx, ":memory:")).
 type Store interface {
+	GetStudy(ctx context.Context, name string) (store.Study, error)
 	Begin(ctx context.Context, st store.Study, opts store.BeginOptions) (*store.Run, []store.Trial, error)
 }
 
@@ -74,6 +75,7 @@ type Study struct {
 	// with GPU telemetry when the launcher's GPUs are this machine's.
 	Eval Evaluator
 
+	OnBegin    func(resumed bool, stored int)                        // optional: the study is open and owned (stored trials so far)
 	OnStart    func(number int, settings space.Settings, gpus []int) // optional, from the dispatcher
 	OnFinish   func(TrialReport)                                     // optional, serialised
 	OnProgress func(number int, level string, done, total int)       // optional, a level's requests
@@ -131,27 +133,12 @@ func (s *Study) Run(ctx context.Context) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, err
 	}
-	if err := s.preflight(ctx); err != nil {
-		return Outcome{}, fmt.Errorf("%w: %w", ErrPreflight, err)
+	run, stored, err := s.open(ctx)
+	if err != nil {
+		return Outcome{}, err
 	}
-	text := store.Redact(sp.Text) // as the store keeps it, to compare like with like
-	var changed []string
-	run, stored, err := s.Store.Begin(ctx, store.Study{Name: sp.Name, Spec: sp.Text, Seed: uint64(sp.Tuner.Seed), ModelConfig: sp.ModelConfigText},
-		store.BeginOptions{Resume: s.Resume, Check: func(old store.Study) error {
-			update, err := ResumeCheck(old.Spec, text, s.ForceSpec)
-			if update {
-				changed = SpecDiff(old.Spec, text)
-			}
-			return err
-		}, UpdateSpec: true})
-	switch {
-	case errors.Is(err, store.ErrExists):
-		return Outcome{}, fmt.Errorf("%q: %w", sp.Name, ErrStudyExists)
-	case err != nil:
-		return Outcome{}, fmt.Errorf("open study: %w", err)
-	}
-	if len(changed) > 0 {
-		s.note("resumed with the changed spec (%s); it replaces the stored one", strings.Join(changed, ", "))
+	if s.OnBegin != nil {
+		s.OnBegin(s.Resume, len(stored))
 	}
 	r := &studyRun{s: s, sampler: sampler, run: run, out: Outcome{StudyID: run.Study.ID}, total: sp.Tuner.Trials}
 	if d, ok := sp.Launcher.Launcher.(launcher.Deterministic); ok && d.Deterministic() {
@@ -185,6 +172,65 @@ func (s *Study) Run(ctx context.Context) (Outcome, error) {
 	}
 	cancel()
 	return r.out, err
+}
+
+// open checks and opens the stored study, in the order that gives the
+// most useful refusal: another live owner or an existing name (Begin),
+// then a resume's changed spec, then what would make every trial fail
+// (preflight). Nothing is stored before every check passed.
+func (s *Study) open(ctx context.Context) (*store.Run, []store.Trial, error) {
+	sp := s.Spec
+	text := store.Redact(sp.Text) // as the store keeps it, to compare like with like
+	old, err := s.Store.GetStudy(ctx, sp.Name)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+	case err != nil:
+		return nil, nil, fmt.Errorf("open study: %w", err)
+	case s.Resume:
+		if _, err := ResumeCheck(old.Spec, text, s.ForceSpec); err != nil {
+			// Begin refuses with the live owner first, else with this
+			// error, and changes nothing.
+			_, _, berr := s.Store.Begin(ctx, store.Study{Name: sp.Name}, store.BeginOptions{Resume: true,
+				Check: func(store.Study) error { return err }})
+			return nil, nil, s.openError(berr)
+		}
+	}
+	if err == nil && !s.Resume {
+		// An existing study: Begin refuses it (owned, or exists).
+		_, _, berr := s.Store.Begin(ctx, store.Study{Name: sp.Name}, store.BeginOptions{})
+		return nil, nil, s.openError(berr)
+	}
+	if err := s.preflight(ctx); err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", ErrPreflight, err)
+	}
+	var changed []string
+	run, stored, err := s.Store.Begin(ctx, store.Study{Name: sp.Name, Spec: sp.Text, Seed: uint64(sp.Tuner.Seed), ModelConfig: sp.ModelConfigText},
+		store.BeginOptions{Resume: s.Resume, Check: func(old store.Study) error {
+			update, err := ResumeCheck(old.Spec, text, s.ForceSpec)
+			if update {
+				changed = SpecDiff(old.Spec, text)
+			}
+			return err
+		}, UpdateSpec: true})
+	if err != nil {
+		return nil, nil, s.openError(err)
+	}
+	if len(changed) > 0 {
+		s.note("resumed with the changed spec (%s); it replaces the stored one", strings.Join(changed, ", "))
+	}
+	return run, stored, nil
+}
+
+func (s *Study) openError(err error) error {
+	switch {
+	case err == nil:
+		return fmt.Errorf("open study %q: refused", s.Spec.Name)
+	case errors.Is(err, store.ErrExists):
+		return fmt.Errorf("%q: %w", s.Spec.Name, ErrStudyExists)
+	case errors.Is(err, ErrSpecChanged):
+		return err
+	}
+	return fmt.Errorf("open study: %w", err)
 }
 
 // reap removes the study's leftovers through its launcher, when the

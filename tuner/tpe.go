@@ -219,13 +219,13 @@ func (p *parzen) draw(rng *rand.Rand) float64 {
 	return math.Min(math.Max(p.mu[k], p.low), p.high)
 }
 
-// numeric proposes a value in [low, high] on a grid of step q (0 = none),
+// numeric proposes a value in [low, high] on a grid of that step (0 = none),
 // modelled on the log scale when log is set.
-func (s *tpeSampler) numeric(good, bad []observation, low, high, q float64, log bool) float64 {
+func (s *tpeSampler) numeric(good, bad []observation, low, high, grid float64, log bool) float64 {
 	// The model's range: a grid's cells reach half a step past its ends.
 	lo, hi := low, high
-	if q > 0 {
-		lo, hi = low-q/2, high+q/2
+	if grid > 0 {
+		lo, hi = low-grid/2, high+grid/2
 	}
 	tr := func(x float64) float64 { return x }
 	if log {
@@ -250,8 +250,8 @@ func (s *tpeSampler) numeric(good, bad []observation, low, high, q float64, log 
 	if log {
 		best = math.Exp(best)
 	}
-	if q > 0 {
-		best = low + math.Round((best-low)/q)*q
+	if grid > 0 {
+		best = low + math.Round((best-low)/grid)*grid
 	}
 	return math.Min(math.Max(best, low), high)
 }

@@ -15,7 +15,11 @@ import (
 // Err once. The zero value is ready; set File for messages.
 type Decoder struct {
 	File string
-	err  error
+	// OnFields, when set, sees every mapping's field and allowed keys as
+	// Fields checks them: the spec reference's test walks the parser's
+	// keys this way (docs/spec.md).
+	OnFields func(field string, allowed []string)
+	err      error
 }
 
 // Err returns the first problem, or nil.
@@ -49,6 +53,9 @@ func (d *Decoder) FailErr(n *yaml.Node, field string, err error) {
 // Fields returns a mapping's keys and values, rejecting keys not in
 // allowed and keys given twice.
 func (d *Decoder) Fields(n *yaml.Node, field string, allowed ...string) map[string]*yaml.Node {
+	if d.OnFields != nil {
+		d.OnFields(field, allowed)
+	}
 	out := map[string]*yaml.Node{}
 	if n == nil || n.Kind != yaml.MappingNode {
 		d.Fail(n, field, "want a mapping")

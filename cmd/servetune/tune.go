@@ -95,8 +95,14 @@ func runTune(ctx context.Context, sp *tuner.Spec, o tuneOptions, stdout, stderr 
 		// The live line: one per finished trial, on stdout.
 		fmt.Fprintln(stdout, trialLine(r, sp.Tuner.Objective))
 	}
-	fmt.Fprintf(stderr, "study %s: %d trials, sampler %s (seed %d), objective %s, db %s\n",
-		sp.Name, sp.Tuner.Trials, sp.Tuner.Sampler, sp.Tuner.Seed, sp.Tuner.Objective, o.db)
+	study.OnBegin = func(resumed bool, stored int) {
+		how := ""
+		if resumed {
+			how = fmt.Sprintf(" (resumed: %d stored)", stored)
+		}
+		fmt.Fprintf(stderr, "study %s%s: %d trials, sampler %s (seed %d), objective %s, db %s\n",
+			sp.Name, how, sp.Tuner.Trials, sp.Tuner.Sampler, sp.Tuner.Seed, sp.Tuner.Objective, o.db)
+	}
 	stopWatch := watchInterrupt(ctx, stderr, sp)
 	out, err := study.Run(ctx)
 	stopWatch()

@@ -363,3 +363,58 @@ func TestTuneDockerTwoHosts(t *testing.T) {
 		t.Errorf("containers left behind: %v", left)
 	}
 }
+
+// TestTuneDockerTwoDatabases: the same study name run at once from two
+// databases on one Docker host. Each run reaps only what dead runs left:
+// both keep their containers and finish without a failed trial beyond the
+// example's out-of-memory ones.
+func TestTuneDockerTwoDatabases(t *testing.T) {
+	requireSimImage(t)
+	bin := buildServetune(t)
+	t.Parallel()
+	spec, name := dockerSimStudy(t, "requests_per_level: 96", "requests_per_level: 48")
+	removeContainersOf(t, name)
+	dir := t.TempDir()
+	outs := make([][]byte, 2)
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for i := range 2 {
+		wg.Go(func() {
+			outs[i], errs[i] = exec.Command(bin, "tune", spec, "--db", filepath.Join(dir, fmt.Sprintf("%d.db", i))).CombinedOutput()
+		})
+	}
+	wg.Wait()
+	for i := range 2 {
+		if errs[i] != nil {
+			t.Fatalf("run %d: %v\n%s", i, errs[i], outs[i])
+		}
+		if strings.Contains(string(outs[i]), "removed") {
+			t.Errorf("run %d removed containers:\n%s", i, outs[i])
+		}
+		doc := trialsOf(t, bin, filepath.Join(dir, fmt.Sprintf("%d.db", i)), name)
+		for _, tr := range doc.Trials {
+			if tr.Status != "ok" && tr.Failure != "oom" {
+				t.Errorf("run %d trial %d: %s/%s %q", i, tr.Number, tr.Status, tr.Failure, tr.FailureMsg)
+			}
+		}
+	}
+	if left := containersOf(t, name); len(left) != 0 {
+		t.Errorf("containers left behind: %v", left)
+	}
+}
+
+// TestTuneDockerMissingImage: an image that is not on the host is refused
+// before anything is launched or stored (exit 2, one line saying how to
+// get it).
+func TestTuneDockerMissingImage(t *testing.T) {
+	requireSimImage(t)
+	spec, name := dockerSimStudy(t, "image: servetune-sim:dev", "image: servetune-sim:no-such-tag")
+	db := filepath.Join(t.TempDir(), "t.db")
+	code, _, errs := runIn("tune", spec, "--db", db)
+	if code != exitUsage || !strings.Contains(errs, "servetune-sim:no-such-tag") || !strings.Contains(errs, "docker pull") {
+		t.Errorf("exit %d, stderr %q", code, errs)
+	}
+	if len(containersOf(t, name)) != 0 {
+		t.Error("a container was created")
+	}
+}

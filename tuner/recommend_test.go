@@ -1,0 +1,71 @@
+package tuner
+
+import (
+	"testing"
+
+	"github.com/servetune/servetune/measure"
+	"github.com/servetune/servetune/space"
+	"github.com/servetune/servetune/store"
+)
+
+// storedTrial is an ok trial with one level of the given output
+// throughput (one GPU) that meets the SLOs when ttft is within them.
+func storedTrial(number int, confirms *int, mrr int, tput, ttft float64) store.Trial {
+	sum := measure.Summary{Completed: 100, OutputThroughput: tput, RequestGoodput: tput / 100,
+		TTFT: measure.Stats{N: 100, P99: ttft}, TPOT: measure.Stats{N: 100, P99: 10, Median: 8}, Duration: 10, TotalOutputTokens: int(tput * 10)}
+	return store.Trial{Number: number, Status: measure.StatusOK, Confirms: confirms,
+		Settings:   space.Settings{"max_running_requests": mrr},
+		LoadPoints: []measure.Level{measure.NewLevel(measure.Load{MaxConcurrency: 8}, sum, nil)}}
+}
+
+func ip(n int) *int { return &n }
+
+// TestRecommendStudy: with confirmation runs, configurations rank by the
+// mean of their runs (a lucky single measurement does not win), figures
+// carry a 95% interval, and the runner-up is named and said to be
+// inseparable or not.
+func TestRecommendStudy(t *testing.T) {
+	sp := mustSpec(t, studySpec)
+	trials := []store.Trial{
+		storedTrial(0, nil, 8, 1000, 100),
+		storedTrial(1, nil, 64, 1300, 100), // lucky: its runs are lower
+		storedTrial(2, nil, 32, 1200, 100),
+		storedTrial(3, nil, 16, 5000, 9000), // misses the SLO
+		storedTrial(4, ip(1), 64, 1000, 100), storedTrial(5, ip(1), 64, 1010, 100),
+		storedTrial(6, ip(2), 32, 1190, 100), storedTrial(7, ip(2), 32, 1210, 100),
+	}
+	rec, err := RecommendStudy(trials, sp, PreferThroughput)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Best.Trial != 2 || rec.Best.Runs() != 3 || rec.RunnerUp == nil || rec.RunnerUp.Trial != 1 {
+		t.Fatalf("best %d (%d runs), runner-up %+v; want trial 2 of 3 runs, runner-up 1", rec.Best.Trial, rec.Best.Runs(), rec.RunnerUp)
+	}
+	if rec.Best.Mean != 1200 || !(rec.Best.CI[0] < 1200 && rec.Best.CI[1] > 1200) {
+		t.Errorf("best mean %g CI %v", rec.Best.Mean, rec.Best.CI)
+	}
+	if rec.Separated {
+		t.Errorf("1200 (sd 10) vs 1103 (sd 170), 3 runs each: Welch's interval holds 0, want not separated")
+	}
+	// Trial 0 was never confirmed: with confirmation runs it cannot win.
+	for _, c := range []*Candidate{&rec.Best, rec.RunnerUp} {
+		if c.Trial == 0 || c.Trial == 3 {
+			t.Errorf("trial %d competes", c.Trial)
+		}
+	}
+	// A consistent gap is separated.
+	trials[1] = storedTrial(1, nil, 64, 1005, 100)
+	if rec, err = RecommendStudy(trials, sp, PreferThroughput); err != nil || !rec.Separated || rec.Best.Trial != 2 {
+		t.Errorf("1200 vs 1005 (sd 5): %+v, %v; want trial 2, separated", rec, err)
+	}
+	// Two close configurations are not separated.
+	trials = []store.Trial{
+		storedTrial(0, nil, 8, 1000, 100), storedTrial(1, nil, 16, 1005, 100),
+		storedTrial(2, ip(0), 8, 1040, 100), storedTrial(3, ip(0), 8, 960, 100),
+		storedTrial(4, ip(1), 16, 1045, 100), storedTrial(5, ip(1), 16, 965, 100),
+	}
+	rec, err = RecommendStudy(trials, sp, PreferThroughput)
+	if err != nil || rec.Separated || rec.RunnerUp == nil {
+		t.Errorf("close candidates: %+v, %v; want a runner-up, not separated", rec, err)
+	}
+}

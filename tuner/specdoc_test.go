@@ -1,0 +1,116 @@
+package tuner
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/servetune/servetune/engine"
+	"github.com/servetune/servetune/launcher"
+)
+
+// kitchenSink reaches the parser's branches the examples do not.
+var kitchenSink = []string{`name: ks
+model: meta-llama/Llama-3.1-8B-Instruct
+engine: sglang
+launcher: {kind: virtual}
+hardware: {gpu: H100-SXM}
+space: {max_running_requests: [8, 16]}
+workload:
+  dataset:
+    kind: mix
+    mix:
+      - {weight: 1, spec: {kind: random, input: {lognormal: {median: 512, sigma: 0.5, min: 8, max: 4096}}, output: {fixed: 64}}}
+      - {weight: 2, spec: {kind: prefix, prefix_groups: 4, prefix_len: 128, input: {normal: {mean: 256, sigma: 20}}, output: {uniform: [8, 16]}}}
+  load: {rate: [1, 2], burstiness: 0.5, max_concurrency: 64}
+  requests_per_level: 10
+  warmup: 1
+  timeout: 1m
+slo: {ttft_p99_ms: 500}
+objectives: [max output_throughput_per_gpu]
+tuner: {sampler: random, trials: 3, seed: 2, objective: max request_goodput, parallel: 1, precheck: false, confirm: {top: 1, runs: 1}}
+`, `name: ks2
+model: meta-llama/Llama-3.1-8B-Instruct
+engine: vllm
+launcher: {kind: endpoint, base_url: "http://127.0.0.1:1"}
+space: {max_running_requests: 8}
+workload:
+  dataset: {kind: jsonl, path: x.jsonl, output: 16}
+  load: {capacity: true, max_concurrency: 64}
+slo: {tpot_p99_ms: 50}
+`}
+
+// TestSpecDocCoversEveryKey walks the parser's keys (every mapping it
+// checks, over the examples and specs that reach its other branches), the
+// launcher kinds' keys and the engine settings, and fails when
+// docs/spec.md does not name one.
+func TestSpecDocCoversEveryKey(t *testing.T) {
+	doc, err := os.ReadFile("../docs/spec.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(doc)
+	keys := map[string]bool{}
+	dist := regexp.MustCompile(`^workload\.dataset(\.mix\.spec)?\.(input|output)(\.(lognormal|normal))?$`)
+	onSpecFields = func(field string, allowed []string) {
+		for _, k := range allowed {
+			switch {
+			case field == "":
+				keys[k] = true
+			case dist.MatchString(field):
+				keys[k] = true
+			case strings.HasPrefix(field, "launcher.hosts"):
+				keys["launcher.hosts"] = true
+			default:
+				keys[strings.Replace(field, "workload.dataset.mix.spec", "workload.dataset", 1)+"."+k] = true
+			}
+		}
+	}
+	defer func() { onSpecFields = nil }()
+	srcs := map[string]string{}
+	examples, _ := filepath.Glob("../examples/*.yaml")
+	for _, f := range examples {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srcs[f] = string(b)
+	}
+	for i, s := range kitchenSink {
+		srcs[string(rune('a'+i))+".yaml"] = s
+	}
+	for name, src := range srcs {
+		if _, err := ParseSpec([]byte(src), name); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	if len(keys) < 40 {
+		t.Fatalf("only %d keys walked: the hook is not called", len(keys))
+	}
+	for _, k := range launcher.CommonKeys {
+		keys["launcher."+k.Name] = true
+	}
+	for _, k := range launcher.Kinds() {
+		keys[k.Name] = true
+		for _, key := range k.Keys {
+			keys["launcher."+key.Name] = true
+		}
+	}
+	for _, n := range engine.Names() {
+		keys[n] = true
+	}
+	for _, m := range Metrics {
+		if i := strings.LastIndex(m, "_"); strings.HasPrefix(m, "ttft") || strings.HasPrefix(m, "tpot") || strings.HasPrefix(m, "itl") || strings.HasPrefix(m, "e2el") {
+			keys[m[:i]+"_*"] = true
+			continue
+		}
+		keys[m] = true
+	}
+	for k := range keys {
+		if !strings.Contains(text, "`"+k+"`") {
+			t.Errorf("docs/spec.md does not name `%s`", k)
+		}
+	}
+}
