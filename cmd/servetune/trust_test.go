@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -318,5 +319,45 @@ func TestParetoOneDefinition(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("recommend picks a point that is not on the front %+v:\n%s", front, rec)
+	}
+}
+
+// TestQuickstartReproducible: `make run`'s study gives the same trials,
+// figures and recommendation on an idle machine and on one with two busy
+// loops (virtual time, trials told to the sampler in order).
+func TestQuickstartReproducible(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the quick start twice")
+	}
+	elapsed := regexp.MustCompile(` ok \d+ms`)
+	once := func(busy bool) string {
+		stop := make(chan struct{})
+		if busy {
+			for range 2 {
+				go func() {
+					for {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+					}
+				}()
+			}
+		}
+		defer close(stop)
+		db := filepath.Join(t.TempDir(), "q.db")
+		code, out, errs := runIn("tune", "../../examples/quickstart.yaml", "--db", db)
+		if code != exitOK {
+			t.Fatalf("quick start: exit %d: %s", code, errs)
+		}
+		return elapsed.ReplaceAllString(out, " ok")
+	}
+	idle, busy := once(false), once(true)
+	if idle != busy {
+		t.Errorf("the quick start differs on a busy machine:\nidle:\n%s\nbusy:\n%s", idle, busy)
+	}
+	if !strings.Contains(idle, "vllm serve meta-llama/Llama-3.1-8B-Instruct") {
+		t.Errorf("no serve command:\n%s", idle)
 	}
 }
