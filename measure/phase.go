@@ -27,6 +27,10 @@ type Phase struct {
 	// Progress, when set, is told of each finished request (total 0 =
 	// duration-bound), from one goroutine.
 	Progress func(done, total int)
+	// Waiting, when set, is told every second while requests are in
+	// flight how many there are and how long the oldest has waited, so a
+	// hung server shows as waiting requests, not a bar stuck at 0%.
+	Waiting func(inflight int, oldest time.Duration)
 }
 
 // Total is the request count of a count-bound phase; 0 when it is
