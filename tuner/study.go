@@ -685,8 +685,8 @@ func (r *TrialRunner) anyFits() error {
 		return nil // a model the simulator does not know: the engine decides
 	}
 	var points []space.Settings
-	if grid, err := sp.Space.Grid(); err == nil && len(grid) <= maxFitChecks {
-		points = grid
+	if n, err := sp.Space.Size(); err == nil && n <= maxFitChecks {
+		points, _ = sp.Space.Grid()
 	} else {
 		smp, err := NewSampler(SamplerRandom, sp.Space, sp.Tuner.Seed)
 		if err != nil {
@@ -699,6 +699,9 @@ func (r *TrialRunner) anyFits() error {
 			}
 			points = append(points, p.Settings)
 		}
+	}
+	if len(points) == 0 {
+		return nil // nothing to judge by: the trials will tell
 	}
 	gpus, group := sp.Launcher.placement()
 	most := newGPUPool(gpus, group).total

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/servetune/servetune/tuner"
+)
+
+// TestTuneAbsurdSpecs: specs a careless hand writes are refused in under
+// a second with file:line: field: problem (exit 2), before any database is
+// created, instead of crashing, sticking or silently rounding.
+func TestTuneAbsurdSpecs(t *testing.T) {
+	good, err := os.ReadFile("../../examples/quickstart.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	many := make([]string, 20_000)
+	for i := range many {
+		many[i] = fmt.Sprint(i + 1)
+	}
+	distinct := make([]string, 9_000)
+	for i := range distinct {
+		distinct[i] = fmt.Sprint(i + 1)
+	}
+	for _, tc := range []struct {
+		name, old, new, want string
+	}{
+		{"two billion requests", "requests_per_level: 400", "requests_per_level: 2000000000", ":24: workload.requests_per_level: 2000000000 is above the maximum 1000000"},
+		{"int64 range", "max_running_requests: {int: [16, 512], log: true}", "max_running_requests: {int: [1, 9223372036854775807]}", ":16: space.max_running_requests: bad value: max_running_requests 9223372036854775807 is above 2147483647"},
+		{"20k choices", "max_running_requests: {int: [16, 512], log: true}", "max_running_requests: [" + strings.Join(many, ", ") + "]", ":16: space.max_running_requests: 20000 values listed, at most 10000"},
+		{"fractional trials", "trials: 24,", "trials: 1.9,", ":28: tuner.trials: want an integer, got \"1.9\""},
+		{"fractional concurrency", "concurrency: [8, 64]", "concurrency: [8.5]", ":23: workload.load.concurrency: want an integer, got \"8.5\""},
+		{"second document", "tuner: {", "---\nname: other\n---\ntuner: {", ":27: a second YAML document"},
+		{"not UTF-8", "name: quickstart", "name: quick\xff\xfestart", ":7: not UTF-8 text"},
+		{"a 2 MB comment", "name: quickstart", "# " + strings.Repeat("x", 2<<20) + "\nname: quickstart", ":1: the spec is over 1024 KiB"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := string(good)
+			if !strings.Contains(src, tc.old) {
+				t.Fatalf("quickstart.yaml lacks %q", tc.old)
+			}
+			spec := writeSpec(t, strings.Replace(src, tc.old, tc.new, 1))
+			db := filepath.Join(t.TempDir(), "t.db")
+			start := time.Now()
+			code, _, errs := runIn("tune", spec, "--db", db)
+			if took := time.Since(start); took > time.Second {
+				t.Errorf("refused after %v", took)
+			}
+			if code != exitUsage || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, spec+tc.want) {
+				t.Errorf("exit %d, stderr %.300q; want exit 2 and one line with %q", code, errs, spec+tc.want)
+			}
+			if _, err := os.Stat(db); err == nil {
+				t.Error("a database was created")
+			}
+		})
+	}
+	// 9,000 distinct values parse quickly (the duplicate check was
+	// quadratic).
+	spec := writeSpec(t, strings.Replace(string(good), "max_running_requests: {int: [16, 512], log: true}",
+		"max_running_requests: ["+strings.Join(distinct, ", ")+"]", 1))
+	start := time.Now()
+	if _, err := parseSpecForTest(spec); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("9,000 choices parsed in %v", took)
+	}
+}
+
+func parseSpecForTest(path string) (any, error) { return tuner.ParseSpecFile(path) }
