@@ -34,6 +34,7 @@ type Sim struct {
 var (
 	_ Launcher   = (*Sim)(nil)
 	_ TimeScaler = (*Sim)(nil)
+	_ Reaper     = (*Sim)(nil)
 )
 
 // TimeScale is how many times faster than real time the engine runs.
@@ -106,6 +107,7 @@ func init() {
 			scale, load := DecodeSimKeys(d, keys)
 			return &Sim{GPU: c.GPU, Scale: scale, LoadTime: load, PassEnv: c.Env, ModelConf: c.ModelConfig}
 		},
+		Cleanup: cleanupLocal("sim"),
 	})
 }
 
