@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/servetune/servetune/internal/redact"
 	"github.com/servetune/servetune/measure"
 )
 
@@ -281,6 +282,7 @@ func eventStream(resp *http.Response) (what string, ok bool) {
 // Server text is redacted before it is shortened, so that a cut never
 // leaves part of a secret behind.
 func (c *client) redact(msg string) string {
+	msg = redact.Text(msg)
 	if c.target.APIKey != "" {
 		msg = strings.ReplaceAll(msg, c.target.APIKey, "<redacted>")
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/servetune/servetune/bench"
 	"github.com/servetune/servetune/engine"
+	"github.com/servetune/servetune/internal/redact"
 	"github.com/servetune/servetune/gpu"
 	"github.com/servetune/servetune/launcher"
 	"github.com/servetune/servetune/measure"
@@ -192,7 +193,9 @@ func (r *runner) ok() Result {
 // fail ends the trial as failed with class.
 func (r *runner) fail(class engine.Failure, msg, logs string) *Result {
 	res := r.res
-	res.Status, res.Failure, res.Message, res.LogTail = measure.StatusFailed, class, oneLine(msg), logs
+	// The engine's words may hold its own flags (vLLM logs its non-default
+	// args, an API key among them): redacted before anyone prints them.
+	res.Status, res.Failure, res.Message, res.LogTail = measure.StatusFailed, class, redact.Text(oneLine(msg)), redact.Text(logs)
 	return &res
 }
 

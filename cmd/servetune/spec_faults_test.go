@@ -73,3 +73,45 @@ func TestTuneAbsurdSpecs(t *testing.T) {
 }
 
 func parseSpecForTest(path string) (any, error) { return tuner.ParseSpecFile(path) }
+
+// TestTuneSecretsAtRest: a credential given as an engine flag's value
+// (extra_args) reaches the engine but never the database, the output or
+// the recommended command.
+func TestTuneSecretsAtRest(t *testing.T) {
+	const secret = "my-internal-token-2024"
+	good, err := os.ReadFile("../../examples/quickstart.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := strings.Replace(string(good), `extra_args: ["--disable-log-requests"]`, `extra_args: ["--disable-log-requests", "--api-key", "`+secret+`"]`, 1)
+	src = strings.Replace(src, "trials: 24", "trials: 4", 1)
+	dir := t.TempDir()
+	db := filepath.Join(dir, "s.db")
+	code, out, errs := runIn("tune", writeSpec(t, src), "--db", db)
+	if code != exitOK {
+		t.Fatalf("tune: exit %d: %s", code, errs)
+	}
+	var all strings.Builder
+	all.WriteString(out + errs)
+	for _, args := range [][]string{{"trials", "quickstart", "--json"}, {"recommend", "quickstart"}, {"recommend", "quickstart", "--format", "docker"},
+		{"recommend", "quickstart", "--format", "json"}, {"pareto", "quickstart", "--json"}} {
+		_, o, e := runIn(append(args, "--db", db)...)
+		all.WriteString(o + e)
+	}
+	if strings.Contains(all.String(), secret) {
+		t.Errorf("the secret is in the output:\n%s", all.String())
+	}
+	if !strings.Contains(all.String(), "--api-key [REDACTED]") {
+		t.Errorf("the recommended command does not show the flag redacted:\n%s", out)
+	}
+	files, _ := filepath.Glob(db + "*")
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(b), secret) {
+			t.Errorf("the secret is stored in %s", f)
+		}
+	}
+}

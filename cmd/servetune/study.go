@@ -16,6 +16,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/servetune/servetune/engine"
+	"github.com/servetune/servetune/internal/redact"
 	"github.com/servetune/servetune/measure"
 	"github.com/servetune/servetune/space"
 	"github.com/servetune/servetune/store"
@@ -390,7 +391,14 @@ func newRecommendCmd() *cobra.Command {
 // serveArgv returns the command that serves the recommendation. The
 // extra flags are the spec engine's, so another engine's command leaves
 // them out.
+// serveArgv is the command to paste for point p, in format (vllm,
+// sglang, docker), with the values of secret flags redacted: it is printed
+// and stored in reports.
 func serveArgv(sp *tuner.Spec, p tuner.Point, format string) []string {
+	return redact.Args(serveArgvRaw(sp, p, format))
+}
+
+func serveArgvRaw(sp *tuner.Spec, p tuner.Point, format string) []string {
 	extra := func(e engine.Engine) []string {
 		if sp.Engine == e {
 			return sp.Space.Extra
@@ -415,8 +423,8 @@ func shellQuote(s string) string {
 	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=,+@%") == "" {
 		return s
 	}
-	if strings.HasPrefix(s, `"device=`) || strings.HasPrefix(s, "$HOME/") {
-		return s // already written for the shell
+	if strings.HasPrefix(s, `"device=`) || strings.HasPrefix(s, "$HOME/") || strings.HasSuffix(s, redact.Redacted) {
+		return s // already written for the shell, or a placeholder to fill in
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
