@@ -9,8 +9,8 @@ import (
 
 	"github.com/servetune/servetune/bench"
 	"github.com/servetune/servetune/engine"
-	"github.com/servetune/servetune/internal/redact"
 	"github.com/servetune/servetune/gpu"
+	"github.com/servetune/servetune/internal/redact"
 	"github.com/servetune/servetune/launcher"
 	"github.com/servetune/servetune/measure"
 )

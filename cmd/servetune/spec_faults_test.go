@@ -3,8 +3,10 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -113,5 +115,55 @@ func TestTuneSecretsAtRest(t *testing.T) {
 		if strings.Contains(string(b), secret) {
 			t.Errorf("the secret is stored in %s", f)
 		}
+	}
+}
+
+// TestReadCommandsReadOnly: the read commands work on a database they may
+// not write, in a directory they may not write (a read-only mount).
+func TestReadCommandsReadOnly(t *testing.T) {
+	bin := buildServetune(t)
+	dir := filepath.Join(t.TempDir(), "ro")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "s.db")
+	if code, _, errs := runIn("tune", writeSpec(t, vspec(40, 3)), "--db", db); code != exitOK {
+		t.Fatalf("tune: exit %d: %s", code, errs)
+	}
+	// Root writes anywhere: the read commands then run as nobody, for whom
+	// the directory and the file are read-only.
+	cred := os.Getuid() == 0
+	if err := os.Chmod(db, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(dir, 0o755) })
+	if cred {
+		// nobody must reach the binary and the database through their
+		// parent directories (a test's temporary directories are 0700).
+		for _, d := range []string{filepath.Dir(dir), filepath.Dir(bin)} {
+			_ = os.Chmod(d, 0o755)
+			_ = os.Chmod(filepath.Dir(d), 0o755)
+		}
+		for d := filepath.Dir(dir); d != "/"; d = filepath.Dir(d) {
+			if st, err := os.Stat(d); err == nil && st.Mode().Perm()&0o005 != 0o005 {
+				t.Skipf("%s is not readable by others: cannot test as nobody", d)
+			}
+		}
+	}
+	for _, args := range [][]string{{"studies"}, {"trials", "vstudy"}, {"pareto", "vstudy"}, {"recommend", "vstudy"}} {
+		cmd := exec.Command(bin, append(args, "--db", db)...)
+		if cred {
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Errorf("%v on a read-only database: %v\n%s", args, err, out)
+		}
+	}
+	if left, _ := filepath.Glob(db + "-*"); len(left) > 0 {
+		t.Logf("files beside the database: %v", left)
 	}
 }

@@ -29,12 +29,13 @@ func init() {
 	subcommands = append(subcommands, newStudiesCmd, newTrialsCmd, newParetoCmd, newRecommendCmd)
 }
 
-// openDB opens an existing study database; it never creates one.
+// openDB opens an existing study database for reading; it never creates
+// or changes one, so it works on a read-only mount.
 func openDB(ctx context.Context, path string) (*store.Store, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, usageErrorf("no study database at %s (give --db)", path)
 	}
-	db, err := store.Open(ctx, path)
+	db, err := store.OpenReadOnly(ctx, path)
 	if err != nil {
 		return nil, failedError(fmt.Errorf("open %s: %w", path, err))
 	}
