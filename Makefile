@@ -1,12 +1,13 @@
 # servetune: see README.md. Every target works from a fresh clone with Go and gcc.
 GO      ?= go
 BIN     ?= bin/servetune
+FUZZTIME ?= 30s
 PKGS    := ./...
 # go-nvml's cgo preamble warns about deprecated NVML calls it wraps; those are not ours.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 export CGO_ENABLED = 1
 
-.PHONY: all build install test lint bench run sim-image sampler-bench clean
+.PHONY: all build install test lint bench run sim-image sampler-bench fuzz soak clean
 
 all: build
 
@@ -53,6 +54,16 @@ install:
 sampler-bench:
 	$(GO) build -o bin/samplerbench ./internal/samplerbench/cmd
 	./bin/samplerbench examples/sampler-bench.yaml
+
+# Every fuzz target for FUZZTIME (default 30s each); make test runs their
+# seed corpora only.
+fuzz:
+	FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
+
+# bench against sim serve for SOAK_MINUTES (default 10), printing both
+# processes' RSS, goroutines and open files every minute; fails if they grow.
+soak: build
+	BIN=$(BIN) ./scripts/soak.sh
 
 clean:
 	rm -rf bin .servetune

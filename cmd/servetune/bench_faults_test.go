@@ -219,3 +219,22 @@ func TestBenchShowsWaiting(t *testing.T) {
 		t.Errorf("exit %d, stderr %q", code, stderr)
 	}
 }
+
+// FuzzParseGoodput: the --goodput flag parses into positive finite limits
+// or fails with an error.
+func FuzzParseGoodput(f *testing.F) {
+	for _, s := range []string{"ttft:500,tpot:50", "e2el=1000", "ttft:", "TTFT : 1e3 , tpot:NaN", "ttft:-1", ",,"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		slo, err := parseGoodput(s)
+		if err != nil {
+			return
+		}
+		for _, v := range []float64{slo.TTFTms, slo.TPOTms, slo.E2ELms} {
+			if v < 0 || v != v || v > 1e308 {
+				t.Fatalf("parseGoodput(%q) = %+v", s, slo)
+			}
+		}
+	})
+}
