@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -31,6 +32,11 @@ func (t Target) Validate() error {
 	u, err := url.Parse(t.BaseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("%w: base URL %q must be http(s)://host[:port]", ErrBadConfig, redactRawURL(t.BaseURL))
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("%w: base URL %q: port %s is not in 1-65535", ErrBadConfig, redactRawURL(t.BaseURL), p)
+		}
 	}
 	if t.Model == "" {
 		return fmt.Errorf("%w: no model name", ErrBadConfig)

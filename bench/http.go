@@ -131,7 +131,7 @@ func (h *httpTransport) Send(ctx context.Context, p measure.Phase) ([]measure.Re
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	var inflight sync.WaitGroup
-	for i := 0; p.Duration > 0 || i < p.Count; i++ {
+	for i := 0; (p.Duration > 0 && p.Count == 0) || i < p.Count; i++ {
 		sched := next()
 		if p.Duration > 0 && sched >= p.Duration {
 			break

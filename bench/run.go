@@ -20,6 +20,18 @@ const DefaultTimeout = 10 * time.Minute
 // them it cycles, each cycle with distinct prompts (recycledPrompt).
 const durationPool = 2048
 
+// countPool is the most distinct requests a count-bound run generates
+// (their prompts are built up front); a longer run cycles through them
+// with distinct prompts, as a duration-bound one does.
+const countPool = 10_000
+
+// MaxRequests bounds the requests of one level (and of its warm-up): a
+// duration-bound level stops sending there. Each measured request keeps a
+// record with its chunk times (about 3 KB at 128 output tokens), so this
+// is at most a few hundred megabytes; two billion requests crashed the
+// process out of memory.
+const MaxRequests = 200_000
+
 // recycledPrompt makes the cycle-th reuse of r's prompt differ from the
 // original and from every other cycle in its first words after the shared
 // prefix, so an engine's prefix cache cannot serve a repeated prompt from
@@ -69,6 +81,9 @@ func (cfg Config) Validate() error {
 	}
 	if cfg.Duration < 0 || cfg.NumRequests < 0 || cfg.Warmup < 0 || cfg.Timeout < 0 {
 		return fmt.Errorf("%w: negative duration, request count, warm-up or timeout", ErrBadConfig)
+	}
+	if cfg.NumRequests > MaxRequests || cfg.Warmup > MaxRequests || len(cfg.Requests) > MaxRequests {
+		return fmt.Errorf("%w: at most %d requests (and warm-up requests) per level; split a longer run into levels or use --duration", ErrBadConfig, MaxRequests)
 	}
 	if cfg.Duration == 0 && cfg.NumRequests == 0 && cfg.Requests == nil {
 		return fmt.Errorf("%w: need a request count or a duration", ErrBadConfig)
@@ -136,12 +151,16 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if len(warm) > 0 {
 		wc := cfg.Load.MaxConcurrency
 		if wc == 0 {
-			wc = len(warm)
+			wc = min(max(cfg.Warmup, len(warm)), 4096)
 		}
+		count := max(cfg.Warmup, len(warm)) // the warm-up pool cycles past countPool
 		recs, _ := tr.Send(ctx, measure.Phase{Waiting: cfg.Waiting,
-			Warmup: true, Count: len(warm), MaxConcurrency: wc, Timeout: timeout(cfg),
+			Warmup: true, Count: count, MaxConcurrency: wc, Timeout: timeout(cfg),
 			Request: func(i int) measure.Request {
-				r := warm[i]
+				r := warm[i%len(warm)]
+				if cycle := i / len(warm); cycle > 0 {
+					r.Prompt = recycledPrompt(r, cycle)
+				}
 				r.Index = -1 - i // warm-up indices are negative
 				return r
 			},
@@ -261,7 +280,7 @@ func (cfg Config) requests(text bool) (reqs, warm []measure.Request, err error) 
 	if !text {
 		gen = cfg.Dataset.GenerateLengths
 	}
-	n := cfg.NumRequests
+	n := min(cfg.NumRequests, countPool)
 	if cfg.Duration > 0 {
 		n = durationPool
 	}
@@ -270,7 +289,7 @@ func (cfg Config) requests(text bool) (reqs, warm []measure.Request, err error) 
 	}
 	keyPrefixes(reqs, cfg.Seed, streamData)
 	if cfg.Warmup > 0 {
-		if warm, err = gen(rand.New(rand.NewPCG(cfg.Seed, streamWarmup)), cfg.Warmup); err != nil {
+		if warm, err = gen(rand.New(rand.NewPCG(cfg.Seed, streamWarmup)), min(cfg.Warmup, countPool)); err != nil {
 			return nil, nil, err
 		}
 		keyPrefixes(warm, cfg.Seed, streamWarmup)
@@ -301,6 +320,7 @@ func (cfg Config) phase(reqs []measure.Request) measure.Phase {
 		Waiting: cfg.Waiting, Duration: cfg.Duration}
 	switch {
 	case cfg.Duration > 0:
+		p.Count = MaxRequests
 	case cfg.NumRequests > 0 && cfg.Requests == nil:
 		p.Count = cfg.NumRequests
 	default:

@@ -8,7 +8,8 @@ import "time"
 type Phase struct {
 	// Warmup marks the phase's records as warm-up: excluded from metrics.
 	Warmup bool
-	// Count is how many requests to send; 0 = until Duration.
+	// Count is how many requests to send; 0 = until Duration. With a
+	// Duration too, sending stops at whichever comes first.
 	Count int
 	// Duration stops sending at this offset from the phase's start; a
 	// request whose intended send time, or the free slot it waits for,

@@ -144,8 +144,8 @@ func ParseSpec(data []byte, file string) (*Spec, error) {
 // Bounds of a spec's counts: far above any real study, low enough that a
 // typo (two billion requests a level) is refused before it exhausts memory.
 const (
-	maxRequests    = 1_000_000 // requests (or warm-up requests) per level, prefix groups
-	maxConcurrency = 100_000   // requests in flight at one level
+	maxRequests    = bench.MaxRequests // requests (or warm-up requests) per level, prefix groups
+	maxConcurrency = 100_000           // requests in flight at one level
 	maxTrials      = 100_000
 	maxParallel    = 4096
 	maxConfirm     = 100

@@ -309,14 +309,21 @@ func parseGoodput(s string) (measure.SLO, error) {
 	return slo, nil
 }
 
+// maxSweepLevels bounds a --sweep: ten hours of one-minute levels.
+const maxSweepLevels = 600
+
 // parseSweep reads "concurrency=1,4,16" or "rate=1,2,inf".
 func parseSweep(s string, base measure.Load) ([]level, error) {
 	kind, list, ok := strings.Cut(s, "=")
 	if !ok || list == "" {
 		return nil, fmt.Errorf("%q: want concurrency=N,N,... or rate=R,R,...", s)
 	}
+	parts := strings.Split(list, ",")
+	if len(parts) > maxSweepLevels {
+		return nil, fmt.Errorf("%d levels: at most %d", len(parts), maxSweepLevels)
+	}
 	var out []level
-	for _, v := range strings.Split(list, ",") {
+	for _, v := range parts {
 		v = strings.TrimSpace(v)
 		l := base
 		switch kind {

@@ -165,6 +165,10 @@ func TestBenchRefusesWhatCannotFit(t *testing.T) {
 		{[]string{"--input-len", "100000000"}, "over 10000000 tokens"},
 		{[]string{"--input-len", "40000"}, "1000 of 1000 requests do not fit the server's max_model_len 32768 (the longest: 40000 prompt + 128 output tokens)"},
 		{[]string{"--json", "same.out", "--csv", "same.out"}, "--json and --csv name the same file"},
+		{[]string{"--num-requests", "2000000000"}, "at most 200000 requests"},
+		{[]string{"--warmup", "2000000000"}, "at most 200000 requests"},
+		{[]string{"--sweep", "concurrency=" + strings.Repeat("1,", 600) + "1"}, "601 levels: at most 600"},
+		{[]string{"--base-url", "http://127.0.0.1:99999"}, "port 99999 is not in 1-65535"},
 	} {
 		start := time.Now()
 		code, _, stderr := runCLI(t, append([]string{"bench", "--base-url", srv.URL, "--model", "m", "--no-progress"}, tc.args...)...)
@@ -237,4 +241,22 @@ func FuzzParseGoodput(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestSimRunLongDuration: a duration-bound level stops at the request cap
+// instead of filling memory (100,000 hours at 1 req/s took 9 GB and was
+// still going).
+func TestSimRunLongDuration(t *testing.T) {
+	j := filepath.Join(t.TempDir(), "r.json")
+	code, _, stderr := runCLI(t, "sim", "run", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--duration", "100000h",
+		"--request-rate", "1", "--input-len", "64", "--output-len", "8", "--json", j, "--bootstrap", "10")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var m struct {
+		Completed int `json:"completed"`
+	}
+	if err := json.Unmarshal(mustRead(t, j), &m); err != nil || m.Completed != 200_000 {
+		t.Errorf("completed %d (%v), want the cap 200000", m.Completed, err)
+	}
 }

@@ -32,7 +32,7 @@ func TestTuneAbsurdSpecs(t *testing.T) {
 	for _, tc := range []struct {
 		name, old, new, want string
 	}{
-		{"two billion requests", "requests_per_level: 400", "requests_per_level: 2000000000", ":24: workload.requests_per_level: 2000000000 is above the maximum 1000000"},
+		{"two billion requests", "requests_per_level: 400", "requests_per_level: 2000000000", ":24: workload.requests_per_level: 2000000000 is above the maximum 200000"},
 		{"int64 range", "max_running_requests: {int: [16, 512], log: true}", "max_running_requests: {int: [1, 9223372036854775807]}", ":16: space.max_running_requests: bad value: max_running_requests 9223372036854775807 is above 2147483647"},
 		{"20k choices", "max_running_requests: {int: [16, 512], log: true}", "max_running_requests: [" + strings.Join(many, ", ") + "]", ":16: space.max_running_requests: 20000 values listed, at most 10000"},
 		{"fractional trials", "trials: 24,", "trials: 1.9,", ":28: tuner.trials: want an integer, got \"1.9\""},
