@@ -68,3 +68,37 @@ func TestServeBadBodies(t *testing.T) {
 		t.Errorf("stalled body: %q, %v; want 408 within the body timeout", status, err)
 	}
 }
+
+// TestServeSilentClient: a connection that sends no headers at all is
+// closed after the header timeout instead of being held forever.
+func TestServeSilentClient(t *testing.T) {
+	old := headerTimeout
+	headerTimeout = 300 * time.Millisecond
+	defer func() { headerTimeout = old }()
+	srv, err := NewServer(mustParse(t, "meta-llama/Llama-3.1-8B-Instruct", "--sim-load-time", "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	addr := make(chan net.Addr, 1)
+	done := make(chan error, 1)
+	go func() { done <- srv.ListenAndServe(ctx, "127.0.0.1:0", func(a net.Addr) { addr <- a }) }()
+	defer func() { cancel(); <-done }()
+	var a net.Addr
+	select {
+	case a = <-addr:
+	case err := <-done:
+		t.Fatal(err)
+	}
+	conn, err := net.Dial("tcp", a.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	start := time.Now()
+	_, err = conn.Read(make([]byte, 1))
+	if err == nil || time.Since(start) > 3*time.Second {
+		t.Errorf("a silent connection: read %v after %v; want it closed by the server within the header timeout", err, time.Since(start))
+	}
+}

@@ -703,6 +703,10 @@ func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"count": len(ids), "max_model_len": s.cfg.MaxModelLen, "tokens": ids})
 }
 
+// headerTimeout bounds reading a request's headers: a client that
+// connects and sends nothing (slowloris) is dropped after it.
+var headerTimeout = 10 * time.Second
+
 // bodyTimeout bounds reading a request body: a client that sends headers
 // and then stalls the body would otherwise hold its handler forever.
 var bodyTimeout = 30 * time.Second
@@ -1081,7 +1085,7 @@ func (s *Server) ListenAndServe(ctx context.Context, addr string, ready func(net
 	if ready != nil {
 		ready(ln.Addr())
 	}
-	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: headerTimeout, IdleTimeout: 60 * time.Second}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- hs.Serve(ln) }()
 	select {

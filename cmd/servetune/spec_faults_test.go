@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -165,5 +166,62 @@ func TestReadCommandsReadOnly(t *testing.T) {
 	}
 	if left, _ := filepath.Glob(db + "-*"); len(left) > 0 {
 		t.Logf("files beside the database: %v", left)
+	}
+}
+
+// TestCorruptDatabase: a file that is not a database, or a truncated one,
+// is one line naming it, for writers and readers alike.
+func TestCorruptDatabase(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "s.db")
+	if code, _, errs := runIn("tune", writeSpec(t, vspec(20, 2)), "--db", db); code != exitOK {
+		t.Fatalf("tune: %s", errs)
+	}
+	b, err := os.ReadFile(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	garbage := filepath.Join(dir, "garbage.db")
+	if err := os.WriteFile(garbage, []byte(strings.Repeat("not a database\n", 300)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	truncated := filepath.Join(dir, "truncated.db")
+	if err := os.WriteFile(truncated, b[:len(b)/3], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{garbage, truncated} {
+		for _, args := range [][]string{{"studies"}, {"trials", "vstudy"}, {"tune", writeSpec(t, vspec(20, 2))}} {
+			code, _, errs := runIn(append(args, "--db", f)...)
+			if code == exitOK || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, filepath.Base(f)) {
+				t.Errorf("%v on %s: exit %d, %q; want a one-line error naming the file", args, filepath.Base(f), code, errs)
+			}
+		}
+	}
+}
+
+// TestDiskFull: writes that fail for want of space (a file size limit
+// here) stop tune with one line and exit 1; the database stays readable
+// and bench says which output it could not write.
+func TestDiskFull(t *testing.T) {
+	bin := buildServetune(t)
+	dir := t.TempDir()
+	db := filepath.Join(dir, "s.db")
+	// 512 KiB: the study's first trials fit, its request rows do not.
+	cmd := exec.Command("sh", "-c", `ulimit -f 512 && exec "$0" "$@"`, bin, "tune", writeSpec(t, vspec(2000, 6)), "--db", db)
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !asExit(err, &ee) || ee.ExitCode() != exitFailed || !strings.Contains(string(out), "file too large") {
+		t.Errorf("tune past the size limit: %v\n%s", err, out)
+	}
+	if code, o, errs := runIn("studies", "--db", db); code != exitOK || !strings.Contains(o, "vstudy") {
+		t.Errorf("the database after a failed write: exit %d\n%s%s", code, o, errs)
+	}
+	srv := httptest.NewServer(&streamServer{})
+	defer srv.Close()
+	cmd = exec.Command("sh", "-c", `ulimit -f 64 && exec "$0" "$@"`, bin, "bench", "--base-url", srv.URL, "--model", "m",
+		"--num-requests", "400", "--output-len", "64", "--no-progress", "--requests-out", filepath.Join(dir, "r.jsonl"))
+	out, err = cmd.CombinedOutput()
+	if !asExit(err, &ee) || ee.ExitCode() != exitFailed || !strings.Contains(string(out), "--requests-out") || !strings.Contains(string(out), "file too large") {
+		t.Errorf("bench past the size limit: %v\n%s", err, out)
 	}
 }
