@@ -169,9 +169,14 @@ type trialJSON struct {
 	GPUs       []int          `json:"gpus"`
 	Objective  *float64       `json:"objective"`
 	Confirms   *int           `json:"confirms,omitempty"` // the trial this confirmation run measures again
-	Started    time.Time      `json:"started"`
-	Finished   time.Time      `json:"finished,omitzero"`
-	Levels     []levelJSON    `json:"levels"`
+	// PendingS is how long the engine's job waited in a batch scheduler's
+	// queue (null when the launcher has none); LaunchS is from its start to
+	// healthy (null when it never was). Seconds.
+	PendingS *float64    `json:"pending_s"`
+	LaunchS  *float64    `json:"launch_s"`
+	Started  time.Time   `json:"started"`
+	Finished time.Time   `json:"finished,omitzero"`
+	Levels   []levelJSON `json:"levels"`
 }
 
 type levelJSON struct {
@@ -203,7 +208,7 @@ func newTrialsCmd() *cobra.Command {
 			for _, t := range ss.trials {
 				r := trialJSON{Number: t.Number, Status: string(t.Status), Failure: string(t.Failure), FailureMsg: t.FailureMsg,
 					Settings: t.Settings, GPUs: t.GPUs, Objective: t.Objective, Confirms: t.Confirms, Started: t.Started, Finished: t.Finished,
-					Levels: []levelJSON{}}
+					PendingS: seconds(t.Pending), LaunchS: seconds(t.Launch), Levels: []levelJSON{}}
 				if r.GPUs == nil {
 					r.GPUs = []int{}
 				}
@@ -222,8 +227,16 @@ func newTrialsCmd() *cobra.Command {
 				return writeJSON(out, map[string]any{"study": ss.study.Name, "trials": rows})
 			}
 			obj := ss.spec.Tuner.Objective
+			queued := false // a PENDING column only for launchers with a queue
+			for _, r := range rows {
+				queued = queued || r.PendingS != nil
+			}
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintf(tw, "#\tSTATUS\tOBJECTIVE (%s, %s)\tCONFIRMS\tGPUS\tSETTINGS\n", obj, tuner.Unit(obj.Metric))
+			fmt.Fprintf(tw, "#\tSTATUS\tOBJECTIVE (%s, %s)\tCONFIRMS\tGPUS\t", obj, tuner.Unit(obj.Metric))
+			if queued {
+				fmt.Fprint(tw, "PENDING\t")
+			}
+			fmt.Fprint(tw, "LAUNCH\tSETTINGS\n")
 			for _, r := range rows {
 				status := r.Status
 				if r.Failure != "" {
@@ -236,7 +249,11 @@ func newTrialsCmd() *cobra.Command {
 				if r.Confirms != nil {
 					of = fmt.Sprintf("trial %d", *r.Confirms)
 				}
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%v\t%s\n", r.Number, status, val, of, r.GPUs, settingsLine(r.Settings))
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%v\t", r.Number, status, val, of, r.GPUs)
+				if queued {
+					fmt.Fprintf(tw, "%s\t", secondsText(r.PendingS))
+				}
+				fmt.Fprintf(tw, "%s\t%s\n", secondsText(r.LaunchS), settingsLine(r.Settings))
 			}
 			if err := tw.Flush(); err != nil {
 				return err
@@ -505,6 +522,23 @@ func writeRecommendation(w io.Writer, sp *tuner.Spec, rec tuner.Recommendation, 
 	}
 	fmt.Fprintln(w, strings.Join(q, " "))
 	return nil
+}
+
+// seconds is a duration in seconds, nil for nil.
+func seconds(d *time.Duration) *float64 {
+	if d == nil {
+		return nil
+	}
+	s := d.Seconds()
+	return &s
+}
+
+// secondsText shows seconds as "1.24s", "-" for none.
+func secondsText(s *float64) string {
+	if s == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.2fs", *s)
 }
 
 // nonZero drops the zero counts of a by-class map.
