@@ -268,35 +268,30 @@ done
 // (all of the node's interfaces: this machine reaches it over the network)
 // and {port} the port the script picked.
 func shellWord(a string) string {
-	r := strings.NewReplacer(hostVar, `'0.0.0.0'`, portVar, `"$port"`)
-	if !strings.Contains(a, hostVar) && !strings.Contains(a, portVar) {
-		return shellQuote(a)
-	}
 	var b strings.Builder
-	for len(a) > 0 {
-		i := strings.IndexAny(a, "{")
+	for {
+		i, ph := -1, ""
+		for _, p := range []string{hostVar, portVar} {
+			if k := strings.Index(a, p); k >= 0 && (i < 0 || k < i) {
+				i, ph = k, p
+			}
+		}
 		if i < 0 {
-			b.WriteString(shellQuote(a))
-			break
+			if a != "" || b.Len() == 0 {
+				b.WriteString(shellQuote(a))
+			}
+			return b.String()
 		}
 		if i > 0 {
 			b.WriteString(shellQuote(a[:i]))
-			a = a[i:]
-			continue
 		}
-		switch {
-		case strings.HasPrefix(a, hostVar):
-			b.WriteString(r.Replace(hostVar))
-			a = a[len(hostVar):]
-		case strings.HasPrefix(a, portVar):
-			b.WriteString(r.Replace(portVar))
-			a = a[len(portVar):]
-		default:
-			b.WriteString(shellQuote("{"))
-			a = a[1:]
+		if ph == hostVar {
+			b.WriteString(`'0.0.0.0'`)
+		} else {
+			b.WriteString(`"$port"`)
 		}
+		a = a[i+len(ph):]
 	}
-	return b.String()
 }
 
 // shellQuote quotes s for a POSIX shell when it needs it.

@@ -229,6 +229,9 @@ func (c commands) run(ctx context.Context, stdin []byte, name string, args ...st
 		if msg == "" {
 			msg = err.Error()
 		}
+		if strings.HasPrefix(msg, name+": ") { // Slurm's tools name themselves
+			return stdout.Bytes(), errors.New(msg)
+		}
 		return stdout.Bytes(), fmt.Errorf("%s: %s", name, msg)
 	}
 	return stdout.Bytes(), nil
