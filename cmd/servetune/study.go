@@ -16,6 +16,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/servetune/servetune/engine"
+	"github.com/servetune/servetune/kube"
 	"github.com/servetune/servetune/measure"
 	"github.com/servetune/servetune/space"
 	"github.com/servetune/servetune/store"
@@ -368,7 +369,7 @@ func newParetoCmd() *cobra.Command {
 }
 
 func newRecommendCmd() *cobra.Command {
-	var dbPath, prefer, format string
+	var dbPath, prefer, format, hfSecret string
 	cmd := &cobra.Command{
 		Use:   "recommend STUDY",
 		Short: "Print the best measured configuration under the SLOs as a serve command",
@@ -379,9 +380,9 @@ func newRecommendCmd() *cobra.Command {
 				return usageErrorf("--prefer: %v", err)
 			}
 			switch format {
-			case "", "vllm", "sglang", "docker", "yaml", "json":
+			case "", "vllm", "sglang", "docker", "yaml", "json", "k8s", "kserve":
 			default:
-				return usageErrorf("--format %q: want vllm, sglang, docker, yaml or json", format)
+				return usageErrorf("--format %q: want vllm, sglang, docker, yaml, json, k8s or kserve", format)
 			}
 			ss, err := loadStudy(cmd.Context(), dbPath, args[0])
 			if err != nil {
@@ -395,13 +396,51 @@ func newRecommendCmd() *cobra.Command {
 			if err != nil {
 				return failedError(fmt.Errorf("study %s: %w", sp.Name, err))
 			}
+			if format == "k8s" || format == "kserve" {
+				return writeManifests(cmd.OutOrStdout(), sp, rec, pref, format, hfSecret)
+			}
 			return writeRecommendation(cmd.OutOrStdout(), sp, rec, pref, format)
 		},
 	}
 	addDBFlag(cmd, &dbPath)
 	cmd.Flags().StringVar(&prefer, "prefer", "throughput", "throughput | cost | latency")
-	cmd.Flags().StringVar(&format, "format", "", "vllm | sglang | docker | yaml | json (default: the study's engine)")
+	cmd.Flags().StringVar(&format, "format", "", "vllm | sglang | docker | yaml | json | k8s (Deployment + Service) | kserve (ServingRuntime + InferenceService) (default: the study's engine)")
+	cmd.Flags().StringVar(&hfSecret, "hf-secret", "hf-token", `with k8s or kserve: the Secret whose key "token" holds the Hugging Face token ("" for none)`)
 	return cmd
+}
+
+// writeManifests writes the recommendation as Kubernetes manifests (k8s:
+// a Deployment and a Service; kserve: a ServingRuntime and an
+// InferenceService), headed by comments on where it comes from.
+func writeManifests(w io.Writer, sp *tuner.Spec, rec tuner.Recommendation, pref tuner.Preference, format, hfSecret string) error {
+	p := rec.Best.Point
+	s := kube.Serve{Engine: sp.Engine, Model: sp.Model, Settings: p.Settings, Extra: sp.Space.Extra, GPUs: p.GPUs,
+		GPU: sp.Hardware.GPU, HFSecret: hfSecret, Study: sp.Name, Trial: p.Trial}
+	if d, ok := sp.Launcher.Launcher.(interface{ Image() string }); ok && !engine.IsSimImage(d.Image()) {
+		s.Image = d.Image()
+	}
+	var objs []any
+	var err error
+	if format == "kserve" {
+		rt, isvc, e := kube.KServe(s)
+		objs, err = []any{rt, isvc}, e
+	} else {
+		d, svc, e := kube.Deployment(s)
+		objs, err = []any{d, svc}, e
+	}
+	if err != nil {
+		return usageError(fmt.Errorf("study %s: %w", sp.Name, err))
+	}
+	argv := serveArgv(sp, p, string(sp.Engine))
+	for i, a := range argv {
+		argv[i] = shellQuote(a)
+	}
+	fmt.Fprintf(w, "# %s: trial %d at %s, best %s under SLO %s; as a command:\n#   %s\n", sp.Name, p.Trial, p.Label, pref, sp.SLO,
+		strings.Join(argv, " "))
+	if hfSecret != "" {
+		fmt.Fprintf(w, "# the Hugging Face token: kubectl create secret generic %s --from-literal=%s=\"$HF_TOKEN\"\n", hfSecret, kube.HFSecretKey)
+	}
+	return kube.Write(w, objs...)
 }
 
 // serveArgv returns the command that serves the recommendation. The
