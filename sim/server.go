@@ -1041,6 +1041,10 @@ func (s *Server) ListenAndServe(ctx context.Context, addr string, ready func(net
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
+		// The deferred wg.Wait runs before the deferred stopEngine: end the
+		// engine's loop first, or a port taken by another process would
+		// leave `sim serve` running, never listening, instead of exiting.
+		stopEngine()
 		return fmt.Errorf("listen %s: %w", addr, err)
 	}
 	if ready != nil {
