@@ -245,12 +245,17 @@ func jobScript(spec launcher.Spec, addr string, argv, modules []string) string {
 	for _, m := range modules {
 		fmt.Fprintf(&b, "module load %s || { echo servetune: module load %s failed >&2; exit 1; }\n", shellQuote(m), shellQuote(m))
 	}
-	// Bash's /dev/tcp tells a port someone listens on; another process may
-	// still take the chosen one first, and the engine then fails to bind,
-	// which the trial reports.
-	b.WriteString(`port=
+	// The port is drawn below the node's ephemeral range (where outgoing
+	// connections take theirs: a client dialling a port nobody listens on
+	// yet can even be given that very port and connect to itself), and
+	// bash's /dev/tcp skips one someone listens on. Another process may
+	// still take it first; the engine then fails to bind and exits, which
+	// the trial reports.
+	b.WriteString(`lo=10000 hi=32768
+if read -r elo _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null && [ "$elo" -gt $((lo + 1000)) ]; then hi=$elo; fi
+port=
 for _ in $(seq 200); do
-	p=$((20000 + RANDOM % 40000))
+	p=$((lo + RANDOM % (hi - lo)))
 	if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then port=$p; break; fi
 done
 [ -n "$port" ] || { echo "servetune: no free port on $(hostname)" >&2; exit 1; }
