@@ -350,3 +350,54 @@ func deadPID(t *testing.T) int {
 	t.Fatal("no free pid found")
 	return 0
 }
+
+// TestNodeFailIsScheduler: the node of a serving job goes down (as an
+// administrator, or a failing node, takes it down): the job ends NODE_FAIL,
+// is not requeued, and is classified as the scheduler's doing.
+func TestNodeFailIsScheduler(t *testing.T) {
+	s := simSlurm(t)
+	if os.Getuid() != 0 {
+		t.Skip("taking a node down needs Slurm's administrator (root here)")
+	}
+	study := testStudy(t)
+	cancelAll(t, study)
+	ctx := context.Background()
+	in, err := s.Launch(ctx, spec(study, 0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Stop(ctx)
+	rctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	if err := in.Ready(rctx); err != nil {
+		t.Fatalf("ready: %v", err)
+	}
+	var node string
+	for _, j := range jobsOf(t, study) {
+		node = j.Node
+	}
+	t.Cleanup(func() { // the node back up for what comes next
+		_ = exec.Command("scontrol", "update", "NodeName="+node, "State=RESUME").Run()
+		for range 100 {
+			if out, _ := exec.Command("sinfo", "-h", "-n", node, "-o", "%T").Output(); strings.TrimSpace(string(out)) == "idle" {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Errorf("node %s is not idle again", node)
+	})
+	if out, err := exec.Command("scontrol", "update", "NodeName="+node, "State=DOWN", "Reason=servetune-test").CombinedOutput(); err != nil {
+		t.Fatalf("scontrol: %v %s", err, out)
+	}
+	ex := in.(launcher.Exiter)
+	select {
+	case <-ex.Exited():
+	case <-time.After(20 * time.Second):
+		t.Fatal("the instance did not see its node fail")
+	}
+	class, msg := engine.Classify(ex.Exit(), true, in.Logs())
+	if class != engine.FailScheduler || !strings.Contains(msg, "NODE_FAIL") {
+		t.Errorf("classified %s %q", class, msg)
+	}
+	t.Logf("%s: %s", class, msg)
+}
