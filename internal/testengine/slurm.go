@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -18,7 +19,8 @@ const SlurmPartition = "gpu"
 // SERVETUNE_REQUIRE_SLURM=1, as CI sets after scripts/slurm-up.sh).
 func Slurm(t testing.TB) {
 	t.Helper()
-	why := slurmMissing()
+	slurmOnce.Do(func() { slurmWhy = slurmMissing() })
+	why := slurmWhy
 	if why == "" {
 		return
 	}
@@ -27,6 +29,11 @@ func Slurm(t testing.TB) {
 	}
 	t.Skipf("slurm: %s; start one with `sudo scripts/slurm-up.sh`, or set SERVETUNE_REQUIRE_SLURM=1 to fail instead", why)
 }
+
+var (
+	slurmOnce sync.Once
+	slurmWhy  string // why Slurm cannot be used, "" when it can: asked once (sinfo takes 10 s to give up on a controller)
+)
 
 func slurmMissing() string {
 	for _, c := range []string{"sbatch", "squeue", "scancel", "sinfo"} {
