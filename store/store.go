@@ -382,7 +382,8 @@ func (s *Store) startTrial(ctx context.Context, check guard, studyID int64, numb
 			`INSERT INTO trials (study_id, number, settings, gpus, status, started, confirms) VALUES (?, ?, ?, ?, ?, ?, ?)
 			 ON CONFLICT (study_id, number) DO UPDATE SET
 			   settings = excluded.settings, gpus = excluded.gpus, status = excluded.status, confirms = excluded.confirms,
-			   started = excluded.started, finished = NULL, failure = '', failure_msg = '', log_tail = '', objective = NULL
+			   started = excluded.started, finished = NULL, failure = '', failure_msg = '', log_tail = '', objective = NULL,
+			   pending_ns = NULL, launch_ns = NULL
 			 WHERE trials.status = 'interrupted'`,
 			studyID, number, string(set), string(g), measure.StatusRunning, formatTime(time.Now()), confirms)
 		if err != nil {
@@ -450,9 +451,11 @@ func (s *Store) finishTrial(ctx context.Context, g guard, r TrialResult) error {
 		}
 		var trialID int64
 		err := tx.QueryRowContext(ctx,
-			`UPDATE trials SET status = ?, failure = ?, failure_msg = ?, log_tail = ?, objective = ?, finished = ?
+			`UPDATE trials SET status = ?, failure = ?, failure_msg = ?, log_tail = ?, objective = ?, finished = ?,
+			   pending_ns = ?, launch_ns = ?
 			 WHERE study_id = ? AND number = ? AND status = 'running' RETURNING id`,
 			r.Status, r.Failure, Redact(r.FailureMsg), Redact(r.LogTail), objective, formatTime(r.Finished),
+			nullDuration(r.Pending), nullDuration(r.Launch),
 			r.StudyID, r.Number).Scan(&trialID)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("trial %d of study %d: %w", r.Number, r.StudyID, ErrNotRunning)
@@ -619,18 +622,19 @@ func (s *Store) InterruptRunning(ctx context.Context, studyID int64) ([]int, err
 	return numbers, nil
 }
 
-const trialColumns = `id, study_id, number, settings, gpus, status, failure, failure_msg, log_tail, objective, started, finished, confirms`
+const trialColumns = `id, study_id, number, settings, gpus, status, failure, failure_msg, log_tail, objective, started, finished, confirms, pending_ns, launch_ns`
 
 func scanTrial(row interface{ Scan(...any) error }) (Trial, error) {
 	var t Trial
 	var settings, gpus string
 	var objective sql.NullFloat64
 	var started, finished sql.NullString
-	var confirms sql.NullInt64
+	var confirms, pending, launch sql.NullInt64
 	if err := row.Scan(&t.ID, &t.StudyID, &t.Number, &settings, &gpus, &t.Status, &t.Failure,
-		&t.FailureMsg, &t.LogTail, &objective, &started, &finished, &confirms); err != nil {
+		&t.FailureMsg, &t.LogTail, &objective, &started, &finished, &confirms, &pending, &launch); err != nil {
 		return Trial{}, err
 	}
+	t.Pending, t.Launch = durationOf(pending), durationOf(launch)
 	if confirms.Valid {
 		c := int(confirms.Int64)
 		t.Confirms = &c
@@ -819,4 +823,21 @@ func (s *Store) NextTrialNumber(ctx context.Context, studyID int64) (int, error)
 		return 0, fmt.Errorf("store: next trial number: %w", err)
 	}
 	return n, nil
+}
+
+// nullDuration stores a duration in nanoseconds, NULL for nil.
+func nullDuration(d *time.Duration) any {
+	if d == nil {
+		return nil
+	}
+	return int64(*d)
+}
+
+// durationOf reads what nullDuration stored.
+func durationOf(n sql.NullInt64) *time.Duration {
+	if !n.Valid {
+		return nil
+	}
+	d := time.Duration(n.Int64)
+	return &d
 }

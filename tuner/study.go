@@ -596,6 +596,7 @@ func storeResult(number int, res trial.Result, value *float64) store.TrialResult
 	tr := store.TrialResult{
 		Number: number, Status: res.Status, Failure: res.Failure, FailureMsg: res.Message,
 		LogTail: res.LogTail, Objective: value, Finished: res.Finished, LoadPoints: res.Levels,
+		Pending: res.Pending, Launch: res.Launch,
 	}
 	first := map[int]uint64{} // energy counter at the first reading of each GPU
 	for _, g := range res.GPU {
