@@ -97,7 +97,12 @@ var migrations = []string{
 	ALTER TABLE studies ADD COLUMN model_config TEXT NOT NULL DEFAULT '';
 	-- the trial a confirmation run measures again; NULL for the sampler's
 	ALTER TABLE trials ADD COLUMN confirms INTEGER;`,
+
+	// 5: how often a trial was started again after an interruption, and
+	// the servetune version that created a study (for reports).
+	`ALTER TABLE trials ADD COLUMN reruns INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE studies ADD COLUMN tool TEXT NOT NULL DEFAULT '';`,
 }
 
 // SchemaVersion is the user_version of a database this package writes.
-const SchemaVersion = 4 // len(migrations); a test keeps them equal
+const SchemaVersion = 5 // len(migrations); a test keeps them equal

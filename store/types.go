@@ -27,6 +27,9 @@ type Study struct {
 	// ModelConfig is the Hugging Face config.json of a model the catalog
 	// lacks, as the study read it ("" for catalog models).
 	ModelConfig string
+	// Tool is the servetune version that created the study ("" for
+	// studies stored before it was kept).
+	Tool string
 }
 
 // Trial is one stored trial with its load points.
@@ -44,7 +47,10 @@ type Trial struct {
 	// Confirms is the number of the trial this one measures again (a
 	// confirmation run of a final candidate, with another workload seed);
 	// nil for a trial the sampler proposed.
-	Confirms   *int
+	Confirms *int
+	// Reruns counts the times the trial was started again after an
+	// interruption (a resumed study re-runs it in place).
+	Reruns     int
 	Started    time.Time
 	Finished   time.Time       // zero while running
 	LoadPoints []measure.Level // without records (see Requests)
