@@ -69,6 +69,9 @@ type Study struct {
 	// ForceSpec lets a resume take a changed spec when the change keeps the
 	// stored trials comparable (ResumeCheck).
 	ForceSpec bool
+	// Tool names the program running the study ("servetune v1.2"), stored
+	// with a new study for its report.
+	Tool string
 
 	// Eval runs the trials; nil = a TrialRunner over the spec's launcher,
 	// with GPU telemetry when the launcher's GPUs are this machine's.
@@ -135,7 +138,7 @@ func (s *Study) Run(ctx context.Context) (Outcome, error) {
 	}
 	text := store.Redact(sp.Text) // as the store keeps it, to compare like with like
 	var changed []string
-	run, stored, err := s.Store.Begin(ctx, store.Study{Name: sp.Name, Spec: sp.Text, Seed: uint64(sp.Tuner.Seed), ModelConfig: sp.ModelConfigText},
+	run, stored, err := s.Store.Begin(ctx, store.Study{Name: sp.Name, Spec: sp.Text, Seed: uint64(sp.Tuner.Seed), ModelConfig: sp.ModelConfigText, Tool: s.Tool},
 		store.BeginOptions{Resume: s.Resume, Check: func(old store.Study) error {
 			update, err := ResumeCheck(old.Spec, text, s.ForceSpec)
 			if update {

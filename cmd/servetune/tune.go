@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -86,16 +87,17 @@ func runTune(ctx context.Context, sp *tuner.Spec, o tuneOptions, stdout, stderr 
 		}
 	}
 
-	study := &tuner.Study{Spec: sp, Store: db, Resume: o.resume, ForceSpec: o.forceSpec}
+	study := &tuner.Study{Spec: sp, Store: db, Resume: o.resume, ForceSpec: o.forceSpec, Tool: "servetune " + version}
 	prog := &tuneProgress{w: stderr, last: map[int]int{}, bars: map[int]*progressBar{}, tty: isTerminal(stderr) && study.Parallelism() == 1}
 	study.OnProgress = prog.level
 	study.OnNote = func(msg string) { prog.printf("%s\n", msg) }
 	study.OnStart = func(n int, set space.Settings, gpus []int) {
 		prog.printf("trial %d start  gpus=%v  %s\n", n, gpus, settingsLine(set))
 	}
+	clock := &studyClock{start: time.Now(), sp: sp, parallel: study.Parallelism()}
 	study.OnFinish = func(r tuner.TrialReport) {
 		// The live line: one per finished trial, on stdout.
-		fmt.Fprintln(stdout, trialLine(r, sp.Tuner.Objective))
+		fmt.Fprintln(stdout, clock.finished(r)+" "+trialLine(r, sp.Tuner.Objective))
 	}
 	fmt.Fprintf(stderr, "study %s: %d trials, sampler %s (seed %d), objective %s, db %s\n",
 		sp.Name, sp.Tuner.Trials, sp.Tuner.Sampler, sp.Tuner.Seed, sp.Tuner.Objective, o.db)
@@ -295,13 +297,41 @@ func settingsLine(s space.Settings) string {
 	return strings.Join(parts, " ")
 }
 
+// studyClock times a study for its progress lines: elapsed wall time and
+// an ETA from the measured durations of the trials this run finished.
+// Calls are serialised by Study (OnFinish).
+type studyClock struct {
+	start     time.Time
+	sp        *tuner.Spec
+	parallel  int
+	durations []time.Duration
+}
+
+// finished records r's duration and returns "[3/24, 12s elapsed, ETA
+// 1m10s]" (confirmation runs: "[confirm 1/6, ...]").
+func (c *studyClock) finished(r tuner.TrialReport) string {
+	c.durations = append(c.durations, max(r.Result.Finished.Sub(r.Result.Started), 0))
+	conf := c.sp.Tuner.Confirm.Top * c.sp.Tuner.Confirm.Runs
+	count, remaining := fmt.Sprintf("%d/%d", r.Done, r.Total), r.Total-r.Done+conf
+	if r.Confirms != nil {
+		count, remaining = "confirm "+count, r.Total-r.Done
+	}
+	s := fmt.Sprintf("[%s, %s elapsed", count, tuner.ShortDuration(time.Since(c.start)))
+	if eta, ok := tuner.ETA(c.durations, remaining, c.parallel); ok {
+		s += ", ETA " + tuner.ShortDuration(eta)
+	} else if remaining <= 0 {
+		s += ", done"
+	}
+	return s + "]"
+}
+
 // trialLine is the one line printed when a trial ends.
 func trialLine(r tuner.TrialReport, obj tuner.Objective) string {
 	var b strings.Builder
 	if r.Confirms != nil {
-		fmt.Fprintf(&b, "[confirm %d/%d] trial %d (run %d of trial %d) %s", r.Done, r.Total, r.Number, r.Replica+1, *r.Confirms, r.Result.Status)
+		fmt.Fprintf(&b, "trial %d (run %d of trial %d) %s", r.Number, r.Replica+1, *r.Confirms, r.Result.Status)
 	} else {
-		fmt.Fprintf(&b, "[%d/%d] trial %d %s", r.Done, r.Total, r.Number, r.Result.Status)
+		fmt.Fprintf(&b, "trial %d %s", r.Number, r.Result.Status)
 	}
 	if r.Result.Status == measure.StatusFailed {
 		fmt.Fprintf(&b, "/%s", r.Result.Failure)
