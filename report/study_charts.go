@@ -54,6 +54,19 @@ func (s *Study) charts(v *view, pts []tuner.Point) {
 	v.EffectMethod = "η² (the correlation ratio): the share of the objective's variance across the search trials that grouping the trials by this parameter's value explains; numeric parameters with more than four values are grouped in four bins of equal count. One parameter at a time: interactions are not separated, and the sampler's preference for good regions inflates it for the parameters it settled early."
 }
 
+// ParetoChart is the throughput-against-interactivity chart of the
+// report, for pages that show it alone (the dashboard).
+func (s *Study) ParetoChart() template.HTML {
+	pts := tuner.StoredPoints(s.Trials, s.Spec.Hardware.PricePerGPUHour)
+	var chosen *tuner.Point
+	if rec, err := tuner.RecommendStudy(s.Trials, s.Spec, tuner.PreferThroughput); err == nil {
+		p := rec.Best.Point
+		chosen = &p
+	}
+	return s.frontChart("Throughput against interactivity", "tokens/s per user (1000 / median TPOT)",
+		"output tokens/s per GPU", pts, s.confirmationPoints(), chosen, "tokens_per_user", "output_throughput_per_gpu", true).SVG
+}
+
 // confirmationPoints are the measured points of the confirmation runs.
 func (s *Study) confirmationPoints() []tuner.Point {
 	var pts []tuner.Point

@@ -24,6 +24,7 @@ import (
 	"github.com/servetune/servetune/space"
 	"github.com/servetune/servetune/store"
 	"github.com/servetune/servetune/tuner"
+	"github.com/servetune/servetune/ui"
 )
 
 func init() { subcommands = append(subcommands, newTuneCmd) }
@@ -43,6 +44,7 @@ type tuneOptions struct {
 	resume    bool
 	forceSpec bool
 	fresh     bool
+	ui        string // serve the live dashboard on this address
 }
 
 func newTuneCmd() *cobra.Command {
@@ -72,6 +74,7 @@ launched. One process owns a study at a time.`,
 	cmd.Flags().BoolVar(&o.resume, "resume", false, "continue a stored study: re-run interrupted trials, keep finished ones")
 	cmd.Flags().BoolVar(&o.forceSpec, "force-spec", false, "with --resume: accept a changed spec whose trials stay comparable (not model, GPU, engine or workload)")
 	cmd.Flags().BoolVar(&o.fresh, "fresh", false, "delete the stored study of this name first (refused while a run owns it)")
+	cmd.Flags().StringVar(&o.ui, "ui", "", "serve the live dashboard on this address while the study runs, e.g. "+defaultUIAddr+" (read-only, loopback unless you say otherwise)")
 	return cmd
 }
 
@@ -89,15 +92,32 @@ func runTune(ctx context.Context, sp *tuner.Spec, o tuneOptions, stdout, stderr 
 
 	study := &tuner.Study{Spec: sp, Store: db, Resume: o.resume, ForceSpec: o.forceSpec, Tool: "servetune " + version}
 	prog := &tuneProgress{w: stderr, last: map[int]int{}, bars: map[int]*progressBar{}, tty: isTerminal(stderr) && study.Parallelism() == 1}
-	study.OnProgress = prog.level
+	live := &ui.Live{}
+	study.OnProgress = func(n int, level string, done, total int) {
+		live.Progress(n, level, done, total)
+		prog.level(n, level, done, total)
+	}
 	study.OnNote = func(msg string) { prog.printf("%s\n", msg) }
 	study.OnStart = func(n int, set space.Settings, gpus []int) {
+		live.Start(n, set, gpus)
 		prog.printf("trial %d start  gpus=%v  %s\n", n, gpus, settingsLine(set))
 	}
 	clock := &studyClock{start: time.Now(), sp: sp, parallel: study.Parallelism()}
 	study.OnFinish = func(r tuner.TrialReport) {
+		live.Finish(r.Number)
 		// The live line: one per finished trial, on stdout.
 		fmt.Fprintln(stdout, clock.finished(r)+" "+trialLine(r, sp.Tuner.Objective))
+	}
+	if o.ui != "" {
+		srv := &ui.Server{DB: db, Source: o.db, Tool: "servetune " + version, Live: live, LiveStudy: sp.Name, Poll: 500 * time.Millisecond}
+		stop, err := startTuneUI(ctx, srv, o.ui, sp.Name, stderr)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			stop()
+			fmt.Fprintf(stderr, "dashboard stopped with the run; servetune ui --db %s serves the stored study\n", o.db)
+		}()
 	}
 	fmt.Fprintf(stderr, "study %s: %d trials, sampler %s (seed %d), objective %s, db %s\n",
 		sp.Name, sp.Tuner.Trials, sp.Tuner.Sampler, sp.Tuner.Seed, sp.Tuner.Objective, o.db)
