@@ -161,6 +161,7 @@ func (c *chart) logX(vals []float64) {
 	}
 	if lo > 0 && hi/lo >= 8 {
 		c.p.X.Scale = plot.LogScale{}
+		c.ticksAt(niceTicks(vals))
 	}
 }
 

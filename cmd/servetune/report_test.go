@@ -143,3 +143,49 @@ func TestReportCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchHTML: `sim run --html` (the bench outputs) and `bench compare
+// --html` write self-contained pages with their charts.
+func TestBenchHTML(t *testing.T) {
+	dir := t.TempDir()
+	sim := func(name string, extra ...string) {
+		args := append([]string{"sim", "run", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "H100-SXM",
+			"--input-len", "512", "--output-len", "64", "--num-requests", "100", "--json", filepath.Join(dir, name+".json"),
+			"--html", filepath.Join(dir, name+".html")}, extra...)
+		if code, _, errs := runCLI(t, args...); code != exitOK {
+			t.Fatalf("sim run: exit %d: %s", code, errs)
+		}
+	}
+	sim("sweep", "--sweep", "concurrency=1,8")
+	sim("a", "--max-concurrency", "8")
+	sim("b", "--max-concurrency", "8", "--max-num-seqs", "4")
+	cmp := filepath.Join(dir, "cmp.html")
+	if code, _, errs := runCLI(t, "bench", "compare", filepath.Join(dir, "a.json"), filepath.Join(dir, "b.json"), "--html", cmp); code != exitOK {
+		t.Fatalf("compare: exit %d: %s", code, errs)
+	}
+	for _, c := range []struct {
+		file  string
+		svgs  int
+		words []string
+	}{
+		{"sweep.html", 6, []string{"TTFT distribution", "Throughput by level", "c=8"}},
+		{"cmp.html", 4, []string{"Change from base to new", "median TTFT", "significant"}},
+	} {
+		b, err := os.ReadFile(filepath.Join(dir, c.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		page := string(b)
+		if n := strings.Count(page, "<svg"); n < c.svgs {
+			t.Errorf("%s: %d charts, want %d", c.file, n, c.svgs)
+		}
+		for _, w := range append(c.words, "Content-Security-Policy") {
+			if !strings.Contains(page, w) {
+				t.Errorf("%s lacks %q", c.file, w)
+			}
+		}
+		if strings.Contains(page, "<script") {
+			t.Errorf("%s holds a script", c.file)
+		}
+	}
+}
