@@ -61,14 +61,14 @@ func newChart(title, x, y string) *chart {
 	p.Title.Text = title
 	p.X.Label.Text = x
 	p.Y.Label.Text = y
-	p.Title.TextStyle.Font = font.From(sans, 11.5)
+	p.Title.TextStyle.Font = font.From(sans, 12)
 	p.Title.Padding = vg.Points(6)
 	for _, a := range []*plot.Axis{&p.X, &p.Y} {
-		a.Label.TextStyle.Font = font.From(sans, 10)
-		a.Tick.Label.Font = font.From(sans, 9)
+		a.Label.TextStyle.Font = font.From(sans, 10.5)
+		a.Tick.Label.Font = font.From(sans, 9.5)
 		a.Padding = vg.Points(2)
 	}
-	p.Legend.TextStyle.Font = font.From(sans, 9)
+	p.Legend.TextStyle.Font = font.From(sans, 9.5)
 	p.Legend.Top = true
 	p.Legend.ThumbnailWidth = vg.Points(12)
 	g := plotter.NewGrid()

@@ -54,7 +54,7 @@ func recommendedCommand(t *testing.T, db, name string) string {
 // four charts, and the recommended command on the page. With
 // SERVETUNE_SCREENSHOTS=DIR it also saves DIR/report.png (docs/).
 func TestReportInBrowser(t *testing.T) {
-	page := browser.New(t, 1100, 1500)
+	page := browser.New(t, 1000, 1250)
 	db := quickstartDB(t)
 	out := filepath.Join(t.TempDir(), "report.html")
 	if code, _, errs := runCLI(t, "report", "quickstart", "--db", db, "-o", out); code != exitOK {

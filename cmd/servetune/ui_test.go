@@ -67,7 +67,7 @@ var dashboardURL = regexp.MustCompile(`dashboard: (http://\S+)`)
 // is logged to the console. With SERVETUNE_SCREENSHOTS=DIR it saves
 // DIR/dashboard.png.
 func TestDashboardLive(t *testing.T) {
-	page := browser.New(t, 1100, 1200)
+	page := browser.New(t, 1000, 1000)
 	db := filepath.Join(t.TempDir(), "live.db")
 	stderr, stop := startTune(t, writeSpec(t, liveSpec), "--db", db, "--ui", "127.0.0.1:0")
 	var url string
