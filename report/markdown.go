@@ -58,7 +58,11 @@ func (s *Study) WriteMarkdown(w io.Writer) error {
 			if r.Chosen {
 				mark = " ★"
 			}
-			p("| %d%s | %s | %s | `%s` |\n", r.Trial, mark, r.Level, strings.Join(r.Values, " | "), r.Settings)
+			same := ""
+			if r.Same != "" {
+				same = " (same figures: trials " + r.Same + ")"
+			}
+			p("| %d%s | %s | %s | `%s`%s |\n", r.Trial, mark, r.Level, strings.Join(r.Values, " | "), r.Settings, same)
 		}
 		p("\n")
 	}
