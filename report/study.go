@@ -413,6 +413,9 @@ func (s *Study) frontTable(v *view, pts []tuner.Point) {
 	for i, m := range metrics {
 		v.FrontHead[i] = shortTitle(m)
 	}
+	if len(metrics) == 0 {
+		return
+	}
 	sort.SliceStable(front, func(i, j int) bool {
 		a, _ := front[i].Metric(metrics[0])
 		b, _ := front[j].Metric(metrics[0])

@@ -153,7 +153,10 @@ func (s *Study) latencyCharts(pts []tuner.Point) (ttft, tpot charted) {
 		trials = append(trials, rec.Best.Trial)
 		seen[rec.Best.Trial] = true
 	}
-	primary := sp.Objectives[0]
+	primary := sp.Tuner.Objective
+	if len(sp.Objectives) > 0 {
+		primary = sp.Objectives[0]
+	}
 	sort.SliceStable(front, func(i, j int) bool {
 		a, _ := front[i].Metric(primary.Metric)
 		b, _ := front[j].Metric(primary.Metric)

@@ -109,3 +109,37 @@ func TestStudyReportFailures(t *testing.T) {
 		t.Error("a level with failed requests was recommended")
 	}
 }
+
+// TestStudyReportNothingMeasured: a study whose every trial failed still
+// gets a report that says so.
+func TestStudyReportNothingMeasured(t *testing.T) {
+	ctx := context.Background()
+	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	st, err := db.CreateStudy(ctx, store.Study{Name: "small", Spec: smallSpec, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.StartTrial(ctx, st.ID, 0, engine.Settings{"max_running_requests": 32, "gpu_memory_fraction": 0.8}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.FinishTrial(ctx, store.TrialResult{StudyID: st.ID, Number: 0, Status: measure.StatusFailed, Failure: engine.FailLaunchError, FailureMsg: "image not found"}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Load(ctx, db, "small")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var html bytes.Buffer
+	if err := s.WriteHTML(&html); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"No recommendation: no measured point meets the SLOs", "image not found", "No measured point meets the SLO.", "not recorded"} {
+		if !strings.Contains(html.String(), want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+}
