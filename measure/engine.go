@@ -21,9 +21,15 @@ type EngineMetrics struct {
 	NumRequestsRunningMean float64 `json:"num_requests_running_mean"`
 	NumRequestsWaitingPeak float64 `json:"num_requests_waiting_peak"`
 	NumRequestsWaitingMean float64 `json:"num_requests_waiting_mean"`
-	KVCacheUsagePeak       float64 `json:"kv_cache_usage_peak"` // share of the KV cache held by requests, 0..1
-	KVCacheUsageMean       float64 `json:"kv_cache_usage_mean"`
-	Preemptions            float64 `json:"preemptions"` // requests preempted (vLLM) or retracted (SGLang) during the level
+	// WaitingShare is the share of the level during which requests were
+	// waiting, and NumRequestsRunningWhenWaiting the mean of running
+	// requests then: a batch held at one size whenever requests queue is a
+	// cap (max running requests), not a ramp.
+	WaitingShare                  float64 `json:"waiting_share"`
+	NumRequestsRunningWhenWaiting float64 `json:"num_requests_running_when_waiting"`
+	KVCacheUsagePeak              float64 `json:"kv_cache_usage_peak"` // share of the KV cache held by requests, 0..1
+	KVCacheUsageMean              float64 `json:"kv_cache_usage_mean"`
+	Preemptions                   float64 `json:"preemptions"` // requests preempted (vLLM) or retracted (SGLang) during the level
 	// PrefixCacheHitRate is the share of prompt tokens the prefix cache
 	// served during the level; nil when nothing was looked up or the
 	// engine does not say.

@@ -111,6 +111,9 @@ func TestAggregateLevel(t *testing.T) {
 			if !near(m.NumRequestsRunningMean, tt.running/3, 1e-9) {
 				t.Errorf("running mean %v", m.NumRequestsRunningMean)
 			}
+			if !near(m.WaitingShare, 1.0/3, 1e-9) || m.NumRequestsRunningWhenWaiting != tt.running {
+				t.Errorf("waiting share %v, running when waiting %v", m.WaitingShare, m.NumRequestsRunningWhenWaiting)
+			}
 			if m.Preemptions != tt.preempt || m.PrefixCacheHitRate == nil || !near(*m.PrefixCacheHitRate, tt.hit, 1e-9) {
 				t.Errorf("preemptions %v, hit rate %v", m.Preemptions, m.PrefixCacheHitRate)
 			}

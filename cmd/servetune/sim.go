@@ -264,6 +264,7 @@ func runSimVirtual(cmd *cobra.Command, cfg sim.Config, f *benchFlags) error {
 		delete(s.Meta, "base_url")
 		sums = append(sums, s)
 		printSummary(stdout, l.name, s)
+		printEngine(stdout, s)
 		if err := out.records(li, res.Records); err != nil {
 			return err
 		}
