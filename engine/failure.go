@@ -18,10 +18,16 @@ const (
 	FailBenchError  Failure = "bench_error"     // the benchmark itself failed
 	FailRequests    Failure = "requests_failed" // the engine ran, but no request of any level succeeded
 	FailInfeasible  Failure = "infeasible"      // rejected before launch by a constraint
+	// FailQuality: the engine served, but its answers dropped below the
+	// quality gate's baseline by more than allowed. A failure, not a
+	// status: every ranking (sampler, Pareto front, confirmation,
+	// recommendation) already leaves failed trials out, and the measured
+	// levels stay stored beside both scores.
+	FailQuality Failure = "quality_fail"
 )
 
 // Failures lists the failure classes in report order.
-var Failures = []Failure{FailOOM, FailCrash, FailNotReady, FailLaunchError, FailBenchError, FailRequests, FailInfeasible}
+var Failures = []Failure{FailOOM, FailCrash, FailNotReady, FailLaunchError, FailBenchError, FailRequests, FailQuality, FailInfeasible}
 
 // Valid reports whether f is a failure class (or FailNone).
 func (f Failure) Valid() bool {

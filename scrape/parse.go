@@ -17,8 +17,8 @@ import (
 
 // ErrNoEngineMetrics is returned by Parse for an exposition that holds
 // neither vLLM's nor SGLang's families (another server, or metrics
-// turned off: SGLang needs --enable-metrics).
-var ErrNoEngineMetrics = errors.New("no vLLM or SGLang metrics (SGLang needs --enable-metrics)")
+// turned off: SGLang serves them only when asked).
+var ErrNoEngineMetrics = errors.New("no vLLM or SGLang metrics (SGLang needs " + engine.Flag(engine.SGLang, "enable_metrics") + ")")
 
 // Value is one reading that may be absent.
 type Value struct {

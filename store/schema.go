@@ -97,7 +97,14 @@ var migrations = []string{
 	ALTER TABLE studies ADD COLUMN model_config TEXT NOT NULL DEFAULT '';
 	-- the trial a confirmation run measures again; NULL for the sampler's
 	ALTER TABLE trials ADD COLUMN confirms INTEGER;`,
+
+	// 5: GPU temperature; a trial's quality verdict (measure.Quality as
+	// JSON) and the study's quality baseline (the tuner's JSON); '' when
+	// the study has no quality gate.
+	`ALTER TABLE gpu_samples ADD COLUMN temp_c REAL;
+	ALTER TABLE trials ADD COLUMN quality TEXT NOT NULL DEFAULT '';
+	ALTER TABLE studies ADD COLUMN quality_baseline TEXT NOT NULL DEFAULT '';`,
 }
 
 // SchemaVersion is the user_version of a database this package writes.
-const SchemaVersion = 4 // len(migrations); a test keeps them equal
+const SchemaVersion = 5 // len(migrations); a test keeps them equal

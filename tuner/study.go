@@ -610,9 +610,13 @@ func storeResult(number int, res trial.Result, value *float64) store.TrialResult
 				energy = float64(g.EnergyMilliJ-first[g.GPU]) / 1000
 			}
 		}
+		temp := math.NaN() // a zero reading is one NVML did not give
+		if g.TempC != 0 {
+			temp = float64(g.TempC)
+		}
 		tr.GPU = append(tr.GPU, store.GPUSample{T: g.Time.Sub(res.Started), GPU: g.GPU, PowerW: g.PowerW,
 			MemUsedBytes: int64(g.MemUsed), UtilPct: g.UtilGPU, SMClockMHz: int(g.SMClockMHz),
-			EnergyJ: energy})
+			EnergyJ: energy, TempC: temp})
 	}
 	return tr
 }

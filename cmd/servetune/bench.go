@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/servetune/servetune/bench"
+	"github.com/servetune/servetune/engine"
 	"github.com/servetune/servetune/measure"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -76,7 +77,7 @@ vLLM's result key names.`,
 	fl.BoolVar(&f.noAlign, "no-tokenize", false, "do not align prompt lengths with the server's /tokenize")
 	fl.DurationVar(&f.timeout, "timeout", bench.DefaultTimeout, "per-request timeout")
 	fl.BoolVar(&f.noProgress, "no-progress", false, "no progress bar on stderr")
-	fl.BoolVar(&f.scrapeMetrics, "scrape-metrics", false, "read the engine's Prometheus /metrics during each level: running/waiting requests, KV usage, preemptions, prefix hits, server-side latencies (vLLM; SGLang with --enable-metrics)")
+	fl.BoolVar(&f.scrapeMetrics, "scrape-metrics", false, "read the engine's Prometheus /metrics during each level: running/waiting requests, KV usage, preemptions, prefix hits, server-side latencies (vLLM; SGLang with "+engine.Flag(engine.SGLang, "enable_metrics")+")")
 	fl.DurationVar(&f.scrapeInterval, "scrape-interval", 500*time.Millisecond, "with --scrape-metrics: how often /metrics is read")
 	fl.StringVar(&f.gpus, "gpus", "auto", "GPUs to sample with NVML during each level: auto (every GPU, when the server is on this machine), none, or indices 0,1")
 	cmd.AddCommand(newBenchCompareCmd())
