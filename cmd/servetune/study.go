@@ -172,6 +172,8 @@ type trialJSON struct {
 	Started    time.Time      `json:"started"`
 	Finished   time.Time      `json:"finished,omitzero"`
 	Levels     []levelJSON    `json:"levels"`
+	// Quality is the quality gate's verdict, with both scores.
+	Quality *measure.Quality `json:"quality,omitempty"`
 }
 
 type levelJSON struct {
@@ -185,6 +187,10 @@ type levelJSON struct {
 	P99TPOTms              float64           `json:"p99_tpot_ms"`
 	Errors                 map[string]int    `json:"errors,omitempty"`         // failed requests by class
 	ErrorMessages          map[string]string `json:"error_messages,omitempty"` // the first message of each class
+	// EngineMetrics is what the engine reported during the level (its
+	// /metrics, or the simulator's state).
+	EngineMetrics *measure.EngineMetrics `json:"engine_metrics,omitempty"`
+	GPU           *measure.GPUUsage      `json:"gpu,omitempty"` // NVML telemetry of the level
 }
 
 func newTrialsCmd() *cobra.Command {
@@ -203,7 +209,7 @@ func newTrialsCmd() *cobra.Command {
 			for _, t := range ss.trials {
 				r := trialJSON{Number: t.Number, Status: string(t.Status), Failure: string(t.Failure), FailureMsg: t.FailureMsg,
 					Settings: t.Settings, GPUs: t.GPUs, Objective: t.Objective, Confirms: t.Confirms, Started: t.Started, Finished: t.Finished,
-					Levels: []levelJSON{}}
+					Levels: []levelJSON{}, Quality: t.Quality}
 				if r.GPUs == nil {
 					r.GPUs = []int{}
 				}
@@ -213,7 +219,7 @@ func newTrialsCmd() *cobra.Command {
 					r.Levels = append(r.Levels, levelJSON{Level: lp.Label, Completed: s.Completed, Failed: s.Failed,
 						OutputThroughput: s.OutputThroughput, OutputThroughputPerGPU: s.OutputThroughput / n,
 						RequestGoodput: s.RequestGoodput, P99TTFTms: s.TTFT.P99, P99TPOTms: s.TPOT.P99,
-						Errors: nonZero(s.Errors), ErrorMessages: s.ErrorMessages})
+						Errors: nonZero(s.Errors), ErrorMessages: s.ErrorMessages, EngineMetrics: s.Engine, GPU: s.GPU})
 				}
 				rows = append(rows, r)
 			}
@@ -222,8 +228,13 @@ func newTrialsCmd() *cobra.Command {
 				return writeJSON(out, map[string]any{"study": ss.study.Name, "trials": rows})
 			}
 			obj := ss.spec.Tuner.Objective
+			energy := anyEnergy(rows)
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintf(tw, "#\tSTATUS\tOBJECTIVE (%s, %s)\tCONFIRMS\tGPUS\tSETTINGS\n", obj, tuner.Unit(obj.Metric))
+			fmt.Fprintf(tw, "#\tSTATUS\tOBJECTIVE (%s, %s)\tCONFIRMS\tGPUS", obj, tuner.Unit(obj.Metric))
+			if energy {
+				fmt.Fprint(tw, "\tBEST TOK/J\tENERGY (J)")
+			}
+			fmt.Fprintln(tw, "\tSETTINGS")
 			for _, r := range rows {
 				status := r.Status
 				if r.Failure != "" {
@@ -236,7 +247,12 @@ func newTrialsCmd() *cobra.Command {
 				if r.Confirms != nil {
 					of = fmt.Sprintf("trial %d", *r.Confirms)
 				}
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%v\t%s\n", r.Number, status, val, of, r.GPUs, settingsLine(r.Settings))
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%v", r.Number, status, val, of, r.GPUs)
+				if energy {
+					tpj, joules := trialEnergy(r)
+					fmt.Fprintf(tw, "\t%s\t%s", tpj, joules)
+				}
+				fmt.Fprintf(tw, "\t%s\n", settingsLine(r.Settings))
 			}
 			if err := tw.Flush(); err != nil {
 				return err
@@ -256,6 +272,35 @@ func newTrialsCmd() *cobra.Command {
 	return cmd
 }
 
+// anyEnergy reports whether some level of rows has GPU energy figures.
+func anyEnergy(rows []trialJSON) bool {
+	for _, r := range rows {
+		for _, l := range r.Levels {
+			if l.GPU != nil && l.GPU.EnergyJ > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// trialEnergy is a trial's best output tokens per joule over its levels and
+// the energy its levels drew, for the trials table ("-" without NVML).
+func trialEnergy(r trialJSON) (string, string) {
+	best, joules, n := 0.0, 0.0, 0
+	for _, l := range r.Levels {
+		if l.GPU != nil && l.GPU.EnergyJ > 0 {
+			best = max(best, l.GPU.OutputTokensPerJoule)
+			joules += l.GPU.EnergyJ
+			n++
+		}
+	}
+	if n == 0 {
+		return "-", "-"
+	}
+	return fmt.Sprintf("%.3g", best), fmt.Sprintf("%.0f", joules)
+}
+
 // pointJSON is one Pareto point of `pareto --json` and `recommend --format json`.
 type pointJSON struct {
 	Trial    int                `json:"trial"`
@@ -268,7 +313,7 @@ type pointJSON struct {
 
 // pointMetrics are the metrics shown for a point.
 var pointMetrics = []string{"output_throughput_per_gpu", "tokens_per_user", "request_goodput", "goodput_per_gpu",
-	"ttft_p99", "tpot_p99", "e2el_p99", "cost_per_mtok"}
+	"ttft_p99", "tpot_p99", "e2el_p99", "cost_per_mtok", "output_tokens_per_joule"}
 
 func toPointJSON(p tuner.Point, sp *tuner.Spec) pointJSON {
 	label := p.Label
@@ -329,6 +374,21 @@ func newParetoCmd() *cobra.Command {
 			for _, o := range sp.Objectives {
 				fmt.Fprintf(tw, "\t%s (%s)", strings.ToUpper(o.Metric), tuner.Unit(o.Metric))
 			}
+			// Energy where NVML measured it (and no objective shows it already).
+			energy := false
+			for _, r := range rows {
+				if _, ok := r.Metrics["output_tokens_per_joule"]; ok {
+					energy = true
+				}
+			}
+			for _, o := range sp.Objectives {
+				if o.Metric == "output_tokens_per_joule" {
+					energy = false
+				}
+			}
+			if energy {
+				fmt.Fprint(tw, "\tTOK/J")
+			}
 			fmt.Fprintln(tw, "\tSETTINGS")
 			for _, r := range rows {
 				ok := "miss"
@@ -338,6 +398,13 @@ func newParetoCmd() *cobra.Command {
 				fmt.Fprintf(tw, "%d\t%s\t%s", r.Trial, r.Level, ok)
 				for _, o := range sp.Objectives {
 					fmt.Fprintf(tw, "\t%.4g", r.Metrics[o.Metric])
+				}
+				if energy {
+					if v, ok := r.Metrics["output_tokens_per_joule"]; ok {
+						fmt.Fprintf(tw, "\t%.3g", v)
+					} else {
+						fmt.Fprint(tw, "\t-")
+					}
 				}
 				fmt.Fprintf(tw, "\t%s\n", settingsLine(r.Settings))
 			}
