@@ -116,8 +116,8 @@ func kvMemory(in Input) (Finding, bool) {
 	return Finding{Severity: Action,
 		Summary: fmt.Sprintf("the KV cache ran out: %s the cache peaked at %.1f%% while %.1f requests waited on average",
 			what, pct(e.KVCacheUsagePeak), e.NumRequestsWaitingMean),
-		Advice: fmt.Sprintf("give the KV cache more memory: raise %s, store it in FP8 (%s fp8), or shard the model over more GPUs (%s)",
-			in.flag("gpu_memory_fraction"), in.flag("kv_cache_dtype"), in.flag("tensor_parallel")),
+		Advice: fmt.Sprintf("give the KV cache more memory: raise %s, store it in FP8 with %s fp8, or shard the model over more GPUs with a higher %s",
+			in.flag("gpu_memory_fraction"), engine.Flag(in.engine(), "kv_cache_dtype"), in.flag("tensor_parallel")),
 		Evidence: []Evidence{
 			{"preemptions", e.Preemptions, ""},
 			{"kv_cache_usage_peak", pct(e.KVCacheUsagePeak), "%"},
@@ -145,8 +145,8 @@ func ttftQueueing(in Input) (Finding, bool) {
 	return Finding{Severity: Info,
 		Summary: fmt.Sprintf("TTFT is mostly queueing: requests waited %.0f ms of their %.0f ms server-side TTFT (%.0f%%) before their prompt was scheduled",
 			queue, ttft, 100*queue/ttft),
-		Advice: fmt.Sprintf("the engine is saturated at this load: offer fewer requests at once, add replicas, or let the batch grow (%s) where the KV cache has room",
-			in.flag("max_running_requests")),
+		Advice: fmt.Sprintf("the scheduler admits prompts more slowly than they come: offer fewer at once or add replicas; with KV cache to spare, a larger token budget per step admits more prompts per step: raise %s",
+			in.flag("max_batched_tokens")),
 		Evidence: []Evidence{{"server_ttft_mean", ttft, "ms"}, {"server_queue_time_mean", queue, "ms"}, {"queue_share_of_ttft", 100 * queue / ttft, "%"}},
 	}, true
 }
@@ -160,7 +160,7 @@ func ttftPrefill(in Input) (Finding, bool) {
 	f := Finding{Severity: Info,
 		Summary: fmt.Sprintf("TTFT is mostly prefill: %.0f ms of the %.0f ms server-side TTFT (%.0f%%) went to computing the prompt after it was scheduled",
 			ttft-queue, ttft, 100*(ttft-queue)/ttft),
-		Advice: fmt.Sprintf("prefill-bound: reuse shared prompt prefixes (%s), give prefill a larger token budget per step (%s), or more tensor parallelism (%s)",
+		Advice: fmt.Sprintf("prefill-bound: reuse shared prompt prefixes with %s, give prefill a larger token budget per step with a higher %s, or compute it on more GPUs with a higher %s",
 			prefixCache(in), in.flag("max_batched_tokens"), in.flag("tensor_parallel")),
 		Evidence: []Evidence{{"server_ttft_mean", ttft, "ms"}, {"server_queue_time_mean", queue, "ms"}, {"prefill_share_of_ttft", 100 * (ttft - queue) / ttft, "%"}},
 	}
@@ -174,7 +174,7 @@ func ttftPrefill(in Input) (Finding, bool) {
 // on; SGLang's radix cache is on unless its flag turns it off.
 func prefixCache(in Input) string {
 	if in.engine() == engine.SGLang {
-		return "SGLang's radix cache, on unless " + engine.Flag(engine.SGLang, "prefix_caching")
+		return "SGLang's radix cache (on unless " + engine.Flag(engine.SGLang, "prefix_caching") + ")"
 	}
 	return in.flag("prefix_caching")
 }
@@ -187,7 +187,7 @@ func gpuUnderused(in Input) (Finding, bool) {
 	}
 	return Finding{Severity: Warning,
 		Summary: fmt.Sprintf("the GPUs were busy %.0f%% of the level on average (%d GPUs, %.0f W) with no queue to work off", g.MeanUtilPct, g.GPUs, g.MeanPowerW),
-		Advice: fmt.Sprintf("this load does not fill the configuration: raise the load to find its capacity, or serve it on fewer GPUs (%s)",
+		Advice: fmt.Sprintf("this load does not fill the configuration: raise the load to find its capacity, or serve it on fewer GPUs with a lower %s",
 			in.flag("tensor_parallel")),
 		Evidence: []Evidence{{"gpu_util_mean", g.MeanUtilPct, "%"}, {"gpus", float64(g.GPUs), ""}, {"gpu_power_mean", g.MeanPowerW, "W"}},
 	}, true

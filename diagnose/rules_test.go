@@ -96,9 +96,11 @@ func TestRules(t *testing.T) {
 			with(func(_ *Input, e *measure.EngineMetrics, s *measure.Summary) {
 				s.GPU.MeanUtilPct, e.NumRequestsWaitingMean = 31, 4
 			}),
-			[]string{"busy 31%", "fewer GPUs (--tensor-parallel-size)"}},
+			[]string{"busy 31%", "fewer GPUs with a lower --tensor-parallel-size"}},
 		{"client_overhead",
-			with(func(_ *Input, e *measure.EngineMetrics, s *measure.Summary) { s.TTFT.Mean, e.TTFT.MeanMs = 862.9, 430.2 }),
+			with(func(_ *Input, e *measure.EngineMetrics, s *measure.Summary) {
+				s.TTFT.Mean, e.TTFT.MeanMs = 862.9, 430.2
+			}),
 			with(func(_ *Input, e *measure.EngineMetrics, s *measure.Summary) { s.TTFT.Mean, e.TTFT.MeanMs = 57, 40 }),
 			[]string{"433 ms above the server's", "862.9", "430.2", "suspect"}},
 		{"client_late",

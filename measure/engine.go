@@ -22,9 +22,10 @@ type EngineMetrics struct {
 	NumRequestsWaitingPeak float64 `json:"num_requests_waiting_peak"`
 	NumRequestsWaitingMean float64 `json:"num_requests_waiting_mean"`
 	// WaitingShare is the share of the level during which requests were
-	// waiting, and NumRequestsRunningWhenWaiting the mean of running
-	// requests then: a batch held at one size whenever requests queue is a
-	// cap (max running requests), not a ramp.
+	// waiting, and NumRequestsRunningWhenWaiting the median of running
+	// requests then: a batch held at its peak whenever requests queue is
+	// a cap (max running requests), not a ramp. (The median, not the mean:
+	// the batch dips for an instant each time requests finish together.)
 	WaitingShare                  float64 `json:"waiting_share"`
 	NumRequestsRunningWhenWaiting float64 `json:"num_requests_running_when_waiting"`
 	KVCacheUsagePeak              float64 `json:"kv_cache_usage_peak"` // share of the KV cache held by requests, 0..1

@@ -2,6 +2,7 @@ package scrape
 
 import (
 	"math"
+	"slices"
 	"time"
 
 	"github.com/servetune/servetune/measure"
@@ -39,19 +40,20 @@ func Aggregate(snaps []Snapshot, interval time.Duration) *measure.EngineMetrics 
 	gauge("num_requests_running", func(s Snapshot) Value { return s.Running }, &m.NumRequestsRunningPeak, &m.NumRequestsRunningMean)
 	gauge("num_requests_waiting", func(s Snapshot) Value { return s.Waiting }, &m.NumRequestsWaitingPeak, &m.NumRequestsWaitingMean)
 	gauge("kv_cache_usage", func(s Snapshot) Value { return s.KVUsage }, &m.KVCacheUsagePeak, &m.KVCacheUsageMean)
-	waited, both := 0, 0
+	var whenWaiting []float64
+	both := 0
 	for _, s := range snaps {
 		if s.Waiting.OK && s.Running.OK {
 			both++
 			if s.Waiting.V > 0 {
-				waited++
-				m.NumRequestsRunningWhenWaiting += s.Running.V
+				whenWaiting = append(whenWaiting, s.Running.V)
 			}
 		}
 	}
-	if waited > 0 {
-		m.NumRequestsRunningWhenWaiting /= float64(waited)
-		m.WaitingShare = float64(waited) / float64(both)
+	if len(whenWaiting) > 0 {
+		slices.Sort(whenWaiting)
+		m.NumRequestsRunningWhenWaiting = measure.Percentile(whenWaiting, 50)
+		m.WaitingShare = float64(len(whenWaiting)) / float64(both)
 	}
 
 	counter := func(name string, get func(Snapshot) Value) (float64, bool) {

@@ -17,9 +17,10 @@ type engineWatch struct {
 	start float64 // virtual clock at the phase's start
 	last  float64 // the instant the gauges were last integrated to
 
-	running, waiting, kv      float64 // the current gauges
-	runArea, waitArea, kvArea float64 // their integrals over time
-	waitTime, runWhileWaiting float64 // time with requests waiting; running integrated over it
+	running, waiting, kv      float64             // the current gauges
+	runArea, waitArea, kvArea float64             // their integrals over time
+	waitTime                  float64             // time with requests waiting
+	runWhileWaiting           map[float64]float64 // running requests -> time spent so while requests waited
 	runPeak, waitPeak, kvPeak float64
 	c0                        counters // at the phase's start
 	ttft, queue, e2e          []float64
@@ -46,7 +47,8 @@ func sumCounters(cores []*core) counters {
 }
 
 func newEngineWatch(v *Virtual) *engineWatch {
-	w := &engineWatch{eng: v.cfg.Engine, start: v.now, last: v.now, c0: sumCounters(v.cores), prevToken: map[*seq]float64{}}
+	w := &engineWatch{eng: v.cfg.Engine, start: v.now, last: v.now, c0: sumCounters(v.cores), prevToken: map[*seq]float64{},
+		runWhileWaiting: map[float64]float64{}}
 	w.sample(v.cores)
 	return w
 }
@@ -59,7 +61,7 @@ func (w *engineWatch) advance(t float64) {
 		w.kvArea += w.kv * dt
 		if w.waiting > 0 {
 			w.waitTime += dt
-			w.runWhileWaiting += w.running * dt
+			w.runWhileWaiting[w.running] += dt
 		}
 		w.last = t
 	}
@@ -111,7 +113,20 @@ func (w *engineWatch) metrics(cores []*core, end float64) *measure.EngineMetrics
 		m.WaitingShare = w.waitTime / d
 	}
 	if w.waitTime > 0 {
-		m.NumRequestsRunningWhenWaiting = w.runWhileWaiting / w.waitTime
+		// The time-weighted median.
+		counts := make([]float64, 0, len(w.runWhileWaiting))
+		for n := range w.runWhileWaiting {
+			counts = append(counts, n)
+		}
+		slices.Sort(counts)
+		acc := 0.0
+		for _, n := range counts {
+			acc += w.runWhileWaiting[n]
+			if acc >= w.waitTime/2 {
+				m.NumRequestsRunningWhenWaiting = n
+				break
+			}
+		}
 	}
 	if q := c.prefixQueries - w.c0.prefixQueries; q > 0 {
 		r := float64(c.prefixHits-w.c0.prefixHits) / float64(q)

@@ -406,10 +406,15 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 		}
 		res.Summary.Meta["tool"] = "servetune " + version
 		res.Summary.Meta["level"] = li
+		findings := benchFindings(l.load, res.Summary, "", nil)
+		if len(findings) > 0 {
+			res.Summary.Meta["findings"] = findings
+		}
 		sums = append(sums, res.Summary)
 		printSummary(stdout, l.name, res.Summary)
 		printEngine(stdout, res.Summary)
 		printGPU(stdout, res.Summary.GPU)
+		printFindings(stdout, findings)
 		if werr := out.records(li, res.Records); werr != nil {
 			return werr
 		}

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/servetune/servetune/diagnose"
+	"github.com/servetune/servetune/engine"
 	"github.com/servetune/servetune/gpu"
 	"github.com/servetune/servetune/measure"
 )
@@ -122,4 +124,21 @@ func localURL(base string) bool {
 	}
 	ip := net.ParseIP(h)
 	return ip != nil && ip.IsLoopback()
+}
+
+// printFindings writes the diagnosis of one level, one finding a line.
+func printFindings(w io.Writer, fs []diagnose.Finding) {
+	if len(fs) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "Findings:")
+	for _, f := range fs {
+		fmt.Fprint(w, "  -"+wrap(f.String(), 100, "    ")[3:])
+	}
+}
+
+// benchFindings diagnoses a bench level; the engine and its settings are
+// the server's own, unknown here but for the metric names.
+func benchFindings(load measure.Load, s measure.Summary, e engine.Engine, set engine.Settings) []diagnose.Finding {
+	return diagnose.Level(diagnose.Input{Engine: e, Settings: set, Level: measure.NewLevel(load, s, nil)})
 }

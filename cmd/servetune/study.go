@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
 
+	"github.com/servetune/servetune/diagnose"
 	"github.com/servetune/servetune/engine"
 	"github.com/servetune/servetune/measure"
 	"github.com/servetune/servetune/space"
@@ -522,13 +523,19 @@ func writeRecommendation(w io.Writer, sp *tuner.Spec, rec tuner.Recommendation, 
 	best := rec.Best
 	p := best.Point
 	pj := toPointJSON(p, sp)
+	// Why it performs as it does, at the recommended level.
+	findings := diagnose.Level(diagnose.Input{Engine: sp.Engine, Settings: p.Settings, Level: p.Level})
 	switch format {
 	case "json", "yaml":
 		doc := map[string]any{
 			"study": sp.Name, "model": sp.Model, "engine": string(sp.Engine), "prefer": string(pref),
 			"trial": pj.Trial, "level": pj.Level, "gpus": pj.GPUs, "settings": pj.Settings, "metrics": pj.Metrics,
 			"runs": best.Runs(), "metrics_ci95": candidateMetrics(best),
-			"command": serveArgv(sp, p, string(sp.Engine)),
+			"command":  serveArgv(sp, p, string(sp.Engine)),
+			"findings": findings,
+		}
+		if findings == nil {
+			doc["findings"] = []diagnose.Finding{}
 		}
 		if ru := rec.RunnerUp; ru != nil {
 			doc["runner_up"] = map[string]any{"trial": ru.Trial, "settings": ru.Settings, "runs": ru.Runs(),
@@ -569,6 +576,9 @@ func writeRecommendation(w io.Writer, sp *tuner.Spec, rec tuner.Recommendation, 
 		}
 		rm := candidateMetrics(*ru)[best.Metric]
 		fmt.Fprintf(w, "# runner-up: trial %d, %s=%s; %s\n#   %s\n", ru.Trial, best.Metric, describeCI(best.Metric, rm, ru.Runs()), verdict, settingsLine(ru.Settings))
+	}
+	for _, f := range findings {
+		fmt.Fprint(w, "# - "+wrap(f.String(), 100, "#   ")[4:])
 	}
 	fmt.Fprintln(w, strings.Join(q, " "))
 	return nil
