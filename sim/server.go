@@ -707,6 +707,7 @@ func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
 
 // handleGenerate serves /v1/completions and /v1/chat/completions.
 func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat bool) {
+	w.Header().Set(engine.SimAnswerHeader, engine.SimAnswerValue)
 	if !s.authorized(w, r) {
 		return
 	}
