@@ -47,6 +47,11 @@ type Plan struct {
 	// its metrics whatever this says.
 	ScrapeMetrics bool
 
+	// Quality, when set, asks the engine the quality gate's tasks after
+	// its levels (endpoint is its base URL); a verdict that is scored and
+	// fails ends the trial as failed/quality_fail, its levels kept.
+	Quality func(ctx context.Context, endpoint string) measure.Quality
+
 	Bench    BenchFunc                           // default bench.Run
 	Progress func(level string, done, total int) // optional, from one goroutine
 	OnLevel  func(level measure.Level)           // optional, after each level
@@ -68,7 +73,8 @@ type Result struct {
 	Message  string         // one line saying why it failed (the engine's own message when known)
 	LogTail  string         // the engine's output tail, for failed trials
 	Levels   []measure.Level
-	GPU      []gpu.Sample // telemetry of the trial's GPUs during the levels' measured phases
+	GPU      []gpu.Sample     // telemetry of the trial's GPUs during the levels' measured phases
+	Quality  *measure.Quality // the quality gate's verdict, when Plan.Quality ran
 	Started  time.Time
 	Ready    time.Duration // launch to healthy
 	Finished time.Time
@@ -139,7 +145,7 @@ func (r *runner) run(ctx context.Context) (out Result) {
 	mctx, stopWatch := r.watch(ctx)
 	defer stopWatch()
 	if r.p.Capacity != nil {
-		return r.capacity(ctx, mctx)
+		return r.checkQuality(ctx, mctx, r.capacity(ctx, mctx))
 	}
 	for i, load := range r.p.Levels {
 		lv, stop := r.level(ctx, mctx, i, load)
@@ -148,7 +154,30 @@ func (r *runner) run(ctx context.Context) (out Result) {
 		}
 		r.res.Levels = append(r.res.Levels, lv)
 	}
-	return r.ok()
+	return r.checkQuality(ctx, mctx, r.ok())
+}
+
+// checkQuality runs the quality gate on an engine that measured its levels
+// well: its verdict goes with the result, and a scored failure turns the
+// trial into failed/quality_fail with both scores in the message.
+func (r *runner) checkQuality(ctx, mctx context.Context, res Result) Result {
+	if r.p.Quality == nil || res.Status != measure.StatusOK {
+		return res
+	}
+	q := r.p.Quality(mctx, r.inst.Endpoint())
+	switch {
+	case ctx.Err() != nil:
+		return *r.interrupted()
+	case r.exit != nil && isClosed(r.exit.Exited()):
+		// Its answers failed because it died: a crash, not bad answers.
+		return *r.crashed()
+	}
+	r.res.Quality = &q
+	res.Quality = &q
+	if q.Scored && !q.Pass {
+		return *r.fail(engine.FailQuality, q.String(), "")
+	}
+	return res
 }
 
 // ok ends a trial that measured every level: ok, unless no request of any

@@ -27,6 +27,8 @@ type TrialRunner struct {
 	Bootstrap int
 	// Owner labels the engines with the study's run (launcher.Spec.Owner).
 	Owner string
+
+	gate *QualityBaseline // the quality gate's baseline, when it applies (UseQualityGate)
 }
 
 var _ Evaluator = (*TrialRunner)(nil)
@@ -89,6 +91,7 @@ func (r *TrialRunner) EvaluateReplica(ctx context.Context, number, replica int, 
 	if r.Progress != nil {
 		plan.Progress = func(level string, done, total int) { r.Progress(number, level, done, total) }
 	}
+	r.qualityPlan(&plan, replica)
 	return trial.Run(ctx, plan)
 }
 

@@ -159,6 +159,14 @@ func (s *Study) Run(ctx context.Context) (Outcome, error) {
 		_ = run.End(context.WithoutCancel(ctx), store.StudyFailed)
 		return r.out, fmt.Errorf("resume: %w", err)
 	}
+	if err := r.qualityBaseline(ctx); err != nil {
+		status := store.StudyFailed
+		if ctx.Err() != nil {
+			status = store.StudyInterrupted
+		}
+		_ = run.End(context.WithoutCancel(ctx), status)
+		return r.out, fmt.Errorf("quality baseline: %w", err)
+	}
 	r.dispatch(ctx, r.searchJob)
 	if ctx.Err() == nil && !r.stopped(ctx) {
 		r.confirm(ctx)
@@ -596,6 +604,7 @@ func storeResult(number int, res trial.Result, value *float64) store.TrialResult
 	tr := store.TrialResult{
 		Number: number, Status: res.Status, Failure: res.Failure, FailureMsg: res.Message,
 		LogTail: res.LogTail, Objective: value, Finished: res.Finished, LoadPoints: res.Levels,
+		Quality: res.Quality,
 	}
 	first := map[int]uint64{} // energy counter at the first reading of each GPU
 	for _, g := range res.GPU {

@@ -446,7 +446,8 @@ func newRecommendCmd() *cobra.Command {
 			if err != nil {
 				return failedError(fmt.Errorf("study %s: %w", sp.Name, err))
 			}
-			return writeRecommendation(cmd.OutOrStdout(), sp, rec, pref, format)
+			q := recommendedQuality(sp, ss.study, ss.trials, rec.Best.Point.Trial)
+			return writeRecommendation(cmd.OutOrStdout(), sp, rec, pref, format, q)
 		},
 	}
 	addDBFlag(cmd, &dbPath)
@@ -519,7 +520,25 @@ func describeCI(name string, m metricCI, runs int) string {
 	return s
 }
 
-func writeRecommendation(w io.Writer, sp *tuner.Spec, rec tuner.Recommendation, pref tuner.Preference, format string) error {
+// recommendedQuality is what the study's quality gate said of the
+// recommended trial: its verdict, or why the gate scored nothing (the
+// simulated engine); nil without a gate.
+func recommendedQuality(sp *tuner.Spec, st store.Study, trials []store.Trial, number int) *measure.Quality {
+	if sp.Quality == nil {
+		return nil
+	}
+	for _, t := range trials {
+		if t.Number == number && t.Quality != nil {
+			return t.Quality
+		}
+	}
+	if b, ok, _ := tuner.ParseQualityBaseline(st.QualityBaseline); ok && b.NotApplied != "" {
+		return &measure.Quality{Reason: "the gate was not applied: " + b.NotApplied}
+	}
+	return &measure.Quality{Reason: "this trial was not checked (measured before the study had its gate)"}
+}
+
+func writeRecommendation(w io.Writer, sp *tuner.Spec, rec tuner.Recommendation, pref tuner.Preference, format string, verdict *measure.Quality) error {
 	best := rec.Best
 	p := best.Point
 	pj := toPointJSON(p, sp)
@@ -533,6 +552,9 @@ func writeRecommendation(w io.Writer, sp *tuner.Spec, rec tuner.Recommendation, 
 			"runs": best.Runs(), "metrics_ci95": candidateMetrics(best),
 			"command":  serveArgv(sp, p, string(sp.Engine)),
 			"findings": findings,
+		}
+		if verdict != nil {
+			doc["quality"] = verdict
 		}
 		if findings == nil {
 			doc["findings"] = []diagnose.Finding{}
@@ -570,12 +592,15 @@ func writeRecommendation(w io.Writer, sp *tuner.Spec, rec tuner.Recommendation, 
 	}
 	fmt.Fprintf(w, "#   %s\n", strings.Join(parts, "  "))
 	if ru := rec.RunnerUp; ru != nil {
-		verdict := "cannot be separated from the best at 95%: either will do"
+		sep := "cannot be separated from the best at 95%: either will do"
 		if rec.Separated {
-			verdict = "the best is better at 95%"
+			sep = "the best is better at 95%"
 		}
 		rm := candidateMetrics(*ru)[best.Metric]
-		fmt.Fprintf(w, "# runner-up: trial %d, %s=%s; %s\n#   %s\n", ru.Trial, best.Metric, describeCI(best.Metric, rm, ru.Runs()), verdict, settingsLine(ru.Settings))
+		fmt.Fprintf(w, "# runner-up: trial %d, %s=%s; %s\n#   %s\n", ru.Trial, best.Metric, describeCI(best.Metric, rm, ru.Runs()), sep, settingsLine(ru.Settings))
+	}
+	if verdict != nil {
+		fmt.Fprint(w, "# "+wrap(verdict.String(), 100, "#   ")[4:])
 	}
 	for _, f := range findings {
 		fmt.Fprint(w, "# - "+wrap(f.String(), 100, "#   ")[4:])
