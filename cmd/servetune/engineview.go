@@ -58,6 +58,9 @@ func printEngine(w io.Writer, s measure.Summary) {
 		}
 		fmt.Fprintf(w, "%-16s %12s %12.2f %12.2f %12.2f\n", r.name, client, r.server.MeanMs, r.server.P50Ms, r.server.P99Ms)
 	}
+	if e.Source == "scrape" {
+		fmt.Fprintln(w, "(server means are exact; its percentiles interpolate within the engine's histogram buckets)")
+	}
 	if len(e.Missing) > 0 {
 		fmt.Fprintf(w, "%-34s %s\n", "Not exposed by the engine:", strings.Join(e.Missing, ", "))
 	}
