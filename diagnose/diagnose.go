@@ -88,7 +88,7 @@ func (in Input) engine() engine.Engine {
 }
 
 // flag names setting in the engine's own spelling, with its value when the
-// settings give one: "--max-num-seqs (now 8)".
+// settings give one: vLLM's flag for max_running_requests, "(now 8)".
 func (in Input) flag(setting string) string {
 	f := engine.Flag(in.engine(), setting)
 	if v, ok := in.Settings[setting]; ok {

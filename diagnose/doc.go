@@ -9,8 +9,8 @@
 // The rules, most pressing first:
 //
 //   - max_running_requests: requests wait while the KV cache has room and
-//     the batch holds at one size: raise --max-num-seqs /
-//     --max-running-requests.
+//     the batch holds at one size: raise the cap on running requests (each
+//     engine's own flag, from engine.Flag).
 //   - kv_memory: preemptions, or a full cache with requests waiting: more
 //     KV memory (memory fraction, FP8 KV cache, more tensor parallelism).
 //   - ttft_queueing, ttft_prefill: which part of the server-side TTFT
@@ -24,7 +24,7 @@
 // CLI to print and for reports to render:
 //
 //	for _, f := range diagnose.Level(diagnose.Input{Engine: engine.VLLM, Settings: settings, Level: lv}) {
-//		fmt.Println(f) // [action] concurrency=48: requests waited while ... raise --max-num-seqs (now 8) ...
+//		fmt.Println(f) // [action] concurrency=48: Requests waited while ... Raise <the engine's flag> (now 8) ...
 //	}
 //
 // The package is pure: no I/O, safe for concurrent use.
