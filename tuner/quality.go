@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/servetune/servetune/bench"
@@ -169,7 +171,7 @@ func (r *studyRun) qualityBaseline(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		r.s.note("quality gate: asking the baseline (%s) %d tasks on GPUs %v", settingsKey(q.Baseline), q.Items, ids)
+		r.s.note("quality gate: measuring the baseline (%s) on GPUs %v", settingsKey(q.Baseline), ids)
 		b, err = qe.EvaluateBaseline(ctx, ids)
 		pool.Release(ids)
 		if err != nil {
@@ -192,10 +194,19 @@ func (r *studyRun) qualityBaseline(ctx context.Context) error {
 	return nil
 }
 
-// settingsKey writes settings as k=v in name order, or "engine defaults".
+// settingsKey writes settings as "k=v k=v" in name order, or "engine defaults".
 func settingsKey(s engine.Settings) string {
 	if len(s) == 0 {
 		return "engine defaults"
 	}
-	return s.Key()
+	keys := make([]string, 0, len(s))
+	for k := range s {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + engine.FormatValue(s[k])
+	}
+	return strings.Join(parts, " ")
 }
