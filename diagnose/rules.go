@@ -21,9 +21,9 @@ const (
 	// pinned: the batch held within 10% of its peak whenever requests
 	// waited: a ceiling, not a ramp.
 	pinned = 0.9
-	// queueVsBatch: the mean queue is at least a quarter of the mean
-	// batch: queueing that costs latency, not one request between steps.
-	queueVsBatch = 0.25
+	// minQueue: at least one request waiting on average: a queue, not a
+	// request between two steps.
+	minQueue = 1
 	// minTTFTms: below this server-side TTFT, where it goes matters little.
 	minTTFTms = 50
 	// mostly: the share of TTFT that makes one part of it the dominant one.
@@ -59,7 +59,7 @@ func maxRunning(in Input) (Finding, bool) {
 	if e == nil || e.Preemptions > 0 || e.KVCacheUsagePeak >= kvRoom {
 		return Finding{}, false
 	}
-	if e.WaitingShare < waitedMostly || e.NumRequestsWaitingMean < max(1, queueVsBatch*e.NumRequestsRunningMean) {
+	if e.WaitingShare < waitedMostly || e.NumRequestsWaitingMean < minQueue {
 		return Finding{}, false
 	}
 	if e.NumRequestsRunningPeak <= 0 || e.NumRequestsRunningWhenWaiting < pinned*e.NumRequestsRunningPeak {

@@ -65,6 +65,23 @@ func TestRules(t *testing.T) {
 				e.NumRequestsRunningPeak, e.NumRequestsRunningWhenWaiting, e.NumRequestsWaitingMean, e.WaitingShare = 48, 35.6, 5.2, 0.42
 			}),
 			[]string{"[action] concurrency=48", "--max-num-seqs (now 8)", "held at 8 running", "33.4 waited", "peak 40", "KV cache peaked at 2.0%"}},
+		{"max_running_requests",
+			// The quick start's trial 0 at concurrency 64: a cap of 57 keeps
+			// a queue of 8 that costs most of its TTFT.
+			with(func(in *Input, e *measure.EngineMetrics, _ *measure.Summary) {
+				in.Level.Load.MaxConcurrency = 64
+				in.Settings = engine.Settings{"max_running_requests": 57}
+				e.NumRequestsRunningPeak, e.NumRequestsRunningMean, e.NumRequestsRunningWhenWaiting = 57, 52.2, 57
+				e.NumRequestsWaitingPeak, e.NumRequestsWaitingMean, e.WaitingShare, e.KVCacheUsagePeak = 63, 8.1, 0.91, 0.10
+			}),
+			// Less than one request waiting on average is a request between
+			// two steps, not a queue.
+			with(func(in *Input, e *measure.EngineMetrics, _ *measure.Summary) {
+				in.Level.Load.MaxConcurrency = 64
+				e.NumRequestsRunningPeak, e.NumRequestsRunningMean, e.NumRequestsRunningWhenWaiting = 57, 56, 57
+				e.NumRequestsWaitingPeak, e.NumRequestsWaitingMean, e.WaitingShare = 3, 0.7, 0.6
+			}),
+			[]string{"held at 57 running", "8.1 waited", "--max-num-seqs (now 57)"}},
 		{"kv_memory",
 			with(func(_ *Input, e *measure.EngineMetrics, _ *measure.Summary) {
 				e.Preemptions, e.KVCacheUsagePeak, e.NumRequestsWaitingMean = 17, 0.99, 6.5
@@ -115,8 +132,14 @@ func TestRules(t *testing.T) {
 			}),
 			[]string{"p99 37.5 ms", "50 requests/s"}},
 	}
-	if len(tests) != len(Rules) {
-		t.Errorf("%d rules, %d tested", len(Rules), len(tests))
+	tested := map[string]bool{}
+	for _, tt := range tests {
+		tested[tt.rule] = true
+	}
+	for _, r := range Rules {
+		if !tested[r.Name] {
+			t.Errorf("rule %s has no test", r.Name)
+		}
 	}
 	for _, tt := range tests {
 		t.Run(tt.rule, func(t *testing.T) {
