@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/servetune/servetune/gpu"
 	"github.com/servetune/servetune/measure"
 )
 
@@ -39,6 +40,23 @@ type Config struct {
 	// Transport runs the requests; nil = HTTP to Target. The simulated
 	// engine's virtual clock (sim.Virtual) is the other one.
 	Transport Transport
+
+	// ScrapeMetrics reads the engine's Prometheus /metrics (Target's base
+	// URL) every MetricsInterval (scrape.DefaultInterval when 0) during
+	// the measured phase into Summary.Engine. A transport that reports
+	// its engine itself (the simulator's) fills Summary.Engine anyway.
+	ScrapeMetrics   bool
+	MetricsInterval time.Duration
+	// GPU, when set, samples GPUs through NVML during the measured phase
+	// into Summary.GPU and Result.GPU.
+	GPU *GPUWatch
+}
+
+// GPUWatch says which GPUs a run samples, and how often.
+type GPUWatch struct {
+	Reader   gpu.Reader
+	GPUs     []int         // NVML indices
+	Interval time.Duration // default gpu.DefaultInterval
 }
 
 // Transport runs the phases of a run against an engine. Run owns the
@@ -67,4 +85,13 @@ type Result struct {
 	// Start is the instant (with its monotonic reading) that the measured
 	// records' offsets count from.
 	Start time.Time
+	// GPU holds the samples of Config.GPU's GPUs during the measured phase.
+	GPU []gpu.Sample
+}
+
+// engineReporter is implemented by transports that report their engine's
+// metrics themselves (the simulated engine): those of the last measured
+// phase.
+type engineReporter interface {
+	EngineMetrics() *measure.EngineMetrics
 }

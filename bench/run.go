@@ -6,11 +6,14 @@ import (
 	"hash/fnv"
 	"math"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"strings"
 	"time"
 
+	"github.com/servetune/servetune/gpu"
 	"github.com/servetune/servetune/measure"
+	"github.com/servetune/servetune/scrape"
 )
 
 // DefaultTimeout is the per-request timeout when Config.Timeout is 0.
@@ -174,9 +177,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return &Result{Records: records}, err
 	}
 
+	w := cfg.watch(ctx, tr)
 	measured, start := tr.Send(ctx, cfg.phase(reqs))
 	records = append(records, measured...)
 	why := stopReason(tr)
+	seen := w.stop()
 
 	sum := measure.Summarize(records, cfg.Summary)
 	sum.MaxConcurrency = cfg.Load.MaxConcurrency
@@ -184,11 +189,67 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		sum.RequestRate = cfg.Load.Rate
 	}
 	sum.Meta = runMeta(cfg, start, align, len(warm), records)
+	sum.Engine = seen.engine
+	if seen.engineErr != nil {
+		// Why the level has no engine metrics (or fewer readings).
+		sum.Meta["engine_metrics_error"] = seen.engineErr.Error()
+	}
+	if cfg.GPU != nil {
+		sum.GPU = gpu.Usage(seen.gpu, sum.TotalOutputTokens)
+	}
 	if why != "" {
 		sum.Meta["stopped"] = why
-		return &Result{Summary: sum, Records: records, Start: start}, fmt.Errorf("%w: %s", ErrStopped, why)
+		return &Result{Summary: sum, Records: records, Start: start, GPU: seen.gpu}, fmt.Errorf("%w: %s", ErrStopped, why)
 	}
-	return &Result{Summary: sum, Records: records, Start: start}, ctx.Err()
+	return &Result{Summary: sum, Records: records, Start: start, GPU: seen.gpu}, ctx.Err()
+}
+
+// watcher observes the engine during a measured phase: its /metrics and
+// its GPUs.
+type watcher struct {
+	tr      Transport
+	scraper *scrape.Scraper
+	gpus    *gpu.Sampler
+}
+
+// watch starts what cfg asks to observe during the measured phase.
+func (cfg Config) watch(ctx context.Context, tr Transport) *watcher {
+	w := &watcher{tr: tr}
+	if cfg.ScrapeMetrics && cfg.Transport == nil {
+		h := http.Header{}
+		if cfg.Target.APIKey != "" {
+			h.Set("Authorization", "Bearer "+cfg.Target.APIKey)
+		}
+		w.scraper = scrape.New(strings.TrimRight(cfg.Target.BaseURL, "/")+"/metrics", cfg.MetricsInterval, nil, h)
+		w.scraper.Start(ctx)
+	}
+	if g := cfg.GPU; g != nil && g.Reader != nil && len(g.GPUs) > 0 {
+		w.gpus = gpu.NewSampler(g.Reader, g.GPUs, g.Interval)
+		w.gpus.Start(ctx)
+	}
+	return w
+}
+
+// seen is what a watcher observed.
+type seen struct {
+	engine    *measure.EngineMetrics
+	engineErr error // why engine is nil or rests on fewer readings
+	gpu       []gpu.Sample
+}
+
+// stop ends the observation and returns what it saw.
+func (w *watcher) stop() seen {
+	var out seen
+	if w.gpus != nil {
+		out.gpu = w.gpus.Stop()
+	}
+	switch r, ok := w.tr.(engineReporter); {
+	case w.scraper != nil:
+		out.engine, out.engineErr = w.scraper.Stop()
+	case ok:
+		out.engine = r.EngineMetrics()
+	}
+	return out
 }
 
 // stopReason is why the transport's last phase stopped sending early.

@@ -21,10 +21,16 @@ const (
 	// FailScheduler: a batch scheduler ended the engine's job (cancelled,
 	// time limit, node failure, preemption): not the configuration's fault.
 	FailScheduler Failure = "scheduler"
+	// FailQuality: the engine served, but its answers dropped below the
+	// quality gate's baseline by more than allowed. A failure, not a
+	// status: every ranking (sampler, Pareto front, confirmation,
+	// recommendation) already leaves failed trials out, and the measured
+	// levels stay stored beside both scores.
+	FailQuality Failure = "quality_fail"
 )
 
 // Failures lists the failure classes in report order.
-var Failures = []Failure{FailOOM, FailCrash, FailNotReady, FailLaunchError, FailBenchError, FailRequests, FailInfeasible, FailScheduler}
+var Failures = []Failure{FailOOM, FailCrash, FailNotReady, FailLaunchError, FailBenchError, FailRequests, FailQuality, FailInfeasible, FailScheduler}
 
 // Valid reports whether f is a failure class (or FailNone).
 func (f Failure) Valid() bool {

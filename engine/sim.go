@@ -19,6 +19,15 @@ const (
 	EnvSimModelConfig = "SERVETUNE_SIM_MODEL_CONFIG"
 )
 
+// SimAnswerHeader marks every completion the simulated engine serves: its
+// text is placeholder words in the requested number, not a model's
+// answer, so whoever scores answers (the quality gate) must say it cannot,
+// rather than score it. Its value says what the text is.
+const (
+	SimAnswerHeader = "X-Servetune-Simulated"
+	SimAnswerValue  = "placeholder text, not a model's answer"
+)
+
 // simEnv maps each variable to the setting it stands in for.
 var simEnv = []struct{ name, setting string }{
 	{EnvSimGPU, "sim_gpu"}, {EnvSimNumGPUs, "sim_num_gpus"}, {EnvSimTimeScale, "sim_time_scale"},

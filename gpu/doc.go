@@ -1,5 +1,7 @@
 // Package gpu reads GPU telemetry through NVML: power, memory used and total,
-// utilisation, SM clock and the energy counter, per GPU index.
+// utilisation, SM clock, temperature and the energy counter, per GPU index,
+// and summarises a load level's samples (Usage: energy, output tokens per
+// joule, mean power and utilisation).
 //
 // Open starts an NVML session. Where there is no NVIDIA driver, no GPU, or the
 // binary was built without cgo (the static sim image), Open returns an error

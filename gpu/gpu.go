@@ -23,6 +23,7 @@ type Sample struct {
 	UtilGPU      float64   `json:"util_gpu_pct"` // share of time a kernel ran, percent
 	UtilMem      float64   `json:"util_mem_pct"` // share of time memory was read or written, percent
 	SMClockMHz   uint32    `json:"sm_clock_mhz"`
+	TempC        uint32    `json:"temp_c"`    // GPU core temperature, Celsius
 	EnergyMilliJ uint64    `json:"energy_mj"` // counter since the driver loaded
 }
 

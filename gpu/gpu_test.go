@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -136,5 +137,41 @@ func TestEnergyJoules(t *testing.T) {
 				t.Errorf("got %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestUsage(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	samples := []Sample{
+		// GPU 0 has an energy counter: 600 J over the level.
+		{Time: at(0), GPU: 0, PowerW: 300, UtilGPU: 90, UtilMem: 40, MemUsed: 70 << 30, SMClockMHz: 1980, TempC: 60, EnergyMilliJ: 1_000_000},
+		// GPU 1 has none: 2 s at 100 W, then 2 s at 300 W (trapezoids: 200 + 400 + 600 J).
+		{Time: at(0), GPU: 1, PowerW: 100, UtilGPU: 10, UtilMem: 5, MemUsed: 60 << 30, SMClockMHz: 1410, TempC: 50},
+		{Time: at(2), GPU: 0, PowerW: 320, UtilGPU: 100, UtilMem: 50, MemUsed: 71 << 30, SMClockMHz: 1980, TempC: 66, EnergyMilliJ: 1_600_000},
+		{Time: at(2), GPU: 1, PowerW: 100, UtilGPU: 10, UtilMem: 5, MemUsed: 60 << 30, SMClockMHz: 1410, TempC: 51},
+		{Time: at(4), GPU: 1, PowerW: 300, UtilGPU: 30, UtilMem: 15, MemUsed: 61 << 30, SMClockMHz: 1410, TempC: 52},
+	}
+	u := Usage(samples, 24_000)
+	if u.GPUs != 2 || u.Samples != 5 {
+		t.Fatalf("usage %+v", u)
+	}
+	if u.EnergyJ != 600+600 {
+		t.Errorf("energy %v J, want 1200 (600 from GPU 0's counter, 600 from GPU 1's power)", u.EnergyJ)
+	}
+	if u.OutputTokensPerJoule != 20 {
+		t.Errorf("tokens per joule %v, want 20", u.OutputTokensPerJoule)
+	}
+	if u.PeakPowerW != 320 || u.PeakTempC != 66 || u.PeakMemUsedBytes != 71<<30 {
+		t.Errorf("peaks %+v", u)
+	}
+	if want := 310.0 + 500.0/3; math.Abs(u.MeanPowerW-want) > 1e-9 {
+		t.Errorf("mean power %v, want %v (the GPUs' means summed)", u.MeanPowerW, want)
+	}
+	if u.MeanUtilPct != 48 {
+		t.Errorf("mean utilisation %v, want 48", u.MeanUtilPct)
+	}
+	if Usage(nil, 10) != nil {
+		t.Error("usage of no sample")
 	}
 }

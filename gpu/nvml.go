@@ -124,6 +124,9 @@ func (n *NVML) Read(i int) (Sample, error) {
 	if c, ret := d.GetClockInfo(nvml.CLOCK_SM); ret == nvml.SUCCESS {
 		s.SMClockMHz = c
 	}
+	if t, ret := d.GetTemperature(nvml.TEMPERATURE_GPU); ret == nvml.SUCCESS {
+		s.TempC = t
+	}
 	if e, ret := d.GetTotalEnergyConsumption(); ret == nvml.SUCCESS {
 		s.EnergyMilliJ = e
 	}

@@ -56,6 +56,12 @@ type Summary struct {
 
 	Meta map[string]any `json:"meta,omitempty"`
 
+	// Engine is what the engine reported during the level (its /metrics,
+	// or the simulator's state); nil when it was not read.
+	Engine *EngineMetrics `json:"engine_metrics,omitempty"`
+	// GPU is what NVML saw of the level's GPUs; nil without telemetry.
+	GPU *GPUUsage `json:"gpu,omitempty"`
+
 	// Samples holds the raw values when SummaryOptions.KeepSamples is set.
 	Samples *Samples `json:"samples,omitempty"`
 }

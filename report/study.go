@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/servetune/servetune/diagnose"
 	"github.com/servetune/servetune/engine"
 	"github.com/servetune/servetune/measure"
 	"github.com/servetune/servetune/space"
@@ -78,6 +79,7 @@ func Load(ctx context.Context, db *store.Store, name string) (*Study, error) {
 		return nil, err
 	}
 	s := &Study{Stored: st, Spec: sp, Trials: trials, Now: time.Now(), GPU: map[int]GPUUse{}}
+	s.Findings = diagnoseRecommended(sp, trials)
 	for _, t := range trials {
 		samples, err := db.GPUSamples(ctx, t.ID)
 		if err != nil {
@@ -88,6 +90,35 @@ func Load(ctx context.Context, db *store.Store, name string) (*Study, error) {
 		}
 	}
 	return s, nil
+}
+
+// diagnoseRecommended explains the recommended configuration's levels
+// (package diagnose): what bound each one, with its evidence and the
+// engine's flag to change.
+func diagnoseRecommended(sp *tuner.Spec, trials []store.Trial) []Finding {
+	rec, err := tuner.RecommendStudy(trials, sp, tuner.PreferThroughput)
+	if err != nil {
+		return nil
+	}
+	var out []Finding
+	for _, t := range trials {
+		if t.Number != rec.Best.Trial {
+			continue
+		}
+		for _, f := range diagnose.Levels(sp.Engine, t.Settings, t.LoadPoints) {
+			sev := "info"
+			if f.Severity != diagnose.Info {
+				sev = "warn"
+			}
+			var ev []string
+			for _, e := range f.Evidence {
+				ev = append(ev, e.String())
+			}
+			out = append(out, Finding{Trial: t.Number, Level: f.Level, Severity: sev, Title: f.Summary,
+				Evidence: strings.Join(ev, ", "), Advice: f.Advice})
+		}
+	}
+	return out
 }
 
 func summarizeGPU(samples []store.GPUSample) GPUUse {

@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,6 +11,9 @@ import (
 	"github.com/servetune/servetune/engine"
 	"github.com/servetune/servetune/measure"
 	"github.com/servetune/servetune/store"
+	"github.com/servetune/servetune/tuner"
+
+	_ "github.com/servetune/servetune/launcher/kinds" // the quick start's virtual launcher
 )
 
 const smallSpec = `name: small
@@ -140,6 +144,40 @@ func TestStudyReportNothingMeasured(t *testing.T) {
 	for _, want := range []string{"No recommendation: no measured point meets the SLOs", "image not found", "No measured point meets the SLO.", "not recorded"} {
 		if !strings.Contains(html.String(), want) {
 			t.Errorf("report lacks %q", want)
+		}
+	}
+}
+
+// TestReportDiagnosesRecommendation: the report's findings are the
+// diagnosis of the recommended configuration's levels (package diagnose).
+func TestReportDiagnosesRecommendation(t *testing.T) {
+	ctx := context.Background()
+	src, err := os.ReadFile("../examples/quickstart.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := tuner.ParseSpec([]byte(strings.Replace(string(src), "trials: 24", "trials: 6", 1)), "quickstart.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := (&tuner.Study{Spec: sp, Store: db}).Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Load(ctx, db, "quickstart")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Findings) == 0 {
+		t.Fatal("no findings for the quick start's recommendation")
+	}
+	for _, f := range s.Findings {
+		if f.Title == "" || f.Evidence == "" || f.Trial < 0 {
+			t.Errorf("finding %+v", f)
 		}
 	}
 }

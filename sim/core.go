@@ -469,10 +469,15 @@ func (c *core) abort(s *seq) {
 	}
 }
 
-// kvUsage is the share of KV blocks in use (cached prefixes included).
+// kvUsage is the share of KV blocks held by requests, as the engines report
+// it (vllm:kv_cache_usage_perc, sglang:token_usage): a cached prefix that no
+// running request uses is free to them, since it is evicted as soon as its
+// blocks are needed (vLLM's block pool counts such blocks in its free queue;
+// SGLang's radix cache counts them evictable). Counting them as used would
+// show a cache "full" of nothing but reusable prefixes.
 func (c *core) kvUsage() float64 {
 	if c.totalBlocks == 0 {
 		return 0
 	}
-	return float64(c.usedBlocks) / float64(c.totalBlocks)
+	return float64(c.usedBlocks-c.evictable) / float64(c.totalBlocks)
 }

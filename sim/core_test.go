@@ -170,3 +170,39 @@ func TestQueueTimeEndsWhenScheduled(t *testing.T) {
 		t.Errorf("queued for %.4f s, want 0.5 (arrival 0.5 to step start 1.0; the step took %.4f s)", s.queuedFor, secs)
 	}
 }
+
+// TestKVUsageExcludesCachedFreePrefixes: once every request has finished,
+// the prefix blocks left in the cache are reusable, not in use: the KV usage
+// the engine reports drops to zero (vLLM counts them in its free queue),
+// while the blocks themselves stay cached for the next request.
+func TestKVUsageExcludesCachedFreePrefixes(t *testing.T) {
+	cfg, est := smallKV(t)
+	c := newCore(cfg, est)
+	for i := range 4 {
+		c.add(&seq{id: i, prompt: 2048 + 64, maxOut: 8, prefixID: i, prefixTokens: 2048})
+	}
+	peak := 0.0
+	for done, steps := 0, 0; done < 4; steps++ {
+		if steps > 1e5 {
+			t.Fatal("stalled")
+		}
+		if b, _ := c.schedule(); b.tokens == 0 {
+			t.Fatal("stalled")
+		}
+		c.commit(0, func(_ *seq, last bool) {
+			if last {
+				done++
+			}
+		})
+		peak = max(peak, c.kvUsage())
+	}
+	if c.usedBlocks == 0 || c.evictable != c.usedBlocks {
+		t.Fatalf("want only cached, unreferenced prefix blocks left: used %d, evictable %d", c.usedBlocks, c.evictable)
+	}
+	if u := c.kvUsage(); u != 0 {
+		t.Errorf("KV usage %.4f with no request running (%d cached-but-free prefix blocks counted as used)", u, c.evictable)
+	}
+	if peak <= 0 {
+		t.Errorf("KV usage never rose while 4 requests of 2112 tokens ran")
+	}
+}

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/servetune/servetune/engine"
 )
 
 // The streaming fast path. A streaming request on an HTTP/1.1 connection is
@@ -239,7 +241,8 @@ func (s *Server) respondWire(w http.ResponseWriter, r *http.Request, st *stream,
 	}
 	st.w = ww
 	head := make([]byte, 0, 512)
-	head = append(head, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nX-Request-Id: "...)
+	head = append(head, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"+
+		engine.SimAnswerHeader+": "+engine.SimAnswerValue+"\r\nX-Request-Id: "...)
 	head = strconv.AppendInt(head, int64(st.s.id), 10)
 	head = append(head, "\r\nDate: "...)
 	head = time.Now().UTC().AppendFormat(head, http.TimeFormat)

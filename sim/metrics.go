@@ -89,37 +89,44 @@ func (m *metrics) write(w io.Writer, eng engine.Engine, model string) {
 		fmt.Fprintf(w, "%s_bucket{le=\"+Inf\",model_name=\"%s\"} %d\n", name, escapeLabel(model), h.n)
 		fmt.Fprintf(w, "%s_sum%s %s\n%s_count%s %d\n", name, lbl, fmtFloat(h.sum), name, lbl, h.n)
 	}
+	n := engine.Metrics(eng)
+	hit := 0.0
+	if m.prefixQueries > 0 {
+		hit = float64(m.prefixHits) / float64(m.prefixQueries)
+	}
+	// The families servetune reads (engine.Metrics, current names), then
+	// the engines' others.
 	switch eng {
 	case engine.SGLang:
-		gauge("sglang:num_running_reqs", "The number of running requests.", float64(m.running))
-		gauge("sglang:num_queue_reqs", "The number of requests in the waiting queue.", float64(m.waiting))
-		gauge("sglang:token_usage", "The token usage.", m.kvUsage)
-		hit := 0.0
-		if m.prefixQueries > 0 {
-			hit = float64(m.prefixHits) / float64(m.prefixQueries)
-		}
-		gauge("sglang:cache_hit_rate", "The prefix cache hit rate.", hit)
+		gauge(n.Running[0], "The number of running requests.", float64(m.running))
+		gauge(n.Waiting[0], "The number of requests in the waiting queue.", float64(m.waiting))
+		gauge(n.KVUsage[0], "The token usage.", m.kvUsage)
+		gauge(n.HitRate[0], "The prefix cache hit rate.", hit)
 		gauge("sglang:gen_throughput", "The generation throughput (token/s).", m.genThroughput)
-		counter("sglang:prompt_tokens_total", "Number of prefill tokens processed.", m.promptTokens)
-		counter("sglang:generation_tokens_total", "Number of generation tokens processed.", m.genTokens)
-		hist("sglang:time_to_first_token_seconds", "Histogram of time to first token in seconds.", m.ttft)
-		hist("sglang:time_per_output_token_seconds", "Histogram of time per output token in seconds.", m.itl)
-		hist("sglang:e2e_request_latency_seconds", "Histogram of End-to-end request latency in seconds", m.e2e)
+		// SGLang counts every prompt token, cached or computed.
+		counter(n.PromptTokens[0], "Number of prefill tokens processed.", m.promptTokens+m.prefixHits)
+		counter(n.OutputTokens[0], "Number of generation tokens processed.", m.genTokens)
+		counter(n.PrefixHits[0], "Number of cached prompt tokens.", m.prefixHits)
+		counter(n.Preemptions[0], "Total number of retracted requests.", m.preemptions)
+		hist(n.TTFT[0], "Histogram of time to first token in seconds.", m.ttft)
+		hist(n.ITL[0], "Histogram of inter-token latency in seconds.", m.itl)
+		hist(n.E2E[0], "Histogram of End-to-end request latency in seconds", m.e2e)
+		hist(n.QueueTime[0], "Histogram of queueing time in seconds.", m.queue)
 	default:
-		gauge("vllm:num_requests_running", "Number of requests in model execution batches.", float64(m.running))
-		gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.", float64(m.waiting))
-		gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", m.kvUsage)
-		gauge("vllm:gpu_cache_usage_perc", "GPU KV-cache usage. 1 means 100 percent usage.", m.kvUsage)
-		counter("vllm:prompt_tokens_total", "Number of prefill tokens processed.", m.promptTokens)
-		counter("vllm:generation_tokens_total", "Number of generation tokens processed.", m.genTokens)
-		counter("vllm:num_preemptions_total", "Cumulative number of preemption from the engine.", m.preemptions)
-		counter("vllm:prefix_cache_queries_total", "Prefix cache queries, in terms of number of queried tokens.", m.prefixQueries)
-		counter("vllm:prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens.", m.prefixHits)
+		gauge(n.Running[0], "Number of requests in model execution batches.", float64(m.running))
+		gauge(n.Waiting[0], "Number of requests waiting to be processed.", float64(m.waiting))
+		gauge(n.KVUsage[0], "KV-cache usage. 1 means 100 percent usage.", m.kvUsage)
+		gauge(n.KVUsage[1], "GPU KV-cache usage. 1 means 100 percent usage.", m.kvUsage)
+		counter(n.PromptTokens[0], "Number of prefill tokens processed.", m.promptTokens)
+		counter(n.OutputTokens[0], "Number of generation tokens processed.", m.genTokens)
+		counter(n.Preemptions[0], "Cumulative number of preemption from the engine.", m.preemptions)
+		counter(n.PrefixQueries[0], "Prefix cache queries, in terms of number of queried tokens.", m.prefixQueries)
+		counter(n.PrefixHits[0], "Prefix cache hits, in terms of number of cached tokens.", m.prefixHits)
 		fmt.Fprintf(w, "# HELP vllm:request_success_total Count of successfully processed requests.\n# TYPE vllm:request_success_total counter\nvllm:request_success_total{finished_reason=\"length\",model_name=\"%s\"} %d\n", escapeLabel(model), m.success)
-		hist("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", m.ttft)
-		hist("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", m.itl)
-		hist("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", m.e2e)
-		hist("vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.", m.queue)
+		hist(n.TTFT[0], "Histogram of time to first token in seconds.", m.ttft)
+		hist(n.ITL[0], "Histogram of inter-token latency in seconds.", m.itl)
+		hist(n.E2E[0], "Histogram of e2e request latency in seconds.", m.e2e)
+		hist(n.QueueTime[0], "Histogram of time spent in WAITING phase for request.", m.queue)
 		hist("vllm:request_prefill_time_seconds", "Histogram of time spent in PREFILL phase for request.", m.prefill)
 		hist("vllm:request_decode_time_seconds", "Histogram of time spent in DECODE phase for request.", m.decode)
 	}

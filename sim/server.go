@@ -740,6 +740,7 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 
 // handleGenerate serves /v1/completions and /v1/chat/completions.
 func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat bool) {
+	w.Header().Set(engine.SimAnswerHeader, engine.SimAnswerValue)
 	if !s.authorized(w, r) {
 		return
 	}

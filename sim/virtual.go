@@ -27,6 +27,9 @@ type Virtual struct {
 	est   MemoryEstimate
 	cores []*core
 	now   float64 // the virtual clock, seconds since the engine started
+
+	watch  *engineWatch           // the measured phase in progress
+	engine *measure.EngineMetrics // what the engine reported of the last measured phase
 }
 
 // NewVirtual starts a simulated engine. The error is a *StartupError with
@@ -55,6 +58,11 @@ func (v *Virtual) Align(context.Context, []measure.Request, *rand.Rand) string {
 	return "exact (virtual)"
 }
 
+// EngineMetrics is what the engine reported during the last measured
+// (not warm-up) phase, the figures a scrape of its /metrics gives a real
+// engine's (bench.Run puts them in the level's summary); nil before one.
+func (v *Virtual) EngineMetrics() *measure.EngineMetrics { return v.engine }
+
 // LengthsOnly tells the benchmark that prompt text is never read.
 func (v *Virtual) LengthsOnly() bool { return true }
 
@@ -70,7 +78,13 @@ func (v *Virtual) LengthsOnly() bool { return true }
 func (v *Virtual) Send(ctx context.Context, p measure.Phase) ([]measure.Record, time.Time) {
 	wall := time.Now()
 	r := virtualRun{v: v, p: p, base: v.now}
+	if !p.Warmup {
+		v.watch = newEngineWatch(v)
+	}
 	r.run(ctx)
+	if v.watch != nil {
+		v.engine, v.watch = v.watch.metrics(v.cores, v.now), nil
+	}
 	if p.Progress != nil && len(r.recs) > 0 {
 		p.Progress(len(r.recs), p.Total())
 	}
@@ -142,19 +156,33 @@ func (r *virtualRun) run(ctx context.Context) {
 				r.hasNext = false
 				continue
 			}
-			v.now = tArr
+			r.advance(tArr)
 			r.arrive()
 			r.sent++
 			r.draw()
 		case k >= 0:
-			v.now = tStep
+			r.advance(tStep)
 			v.cores[k].commit(v.now, r.emit)
 			r.start(k)
 		default:
 			r.stalled()
+			if w := v.watch; w != nil {
+				w.sample(v.cores)
+			}
 			return
 		}
+		if w := v.watch; w != nil {
+			w.sample(v.cores)
+		}
 	}
+}
+
+// advance moves the virtual clock to t, integrating the engine's gauges.
+func (r *virtualRun) advance(t float64) {
+	if w := r.v.watch; w != nil {
+		w.advance(t)
+	}
+	r.v.now = t
 }
 
 // arrive sends the drawn request at the current instant.
@@ -220,6 +248,9 @@ func (r *virtualRun) emit(s *seq, last bool) {
 	rec.Last, rec.End = at, at
 	rec.OutputTokens = s.generated
 	rec.Chunks = append(rec.Chunks, measure.Chunk{At: at, Tokens: 1})
+	if w := r.v.watch; w != nil {
+		w.token(s, r.v.now, last)
+	}
 	if last {
 		r.inflight--
 	}

@@ -305,6 +305,24 @@ func (r *Run) End(ctx context.Context, status string) error {
 	return err
 }
 
+// SetQualityBaseline stores the quality gate's measurement of the
+// baseline configuration (Study.QualityBaseline), while the run holds the
+// study.
+func (r *Run) SetQualityBaseline(ctx context.Context, baseline string) error {
+	err := r.s.write(ctx, func(tx *sql.Tx) error {
+		if err := r.holds(ctx, tx); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE studies SET quality_baseline = ? WHERE id = ?`, Redact(baseline), r.Study.ID)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store: quality baseline: %w", err)
+	}
+	r.Study.QualityBaseline = baseline
+	return nil
+}
+
 // Trials returns the study's trials (Store.Trials).
 func (r *Run) Trials(ctx context.Context) ([]Trial, error) { return r.s.Trials(ctx, r.Study.ID) }
 

@@ -108,7 +108,14 @@ var migrations = []string{
 	// the servetune version that created a study (for reports).
 	`ALTER TABLE trials ADD COLUMN reruns INTEGER NOT NULL DEFAULT 0;
 	ALTER TABLE studies ADD COLUMN tool TEXT NOT NULL DEFAULT '';`,
+
+	// 7: GPU temperature; a trial's quality verdict (measure.Quality as
+	// JSON) and the study's quality baseline (the tuner's JSON); '' when
+	// the study has no quality gate.
+	`ALTER TABLE gpu_samples ADD COLUMN temp_c REAL;
+	ALTER TABLE trials ADD COLUMN quality TEXT NOT NULL DEFAULT '';
+	ALTER TABLE studies ADD COLUMN quality_baseline TEXT NOT NULL DEFAULT '';`,
 }
 
 // SchemaVersion is the user_version of a database this package writes.
-const SchemaVersion = 6 // len(migrations); a test keeps them equal
+const SchemaVersion = 7 // len(migrations); a test keeps them equal

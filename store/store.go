@@ -251,13 +251,13 @@ func (s *Store) CreateStudy(ctx context.Context, st Study) (Study, error) {
 	return st, nil
 }
 
-const studyColumns = `id, name, spec, seed, started, finished, status, model_config, tool`
+const studyColumns = `id, name, spec, seed, started, finished, status, model_config, tool, quality_baseline`
 
 func scanStudy(row interface{ Scan(...any) error }) (Study, error) {
 	var st Study
 	var seed int64
 	var started, finished sql.NullString
-	if err := row.Scan(&st.ID, &st.Name, &st.Spec, &seed, &started, &finished, &st.Status, &st.ModelConfig, &st.Tool); err != nil {
+	if err := row.Scan(&st.ID, &st.Name, &st.Spec, &seed, &started, &finished, &st.Status, &st.ModelConfig, &st.Tool, &st.QualityBaseline); err != nil {
 		return Study{}, err
 	}
 	st.Seed = uint64(seed)
@@ -383,7 +383,7 @@ func (s *Store) startTrial(ctx context.Context, check guard, studyID int64, numb
 			 ON CONFLICT (study_id, number) DO UPDATE SET
 			   settings = excluded.settings, gpus = excluded.gpus, status = excluded.status, confirms = excluded.confirms,
 			   started = excluded.started, finished = NULL, failure = '', failure_msg = '', log_tail = '', objective = NULL,
-			   pending_ns = NULL, launch_ns = NULL, reruns = trials.reruns + 1
+			   pending_ns = NULL, launch_ns = NULL, reruns = trials.reruns + 1, quality = ''
 			 WHERE trials.status = 'interrupted'`,
 			studyID, number, string(set), string(g), measure.StatusRunning, formatTime(time.Now()), confirms)
 		if err != nil {
@@ -443,6 +443,14 @@ func (s *Store) finishTrial(ctx context.Context, g guard, r TrialResult) error {
 	if r.Objective != nil {
 		objective = nullFloat(*r.Objective)
 	}
+	quality := ""
+	if r.Quality != nil {
+		b, err := json.Marshal(r.Quality)
+		if err != nil {
+			return fmt.Errorf("store: finish trial %d: quality: %w", r.Number, err)
+		}
+		quality = string(b)
+	}
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		if g != nil {
 			if err := g(ctx, tx); err != nil {
@@ -452,10 +460,10 @@ func (s *Store) finishTrial(ctx context.Context, g guard, r TrialResult) error {
 		var trialID int64
 		err := tx.QueryRowContext(ctx,
 			`UPDATE trials SET status = ?, failure = ?, failure_msg = ?, log_tail = ?, objective = ?, finished = ?,
-			   pending_ns = ?, launch_ns = ?
+			   pending_ns = ?, launch_ns = ?, quality = ?
 			 WHERE study_id = ? AND number = ? AND status = 'running' RETURNING id`,
 			r.Status, r.Failure, Redact(r.FailureMsg), Redact(r.LogTail), objective, formatTime(r.Finished),
-			nullDuration(r.Pending), nullDuration(r.Launch),
+			nullDuration(r.Pending), nullDuration(r.Launch), quality,
 			r.StudyID, r.Number).Scan(&trialID)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("trial %d of study %d: %w", r.Number, r.StudyID, ErrNotRunning)
@@ -553,14 +561,14 @@ func insertGPUSamples(ctx context.Context, tx *sql.Tx, trialID int64, samples []
 		return nil
 	}
 	stmt, err := tx.PrepareContext(ctx, `INSERT INTO gpu_samples
-		(trial_id, t_ns, gpu, power_w, mem_used_bytes, util_pct, sm_clock_mhz, energy_j) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
+		(trial_id, t_ns, gpu, power_w, mem_used_bytes, util_pct, sm_clock_mhz, energy_j, temp_c) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	if err != nil {
 		return err
 	}
 	defer stmt.Close()
 	for _, g := range samples {
 		if _, err := stmt.ExecContext(ctx, trialID, int64(g.T), g.GPU, nullFloat(g.PowerW), g.MemUsedBytes,
-			nullFloat(g.UtilPct), g.SMClockMHz, nullFloat(g.EnergyJ)); err != nil {
+			nullFloat(g.UtilPct), g.SMClockMHz, nullFloat(g.EnergyJ), nullFloat(g.TempC)); err != nil {
 			return fmt.Errorf("gpu sample: %w", err)
 		}
 	}
@@ -622,7 +630,7 @@ func (s *Store) InterruptRunning(ctx context.Context, studyID int64) ([]int, err
 	return numbers, nil
 }
 
-const trialColumns = `id, study_id, number, settings, gpus, status, failure, failure_msg, log_tail, objective, started, finished, confirms, pending_ns, launch_ns, reruns`
+const trialColumns = `id, study_id, number, settings, gpus, status, failure, failure_msg, log_tail, objective, started, finished, confirms, pending_ns, launch_ns, reruns, quality`
 
 func scanTrial(row interface{ Scan(...any) error }) (Trial, error) {
 	var t Trial
@@ -630,11 +638,18 @@ func scanTrial(row interface{ Scan(...any) error }) (Trial, error) {
 	var objective sql.NullFloat64
 	var started, finished sql.NullString
 	var confirms, pending, launch sql.NullInt64
+	var quality string
 	if err := row.Scan(&t.ID, &t.StudyID, &t.Number, &settings, &gpus, &t.Status, &t.Failure,
-		&t.FailureMsg, &t.LogTail, &objective, &started, &finished, &confirms, &pending, &launch, &t.Reruns); err != nil {
+		&t.FailureMsg, &t.LogTail, &objective, &started, &finished, &confirms, &pending, &launch, &t.Reruns, &quality); err != nil {
 		return Trial{}, err
 	}
 	t.Pending, t.Launch = durationOf(pending), durationOf(launch)
+	if quality != "" {
+		t.Quality = &measure.Quality{}
+		if err := json.Unmarshal([]byte(quality), t.Quality); err != nil {
+			return Trial{}, fmt.Errorf("%w: trial %d quality: %w", errSchemaBroken, t.Number, err)
+		}
+	}
 	if confirms.Valid {
 		c := int(confirms.Int64)
 		t.Confirms = &c
@@ -782,7 +797,7 @@ func (s *Store) Requests(ctx context.Context, trialID int64, level string) ([]me
 
 // GPUSamples returns a trial's GPU samples ordered by GPU and time.
 func (s *Store) GPUSamples(ctx context.Context, trialID int64) ([]GPUSample, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT t_ns, gpu, power_w, mem_used_bytes, util_pct, sm_clock_mhz, energy_j
+	rows, err := s.db.QueryContext(ctx, `SELECT t_ns, gpu, power_w, mem_used_bytes, util_pct, sm_clock_mhz, energy_j, temp_c
 		FROM gpu_samples WHERE trial_id = ? ORDER BY gpu, t_ns`, trialID)
 	if err != nil {
 		return nil, fmt.Errorf("store: gpu samples: %w", err)
@@ -792,12 +807,12 @@ func (s *Store) GPUSamples(ctx context.Context, trialID int64) ([]GPUSample, err
 	for rows.Next() {
 		var g GPUSample
 		var t int64
-		var power, util, energy sql.NullFloat64
-		if err := rows.Scan(&t, &g.GPU, &power, &g.MemUsedBytes, &util, &g.SMClockMHz, &energy); err != nil {
+		var power, util, energy, temp sql.NullFloat64
+		if err := rows.Scan(&t, &g.GPU, &power, &g.MemUsedBytes, &util, &g.SMClockMHz, &energy, &temp); err != nil {
 			return nil, fmt.Errorf("store: gpu samples: %w", err)
 		}
 		g.T = time.Duration(t)
-		g.PowerW, g.UtilPct, g.EnergyJ = orNaN(power), orNaN(util), orNaN(energy)
+		g.PowerW, g.UtilPct, g.EnergyJ, g.TempC = orNaN(power), orNaN(util), orNaN(energy), orNaN(temp)
 		out = append(out, g)
 	}
 	if err := rows.Err(); err != nil {

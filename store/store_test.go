@@ -796,3 +796,66 @@ func TestPendingLaunchTimes(t *testing.T) {
 		t.Errorf("pending/launch %s, want %s", got, want)
 	}
 }
+
+// TestEngineMetricsGPUAndQualityRoundTrip: what the engine reported during
+// a level, the level's GPU usage, the samples' temperature and the trial's
+// quality verdict are read back as they were stored, and a study's
+// quality baseline too.
+func TestEngineMetricsGPUAndQualityRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTemp(t)
+	st, err := s.CreateStudy(ctx, Study{Name: "q", Spec: "name: q\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.StartTrial(ctx, st.ID, 0, engine.Settings{"quantization": "fp8"}, []int{0}); err != nil {
+		t.Fatal(err)
+	}
+	res := result(st.ID, 0, 10)
+	hit := 0.25
+	em := &measure.EngineMetrics{Engine: "vllm", Source: "scrape", Samples: 12, IntervalS: 0.5,
+		NumRequestsRunningPeak: 8, NumRequestsRunningMean: 7.5, NumRequestsWaitingPeak: 40, NumRequestsWaitingMean: 31.2,
+		WaitingShare: 0.9, NumRequestsRunningWhenWaiting: 8, KVCacheUsagePeak: 0.021, KVCacheUsageMean: 0.017,
+		Preemptions: 3, PrefixCacheHitRate: &hit, PromptTokens: 1e5, GenerationTokens: 1e4,
+		TTFT:      &measure.ServerLatency{Count: 100, MeanMs: 812.5, P50Ms: 700, P90Ms: 1500, P99Ms: 2400},
+		QueueTime: &measure.ServerLatency{Count: 100, MeanMs: 650, P50Ms: 600, P90Ms: 1200, P99Ms: 2000},
+		Missing:   []string{"server_itl"}}
+	gu := &measure.GPUUsage{GPUs: 1, Samples: 20, EnergyJ: 5400, OutputTokensPerJoule: 3.7, MeanPowerW: 540, PeakPowerW: 690,
+		MeanUtilPct: 93, PeakMemUsedBytes: 71 << 30, MeanSMClockMHz: 1900, PeakTempC: 71}
+	res.LoadPoints[1].Summary.Engine, res.LoadPoints[1].Summary.GPU = em, gu
+	res.GPU[1].TempC = 71
+	q := &measure.Quality{Scored: true, Pass: false, Items: 400, AccuracyPct: 88.5, BaselineAccuracyPct: 99.25, DropPct: 10.75,
+		MaxDropPct: 1, AgreementPct: 87, Errors: 2, ByKindPct: map[string]float64{"arithmetic": 80, "copy": 100}}
+	res.Status, res.Failure, res.FailureMsg, res.Objective, res.Quality = measure.StatusFailed, engine.FailQuality, q.String(), nil, q
+	if err := s.FinishTrial(ctx, res); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := s.Trial(ctx, st.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := tr.LoadPoints[1].Summary; !reflect.DeepEqual(got.Engine, em) || !reflect.DeepEqual(got.GPU, gu) {
+		t.Errorf("engine metrics %+v\ngpu %+v", got.Engine, got.GPU)
+	}
+	if tr.LoadPoints[0].Summary.Engine != nil {
+		t.Errorf("a level without engine metrics read back with %+v", tr.LoadPoints[0].Summary.Engine)
+	}
+	if !reflect.DeepEqual(tr.Quality, q) || tr.Failure != engine.FailQuality || tr.Status != measure.StatusFailed {
+		t.Errorf("quality %+v, %s/%s", tr.Quality, tr.Status, tr.Failure)
+	}
+	samples, err := s.GPUSamples(ctx, tr.ID)
+	if err != nil || samples[1].TempC != 71 {
+		t.Errorf("samples %+v, %v", samples, err)
+	}
+	run, _, err := s.Begin(ctx, Study{Name: "q"}, BeginOptions{Resume: true, Check: func(Study) error { return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := run.SetQualityBaseline(ctx, `{"accuracy_pct":99.25}`); err != nil {
+		t.Fatal(err)
+	}
+	run.End(ctx, StudyFinished)
+	if got, _ := s.GetStudy(ctx, "q"); got.QualityBaseline != `{"accuracy_pct":99.25}` {
+		t.Errorf("quality baseline %q", got.QualityBaseline)
+	}
+}

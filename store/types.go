@@ -30,6 +30,9 @@ type Study struct {
 	// Tool is the servetune version that created the study ("" for
 	// studies stored before it was kept).
 	Tool string
+	// QualityBaseline is the quality gate's measurement of the baseline
+	// configuration, as the tuner wrote it (JSON); "" before one.
+	QualityBaseline string
 }
 
 // Trial is one stored trial with its load points.
@@ -59,6 +62,8 @@ type Trial struct {
 	Started    time.Time
 	Finished   time.Time       // zero while running
 	LoadPoints []measure.Level // without records (see Requests)
+	// Quality is the quality gate's verdict; nil when it was not run.
+	Quality *measure.Quality
 }
 
 // GPUSample is one telemetry sample of one GPU during a trial.
@@ -70,6 +75,7 @@ type GPUSample struct {
 	UtilPct      float64 // share of time a kernel ran, percent; NaN when unknown
 	SMClockMHz   int
 	EnergyJ      float64 // energy since the trial's start, joules; NaN when unknown
+	TempC        float64 // GPU temperature, Celsius; NaN when unknown
 }
 
 // TrialResult is everything a finished trial stores, written in one transaction.
@@ -88,4 +94,5 @@ type TrialResult struct {
 	// records.
 	LoadPoints []measure.Level
 	GPU        []GPUSample
+	Quality    *measure.Quality // the quality gate's verdict, when it ran
 }

@@ -7,9 +7,10 @@
 // classified by engine.Classify ("oom" when the kernel OOM-killed it or its
 // output carries an out-of-memory message, "crash" when it exits during the
 // measurement, "launch_error" for any other exit before ready), "not_ready"
-// when it is not healthy in time and "bench_error" when the benchmark
-// itself fails. An instance that is not reached over HTTP (the virtual
-// launcher's) hands the benchmark its own transport.
+// when it is not healthy in time, "bench_error" when the benchmark itself
+// fails and "quality_fail" when the quality gate fails it. An instance that
+// is not reached over HTTP (the virtual launcher's) hands the benchmark its
+// own transport.
 //
 // Example:
 //
@@ -25,8 +26,13 @@
 //		log.Printf("%s: %s", res.Failure, res.Message)
 //	}
 //
-// With Plan.GPUs set (an NVML reader), the trial's GPUs are sampled while the
-// engine is measured, into Result.GPU.
+// With Plan.GPUs set (an NVML reader), the trial's GPUs are sampled during
+// each level's measured phase, into the level's summary (energy, tokens per
+// joule) and Result.GPU; with Plan.ScrapeMetrics the engine's /metrics is
+// read during each level (the virtual launcher's engine reports its own).
+// With Plan.Quality set, the engine answers the quality gate's tasks after
+// its levels; a scored verdict that fails ends the trial as
+// failed/quality_fail, its levels kept, its verdict in Result.Quality.
 //
 // SearchCapacity is the capacity search on its own (concurrency doubling,
 // then bisection), for callers that measure levels another way.

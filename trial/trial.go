@@ -45,9 +45,18 @@ type Plan struct {
 	Bootstrap        int           // bootstrap resamples of each level's CIs; 0 = measure's default
 
 	// GPUs, when set, samples the trial's GPUs (Spec.GPUs) through NVML
-	// while the engine is measured; nil = no telemetry.
+	// during each level's measured phase; nil = no telemetry.
 	GPUs        gpu.Reader
 	GPUInterval time.Duration // default gpu.DefaultInterval
+	// ScrapeMetrics reads the engine's /metrics during each level
+	// (bench.Config.ScrapeMetrics); the virtual launcher's engine reports
+	// its metrics whatever this says.
+	ScrapeMetrics bool
+
+	// Quality, when set, asks the engine the quality gate's tasks after
+	// its levels (endpoint is its base URL); a verdict that is scored and
+	// fails ends the trial as failed/quality_fail, its levels kept.
+	Quality func(ctx context.Context, endpoint string) measure.Quality
 
 	Bench    BenchFunc                           // default bench.Run
 	Progress func(level string, done, total int) // optional, from one goroutine
@@ -70,7 +79,8 @@ type Result struct {
 	Message string         // one line saying why it failed (the engine's own message when known)
 	LogTail string         // the engine's output tail, for failed trials
 	Levels  []measure.Level
-	GPU     []gpu.Sample // telemetry of the trial's GPUs during the measurement
+	GPU     []gpu.Sample     // telemetry of the trial's GPUs during the levels' measured phases
+	Quality *measure.Quality // the quality gate's verdict, when Plan.Quality ran
 	Started time.Time
 	Ready   time.Duration // launch to healthy, the queue included
 	// Pending is how long a batch scheduler kept the engine's job waiting
@@ -152,14 +162,8 @@ func (r *runner) run(ctx context.Context) (out Result) {
 	// A crash under load cancels the measurement at once.
 	mctx, stopWatch := r.watch(ctx)
 	defer stopWatch()
-	if r.p.GPUs != nil && len(r.p.Spec.GPUs) > 0 {
-		gs := gpu.NewSampler(r.p.GPUs, r.p.Spec.GPUs, r.p.GPUInterval)
-		gs.Start(ctx)
-		// Stop ends the sampling goroutine before Run returns.
-		defer func() { out.GPU = gs.Stop() }()
-	}
 	if r.p.Capacity != nil {
-		return r.capacity(ctx, mctx)
+		return r.checkQuality(ctx, mctx, r.capacity(ctx, mctx))
 	}
 	for i, load := range r.p.Levels {
 		lv, stop := r.level(ctx, mctx, i, load)
@@ -168,7 +172,30 @@ func (r *runner) run(ctx context.Context) (out Result) {
 		}
 		r.res.Levels = append(r.res.Levels, lv)
 	}
-	return r.ok()
+	return r.checkQuality(ctx, mctx, r.ok())
+}
+
+// checkQuality runs the quality gate on an engine that measured its levels
+// well: its verdict goes with the result, and a scored failure turns the
+// trial into failed/quality_fail with both scores in the message.
+func (r *runner) checkQuality(ctx, mctx context.Context, res Result) Result {
+	if r.p.Quality == nil || res.Status != measure.StatusOK {
+		return res
+	}
+	q := r.p.Quality(mctx, r.inst.Endpoint())
+	switch {
+	case ctx.Err() != nil:
+		return *r.interrupted()
+	case r.exit != nil && isClosed(r.exit.Exited()):
+		// Its answers failed because it died: a crash, not bad answers.
+		return *r.crashed()
+	}
+	r.res.Quality = &q
+	res.Quality = &q
+	if q.Scored && !q.Pass {
+		return *r.fail(engine.FailQuality, q.String(), "")
+	}
+	return res
 }
 
 // ok ends a trial that measured every level: ok, unless no request of any
@@ -327,14 +354,18 @@ func (r *runner) measure(mctx context.Context, i int, load measure.Load) (measur
 	sent.Rate *= k
 	goodput := measure.SLO{TTFTms: p.Goodput.TTFTms / k, TPOTms: p.Goodput.TPOTms / k, E2ELms: p.Goodput.E2ELms / k}
 	cfg := bench.Config{
-		Target:      bench.Target{BaseURL: r.inst.Endpoint(), Model: p.Spec.Model},
-		Dataset:     p.Dataset,
-		Load:        sent,
-		NumRequests: p.RequestsPerLevel,
-		Warmup:      p.Warmup,
-		Timeout:     time.Duration(float64(p.Timeout) / k), // engine time to real time
-		Seed:        p.Seed + uint64(i),
-		Summary:     measure.SummaryOptions{Goodput: goodput, Seed: p.Seed, Bootstrap: p.Bootstrap},
+		Target:        bench.Target{BaseURL: r.inst.Endpoint(), Model: p.Spec.Model},
+		Dataset:       p.Dataset,
+		Load:          sent,
+		NumRequests:   p.RequestsPerLevel,
+		Warmup:        p.Warmup,
+		Timeout:       time.Duration(float64(p.Timeout) / k), // engine time to real time
+		Seed:          p.Seed + uint64(i),
+		Summary:       measure.SummaryOptions{Goodput: goodput, Seed: p.Seed, Bootstrap: p.Bootstrap},
+		ScrapeMetrics: p.ScrapeMetrics,
+	}
+	if p.GPUs != nil && len(p.Spec.GPUs) > 0 {
+		cfg.GPU = &bench.GPUWatch{Reader: p.GPUs, GPUs: p.Spec.GPUs, Interval: p.GPUInterval}
 	}
 	if t, ok := r.inst.(transporter); ok {
 		cfg.Transport = t.Transport()
@@ -343,16 +374,22 @@ func (r *runner) measure(mctx context.Context, i int, load measure.Load) (measur
 		cfg.Progress = func(done, total int) { p.Progress(label, done, total) }
 	}
 	res, err := p.Bench(mctx, cfg)
+	if res != nil {
+		r.res.GPU = append(r.res.GPU, res.GPU...)
+	}
 	if err != nil {
 		return measure.Level{}, err
 	}
 	if k != 1 {
 		// Back to the engine's time, from its own clock where it reports
 		// one, so that this machine's overhead is not multiplied by k.
-		meta := res.Summary.Meta
+		old := res.Summary
 		measure.EngineTime(res.Records, k)
 		res.Summary = measure.Summarize(res.Records, measure.SummaryOptions{Goodput: p.Goodput, Seed: p.Seed, Bootstrap: p.Bootstrap})
-		res.Summary.Meta, res.Summary.MaxConcurrency = meta, load.MaxConcurrency
+		res.Summary.Meta, res.Summary.MaxConcurrency = old.Meta, load.MaxConcurrency
+		// The server's histograms ran on its real clock too.
+		res.Summary.Engine, res.Summary.GPU = old.Engine, old.GPU
+		res.Summary.Engine.Scale(k)
 		if !load.Unlimited() {
 			res.Summary.RequestRate = load.Rate
 		}

@@ -31,7 +31,7 @@ var Metrics = []string{
 	"output_throughput", "output_throughput_per_gpu",
 	"total_token_throughput", "total_token_throughput_per_gpu",
 	"request_throughput", "request_goodput", "goodput_per_gpu",
-	"tokens_per_user", "cost_per_mtok",
+	"tokens_per_user", "cost_per_mtok", "output_tokens_per_joule",
 	"ttft_mean", "ttft_p50", "ttft_p90", "ttft_p95", "ttft_p99",
 	"tpot_mean", "tpot_p50", "tpot_p90", "tpot_p95", "tpot_p99",
 	"itl_mean", "itl_p50", "itl_p90", "itl_p95", "itl_p99",
@@ -49,6 +49,8 @@ func Unit(metric string) string {
 		return "req/s"
 	case metric == "cost_per_mtok":
 		return "$/Mtok"
+	case metric == "output_tokens_per_joule":
+		return "tok/J"
 	case strings.Contains(metric, "throughput") || metric == "tokens_per_user":
 		return "tok/s"
 	}
@@ -117,6 +119,12 @@ func (p Point) Metric(name string) (v float64, ok bool) {
 			return 0, false
 		}
 		return CostPerMTok(p.Price, max(p.GPUs, 1), s.OutputThroughput), true
+	case "output_tokens_per_joule":
+		// Only where NVML measured the level's energy.
+		if s.GPU == nil || s.GPU.EnergyJ <= 0 {
+			return 0, false
+		}
+		return s.GPU.OutputTokensPerJoule, true
 	}
 	metric, stat, found := strings.Cut(name, "_")
 	if !found {

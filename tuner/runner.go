@@ -27,13 +27,24 @@ type TrialRunner struct {
 	Bootstrap int
 	// Owner labels the engines with the study's run (launcher.Spec.Owner).
 	Owner string
+
+	gate *QualityBaseline // the quality gate's baseline, when it applies (UseQualityGate)
 }
 
 var _ Evaluator = (*TrialRunner)(nil)
 
-// launchSpec is what trial number launches with set on gpus.
+// launchSpec is what trial number launches with set on gpus. SGLang serves
+// its Prometheus metrics only when asked (vLLM always does): the trial asks,
+// so the engine's own figures are read during each level. The stored and
+// recommended settings stay the sampler's.
 func (r *TrialRunner) launchSpec(number int, set space.Settings, gpus []int) launcher.Spec {
 	sp := r.Spec
+	if sp.Engine == engine.SGLang {
+		if _, ok := set["enable_metrics"]; !ok {
+			set = set.Clone()
+			set["enable_metrics"] = true
+		}
+	}
 	return launcher.Spec{Engine: sp.Engine, Model: sp.Model, Settings: set, Extra: sp.Space.Extra,
 		GPUs: gpus, Study: sp.Name, Trial: number, Owner: r.Owner}
 }
@@ -70,6 +81,7 @@ func (r *TrialRunner) EvaluateReplica(ctx context.Context, number, replica int, 
 		Bootstrap:        r.Bootstrap,
 		Bench:            r.Bench,
 		GPUs:             r.GPUs,
+		ScrapeMetrics:    true,
 	}
 	if sp.Workload.Capacity {
 		slo := sp.SLO
@@ -79,6 +91,7 @@ func (r *TrialRunner) EvaluateReplica(ctx context.Context, number, replica int, 
 	if r.Progress != nil {
 		plan.Progress = func(level string, done, total int) { r.Progress(number, level, done, total) }
 	}
+	r.qualityPlan(&plan, replica)
 	return trial.Run(ctx, plan)
 }
 

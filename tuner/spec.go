@@ -20,6 +20,7 @@ import (
 	"github.com/servetune/servetune/engine"
 	"github.com/servetune/servetune/launcher"
 	"github.com/servetune/servetune/measure"
+	"github.com/servetune/servetune/quality"
 	"github.com/servetune/servetune/space"
 	"github.com/servetune/servetune/yamlspec"
 )
@@ -43,6 +44,16 @@ type Spec struct {
 	SLO             SLO
 	Objectives      []Objective // for the Pareto front
 	Tuner           TunerSpec
+	Quality         *QualitySpec // the quality gate; nil without one
+}
+
+// QualitySpec is the quality gate: every search trial answers the seeded
+// task set (package quality) and fails as quality_fail when its accuracy
+// drops more than MaxDropPct points below the Baseline configuration's.
+type QualitySpec struct {
+	Baseline   engine.Settings // the reference configuration (unlisted settings: the engine's defaults)
+	MaxDropPct float64         // percentage points of accuracy
+	Items      int             // tasks in the set
 }
 
 // LauncherSpec says how trials start engines: the launcher section's
@@ -197,7 +208,7 @@ type specParser struct {
 
 func (p *specParser) parse(root *yaml.Node) *Spec {
 	top := p.Fields(root, "", "name", "model", "engine", "launcher", "hardware", "space",
-		"workload", "slo", "objectives", "tuner")
+		"workload", "slo", "objectives", "tuner", "quality")
 	if p.Failed() {
 		return nil
 	}
@@ -266,6 +277,9 @@ func (p *specParser) parse(root *yaml.Node) *Spec {
 	sp.Tuner = TunerSpec{Sampler: SamplerTPE, Trials: 20, Seed: 1, Objective: Objective{"goodput_per_gpu", true}, Precheck: true, Confirm: DefaultConfirm}
 	if n := top["tuner"]; n != nil {
 		p.tuner(n, &sp.Tuner)
+	}
+	if n := top["quality"]; n != nil {
+		sp.Quality = p.quality(n)
 	}
 	if p.Failed() {
 		return nil
@@ -560,6 +574,54 @@ func (p *specParser) tuner(n *yaml.Node, t *TunerSpec) {
 	}
 }
 
+// quality reads the quality gate: the baseline's settings (one value each,
+// named as in space), the allowed drop and the task set's size.
+func (p *specParser) quality(n *yaml.Node) *QualitySpec {
+	f := p.Fields(n, "quality", "baseline", "max_drop_pct", "items")
+	q := &QualitySpec{Baseline: engine.Settings{}, MaxDropPct: 1.0, Items: quality.DefaultItems}
+	if p.Failed() {
+		return q
+	}
+	b := f["baseline"]
+	if b == nil {
+		p.Fail(n, "quality.baseline", "missing (the settings of the reference configuration, e.g. {quantization: none})")
+		return q
+	}
+	if b.Kind != yaml.MappingNode {
+		p.Fail(b, "quality.baseline", "must be a mapping of setting names to one value each")
+		return q
+	}
+	for i := 0; i+1 < len(b.Content); i += 2 {
+		k, v := b.Content[i], b.Content[i+1]
+		field := "quality.baseline." + k.Value
+		if v.Kind != yaml.ScalarNode {
+			p.Fail(v, field, "one value, not a range or a list: the baseline is one configuration")
+			return q
+		}
+		var raw any
+		if err := v.Decode(&raw); err != nil {
+			p.Fail(v, field, "%v", err)
+			return q
+		}
+		val, err := engine.Check(k.Value, raw)
+		if err != nil {
+			p.Fail(k, field, "%v", err)
+			return q
+		}
+		q.Baseline[k.Value] = val
+	}
+	if x := f["max_drop_pct"]; x != nil {
+		q.MaxDropPct = p.Number(x, "quality.max_drop_pct")
+		if !p.Failed() && (q.MaxDropPct < 0 || q.MaxDropPct > 100) {
+			p.Fail(x, "quality.max_drop_pct", "%g: want points of accuracy in [0, 100]", q.MaxDropPct)
+		}
+	}
+	if x := f["items"]; x != nil {
+		q.Items = p.Int(x, "quality.items", len(quality.Kinds))
+	}
+	return q
+}
+
 // check rejects impossible combinations across sections.
 func (p *specParser) check(sp *Spec, top map[string]*yaml.Node) {
 	need := minGPUs(sp.Space)
@@ -581,6 +643,13 @@ func (p *specParser) check(sp *Spec, top map[string]*yaml.Node) {
 	}
 	if sp.Workload.Capacity && len(sp.SLO) == 0 {
 		p.Fail(top["workload"], "workload.load.capacity", "a capacity search needs slo limits")
+	}
+	if q := sp.Quality; q != nil {
+		if f, ok := sp.Launcher.Launcher.(launcher.FixedEngine); ok && f.FixedSettings() {
+			p.Fail(top["quality"], "quality", "the %s launcher cannot start the baseline configuration", sp.Launcher.Kind)
+		} else if pool := newGPUPool(sp.Launcher.placement()); pool.size() > 0 && GPUsFor(q.Baseline) > pool.total {
+			p.Fail(yamlspec.KeyNode(top["quality"], "baseline"), "quality.baseline", "needs %d GPUs on one host, the study has %d", GPUsFor(q.Baseline), pool.total)
+		}
 	}
 	if sp.Tuner.Sampler == SamplerCMAES {
 		numeric := 0

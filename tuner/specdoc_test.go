@@ -31,6 +31,7 @@ workload:
 slo: {ttft_p99_ms: 500}
 objectives: [max output_throughput_per_gpu]
 tuner: {sampler: random, trials: 3, seed: 2, objective: max request_goodput, parallel: 1, precheck: false, confirm: {top: 1, runs: 1}}
+quality: {baseline: {max_running_requests: 8}, max_drop_pct: 2, items: 40}
 `, `name: ks2
 model: meta-llama/Llama-3.1-8B-Instruct
 engine: vllm

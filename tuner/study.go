@@ -162,6 +162,14 @@ func (s *Study) Run(ctx context.Context) (Outcome, error) {
 		_ = run.End(context.WithoutCancel(ctx), store.StudyFailed)
 		return r.out, fmt.Errorf("resume: %w", err)
 	}
+	if err := r.qualityBaseline(ctx); err != nil {
+		status := store.StudyFailed
+		if ctx.Err() != nil {
+			status = store.StudyInterrupted
+		}
+		_ = run.End(context.WithoutCancel(ctx), status)
+		return r.out, fmt.Errorf("quality baseline: %w", err)
+	}
 	r.dispatch(ctx, r.searchJob)
 	if ctx.Err() == nil && !r.stopped(ctx) {
 		r.confirm(ctx)
@@ -599,7 +607,7 @@ func storeResult(number int, res trial.Result, value *float64) store.TrialResult
 	tr := store.TrialResult{
 		Number: number, Status: res.Status, Failure: res.Failure, FailureMsg: res.Message,
 		LogTail: res.LogTail, Objective: value, Finished: res.Finished, LoadPoints: res.Levels,
-		Pending: res.Pending, Launch: res.Launch,
+		Pending: res.Pending, Launch: res.Launch, Quality: res.Quality,
 	}
 	first := map[int]uint64{} // energy counter at the first reading of each GPU
 	for _, g := range res.GPU {
@@ -614,9 +622,13 @@ func storeResult(number int, res trial.Result, value *float64) store.TrialResult
 				energy = float64(g.EnergyMilliJ-first[g.GPU]) / 1000
 			}
 		}
+		temp := math.NaN() // a zero reading is one NVML did not give
+		if g.TempC != 0 {
+			temp = float64(g.TempC)
+		}
 		tr.GPU = append(tr.GPU, store.GPUSample{T: g.Time.Sub(res.Started), GPU: g.GPU, PowerW: g.PowerW,
 			MemUsedBytes: int64(g.MemUsed), UtilPct: g.UtilGPU, SMClockMHz: int(g.SMClockMHz),
-			EnergyJ: energy})
+			EnergyJ: energy, TempC: temp})
 	}
 	return tr
 }

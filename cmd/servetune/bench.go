@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/servetune/servetune/bench"
+	"github.com/servetune/servetune/engine"
 	"github.com/servetune/servetune/measure"
 	"github.com/servetune/servetune/report"
 	"github.com/spf13/cobra"
@@ -45,6 +46,9 @@ type benchFlags struct {
 	jsonOut, csvOut, requestsOut        string
 	htmlOut                             string
 	noProgress                          bool
+	scrapeMetrics                       bool
+	scrapeInterval                      time.Duration
+	gpus                                string
 }
 
 func newBenchCmd() *cobra.Command {
@@ -76,6 +80,9 @@ vLLM's result key names.`,
 	fl.BoolVar(&f.noAlign, "no-tokenize", false, "do not align prompt lengths with the server's /tokenize")
 	fl.DurationVar(&f.timeout, "timeout", bench.DefaultTimeout, "per-request timeout")
 	fl.BoolVar(&f.noProgress, "no-progress", false, "no progress bar on stderr")
+	fl.BoolVar(&f.scrapeMetrics, "scrape-metrics", false, "read the engine's Prometheus /metrics during each level: running/waiting requests, KV usage, preemptions, prefix hits, server-side latencies (vLLM; SGLang with "+engine.Flag(engine.SGLang, "enable_metrics")+")")
+	fl.DurationVar(&f.scrapeInterval, "scrape-interval", 500*time.Millisecond, "with --scrape-metrics: how often /metrics is read")
+	fl.StringVar(&f.gpus, "gpus", "auto", "GPUs to sample with NVML during each level: auto (every GPU, when the server is on this machine), none, or indices 0,1")
 	cmd.AddCommand(newBenchCompareCmd())
 	return cmd
 }
@@ -367,6 +374,9 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 	if err != nil {
 		return usageError(err)
 	}
+	if f.scrapeInterval <= 0 {
+		return usageErrorf("--scrape-interval %v: must be > 0", f.scrapeInterval)
+	}
 	// Open output files first so a bad path fails before the run.
 	out, err := openBenchOutputs(f)
 	if err != nil {
@@ -374,6 +384,18 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 	}
 	defer out.close()
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	cfg.ScrapeMetrics, cfg.MetricsInterval = f.scrapeMetrics, f.scrapeInterval
+	reader, ids, closeGPUs, note, err := benchGPUs(f.gpus, cfg.Target.BaseURL)
+	if err != nil {
+		return usageError(err)
+	}
+	defer closeGPUs()
+	if note != "" {
+		fmt.Fprintln(stderr, note)
+	}
+	if reader != nil {
+		cfg.GPU = &bench.GPUWatch{Reader: reader, GPUs: ids}
+	}
 	var sums []measure.Summary
 	var runErr error
 	for li, l := range levels {
@@ -399,8 +421,15 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 		}
 		res.Summary.Meta["tool"] = "servetune " + version
 		res.Summary.Meta["level"] = li
+		findings := benchFindings(l.load, res.Summary, "", nil)
+		if len(findings) > 0 {
+			res.Summary.Meta["findings"] = findings
+		}
 		sums = append(sums, res.Summary)
 		printSummary(stdout, l.name, res.Summary)
+		printEngine(stdout, res.Summary)
+		printGPU(stdout, res.Summary.GPU)
+		printFindings(stdout, findings)
 		if werr := out.records(li, res.Records); werr != nil {
 			return werr
 		}

@@ -263,7 +263,13 @@ func runSimVirtual(cmd *cobra.Command, cfg sim.Config, f *benchFlags) error {
 		}
 		delete(s.Meta, "base_url")
 		sums = append(sums, s)
+		findings := benchFindings(l.load, s, cfg.Engine, simSettings(cfg))
+		if len(findings) > 0 {
+			s.Meta["findings"] = findings
+		}
 		printSummary(stdout, l.name, s)
+		printEngine(stdout, s)
+		printFindings(stdout, findings)
 		if err := out.records(li, res.Records); err != nil {
 			return err
 		}

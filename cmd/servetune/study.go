@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
 
+	"github.com/servetune/servetune/diagnose"
 	"github.com/servetune/servetune/engine"
 	"github.com/servetune/servetune/kube"
 	"github.com/servetune/servetune/measure"
@@ -179,6 +180,8 @@ type trialJSON struct {
 	Started  time.Time   `json:"started"`
 	Finished time.Time   `json:"finished,omitzero"`
 	Levels   []levelJSON `json:"levels"`
+	// Quality is the quality gate's verdict, with both scores.
+	Quality *measure.Quality `json:"quality,omitempty"`
 }
 
 type levelJSON struct {
@@ -192,6 +195,10 @@ type levelJSON struct {
 	P99TPOTms              float64           `json:"p99_tpot_ms"`
 	Errors                 map[string]int    `json:"errors,omitempty"`         // failed requests by class
 	ErrorMessages          map[string]string `json:"error_messages,omitempty"` // the first message of each class
+	// EngineMetrics is what the engine reported during the level (its
+	// /metrics, or the simulator's state).
+	EngineMetrics *measure.EngineMetrics `json:"engine_metrics,omitempty"`
+	GPU           *measure.GPUUsage      `json:"gpu,omitempty"` // NVML telemetry of the level
 }
 
 func newTrialsCmd() *cobra.Command {
@@ -210,7 +217,7 @@ func newTrialsCmd() *cobra.Command {
 			for _, t := range ss.trials {
 				r := trialJSON{Number: t.Number, Status: string(t.Status), Failure: string(t.Failure), FailureMsg: t.FailureMsg,
 					Settings: t.Settings, GPUs: t.GPUs, Objective: t.Objective, Confirms: t.Confirms, Started: t.Started, Finished: t.Finished,
-					PendingS: seconds(t.Pending), LaunchS: seconds(t.Launch), Levels: []levelJSON{}}
+					PendingS: seconds(t.Pending), LaunchS: seconds(t.Launch), Levels: []levelJSON{}, Quality: t.Quality}
 				if r.GPUs == nil {
 					r.GPUs = []int{}
 				}
@@ -220,7 +227,7 @@ func newTrialsCmd() *cobra.Command {
 					r.Levels = append(r.Levels, levelJSON{Level: lp.Label, Completed: s.Completed, Failed: s.Failed,
 						OutputThroughput: s.OutputThroughput, OutputThroughputPerGPU: s.OutputThroughput / n,
 						RequestGoodput: s.RequestGoodput, P99TTFTms: s.TTFT.P99, P99TPOTms: s.TPOT.P99,
-						Errors: nonZero(s.Errors), ErrorMessages: s.ErrorMessages})
+						Errors: nonZero(s.Errors), ErrorMessages: s.ErrorMessages, EngineMetrics: s.Engine, GPU: s.GPU})
 				}
 				rows = append(rows, r)
 			}
@@ -233,8 +240,12 @@ func newTrialsCmd() *cobra.Command {
 			for _, r := range rows {
 				queued = queued || r.PendingS != nil
 			}
+			energy := anyEnergy(rows)
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 			fmt.Fprintf(tw, "#\tSTATUS\tOBJECTIVE (%s, %s)\tCONFIRMS\tGPUS\t", obj, tuner.Unit(obj.Metric))
+			if energy {
+				fmt.Fprint(tw, "BEST TOK/J\tENERGY (J)\t")
+			}
 			if queued {
 				fmt.Fprint(tw, "PENDING\t")
 			}
@@ -252,6 +263,10 @@ func newTrialsCmd() *cobra.Command {
 					of = fmt.Sprintf("trial %d", *r.Confirms)
 				}
 				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%v\t", r.Number, status, val, of, r.GPUs)
+				if energy {
+					tpj, joules := trialEnergy(r)
+					fmt.Fprintf(tw, "%s\t%s\t", tpj, joules)
+				}
 				if queued {
 					fmt.Fprintf(tw, "%s\t", secondsText(r.PendingS))
 				}
@@ -275,6 +290,35 @@ func newTrialsCmd() *cobra.Command {
 	return cmd
 }
 
+// anyEnergy reports whether some level of rows has GPU energy figures.
+func anyEnergy(rows []trialJSON) bool {
+	for _, r := range rows {
+		for _, l := range r.Levels {
+			if l.GPU != nil && l.GPU.EnergyJ > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// trialEnergy is a trial's best output tokens per joule over its levels and
+// the energy its levels drew, for the trials table ("-" without NVML).
+func trialEnergy(r trialJSON) (string, string) {
+	best, joules, n := 0.0, 0.0, 0
+	for _, l := range r.Levels {
+		if l.GPU != nil && l.GPU.EnergyJ > 0 {
+			best = max(best, l.GPU.OutputTokensPerJoule)
+			joules += l.GPU.EnergyJ
+			n++
+		}
+	}
+	if n == 0 {
+		return "-", "-"
+	}
+	return fmt.Sprintf("%.3g", best), fmt.Sprintf("%.0f", joules)
+}
+
 // pointJSON is one Pareto point of `pareto --json` and `recommend --format json`.
 type pointJSON struct {
 	Trial    int                `json:"trial"`
@@ -287,7 +331,7 @@ type pointJSON struct {
 
 // pointMetrics are the metrics shown for a point.
 var pointMetrics = []string{"output_throughput_per_gpu", "tokens_per_user", "request_goodput", "goodput_per_gpu",
-	"ttft_p99", "tpot_p99", "e2el_p99", "cost_per_mtok"}
+	"ttft_p99", "tpot_p99", "e2el_p99", "cost_per_mtok", "output_tokens_per_joule"}
 
 func toPointJSON(p tuner.Point, sp *tuner.Spec) pointJSON {
 	label := p.Label
@@ -348,6 +392,21 @@ func newParetoCmd() *cobra.Command {
 			for _, o := range sp.Objectives {
 				fmt.Fprintf(tw, "\t%s (%s)", strings.ToUpper(o.Metric), tuner.Unit(o.Metric))
 			}
+			// Energy where NVML measured it (and no objective shows it already).
+			energy := false
+			for _, r := range rows {
+				if _, ok := r.Metrics["output_tokens_per_joule"]; ok {
+					energy = true
+				}
+			}
+			for _, o := range sp.Objectives {
+				if o.Metric == "output_tokens_per_joule" {
+					energy = false
+				}
+			}
+			if energy {
+				fmt.Fprint(tw, "\tTOK/J")
+			}
 			fmt.Fprintln(tw, "\tSETTINGS")
 			for _, r := range rows {
 				ok := "miss"
@@ -357,6 +416,13 @@ func newParetoCmd() *cobra.Command {
 				fmt.Fprintf(tw, "%d\t%s\t%s", r.Trial, r.Level, ok)
 				for _, o := range sp.Objectives {
 					fmt.Fprintf(tw, "\t%.4g", r.Metrics[o.Metric])
+				}
+				if energy {
+					if v, ok := r.Metrics["output_tokens_per_joule"]; ok {
+						fmt.Fprintf(tw, "\t%.3g", v)
+					} else {
+						fmt.Fprint(tw, "\t-")
+					}
 				}
 				fmt.Fprintf(tw, "\t%s\n", settingsLine(r.Settings))
 			}
@@ -400,7 +466,8 @@ func newRecommendCmd() *cobra.Command {
 			if format == "k8s" || format == "kserve" {
 				return writeManifests(cmd.OutOrStdout(), sp, rec, pref, format, hfSecret)
 			}
-			return writeRecommendation(cmd.OutOrStdout(), sp, rec, pref, format)
+			q := recommendedQuality(sp, ss.study, ss.trials, rec.Best.Point.Trial)
+			return writeRecommendation(cmd.OutOrStdout(), sp, rec, pref, format, q)
 		},
 	}
 	addDBFlag(cmd, &dbPath)
@@ -481,17 +548,44 @@ func describeCI(name string, m metricCI, runs int) string {
 	return s
 }
 
-func writeRecommendation(w io.Writer, sp *tuner.Spec, rec tuner.Recommendation, pref tuner.Preference, format string) error {
+// recommendedQuality is what the study's quality gate said of the
+// recommended trial: its verdict, or why the gate scored nothing (the
+// simulated engine); nil without a gate.
+func recommendedQuality(sp *tuner.Spec, st store.Study, trials []store.Trial, number int) *measure.Quality {
+	if sp.Quality == nil {
+		return nil
+	}
+	for _, t := range trials {
+		if t.Number == number && t.Quality != nil {
+			return t.Quality
+		}
+	}
+	if b, ok, _ := tuner.ParseQualityBaseline(st.QualityBaseline); ok && b.NotApplied != "" {
+		return &measure.Quality{Reason: "the gate was not applied: " + b.NotApplied}
+	}
+	return &measure.Quality{Reason: "this trial was not checked (measured before the study had its gate)"}
+}
+
+func writeRecommendation(w io.Writer, sp *tuner.Spec, rec tuner.Recommendation, pref tuner.Preference, format string, verdict *measure.Quality) error {
 	best := rec.Best
 	p := best.Point
 	pj := toPointJSON(p, sp)
+	// Why it performs as it does, at the recommended level.
+	findings := diagnose.Level(diagnose.Input{Engine: sp.Engine, Settings: p.Settings, Level: p.Level})
 	switch format {
 	case "json", "yaml":
 		doc := map[string]any{
 			"study": sp.Name, "model": sp.Model, "engine": string(sp.Engine), "prefer": string(pref),
 			"trial": pj.Trial, "level": pj.Level, "gpus": pj.GPUs, "settings": pj.Settings, "metrics": pj.Metrics,
 			"runs": best.Runs(), "metrics_ci95": candidateMetrics(best),
-			"command": serveArgv(sp, p, string(sp.Engine)),
+			"command":  serveArgv(sp, p, string(sp.Engine)),
+			"findings": findings,
+		}
+		if verdict != nil {
+			doc["quality"] = verdict
+		}
+		if findings == nil {
+			doc["findings"] = []diagnose.Finding{}
 		}
 		if ru := rec.RunnerUp; ru != nil {
 			doc["runner_up"] = map[string]any{"trial": ru.Trial, "settings": ru.Settings, "runs": ru.Runs(),
@@ -526,12 +620,18 @@ func writeRecommendation(w io.Writer, sp *tuner.Spec, rec tuner.Recommendation, 
 	}
 	fmt.Fprintf(w, "#   %s\n", strings.Join(parts, "  "))
 	if ru := rec.RunnerUp; ru != nil {
-		verdict := "cannot be separated from the best at 95%: either will do"
+		sep := "cannot be separated from the best at 95%: either will do"
 		if rec.Separated {
-			verdict = "the best is better at 95%"
+			sep = "the best is better at 95%"
 		}
 		rm := candidateMetrics(*ru)[best.Metric]
-		fmt.Fprintf(w, "# runner-up: trial %d, %s=%s; %s\n#   %s\n", ru.Trial, best.Metric, describeCI(best.Metric, rm, ru.Runs()), verdict, settingsLine(ru.Settings))
+		fmt.Fprintf(w, "# runner-up: trial %d, %s=%s; %s\n#   %s\n", ru.Trial, best.Metric, describeCI(best.Metric, rm, ru.Runs()), sep, settingsLine(ru.Settings))
+	}
+	if verdict != nil {
+		fmt.Fprint(w, "# "+wrap(verdict.String(), 100, "#   ")[4:])
+	}
+	for _, f := range findings {
+		fmt.Fprint(w, "# - "+wrap(f.String(), 100, "#   ")[4:])
 	}
 	fmt.Fprintln(w, strings.Join(q, " "))
 	return nil

@@ -332,6 +332,7 @@ func TestQuickstartReproducible(t *testing.T) {
 	// What is timed on the real clock: a trial's wall time, the elapsed
 	// time and the ETA of the progress line.
 	elapsed := regexp.MustCompile(` ok \d+ms|, [^,\]]+ elapsed(, ETA [^\]]+|, done)`)
+	var dbs []string
 	once := func(busy bool) string {
 		stop := make(chan struct{})
 		if busy {
@@ -349,6 +350,7 @@ func TestQuickstartReproducible(t *testing.T) {
 		}
 		defer close(stop)
 		db := filepath.Join(t.TempDir(), "q.db")
+		dbs = append(dbs, db)
 		code, out, errs := runIn("tune", "../../examples/quickstart.yaml", "--db", db)
 		if code != exitOK {
 			t.Fatalf("quick start: exit %d: %s", code, errs)
@@ -361,5 +363,41 @@ func TestQuickstartReproducible(t *testing.T) {
 	}
 	if !strings.Contains(idle, "vllm serve meta-llama/Llama-3.1-8B-Instruct") {
 		t.Errorf("no serve command:\n%s", idle)
+	}
+	// Every measured level of the quick start carries what the (virtual)
+	// engine reported during it.
+	code, out, errs := runIn("trials", "quickstart", "--json", "--db", dbs[0])
+	if code != exitOK {
+		t.Fatalf("trials --json: exit %d: %s", code, errs)
+	}
+	var doc struct {
+		Trials []struct {
+			Number int
+			Status string
+			Levels []struct {
+				Level         string
+				EngineMetrics map[string]any `json:"engine_metrics"`
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	levels := 0
+	for _, tr := range doc.Trials {
+		for _, lv := range tr.Levels {
+			levels++
+			for _, k := range []string{"kv_cache_usage_peak", "preemptions", "num_requests_waiting_peak", "num_requests_running_peak"} {
+				if _, ok := lv.EngineMetrics[k]; !ok {
+					t.Errorf("trial %d %s: engine_metrics lacks %s: %v", tr.Number, lv.Level, k, lv.EngineMetrics)
+				}
+			}
+			if lv.EngineMetrics["source"] != "simulator" || lv.EngineMetrics["num_requests_running_peak"].(float64) < 1 {
+				t.Errorf("trial %d %s: engine_metrics %v", tr.Number, lv.Level, lv.EngineMetrics)
+			}
+		}
+	}
+	if levels == 0 {
+		t.Errorf("no measured level in %s", out)
 	}
 }

@@ -158,7 +158,11 @@ func runTune(ctx context.Context, sp *tuner.Spec, o tuneOptions, stdout, stderr 
 		fmt.Fprintf(stdout, "no recommendation: %v\n", err)
 		return nil
 	}
-	return writeRecommendation(stdout, sp, rec, tuner.PreferThroughput, string(sp.Engine))
+	st, err := db.GetStudy(ctx, sp.Name)
+	if err != nil {
+		return failedError(err)
+	}
+	return writeRecommendation(stdout, sp, rec, tuner.PreferThroughput, string(sp.Engine), recommendedQuality(sp, st, trials, rec.Best.Point.Trial))
 }
 
 func anyOK(trials []store.Trial) bool {

@@ -1,0 +1,212 @@
+package tuner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/servetune/servetune/bench"
+	"github.com/servetune/servetune/engine"
+	"github.com/servetune/servetune/launcher"
+	"github.com/servetune/servetune/measure"
+	"github.com/servetune/servetune/quality"
+	"github.com/servetune/servetune/trial"
+)
+
+// QualityBaseline is the quality gate's measurement of the baseline
+// configuration, stored with the study (store.Study.QualityBaseline) so a
+// resumed study asks the baseline once.
+type QualityBaseline struct {
+	Settings engine.Settings `json:"settings"`
+	Seed     uint64          `json:"seed"`
+	Items    int             `json:"items"`
+	Result   quality.Result  `json:"result"`
+	// NotApplied says why the gate scores nothing in this study (the
+	// simulated engine's answers are not a model's); "" when it applies.
+	NotApplied string `json:"not_applied,omitempty"`
+}
+
+// ParseQualityBaseline reads a stored baseline; ok is false for none.
+func ParseQualityBaseline(text string) (b QualityBaseline, ok bool, err error) {
+	if text == "" {
+		return b, false, nil
+	}
+	if err := json.Unmarshal([]byte(text), &b); err != nil {
+		return b, false, fmt.Errorf("stored quality baseline: %w", err)
+	}
+	return b, true, nil
+}
+
+// matches reports whether b measured the baseline q asks for.
+func (b QualityBaseline) matches(q *QualitySpec, seed uint64) bool {
+	return b.Seed == seed && b.Items == q.Items && b.Settings.Key() == q.Baseline.Key()
+}
+
+// qualitySeed is the task set's seed of a study: its tuner seed.
+func qualitySeed(sp *Spec) uint64 { return uint64(sp.Tuner.Seed) }
+
+// qualityEvaluator is an Evaluator that can run the quality gate
+// (TrialRunner): measure the baseline, then judge every search trial.
+type qualityEvaluator interface {
+	EvaluateBaseline(ctx context.Context, gpus []int) (QualityBaseline, error)
+	UseQualityGate(b QualityBaseline)
+}
+
+// evalOptions are the gate's request options.
+var evalOptions = quality.Options{Concurrency: 16}
+
+// EvaluateBaseline launches the spec's quality baseline on gpus, asks it
+// the task set and stops it. The virtual launcher's engine and the
+// simulated engine produce no model text: the baseline then says the gate
+// does not apply (NotApplied) rather than failing.
+func (r *TrialRunner) EvaluateBaseline(ctx context.Context, gpus []int) (QualityBaseline, error) {
+	sp := r.Spec
+	q := sp.Quality
+	b := QualityBaseline{Settings: q.Baseline, Seed: qualitySeed(sp), Items: q.Items}
+	ls := r.launchSpec(-1, q.Baseline, gpus)
+	inst, err := sp.Launcher.Launcher.Launch(ctx, ls)
+	if err != nil {
+		return b, fmt.Errorf("launch: %w", err)
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), launcher.DefaultStopTimeout+5*time.Second)
+		defer cancel()
+		_ = inst.Stop(sctx)
+	}()
+	rctx, cancel := context.WithTimeout(ctx, sp.Launcher.ReadyTimeout)
+	err = inst.Ready(rctx)
+	cancel()
+	if err != nil {
+		var exit *launcher.ExitError
+		if errors.As(err, &exit) {
+			_, msg := engine.Classify(exit.Exit, false, inst.Logs())
+			return b, errors.New(msg)
+		}
+		return b, fmt.Errorf("not ready: %w", err)
+	}
+	if _, virtual := inst.(interface{ Transport() bench.Transport }); virtual {
+		b.NotApplied = "the virtual launcher's simulated engine generates no text, only timings: there is nothing to score"
+		return b, nil
+	}
+	res, err := quality.Run(ctx, quality.Target{BaseURL: inst.Endpoint(), Model: sp.Model}, quality.Tasks(b.Seed, b.Items), evalOptions)
+	b.Result = res
+	if err != nil {
+		return b, err
+	}
+	if res.Simulated {
+		b.NotApplied = quality.SimulatedReason
+	}
+	return b, nil
+}
+
+// UseQualityGate makes every search trial answer the task set after its
+// levels and be judged against b.
+func (r *TrialRunner) UseQualityGate(b QualityBaseline) {
+	r.gate = &b
+}
+
+// qualityCheck is the trial plan's quality step for a search trial.
+func (r *TrialRunner) qualityCheck() func(ctx context.Context, endpoint string) measure.Quality {
+	b, sp := r.gate, r.Spec
+	tasks := quality.Tasks(b.Seed, b.Items)
+	return func(ctx context.Context, endpoint string) measure.Quality {
+		// A failed run leaves its unanswered items counted wrong: a server
+		// that cannot answer does not pass.
+		res, _ := quality.Run(ctx, quality.Target{BaseURL: endpoint, Model: sp.Model}, tasks, evalOptions)
+		v := quality.Judge(res, b.Result, sp.Quality.MaxDropPct)
+		if v.Scored && !v.Pass && res.Errors > 0 {
+			v.Reason = fmt.Sprintf("%d of %d tasks unanswered, the first: %s", res.Errors, res.Items, res.FirstError)
+		}
+		return v
+	}
+}
+
+var _ qualityEvaluator = (*TrialRunner)(nil)
+
+// qualityPlan sets the quality step of a search trial's plan.
+func (r *TrialRunner) qualityPlan(p *trial.Plan, replica int) {
+	// Confirmation runs measure a configuration that passed again, on
+	// other workloads: its answers do not change with the load.
+	if r.gate != nil && replica == 0 {
+		p.Quality = r.qualityCheck()
+	}
+}
+
+// qualityBaseline prepares the quality gate before the first trial: the
+// stored measurement of the baseline when it is the one the spec asks for,
+// else a fresh one on the study's first GPUs, stored with the study. A
+// baseline the gate cannot score (the simulated engine) turns the gate off
+// with a note that says why: nothing passes it unscored.
+func (r *studyRun) qualityBaseline(ctx context.Context) error {
+	sp := r.s.Spec
+	q := sp.Quality
+	if q == nil {
+		return nil
+	}
+	qe, ok := r.eval.(qualityEvaluator)
+	if !ok {
+		return errors.New("the quality gate needs the study's own trial runner")
+	}
+	b, stored, err := ParseQualityBaseline(r.run.Study.QualityBaseline)
+	if err != nil {
+		return err
+	}
+	if !stored || !b.matches(q, qualitySeed(sp)) {
+		gpus, group := sp.Launcher.placement()
+		if len(gpus) == 0 {
+			for i := range 64 {
+				gpus = append(gpus, i)
+			}
+		}
+		pool := newGPUPool(gpus, group)
+		need := GPUsFor(q.Baseline)
+		if need > pool.total {
+			return fmt.Errorf("the baseline needs %d GPUs, the study has %d on one host", need, pool.total)
+		}
+		ids, err := pool.Acquire(ctx, need)
+		if err != nil {
+			return err
+		}
+		r.s.note("quality gate: measuring the baseline (%s) on GPUs %v", settingsKey(q.Baseline), ids)
+		b, err = qe.EvaluateBaseline(ctx, ids)
+		pool.Release(ids)
+		if err != nil {
+			return err
+		}
+		text, err := json.Marshal(b)
+		if err != nil {
+			return err
+		}
+		if err := r.run.SetQualityBaseline(context.WithoutCancel(ctx), string(text)); err != nil {
+			return err
+		}
+	}
+	if b.NotApplied != "" {
+		r.s.note("quality gate not applied: %s", b.NotApplied)
+		return nil
+	}
+	r.s.note("quality gate: baseline accuracy %.1f%% on %d tasks; a trial may drop at most %.1f points", b.Result.AccuracyPct, b.Items, q.MaxDropPct)
+	qe.UseQualityGate(b)
+	return nil
+}
+
+// settingsKey writes settings as "k=v k=v" in name order, or "engine defaults".
+func settingsKey(s engine.Settings) string {
+	if len(s) == 0 {
+		return "engine defaults"
+	}
+	keys := make([]string, 0, len(s))
+	for k := range s {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + engine.FormatValue(s[k])
+	}
+	return strings.Join(parts, " ")
+}
