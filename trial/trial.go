@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -50,11 +51,23 @@ type Plan struct {
 
 // Capacity configures the capacity search: concurrency doubles from 1 while
 // Met holds, then bisects between the last level that met it and the first
-// that did not.
+// that did not. With Rate set, the search is over the Poisson request rate
+// instead (SearchRate).
 type Capacity struct {
 	MaxConcurrency int                        // upper bound of the search
 	Met            func(measure.Summary) bool // the SLO test of one level
 	Steps          int                        // bisection probes after the doubling; default 3
+	Rate           *RateSearch                // search the request rate, not the concurrency
+}
+
+// RateSearch bounds a capacity search over the request rate (requests/s):
+// it starts at Start, doubles or halves until one rate meets the SLOs and
+// another does not (within [Min, Max]), then bisects geometrically until
+// the two are within Precision of each other (0.05 = 5%).
+type RateSearch struct {
+	Start, Min, Max float64
+	Precision       float64
+	Burstiness      float64 // arrivals' gamma shape; 0 or 1 = Poisson
 }
 
 // Result is the outcome of a trial.
@@ -357,22 +370,40 @@ func isClosed(c <-chan struct{}) bool {
 	}
 }
 
-// capacity runs the capacity search over concurrency levels.
+// capacity runs the capacity search over concurrency levels or request
+// rates. Concurrency probe i runs on workload seed Seed+i; every rate probe
+// runs on Seed, so that probes differ by their rate alone (the same
+// requests, the same arrival pattern stretched), which keeps the SLO test
+// monotone in the rate.
 func (r *runner) capacity(ctx, mctx context.Context) Result {
 	c := r.p.Capacity
-	i := 0
 	var stopped *Result
 	errStop := errors.New("stop")
-	_, err := SearchCapacity(c.MaxConcurrency, c.Steps, func(n int) (bool, error) {
-		lv, stop := r.level(ctx, mctx, i, measure.Load{MaxConcurrency: n})
+	i := 0
+	probe := func(load measure.Load) (bool, error) {
+		seed := i
+		if c.Rate != nil {
+			seed = 0
+		}
 		i++
+		lv, stop := r.level(ctx, mctx, seed, load)
 		if stop != nil {
 			stopped = stop
 			return false, errStop
 		}
 		r.res.Levels = append(r.res.Levels, lv)
 		return c.Met(lv.Summary), nil
-	})
+	}
+	var err error
+	if rs := c.Rate; rs != nil {
+		_, err = SearchRate(*rs, func(rate float64) (bool, error) {
+			return probe(measure.Load{Rate: rate, Burstiness: rs.Burstiness})
+		})
+	} else {
+		_, err = SearchCapacity(c.MaxConcurrency, c.Steps, func(n int) (bool, error) {
+			return probe(measure.Load{MaxConcurrency: n})
+		})
+	}
 	if err != nil && stopped != nil {
 		return *stopped
 	}
@@ -407,6 +438,80 @@ func SearchCapacity(maxConcurrency, steps int, probe func(concurrency int) (met 
 	}
 	for s := 0; s < steps && bad > 0 && bad-good > 1; s++ {
 		mid := (good + bad) / 2
+		ok, err := probe(mid)
+		if err != nil {
+			return good, err
+		}
+		if ok {
+			good = mid
+		} else {
+			bad = mid
+		}
+	}
+	return good, nil
+}
+
+// SearchRate finds the highest request rate at which met holds, to within
+// rs.Precision: from rs.Start it doubles while probe says the SLOs are met
+// (or halves while they are not) until a rate that met them and one that
+// did not bracket the capacity, then bisects the bracket geometrically. It
+// is SearchCapacity's doubling-then-bisecting on a continuous, scale-free
+// axis. It returns 0 when even rs.Min misses, and rs.Max when rs.Max
+// meets them. An error from probe ends the search.
+func SearchRate(rs RateSearch, probe func(rate float64) (met bool, err error)) (float64, error) {
+	lo, hi := rs.Min, rs.Max
+	if !(lo > 0) {
+		lo = 1e-3
+	}
+	if !(hi > lo) {
+		hi = lo * 1e6
+	}
+	prec := rs.Precision
+	if !(prec > 0) {
+		prec = 0.05
+	}
+	r := min(max(rs.Start, lo), hi)
+	if !(r > 0) {
+		r = lo
+	}
+	good, bad := 0.0, 0.0
+	ok, err := probe(r)
+	if err != nil {
+		return 0, err
+	}
+	if ok {
+		for good = r; bad == 0; {
+			if good >= hi {
+				return good, nil
+			}
+			next := min(good*2, hi)
+			if ok, err = probe(next); err != nil {
+				return good, err
+			}
+			if ok {
+				good = next
+			} else {
+				bad = next
+			}
+		}
+	} else {
+		for bad = r; good == 0; {
+			if bad <= lo {
+				return 0, nil
+			}
+			next := max(bad/2, lo)
+			if ok, err = probe(next); err != nil {
+				return 0, err
+			}
+			if ok {
+				good = next
+			} else {
+				bad = next
+			}
+		}
+	}
+	for bad/good > 1+prec {
+		mid := math.Sqrt(good * bad)
 		ok, err := probe(mid)
 		if err != nil {
 			return good, err

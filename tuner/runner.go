@@ -75,6 +75,10 @@ func (r *TrialRunner) EvaluateReplica(ctx context.Context, number, replica int, 
 		slo := sp.SLO
 		plan.Capacity = &trial.Capacity{MaxConcurrency: sp.Workload.MaxConcurrency,
 			Met: func(s measure.Summary) bool { return slo.Met(Point{GPUs: 1, Level: measure.Level{Summary: s}}) }}
+		if w := sp.Workload; w.CapacityRate {
+			plan.Capacity.Rate = &trial.RateSearch{Start: w.StartRate, Min: w.StartRate / 1024, Max: w.MaxRate,
+				Precision: w.RatePrecision, Burstiness: w.Burstiness}
+		}
 	}
 	if r.Progress != nil {
 		plan.Progress = func(level string, done, total int) { r.Progress(number, level, done, total) }

@@ -61,8 +61,16 @@ type Hardware struct {
 type Workload struct {
 	Dataset          bench.DatasetSpec
 	Levels           []measure.Load // measured in order; empty with Capacity
-	Capacity         bool           // search the highest concurrency meeting the SLOs
-	MaxConcurrency   int            // capacity search upper bound
+	Capacity         bool           // search the highest load meeting the SLOs
+	MaxConcurrency   int            // capacity search upper bound (concurrency)
+	// CapacityRate searches the highest Poisson (or gamma, Burstiness)
+	// request rate instead of a concurrency, from StartRate up to MaxRate,
+	// to within RatePrecision.
+	CapacityRate  bool
+	StartRate     float64
+	MaxRate       float64
+	RatePrecision float64
+	Burstiness    float64
 	RequestsPerLevel int
 	Warmup           int
 	Timeout          time.Duration // per request
@@ -395,7 +403,8 @@ func (p *specParser) dist(n *yaml.Node, field string) bench.Dist {
 }
 
 func (p *specParser) load(n *yaml.Node, w *Workload) {
-	f := p.Fields(n, "workload.load", "concurrency", "rate", "burstiness", "max_concurrency", "capacity")
+	f := p.Fields(n, "workload.load", "concurrency", "rate", "burstiness", "max_concurrency", "capacity",
+		"start_rate", "max_rate", "rate_precision")
 	if p.Failed() {
 		return
 	}
@@ -430,14 +439,56 @@ func (p *specParser) load(n *yaml.Node, w *Workload) {
 			w.Levels = append(w.Levels, measure.Load{Rate: p.Positive(r, "workload.load.rate"), Burstiness: burst, MaxConcurrency: maxConc})
 		}
 	default:
-		w.Capacity = p.Bool(f["capacity"], "workload.load.capacity")
-		if !p.Failed() && !w.Capacity {
-			p.Fail(f["capacity"], "workload.load.capacity", "capacity: false measures nothing; give concurrency or rate levels")
+		p.capacity(f, w, maxConc, burst)
+	}
+	if !w.CapacityRate {
+		for _, k := range []string{"start_rate", "max_rate", "rate_precision"} {
+			if f[k] != nil {
+				p.Fail(f[k], "workload.load."+k, "only with capacity: rate")
+				return
+			}
 		}
-		w.MaxConcurrency = 1024
+	}
+}
+
+// capacity reads `capacity: true` (or `concurrency`: search the
+// concurrency) and `capacity: rate` (search the request rate).
+func (p *specParser) capacity(f map[string]*yaml.Node, w *Workload, maxConc int, burst float64) {
+	x := f["capacity"]
+	switch x.Value {
+	case "rate":
+		w.Capacity, w.CapacityRate = true, true
+		w.StartRate, w.MaxRate, w.RatePrecision, w.Burstiness = 1, 1000, 0.05, burst
+		if v := f["start_rate"]; v != nil {
+			w.StartRate = p.Positive(v, "workload.load.start_rate")
+		}
+		if v := f["max_rate"]; v != nil {
+			w.MaxRate = p.Positive(v, "workload.load.max_rate")
+		}
+		if v := f["rate_precision"]; v != nil {
+			w.RatePrecision = p.Positive(v, "workload.load.rate_precision")
+		}
+		if !p.Failed() && w.StartRate > w.MaxRate {
+			p.Fail(f["start_rate"], "workload.load.start_rate", "%g is above max_rate %g", w.StartRate, w.MaxRate)
+		}
 		if maxConc > 0 {
-			w.MaxConcurrency = maxConc
+			p.Fail(f["max_concurrency"], "workload.load.max_concurrency", "not with capacity: rate (the search is open-loop)")
 		}
+		return
+	case "concurrency":
+		w.Capacity = true
+	default:
+		w.Capacity = p.Bool(x, "workload.load.capacity")
+		if !p.Failed() && !w.Capacity {
+			p.Fail(x, "workload.load.capacity", "capacity: false measures nothing; give concurrency or rate levels")
+		}
+	}
+	if f["burstiness"] != nil {
+		p.Fail(f["burstiness"], "workload.load.burstiness", "only with rate levels or capacity: rate")
+	}
+	w.MaxConcurrency = 1024
+	if maxConc > 0 {
+		w.MaxConcurrency = maxConc
 	}
 }
 
