@@ -59,18 +59,18 @@ type Hardware struct {
 
 // Workload is what every trial measures.
 type Workload struct {
-	Dataset          bench.DatasetSpec
-	Levels           []measure.Load // measured in order; empty with Capacity
-	Capacity         bool           // search the highest load meeting the SLOs
-	MaxConcurrency   int            // capacity search upper bound (concurrency)
+	Dataset        bench.DatasetSpec
+	Levels         []measure.Load // measured in order; empty with Capacity
+	Capacity       bool           // search the highest load meeting the SLOs
+	MaxConcurrency int            // capacity search upper bound (concurrency)
 	// CapacityRate searches the highest Poisson (or gamma, Burstiness)
 	// request rate instead of a concurrency, from StartRate up to MaxRate,
 	// to within RatePrecision.
-	CapacityRate  bool
-	StartRate     float64
-	MaxRate       float64
-	RatePrecision float64
-	Burstiness    float64
+	CapacityRate     bool
+	StartRate        float64
+	MaxRate          float64
+	RatePrecision    float64
+	Burstiness       float64
 	RequestsPerLevel int
 	Warmup           int
 	Timeout          time.Duration // per request
