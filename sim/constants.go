@@ -186,6 +186,9 @@ func sglangDefaultMemFraction(tp int) float64 {
 	}
 }
 
+// DefaultGPU is the GPU the simulator models when none is named.
+const DefaultGPU = defaultGPU
+
 // Sim-only defaults.
 const (
 	defaultGPU      = "H100-SXM"

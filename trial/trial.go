@@ -294,24 +294,43 @@ func (r *runner) crashed() *Result {
 	return r.fail(class, msg, logs)
 }
 
+// BenchConfig is the benchmark configuration of load level i of p at load,
+// in the engine's time: the workload seeded Seed+i, the plan's request
+// counts, timeout and goodput limits; no target URL, transport or progress.
+// A calibration re-runs a stored trial's levels with it.
+func (p Plan) BenchConfig(i int, load measure.Load) bench.Config {
+	return bench.Config{
+		Target:      bench.Target{Model: p.Spec.Model},
+		Dataset:     p.Dataset,
+		Load:        load,
+		NumRequests: p.RequestsPerLevel,
+		Warmup:      p.Warmup,
+		Timeout:     p.Timeout,
+		Seed:        p.Seed + uint64(i),
+		Summary:     measure.SummaryOptions{Goodput: p.Goodput, Seed: p.Seed, Bootstrap: p.Bootstrap},
+	}
+}
+
+// SeedIndex is the workload seed index (BenchConfig's i) of the i-th level
+// a trial of p measured: its position, except in a search over the rate,
+// whose probes all run on the plan's seed.
+func (p Plan) SeedIndex(i int) int {
+	if p.Capacity != nil && p.Capacity.Rate != nil {
+		return 0
+	}
+	return i
+}
+
 // measure runs load level i, converting loads and limits to the real clock
 // and the results back to the engine's time.
 func (r *runner) measure(mctx context.Context, i int, load measure.Load) (measure.Level, error) {
 	p, k := r.p, r.scale
 	label, _, _ := load.Label()
-	sent := load
-	sent.Rate *= k
-	goodput := measure.SLO{TTFTms: p.Goodput.TTFTms / k, TPOTms: p.Goodput.TPOTms / k, E2ELms: p.Goodput.E2ELms / k}
-	cfg := bench.Config{
-		Target:      bench.Target{BaseURL: r.inst.Endpoint(), Model: p.Spec.Model},
-		Dataset:     p.Dataset,
-		Load:        sent,
-		NumRequests: p.RequestsPerLevel,
-		Warmup:      p.Warmup,
-		Timeout:     time.Duration(float64(p.Timeout) / k), // engine time to real time
-		Seed:        p.Seed + uint64(i),
-		Summary:     measure.SummaryOptions{Goodput: goodput, Seed: p.Seed, Bootstrap: p.Bootstrap},
-	}
+	cfg := p.BenchConfig(i, load)
+	cfg.Target.BaseURL = r.inst.Endpoint()
+	cfg.Load.Rate *= k
+	cfg.Timeout = time.Duration(float64(p.Timeout) / k) // engine time to real time
+	cfg.Summary.Goodput = measure.SLO{TTFTms: p.Goodput.TTFTms / k, TPOTms: p.Goodput.TPOTms / k, E2ELms: p.Goodput.E2ELms / k}
 	if t, ok := r.inst.(transporter); ok {
 		cfg.Transport = t.Transport()
 	}
@@ -381,10 +400,7 @@ func (r *runner) capacity(ctx, mctx context.Context) Result {
 	errStop := errors.New("stop")
 	i := 0
 	probe := func(load measure.Load) (bool, error) {
-		seed := i
-		if c.Rate != nil {
-			seed = 0
-		}
+		seed := r.p.SeedIndex(i)
 		i++
 		lv, stop := r.level(ctx, mctx, seed, load)
 		if stop != nil {

@@ -56,6 +56,17 @@ func (r *TrialRunner) EvaluateReplica(ctx context.Context, number, replica int, 
 		}
 		return trial.Failed(engine.FailInfeasible, err.Error())
 	}
+	plan := r.plan(ls, replica)
+	if r.Progress != nil {
+		plan.Progress = func(level string, done, total int) { r.Progress(number, level, done, total) }
+	}
+	return trial.Run(ctx, plan)
+}
+
+// plan is the trial plan of launch spec ls as confirmation run replica (0
+// = a search trial).
+func (r *TrialRunner) plan(ls launcher.Spec, replica int) trial.Plan {
+	sp := r.Spec
 	plan := trial.Plan{
 		Launcher:         sp.Launcher.Launcher,
 		Spec:             ls,
@@ -80,10 +91,7 @@ func (r *TrialRunner) EvaluateReplica(ctx context.Context, number, replica int, 
 				Precision: w.RatePrecision, Burstiness: w.Burstiness}
 		}
 	}
-	if r.Progress != nil {
-		plan.Progress = func(level string, done, total int) { r.Progress(number, level, done, total) }
-	}
-	return trial.Run(ctx, plan)
+	return plan
 }
 
 // WorkloadSeed is the seed of the workload of confirmation run replica (0
