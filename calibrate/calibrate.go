@@ -158,6 +158,15 @@ func Metric(s measure.Summary, name string) (float64, bool) {
 	return v, v > 0
 }
 
+// ValidMetric checks a compared metric's name.
+func ValidMetric(name string) error {
+	metric, stat, _ := strings.Cut(name, "_")
+	if !slices.Contains([]string{"ttft", "tpot", "itl", "e2el"}, metric) || !slices.Contains([]string{"mean", "p50", "median", "p90", "p95", "p99"}, stat) {
+		return fmt.Errorf("metric %q: want ttft, tpot, itl or e2el with _mean, _p50, _p90, _p95 or _p99", name)
+	}
+	return nil
+}
+
 // Simulate replays run's levels on the simulated engine with constants c
 // and returns what each level measures.
 func Simulate(ctx context.Context, run Run, c sim.Constants) ([]measure.Summary, error) {
@@ -381,9 +390,8 @@ func Fit(ctx context.Context, runs []Run, start sim.Constants, opts Options) (Re
 	}
 	res := Result{Start: start, Constants: start}
 	for _, m := range f.metrics {
-		metric, stat, _ := strings.Cut(m, "_")
-		if !slices.Contains([]string{"ttft", "tpot", "itl", "e2el"}, metric) || !slices.Contains([]string{"mean", "p50", "median", "p90", "p95", "p99"}, stat) {
-			return res, fmt.Errorf("metric %q: want ttft, tpot, itl or e2el with mean, p50, p90, p95 or p99", m)
+		if err := ValidMetric(m); err != nil {
+			return res, err
 		}
 	}
 	points := map[[2]int]bool{}

@@ -189,9 +189,9 @@ func (p Profile) Check(gpu string, e engine.Engine, force bool) error {
 	}
 	switch {
 	case got.ID != want.ID:
-		return fmt.Errorf("%w: it was measured on %s, not %s (force it to use it anyway)", ErrProfileMismatch, p.What(), got.ID)
+		return fmt.Errorf("%w: it was measured on %s, not %s (--force-calibration uses it anyway)", ErrProfileMismatch, p.What(), got.ID)
 	case e != "" && p.Engine != "" && e != p.Engine:
-		return fmt.Errorf("%w: it was measured on %s, not %s (force it to use it anyway)", ErrProfileMismatch, p.What(), e)
+		return fmt.Errorf("%w: it was measured on %s, not %s (--force-calibration uses it anyway)", ErrProfileMismatch, p.What(), e)
 	}
 	return nil
 }
