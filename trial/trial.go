@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sort"
 	"strings"
 	"time"
 
@@ -68,6 +69,41 @@ type RateSearch struct {
 	Start, Min, Max float64
 	Precision       float64
 	Burstiness      float64 // arrivals' gamma shape; 0 or 1 = Poisson
+	// MinSpan makes every probe send for at least this long (engine time):
+	// a probe sends max(RequestsPerLevel, rate x MinSpan) requests, so that
+	// a rate a little above the capacity has the time to build the queue
+	// that shows it (a fixed count at a high rate is a burst, which any
+	// engine absorbs). 0 = RequestsPerLevel always.
+	MinSpan time.Duration
+}
+
+// Sustained reports whether a rate probe's queue held steady: the median
+// TTFT of its last quarter of requests (in send order) is within twice
+// that of its second quarter plus half a second. A rate above the capacity
+// grows the queue for as long as requests arrive, which this catches even
+// where the SLOs bound no queueing delay (a TPOT-only SLO).
+func Sustained(recs []measure.Record) bool {
+	var ok []measure.Record
+	for _, r := range recs {
+		if !r.Warmup && r.Error == measure.ErrNone {
+			ok = append(ok, r)
+		}
+	}
+	if len(ok) < 8 {
+		return true
+	}
+	sort.SliceStable(ok, func(i, j int) bool { return ok[i].Sched < ok[j].Sched })
+	q := len(ok) / 4
+	med := func(rs []measure.Record) float64 {
+		v := make([]float64, len(rs))
+		for i, r := range rs {
+			v[i] = (r.First - r.Send).Seconds()
+		}
+		sort.Float64s(v)
+		return v[len(v)/2]
+	}
+	second, last := med(ok[q:2*q]), med(ok[len(ok)-q:])
+	return last <= 2*second+0.5
 }
 
 // Result is the outcome of a trial.
@@ -299,11 +335,15 @@ func (r *runner) crashed() *Result {
 // counts, timeout and goodput limits; no target URL, transport or progress.
 // A calibration re-runs a stored trial's levels with it.
 func (p Plan) BenchConfig(i int, load measure.Load) bench.Config {
+	n := p.RequestsPerLevel
+	if c := p.Capacity; c != nil && c.Rate != nil && c.Rate.MinSpan > 0 && !load.Unlimited() {
+		n = max(n, int(math.Ceil(load.Rate*c.Rate.MinSpan.Seconds())))
+	}
 	return bench.Config{
 		Target:      bench.Target{Model: p.Spec.Model},
 		Dataset:     p.Dataset,
 		Load:        load,
-		NumRequests: p.RequestsPerLevel,
+		NumRequests: n,
 		Warmup:      p.Warmup,
 		Timeout:     p.Timeout,
 		Seed:        p.Seed + uint64(i),
@@ -407,8 +447,11 @@ func (r *runner) capacity(ctx, mctx context.Context) Result {
 			stopped = stop
 			return false, errStop
 		}
+		if c.Rate != nil && !Sustained(lv.Records) {
+			lv.Summary.Unsustained = true
+		}
 		r.res.Levels = append(r.res.Levels, lv)
-		return c.Met(lv.Summary), nil
+		return !lv.Summary.Unsustained && c.Met(lv.Summary), nil
 	}
 	var err error
 	if rs := c.Rate; rs != nil {

@@ -230,7 +230,7 @@ type SLO []Limit
 func (slo SLO) Met(p Point) bool {
 	// Latency percentiles cover completed requests only, so a level that
 	// dropped requests could look fast; it does not meet the SLOs.
-	if p.Summary.Completed == 0 || p.Summary.Failed > 0 {
+	if p.Summary.Completed == 0 || p.Summary.Failed > 0 || p.Summary.Unsustained {
 		return false
 	}
 	for _, l := range slo {

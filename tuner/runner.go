@@ -88,7 +88,7 @@ func (r *TrialRunner) plan(ls launcher.Spec, replica int) trial.Plan {
 			Met: func(s measure.Summary) bool { return slo.Met(Point{GPUs: 1, Level: measure.Level{Summary: s}}) }}
 		if w := sp.Workload; w.CapacityRate {
 			plan.Capacity.Rate = &trial.RateSearch{Start: w.StartRate, Min: w.StartRate / 1024, Max: w.MaxRate,
-				Precision: w.RatePrecision, Burstiness: w.Burstiness}
+				Precision: w.RatePrecision, Burstiness: w.Burstiness, MinSpan: w.ProbeSpan}
 		}
 	}
 	return plan

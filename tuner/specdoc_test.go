@@ -47,7 +47,7 @@ launcher: {kind: virtual}
 space: {max_running_requests: 8}
 workload:
   dataset: {kind: random, input: 128, output: 16}
-  load: {capacity: rate, start_rate: 2, max_rate: 100, rate_precision: 0.1, burstiness: 1}
+  load: {capacity: rate, start_rate: 2, max_rate: 100, rate_precision: 0.1, burstiness: 1, probe_span: 10s}
 slo: {tpot_p99_ms: 50}
 tuner: {objective: max request_rate}
 `}

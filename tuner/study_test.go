@@ -584,3 +584,30 @@ tuner: {sampler: grid, trials: 2, seed: 1, objective: max request_rate, confirm:
 		t.Errorf("capacity with 64 running requests %.2f <= with 4 %.2f", caps[64], caps[4])
 	}
 }
+
+// TestStudyEnqueue: configurations enqueued by the caller run first,
+// count toward the trials, and teach the sampler (its proposals differ
+// from them).
+func TestStudyEnqueue(t *testing.T) {
+	ctx := context.Background()
+	sp := mustSpec(t, strings.Replace(studySpec, "trials: 6", "trials: 4", 1))
+	first := space.Settings{"tensor_parallel": 2, "max_running_requests": 8, "gpu_memory_fraction": 0.9}
+	sp.Tuner.Enqueue = []space.Settings{first, {"tensor_parallel": 3}} // the second is outside the space: skipped
+	db := openStore(t)
+	out, err := (&Study{Spec: sp, Store: db, Eval: &TrialRunner{Spec: sp}}).Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trials, err := db.Trials(ctx, out.StudyID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(trials) != 4 || trials[0].Settings.Key() != first.Key() {
+		t.Fatalf("%d trials, the first %v; want 4 starting with %v", len(trials), trials[0].Settings, first)
+	}
+	for _, tr := range trials[1:] {
+		if tr.Settings.Key() == first.Key() {
+			t.Errorf("trial %d repeats the enqueued configuration", tr.Number)
+		}
+	}
+}
