@@ -134,7 +134,7 @@ type Row struct {
 	Reason      string  `json:"reason,omitempty"` // why a row does not fit or serve
 	Trials      int     `json:"trials"`
 	// Rank is the row's place (1 = best); 0 for rows that cannot serve.
-	Rank int `json:"rank"`
+	Rank    int     `json:"rank"`
 	meanOut float64 // mean output tokens per request at capacity
 	// TiesWith lists the better-ranked rows this one cannot be told apart
 	// from within the error bands ("H200 x4 vllm").
