@@ -38,7 +38,7 @@ func TestWhatifCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	var doc struct {
-		Rows []map[string]any `json:"rows"`
+		Rows   []map[string]any `json:"rows"`
 		Prices map[string]struct {
 			PerGPUHour float64 `json:"per_gpu_hour"`
 			Date       string  `json:"date"`
