@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -203,5 +204,61 @@ func TestRankAndTies(t *testing.T) {
 	rep := &Report{Rows: rows}
 	if ties := rep.Ties(); len(ties) != 2 || ties[1].GPU != "B" {
 		t.Errorf("Ties() = %v, want A and B", ties)
+	}
+}
+
+// TestModelDirAndCalibration: a model known only by its config.json (a
+// directory, as vLLM's --model DIR) is served from that directory; a
+// calibration profile applies to its GPU's rows, whose error band is then
+// the profile's own fit error.
+func TestModelDirAndCalibration(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "my-8b")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cfg := `{"num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8,
+		"intermediate_size": 14336, "vocab_size": 128256, "max_position_embeddings": 8192, "torch_dtype": "bfloat16"}`
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	prof := sim.Profile{Version: 1, GPU: "H100-SXM", Engine: engine.VLLM, EngineVersion: "v0.11.0",
+		Constants: sim.StockConstants(engine.VLLM), Errors: []sim.MetricError{{Metric: "ttft_p99", MaxAfter: 0.07}, {Metric: "tpot_p99", MaxAfter: 0.03}}}
+	prof.Constants.HBMEfficiency, prof.Constants.BF16GEMMEfficiency = 0.5, 0.45
+	path := filepath.Join(t.TempDir(), "h100.json")
+	if err := prof.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	o := small()
+	o.Model, o.MaxGPUs = dir, 1
+	o.Calibrations = []Calibration{{path, prof}}
+	rep, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stock, err := Run(context.Background(), func() Options { o := small(); o.Model, o.MaxGPUs = dir, 1; return o }())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range rep.Rows {
+		t.Logf("%s: %.2f req/s (stock constants %.2f), ±%.0f%% %s, %s", r.Name(), r.CapacityRPS, stock.Rows[i].CapacityRPS, 100*r.ErrorBand, r.BandBasis, r.ServeCommand)
+		if r.Rank > 0 && !strings.HasPrefix(r.ServeCommand, "vllm serve "+dir+" ") {
+			t.Errorf("%s: serve command %q does not serve the directory", r.Name(), r.ServeCommand)
+		}
+		switch r.GPU {
+		case "H100-SXM":
+			if r.Calibration != path || r.ErrorBand > 0.07 || !strings.Contains(r.BandBasis, "calibrated") {
+				t.Errorf("H100 row: calibration %q, band %v (%s)", r.Calibration, r.ErrorBand, r.BandBasis)
+			}
+			if !(r.CapacityRPS < stock.Rows[i].CapacityRPS) {
+				t.Errorf("H100 at half its stock efficiencies serves %.2f req/s, stock %.2f: want less", r.CapacityRPS, stock.Rows[i].CapacityRPS)
+			}
+		default:
+			if r.Calibration != "" {
+				t.Errorf("%s row uses the H100 profile", r.Name())
+			}
+		}
+	}
+	if rep.Calibration == nil {
+		t.Error("report names no calibration")
 	}
 }

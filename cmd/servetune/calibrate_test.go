@@ -89,3 +89,31 @@ func TestCalibrateCLI(t *testing.T) {
 		}
 	}
 }
+
+// TestSimModelFromConfig: every sim command takes a Hugging Face
+// config.json, or a directory holding one, as its model (vLLM's --model
+// DIR).
+func TestSimModelFromConfig(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "tiny")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cfg := `{"num_hidden_layers": 16, "hidden_size": 2048, "num_attention_heads": 16, "num_key_value_heads": 4,
+		"intermediate_size": 8192, "vocab_size": 32000, "max_position_embeddings": 4096}`
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"sim", "estimate", dir}, "tiny"},
+		{[]string{"sim", "estimate", "--model", filepath.Join(dir, "config.json"), "--json"}, "tiny"},
+		{[]string{"sim", "run", dir, "--input-len", "128", "--output-len", "16", "--num-requests", "20"}, "Successful requests:                   20"},
+	} {
+		var out, errb bytes.Buffer
+		if code := run(context.Background(), tc.args, &out, &errb); code != exitOK || !strings.Contains(out.String(), tc.want) {
+			t.Errorf("%v: code %d\n%s%s", tc.args, code, out.String(), errb.String())
+		}
+	}
+}
