@@ -1,12 +1,13 @@
 # servetune: see README.md. Every target works from a fresh clone with Go and gcc.
 GO      ?= go
 BIN     ?= bin/servetune
+FUZZTIME ?= 30s
 PKGS    := ./...
 # go-nvml's cgo preamble warns about deprecated NVML calls it wraps; those are not ours.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 export CGO_ENABLED = 1
 
-.PHONY: all build install test lint bench run sim-image sampler-bench whatif-bench clean
+.PHONY: all build install test lint bench run sim-image sampler-bench whatif-bench fuzz soak clean
 
 all: build
 
@@ -62,6 +63,16 @@ whatif-bench: build
 	./$(BIN) whatif --model meta-llama/Llama-3.3-70B-Instruct --gpus H100-SXM,H200,B200,L40S,A100-80G \
 		--max-gpus 8 --engine vllm --input-len 2048 --output-len 256 \
 		--slo ttft_p99_ms=2000,tpot_p99_ms=50 --target-rps 20 --no-progress
+
+# Every fuzz target for FUZZTIME (default 30s each); make test runs their
+# seed corpora only.
+fuzz:
+	FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
+
+# bench against sim serve for SOAK_MINUTES (default 10), printing both
+# processes' RSS, goroutines and open files every minute; fails if they grow.
+soak: build
+	BIN=$(BIN) ./scripts/soak.sh
 
 clean:
 	rm -rf bin .servetune

@@ -31,8 +31,11 @@ type Config struct {
 	Seed        uint64
 	Summary     measure.SummaryOptions
 	Progress    func(done, total int) // optional; called from one goroutine; total 0 = duration-bound
-	NoAlign     bool                  // do not re-size synthetic prompts with the server's /tokenize
-	KeepEOS     bool                  // send ignore_eos=false (default: ignore_eos on)
+	// Waiting, optional, is told every second of the requests in flight
+	// and the oldest one's age (measure.Phase.Waiting).
+	Waiting func(inflight int, oldest time.Duration)
+	NoAlign bool // do not re-size synthetic prompts with the server's /tokenize
+	KeepEOS bool // send ignore_eos=false (default: ignore_eos on)
 	// Transport runs the requests; nil = HTTP to Target. The simulated
 	// engine's virtual clock (sim.Virtual) is the other one.
 	Transport Transport

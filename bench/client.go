@@ -7,13 +7,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
+	"github.com/servetune/servetune/internal/redact"
 	"github.com/servetune/servetune/measure"
 )
 
@@ -28,6 +32,11 @@ func (t Target) Validate() error {
 	u, err := url.Parse(t.BaseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("%w: base URL %q must be http(s)://host[:port]", ErrBadConfig, redactRawURL(t.BaseURL))
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("%w: base URL %q: port %s is not in 1-65535", ErrBadConfig, redactRawURL(t.BaseURL), p)
+		}
 	}
 	if t.Model == "" {
 		return fmt.Errorf("%w: no model name", ErrBadConfig)
@@ -198,7 +207,11 @@ func (c *client) send(ctx context.Context, req measure.Request, body []byte, bod
 	resp, err := c.hc.Do(hreq)
 	if err != nil {
 		rec.End = time.Since(start)
-		rec.Fail(classifyErr(rctx, measure.ErrConnect), scrub(err.Error()))
+		msg := scrub(err.Error())
+		if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
+			msg = outOfFiles + ": " + msg
+		}
+		rec.Fail(classifyErr(rctx, measure.ErrConnect), msg)
 		return
 	}
 	defer func() {
@@ -211,13 +224,63 @@ func (c *client) send(ctx context.Context, req measure.Request, body []byte, bod
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		rec.End = time.Since(start)
 		class := measure.ErrHTTP4xx
-		if resp.StatusCode >= 500 {
+		text := fmt.Sprintf("HTTP %d: %s", resp.StatusCode, oneLine([]byte(c.redact(serverMessage(msg)))))
+		switch {
+		case resp.StatusCode >= 500:
 			class = measure.ErrHTTP5xx
+		case resp.StatusCode >= 300 && resp.StatusCode < 400:
+			class = measure.ErrRedirect
+			text = fmt.Sprintf("HTTP %d: redirected to %s (redirects are not followed: give that URL as the base URL)",
+				resp.StatusCode, oneLine([]byte(c.redact(resp.Header.Get("Location")))))
 		}
-		rec.Fail(class, fmt.Sprintf("HTTP %d: %s", resp.StatusCode, oneLine([]byte(c.redact(serverMessage(msg))))))
+		rec.Fail(class, text)
+		return
+	}
+	if what, ok := eventStream(resp); !ok {
+		rec.End = time.Since(start)
+		rec.Fail(measure.ErrStream, c.redact(what))
 		return
 	}
 	c.stream(rctx, resp.Body, req, start, rec)
+}
+
+// outOfFiles starts the message of a request this machine could not even
+// open a socket for.
+const outOfFiles = "this machine ran out of file descriptors (raise ulimit -n or lower the concurrency)"
+
+// eventStream checks that a 200 answer is a server-sent event stream. A
+// server that ignores "stream": true answers one JSON document; a proxy or
+// a wrong URL answers an HTML page: both are said as what they are, not as
+// a stream cut short. Without a Content-Type the body decides. When ok is
+// false, what describes the body instead.
+func eventStream(resp *http.Response) (what string, ok bool) {
+	ct := resp.Header.Get("Content-Type")
+	mt, _, _ := mime.ParseMediaType(ct)
+	if mt == "text/event-stream" {
+		return "", true
+	}
+	head := make([]byte, 512)
+	n, _ := io.ReadFull(resp.Body, head)
+	head = head[:n]
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(head), resp.Body), resp.Body}
+	trimmed := bytes.TrimLeft(head, " \t\r\n")
+	if mt == "" || mt == "text/plain" {
+		if bytes.HasPrefix(trimmed, []byte("data:")) || bytes.HasPrefix(trimmed, []byte(":")) || bytes.HasPrefix(trimmed, []byte("event:")) {
+			return "", true
+		}
+	}
+	switch {
+	case mt == "application/json" || bytes.HasPrefix(trimmed, []byte("{")):
+		return "HTTP 200 with one JSON document, not an event stream (does the server ignore \"stream\": true?): " + oneLine(trimmed), false
+	case mt == "text/html" || bytes.HasPrefix(bytes.ToLower(trimmed), []byte("<!doctype html")) || bytes.HasPrefix(bytes.ToLower(trimmed), []byte("<html")):
+		return "HTTP 200 with an HTML page, not an event stream (a proxy or a wrong base URL?): " + oneLine(trimmed), false
+	case len(trimmed) == 0:
+		return "", true // an empty stream: classified as such by stream
+	}
+	return fmt.Sprintf("HTTP 200 with Content-Type %q, not an event stream: %s", ct, oneLine(trimmed)), false
 }
 
 // redact removes the API key and header values from a message that came
@@ -225,6 +288,7 @@ func (c *client) send(ctx context.Context, req measure.Request, body []byte, bod
 // Server text is redacted before it is shortened, so that a cut never
 // leaves part of a secret behind.
 func (c *client) redact(msg string) string {
+	msg = redact.Text(msg)
 	if c.target.APIKey != "" {
 		msg = strings.ReplaceAll(msg, c.target.APIKey, "<redacted>")
 	}
@@ -371,11 +435,15 @@ func spreadTokens(chunks []measure.Chunk, total int) {
 	}
 }
 
-// classifyErr maps a transport error to timeout when ctx's deadline passed
-// (or the run was cancelled), else to class.
-func classifyErr(ctx context.Context, class measure.ErrorClass) measure.ErrorClass {
-	if ctx.Err() != nil {
+// classifyErr maps a transport error on the request's context rctx: past
+// its deadline a timeout; cancelled with the run (Ctrl-C, an early stop)
+// cancelled; else class.
+func classifyErr(rctx context.Context, class measure.ErrorClass) measure.ErrorClass {
+	switch {
+	case errors.Is(rctx.Err(), context.DeadlineExceeded):
 		return measure.ErrTimeout
+	case rctx.Err() != nil:
+		return measure.ErrCancelled
 	}
 	return class
 }

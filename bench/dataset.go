@@ -3,7 +3,9 @@ package bench
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -198,6 +200,15 @@ func (d DatasetSpec) shareGPT(rng *rand.Rand, n int) ([]measure.Request, error) 
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadDataset, err)
 	}
+	pool, err := d.parseShareGPT(raw, rng)
+	if err != nil {
+		return nil, err
+	}
+	return drawFrom(rng, pool, n, d.Path)
+}
+
+// parseShareGPT reads a ShareGPT file's usable pairs (shareGPT).
+func (d DatasetSpec) parseShareGPT(raw []byte, rng *rand.Rand) ([]measure.Request, error) {
 	var entries []shareGPTEntry
 	if err := json.Unmarshal(raw, &entries); err != nil {
 		return nil, fmt.Errorf("%w: %s: not a ShareGPT JSON array: %w", ErrBadDataset, d.Path, err)
@@ -217,7 +228,7 @@ func (d DatasetSpec) shareGPT(rng *rand.Rand, n int) ([]measure.Request, error) 
 		}
 		pool = append(pool, measure.Request{Prompt: prompt, PromptTokens: in, MaxTokens: out, PrefixID: -1})
 	}
-	return drawFrom(rng, pool, n, d.Path)
+	return pool, nil
 }
 
 // jsonlLine is one line of a jsonl dataset.
@@ -237,9 +248,22 @@ func (d DatasetSpec) jsonl(rng *rand.Rand, n int) ([]measure.Request, error) {
 		return nil, fmt.Errorf("%w: %w", ErrBadDataset, err)
 	}
 	defer f.Close()
+	pool, err := d.parseJSONL(f, rng)
+	if err != nil {
+		return nil, err
+	}
+	return drawFrom(rng, pool, n, d.Path)
+}
+
+// maxJSONLLine bounds one line of a jsonl dataset (a prompt of about ten
+// million tokens).
+const maxJSONLLine = 64 << 20
+
+// parseJSONL reads a jsonl dataset's lines (jsonl).
+func (d DatasetSpec) parseJSONL(r io.Reader, rng *rand.Rand) ([]measure.Request, error) {
 	var pool []measure.Request
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 64<<20)
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), maxJSONLLine)
 	for lineNo := 1; sc.Scan(); lineNo++ {
 		line := strings.TrimSpace(sc.Text())
 		if line == "" {
@@ -260,15 +284,21 @@ func (d DatasetSpec) jsonl(rng *rand.Rand, n int) ([]measure.Request, error) {
 		if out == 0 {
 			out = l.MaxTokens
 		}
-		if out <= 0 {
+		if out <= 0 || out > MaxLen {
+			if l.OutputLen != 0 || l.MaxTokens != 0 {
+				return nil, fmt.Errorf("%w: %s:%d: output length %d: want 1 to %d", ErrBadDataset, d.Path, lineNo, out, MaxLen)
+			}
 			out = d.Output.Sample(rng)
 		}
 		pool = append(pool, measure.Request{Prompt: p, PromptTokens: ApproxTokens(p), MaxTokens: out, PrefixID: -1})
 	}
 	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return nil, fmt.Errorf("%w: %s: a line over %d MiB", ErrBadDataset, d.Path, maxJSONLLine>>20)
+		}
 		return nil, fmt.Errorf("%w: %s: %w", ErrBadDataset, d.Path, err)
 	}
-	return drawFrom(rng, pool, n, d.Path)
+	return pool, nil
 }
 
 // drawFrom shuffles pool and takes n, cycling through reshuffled copies

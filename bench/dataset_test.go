@@ -1,7 +1,9 @@
 package bench
 
 import (
+	"bytes"
 	"errors"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -152,4 +154,53 @@ func TestGenerateErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzShareGPT: a ShareGPT file of any content parses or is refused with
+// ErrBadDataset; every request it gives has lengths within the filters.
+func FuzzShareGPT(f *testing.F) {
+	f.Add([]byte(`[{"id":"a","conversations":[{"from":"human","value":"what is the capital of france"},{"from":"gpt","value":"paris is the capital of france"}]}]`))
+	f.Add([]byte(`[]`))
+	f.Add([]byte(`{"not": "a list"}`))
+	f.Add([]byte(`[{"conversations":[{"value":""}]}]`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		d := DatasetSpec{Kind: DatasetShareGPT, Path: "f.json"}
+		pool, err := d.parseShareGPT(raw, rand.New(rand.NewPCG(1, 2)))
+		if err != nil {
+			if !errors.Is(err, ErrBadDataset) {
+				t.Fatalf("error %v is not ErrBadDataset", err)
+			}
+			return
+		}
+		for _, r := range pool {
+			if r.PromptTokens < 4 || r.PromptTokens > 1024 || r.MaxTokens < 4 || r.PromptTokens+r.MaxTokens > 2048 {
+				t.Fatalf("request outside the filters: %+v", r)
+			}
+		}
+	})
+}
+
+// FuzzJSONL: a jsonl dataset of any content parses or is refused with
+// ErrBadDataset naming its line; every request has a prompt and an output
+// length in range.
+func FuzzJSONL(f *testing.F) {
+	f.Add([]byte("{\"prompt\": \"hello there\", \"output_len\": 16}\n{\"text\": \"x\"}\n"))
+	f.Add([]byte("\n\n"))
+	f.Add([]byte("{\"prompt\": \"a\", \"max_tokens\": -3}\n"))
+	f.Add([]byte("not json\n"))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		d := DatasetSpec{Kind: DatasetJSONL, Path: "f.jsonl", Output: Dist{Kind: DistFixed, Value: 8}}
+		pool, err := d.parseJSONL(bytes.NewReader(raw), rand.New(rand.NewPCG(1, 2)))
+		if err != nil {
+			if !errors.Is(err, ErrBadDataset) {
+				t.Fatalf("error %v is not ErrBadDataset", err)
+			}
+			return
+		}
+		for _, r := range pool {
+			if r.Prompt == "" || r.MaxTokens < 1 || r.MaxTokens > MaxLen {
+				t.Fatalf("bad request %+v", r)
+			}
+		}
+	})
 }

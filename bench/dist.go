@@ -117,8 +117,23 @@ func (d Dist) clipString() string {
 // isSet reports whether d was given (the zero Dist means "not given").
 func (d Dist) isSet() bool { return d != Dist{} }
 
+// MaxLen bounds every length a distribution may give: ten million tokens,
+// the longest context any model publishes (Llama 4 Scout). Past it a
+// mistyped length would build prompts of gigabytes before any server
+// could refuse them; a sample is clipped to it.
+const MaxLen = 10_000_000
+
 // Validate reports a distribution that cannot produce positive lengths.
 func (d Dist) Validate() error {
+	for _, v := range []float64{float64(d.Value), float64(d.Min), float64(d.Max), d.Median, d.Mean} {
+		if v > MaxLen {
+			return fmt.Errorf("%w: length %.0f is over %d tokens", ErrBadDist, v, MaxLen)
+		}
+	}
+	if math.IsNaN(d.Sigma) || math.IsNaN(d.Median) || math.IsNaN(d.Mean) || d.Sigma > MaxLen ||
+		d.Kind == DistLognormal && d.Sigma > 10 {
+		return fmt.Errorf("%w: sigma %g out of range (lognormal: at most 10, on the log scale)", ErrBadDist, d.Sigma)
+	}
 	switch d.Kind {
 	case DistFixed, "":
 		if d.Value < 1 {
@@ -165,6 +180,10 @@ func (d Dist) Sample(rng *rand.Rand) int {
 	}
 	if d.Max > 0 && n > d.Max {
 		n = d.Max
+	}
+	// A lognormal's tail, or a NaN from math.Round of an overflow.
+	if n > MaxLen || n < 1 {
+		n = min(max(n, 1), MaxLen)
 	}
 	return n
 }

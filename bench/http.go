@@ -3,10 +3,14 @@ package bench
 import (
 	"cmp"
 	"context"
+	"encoding/json"
+	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -19,7 +23,20 @@ type httpTransport struct {
 	hc     *http.Client
 	c      *client
 	target Target
+	// stopped says why the last phase stopped sending early ("" when it
+	// did not): the server refused every connection, or this machine ran
+	// out of file descriptors.
+	stopped string
 }
+
+// deadStreak is how many requests in a row may fail to connect, with no
+// answer from the server in between, before a phase stops sending: a dead
+// server would otherwise be hammered for the rest of the run, hundreds of
+// thousands of instant failures filling memory and the records file.
+const deadStreak = 32
+
+// Stopped says why the last phase stopped early, "" when it did not.
+func (h *httpTransport) Stopped() string { return h.stopped }
 
 var _ Transport = (*httpTransport)(nil)
 
@@ -57,20 +74,6 @@ func (h *httpTransport) Send(ctx context.Context, p measure.Phase) ([]measure.Re
 	if p.MaxConcurrency > 0 {
 		sem = make(chan struct{}, p.MaxConcurrency)
 	}
-	results := make(chan sent, 1024)
-	var (
-		done    []sent
-		collect sync.WaitGroup
-	)
-	collect.Go(func() {
-		for r := range results {
-			done = append(done, r)
-			if p.Progress != nil {
-				p.Progress(len(done), total)
-			}
-		}
-	})
-
 	start := time.Now()
 	// dctx ends the sending phase; requests in flight keep ctx.
 	dctx := ctx
@@ -79,6 +82,48 @@ func (h *httpTransport) Send(ctx context.Context, p measure.Phase) ([]measure.Re
 		dctx, cancel = context.WithDeadline(ctx, start.Add(p.Duration))
 		defer cancel()
 	}
+	dctx, stopSending := context.WithCancel(dctx)
+	defer stopSending()
+	// An early stop also ends the requests in flight (cancelled): their
+	// answers would no longer be measured against anything.
+	ctx, stopAll := context.WithCancel(ctx)
+	defer stopAll()
+	h.stopped = ""
+	live := newInflight()
+	defer live.watch(p.Waiting)()
+
+	results := make(chan sent, 1024)
+	var (
+		done    []sent
+		collect sync.WaitGroup
+	)
+	collect.Go(func() {
+		streak := 0
+		for r := range results {
+			done = append(done, r)
+			if p.Progress != nil {
+				p.Progress(len(done), total)
+			}
+			if h.stopped != "" {
+				continue
+			}
+			switch {
+			case r.rec.Error == measure.ErrConnect && strings.HasPrefix(r.rec.ErrorMsg, outOfFiles):
+				h.stopped = r.rec.ErrorMsg
+			case r.rec.Error == measure.ErrConnect:
+				if streak++; streak >= deadStreak {
+					h.stopped = fmt.Sprintf("the server refused %d connections in a row and answered none (%s)", streak, r.rec.ErrorMsg)
+				}
+			case r.rec.Error != measure.ErrCancelled:
+				streak = 0
+			}
+			if h.stopped != "" {
+				stopSending()
+				stopAll()
+			}
+		}
+	})
+
 	next := p.Next
 	if next == nil {
 		next = func() time.Duration { return 0 }
@@ -86,7 +131,7 @@ func (h *httpTransport) Send(ctx context.Context, p measure.Phase) ([]measure.Re
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	var inflight sync.WaitGroup
-	for i := 0; p.Duration > 0 || i < p.Count; i++ {
+	for i := 0; (p.Duration > 0 && p.Count == 0) || i < p.Count; i++ {
 		sched := next()
 		if p.Duration > 0 && sched >= p.Duration {
 			break
@@ -107,7 +152,9 @@ func (h *httpTransport) Send(ctx context.Context, p measure.Phase) ([]measure.Re
 		}
 		inflight.Go(func() {
 			rec := measure.Record{Sched: sched}
+			live.add(i)
 			h.c.send(ctx, req, body, bodyErr, start, p.Timeout, &rec)
+			live.remove(i)
 			rec.Warmup = p.Warmup
 			if sem != nil {
 				<-sem
@@ -125,6 +172,55 @@ func (h *httpTransport) Send(ctx context.Context, p measure.Phase) ([]measure.Re
 		out[i] = done[i].rec
 	}
 	return out, start
+}
+
+// inflight tracks when each request in flight was sent, for Waiting.
+type inflight struct {
+	mu   sync.Mutex
+	sent map[int]time.Time
+}
+
+func newInflight() *inflight { return &inflight{sent: map[int]time.Time{}} }
+
+func (f *inflight) add(seq int) {
+	f.mu.Lock()
+	f.sent[seq] = time.Now()
+	f.mu.Unlock()
+}
+
+func (f *inflight) remove(seq int) {
+	f.mu.Lock()
+	delete(f.sent, seq)
+	f.mu.Unlock()
+}
+
+// watch calls waiting every second with the requests in flight and the
+// oldest one's age, until the returned stop is called.
+func (f *inflight) watch(waiting func(int, time.Duration)) (stop func()) {
+	if waiting == nil {
+		return func() {}
+	}
+	quit := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case now := <-t.C:
+				f.mu.Lock()
+				n, oldest := len(f.sent), time.Duration(0)
+				for _, at := range f.sent {
+					oldest = max(oldest, now.Sub(at))
+				}
+				f.mu.Unlock()
+				waiting(n, oldest)
+			}
+		}
+	})
+	return func() { close(quit); wg.Wait() }
 }
 
 // spinWindow is how long before a send time the dispatcher stops sleeping
@@ -150,4 +246,37 @@ func sleepUntil(ctx context.Context, timer *time.Timer, t time.Time) bool {
 		runtime.Gosched()
 	}
 	return ctx.Err() == nil
+}
+
+// MaxModelLen asks the server's /v1/models for the model's max_model_len
+// (vLLM and SGLang report it); 0 when it does not say by ctx's end.
+func (h *httpTransport) MaxModelLen(ctx context.Context) int {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.target.url("/v1/models"), nil)
+	if err != nil {
+		return 0
+	}
+	h.target.header(req.Header)
+	resp, err := h.hc.Do(req)
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0
+	}
+	var list struct {
+		Data []struct {
+			ID          string `json:"id"`
+			MaxModelLen int    `json:"max_model_len"`
+		} `json:"data"`
+	}
+	if json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&list) != nil {
+		return 0
+	}
+	for _, m := range list.Data {
+		if m.ID == h.target.Model || len(list.Data) == 1 {
+			return m.MaxModelLen
+		}
+	}
+	return 0
 }

@@ -20,6 +20,18 @@ const DefaultTimeout = 10 * time.Minute
 // them it cycles, each cycle with distinct prompts (recycledPrompt).
 const durationPool = 2048
 
+// countPool is the most distinct requests a count-bound run generates
+// (their prompts are built up front); a longer run cycles through them
+// with distinct prompts, as a duration-bound one does.
+const countPool = 10_000
+
+// MaxRequests bounds the requests of one level (and of its warm-up): a
+// duration-bound level stops sending there. Each measured request keeps a
+// record with its chunk times (about 3 KB at 128 output tokens), so this
+// is at most a few hundred megabytes; two billion requests crashed the
+// process out of memory.
+const MaxRequests = 200_000
+
 // recycledPrompt makes the cycle-th reuse of r's prompt differ from the
 // original and from every other cycle in its first words after the shared
 // prefix, so an engine's prefix cache cannot serve a repeated prompt from
@@ -70,6 +82,9 @@ func (cfg Config) Validate() error {
 	if cfg.Duration < 0 || cfg.NumRequests < 0 || cfg.Warmup < 0 || cfg.Timeout < 0 {
 		return fmt.Errorf("%w: negative duration, request count, warm-up or timeout", ErrBadConfig)
 	}
+	if cfg.NumRequests > MaxRequests || cfg.Warmup > MaxRequests || len(cfg.Requests) > MaxRequests {
+		return fmt.Errorf("%w: at most %d requests (and warm-up requests) per level; split a longer run into levels or use --duration", ErrBadConfig, MaxRequests)
+	}
 	if cfg.Duration == 0 && cfg.NumRequests == 0 && cfg.Requests == nil {
 		return fmt.Errorf("%w: need a request count or a duration", ErrBadConfig)
 	}
@@ -112,6 +127,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if lo, ok := tr.(lengthsOnly); ok && lo.LengthsOnly() {
 		text = false
 	}
+	if err := cfg.checkLengths(ctx, tr); err != nil {
+		return nil, err
+	}
 	reqs, warm, err := cfg.requests(text)
 	if err != nil {
 		return nil, err
@@ -133,17 +151,24 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if len(warm) > 0 {
 		wc := cfg.Load.MaxConcurrency
 		if wc == 0 {
-			wc = len(warm)
+			wc = min(max(cfg.Warmup, len(warm)), 4096)
 		}
-		recs, _ := tr.Send(ctx, measure.Phase{
-			Warmup: true, Count: len(warm), MaxConcurrency: wc, Timeout: timeout(cfg),
+		count := max(cfg.Warmup, len(warm)) // the warm-up pool cycles past countPool
+		recs, _ := tr.Send(ctx, measure.Phase{Waiting: cfg.Waiting,
+			Warmup: true, Count: count, MaxConcurrency: wc, Timeout: timeout(cfg),
 			Request: func(i int) measure.Request {
-				r := warm[i]
+				r := warm[i%len(warm)]
+				if cycle := i / len(warm); cycle > 0 {
+					r.Prompt = recycledPrompt(r, cycle)
+				}
 				r.Index = -1 - i // warm-up indices are negative
 				return r
 			},
 		})
 		records = append(records, recs...)
+		if why := stopReason(tr); why != "" {
+			return &Result{Records: records}, fmt.Errorf("%w during the warm-up: %s", ErrStopped, why)
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		return &Result{Records: records}, err
@@ -151,6 +176,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 	measured, start := tr.Send(ctx, cfg.phase(reqs))
 	records = append(records, measured...)
+	why := stopReason(tr)
 
 	sum := measure.Summarize(records, cfg.Summary)
 	sum.MaxConcurrency = cfg.Load.MaxConcurrency
@@ -158,7 +184,75 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		sum.RequestRate = cfg.Load.Rate
 	}
 	sum.Meta = runMeta(cfg, start, align, len(warm), records)
+	if why != "" {
+		sum.Meta["stopped"] = why
+		return &Result{Summary: sum, Records: records, Start: start}, fmt.Errorf("%w: %s", ErrStopped, why)
+	}
 	return &Result{Summary: sum, Records: records, Start: start}, ctx.Err()
+}
+
+// stopReason is why the transport's last phase stopped sending early.
+func stopReason(tr Transport) string {
+	if s, ok := tr.(interface{ Stopped() string }); ok {
+		return s.Stopped()
+	}
+	return ""
+}
+
+// modelLimiter is a transport that knows the server's context length.
+type modelLimiter interface {
+	MaxModelLen(ctx context.Context) int
+}
+
+// checkLengths refuses a run whose requests cannot fit the server's
+// context (a prompt and output longer than its max_model_len) before any
+// prompt text is built or sent: each such request would be a 400 after
+// building and uploading a prompt that may be gigabytes. The lengths come
+// from the same seeded streams as the requests, without text.
+func (cfg Config) checkLengths(ctx context.Context, tr Transport) error {
+	ml, ok := tr.(modelLimiter)
+	if !ok {
+		return nil
+	}
+	var reqs []measure.Request
+	if cfg.Requests != nil {
+		reqs = cfg.Requests
+	} else {
+		c := cfg
+		if c.Duration > 0 {
+			c.NumRequests = durationPool
+		}
+		var err error
+		if reqs, _, err = c.lengths(); err != nil {
+			return err
+		}
+	}
+	// Bounded like the prompt alignment: a hung server costs little here.
+	lctx, cancel := context.WithTimeout(ctx, min(timeout(cfg), 3*time.Second))
+	limit := ml.MaxModelLen(lctx)
+	cancel()
+	if limit <= 0 {
+		return nil
+	}
+	over, worst := 0, measure.Request{}
+	for _, r := range reqs {
+		if r.PromptTokens+r.MaxTokens > limit {
+			over++
+			if r.PromptTokens+r.MaxTokens > worst.PromptTokens+worst.MaxTokens {
+				worst = r
+			}
+		}
+	}
+	if over > 0 {
+		return fmt.Errorf("%w: %d of %d requests do not fit the server's max_model_len %d (the longest: %d prompt + %d output tokens); shorten the input/output lengths or clip them (max=)",
+			ErrBadConfig, over, len(reqs), limit, worst.PromptTokens, worst.MaxTokens)
+	}
+	return nil
+}
+
+// lengths generates cfg's requests without prompt text.
+func (cfg Config) lengths() (reqs, warm []measure.Request, err error) {
+	return cfg.requests(false)
 }
 
 // The seeded streams of a run: independent, so that changing one part of
@@ -186,7 +280,7 @@ func (cfg Config) requests(text bool) (reqs, warm []measure.Request, err error) 
 	if !text {
 		gen = cfg.Dataset.GenerateLengths
 	}
-	n := cfg.NumRequests
+	n := min(cfg.NumRequests, countPool)
 	if cfg.Duration > 0 {
 		n = durationPool
 	}
@@ -195,7 +289,7 @@ func (cfg Config) requests(text bool) (reqs, warm []measure.Request, err error) 
 	}
 	keyPrefixes(reqs, cfg.Seed, streamData)
 	if cfg.Warmup > 0 {
-		if warm, err = gen(rand.New(rand.NewPCG(cfg.Seed, streamWarmup)), cfg.Warmup); err != nil {
+		if warm, err = gen(rand.New(rand.NewPCG(cfg.Seed, streamWarmup)), min(cfg.Warmup, countPool)); err != nil {
 			return nil, nil, err
 		}
 		keyPrefixes(warm, cfg.Seed, streamWarmup)
@@ -222,9 +316,11 @@ func keyPrefixes(reqs []measure.Request, seed, stream uint64) {
 // paced by the load's arrival process; past the pool of a duration-bound
 // run the requests cycle with distinct prompts (recycledPrompt).
 func (cfg Config) phase(reqs []measure.Request) measure.Phase {
-	p := measure.Phase{MaxConcurrency: cfg.Load.MaxConcurrency, Timeout: timeout(cfg), Progress: cfg.Progress, Duration: cfg.Duration}
+	p := measure.Phase{MaxConcurrency: cfg.Load.MaxConcurrency, Timeout: timeout(cfg), Progress: cfg.Progress,
+		Waiting: cfg.Waiting, Duration: cfg.Duration}
 	switch {
 	case cfg.Duration > 0:
+		p.Count = MaxRequests
 	case cfg.NumRequests > 0 && cfg.Requests == nil:
 		p.Count = cfg.NumRequests
 	default:

@@ -22,6 +22,10 @@ func DefaultImage(e Engine) string {
 // ContainerPort is the port an engine listens on inside its container.
 const ContainerPort = 8000
 
+// HealthPath is where both engines' servers answer 200 once they serve
+// (vLLM's and SGLang's /health).
+const HealthPath = "/health"
+
 // ServeCommand is the argv that starts engine e serving model with
 // settings s, then extra: `vllm serve MODEL ...` or `python3 -m
 // sglang.launch_server --model-path MODEL ...`. Settings Render rejects are

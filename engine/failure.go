@@ -18,10 +18,13 @@ const (
 	FailBenchError  Failure = "bench_error"     // the benchmark itself failed
 	FailRequests    Failure = "requests_failed" // the engine ran, but no request of any level succeeded
 	FailInfeasible  Failure = "infeasible"      // rejected before launch by a constraint
+	// FailScheduler: a batch scheduler ended the engine's job (cancelled,
+	// time limit, node failure, preemption): not the configuration's fault.
+	FailScheduler Failure = "scheduler"
 )
 
 // Failures lists the failure classes in report order.
-var Failures = []Failure{FailOOM, FailCrash, FailNotReady, FailLaunchError, FailBenchError, FailRequests, FailInfeasible}
+var Failures = []Failure{FailOOM, FailCrash, FailNotReady, FailLaunchError, FailBenchError, FailRequests, FailInfeasible, FailScheduler}
 
 // Valid reports whether f is a failure class (or FailNone).
 func (f Failure) Valid() bool {
@@ -87,12 +90,16 @@ func OOMLine(logs string) (string, bool) {
 type Exit struct {
 	Code      int  // exit status; 128+N when killed by signal N
 	OOMKilled bool // the kernel's OOM killer ended it (a container's memory limit)
+	// Scheduler, when set, says that a batch scheduler ended the engine's
+	// job, in the scheduler's words (e.g. "slurm job 12 TIMEOUT").
+	Scheduler string
 }
 
 // Classify names the failure of an engine that ended by itself, with a
 // one-line message: out of memory when the kernel OOM-killed it or its
-// output says so (the engine's own line), else a crash when it had been
-// serving, else a launch error. logs is the tail of its output.
+// output says so (the engine's own line), the scheduler's when a batch
+// scheduler ended its job, else a crash when it had been serving, else a
+// launch error. logs is the tail of its output.
 func Classify(exit Exit, serving bool, logs string) (Failure, string) {
 	when := "at start-up"
 	if serving {
@@ -100,6 +107,15 @@ func Classify(exit Exit, serving bool, logs string) (Failure, string) {
 	}
 	if exit.OOMKilled {
 		return FailOOM, fmt.Sprintf("killed by the kernel's out-of-memory killer %s (exit code %d)", when, exit.Code)
+	}
+	if exit.Scheduler != "" {
+		// The engine's own last words may say why too; the scheduler's come
+		// first, since they name the cause.
+		msg := fmt.Sprintf("%s %s", exit.Scheduler, when)
+		if last := LastLine(logs); last != "" {
+			msg += "; the engine's last line: " + last
+		}
+		return FailScheduler, msg
 	}
 	if line, ok := OOMLine(logs); ok {
 		return FailOOM, line

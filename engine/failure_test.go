@@ -87,3 +87,19 @@ func TestFailureValid(t *testing.T) {
 		t.Error("unknown class valid")
 	}
 }
+
+// TestClassifyScheduler: an engine whose job a scheduler ended is a
+// scheduler failure with the scheduler's words, whatever the engine
+// printed last; the kernel's OOM kill still reads as oom.
+func TestClassifyScheduler(t *testing.T) {
+	got, msg := Classify(Exit{Code: 143, Scheduler: "slurm job 12 CANCELLED"}, true, "INFO: Started server process\nINFO: Shutting down\n")
+	if got != FailScheduler || !strings.HasPrefix(msg, "slurm job 12 CANCELLED during the measurement") || !strings.Contains(msg, "Shutting down") {
+		t.Errorf("Classify = %s %q", got, msg)
+	}
+	if got, _ := Classify(Exit{Code: 137, OOMKilled: true}, true, ""); got != FailOOM {
+		t.Errorf("OOM-killed job: %s", got)
+	}
+	if got, msg := Classify(Exit{Code: 0, Scheduler: "slurm job 3 TIMEOUT"}, false, ""); got != FailScheduler || msg != "slurm job 3 TIMEOUT at start-up" {
+		t.Errorf("Classify = %s %q", got, msg)
+	}
+}

@@ -382,10 +382,17 @@ func (k *setting) normalize(v any) (any, error) {
 	return nil, fmt.Errorf("%w: %s must be %s, not %v", ErrBadValue, k.name, k.typ, v)
 }
 
+// maxIntSetting bounds every integer setting: the engines read them as
+// C ints, and a larger one is a typo.
+const maxIntSetting = 1<<31 - 1
+
 func (k *setting) validate(v any) error {
 	switch k.typ {
 	case Int, Float:
 		f, _ := (Settings{"v": v}).Float("v")
+		if k.typ == Int && f > maxIntSetting {
+			return fmt.Errorf("%w: %s %v is above %d", ErrBadValue, k.name, formatValue(v), maxIntSetting)
+		}
 		low := f < k.min || (k.open && f == k.min)
 		if low || (k.max != 0 && f > k.max) {
 			return fmt.Errorf("%w: %s %v is outside %s", ErrBadValue, k.name, formatValue(v), k.limits())

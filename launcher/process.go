@@ -35,7 +35,10 @@ type Process struct {
 	PollInterval time.Duration // between /health probes; default DefaultPollInterval
 }
 
-var _ Launcher = (*Process)(nil)
+var (
+	_ Launcher = (*Process)(nil)
+	_ Reaper   = (*Process)(nil)
+)
 
 // Launch starts the command. The engine inherits this process's environment
 // plus Spec.Env (values are passed to the child only, never logged).
@@ -64,7 +67,7 @@ func (p *Process) Launch(ctx context.Context, spec Spec) (Instance, error) {
 	argv := ExpandCommand(p.Command, spec.Model, args, host, port)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = p.Dir
-	cmd.Env = append(append(os.Environ(), PassEnv(p.PassEnv, os.LookupEnv)...), spec.Env...)
+	cmd.Env = append(append(append(os.Environ(), PassEnv(p.PassEnv, os.LookupEnv)...), spec.Env...), labelEnv(spec)...)
 	logs := NewTailBuffer(p.LogBytes)
 	cmd.Stdout = logs
 	cmd.Stderr = logs
@@ -158,6 +161,7 @@ func init() {
 			}
 			return &Process{Command: d.Strings(x, "launcher.command"), PassEnv: c.Env}
 		},
+		Cleanup: cleanupLocal("process"),
 	})
 }
 

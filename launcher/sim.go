@@ -41,6 +41,7 @@ type Sim struct {
 var (
 	_ Launcher   = (*Sim)(nil)
 	_ TimeScaler = (*Sim)(nil)
+	_ Reaper     = (*Sim)(nil)
 )
 
 // TimeScale is how many times faster than real time the engine runs.
@@ -125,6 +126,7 @@ func init() {
 			s.Calibration, s.ForceCalibration = DecodeCalibration(d, keys)
 			return s
 		},
+		Cleanup: cleanupLocal("sim"),
 	})
 }
 

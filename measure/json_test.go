@@ -2,6 +2,7 @@ package measure
 
 import (
 	"encoding/json"
+	"math/rand/v2"
 	"reflect"
 	"testing"
 )
@@ -111,6 +112,34 @@ func TestCompare(t *testing.T) {
 	t.Run("no samples", func(t *testing.T) {
 		if _, err := Compare(Summary{}, base, newRNG(1, 1), 10); err == nil {
 			t.Error("want an error without samples")
+		}
+	})
+}
+
+// FuzzSummaryJSON: a result file of any content (bench compare reads
+// them) decodes or fails with an error, and comparing a decoded one with
+// itself neither panics nor finds a significant change.
+func FuzzSummaryJSON(f *testing.F) {
+	s := Summarize([]Record{{Index: 0, Send: 0, First: 20e6, Last: 60e6, End: 61e6, OutputTokens: 5, PromptTokens: 3,
+		Chunks: []Chunk{{At: 20e6, Tokens: 1}, {At: 40e6, Tokens: 2}, {At: 60e6, Tokens: 2}}}}, SummaryOptions{Seed: 1})
+	good, _ := json.Marshal(s)
+	f.Add(good)
+	f.Add([]byte(`{"completed": 3, "samples": {"ttft_ms": [1, 2, 3]}}`))
+	f.Add([]byte(`{"median_ttft_ms": "fast"}`))
+	f.Add([]byte(`null`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		var got Summary
+		if json.Unmarshal(raw, &got) != nil {
+			return
+		}
+		ds, err := Compare(got, got, rand.New(rand.NewPCG(1, 2)), 50)
+		if err != nil {
+			return
+		}
+		for _, d := range ds {
+			if d.Significant {
+				t.Fatalf("a summary differs from itself: %+v", d)
+			}
 		}
 	})
 }

@@ -8,7 +8,8 @@ import "time"
 type Phase struct {
 	// Warmup marks the phase's records as warm-up: excluded from metrics.
 	Warmup bool
-	// Count is how many requests to send; 0 = until Duration.
+	// Count is how many requests to send; 0 = until Duration. With a
+	// Duration too, sending stops at whichever comes first.
 	Count int
 	// Duration stops sending at this offset from the phase's start; a
 	// request whose intended send time, or the free slot it waits for,
@@ -27,6 +28,10 @@ type Phase struct {
 	// Progress, when set, is told of each finished request (total 0 =
 	// duration-bound), from one goroutine.
 	Progress func(done, total int)
+	// Waiting, when set, is told every second while requests are in
+	// flight how many there are and how long the oldest has waited, so a
+	// hung server shows as waiting requests, not a bar stuck at 0%.
+	Waiting func(inflight int, oldest time.Duration)
 }
 
 // Total is the request count of a count-bound phase; 0 when it is

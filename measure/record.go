@@ -11,15 +11,17 @@ const (
 	ErrNone      ErrorClass = ""
 	ErrConnect   ErrorClass = "connect"      // dial or transport failure before a response
 	ErrTimeout   ErrorClass = "timeout"      // per-request deadline passed
+	ErrRedirect  ErrorClass = "redirect"     // a 3xx answer: redirects are not followed
 	ErrHTTP4xx   ErrorClass = "http_4xx"     // non-200 4xx status
 	ErrHTTP5xx   ErrorClass = "http_5xx"     // non-200 5xx status
-	ErrStream    ErrorClass = "stream_error" // error event inside a 200 stream
+	ErrStream    ErrorClass = "stream_error" // error event inside a 200 stream, or a 200 that is no event stream
 	ErrTruncated ErrorClass = "truncated"    // stream ended without finish_reason/usage
 	ErrEmpty     ErrorClass = "empty"        // stream carried no text at all
+	ErrCancelled ErrorClass = "cancelled"    // stopped by the user (Ctrl-C) or an early stop of the run
 )
 
 // ErrorClasses lists every failure class in report order.
-var ErrorClasses = []ErrorClass{ErrConnect, ErrTimeout, ErrHTTP4xx, ErrHTTP5xx, ErrStream, ErrTruncated, ErrEmpty}
+var ErrorClasses = []ErrorClass{ErrConnect, ErrTimeout, ErrRedirect, ErrHTTP4xx, ErrHTTP5xx, ErrStream, ErrTruncated, ErrEmpty, ErrCancelled}
 
 // Request is one request of a workload: what is sent and the lengths intended.
 // The simulated engine consumes Requests directly in virtual time, so every

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"runtime"
@@ -677,8 +676,7 @@ func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
 		Prompt   *string       `json:"prompt"`
 		Messages []chatMessage `json:"messages"`
 	}
-	if err := json.NewDecoder(io.LimitReader(r.Body, maxBodyBytes)).Decode(&req); err != nil {
-		apiError(w, http.StatusBadRequest, "BadRequestError", "invalid JSON body: "+err.Error())
+	if !decodeBody(w, r, &req) {
 		return
 	}
 	var text string
@@ -705,6 +703,41 @@ func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"count": len(ids), "max_model_len": s.cfg.MaxModelLen, "tokens": ids})
 }
 
+// headerTimeout bounds reading a request's headers: a client that
+// connects and sends nothing (slowloris) is dropped after it.
+var headerTimeout = 10 * time.Second
+
+// bodyTimeout bounds reading a request body: a client that sends headers
+// and then stalls the body would otherwise hold its handler forever.
+var bodyTimeout = 30 * time.Second
+
+// decodeBody reads r's JSON body into v, at most maxBodyBytes within
+// bodyTimeout, and answers the error itself when it cannot: 413 for a body
+// too large, 408 for one that stalls, 400 for invalid JSON.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(bodyTimeout))
+	err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBodyBytes)).Decode(v)
+	var tooLarge *http.MaxBytesError
+	var nerr net.Error
+	if err == nil {
+		_ = rc.SetReadDeadline(time.Time{})
+		return true
+	}
+	// The deadline stays: after the handler the server would otherwise
+	// wait for the rest of a stalled body before sending the answer.
+	w.Header().Set("Connection", "close")
+	switch {
+	case errors.As(err, &tooLarge):
+		apiError(w, http.StatusRequestEntityTooLarge, "BadRequestError", fmt.Sprintf("request body too large: over %d bytes", tooLarge.Limit))
+	case errors.As(err, &nerr) && nerr.Timeout():
+		apiError(w, http.StatusRequestTimeout, "BadRequestError", fmt.Sprintf("request body not received within %s", bodyTimeout))
+	default:
+		apiError(w, http.StatusBadRequest, "BadRequestError", "invalid JSON body: "+err.Error())
+	}
+	return false
+}
+
 // handleGenerate serves /v1/completions and /v1/chat/completions.
 func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat bool) {
 	if !s.authorized(w, r) {
@@ -715,8 +748,7 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 		return
 	}
 	var req genRequest
-	if err := json.NewDecoder(io.LimitReader(r.Body, maxBodyBytes)).Decode(&req); err != nil {
-		apiError(w, http.StatusBadRequest, "BadRequestError", "invalid JSON body: "+err.Error())
+	if !decodeBody(w, r, &req) {
 		return
 	}
 	if req.Model != "" && req.Model != s.cfg.ModelID {
@@ -1018,13 +1050,20 @@ func appendUsage(b []byte, prompt, completion int) []byte {
 // then serves until ctx ends and shuts down gracefully. ready, when not nil,
 // receives the bound address once the server accepts connections.
 func (s *Server) ListenAndServe(ctx context.Context, addr string, ready func(net.Addr)) error {
+	// A port in use fails at once, not after the load time (the engine
+	// binds it again once loaded, when it takes connections).
+	probe, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", addr, err)
+	}
+	probe.Close()
 	loadTime := s.scale(s.cfg.LoadTime)
 	engineCtx, stopEngine := context.WithCancel(ctx)
-	defer stopEngine()
 	var wg sync.WaitGroup
 	var runErr error
 	wg.Go(func() { runErr = s.Run(engineCtx) })
-	defer wg.Wait()
+	// Stop the engine before waiting for it, on every return.
+	defer func() { stopEngine(); wg.Wait() }()
 	t := time.NewTimer(loadTime)
 	select {
 	case <-ctx.Done():
@@ -1046,7 +1085,7 @@ func (s *Server) ListenAndServe(ctx context.Context, addr string, ready func(net
 	if ready != nil {
 		ready(ln.Addr())
 	}
-	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: headerTimeout, IdleTimeout: 60 * time.Second}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- hs.Serve(ln) }()
 	select {

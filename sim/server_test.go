@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -334,4 +335,29 @@ func FuzzRequestBody(f *testing.F) {
 		}
 		_ = blockHashes(text, prefixHashGranule)
 	})
+}
+
+// TestListenAndServePortTaken: `sim serve` on a port another process
+// holds fails at once, as a real engine exits, instead of running on
+// without listening.
+func TestListenAndServePortTaken(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	srv, err := NewServer(mustParse(t, "--model", "meta-llama/Llama-3.1-8B-Instruct", "--sim-load-time", "0s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.ListenAndServe(context.Background(), taken.Addr().String(), nil) }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "address already in use") {
+			t.Errorf("ListenAndServe on a taken port: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("ListenAndServe on a taken port did not return")
+	}
 }

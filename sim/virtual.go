@@ -103,7 +103,7 @@ func (r *virtualRun) offset(sec float64) time.Duration {
 // draw takes the next request of the phase, if any.
 func (r *virtualRun) draw() {
 	r.hasNext = false
-	if r.p.Duration == 0 && r.sent >= r.p.Count {
+	if (r.p.Duration == 0 || r.p.Count > 0) && r.sent >= r.p.Count {
 		return
 	}
 	var sched time.Duration

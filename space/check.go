@@ -80,8 +80,9 @@ func validSettings(s Settings) error { return engine.CheckSettings(s) }
 // ErrNotDiscrete is returned by Size and Grid for a space with a continuous parameter.
 var ErrNotDiscrete = errors.New("space is not discrete")
 
-// maxGrid bounds Size so a grid never overflows or exhausts memory.
-const maxGrid = 10_000_000
+// maxGrid bounds Size so a grid never overflows or exhausts memory (a
+// grid is a slice of Settings maps: a million is about half a gigabyte).
+const maxGrid = 1_000_000
 
 // count returns how many values a discrete parameter has, without listing them.
 func (p Param) count() (float64, error) {
@@ -132,7 +133,7 @@ func (p Param) Values() ([]any, error) {
 }
 
 // Size returns the number of points of the grid; ErrNotDiscrete when a
-// parameter is continuous or the grid exceeds ten million points.
+// parameter is continuous or the grid exceeds a million points.
 func (sp Space) Size() (int, error) {
 	size := 1
 	for _, p := range sp.Params {

@@ -31,6 +31,10 @@ type parser struct {
 	file string
 }
 
+// MaxChoices bounds a listed parameter's values: a list is for choices;
+// a long run of numbers is a range.
+const MaxChoices = 10_000
+
 func (p parser) errf(n *yaml.Node, field string, format string, a ...any) error {
 	return p.wrap(n, field, fmt.Errorf(format, a...))
 }
@@ -182,16 +186,19 @@ func (p parser) param(k *knob, n *yaml.Node, field string) (Param, error) {
 		if len(n.Content) == 0 {
 			return prm, p.errf(n, field, "empty list")
 		}
+		if len(n.Content) > MaxChoices {
+			return prm, p.errf(n, field, "%d values listed, at most %d (use a range: {int: [lo, hi]})", len(n.Content), MaxChoices)
+		}
+		seen := make(map[any]bool, len(n.Content))
 		for _, c := range n.Content {
 			v, err := p.value(k, c, field)
 			if err != nil {
 				return prm, err
 			}
-			for _, old := range prm.Choices {
-				if old == v {
-					return prm, p.errf(c, field, "%s listed twice", engine.FormatValue(v))
-				}
+			if seen[v] {
+				return prm, p.errf(c, field, "%s listed twice", engine.FormatValue(v))
 			}
+			seen[v] = true
 			prm.Choices = append(prm.Choices, v)
 		}
 		prm.Kind = KindCategorical

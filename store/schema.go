@@ -97,7 +97,13 @@ var migrations = []string{
 	ALTER TABLE studies ADD COLUMN model_config TEXT NOT NULL DEFAULT '';
 	-- the trial a confirmation run measures again; NULL for the sampler's
 	ALTER TABLE trials ADD COLUMN confirms INTEGER;`,
+
+	// 5: how long a trial's engine waited in a scheduler's queue, and how
+	// long it took from starting to healthy; NULL when not queued or not
+	// known.
+	`ALTER TABLE trials ADD COLUMN pending_ns INTEGER;
+	ALTER TABLE trials ADD COLUMN launch_ns INTEGER;`,
 }
 
 // SchemaVersion is the user_version of a database this package writes.
-const SchemaVersion = 4 // len(migrations); a test keeps them equal
+const SchemaVersion = 5 // len(migrations); a test keeps them equal

@@ -23,8 +23,9 @@ import (
 // use; writes from one process are serialized, and other processes wait up
 // to the busy timeout for the write lock.
 type Store struct {
-	db *sql.DB
-	mu sync.Mutex // serializes write transactions of this process
+	db       *sql.DB
+	mu       sync.Mutex // serializes write transactions of this process
+	readOnly bool       // OpenReadOnly: every write is ErrReadOnly
 }
 
 // Errors callers test with errors.Is.
@@ -32,6 +33,8 @@ var (
 	ErrNotFound     = errors.New("not found")
 	ErrExists       = errors.New("already exists")
 	ErrNewerSchema  = errors.New("database was written by a newer servetune")
+	ErrOldSchema    = errors.New("database was written by an older servetune")
+	ErrReadOnly     = errors.New("database opened read-only")
 	ErrInvalid      = errors.New("invalid value")
 	ErrNotRunning   = errors.New("trial is not running")
 	errSchemaBroken = errors.New("database schema is inconsistent")
@@ -89,6 +92,45 @@ func open(ctx context.Context, path string, steps []string) (*Store, error) {
 	return s, nil
 }
 
+// OpenReadOnly opens an existing database for reading only, for the
+// commands that only read (studies, trials, pareto, recommend, report): it
+// creates nothing, migrates nothing and works on a read-only mount or in a
+// directory it may not write. A database of an older schema is refused
+// with ErrOldSchema (a writable open migrates it).
+func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	u := (&url.URL{Path: path}).EscapedPath()
+	var lastErr error
+	// mode=ro first: it sees what a live writer commits. Where SQLite cannot
+	// even create the WAL index it needs for that (a read-only directory or
+	// mount), immutable=1 reads the file as it is, taking no lock.
+	for _, q := range []string{"mode=ro", "mode=ro&immutable=1"} {
+		dsn := fmt.Sprintf("file:%s?%s&_foreign_keys=on&_busy_timeout=%d", u, q, busyTimeout.Milliseconds())
+		db, err := sql.Open("sqlite3", dsn)
+		if err != nil {
+			return nil, fmt.Errorf("store: open %s: %w", path, err)
+		}
+		var version int
+		if err := db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+			db.Close()
+			lastErr = err
+			continue
+		}
+		switch {
+		case version > SchemaVersion:
+			db.Close()
+			return nil, fmt.Errorf("store: open %s: %w: schema version %d, this build knows up to %d; upgrade servetune", path, ErrNewerSchema, version, SchemaVersion)
+		case version < SchemaVersion:
+			db.Close()
+			return nil, fmt.Errorf("store: open %s: %w: schema version %d, this build reads %d; open it once where it can be written (servetune tune --resume, or a copy) to upgrade it", path, ErrOldSchema, version, SchemaVersion)
+		}
+		return &Store{db: db, readOnly: true}, nil
+	}
+	return nil, fmt.Errorf("store: open %s read-only: %w", path, lastErr)
+}
+
 // migrate applies the pending steps, each with its version bump in one transaction.
 func (s *Store) migrate(ctx context.Context, steps []string) error {
 	var version int
@@ -123,6 +165,9 @@ func (s *Store) migrate(ctx context.Context, steps []string) error {
 
 // write runs fn in one write transaction, committed when fn returns nil.
 func (s *Store) write(ctx context.Context, fn func(*sql.Tx) error) error {
+	if s.readOnly {
+		return ErrReadOnly
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	tx, err := s.db.BeginTx(ctx, nil)
@@ -337,7 +382,8 @@ func (s *Store) startTrial(ctx context.Context, check guard, studyID int64, numb
 			`INSERT INTO trials (study_id, number, settings, gpus, status, started, confirms) VALUES (?, ?, ?, ?, ?, ?, ?)
 			 ON CONFLICT (study_id, number) DO UPDATE SET
 			   settings = excluded.settings, gpus = excluded.gpus, status = excluded.status, confirms = excluded.confirms,
-			   started = excluded.started, finished = NULL, failure = '', failure_msg = '', log_tail = '', objective = NULL
+			   started = excluded.started, finished = NULL, failure = '', failure_msg = '', log_tail = '', objective = NULL,
+			   pending_ns = NULL, launch_ns = NULL
 			 WHERE trials.status = 'interrupted'`,
 			studyID, number, string(set), string(g), measure.StatusRunning, formatTime(time.Now()), confirms)
 		if err != nil {
@@ -405,9 +451,11 @@ func (s *Store) finishTrial(ctx context.Context, g guard, r TrialResult) error {
 		}
 		var trialID int64
 		err := tx.QueryRowContext(ctx,
-			`UPDATE trials SET status = ?, failure = ?, failure_msg = ?, log_tail = ?, objective = ?, finished = ?
+			`UPDATE trials SET status = ?, failure = ?, failure_msg = ?, log_tail = ?, objective = ?, finished = ?,
+			   pending_ns = ?, launch_ns = ?
 			 WHERE study_id = ? AND number = ? AND status = 'running' RETURNING id`,
 			r.Status, r.Failure, Redact(r.FailureMsg), Redact(r.LogTail), objective, formatTime(r.Finished),
+			nullDuration(r.Pending), nullDuration(r.Launch),
 			r.StudyID, r.Number).Scan(&trialID)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("trial %d of study %d: %w", r.Number, r.StudyID, ErrNotRunning)
@@ -574,18 +622,19 @@ func (s *Store) InterruptRunning(ctx context.Context, studyID int64) ([]int, err
 	return numbers, nil
 }
 
-const trialColumns = `id, study_id, number, settings, gpus, status, failure, failure_msg, log_tail, objective, started, finished, confirms`
+const trialColumns = `id, study_id, number, settings, gpus, status, failure, failure_msg, log_tail, objective, started, finished, confirms, pending_ns, launch_ns`
 
 func scanTrial(row interface{ Scan(...any) error }) (Trial, error) {
 	var t Trial
 	var settings, gpus string
 	var objective sql.NullFloat64
 	var started, finished sql.NullString
-	var confirms sql.NullInt64
+	var confirms, pending, launch sql.NullInt64
 	if err := row.Scan(&t.ID, &t.StudyID, &t.Number, &settings, &gpus, &t.Status, &t.Failure,
-		&t.FailureMsg, &t.LogTail, &objective, &started, &finished, &confirms); err != nil {
+		&t.FailureMsg, &t.LogTail, &objective, &started, &finished, &confirms, &pending, &launch); err != nil {
 		return Trial{}, err
 	}
+	t.Pending, t.Launch = durationOf(pending), durationOf(launch)
 	if confirms.Valid {
 		c := int(confirms.Int64)
 		t.Confirms = &c
@@ -774,4 +823,21 @@ func (s *Store) NextTrialNumber(ctx context.Context, studyID int64) (int, error)
 		return 0, fmt.Errorf("store: next trial number: %w", err)
 	}
 	return n, nil
+}
+
+// nullDuration stores a duration in nanoseconds, NULL for nil.
+func nullDuration(d *time.Duration) any {
+	if d == nil {
+		return nil
+	}
+	return int64(*d)
+}
+
+// durationOf reads what nullDuration stored.
+func durationOf(n sql.NullInt64) *time.Duration {
+	if !n.Valid {
+		return nil
+	}
+	d := time.Duration(n.Int64)
+	return &d
 }

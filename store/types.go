@@ -44,10 +44,15 @@ type Trial struct {
 	// Confirms is the number of the trial this one measures again (a
 	// confirmation run of a final candidate, with another workload seed);
 	// nil for a trial the sampler proposed.
-	Confirms   *int
-	Started    time.Time
-	Finished   time.Time       // zero while running
-	LoadPoints []measure.Level // without records (see Requests)
+	Confirms *int
+	// Pending is how long the engine's job waited in a batch scheduler's
+	// queue before it started (nil when the launcher queues nothing);
+	// Launch is how long it took from starting to healthy (nil when it
+	// never was, or for trials stored before these were kept).
+	Pending, Launch *time.Duration
+	Started         time.Time
+	Finished        time.Time       // zero while running
+	LoadPoints      []measure.Level // without records (see Requests)
 }
 
 // GPUSample is one telemetry sample of one GPU during a trial.
@@ -70,7 +75,9 @@ type TrialResult struct {
 	FailureMsg string
 	LogTail    string
 	Objective  *float64
-	Finished   time.Time // zero means now
+	// Pending and Launch: see Trial.
+	Pending, Launch *time.Duration
+	Finished        time.Time // zero means now
 	// LoadPoints are the measured levels, each with its per-request
 	// records.
 	LoadPoints []measure.Level

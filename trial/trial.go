@@ -12,6 +12,7 @@ import (
 	"github.com/servetune/servetune/bench"
 	"github.com/servetune/servetune/engine"
 	"github.com/servetune/servetune/gpu"
+	"github.com/servetune/servetune/internal/redact"
 	"github.com/servetune/servetune/launcher"
 	"github.com/servetune/servetune/measure"
 )
@@ -93,7 +94,7 @@ func Sustained(recs []measure.Record) bool {
 		return true
 	}
 	sort.SliceStable(ok, func(i, j int) bool { return ok[i].Sched < ok[j].Sched })
-	q := len(ok) / 4
+	quarter := len(ok) / 4
 	med := func(rs []measure.Record) float64 {
 		v := make([]float64, len(rs))
 		for i, r := range rs {
@@ -102,21 +103,25 @@ func Sustained(recs []measure.Record) bool {
 		sort.Float64s(v)
 		return v[len(v)/2]
 	}
-	second, last := med(ok[q:2*q]), med(ok[len(ok)-q:])
+	second, last := med(ok[quarter:2*quarter]), med(ok[len(ok)-quarter:])
 	return last <= 2*second+0.5
 }
 
 // Result is the outcome of a trial.
 type Result struct {
-	Status   measure.Status
-	Failure  engine.Failure // set when Status is StatusFailed
-	Message  string         // one line saying why it failed (the engine's own message when known)
-	LogTail  string         // the engine's output tail, for failed trials
-	Levels   []measure.Level
-	GPU      []gpu.Sample // telemetry of the trial's GPUs during the measurement
-	Started  time.Time
-	Ready    time.Duration // launch to healthy
-	Finished time.Time
+	Status  measure.Status
+	Failure engine.Failure // set when Status is StatusFailed
+	Message string         // one line saying why it failed (the engine's own message when known)
+	LogTail string         // the engine's output tail, for failed trials
+	Levels  []measure.Level
+	GPU     []gpu.Sample // telemetry of the trial's GPUs during the measurement
+	Started time.Time
+	Ready   time.Duration // launch to healthy, the queue included
+	// Pending is how long a batch scheduler kept the engine's job waiting
+	// before it started (nil for launchers without a queue); Launch is from
+	// the engine's start to healthy (nil when it never was).
+	Pending, Launch *time.Duration
+	Finished        time.Time
 }
 
 // Failed builds the result of a trial that failed with class and message.
@@ -128,6 +133,14 @@ func Failed(class engine.Failure, message string) Result {
 // (the simulated engine on a virtual clock).
 type transporter interface {
 	Transport() bench.Transport
+}
+
+// queued is implemented by instances a batch scheduler queues (a Slurm
+// job): pending is how long the job waited before it started (so far,
+// while it still waits), started is when it started (zero while it
+// waits), reason is the scheduler's reason for the wait.
+type queued interface {
+	Queue() (pending time.Duration, started time.Time, reason string)
 }
 
 // Run launches the engine, waits until it is healthy, measures every load
@@ -241,7 +254,9 @@ func (r *runner) ok() Result {
 // fail ends the trial as failed with class.
 func (r *runner) fail(class engine.Failure, msg, logs string) *Result {
 	res := r.res
-	res.Status, res.Failure, res.Message, res.LogTail = measure.StatusFailed, class, oneLine(msg), logs
+	// The engine's words may hold its own flags (vLLM logs its non-default
+	// args, an API key among them): redacted before anyone prints them.
+	res.Status, res.Failure, res.Message, res.LogTail = measure.StatusFailed, class, redact.Text(oneLine(msg)), redact.Text(logs)
 	return &res
 }
 
@@ -270,8 +285,23 @@ func (r *runner) ready(ctx context.Context) *Result {
 	rctx, cancel := context.WithTimeout(ctx, r.p.ReadyTimeout)
 	err := r.inst.Ready(rctx)
 	cancel()
-	r.res.Ready = time.Since(r.res.Started)
+	now := time.Now()
+	r.res.Ready = now.Sub(r.res.Started)
+	launch := r.res.Ready
+	q, isQueued := r.inst.(queued)
+	var waiting string // the scheduler's reason, while the job has not started
+	if isQueued {
+		pending, started, reason := q.Queue()
+		r.res.Pending = &pending
+		if started.IsZero() {
+			waiting = reason
+			launch -= pending
+		} else {
+			launch = now.Sub(started)
+		}
+	}
 	if err == nil {
+		r.res.Launch = &launch
 		return nil
 	}
 	logs := r.inst.Logs()
@@ -282,6 +312,8 @@ func (r *runner) ready(ctx context.Context) *Result {
 	case errors.As(err, &exit):
 		class, msg := engine.Classify(exit.Exit, false, logs)
 		return r.fail(class, msg, logs)
+	case errors.Is(err, context.DeadlineExceeded) && isQueued && waiting != "":
+		return r.fail(engine.FailNotReady, fmt.Sprintf("the job was still queued after the ready timeout (%s): %s", r.p.ReadyTimeout, waiting), logs)
 	case errors.Is(err, context.DeadlineExceeded):
 		return r.fail(engine.FailNotReady, fmt.Sprintf("no healthy /health within %s", r.p.ReadyTimeout), logs)
 	}

@@ -185,3 +185,23 @@ func TestObjectiveScore(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseObjective: an objective parses to a known metric and prints
+// back as it parses, or is an error.
+func FuzzParseObjective(f *testing.F) {
+	for _, s := range []string{"max goodput_per_gpu", "min ttft_p99", "max  happiness", "min", " max cost_per_mtok "} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		o, err := ParseObjective(s)
+		if err != nil {
+			return
+		}
+		if !KnownMetric(o.Metric) {
+			t.Fatalf("ParseObjective(%q) = %+v: unknown metric", s, o)
+		}
+		if back, err := ParseObjective(o.String()); err != nil || back != o {
+			t.Fatalf("%q -> %+v -> %q -> %+v, %v", s, o, o.String(), back, err)
+		}
+	})
+}

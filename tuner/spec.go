@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 
@@ -129,7 +130,14 @@ var DefaultConfirm = Confirm{Top: 3, Runs: 2}
 
 // ParseSpecFile reads and parses a study spec file.
 func ParseSpecFile(path string) (*Spec, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read study spec: %w", err)
+	}
+	defer f.Close()
+	// One byte past the limit tells a file that is too large, without
+	// reading all of it.
+	data, err := io.ReadAll(io.LimitReader(f, MaxSpecBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("read study spec: %w", err)
 	}
@@ -139,9 +147,22 @@ func ParseSpecFile(path string) (*Spec, error) {
 // ParseSpec parses and validates a study spec. Every error is a *space.Error
 // naming the file, line and problem.
 func ParseSpec(data []byte, file string) (*Spec, error) {
+	if len(data) > MaxSpecBytes {
+		return nil, &yamlspec.Error{File: file, Line: 1, Err: fmt.Errorf("the spec is over %d KiB; a study spec is a page of YAML (it is stored with every study)", MaxSpecBytes>>10)}
+	}
+	if !utf8.Valid(data) {
+		line := 1 + bytes.Count(data[:invalidUTF8(data)], []byte("\n"))
+		return nil, &yamlspec.Error{File: file, Line: line, Err: errors.New("not UTF-8 text (save the spec as UTF-8)")}
+	}
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
+		return nil, &yamlspec.Error{File: file, Line: yamlErrLine(err), Err: fmt.Errorf("invalid YAML: %s", yamlErrMsg(err))}
+	}
+	var second yaml.Node
+	if err := dec.Decode(&second); err == nil {
+		return nil, &yamlspec.Error{File: file, Line: max(second.Line-1, 1), Err: errors.New("a second YAML document (after ---): a study spec is one document")}
+	} else if !errors.Is(err, io.EOF) {
 		return nil, &yamlspec.Error{File: file, Line: yamlErrLine(err), Err: fmt.Errorf("invalid YAML: %s", yamlErrMsg(err))}
 	}
 	if len(doc.Content) == 0 {
@@ -157,9 +178,34 @@ func ParseSpec(data []byte, file string) (*Spec, error) {
 	return sp, nil
 }
 
+// Bounds of a spec's counts: far above any real study, low enough that a
+// typo (two billion requests a level) is refused before it exhausts memory.
+const (
+	maxRequests    = bench.MaxRequests // requests (or warm-up requests) per level, prefix groups
+	maxConcurrency = 100_000           // requests in flight at one level
+	maxTrials      = 100_000
+	maxParallel    = 4096
+	maxConfirm     = 100
+	// MaxSpecBytes bounds a spec file: the whole text is stored with the
+	// study.
+	MaxSpecBytes = 1 << 20
+)
+
 // onSpecFields, when set (by the spec reference's test), sees every
 // mapping the parser checks with its allowed keys.
 var onSpecFields func(field string, allowed []string)
+
+// invalidUTF8 is the offset of the first byte that is not UTF-8.
+func invalidUTF8(b []byte) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n == 1 {
+			return i
+		}
+		i += n
+	}
+	return len(b)
+}
 
 var yamlLineRE = regexp.MustCompile(`line (\d+)`)
 
@@ -312,10 +358,10 @@ func (p *specParser) workload(n *yaml.Node) Workload {
 	w.Dataset = p.dataset(f["dataset"], "workload.dataset")
 	p.load(f["load"], &w)
 	if x := f["requests_per_level"]; x != nil {
-		w.RequestsPerLevel = p.Int(x, "workload.requests_per_level", 1)
+		w.RequestsPerLevel = p.IntIn(x, "workload.requests_per_level", 1, maxRequests)
 	}
 	if x := f["warmup"]; x != nil {
-		w.Warmup = p.Int(x, "workload.warmup", 0)
+		w.Warmup = p.IntIn(x, "workload.warmup", 0, maxRequests)
 	}
 	if x := f["timeout"]; x != nil {
 		w.Timeout = p.Duration(x, "workload.timeout")
@@ -343,10 +389,10 @@ func (p *specParser) dataset(n *yaml.Node, field string) bench.DatasetSpec {
 		d.Output = p.dist(x, field+".output")
 	}
 	if x := f["prefix_groups"]; x != nil {
-		d.PrefixGroups = p.Int(x, field+".prefix_groups", 1)
+		d.PrefixGroups = p.IntIn(x, field+".prefix_groups", 1, maxRequests)
 	}
 	if x := f["prefix_len"]; x != nil {
-		d.PrefixLen = p.Int(x, field+".prefix_len", 1)
+		d.PrefixLen = p.IntIn(x, field+".prefix_len", 1, bench.MaxLen)
 	}
 	if x := f["mix"]; x != nil {
 		for _, part := range p.Seq(x, field+".mix") {
@@ -397,7 +443,7 @@ func (p *specParser) dist(n *yaml.Node, field string) bench.Dist {
 		sub := field + "." + kind
 		switch kind {
 		case bench.DistFixed:
-			d.Value = p.Int(x, sub, 1)
+			d.Value = p.IntIn(x, sub, 1, bench.MaxLen)
 		case bench.DistUniform:
 			r := p.Seq(x, sub)
 			if !p.Failed() && len(r) != 2 {
@@ -405,7 +451,7 @@ func (p *specParser) dist(n *yaml.Node, field string) bench.Dist {
 				return d
 			}
 			if !p.Failed() {
-				d.Min, d.Max = p.Int(r[0], sub, 1), p.Int(r[1], sub, 1)
+				d.Min, d.Max = p.IntIn(r[0], sub, 1, bench.MaxLen), p.IntIn(r[1], sub, 1, bench.MaxLen)
 			}
 		default:
 			pf := p.Fields(x, sub, "median", "mean", "sigma", "min", "max")
@@ -419,10 +465,10 @@ func (p *specParser) dist(n *yaml.Node, field string) bench.Dist {
 				d.Sigma = p.Positive(v, sub+".sigma")
 			}
 			if v := pf["min"]; v != nil {
-				d.Min = p.Int(v, sub+".min", 1)
+				d.Min = p.IntIn(v, sub+".min", 1, bench.MaxLen)
 			}
 			if v := pf["max"]; v != nil {
-				d.Max = p.Int(v, sub+".max", 1)
+				d.Max = p.IntIn(v, sub+".max", 1, bench.MaxLen)
 			}
 		}
 	}
@@ -456,7 +502,7 @@ func (p *specParser) load(n *yaml.Node, w *Workload) {
 	}
 	maxConc := 0
 	if x := f["max_concurrency"]; x != nil {
-		maxConc = p.Int(x, "workload.load.max_concurrency", 1)
+		maxConc = p.IntIn(x, "workload.load.max_concurrency", 1, maxConcurrency)
 	}
 	switch {
 	case f["concurrency"] != nil:
@@ -464,7 +510,7 @@ func (p *specParser) load(n *yaml.Node, w *Workload) {
 			p.Fail(f["burstiness"], "workload.load.burstiness", "only with rate")
 		}
 		for _, c := range p.Seq(f["concurrency"], "workload.load.concurrency") {
-			w.Levels = append(w.Levels, measure.Load{MaxConcurrency: p.Int(c, "workload.load.concurrency", 1)})
+			w.Levels = append(w.Levels, measure.Load{MaxConcurrency: p.IntIn(c, "workload.load.concurrency", 1, maxConcurrency)})
 		}
 	case f["rate"] != nil:
 		for _, r := range p.Seq(f["rate"], "workload.load.rate") {
@@ -590,10 +636,10 @@ func (p *specParser) tuner(n *yaml.Node, t *TunerSpec) {
 		}
 	}
 	if x := f["trials"]; x != nil {
-		t.Trials = p.Int(x, "tuner.trials", 1)
+		t.Trials = p.IntIn(x, "tuner.trials", 1, maxTrials)
 	}
 	if x := f["seed"]; x != nil {
-		t.Seed = int64(p.Int(x, "tuner.seed", 0))
+		t.Seed = int64(p.IntIn(x, "tuner.seed", 0, 1<<53))
 	}
 	if x := f["objective"]; x != nil {
 		o, err := ParseObjective(p.Str(x, "tuner.objective"))
@@ -603,7 +649,7 @@ func (p *specParser) tuner(n *yaml.Node, t *TunerSpec) {
 		t.Objective = o
 	}
 	if x := f["parallel"]; x != nil {
-		t.Parallel = p.Int(x, "tuner.parallel", 1)
+		t.Parallel = p.IntIn(x, "tuner.parallel", 1, maxParallel)
 	}
 	if x := f["precheck"]; x != nil {
 		t.Precheck = p.Bool(x, "tuner.precheck")
@@ -619,10 +665,10 @@ func (p *specParser) tuner(n *yaml.Node, t *TunerSpec) {
 		}
 		cf := p.Fields(x, "tuner.confirm", "top", "runs")
 		if v := cf["top"]; v != nil {
-			t.Confirm.Top = p.Int(v, "tuner.confirm.top", 0)
+			t.Confirm.Top = p.IntIn(v, "tuner.confirm.top", 0, maxConfirm)
 		}
 		if v := cf["runs"]; v != nil {
-			t.Confirm.Runs = p.Int(v, "tuner.confirm.runs", 0)
+			t.Confirm.Runs = p.IntIn(v, "tuner.confirm.runs", 0, maxConfirm)
 		}
 	}
 }

@@ -616,6 +616,7 @@ func storeResult(number int, res trial.Result, value *float64) store.TrialResult
 	tr := store.TrialResult{
 		Number: number, Status: res.Status, Failure: res.Failure, FailureMsg: res.Message,
 		LogTail: res.LogTail, Objective: value, Finished: res.Finished, LoadPoints: res.Levels,
+		Pending: res.Pending, Launch: res.Launch,
 	}
 	first := map[int]uint64{} // energy counter at the first reading of each GPU
 	for _, g := range res.GPU {
@@ -705,8 +706,8 @@ func (r *TrialRunner) anyFits() error {
 		return nil // a model the simulator does not know: the engine decides
 	}
 	var points []space.Settings
-	if grid, err := sp.Space.Grid(); err == nil && len(grid) <= maxFitChecks {
-		points = grid
+	if n, err := sp.Space.Size(); err == nil && n <= maxFitChecks {
+		points, _ = sp.Space.Grid()
 	} else {
 		smp, err := NewSampler(SamplerRandom, sp.Space, sp.Tuner.Seed)
 		if err != nil {
@@ -719,6 +720,9 @@ func (r *TrialRunner) anyFits() error {
 			}
 			points = append(points, p.Settings)
 		}
+	}
+	if len(points) == 0 {
+		return nil // nothing to judge by: the trials will tell
 	}
 	gpus, group := sp.Launcher.placement()
 	most := newGPUPool(gpus, group).total

@@ -251,7 +251,7 @@ func (o *Options) normalize() (catalog.Model, []catalog.GPU, error) {
 	}
 	for _, q := range o.Quantizations {
 		if !slices.Contains([]string{"none", "fp8", "awq", "gptq"}, q) {
-			return m, nil, inputErr("--quantization %q: want none, fp8, awq or gptq", q)
+			return m, nil, inputErr("--quantizations %q: want none, fp8, awq or gptq", q)
 		}
 	}
 	if len(o.KVCacheDTypes) == 0 {
@@ -259,7 +259,7 @@ func (o *Options) normalize() (catalog.Model, []catalog.GPU, error) {
 	}
 	for _, k := range o.KVCacheDTypes {
 		if !slices.Contains([]string{"auto", "fp8"}, k) {
-			return m, nil, inputErr("--kv-cache-dtype %q: want auto or fp8", k)
+			return m, nil, inputErr("--kv-cache-dtypes %q: want auto or fp8", k)
 		}
 	}
 	if o.Trials == 0 {
@@ -291,10 +291,10 @@ func (o *Options) normalize() (catalog.Model, []catalog.GPU, error) {
 		o.MaxModelLen = max(2048, (n+1023)/1024*1024)
 	}
 	if o.MaxModelLen < 1 {
-		return m, nil, inputErr("--max-model-len %d: must be positive", o.MaxModelLen)
+		return m, nil, inputErr("max-model-len %d: must be positive", o.MaxModelLen)
 	}
 	if m.MaxPosition > 0 && o.MaxModelLen > m.MaxPosition {
-		return m, nil, inputErr("--max-model-len %d is above the model's %d positions", o.MaxModelLen, m.MaxPosition)
+		return m, nil, inputErr("max-model-len %d is above the model's %d positions", o.MaxModelLen, m.MaxPosition)
 	}
 	// Every profile must match one of the GPUs and engines asked about,
 	// unless forced.
@@ -387,7 +387,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 	}
 	if !anyFits {
-		return nil, inputErr("%s fits on none of the %d candidates (e.g. %s); allow more GPUs (--max-gpus), a bigger GPU, or --quantization fp8",
+		return nil, inputErr("%s fits on none of the %d candidates (e.g. %s); allow more GPUs (--max-gpus), a bigger GPU, or --quantizations none,fp8",
 			o.Model, len(cands), largest)
 	}
 	rows := make([]Row, len(cands))

@@ -105,17 +105,33 @@ func (d *Decoder) Str(n *yaml.Node, field string) string {
 	return n.Value
 }
 
-// Int reads an integer of at least min.
+// MaxInt is the largest integer Int accepts: no count, length or index in
+// a spec comes near it, and a larger one is a typo that would exhaust
+// memory or overflow later.
+const MaxInt = 1<<31 - 1
+
+// Int reads an integer in [min, MaxInt]. A number with a fraction (1.9) is
+// refused, not truncated.
 func (d *Decoder) Int(n *yaml.Node, field string, min int) int {
-	var v int
-	if n.Kind != yaml.ScalarNode || n.Decode(&v) != nil {
+	return d.IntIn(n, field, min, MaxInt)
+}
+
+// IntIn reads an integer in [min, max].
+func (d *Decoder) IntIn(n *yaml.Node, field string, min, max int) int {
+	var f float64
+	if n.Kind != yaml.ScalarNode || n.Tag == "!!str" || n.Decode(&f) != nil || f != math.Trunc(f) || math.IsInf(f, 0) {
 		d.Fail(n, field, "want an integer, got %q", n.Value)
 		return 0
 	}
-	if v < min {
-		d.Fail(n, field, "%d is below the minimum %d", v, min)
+	if f < float64(min) {
+		d.Fail(n, field, "%s is below the minimum %d", n.Value, min)
+		return 0
 	}
-	return v
+	if f > float64(max) {
+		d.Fail(n, field, "%s is above the maximum %d", n.Value, max)
+		return 0
+	}
+	return int(f)
 }
 
 // Number reads a finite number.

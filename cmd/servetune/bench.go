@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -314,14 +315,21 @@ func parseGoodput(s string) (measure.SLO, error) {
 	return slo, nil
 }
 
+// maxSweepLevels bounds a --sweep: ten hours of one-minute levels.
+const maxSweepLevels = 600
+
 // parseSweep reads "concurrency=1,4,16" or "rate=1,2,inf".
 func parseSweep(s string, base measure.Load) ([]level, error) {
 	kind, list, ok := strings.Cut(s, "=")
 	if !ok || list == "" {
 		return nil, fmt.Errorf("%q: want concurrency=N,N,... or rate=R,R,...", s)
 	}
+	parts := strings.Split(list, ",")
+	if len(parts) > maxSweepLevels {
+		return nil, fmt.Errorf("%d levels: at most %d", len(parts), maxSweepLevels)
+	}
 	var out []level
-	for _, v := range strings.Split(list, ",") {
+	for _, v := range parts {
 		v = strings.TrimSpace(v)
 		l := base
 		switch kind {
@@ -379,10 +387,14 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 			total := c.NumRequests
 			bar = newProgress(stderr, fmt.Sprintf("bench %d/%d", li+1, len(levels)), total, c.Duration)
 			c.Progress = bar.Update
+			c.Waiting = bar.Waiting
 		}
 		res, err := bench.Run(ctx, c)
 		bar.Done()
 		if res == nil {
+			if errors.Is(err, bench.ErrBadConfig) || errors.Is(err, bench.ErrBadDist) || errors.Is(err, bench.ErrBadDataset) {
+				return usageError(err)
+			}
 			return failedError(err)
 		}
 		if res.Summary.Meta == nil {
@@ -403,15 +415,39 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 	if err := out.finish(sums); err != nil {
 		return err
 	}
-	if runErr != nil {
+	switch {
+	case errors.Is(runErr, context.Canceled):
+		done, cancelled := 0, 0
+		for _, s := range sums {
+			done += s.Completed
+			cancelled += s.Errors[string(measure.ErrCancelled)]
+		}
+		return failedError(fmt.Errorf("interrupted: %d requests completed, %d cancelled in flight; the output files hold what was measured", done, cancelled))
+	case runErr != nil:
 		return failedError(runErr)
 	}
 	for _, s := range sums {
 		if s.Completed == 0 {
-			return failedError(fmt.Errorf("no request completed (errors: %s)", errorList(s.Errors)))
+			return failedError(fmt.Errorf("no request completed: %s", failureLine(s)))
 		}
 	}
 	return nil
+}
+
+// failureLine is the failures of a summary by class, each with its first
+// message: "http_4xx 64 (HTTP 404: The model `m` does not exist.)".
+func failureLine(s measure.Summary) string {
+	var parts []string
+	for _, c := range measure.ErrorClasses {
+		if n := s.Errors[string(c)]; n > 0 {
+			part := fmt.Sprintf("%s %d", c, n)
+			if msg := s.ErrorMessages[string(c)]; msg != "" {
+				part += " (" + msg + ")"
+			}
+			parts = append(parts, part)
+		}
+	}
+	return strings.Join(parts, "; ")
 }
 
 // benchOutputs are the --json, --csv and --requests-out files of a bench or
@@ -423,6 +459,20 @@ type benchOutputs struct {
 
 func openBenchOutputs(f *benchFlags) (*benchOutputs, error) {
 	o := &benchOutputs{f: f, files: map[string]*os.File{}}
+	seen := map[string]string{}
+	for _, fl := range []struct{ flag, path string }{{"--json", f.jsonOut}, {"--csv", f.csvOut}, {"--requests-out", f.requestsOut}} {
+		if fl.path == "" {
+			continue
+		}
+		abs, err := filepath.Abs(fl.path)
+		if err != nil {
+			abs = fl.path
+		}
+		if other, dup := seen[abs]; dup {
+			return nil, usageErrorf("%s and %s name the same file %s", other, fl.flag, fl.path)
+		}
+		seen[abs] = fl.flag
+	}
 	for _, p := range []string{f.jsonOut, f.csvOut, f.requestsOut} {
 		if p == "" {
 			continue
@@ -499,8 +549,22 @@ func printSummary(w io.Writer, name string, s measure.Summary) {
 	row := func(k string, v any) { fmt.Fprintf(tw, "%s\t%v\n", k, v) }
 	row("Successful requests:", s.Completed)
 	row("Failed requests:", s.Failed)
+	if why, ok := s.Meta["stopped"].(string); ok {
+		row("Stopped early:", why)
+	}
 	if s.Failed > 0 {
 		row("Failures by class:", errorList(s.Errors))
+		for _, c := range measure.ErrorClasses {
+			if msg := s.ErrorMessages[string(c)]; msg != "" {
+				row("  first "+string(c)+":", msg)
+			}
+		}
+	}
+	if s.Completed == 0 {
+		// Tables of zeros would bury the server's own words above.
+		tw.Flush()
+		fmt.Fprintln(w, strings.Repeat("=", 60))
+		return
 	}
 	row("Benchmark duration (s):", fmt.Sprintf("%.2f", s.Duration))
 	row("Total input tokens:", s.TotalInputTokens)

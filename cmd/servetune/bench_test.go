@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/servetune/servetune/measure"
 )
 
 // streamServer streams n tokens per request, one per chunk, every gap, with
@@ -47,7 +49,7 @@ func (s *streamServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	fl := w.(http.Flusher)
-	for i := 1; i <= q.MaxTokens; i++ {
+	for i := 1; i <= q.MaxTokens && r.Context().Err() == nil; i++ {
 		time.Sleep(s.gap)
 		fin := "null"
 		if i == q.MaxTokens {
@@ -226,7 +228,7 @@ func TestBenchFailedRunWritesResult(t *testing.T) {
 			if err := json.Unmarshal(mustRead(t, j), &m); err != nil {
 				t.Fatal(err)
 			}
-			if m.Errors[tc.class] != 3 || len(m.Errors) != 7 {
+			if m.Errors[tc.class] != 3 || len(m.Errors) != len(measure.ErrorClasses) {
 				t.Errorf("errors %v, want %s 3 and every class present", m.Errors, tc.class)
 			}
 		})

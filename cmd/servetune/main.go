@@ -11,9 +11,11 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/servetune/servetune/internal/selfstats"
 	_ "github.com/servetune/servetune/launcher/kinds" // every launcher kind a study may name
 )
 
@@ -98,9 +100,28 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return exitUsage
 }
 
+// envSelfStats, set to an interval (SERVETUNE_SELF_STATS=1m), makes any
+// command print its own RSS, heap, goroutines and open files to stderr at
+// that interval: `make soak` watches bench and sim serve this way.
+const envSelfStats = "SERVETUNE_SELF_STATS"
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	stopStats := func() {}
+	if v := os.Getenv(envSelfStats); v != "" {
+		every, err := time.ParseDuration(v)
+		if err != nil || every <= 0 {
+			fmt.Fprintf(os.Stderr, "servetune: %s=%q: want a duration like 1m\n", envSelfStats, v)
+			os.Exit(exitUsage)
+		}
+		name := "servetune"
+		if len(os.Args) > 1 {
+			name = os.Args[1]
+		}
+		stopStats = selfstats.Every(ctx, os.Stderr, name, every)
+	}
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stopStats()
 	stop()
 	os.Exit(code)
 }

@@ -21,6 +21,8 @@ type progressBar struct {
 	last     time.Time
 	done     int
 	width    int
+	inflight int           // requests in flight (Waiting)
+	oldest   time.Duration // the oldest one's age
 }
 
 // newProgress returns a bar for total items (or, when total is 0, for a run
@@ -44,6 +46,20 @@ func (p *progressBar) Update(done, total int) {
 		p.last = now
 		p.draw(now)
 	}
+}
+
+// Waiting records the requests in flight and the oldest one's age (every
+// second), so a server that answers nothing shows as requests waiting, not
+// as a bar stuck at 0%.
+func (p *progressBar) Waiting(inflight int, oldest time.Duration) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.inflight, p.oldest = inflight, oldest
+	p.last = time.Now()
+	p.draw(p.last)
 }
 
 // Done draws the final state and ends the line.
@@ -80,5 +96,10 @@ func (p *progressBar) draw(now time.Time) {
 	if p.total > 0 {
 		count = fmt.Sprintf("%d/%d", p.done, p.total)
 	}
-	fmt.Fprintf(p.w, "\r%s [%s] %3.0f%% %s %.1f req/s %s ", p.label, bar, 100*frac, count, rate, el.Truncate(time.Second))
+	wait := ""
+	if p.inflight > 0 && p.oldest >= 5*time.Second {
+		// Only once a request has waited long enough to be worth a look.
+		wait = fmt.Sprintf("%d in flight, oldest %s ", p.inflight, p.oldest.Truncate(time.Second))
+	}
+	fmt.Fprintf(p.w, "\r%s [%s] %3.0f%% %s %.1f req/s %s %s", p.label, bar, 100*frac, count, rate, el.Truncate(time.Second), wait)
 }

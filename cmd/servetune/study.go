@@ -16,6 +16,8 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/servetune/servetune/engine"
+	"github.com/servetune/servetune/internal/redact"
+	"github.com/servetune/servetune/kube"
 	"github.com/servetune/servetune/measure"
 	"github.com/servetune/servetune/space"
 	"github.com/servetune/servetune/store"
@@ -28,12 +30,13 @@ func init() {
 	subcommands = append(subcommands, newStudiesCmd, newTrialsCmd, newParetoCmd, newRecommendCmd)
 }
 
-// openDB opens an existing study database; it never creates one.
+// openDB opens an existing study database for reading; it never creates
+// or changes one, so it works on a read-only mount.
 func openDB(ctx context.Context, path string) (*store.Store, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, usageErrorf("no study database at %s (give --db)", path)
 	}
-	db, err := store.Open(ctx, path)
+	db, err := store.OpenReadOnly(ctx, path)
 	if err != nil {
 		return nil, failedError(fmt.Errorf("open %s: %w", path, err))
 	}
@@ -169,9 +172,14 @@ type trialJSON struct {
 	GPUs       []int          `json:"gpus"`
 	Objective  *float64       `json:"objective"`
 	Confirms   *int           `json:"confirms,omitempty"` // the trial this confirmation run measures again
-	Started    time.Time      `json:"started"`
-	Finished   time.Time      `json:"finished,omitzero"`
-	Levels     []levelJSON    `json:"levels"`
+	// PendingS is how long the engine's job waited in a batch scheduler's
+	// queue (null when the launcher has none); LaunchS is from its start to
+	// healthy (null when it never was). Seconds.
+	PendingS *float64    `json:"pending_s"`
+	LaunchS  *float64    `json:"launch_s"`
+	Started  time.Time   `json:"started"`
+	Finished time.Time   `json:"finished,omitzero"`
+	Levels   []levelJSON `json:"levels"`
 }
 
 type levelJSON struct {
@@ -203,7 +211,7 @@ func newTrialsCmd() *cobra.Command {
 			for _, t := range ss.trials {
 				r := trialJSON{Number: t.Number, Status: string(t.Status), Failure: string(t.Failure), FailureMsg: t.FailureMsg,
 					Settings: t.Settings, GPUs: t.GPUs, Objective: t.Objective, Confirms: t.Confirms, Started: t.Started, Finished: t.Finished,
-					Levels: []levelJSON{}}
+					PendingS: seconds(t.Pending), LaunchS: seconds(t.Launch), Levels: []levelJSON{}}
 				if r.GPUs == nil {
 					r.GPUs = []int{}
 				}
@@ -222,8 +230,16 @@ func newTrialsCmd() *cobra.Command {
 				return writeJSON(out, map[string]any{"study": ss.study.Name, "trials": rows})
 			}
 			obj := ss.spec.Tuner.Objective
+			queued := false // a PENDING column only for launchers with a queue
+			for _, r := range rows {
+				queued = queued || r.PendingS != nil
+			}
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintf(tw, "#\tSTATUS\tOBJECTIVE (%s, %s)\tCONFIRMS\tGPUS\tSETTINGS\n", obj, tuner.Unit(obj.Metric))
+			fmt.Fprintf(tw, "#\tSTATUS\tOBJECTIVE (%s, %s)\tCONFIRMS\tGPUS\t", obj, tuner.Unit(obj.Metric))
+			if queued {
+				fmt.Fprint(tw, "PENDING\t")
+			}
+			fmt.Fprint(tw, "LAUNCH\tSETTINGS\n")
 			for _, r := range rows {
 				status := r.Status
 				if r.Failure != "" {
@@ -236,7 +252,11 @@ func newTrialsCmd() *cobra.Command {
 				if r.Confirms != nil {
 					of = fmt.Sprintf("trial %d", *r.Confirms)
 				}
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%v\t%s\n", r.Number, status, val, of, r.GPUs, settingsLine(r.Settings))
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%v\t", r.Number, status, val, of, r.GPUs)
+				if queued {
+					fmt.Fprintf(tw, "%s\t", secondsText(r.PendingS))
+				}
+				fmt.Fprintf(tw, "%s\t%s\n", secondsText(r.LaunchS), settingsLine(r.Settings))
 			}
 			if err := tw.Flush(); err != nil {
 				return err
@@ -351,7 +371,7 @@ func newParetoCmd() *cobra.Command {
 }
 
 func newRecommendCmd() *cobra.Command {
-	var dbPath, prefer, format string
+	var dbPath, prefer, format, hfSecret string
 	cmd := &cobra.Command{
 		Use:   "recommend STUDY",
 		Short: "Print the best measured configuration under the SLOs as a serve command",
@@ -362,9 +382,9 @@ func newRecommendCmd() *cobra.Command {
 				return usageErrorf("--prefer: %v", err)
 			}
 			switch format {
-			case "", "vllm", "sglang", "docker", "yaml", "json":
+			case "", "vllm", "sglang", "docker", "yaml", "json", "k8s", "kserve":
 			default:
-				return usageErrorf("--format %q: want vllm, sglang, docker, yaml or json", format)
+				return usageErrorf("--format %q: want vllm, sglang, docker, yaml, json, k8s or kserve", format)
 			}
 			ss, err := loadStudy(cmd.Context(), dbPath, args[0])
 			if err != nil {
@@ -378,19 +398,64 @@ func newRecommendCmd() *cobra.Command {
 			if err != nil {
 				return failedError(fmt.Errorf("study %s: %w", sp.Name, err))
 			}
+			if format == "k8s" || format == "kserve" {
+				return writeManifests(cmd.OutOrStdout(), sp, rec, pref, format, hfSecret)
+			}
 			return writeRecommendation(cmd.OutOrStdout(), sp, rec, pref, format)
 		},
 	}
 	addDBFlag(cmd, &dbPath)
 	cmd.Flags().StringVar(&prefer, "prefer", "throughput", "throughput | cost | latency")
-	cmd.Flags().StringVar(&format, "format", "", "vllm | sglang | docker | yaml | json (default: the study's engine)")
+	cmd.Flags().StringVar(&format, "format", "", "vllm | sglang | docker | yaml | json | k8s (Deployment + Service) | kserve (ServingRuntime + InferenceService) (default: the study's engine)")
+	cmd.Flags().StringVar(&hfSecret, "hf-secret", "hf-token", `with k8s or kserve: the Secret whose key "token" holds the Hugging Face token ("" for none)`)
 	return cmd
+}
+
+// writeManifests writes the recommendation as Kubernetes manifests (k8s:
+// a Deployment and a Service; kserve: a ServingRuntime and an
+// InferenceService), headed by comments on where it comes from.
+func writeManifests(w io.Writer, sp *tuner.Spec, rec tuner.Recommendation, pref tuner.Preference, format, hfSecret string) error {
+	p := rec.Best.Point
+	s := kube.Serve{Engine: sp.Engine, Model: sp.Model, Settings: p.Settings, Extra: sp.Space.Extra, GPUs: p.GPUs,
+		GPU: sp.Hardware.GPU, HFSecret: hfSecret, Study: sp.Name, Trial: p.Trial}
+	if d, ok := sp.Launcher.Launcher.(interface{ Image() string }); ok && !engine.IsSimImage(d.Image()) {
+		s.Image = d.Image()
+	}
+	var objs []any
+	var err error
+	if format == "kserve" {
+		rt, isvc, e := kube.KServe(s)
+		objs, err = []any{rt, isvc}, e
+	} else {
+		d, svc, e := kube.Deployment(s)
+		objs, err = []any{d, svc}, e
+	}
+	if err != nil {
+		return usageError(fmt.Errorf("study %s: %w", sp.Name, err))
+	}
+	argv := serveArgv(sp, p, string(sp.Engine))
+	for i, a := range argv {
+		argv[i] = shellQuote(a)
+	}
+	fmt.Fprintf(w, "# %s: trial %d at %s, best %s under SLO %s; as a command:\n#   %s\n", sp.Name, p.Trial, p.Label, pref, sp.SLO,
+		strings.Join(argv, " "))
+	if hfSecret != "" {
+		fmt.Fprintf(w, "# the Hugging Face token: kubectl create secret generic %s --from-literal=%s=\"$HF_TOKEN\"\n", hfSecret, kube.HFSecretKey)
+	}
+	return kube.Write(w, objs...)
 }
 
 // serveArgv returns the command that serves the recommendation. The
 // extra flags are the spec engine's, so another engine's command leaves
 // them out.
+// serveArgv is the command to paste for point p, in format (vllm,
+// sglang, docker), with the values of secret flags redacted: it is printed
+// and stored in reports.
 func serveArgv(sp *tuner.Spec, p tuner.Point, format string) []string {
+	return redact.Args(serveArgvRaw(sp, p, format))
+}
+
+func serveArgvRaw(sp *tuner.Spec, p tuner.Point, format string) []string {
 	extra := func(e engine.Engine) []string {
 		if sp.Engine == e {
 			return sp.Space.Extra
@@ -415,8 +480,8 @@ func shellQuote(s string) string {
 	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=,+@%") == "" {
 		return s
 	}
-	if strings.HasPrefix(s, `"device=`) || strings.HasPrefix(s, "$HOME/") {
-		return s // already written for the shell
+	if strings.HasPrefix(s, `"device=`) || strings.HasPrefix(s, "$HOME/") || strings.HasSuffix(s, redact.Redacted) {
+		return s // already written for the shell, or a placeholder to fill in
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
@@ -505,6 +570,23 @@ func writeRecommendation(w io.Writer, sp *tuner.Spec, rec tuner.Recommendation, 
 	}
 	fmt.Fprintln(w, strings.Join(q, " "))
 	return nil
+}
+
+// seconds is a duration in seconds, nil for nil.
+func seconds(d *time.Duration) *float64 {
+	if d == nil {
+		return nil
+	}
+	s := d.Seconds()
+	return &s
+}
+
+// secondsText shows seconds as "1.24s", "-" for none.
+func secondsText(s *float64) string {
+	if s == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.2fs", *s)
 }
 
 // nonZero drops the zero counts of a by-class map.

@@ -212,8 +212,9 @@ func startTuneUntilInFlight(t *testing.T, bin string, args ...string) (cmd *exec
 		rest <- string(b)
 	}()
 	if inFlight < 0 {
+		tail := <-rest
 		_ = cmd.Wait()
-		t.Fatalf("the study ended before a trial was in flight:\n%s%s", head.String(), <-rest)
+		t.Fatalf("the study ended before a trial was in flight:\n%s%s", head.String(), tail)
 	}
 	return cmd, inFlight, rest
 }
@@ -237,8 +238,9 @@ func TestTuneDockerInterrupt(t *testing.T) {
 			if err := cmd.Process.Signal(sig); err != nil {
 				t.Fatal(err)
 			}
-			err := cmd.Wait()
+			// All of stderr first: Wait closes the pipe, cutting what is unread.
 			stderr := <-rest
+			err := cmd.Wait()
 			var ee *exec.ExitError
 			if !errors.As(err, &ee) || ee.ExitCode() != exitFailed || !strings.Contains(stderr, "interrupted: stopping the load") ||
 				!strings.Contains(stderr, "--resume") {
@@ -270,8 +272,8 @@ func killInFlight(t *testing.T, bin, spec, db, name string) int {
 	t.Helper()
 	cmd, inFlight, rest := startTuneUntilInFlight(t, bin, spec, "--db", db)
 	_ = cmd.Process.Signal(syscall.SIGKILL)
-	_ = cmd.Wait()
 	<-rest
+	_ = cmd.Wait()
 	if len(containersOf(t, name)) == 0 {
 		t.Fatal("SIGKILL left no container: nothing to test")
 	}

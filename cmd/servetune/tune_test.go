@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -277,4 +278,80 @@ func killOrphans(t *testing.T, bin string) {
 			}
 		}
 	}
+}
+
+// TestTuneKillResumeWrapper: the process launcher's command is a wrapper
+// script that starts the engine without exec. SIGKILL of tune kills the
+// wrapper (parent-death signal) but not the engine it started; --resume
+// stops that orphan (found by its labels), re-runs the trial and finishes.
+func TestTuneKillResumeWrapper(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("finds orphaned engines through /proc")
+	}
+	bin := buildServetune(t)
+	name := fmt.Sprintf("wrapper-%d", os.Getpid())
+	src := strings.NewReplacer(
+		"name: clitest", "name: "+name,
+		"  kind: sim\n  gpus: [0]\n", "  kind: process\n  gpus: [0]\n  command: [sh, -c, '\"$0\" \"$@\" & wait', "+bin+", sim, serve, \"{model}\", --port, \"{port}\", --time-scale, \"20\", --sim-load-time, 2s, \"{args}\"]\n",
+		"  time_scale: 20\n  load_time: 2s\n", "",
+		"REQS", "64", "TRIALS", "3",
+	).Replace(tuneSpec)
+	spec := writeSpec(t, src)
+	db := filepath.Join(t.TempDir(), "t.db")
+	t.Cleanup(func() { killOrphans(t, bin) })
+
+	cmd := exec.Command(bin, "tune", spec, "--db", db)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout = io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	inFlight := regexp.MustCompile(`^trial (\d+) concurrency=8 `)
+	sc := bufio.NewScanner(stderr)
+	var head strings.Builder
+	killed := false
+	for sc.Scan() {
+		head.WriteString(sc.Text() + "\n")
+		if inFlight.MatchString(sc.Text()) {
+			_ = cmd.Process.Signal(syscall.SIGKILL)
+			killed = true
+			break
+		}
+	}
+	go io.Copy(io.Discard, stderr)
+	_ = cmd.Wait()
+	if !killed {
+		t.Fatalf("no trial was in flight:\n%s", head.String())
+	}
+	time.Sleep(200 * time.Millisecond) // the wrapper's parent-death signal
+	if n := labelledProcesses(t, name); n == 0 {
+		t.Fatal("no orphaned engine after SIGKILL: nothing to test")
+	}
+	out, err := exec.Command(bin, "tune", spec, "--db", db, "--resume").CombinedOutput()
+	if err != nil {
+		t.Fatalf("resume: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "removed 1 leftover process engine(s)") {
+		t.Errorf("resume did not remove the orphan:\n%s", out)
+	}
+	if n := labelledProcesses(t, name); n != 0 {
+		t.Errorf("%d engine processes of the study left after the resumed run", n)
+	}
+}
+
+// labelledProcesses counts running processes labelled with study.
+func labelledProcesses(t *testing.T, study string) int {
+	t.Helper()
+	entries, _ := os.ReadDir("/proc")
+	n := 0
+	for _, e := range entries {
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err == nil && bytes.Contains(env, []byte("\x00SERVETUNE_STUDY="+study+"\x00")) {
+			n++
+		}
+	}
+	return n
 }

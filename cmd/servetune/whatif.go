@@ -50,7 +50,7 @@ func newWhatifCmd() *cobra.Command {
 		Long: `For a model and its traffic, search every GPU type of --gpus with 1, 2, 4, 8 GPUs per
 replica (up to --max-gpus) and every engine of --engine: the tuner searches each
 candidate's settings (tensor/pipeline split, running requests, batched tokens, memory
-fraction, KV cache type, the weight quantizations --quantization allows) in virtual
+fraction, KV cache type, the weight quantizations --quantizations allows) in virtual
 time, each trial finding the highest Poisson request rate whose p99 latencies meet
 --slo with no failed request. Rows say what one replica serves, how many replicas
 the target needs, what they cost a month (on-demand and reserved) and per million
@@ -82,8 +82,8 @@ study spec's model, workload, slo and whatif: section (docs/spec.md); flags win.
 	fl.Float64Var(&f.reserved, "reserved-discount", 0.4, "share a reservation takes off the on-demand price")
 	fl.StringSliceVar(&f.calibrations, "calibration", nil, "calibration profiles (servetune calibrate); each applies to the rows of its GPU and engine")
 	fl.BoolVar(&f.force, "force-calibration", false, "apply the one --calibration profile to every row, whatever it was measured on")
-	fl.StringVar(&f.quant, "quantization", "none", "weight quantizations allowed, comma-separated: none (the checkpoint's), fp8, awq, gptq")
-	fl.StringVar(&f.kv, "kv-cache-dtype", "auto,fp8", "KV cache types allowed, comma-separated: auto, fp8")
+	fl.StringVar(&f.quant, "quantizations", "none", "weight quantizations allowed, comma-separated: none (the checkpoint's), fp8, awq, gptq")
+	fl.StringVar(&f.kv, "kv-cache-dtypes", "auto,fp8", "KV cache types allowed, comma-separated: auto, fp8")
 	fl.IntVar(&f.maxModelLen, "max-model-len", 0, "the engine's context length (default: the workload's longest request, rounded up to 1024)")
 	fl.IntVar(&f.trials, "trials", 12, "tuner trials per candidate")
 	fl.IntVar(&f.requests, "requests", 200, "requests per probe of the capacity search")
@@ -231,10 +231,10 @@ func whatifOptions(fl *pflag.FlagSet, f *whatifFlags) (whatif.Options, error) {
 	if fl.Changed("force-calibration") {
 		o.Force = f.force
 	}
-	if set("quantization") {
+	if set("quantizations") {
 		o.Quantizations = splitList(f.quant)
 	}
-	if set("kv-cache-dtype") {
+	if set("kv-cache-dtypes") {
 		o.KVCacheDTypes = splitList(f.kv)
 	}
 	if set("max-model-len") {

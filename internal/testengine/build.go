@@ -1,9 +1,10 @@
 // Package testengine is the test engine the packages' tests share: the
 // servetune binary and the simulated engine's image built once per test
-// binary, and a Docker daemon or a clean skip.
+// binary, and a Docker daemon, a Slurm cluster, or a clean skip.
 //
 // Tests that need Docker skip with a clear message on a machine without a
-// daemon, and fail instead where SERVETUNE_REQUIRE_DOCKER=1 (CI).
+// daemon, and fail instead where SERVETUNE_REQUIRE_DOCKER=1 (CI); tests
+// that need Slurm likewise with SERVETUNE_REQUIRE_SLURM=1.
 package testengine
 
 import (

@@ -6,4 +6,5 @@ package kinds
 
 import (
 	_ "github.com/servetune/servetune/launcher/docker" // docker
+	_ "github.com/servetune/servetune/launcher/slurm"  // slurm
 )

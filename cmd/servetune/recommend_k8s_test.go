@@ -1,0 +1,122 @@
+package main
+
+import (
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/servetune/servetune/engine"
+	"github.com/servetune/servetune/kube"
+)
+
+// manifestDocs splits a YAML stream into its documents without comments.
+func manifestDocs(stream string) [][]byte {
+	var out [][]byte
+	for _, d := range strings.Split("\n"+stream, "\n---\n") {
+		var keep []string
+		for _, l := range strings.Split(d, "\n") {
+			if !strings.HasPrefix(l, "#") {
+				keep = append(keep, l)
+			}
+		}
+		if s := strings.TrimSpace(strings.Join(keep, "\n")); s != "" {
+			out = append(out, []byte(s+"\n"))
+		}
+	}
+	return out
+}
+
+// TestRecommendManifests: `recommend --format k8s` and `--format kserve`
+// of a vLLM and an SGLang study decode strictly into their types and run
+// the engine `recommend` prints, with the same model and settings, on the
+// trial's GPUs.
+func TestRecommendManifests(t *testing.T) {
+	for _, e := range []engine.Engine{engine.VLLM, engine.SGLang} {
+		t.Run(string(e), func(t *testing.T) {
+			db := filepath.Join(t.TempDir(), "s.db")
+			src := strings.Replace(virtualStudy, "engine: vllm", "engine: "+string(e), 1)
+			src = strings.Replace(src, "  max_running_requests: 32\n", "  max_running_requests: 32\n  tensor_parallel: 2\n  extra_args: [--disable-log-requests]\n", 1)
+			if code, _, errs := runCLI(t, "tune", writeSpec(t, src), "--db", db); code != exitOK {
+				t.Fatalf("tune: exit %d: %s", code, errs)
+			}
+			code, line, errs := runCLI(t, "recommend", "same", "--db", db, "--format", string(e))
+			if code != exitOK {
+				t.Fatalf("recommend: %s", errs)
+			}
+			lines := strings.Split(strings.TrimSpace(line), "\n")
+			serve := strings.Fields(lines[len(lines)-1])
+			skip := map[engine.Engine]int{engine.VLLM: 1, engine.SGLang: 3}[e]
+			want, err := engine.ParseCommand(serve[skip:], nil)
+			if err != nil {
+				t.Fatalf("serve command %v: %v", serve, err)
+			}
+			for _, format := range []string{"k8s", "kserve"} {
+				code, out, errs := runCLI(t, "recommend", "same", "--db", db, "--format", format, "--hf-secret", "my-hf")
+				if code != exitOK {
+					t.Fatalf("--format %s: %s", format, errs)
+				}
+				docs := manifestDocs(out)
+				if len(docs) != 2 {
+					t.Fatalf("--format %s: %d documents:\n%s", format, len(docs), out)
+				}
+				var c corev1.Container
+				var gpus corev1.ResourceRequirements
+				var env []corev1.EnvVar
+				if format == "k8s" {
+					var d appsv1.Deployment
+					var svc corev1.Service
+					if err := yaml.UnmarshalStrict(docs[0], &d); err != nil {
+						t.Fatal(err)
+					}
+					if err := yaml.UnmarshalStrict(docs[1], &svc); err != nil {
+						t.Fatal(err)
+					}
+					c = d.Spec.Template.Spec.Containers[0]
+					gpus, env = c.Resources, c.Env
+				} else {
+					var rt kube.ServingRuntime
+					var isvc kube.InferenceService
+					if err := yaml.UnmarshalStrict(docs[0], &rt); err != nil {
+						t.Fatal(err)
+					}
+					if err := yaml.UnmarshalStrict(docs[1], &isvc); err != nil {
+						t.Fatal(err)
+					}
+					c = rt.Spec.Containers[0]
+					c.Args = append(c.Args, isvc.Spec.Predictor.Model.Args...)
+					gpus, env = isvc.Spec.Predictor.Model.Resources, isvc.Spec.Predictor.Model.Env
+				}
+				argv := append(append([]string(nil), c.Command...), c.Args...)
+				if e == engine.SGLang {
+					argv = argv[3:]
+				}
+				got, err := engine.ParseCommand(argv, nil)
+				if err != nil {
+					t.Fatalf("--format %s: container %v: %v", format, argv, err)
+				}
+				delete(got.Settings, "host")
+				delete(got.Settings, "port")
+				if got.Model != want.Model || !reflect.DeepEqual(got.Settings, want.Settings) {
+					t.Errorf("--format %s runs %s %v, recommend prints %s %v", format, got.Model, got.Settings, want.Model, want.Settings)
+				}
+				if !strings.Contains(strings.Join(argv, " "), "--disable-log-requests") {
+					t.Errorf("--format %s: extra_args missing: %v", format, argv)
+				}
+				if q := gpus.Limits[kube.GPUResource]; q.Value() != 2 {
+					t.Errorf("--format %s: GPU limit %v, want 2", format, gpus.Limits)
+				}
+				if len(env) != 1 || env[0].ValueFrom.SecretKeyRef.Name != "my-hf" {
+					t.Errorf("--format %s: env %+v", format, env)
+				}
+				if c.Image != engine.DefaultImage(e) {
+					t.Errorf("--format %s: image %s", format, c.Image)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,194 @@
+package launcher
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// The labels of a local engine process: variables in its environment,
+// which every process it starts inherits (a wrapper script's engine too),
+// so a reaper finds the whole tree of a killed run, not only the direct
+// child that the parent-death signal reaches.
+const (
+	EnvStudy = "SERVETUNE_STUDY"
+	EnvTrial = "SERVETUNE_TRIAL"
+	EnvOwner = "SERVETUNE_OWNER"
+)
+
+// labelEnv is spec's labels as KEY=VALUE.
+func labelEnv(spec Spec) []string {
+	return []string{EnvStudy + "=" + spec.Study, EnvTrial + "=" + strconv.Itoa(spec.Trial), EnvOwner + "=" + spec.Owner}
+}
+
+// localEngine is one process found with a study label.
+type localEngine struct {
+	pid, pgid int
+	study     string
+	trial     int
+	owner     string
+	name      string
+}
+
+// findLocalEngines lists this user's processes labelled with study (any
+// study when ""), from /proc. Processes it cannot read are skipped.
+func findLocalEngines(study string) ([]localEngine, error) {
+	dirs, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, fmt.Errorf("list processes: %w", err)
+	}
+	self := os.Getpid()
+	var out []localEngine
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", d.Name(), "environ"))
+		if err != nil {
+			continue
+		}
+		e := localEngine{pid: pid, trial: -1}
+		for _, kv := range bytes.Split(env, []byte{0}) {
+			k, v, _ := strings.Cut(string(kv), "=")
+			switch k {
+			case EnvStudy:
+				e.study = v
+			case EnvTrial:
+				e.trial, _ = strconv.Atoi(v)
+			case EnvOwner:
+				e.owner = v
+			}
+		}
+		if e.study == "" || study != "" && e.study != study {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", d.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp ...: comm may hold spaces, so cut
+		// after its closing parenthesis.
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(stat[i+1:]))
+		if len(f) < 3 {
+			continue
+		}
+		e.pgid, _ = strconv.Atoi(f[2])
+		if j := bytes.IndexByte(stat, '('); j >= 0 {
+			e.name = string(stat[j+1 : i])
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// reapLocal stops the process groups of study's labelled engines that keep
+// does not spare: SIGTERM, then SIGKILL after grace.
+func reapLocal(ctx context.Context, kind, study string, keep func(Reaped) bool, grace time.Duration) ([]Reaped, error) {
+	found, err := findLocalEngines(study)
+	if err != nil {
+		return nil, err
+	}
+	groups := map[int]Reaped{}
+	own := syscall.Getpgrp()
+	for _, e := range found {
+		if e.pgid == own {
+			continue // never this process's own group
+		}
+		r := Reaped{Kind: kind, ID: strconv.Itoa(e.pgid), Name: e.name, Study: e.study, Trial: e.trial, Owner: e.owner, State: "running"}
+		if keep != nil && keep(r) {
+			continue
+		}
+		if _, ok := groups[e.pgid]; !ok && e.pgid > 1 {
+			groups[e.pgid] = r
+		}
+	}
+	var errs []error
+	for pgid := range groups {
+		if err := syscall.Kill(-pgid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
+			errs = append(errs, fmt.Errorf("stop process group %d: %w", pgid, err))
+		}
+	}
+	deadline := time.Now().Add(grace)
+	for pgid := range groups {
+		for groupAlive(pgid) && time.Now().Before(deadline) && ctx.Err() == nil {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if err := syscall.Kill(-pgid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+			errs = append(errs, fmt.Errorf("kill process group %d: %w", pgid, err))
+		}
+	}
+	out := make([]Reaped, 0, len(groups))
+	for _, r := range groups {
+		out = append(out, r)
+	}
+	return out, errors.Join(errs...)
+}
+
+// groupAlive reports whether a process of group pgid still runs. Zombies
+// do not count: an orphan's zombie waits for its reaper (in a container,
+// PID 1 may never reap it), yet holds no GPU, port or memory.
+func groupAlive(pgid int) bool {
+	if syscall.Kill(-pgid, 0) != nil {
+		return false
+	}
+	dirs, err := os.ReadDir("/proc")
+	if err != nil {
+		return true
+	}
+	for _, d := range dirs {
+		if _, err := strconv.Atoi(d.Name()); err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", d.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(stat[i+1:]))
+		if len(f) >= 3 && f[2] == strconv.Itoa(pgid) && f[0] != "Z" && f[0] != "X" {
+			return true
+		}
+	}
+	return false
+}
+
+// Reap stops the local engine processes that runs of study left (a wrapper
+// script's engine survives its parent's death). keep spares live runs'.
+func (p *Process) Reap(ctx context.Context, study string, keep func(Reaped) bool) ([]Reaped, error) {
+	return reapLocal(ctx, "process", study, keep, OrDefaultDuration(p.StopTimeout, DefaultStopTimeout))
+}
+
+// Reap stops the simulated engines that runs of study left.
+func (s *Sim) Reap(ctx context.Context, study string, keep func(Reaped) bool) ([]Reaped, error) {
+	return reapLocal(ctx, "sim", study, keep, OrDefaultDuration(s.StopTimeout, DefaultStopTimeout))
+}
+
+// OrDefaultDuration is d, or def when d is not positive.
+func OrDefaultDuration(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+// cleanupLocal is the Cleanup of the local kinds: `servetune cleanup`.
+func cleanupLocal(kind string) func(ctx context.Context, _, study string, keep func(Reaped) bool) ([]Reaped, error) {
+	return func(ctx context.Context, _, study string, keep func(Reaped) bool) ([]Reaped, error) {
+		return reapLocal(ctx, kind, study, keep, DefaultStopTimeout)
+	}
+}

@@ -1,0 +1,67 @@
+package launcher
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestReapLocalWrapper: a wrapper script that starts its engine without
+// exec leaves the engine behind when the wrapper dies; the reaper finds the
+// engine by its labels and stops its whole process group, and spares what
+// keep spares.
+func TestReapLocalWrapper(t *testing.T) {
+	study := fmt.Sprintf("reaptest-%d", os.Getpid())
+	start := func(owner string) *exec.Cmd {
+		cmd := exec.Command("sh", "-c", "sleep 600 & sleep 600 & wait")
+		cmd.Env = append(os.Environ(), labelEnv(Spec{Study: study, Trial: 3, Owner: owner})...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() })
+		return cmd
+	}
+	dead, live := start("dead-run"), start("live-run")
+	// The wrapper dies as it would with its parent; its sleeps stay.
+	_ = dead.Process.Kill()
+	_ = dead.Wait()
+	var found []localEngine
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		var err error
+		if found, err = findLocalEngines(study); err != nil {
+			t.Fatal(err)
+		}
+		if len(found) >= 4 { // two orphaned sleeps, the live wrapper and its two sleeps
+			break
+		}
+	}
+	if len(found) < 4 {
+		t.Fatalf("found %d labelled processes, want the orphans and the live tree: %+v", len(found), found)
+	}
+	keep := func(r Reaped) bool { return r.Owner == "live-run" }
+	reaped, err := (&Process{StopTimeout: time.Second}).Reap(context.Background(), study, keep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reaped) != 1 || reaped[0].ID != fmt.Sprint(dead.Process.Pid) || reaped[0].Trial != 3 {
+		t.Fatalf("reaped %+v, want the dead run's group %d", reaped, dead.Process.Pid)
+	}
+	if groupAlive(dead.Process.Pid) {
+		t.Error("the dead run's engines are still running")
+	}
+	if !groupAlive(live.Process.Pid) {
+		t.Error("the live run's engine was stopped")
+	}
+	left, _ := findLocalEngines(study)
+	for _, e := range left {
+		if !strings.Contains(e.owner, "live") {
+			t.Errorf("left: %+v", e)
+		}
+	}
+}
