@@ -33,9 +33,15 @@
 // Generated text is one short word per token, so it re-tokenizes to the same
 // count.
 //
-// Every constant is in constants.go with its source. The model is
-// deterministic: the same Config, requests, load and seed give the same
-// records.
+// Every constant is in constants.go with its source. The efficiency
+// constants (Constants: bandwidth and GEMM efficiencies, attention, the
+// link, host and kernel overheads) can be replaced by a calibration
+// Profile fitted to a user's own measurements (package calibrate,
+// `servetune calibrate`); a profile names the GPU and engine it was
+// measured on and Config.ApplyProfile refuses it elsewhere unless forced.
+// ErrorBand states the expected error of a prediction by regime, from the
+// calibration points below. The model is deterministic: the same Config,
+// requests, load and seed give the same records.
 //
 // # Calibration
 //
