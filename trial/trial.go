@@ -369,7 +369,7 @@ func (r *runner) crashed() *Result {
 func (p Plan) BenchConfig(i int, load measure.Load) bench.Config {
 	n := p.RequestsPerLevel
 	if c := p.Capacity; c != nil && c.Rate != nil && c.Rate.MinSpan > 0 && !load.Unlimited() {
-		n = max(n, int(math.Ceil(load.Rate*c.Rate.MinSpan.Seconds())))
+		n = max(n, min(bench.MaxRequests, int(math.Ceil(load.Rate*c.Rate.MinSpan.Seconds()))))
 	}
 	return bench.Config{
 		Target:      bench.Target{Model: p.Spec.Model},

@@ -270,3 +270,31 @@ func TestSearchRate(t *testing.T) {
 		t.Errorf("everything meets: got %g, want the upper bound 100", got)
 	}
 }
+
+func TestRateProbeSpanAndSustained(t *testing.T) {
+	p := Plan{RequestsPerLevel: 100, Capacity: &Capacity{Rate: &RateSearch{MinSpan: 30 * time.Second}}}
+	for _, tc := range []struct {
+		rate float64
+		want int
+	}{{1, 100}, {10, 300}, {1e5, bench.MaxRequests}} {
+		if got := p.BenchConfig(0, measure.Load{Rate: tc.rate}).NumRequests; got != tc.want {
+			t.Errorf("rate %g: %d requests, want %d", tc.rate, got, tc.want)
+		}
+	}
+	// A steady queue, then one that grows by 50 ms a request.
+	recs := func(growth time.Duration) []measure.Record {
+		var out []measure.Record
+		for i := range 200 {
+			sched := time.Duration(i) * 100 * time.Millisecond
+			ttft := 80*time.Millisecond + time.Duration(i%7)*10*time.Millisecond + time.Duration(i)*growth
+			out = append(out, measure.Record{Sched: sched, Send: sched, First: sched + ttft})
+		}
+		return out
+	}
+	if !Sustained(recs(0)) {
+		t.Error("a steady queue is not sustained")
+	}
+	if Sustained(recs(50 * time.Millisecond)) {
+		t.Error("a growing queue is sustained")
+	}
+}
