@@ -90,3 +90,24 @@ func SimServeArgs() []string {
 
 // SimLoadTimeArgs are the flags that set the simulated start-up time.
 func SimLoadTimeArgs(d string) []string { return []string{Flag(VLLM, "sim_load_time"), d} }
+
+// ShellQuote quotes an argument for a POSIX shell when it needs it, so a
+// printed command can be pasted as it is.
+func ShellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=,+@%") == "" {
+		return s
+	}
+	if strings.HasPrefix(s, `"device=`) || strings.HasPrefix(s, "$HOME/") || strings.HasSuffix(s, "[REDACTED]") {
+		return s // already written for the shell, or a placeholder to fill in (internal/redact)
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// ShellJoin is argv as one line to paste into a POSIX shell.
+func ShellJoin(argv []string) string {
+	q := make([]string, len(argv))
+	for i, a := range argv {
+		q[i] = ShellQuote(a)
+	}
+	return strings.Join(q, " ")
+}

@@ -103,7 +103,12 @@ var migrations = []string{
 	// known.
 	`ALTER TABLE trials ADD COLUMN pending_ns INTEGER;
 	ALTER TABLE trials ADD COLUMN launch_ns INTEGER;`,
+
+	// 6: how often a trial was started again after an interruption, and
+	// the servetune version that created a study (for reports).
+	`ALTER TABLE trials ADD COLUMN reruns INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE studies ADD COLUMN tool TEXT NOT NULL DEFAULT '';`,
 }
 
 // SchemaVersion is the user_version of a database this package writes.
-const SchemaVersion = 5 // len(migrations); a test keeps them equal
+const SchemaVersion = 6 // len(migrations); a test keeps them equal

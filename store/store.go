@@ -233,9 +233,9 @@ func (s *Store) CreateStudy(ctx context.Context, st Study) (Study, error) {
 	st.Finished = time.Time{}
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx,
-			`INSERT INTO studies (name, spec, seed, started, status, model_config) VALUES (?, ?, ?, ?, ?, ?)
+			`INSERT INTO studies (name, spec, seed, started, status, model_config, tool) VALUES (?, ?, ?, ?, ?, ?, ?)
 			 ON CONFLICT (name) DO NOTHING`,
-			st.Name, st.Spec, int64(st.Seed), formatTime(st.Started), st.Status, st.ModelConfig)
+			st.Name, st.Spec, int64(st.Seed), formatTime(st.Started), st.Status, st.ModelConfig, st.Tool)
 		if err != nil {
 			return err
 		}
@@ -251,13 +251,13 @@ func (s *Store) CreateStudy(ctx context.Context, st Study) (Study, error) {
 	return st, nil
 }
 
-const studyColumns = `id, name, spec, seed, started, finished, status, model_config`
+const studyColumns = `id, name, spec, seed, started, finished, status, model_config, tool`
 
 func scanStudy(row interface{ Scan(...any) error }) (Study, error) {
 	var st Study
 	var seed int64
 	var started, finished sql.NullString
-	if err := row.Scan(&st.ID, &st.Name, &st.Spec, &seed, &started, &finished, &st.Status, &st.ModelConfig); err != nil {
+	if err := row.Scan(&st.ID, &st.Name, &st.Spec, &seed, &started, &finished, &st.Status, &st.ModelConfig, &st.Tool); err != nil {
 		return Study{}, err
 	}
 	st.Seed = uint64(seed)
@@ -383,7 +383,7 @@ func (s *Store) startTrial(ctx context.Context, check guard, studyID int64, numb
 			 ON CONFLICT (study_id, number) DO UPDATE SET
 			   settings = excluded.settings, gpus = excluded.gpus, status = excluded.status, confirms = excluded.confirms,
 			   started = excluded.started, finished = NULL, failure = '', failure_msg = '', log_tail = '', objective = NULL,
-			   pending_ns = NULL, launch_ns = NULL
+			   pending_ns = NULL, launch_ns = NULL, reruns = trials.reruns + 1
 			 WHERE trials.status = 'interrupted'`,
 			studyID, number, string(set), string(g), measure.StatusRunning, formatTime(time.Now()), confirms)
 		if err != nil {
@@ -622,7 +622,7 @@ func (s *Store) InterruptRunning(ctx context.Context, studyID int64) ([]int, err
 	return numbers, nil
 }
 
-const trialColumns = `id, study_id, number, settings, gpus, status, failure, failure_msg, log_tail, objective, started, finished, confirms, pending_ns, launch_ns`
+const trialColumns = `id, study_id, number, settings, gpus, status, failure, failure_msg, log_tail, objective, started, finished, confirms, pending_ns, launch_ns, reruns`
 
 func scanTrial(row interface{ Scan(...any) error }) (Trial, error) {
 	var t Trial
@@ -631,7 +631,7 @@ func scanTrial(row interface{ Scan(...any) error }) (Trial, error) {
 	var started, finished sql.NullString
 	var confirms, pending, launch sql.NullInt64
 	if err := row.Scan(&t.ID, &t.StudyID, &t.Number, &settings, &gpus, &t.Status, &t.Failure,
-		&t.FailureMsg, &t.LogTail, &objective, &started, &finished, &confirms, &pending, &launch); err != nil {
+		&t.FailureMsg, &t.LogTail, &objective, &started, &finished, &confirms, &pending, &launch, &t.Reruns); err != nil {
 		return Trial{}, err
 	}
 	t.Pending, t.Launch = durationOf(pending), durationOf(launch)

@@ -209,9 +209,12 @@ func TestRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTemp(t)
 	started := time.Date(2026, 12, 2, 13, 0, 0, 123456789, time.UTC)
-	st, err := s.CreateStudy(ctx, Study{Name: "llama", Spec: "name: llama\n", Seed: math.MaxUint64 - 1, Started: started})
+	st, err := s.CreateStudy(ctx, Study{Name: "llama", Spec: "name: llama\n", Seed: math.MaxUint64 - 1, Started: started, Tool: "servetune v1.2"})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if got, err := s.GetStudy(ctx, "llama"); err != nil || got.Tool != "servetune v1.2" {
+		t.Errorf("tool read back as %q, %v", got.Tool, err)
 	}
 	if st.ID == 0 || st.Status != StudyRunning {
 		t.Fatalf("created %+v", st)
@@ -485,8 +488,11 @@ func TestInterruptAndRerun(t *testing.T) {
 		t.Errorf("restart of a finished trial: %v", err)
 	}
 	tr, _ := s.Trial(ctx, st.ID, 2)
-	if bs, _ := tr.Settings.Int("block_size"); tr.Status != measure.StatusRunning || bs != 32 || !tr.Finished.IsZero() {
+	if bs, _ := tr.Settings.Int("block_size"); tr.Status != measure.StatusRunning || bs != 32 || !tr.Finished.IsZero() || tr.Reruns != 1 {
 		t.Errorf("re-run trial %+v", tr)
+	}
+	if tr, _ := s.Trial(ctx, st.ID, 1); tr.Reruns != 0 {
+		t.Errorf("trial run once counts %d re-runs", tr.Reruns)
 	}
 	if _, err := s.ResumeStudy(ctx, "resume"); err != nil {
 		t.Fatal(err)

@@ -27,6 +27,9 @@ type Study struct {
 	// ModelConfig is the Hugging Face config.json of a model the catalog
 	// lacks, as the study read it ("" for catalog models).
 	ModelConfig string
+	// Tool is the servetune version that created the study ("" for
+	// studies stored before it was kept).
+	Tool string
 }
 
 // Trial is one stored trial with its load points.
@@ -50,9 +53,12 @@ type Trial struct {
 	// Launch is how long it took from starting to healthy (nil when it
 	// never was, or for trials stored before these were kept).
 	Pending, Launch *time.Duration
-	Started         time.Time
-	Finished        time.Time       // zero while running
-	LoadPoints      []measure.Level // without records (see Requests)
+	// Reruns counts the times the trial was started again after an
+	// interruption (a resumed study re-runs it in place).
+	Reruns     int
+	Started    time.Time
+	Finished   time.Time       // zero while running
+	LoadPoints []measure.Level // without records (see Requests)
 }
 
 // GPUSample is one telemetry sample of one GPU during a trial.

@@ -21,6 +21,11 @@ import (
 // level with failed requests.
 const exitGrace = time.Second
 
+// stoppedGrace bounds the wait for an engine's exit to be reported after
+// the benchmark stopped because the engine refused every connection (a
+// batch scheduler reports a job's end at its next poll).
+const stoppedGrace = 5 * time.Second
+
 // BenchFunc runs one load level; bench.Run in production.
 type BenchFunc func(ctx context.Context, cfg bench.Config) (*bench.Result, error)
 
@@ -440,6 +445,14 @@ func (r *runner) level(ctx, mctx context.Context, i int, load measure.Load) (mea
 		return lv, r.interrupted()
 	case r.exit != nil && isClosed(r.exit.Exited()):
 		return lv, r.crashed()
+	case errors.Is(err, bench.ErrStopped):
+		// The engine stopped accepting connections: it died, or its node
+		// did. Its exit (a process reaped, a container's or a job's state)
+		// may take a moment to be reported: give it that moment.
+		if r.exitedWithin(stoppedGrace) {
+			return lv, r.crashed()
+		}
+		return lv, r.fail(engine.FailCrash, "the engine stopped accepting connections during the measurement: "+err.Error(), r.inst.Logs())
 	case err != nil:
 		return lv, r.fail(engine.FailBenchError, err.Error(), r.inst.Logs())
 	}

@@ -79,6 +79,10 @@ type LauncherSpec struct {
 type Hardware struct {
 	GPU             string
 	PricePerGPUHour float64
+	// PriceSource says where the price comes from: "spec" for the
+	// spec's own, else the catalog's dated listing ("catalog 2026-01:
+	// ..."); "" without a price.
+	PriceSource string
 }
 
 // Workload is what every trial measures.
@@ -333,10 +337,12 @@ func (p *specParser) hardware(n *yaml.Node) Hardware {
 	}
 	if x := f["price_per_gpu_hour"]; x != nil {
 		h.PricePerGPUHour = p.Positive(x, "hardware.price_per_gpu_hour")
+		h.PriceSource = "spec"
 	} else if g, err := catalog.LookupGPU(h.GPU); err == nil && h.GPU != "" {
 		// The catalog's dated on-demand price, so cost objectives work
 		// without one; a spec's own price always wins.
 		h.PricePerGPUHour = g.Price.PerGPUHour
+		h.PriceSource = "catalog " + g.Price.Date + ": " + g.Price.Source
 	}
 	return h
 }

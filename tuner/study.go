@@ -70,6 +70,9 @@ type Study struct {
 	// ForceSpec lets a resume take a changed spec when the change keeps the
 	// stored trials comparable (ResumeCheck).
 	ForceSpec bool
+	// Tool names the program running the study ("servetune v1.2"), stored
+	// with a new study for its report.
+	Tool string
 
 	// Eval runs the trials; nil = a TrialRunner over the spec's launcher,
 	// with GPU telemetry when the launcher's GPUs are this machine's.
@@ -205,7 +208,7 @@ func (s *Study) open(ctx context.Context) (*store.Run, []store.Trial, error) {
 		return nil, nil, fmt.Errorf("%w: %w", ErrPreflight, err)
 	}
 	var changed []string
-	run, stored, err := s.Store.Begin(ctx, store.Study{Name: sp.Name, Spec: sp.Text, Seed: uint64(sp.Tuner.Seed), ModelConfig: sp.ModelConfigText},
+	run, stored, err := s.Store.Begin(ctx, store.Study{Name: sp.Name, Spec: sp.Text, Seed: uint64(sp.Tuner.Seed), ModelConfig: sp.ModelConfigText, Tool: s.Tool},
 		store.BeginOptions{Resume: s.Resume, Check: func(old store.Study) error {
 			update, err := ResumeCheck(old.Spec, text, s.ForceSpec)
 			if update {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/servetune/servetune/bench"
 	"github.com/servetune/servetune/measure"
+	"github.com/servetune/servetune/report"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -42,6 +43,7 @@ type benchFlags struct {
 	seed                                uint64
 	bootstrap                           int
 	jsonOut, csvOut, requestsOut        string
+	htmlOut                             string
 	noProgress                          bool
 }
 
@@ -95,6 +97,7 @@ func workloadFlags(fl *pflag.FlagSet, f *benchFlags) {
 	fl.StringVar(&f.jsonOut, "json", "", "write the summary (with per-request samples) as JSON to this file")
 	fl.StringVar(&f.csvOut, "csv", "", "write the summary as CSV to this file")
 	fl.StringVar(&f.requestsOut, "requests-out", "", "write one JSON line per request with all timestamps")
+	fl.StringVar(&f.htmlOut, "html", "", "write a self-contained HTML report (latency distributions, levels, failures, meta) to this file")
 }
 
 // datasetFlags registers the workload's request shape (what a request
@@ -163,7 +166,7 @@ func buildBenchConfig(f *benchFlags) (bench.Config, []level, error) {
 		cfg.NumRequests = 0
 	}
 	cfg.KeepEOS, cfg.NoAlign = f.keepEOS, f.noAlign
-	cfg.Summary = measure.SummaryOptions{Goodput: slo, Bootstrap: f.bootstrap, Seed: f.seed, KeepSamples: f.jsonOut != ""}
+	cfg.Summary = measure.SummaryOptions{Goodput: slo, Bootstrap: f.bootstrap, Seed: f.seed, KeepSamples: f.jsonOut != "" || f.htmlOut != ""}
 
 	levels := []level{{load: cfg.Load, name: loadName(cfg.Load)}}
 	if f.sweep != "" {
@@ -460,7 +463,7 @@ type benchOutputs struct {
 func openBenchOutputs(f *benchFlags) (*benchOutputs, error) {
 	o := &benchOutputs{f: f, files: map[string]*os.File{}}
 	seen := map[string]string{}
-	for _, fl := range []struct{ flag, path string }{{"--json", f.jsonOut}, {"--csv", f.csvOut}, {"--requests-out", f.requestsOut}} {
+	for _, fl := range []struct{ flag, path string }{{"--json", f.jsonOut}, {"--csv", f.csvOut}, {"--requests-out", f.requestsOut}, {"--html", f.htmlOut}} {
 		if fl.path == "" {
 			continue
 		}
@@ -473,7 +476,7 @@ func openBenchOutputs(f *benchFlags) (*benchOutputs, error) {
 		}
 		seen[abs] = fl.flag
 	}
-	for _, p := range []string{f.jsonOut, f.csvOut, f.requestsOut} {
+	for _, p := range []string{f.jsonOut, f.csvOut, f.requestsOut, f.htmlOut} {
 		if p == "" {
 			continue
 		}
@@ -516,6 +519,11 @@ func (o *benchOutputs) finish(sums []measure.Summary) error {
 			return failedError(fmt.Errorf("--csv: %w", err))
 		}
 	}
+	if fh := o.files[o.f.htmlOut]; fh != nil && len(sums) > 0 {
+		if err := report.WriteBenchHTML(fh, benchRun(sums), "servetune "+version); err != nil {
+			return failedError(fmt.Errorf("--html: %w", err))
+		}
+	}
 	for p, fh := range o.files {
 		delete(o.files, p)
 		if err := fh.Close(); err != nil {
@@ -523,6 +531,22 @@ func (o *benchOutputs) finish(sums []measure.Summary) error {
 		}
 	}
 	return nil
+}
+
+// benchRun names a run's levels for its report, titled by its model and
+// endpoint.
+func benchRun(sums []measure.Summary) report.BenchRun {
+	run := report.BenchRun{Title: "run"}
+	if m := sums[0].Meta; m != nil {
+		run.Title = fmt.Sprintf("%v", m["model"])
+		if u, ok := m["base_url"].(string); ok && u != "" {
+			run.Title += " at " + u
+		}
+	}
+	for _, s := range sums {
+		run.Levels = append(run.Levels, report.BenchLevel{Name: loadName(measure.Load{Rate: s.RequestRate, MaxConcurrency: s.MaxConcurrency}), Summary: s})
+	}
+	return run
 }
 
 // close closes whatever finish did not.
@@ -605,6 +629,7 @@ func newBenchCompareCmd() *cobra.Command {
 		seed      uint64
 		bootstrap int
 		asJSON    bool
+		htmlOut   string
 	)
 	cmd := &cobra.Command{
 		Use:   "compare BASE.json NEW.json",
@@ -646,6 +671,14 @@ level by level.`,
 				all = append(all, d)
 			}
 			w := cmd.OutOrStdout()
+			if htmlOut != "" {
+				err := writeFileAtomic(htmlOut, func(f io.Writer) error {
+					return report.WriteCompareHTML(f, args[0], args[1], base, cur, all, "servetune "+version)
+				})
+				if err != nil {
+					return err
+				}
+			}
 			if asJSON {
 				enc := json.NewEncoder(w)
 				enc.SetIndent("", " ")
@@ -663,6 +696,7 @@ level by level.`,
 	cmd.Flags().Uint64Var(&seed, "seed", 0, "seed of the bootstrap")
 	cmd.Flags().IntVar(&bootstrap, "bootstrap", measure.DefaultBootstrap, "bootstrap resamples")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the comparison as JSON")
+	cmd.Flags().StringVar(&htmlOut, "html", "", "also write the comparison as a self-contained HTML report (distributions overlaid) to this file")
 	return cmd
 }
 

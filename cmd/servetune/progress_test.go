@@ -5,6 +5,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/servetune/servetune/trial"
+	"github.com/servetune/servetune/tuner"
 )
 
 func TestProgressBar(t *testing.T) {
@@ -34,4 +37,28 @@ func TestProgressBar(t *testing.T) {
 	var nilBar *progressBar
 	nilBar.Update(1, 2) // a nil bar draws nothing and does not panic
 	nilBar.Done()
+}
+
+// TestStudyClock: the progress line counts trials, shows elapsed time,
+// and an ETA from the finished trials' durations over what remains (the
+// confirmation runs included).
+func TestStudyClock(t *testing.T) {
+	sp := &tuner.Spec{Tuner: tuner.TunerSpec{Trials: 4, Confirm: tuner.Confirm{Top: 1, Runs: 2}}}
+	c := &studyClock{start: time.Now().Add(-90 * time.Second), sp: sp, parallel: 1}
+	t0 := time.Now()
+	rep := func(done, total int, took time.Duration, confirms *int) tuner.TrialReport {
+		return tuner.TrialReport{Done: done, Total: total, Confirms: confirms,
+			Result: trial.Result{Started: t0, Finished: t0.Add(took)}}
+	}
+	// 1 of 4 done in 10 s: 3 search trials and 2 confirmation runs left.
+	if got := c.finished(rep(1, 4, 10*time.Second, nil)); got != "[1/4, 1m30s elapsed, ETA 50s]" {
+		t.Errorf("first line %q", got)
+	}
+	one := 0
+	if got := c.finished(rep(1, 2, 30*time.Second, &one)); got != "[confirm 1/2, 1m30s elapsed, ETA 20s]" {
+		t.Errorf("confirmation line %q", got)
+	}
+	if got := c.finished(rep(2, 2, 10*time.Second, &one)); !strings.HasSuffix(got, ", done]") {
+		t.Errorf("last line %q", got)
+	}
 }

@@ -16,7 +16,6 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/servetune/servetune/engine"
-	"github.com/servetune/servetune/internal/redact"
 	"github.com/servetune/servetune/kube"
 	"github.com/servetune/servetune/measure"
 	"github.com/servetune/servetune/space"
@@ -445,46 +444,12 @@ func writeManifests(w io.Writer, sp *tuner.Spec, rec tuner.Recommendation, pref 
 	return kube.Write(w, objs...)
 }
 
-// serveArgv returns the command that serves the recommendation. The
-// extra flags are the spec engine's, so another engine's command leaves
-// them out.
-// serveArgv is the command to paste for point p, in format (vllm,
-// sglang, docker), with the values of secret flags redacted: it is printed
-// and stored in reports.
-func serveArgv(sp *tuner.Spec, p tuner.Point, format string) []string {
-	return redact.Args(serveArgvRaw(sp, p, format))
-}
-
-func serveArgvRaw(sp *tuner.Spec, p tuner.Point, format string) []string {
-	extra := func(e engine.Engine) []string {
-		if sp.Engine == e {
-			return sp.Space.Extra
-		}
-		return nil
-	}
-	switch format {
-	case "sglang":
-		return engine.ServeCommand(engine.SGLang, sp.Model, p.Settings, extra(engine.SGLang))
-	case "docker":
-		image := ""
-		if d, ok := sp.Launcher.Launcher.(interface{ Image() string }); ok {
-			image = d.Image()
-		}
-		return engine.DockerRun(sp.Engine, image, sp.Model, p.Settings, sp.Space.Extra, p.GPUs)
-	}
-	return engine.ServeCommand(engine.VLLM, sp.Model, p.Settings, extra(engine.VLLM))
-}
+// serveArgv returns the command that serves the recommendation, secret
+// flags' values redacted (tuner.Spec.ServeArgv).
+func serveArgv(sp *tuner.Spec, p tuner.Point, format string) []string { return sp.ServeArgv(p, format) }
 
 // shellQuote quotes an argument for a POSIX shell when it needs it.
-func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=,+@%") == "" {
-		return s
-	}
-	if strings.HasPrefix(s, `"device=`) || strings.HasPrefix(s, "$HOME/") || strings.HasSuffix(s, redact.Redacted) {
-		return s // already written for the shell, or a placeholder to fill in
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
+func shellQuote(s string) string { return engine.ShellQuote(s) }
 
 // recommendMetrics are the figures a recommendation shows, with their
 // intervals over the configuration's runs.

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/servetune/servetune/space"
 	"github.com/servetune/servetune/store"
 	"github.com/servetune/servetune/tuner"
+	"github.com/servetune/servetune/ui"
 )
 
 func init() { subcommands = append(subcommands, newTuneCmd) }
@@ -40,6 +42,7 @@ type tuneOptions struct {
 	resume    bool
 	forceSpec bool
 	fresh     bool
+	ui        string // serve the live dashboard on this address
 }
 
 func newTuneCmd() *cobra.Command {
@@ -69,6 +72,7 @@ launched. One process owns a study at a time.`,
 	cmd.Flags().BoolVar(&o.resume, "resume", false, "continue a stored study: re-run interrupted trials, keep finished ones")
 	cmd.Flags().BoolVar(&o.forceSpec, "force-spec", false, "with --resume: accept a changed spec whose trials stay comparable (not model, GPU, engine or workload)")
 	cmd.Flags().BoolVar(&o.fresh, "fresh", false, "delete the stored study of this name first (refused while a run owns it)")
+	cmd.Flags().StringVar(&o.ui, "ui", "", "serve the live dashboard on this address while the study runs, e.g. "+defaultUIAddr+" (read-only, loopback unless you say otherwise)")
 	return cmd
 }
 
@@ -84,16 +88,34 @@ func runTune(ctx context.Context, sp *tuner.Spec, o tuneOptions, stdout, stderr 
 		}
 	}
 
-	study := &tuner.Study{Spec: sp, Store: db, Resume: o.resume, ForceSpec: o.forceSpec}
+	study := &tuner.Study{Spec: sp, Store: db, Resume: o.resume, ForceSpec: o.forceSpec, Tool: "servetune " + version}
 	prog := &tuneProgress{w: stderr, last: map[int]int{}, bars: map[int]*progressBar{}, tty: isTerminal(stderr) && study.Parallelism() == 1}
-	study.OnProgress = prog.level
+	live := &ui.Live{}
+	study.OnProgress = func(n int, level string, done, total int) {
+		live.Progress(n, level, done, total)
+		prog.level(n, level, done, total)
+	}
 	study.OnNote = func(msg string) { prog.printf("%s\n", msg) }
 	study.OnStart = func(n int, set space.Settings, gpus []int) {
+		live.Start(n, set, gpus)
 		prog.printf("trial %d start  gpus=%v  %s\n", n, gpus, settingsLine(set))
 	}
+	clock := &studyClock{start: time.Now(), sp: sp, parallel: study.Parallelism()}
 	study.OnFinish = func(r tuner.TrialReport) {
+		live.Finish(r.Number)
 		// The live line: one per finished trial, on stdout.
-		fmt.Fprintln(stdout, trialLine(r, sp.Tuner.Objective))
+		fmt.Fprintln(stdout, clock.finished(r)+" "+trialLine(r, sp.Tuner.Objective))
+	}
+	if o.ui != "" {
+		srv := &ui.Server{DB: db, Source: o.db, Tool: "servetune " + version, Live: live, LiveStudy: sp.Name, Poll: 500 * time.Millisecond}
+		stop, err := startTuneUI(ctx, srv, o.ui, sp.Name, stderr)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			stop()
+			fmt.Fprintf(stderr, "dashboard stopped with the run; servetune ui --db %s serves the stored study\n", o.db)
+		}()
 	}
 	study.OnBegin = func(resumed bool, stored int) {
 		how := ""
@@ -299,13 +321,41 @@ func settingsLine(s space.Settings) string {
 	return strings.Join(parts, " ")
 }
 
+// studyClock times a study for its progress lines: elapsed wall time and
+// an ETA from the measured durations of the trials this run finished.
+// Calls are serialised by Study (OnFinish).
+type studyClock struct {
+	start     time.Time
+	sp        *tuner.Spec
+	parallel  int
+	durations []time.Duration
+}
+
+// finished records r's duration and returns "[3/24, 12s elapsed, ETA
+// 1m10s]" (confirmation runs: "[confirm 1/6, ...]").
+func (c *studyClock) finished(r tuner.TrialReport) string {
+	c.durations = append(c.durations, max(r.Result.Finished.Sub(r.Result.Started), 0))
+	conf := c.sp.Tuner.Confirm.Top * c.sp.Tuner.Confirm.Runs
+	count, remaining := fmt.Sprintf("%d/%d", r.Done, r.Total), r.Total-r.Done+conf
+	if r.Confirms != nil {
+		count, remaining = "confirm "+count, r.Total-r.Done
+	}
+	s := fmt.Sprintf("[%s, %s elapsed", count, tuner.ShortDuration(time.Since(c.start)))
+	if eta, ok := tuner.ETA(c.durations, remaining, c.parallel); ok {
+		s += ", ETA " + tuner.ShortDuration(eta)
+	} else if remaining <= 0 {
+		s += ", done"
+	}
+	return s + "]"
+}
+
 // trialLine is the one line printed when a trial ends.
 func trialLine(r tuner.TrialReport, obj tuner.Objective) string {
 	var b strings.Builder
 	if r.Confirms != nil {
-		fmt.Fprintf(&b, "[confirm %d/%d] trial %d (run %d of trial %d) %s", r.Done, r.Total, r.Number, r.Replica+1, *r.Confirms, r.Result.Status)
+		fmt.Fprintf(&b, "trial %d (run %d of trial %d) %s", r.Number, r.Replica+1, *r.Confirms, r.Result.Status)
 	} else {
-		fmt.Fprintf(&b, "[%d/%d] trial %d %s", r.Done, r.Total, r.Number, r.Result.Status)
+		fmt.Fprintf(&b, "trial %d %s", r.Number, r.Result.Status)
 	}
 	if r.Result.Status == measure.StatusFailed {
 		fmt.Fprintf(&b, "/%s", r.Result.Failure)

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/servetune/servetune/report"
+)
+
+func init() { subcommands = append(subcommands, newReportCmd) }
+
+func newReportCmd() *cobra.Command {
+	var dbPath, out, format string
+	cmd := &cobra.Command{
+		Use:   "report STUDY",
+		Short: "Write a study's report: one self-contained HTML file (or Markdown)",
+		Long: `Write the report of a stored study: the recommendation with the serve command,
+its figures with 95% intervals and the runner-up; the Pareto front; latency
+against load; the search history and each parameter's effect; failures with
+the engine's messages; and what was run. The HTML file has its charts inline
+(SVG) and loads nothing: mail it, attach it, open it offline.`,
+		Example: `  servetune report quickstart -o report.html
+  servetune report quickstart --format md > report.md`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if format != "html" && format != "md" {
+				return usageErrorf("--format %q: want html or md", format)
+			}
+			ctx := cmd.Context()
+			db, err := openDB(ctx, dbPath)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			s, err := report.Load(ctx, db, args[0])
+			if errors.Is(err, report.ErrNoStudy) {
+				return usageErrorf("no study %q in %s (see servetune studies)", args[0], dbPath)
+			}
+			if err != nil {
+				return failedError(err)
+			}
+			s.Tool, s.Source = "servetune "+version, dbPath
+			write := s.WriteHTML
+			if format == "md" {
+				write = s.WriteMarkdown
+			}
+			if out == "" || out == "-" {
+				return write(cmd.OutOrStdout())
+			}
+			return writeFileAtomic(out, write)
+		},
+	}
+	addDBFlag(cmd, &dbPath)
+	cmd.Flags().StringVarP(&out, "output", "o", "", "file to write (default: standard output)")
+	cmd.Flags().StringVar(&format, "format", "html", "html or md")
+	return cmd
+}
+
+// writeFileAtomic writes path through a temporary file in its directory,
+// so a failed write leaves no half file; the file is private to the user
+// (0600, like every file servetune writes).
+func writeFileAtomic(path string, write func(io.Writer) error) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".servetune-*")
+	if err != nil {
+		return usageError(fmt.Errorf("output file: %w", err))
+	}
+	defer os.Remove(f.Name())
+	if err := write(f); err != nil {
+		f.Close()
+		return failedError(fmt.Errorf("write %s: %w", path, err))
+	}
+	if err := f.Close(); err != nil {
+		return failedError(fmt.Errorf("write %s: %w", path, err))
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return failedError(fmt.Errorf("write %s: %w", path, err))
+	}
+	return nil
+}
