@@ -338,14 +338,20 @@ func printWhatif(w io.Writer, rep *whatif.Report) {
 			repl, dollars(r.MonthlyCost), dollars(r.MonthlyCostReserved), r.CostPerMTok, 100*r.ErrorBand)
 	}
 	tw.Flush()
+	short := func(r whatif.Row) string {
+		if len(rep.Engines) > 1 {
+			return r.Name()
+		}
+		return fmt.Sprintf("%s x%d", r.GPU, r.GPUsPerReplica)
+	}
 	if ties := rep.Ties(); ties != nil {
 		names := make([]string, len(ties))
 		for i, r := range ties {
-			names[i] = fmt.Sprintf("%s x%d", r.GPU, r.GPUsPerReplica)
+			names[i] = short(r)
 		}
 		fmt.Fprintf(w, "\ntie: %s are within the model's error of each other; measure them (or calibrate) before choosing\n", joinAnd(names))
 	} else if len(rep.Rows) > 0 && rep.Rows[0].Rank == 1 {
-		fmt.Fprintf(w, "\nbest: %s x%d stands apart from the next row beyond the model's error\n", rep.Rows[0].GPU, rep.Rows[0].GPUsPerReplica)
+		fmt.Fprintf(w, "\nbest: %s stands apart from the next row beyond the model's error\n", short(rep.Rows[0]))
 	}
 	if len(unfit) > 0 {
 		fmt.Fprintln(w, "\ncannot serve:")
@@ -380,7 +386,7 @@ func printWhatif(w io.Writer, rep *whatif.Report) {
 			fmt.Fprintln(w, "\nserve commands (per replica):")
 		}
 		shown++
-		fmt.Fprintf(w, "  #%d %s x%d: %s\n", r.Rank, r.GPU, r.GPUsPerReplica, r.ServeCommand)
+		fmt.Fprintf(w, "  #%d %s: %s\n", r.Rank, short(r), r.ServeCommand)
 	}
 	for _, r := range rep.Rows {
 		if r.Calibration != "" {
