@@ -69,8 +69,12 @@
 //     Concurrency-1 TTFT 472 ms vs 407 (+16%), ITL 17.9 ms vs 18.6 (-4%).
 //   - Small-batch decode (point 5): vLLM's latency benchmark (batch 8,
 //     32 in / 128 out, BF16) from its performance dashboard, "Performance
-//     Benchmark" Buildkite build 9515 (buildkite.com/vllm/performance-benchmark,
-//     H200) and the same tests on 8xH100: mean batch latency within
+//     Benchmark" Buildkite build 9515
+//     (buildkite.com/vllm/performance-benchmark/builds/9515, H200: 8B
+//     833.4 ms, 70B TP4 2077.5 ms, Mixtral TP2 1917.4 ms) and the same
+//     dashboard's tables for 8xH100 (as copied on
+//     buildkite.com/elastic/enterprise-search-ruby/builds/571: 997.5,
+//     2444.5 and 2327.0 ms): mean batch latency within
 //     -9.3%..+3.0% on all six rows (8B H100 +3.0%, H200 -1.5%; 70B TP4
 //     H100 -3.5%, H200 -9.3%; Mixtral TP2 H100 +1.2%, H200 -7.3%).
 //
