@@ -190,6 +190,10 @@ var table = []setting{
 		vllm: spelling{flag: "--engine"}, sglang: spelling{flag: "--engine"}},
 	{name: "sim_model_config", typ: String, sim: true, doc: "a Hugging Face config.json for a model outside the catalog",
 		vllm: spelling{flag: "--model-config"}, sglang: spelling{flag: "--model-config"}},
+	{name: "sim_calibration", typ: String, sim: true, doc: "a calibration profile (servetune calibrate) for the simulator's constants",
+		vllm: spelling{flag: "--calibration"}, sglang: spelling{flag: "--calibration"}},
+	{name: "sim_force_calibration", typ: Bool, sim: true, doc: "use the calibration profile even on another GPU or engine",
+		vllm: spelling{on: []string{"--force-calibration"}}, sglang: spelling{on: []string{"--force-calibration"}}},
 }
 
 // ignoredSwitches and ignoredValued are flags of the engines that change

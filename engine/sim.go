@@ -17,6 +17,7 @@ const (
 	EnvSimLoadTime    = "SERVETUNE_SIM_LOAD_TIME"
 	EnvSimEngine      = "SERVETUNE_SIM_ENGINE"
 	EnvSimModelConfig = "SERVETUNE_SIM_MODEL_CONFIG"
+	EnvSimCalibration = "SERVETUNE_SIM_CALIBRATION"
 )
 
 // SimAnswerHeader marks every completion the simulated engine serves: its
@@ -32,6 +33,7 @@ const (
 var simEnv = []struct{ name, setting string }{
 	{EnvSimGPU, "sim_gpu"}, {EnvSimNumGPUs, "sim_num_gpus"}, {EnvSimTimeScale, "sim_time_scale"},
 	{EnvSimLoadTime, "sim_load_time"}, {EnvSimEngine, "sim_engine"}, {EnvSimModelConfig, "sim_model_config"},
+	{EnvSimCalibration, "sim_calibration"},
 }
 
 // SimImage is the image `make sim-image` builds: the simulated engine,

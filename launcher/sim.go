@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -25,6 +27,11 @@ type Sim struct {
 	LoadTime  time.Duration // simulated start-up time; 0 = the sim's default
 	PassEnv   []string      // names of variables handed to the engine
 	ModelConf string        // a Hugging Face config.json for a model the catalog lacks
+	// Calibration is a calibration profile for the simulator's constants
+	// (SERVETUNE_SIM_CALIBRATION), refused for another GPU or engine
+	// unless ForceCalibration.
+	Calibration      string
+	ForceCalibration bool
 
 	StopTimeout  time.Duration // default DefaultStopTimeout
 	PollInterval time.Duration // default DefaultPollInterval
@@ -68,6 +75,16 @@ func (s *Sim) Launch(ctx context.Context, spec Spec) (Instance, error) {
 	if s.ModelConf != "" {
 		env = append(env, engine.EnvSimModelConfig+"="+s.ModelConf)
 	}
+	if s.Calibration != "" {
+		cal := s.Calibration
+		if abs, err := filepath.Abs(cal); err == nil {
+			cal = abs
+		}
+		env = append(env, engine.EnvSimCalibration+"="+cal)
+		if s.ForceCalibration {
+			cmd = append(cmd, engine.Flag(engine.VLLM, "sim_force_calibration"))
+		}
+	}
 	spec.Env = append(env, spec.Env...)
 	p := Process{
 		Command:      cmd,
@@ -102,10 +119,12 @@ func init() {
 	Register(Kind{
 		Name: "sim",
 		Doc:  "the simulated engine as a subprocess on the real clock (`servetune sim serve`), optionally time-scaled: tests the real path without a GPU",
-		Keys: SimKeys,
+		Keys: append(slices.Clone(SimKeys), CalibrationKeys...),
 		Decode: func(d *yamlspec.Decoder, keys map[string]*yaml.Node, c Common) Launcher {
 			scale, load := DecodeSimKeys(d, keys)
-			return &Sim{GPU: c.GPU, Scale: scale, LoadTime: load, PassEnv: c.Env, ModelConf: c.ModelConfig}
+			s := &Sim{GPU: c.GPU, Scale: scale, LoadTime: load, PassEnv: c.Env, ModelConf: c.ModelConfig}
+			s.Calibration, s.ForceCalibration = DecodeCalibration(d, keys)
+			return s
 		},
 		Cleanup: cleanupLocal("sim"),
 	})
@@ -119,5 +138,8 @@ func (s *Sim) Preflight(_ context.Context, spec Spec) error {
 			return fmt.Errorf("sim launcher: %w", err)
 		}
 	}
-	return SimPreflight(spec.Model, s.ModelConf, s.GPU)
+	if err := SimPreflight(spec.Model, s.ModelConf, s.GPU); err != nil {
+		return err
+	}
+	return CalibrationPreflight(s.Calibration, s.ForceCalibration, s.GPU, spec.Engine)
 }

@@ -23,6 +23,11 @@ import (
 type Virtual struct {
 	GPU         string // catalog GPU; "" = the simulator's default
 	ModelConfig string // a Hugging Face config.json for a model the catalog lacks
+	// Calibration is a calibration profile (sim.Profile) for the
+	// simulator's constants; it must match the GPU and engine unless
+	// ForceCalibration.
+	Calibration      string
+	ForceCalibration bool
 }
 
 var _ Launcher = (*Virtual)(nil)
@@ -63,6 +68,9 @@ func (v *Virtual) Config(spec Spec) (sim.Config, error) {
 			set[k] = val
 		}
 	}
+	if v.Calibration != "" {
+		set["sim_calibration"], set["sim_force_calibration"] = v.Calibration, v.ForceCalibration
+	}
 	n := len(spec.GPUs)
 	if n == 0 {
 		n = set.GPUs()
@@ -100,8 +108,11 @@ func init() {
 	Register(Kind{
 		Name: "virtual",
 		Doc:  "the simulated engine in virtual time, in this process: deterministic, milliseconds per trial (what-if studies, the quick start)",
-		Decode: func(d *yamlspec.Decoder, _ map[string]*yaml.Node, c Common) Launcher {
-			return &Virtual{GPU: c.GPU, ModelConfig: c.ModelConfig}
+		Keys: CalibrationKeys,
+		Decode: func(d *yamlspec.Decoder, keys map[string]*yaml.Node, c Common) Launcher {
+			v := &Virtual{GPU: c.GPU, ModelConfig: c.ModelConfig}
+			v.Calibration, v.ForceCalibration = DecodeCalibration(d, keys)
+			return v
 		},
 	})
 }
@@ -110,9 +121,50 @@ func init() {
 // seed only.
 func (v *Virtual) Deterministic() bool { return true }
 
-// Preflight checks that the simulator knows the model and the GPU.
+// Preflight checks that the simulator knows the model and the GPU, and
+// that the calibration profile, if any, is for them.
 func (v *Virtual) Preflight(_ context.Context, spec Spec) error {
-	return SimPreflight(spec.Model, v.ModelConfig, v.GPU)
+	if err := SimPreflight(spec.Model, v.ModelConfig, v.GPU); err != nil {
+		return err
+	}
+	return CalibrationPreflight(v.Calibration, v.ForceCalibration, v.GPU, spec.Engine)
+}
+
+// CalibrationKeys are the keys of the simulated engine's launchers that
+// take a calibration profile.
+var CalibrationKeys = []Key{
+	{"calibration", "a calibration profile (servetune calibrate -o FILE) for the simulator's constants; refused for another GPU or engine"},
+	{"force_calibration", "use the calibration profile even on another GPU or engine (default false)"},
+}
+
+// DecodeCalibration reads calibration and force_calibration.
+func DecodeCalibration(d *yamlspec.Decoder, keys map[string]*yaml.Node) (path string, force bool) {
+	if x := keys["calibration"]; x != nil {
+		path = d.Str(x, "launcher.calibration")
+	}
+	if x := keys["force_calibration"]; x != nil {
+		force = d.Bool(x, "launcher.force_calibration")
+	}
+	return path, force
+}
+
+// CalibrationPreflight checks that a calibration profile reads and was
+// measured on gpu ("" = the simulator's default) and engine e, unless force.
+func CalibrationPreflight(path string, force bool, gpu string, e engine.Engine) error {
+	if path == "" {
+		return nil
+	}
+	p, err := sim.LoadProfile(path)
+	if err != nil {
+		return err
+	}
+	if gpu == "" {
+		gpu = sim.DefaultGPU
+	}
+	if err := p.Check(gpu, e, force); err != nil {
+		return fmt.Errorf("calibration %s: %w", path, err)
+	}
+	return nil
 }
 
 // SimPreflight checks that the simulated engine can model a study: its

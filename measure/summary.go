@@ -34,16 +34,21 @@ type Summary struct {
 	// ErrorMessages holds the first message of each failure class seen
 	// (the status and the server's own words, one line, secrets redacted
 	// by the client): why requests failed, not only how many.
-	ErrorMessages        map[string]string `json:"error_messages,omitempty"`
-	TotalInputTokens     int               `json:"total_input_tokens"`
-	TotalOutputTokens    int               `json:"total_output_tokens"`
-	RequestThroughput    float64           `json:"request_throughput"`
-	OutputThroughput     float64           `json:"output_throughput"`
-	TotalTokenThroughput float64           `json:"total_token_throughput"`
-	PeakOutputThroughput float64           `json:"max_output_tokens_per_s"` // peak 1-second window
-	RequestGoodput       float64           `json:"request_goodput"`
-	MaxConcurrency       int               `json:"max_concurrency"`
-	RequestRate          float64           `json:"request_rate"` // 0 = inf
+	ErrorMessages map[string]string `json:"error_messages,omitempty"`
+	// Unsustained marks an open-loop level whose queue kept growing while
+	// requests arrived (trial.Sustained): the rate is above what the
+	// engine serves, whatever its percentiles say. Set by capacity
+	// searches over the rate.
+	Unsustained          bool    `json:"unsustained,omitempty"`
+	TotalInputTokens     int     `json:"total_input_tokens"`
+	TotalOutputTokens    int     `json:"total_output_tokens"`
+	RequestThroughput    float64 `json:"request_throughput"`
+	OutputThroughput     float64 `json:"output_throughput"`
+	TotalTokenThroughput float64 `json:"total_token_throughput"`
+	PeakOutputThroughput float64 `json:"max_output_tokens_per_s"` // peak 1-second window
+	RequestGoodput       float64 `json:"request_goodput"`
+	MaxConcurrency       int     `json:"max_concurrency"`
+	RequestRate          float64 `json:"request_rate"` // 0 = inf
 
 	// Latency statistics. Keys are {mean,median,std,p50,p90,p95,p99,p999}_{metric}_ms.
 	TTFT        Stats `json:"-"`

@@ -47,6 +47,13 @@ type Config struct {
 	EnforceEager   bool // cuda_graphs off
 	CUDAGraphMaxBS int
 
+	// Constants are the efficiency constants of the step-time model; zero
+	// fields take the stock values (StockConstants). A calibration
+	// profile sets them (sim_calibration).
+	Constants Constants
+	// Calibration names the profile the constants came from ("" = stock).
+	Calibration string
+
 	// Sim-only.
 	TimeScale float64       // the server runs TimeScale times faster than simulated time
 	LoadTime  time.Duration // simulated start-up before /health turns ready
@@ -119,6 +126,12 @@ func FromSettings(e engine.Engine, model, modelConfig, gpu string, numGPUs int, 
 		return Config{}, fmt.Errorf("%w: %s %v: must be a positive number", ErrBadArgs, engine.Flag(e, "sim_time_scale"), v)
 	}
 	cfg.apply(s)
+	if path, ok := s.String("sim_calibration"); ok && path != "" {
+		force, _ := s.Bool("sim_force_calibration")
+		if err := cfg.UseProfile(path, force); err != nil {
+			return Config{}, fmt.Errorf("%w: %w", ErrBadArgs, err)
+		}
+	}
 	if cfg.Engine == engine.SGLang && cfg.MaxBatchedTokens == -1 {
 		cfg.ChunkedPrefill, cfg.MaxBatchedTokens = false, 0
 	}
@@ -126,6 +139,28 @@ func FromSettings(e engine.Engine, model, modelConfig, gpu string, numGPUs int, 
 		return Config{}, err
 	}
 	return cfg, nil
+}
+
+// UseProfile takes c's constants from the calibration profile at path,
+// which must have been measured on c's GPU and engine unless force.
+func (c *Config) UseProfile(path string, force bool) error {
+	p, err := LoadProfile(path)
+	if err != nil {
+		return err
+	}
+	return c.ApplyProfile(p, path, force)
+}
+
+// ApplyProfile takes c's constants from profile p (read from name, for
+// messages), which must have been measured on c's GPU and engine unless
+// force.
+func (c *Config) ApplyProfile(p Profile, name string, force bool) error {
+	if err := p.Check(c.GPU.ID, c.Engine, force); err != nil {
+		return fmt.Errorf("calibration %s: %w", name, err)
+	}
+	c.Constants = p.Constants
+	c.Calibration = fmt.Sprintf("%s (%s)", name, p.What())
+	return nil
 }
 
 // apply copies settings by neutral name into c's fields. Names the
@@ -212,6 +247,10 @@ func (c *Config) Normalize() error {
 	if c.ModelID == "" {
 		c.ModelID = c.Model.ID
 	}
+	if err := c.Constants.validate(); err != nil {
+		return bad("%v", err)
+	}
+	c.Constants = c.Constants.WithDefaults(c.Engine)
 	if err := c.normalizeParallel(); err != nil {
 		return err
 	}

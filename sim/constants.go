@@ -123,6 +123,37 @@ const (
 	eagerLaunchPerLayer = 40 * time.Microsecond
 )
 
+// GPU-side cost of a kernel (calibration, weak spot 3 in doc.go).
+const (
+	// kernelOverhead is what every GPU kernel costs on top of its work,
+	// even inside a CUDA graph: the gap between one kernel's end and the
+	// next one's start plus the ramp-up and tail of a kernel that does
+	// not fill the GPU at either end. NVIDIA's "Getting Started with CUDA
+	// Graphs" (developer.nvidia.com/blog/cuda-graphs, 2019) measures
+	// 3.4 us per short kernel launched from a graph, against 2.9 us of
+	// work; the microbenchmark's per-kernel total is the figure used:
+	// 3.4 us. Source, not fit.
+	kernelOverhead = 3400 * time.Nanosecond
+
+	// denseKernelsPerLayer is the kernels one decoder layer launches in
+	// vLLM V1 and SGLang with their fused ops: add+RMSNorm, QKV GEMM,
+	// rotary embedding, KV-cache write, attention, O GEMM, add+RMSNorm,
+	// gate_up GEMM, SiLU-and-mul, down GEMM. Counted from the engines'
+	// Llama layer (vllm/model_executor/models/llama.py).
+	denseKernelsPerLayer = 10
+	// moeExtraKernels replaces the dense MLP's three kernels by the fused
+	// MoE path's six: router GEMM, top-k softmax, token alignment, two
+	// grouped GEMMs, weighted sum (vllm fused_moe).
+	moeExtraKernels = 3
+	// stepKernels are the kernels of a step outside the layers: embedding
+	// lookup, final norm, LM head, logits processing and sampling.
+	stepKernels = 10
+)
+
+// ms and us convert durations for Constants.
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
 // Engine defaults (docs/reference.md (Engines)).
 const (
 	vllmDefaultUtilization   = 0.9
@@ -154,6 +185,9 @@ func sglangDefaultMemFraction(tp int) float64 {
 		return 0.88
 	}
 }
+
+// DefaultGPU is the GPU the simulator models when none is named.
+const DefaultGPU = defaultGPU
 
 // Sim-only defaults.
 const (

@@ -16,8 +16,15 @@ type seq struct {
 	generated    int
 	computed     int // tokens whose KV is in the cache
 	blocks       int // KV blocks this sequence owns
-	shared       int // KV blocks borrowed from a cached prefix
+	shared       int // KV blocks borrowed from a cached prefix (the first shared blocks of prefix)
 	prefix       *prefixEntry
+	// own holds this sequence's computed blocks while it waits after a
+	// preemption (vLLM keeps them in its prefix cache until evicted);
+	// ownBase is how many prefix blocks it had borrowed then, which its
+	// own blocks follow.
+	own          *prefixEntry
+	ownBase      int
+	ownTaken     int  // blocks taken back from own by the admission in progress (undone on failure)
 	looked       bool // prefix cache consulted since (re)admission
 	sched        int  // tokens scheduled in the current step
 	done         bool
@@ -32,10 +39,15 @@ type seq struct {
 // processed by the decode step that samples the next).
 func (s *seq) target() int { return s.prompt + s.generated }
 
-// prefixEntry is a shared prefix held by the prefix cache (vLLM's hashed
-// blocks, SGLang's radix tree), keyed by the workload's prefix group.
+// prefixEntry is KV blocks held by the prefix cache: a shared prefix
+// (vLLM's hashed blocks, SGLang's radix tree) keyed by the workload's
+// prefix group, or a preempted sequence's own computed blocks (owner set).
+// An entry grows block by block as its prefix is computed, is borrowed in
+// part by a prompt that covers only part of it, and is evicted from its
+// tail, least recently used first, once nothing references it.
 type prefixEntry struct {
-	id     int
+	group  int // prefix group; -1 for an own entry
+	owner  *seq
 	blocks int
 	refs   int
 	stamp  uint64 // last use, for LRU eviction
@@ -58,8 +70,9 @@ type core struct {
 	evictable   int // cached-prefix blocks no running sequence uses
 	running     []*seq
 	waiting     []*seq
-	head        int // waiting[head:] is the queue
-	prefixes    map[int]*prefixEntry
+	head        int                       // waiting[head:] is the queue
+	prefixes    map[int]*prefixEntry      // shared prefixes by group
+	entries     map[*prefixEntry]struct{} // every entry, for eviction
 	clock       uint64
 	scheduled   []*seq
 	stepSecs    float64 // duration of the step planned by schedule
@@ -81,6 +94,7 @@ func newCore(cfg Config, est MemoryEstimate) *core {
 		maxSeqs:     est.MaxNumSeqs,
 		totalBlocks: est.KVBlocks,
 		prefixes:    map[int]*prefixEntry{},
+		entries:     map[*prefixEntry]struct{}{},
 	}
 }
 
@@ -98,16 +112,16 @@ func (c *core) add(s *seq) {
 // blocksFor is the number of blocks holding n tokens.
 func (c *core) blocksFor(n int) int { return (n + c.bs - 1) / c.bs }
 
-// allocate grows s's blocks to hold n tokens, evicting unused cached prefixes
-// (least recently used first) when the free pool is short. reserve blocks
-// must stay free afterwards.
+// allocate grows s's blocks to hold n tokens, evicting cached blocks no
+// running sequence uses (least recently used first) when the free pool is
+// short. reserve blocks must stay free afterwards.
 func (c *core) allocate(s *seq, n, reserve int) bool {
 	need := c.blocksFor(n) - s.shared - s.blocks
 	if need <= 0 {
 		return true
 	}
-	for c.totalBlocks-c.usedBlocks < need+reserve && c.evictable > 0 {
-		c.evictLRU()
+	if short := need + reserve - (c.totalBlocks - c.usedBlocks); short > 0 {
+		c.evict(short)
 	}
 	if c.totalBlocks-c.usedBlocks < need+reserve {
 		return false
@@ -117,26 +131,62 @@ func (c *core) allocate(s *seq, n, reserve int) bool {
 	return true
 }
 
-func (c *core) evictLRU() {
-	var victim *prefixEntry
-	for _, e := range c.prefixes {
-		if e.refs == 0 && (victim == nil || e.stamp < victim.stamp) {
-			victim = e
+// evict frees up to n cached blocks that nothing references: from the
+// tail of the least recently used entry first, as vLLM's free-block queue
+// hands out a freed sequence's blocks last block first.
+func (c *core) evict(n int) {
+	for n > 0 && c.evictable > 0 {
+		var victim *prefixEntry
+		for e := range c.entries {
+			if e.refs == 0 && (victim == nil || e.stamp < victim.stamp) {
+				victim = e
+			}
+		}
+		if victim == nil {
+			c.evictable = 0
+			return
+		}
+		k := min(n, victim.blocks)
+		victim.blocks -= k
+		c.usedBlocks -= k
+		c.evictable -= k
+		n -= k
+		if victim.blocks == 0 {
+			c.dropEntry(victim)
 		}
 	}
-	if victim == nil {
-		c.evictable = 0
-		return
-	}
-	c.usedBlocks -= victim.blocks
-	c.evictable -= victim.blocks
-	delete(c.prefixes, victim.id)
 }
 
-// release frees s's own blocks and drops its reference to a cached prefix.
+// dropEntry forgets an empty or unusable entry, freeing what it holds.
+func (c *core) dropEntry(e *prefixEntry) {
+	if e.refs == 0 {
+		c.evictable -= e.blocks
+	}
+	c.usedBlocks -= e.blocks
+	e.blocks = 0
+	delete(c.entries, e)
+	if e.owner != nil {
+		if e.owner.own == e {
+			e.owner.own = nil
+		}
+	} else if c.prefixes[e.group] == e {
+		delete(c.prefixes, e.group)
+	}
+}
+
+// release frees s's own blocks and drops its reference to a cached prefix
+// and its own cached blocks, if any.
 func (c *core) release(s *seq) {
 	c.usedBlocks -= s.blocks
 	s.blocks = 0
+	c.unborrow(s)
+	if s.own != nil {
+		c.dropEntry(s.own)
+	}
+}
+
+// unborrow drops s's reference to the prefix it borrowed.
+func (c *core) unborrow(s *seq) {
 	if e := s.prefix; e != nil {
 		e.refs--
 		c.clock++
@@ -148,84 +198,119 @@ func (c *core) release(s *seq) {
 	}
 }
 
-// lookupPrefix applies a prefix cache hit to a sequence about to be
-// admitted: its shared prefix blocks count as computed. At least one prompt
-// token is always computed, as in the engines.
+// lookupPrefix applies prefix cache hits to a sequence about to be
+// admitted: the longest run of cached blocks its prompt starts with (its
+// prefix group's blocks, then, after a preemption, its own blocks that
+// were not evicted) counts as computed. At least one token is always
+// computed, as in the engines.
 func (c *core) lookupPrefix(s *seq) {
 	if s.looked || !c.cfg.PrefixCaching || s.computed > 0 {
 		return
 	}
 	s.looked = true
 	c.prefixQueries += int64(s.prompt)
-	if s.prefixID < 0 {
-		return
+	limit := (s.target() - 1) / c.bs // blocks a hit may cover
+	if e := c.prefixes[s.prefixID]; s.prefixID >= 0 && e != nil && e.blocks > 0 && limit > 0 {
+		hit := min(e.blocks, limit, s.prefixTokens/c.bs)
+		if hit > 0 {
+			if e.refs == 0 {
+				c.evictable -= e.blocks
+			}
+			e.refs++
+			s.prefix, s.shared = e, hit
+		}
 	}
-	e := c.prefixes[s.prefixID]
-	if e == nil || e.blocks == 0 {
-		return
+	if o := s.own; o != nil {
+		// Its own blocks follow the prefix blocks it had borrowed; those a
+		// longer hit now covers are duplicates, and a shorter hit breaks
+		// the chain of block hashes.
+		skip := s.shared - s.ownBase
+		if skip < 0 || skip >= o.blocks {
+			c.dropEntry(o)
+		} else {
+			c.evictable -= o.blocks
+			delete(c.entries, o)
+			o.owner, s.own = nil, nil
+			c.usedBlocks -= skip
+			s.ownTaken = o.blocks - skip
+			s.blocks += s.ownTaken
+		}
 	}
-	hit := min(e.blocks, (s.prompt-1)/c.bs)
-	if hit <= 0 {
-		return
-	}
-	// Borrow all of the entry's blocks only when the hit covers them; a
-	// shorter prompt borrows nothing (rare: prompts end past their prefix).
-	if hit < e.blocks {
-		return
-	}
-	if e.refs == 0 {
-		c.evictable -= e.blocks
-	}
-	e.refs++
-	s.prefix, s.shared, s.computed = e, e.blocks, e.blocks*c.bs
+	hitBlocks := s.shared + min(s.ownTaken, max(0, limit-s.shared))
+	s.computed = hitBlocks * c.bs
 	c.prefixHits += int64(s.computed)
 }
 
-// undoPrefix returns a borrowed prefix when admission fails.
+// undoPrefix returns what lookupPrefix took when admission fails.
 func (c *core) undoPrefix(s *seq) {
-	if s.prefix == nil {
-		if s.looked {
-			c.prefixQueries -= int64(s.prompt)
-		}
-		s.looked = false
+	if !s.looked {
 		return
 	}
 	c.prefixHits -= int64(s.computed)
 	c.prefixQueries -= int64(s.prompt)
-	e := s.prefix
-	e.refs--
-	if e.refs == 0 {
-		c.evictable += e.blocks
+	if s.ownTaken > 0 {
+		s.blocks -= s.ownTaken
+		c.cacheOwn(s, s.ownTaken)
+		s.ownBase, s.ownTaken = s.shared, 0
 	}
-	s.prefix, s.shared, s.computed, s.looked = nil, 0, 0, false
+	c.unborrow(s)
+	s.computed, s.looked = 0, false
 }
 
-// cachePrefix turns the first full blocks of s's prefix into a cache entry
-// once they are computed.
-func (c *core) cachePrefix(s *seq) {
-	if !c.cfg.PrefixCaching || s.prefixID < 0 || s.prefix != nil {
-		return
-	}
-	nb := s.prefixTokens / c.bs
-	if nb == 0 || s.computed < nb*c.bs {
-		return
-	}
-	if _, ok := c.prefixes[s.prefixID]; ok {
-		return // another sequence cached it first; keep our own copy
-	}
+// cacheOwn turns n of s's blocks (already counted used) into its own
+// evictable cache entry.
+func (c *core) cacheOwn(s *seq, n int) {
 	c.clock++
-	e := &prefixEntry{id: s.prefixID, blocks: nb, refs: 1, stamp: c.clock}
-	c.prefixes[s.prefixID] = e
-	s.blocks -= nb
-	s.shared, s.prefix = nb, e
+	e := &prefixEntry{group: -1, owner: s, blocks: n, stamp: c.clock}
+	c.entries[e] = struct{}{}
+	c.evictable += n
+	s.own = e
+}
+
+// cachePrefix caches the prefix blocks s has computed so far: it starts
+// its group's entry, or, when s holds the entry up to its end, extends it
+// block by block, so sequences admitted while the prefix is still being
+// computed share what is done (vLLM caches each block once it is full).
+// A sequence that computed its own copy keeps it, as vLLM does.
+func (c *core) cachePrefix(s *seq) {
+	if !c.cfg.PrefixCaching || s.prefixID < 0 {
+		return
+	}
+	full := min(s.computed, s.prefixTokens) / c.bs
+	e := c.prefixes[s.prefixID]
+	switch {
+	case e == nil && s.prefix == nil && full > 0:
+		c.clock++
+		e = &prefixEntry{group: s.prefixID, blocks: full, refs: 1, stamp: c.clock}
+		c.prefixes[s.prefixID] = e
+		c.entries[e] = struct{}{}
+		s.blocks -= full
+		s.shared, s.prefix = full, e
+	case e != nil && s.prefix == e && s.shared == e.blocks && full > e.blocks:
+		d := full - e.blocks
+		e.blocks += d
+		s.blocks -= d
+		s.shared += d
+	}
 }
 
 // preempt evicts a running sequence back to the front of the queue; it will
 // recompute its prompt and the tokens generated so far (vLLM V1 and SGLang
-// both recompute rather than swap).
+// both recompute rather than swap). vLLM keeps the sequence's computed
+// blocks in its prefix cache until they are needed, so what was not
+// evicted by re-admission is not computed again; SGLang frees them.
 func (c *core) preempt(s *seq) {
-	c.release(s)
-	s.computed, s.looked = 0, false
+	own := s.computed/c.bs - s.shared
+	if c.cfg.PrefixCaching && c.cfg.Engine == engine.VLLM && own > 0 && own <= s.blocks {
+		c.usedBlocks -= s.blocks - own
+		s.blocks = 0
+		s.ownBase = s.shared
+		c.unborrow(s)
+		c.cacheOwn(s, own)
+	} else {
+		c.release(s)
+	}
+	s.computed, s.looked, s.ownTaken = 0, false, 0
 	c.remainOut -= s.maxOut - s.generated
 	c.preemptions++
 	if c.head > 0 {
@@ -247,6 +332,15 @@ func (c *core) popWaiting() {
 		clear(c.waiting[n:])
 		c.waiting, c.head = c.waiting[:n], 0
 	}
+}
+
+// admit moves the head of the queue, whose blocks are allocated, to the
+// running requests.
+func (c *core) admit(s *seq) {
+	c.popWaiting()
+	c.running = append(c.running, s)
+	c.remainOut += s.maxOut - s.generated
+	s.ownTaken = 0
 }
 
 // addToShape accounts n tokens of s in the step being planned.
@@ -326,9 +420,7 @@ func (c *core) scheduleVLLM(b *batchShape) {
 			c.undoPrefix(s)
 			break
 		}
-		c.popWaiting()
-		c.running = append(c.running, s)
-		c.remainOut += s.maxOut - s.generated
+		c.admit(s)
 		c.addToShape(b, s, n)
 		budget -= n
 	}
@@ -373,9 +465,7 @@ func (c *core) scheduleSGLang(b *batchShape) {
 			c.undoPrefix(s)
 			break
 		}
-		c.popWaiting()
-		c.running = append(c.running, s)
-		c.remainOut += s.maxOut - s.generated
+		c.admit(s)
 		c.addToShape(b, s, n)
 		budget -= n
 		reserve += int(float64(s.maxOut-s.generated) * sglangNewTokenRatio / float64(c.bs))
@@ -464,6 +554,9 @@ func (c *core) abort(s *seq) {
 	for i := c.head; i < len(c.waiting); i++ {
 		if c.waiting[i] == s {
 			c.waiting = append(c.waiting[:i], c.waiting[i+1:]...)
+			if s.own != nil {
+				c.dropEntry(s.own)
+			}
 			return
 		}
 	}

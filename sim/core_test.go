@@ -206,3 +206,89 @@ func TestKVUsageExcludesCachedFreePrefixes(t *testing.T) {
 		t.Errorf("KV usage never rose while 4 requests of 2112 tokens ran")
 	}
 }
+
+// checkBlocks verifies the core's block accounting: every used block is
+// owned by a running sequence or held by one cache entry, the evictable
+// count is the blocks of the entries nothing references, and each entry's
+// references are the sequences borrowing it.
+func checkBlocks(t *testing.T, c *core, step int) {
+	t.Helper()
+	used, evictable := 0, 0
+	refs := map[*prefixEntry]int{}
+	for _, s := range c.running {
+		used += s.blocks
+		if s.prefix != nil {
+			refs[s.prefix]++
+			if s.shared > s.prefix.blocks {
+				t.Fatalf("step %d: a sequence borrows %d blocks of an entry of %d", step, s.shared, s.prefix.blocks)
+			}
+		}
+		if s.own != nil {
+			t.Fatalf("step %d: a running sequence still has cached own blocks", step)
+		}
+	}
+	for e := range c.entries {
+		used += e.blocks
+		if e.refs == 0 {
+			evictable += e.blocks
+		}
+		if e.refs != refs[e] {
+			t.Fatalf("step %d: entry has %d refs, %d sequences borrow it", step, e.refs, refs[e])
+		}
+		if e.owner != nil && e.owner.own != e {
+			t.Fatalf("step %d: own entry not held by its owner", step)
+		}
+	}
+	if used != c.usedBlocks || evictable != c.evictable || c.usedBlocks > c.totalBlocks {
+		t.Fatalf("step %d: used %d (counted %d), evictable %d (counted %d), total %d", step, c.usedBlocks, used, c.evictable, evictable, c.totalBlocks)
+	}
+}
+
+// TestBlockAccounting drives the scheduler through prefix sharing, partial
+// hits, preemption with cached own blocks and eviction under pressure, and
+// checks the block accounting after every step, for both engines.
+func TestBlockAccounting(t *testing.T) {
+	for _, eng := range []string{"vllm", "sglang"} {
+		cfg, est := smallKV(t)
+		if eng == "sglang" {
+			cfg = mustParse(t, "--model-path", "llama-3.1-8b", "--gpu", "L4", "--mem-fraction-static", "0.85",
+				"--context-length", "4096", "--max-running-requests", "256")
+			var err error
+			if est, err = Estimate(cfg); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c := newCore(cfg, est)
+		n := 0
+		add := func(k int) {
+			for range k {
+				prompt := 300 + (n*37)%900
+				c.add(&seq{id: n, prompt: prompt, maxOut: 200 + (n*53)%600, prefixID: n % 3, prefixTokens: []int{256, 512, 100}[n%3]})
+				n++
+			}
+		}
+		add(40)
+		done := 0
+		for step := 0; done < n && step < 1e6; step++ {
+			if step%50 == 0 && n < 200 {
+				add(20)
+			}
+			if b, _ := c.schedule(); b.tokens == 0 {
+				t.Fatalf("%s: stalled at step %d", eng, step)
+			}
+			c.commit(float64(step), func(_ *seq, last bool) {
+				if last {
+					done++
+				}
+			})
+			checkBlocks(t, c, step)
+		}
+		if done != n {
+			t.Fatalf("%s: %d of %d finished", eng, done, n)
+		}
+		if eng == "vllm" && c.preemptions == 0 {
+			t.Errorf("%s: no preemption: the test does not exercise cached own blocks", eng)
+		}
+		t.Logf("%s: %d requests, %d preemptions, prefix hits %d of %d prompt tokens", eng, n, c.preemptions, c.prefixHits, c.prefixQueries)
+	}
+}

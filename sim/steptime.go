@@ -3,8 +3,6 @@ package sim
 import (
 	"math"
 	"time"
-
-	"github.com/servetune/servetune/engine"
 )
 
 // batchShape is what one engine step computes, in aggregate: enough for the
@@ -52,20 +50,23 @@ type stepModel struct {
 	eager         bool
 	graphMaxBS    int
 	cpuBase       float64 // seconds
+	perSeq        float64 // seconds per scheduled sequence
+	kernels       float64 // seconds of kernel overhead per step (kernelOverhead x kernels)
 }
 
 func newStepModel(cfg Config) stepModel {
 	m := cfg.Model
 	g := cfg.GPU
+	k := cfg.Constants.WithDefaults(cfg.Engine)
 	tp := float64(cfg.TP)
 	h, d := float64(m.Hidden), float64(m.HeadDim)
 	q, kv := float64(m.Heads)/tp, float64(cfg.kvHeadsPerGPU())
 	s := stepModel{
 		layers:     float64(m.Layers),
 		wBytes:     cfg.weightBytesPerElem(),
-		bf16Rate:   g.BF16TFLOPS * 1e12 * bf16GEMMEfficiency,
-		attnRate:   g.BF16TFLOPS * 1e12 * attentionEfficiency,
-		bw:         g.HBMTBps * 1e12 * hbmEfficiency,
+		bf16Rate:   g.BF16TFLOPS * 1e12 * k.BF16GEMMEfficiency,
+		attnRate:   g.BF16TFLOPS * 1e12 * k.AttentionEfficiency,
+		bw:         g.HBMTBps * 1e12 * k.HBMEfficiency,
 		qPerGPU:    q,
 		kvPerGPU:   kv,
 		headDim:    d,
@@ -84,9 +85,9 @@ func newStepModel(cfg Config) stepModel {
 	}
 	switch {
 	case cfg.Quantization == "fp8" && g.HasFP8():
-		s.gemmRate = g.FP8TFLOPS * 1e12 * fp8GEMMEfficiency
+		s.gemmRate = g.FP8TFLOPS * 1e12 * k.FP8GEMMEfficiency
 	case cfg.Quantization == "awq" || cfg.Quantization == "gptq":
-		s.gemmRate = g.BF16TFLOPS * 1e12 * w4a16GEMMEfficiency
+		s.gemmRate = g.BF16TFLOPS * 1e12 * k.W4A16GEMMEfficiency
 	default: // bf16, or fp8 weight-only on GPUs without FP8 tensor cores
 		s.gemmRate = s.bf16Rate
 	}
@@ -108,12 +109,15 @@ func newStepModel(cfg Config) stepModel {
 			lat = allReduceLatencyPCIe
 		}
 		s.arLatency = lookupLatency(lat, cfg.TP).Seconds()
-		s.arBandwidth = g.LinkGBps * 1e9 * linkEfficiency
+		s.arBandwidth = g.LinkGBps * 1e9 * k.LinkEfficiency
 	}
-	s.cpuBase = stepOverheadVLLM.Seconds()
-	if cfg.Engine == engine.SGLang {
-		s.cpuBase = stepOverheadSGLang.Seconds()
+	s.cpuBase = k.StepOverheadMs / 1e3
+	s.perSeq = k.PerSeqOverheadUs / 1e6
+	perLayer := float64(denseKernelsPerLayer)
+	if s.moe {
+		perLayer += moeExtraKernels
 	}
+	s.kernels = k.KernelOverheadUs / 1e6 * (s.layers*perLayer + stepKernels)
 	return s
 }
 
@@ -200,7 +204,7 @@ func (s *stepModel) stepSeconds(b batchShape) float64 {
 	if s.pp > 1 {
 		gpu += float64(s.pp-1) * (s.arLatency + T*s.hidden*bytesBF16/math.Max(s.arBandwidth, 1e9))
 	}
-	return gpu + s.cpuBase + float64(b.seqs)*perSeqOverhead.Seconds()
+	return gpu + s.kernels + s.cpuBase + float64(b.seqs)*s.perSeq
 }
 
 // StepTimes are representative step times of a config, for `sim estimate`.

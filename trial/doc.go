@@ -35,7 +35,9 @@
 // failed/quality_fail, its levels kept, its verdict in Result.Quality.
 //
 // SearchCapacity is the capacity search on its own (concurrency doubling,
-// then bisection), for callers that measure levels another way.
+// then bisection), for callers that measure levels another way; SearchRate
+// is the same search over the request rate (Capacity.Rate), bracketing
+// from a starting rate and bisecting geometrically to a relative precision.
 //
 // Concurrency: Run may be called from several goroutines at once for
 // trials on different GPUs; each call owns its engine and the goroutine that

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"sort"
 	"strings"
 	"time"
 
@@ -65,11 +67,58 @@ type Plan struct {
 
 // Capacity configures the capacity search: concurrency doubles from 1 while
 // Met holds, then bisects between the last level that met it and the first
-// that did not.
+// that did not. With Rate set, the search is over the Poisson request rate
+// instead (SearchRate).
 type Capacity struct {
 	MaxConcurrency int                        // upper bound of the search
 	Met            func(measure.Summary) bool // the SLO test of one level
 	Steps          int                        // bisection probes after the doubling; default 3
+	Rate           *RateSearch                // search the request rate, not the concurrency
+}
+
+// RateSearch bounds a capacity search over the request rate (requests/s):
+// it starts at Start, doubles or halves until one rate meets the SLOs and
+// another does not (within [Min, Max]), then bisects geometrically until
+// the two are within Precision of each other (0.05 = 5%).
+type RateSearch struct {
+	Start, Min, Max float64
+	Precision       float64
+	Burstiness      float64 // arrivals' gamma shape; 0 or 1 = Poisson
+	// MinSpan makes every probe send for at least this long (engine time):
+	// a probe sends max(RequestsPerLevel, rate x MinSpan) requests, so that
+	// a rate a little above the capacity has the time to build the queue
+	// that shows it (a fixed count at a high rate is a burst, which any
+	// engine absorbs). 0 = RequestsPerLevel always.
+	MinSpan time.Duration
+}
+
+// Sustained reports whether a rate probe's queue held steady: the median
+// TTFT of its last quarter of requests (in send order) is within twice
+// that of its second quarter plus half a second. A rate above the capacity
+// grows the queue for as long as requests arrive, which this catches even
+// where the SLOs bound no queueing delay (a TPOT-only SLO).
+func Sustained(recs []measure.Record) bool {
+	var ok []measure.Record
+	for _, r := range recs {
+		if !r.Warmup && r.Error == measure.ErrNone {
+			ok = append(ok, r)
+		}
+	}
+	if len(ok) < 8 {
+		return true
+	}
+	sort.SliceStable(ok, func(i, j int) bool { return ok[i].Sched < ok[j].Sched })
+	quarter := len(ok) / 4
+	med := func(rs []measure.Record) float64 {
+		v := make([]float64, len(rs))
+		for i, r := range rs {
+			v[i] = (r.First - r.Send).Seconds()
+		}
+		sort.Float64s(v)
+		return v[len(v)/2]
+	}
+	second, last := med(ok[quarter:2*quarter]), med(ok[len(ok)-quarter:])
+	return last <= 2*second+0.5
 }
 
 // Result is the outcome of a trial.
@@ -345,25 +394,48 @@ func (r *runner) crashed() *Result {
 	return r.fail(class, msg, logs)
 }
 
+// BenchConfig is the benchmark configuration of load level i of p at load,
+// in the engine's time: the workload seeded Seed+i, the plan's request
+// counts, timeout and goodput limits; no target URL, transport or progress.
+// A calibration re-runs a stored trial's levels with it.
+func (p Plan) BenchConfig(i int, load measure.Load) bench.Config {
+	n := p.RequestsPerLevel
+	if c := p.Capacity; c != nil && c.Rate != nil && c.Rate.MinSpan > 0 && !load.Unlimited() {
+		n = max(n, min(bench.MaxRequests, int(math.Ceil(load.Rate*c.Rate.MinSpan.Seconds()))))
+	}
+	return bench.Config{
+		Target:      bench.Target{Model: p.Spec.Model},
+		Dataset:     p.Dataset,
+		Load:        load,
+		NumRequests: n,
+		Warmup:      p.Warmup,
+		Timeout:     p.Timeout,
+		Seed:        p.Seed + uint64(i),
+		Summary:     measure.SummaryOptions{Goodput: p.Goodput, Seed: p.Seed, Bootstrap: p.Bootstrap},
+	}
+}
+
+// SeedIndex is the workload seed index (BenchConfig's i) of the i-th level
+// a trial of p measured: its position, except in a search over the rate,
+// whose probes all run on the plan's seed.
+func (p Plan) SeedIndex(i int) int {
+	if p.Capacity != nil && p.Capacity.Rate != nil {
+		return 0
+	}
+	return i
+}
+
 // measure runs load level i, converting loads and limits to the real clock
 // and the results back to the engine's time.
 func (r *runner) measure(mctx context.Context, i int, load measure.Load) (measure.Level, error) {
 	p, k := r.p, r.scale
 	label, _, _ := load.Label()
-	sent := load
-	sent.Rate *= k
-	goodput := measure.SLO{TTFTms: p.Goodput.TTFTms / k, TPOTms: p.Goodput.TPOTms / k, E2ELms: p.Goodput.E2ELms / k}
-	cfg := bench.Config{
-		Target:        bench.Target{BaseURL: r.inst.Endpoint(), Model: p.Spec.Model},
-		Dataset:       p.Dataset,
-		Load:          sent,
-		NumRequests:   p.RequestsPerLevel,
-		Warmup:        p.Warmup,
-		Timeout:       time.Duration(float64(p.Timeout) / k), // engine time to real time
-		Seed:          p.Seed + uint64(i),
-		Summary:       measure.SummaryOptions{Goodput: goodput, Seed: p.Seed, Bootstrap: p.Bootstrap},
-		ScrapeMetrics: p.ScrapeMetrics,
-	}
+	cfg := p.BenchConfig(i, load)
+	cfg.Target.BaseURL = r.inst.Endpoint()
+	cfg.Load.Rate *= k
+	cfg.Timeout = time.Duration(float64(p.Timeout) / k) // engine time to real time
+	cfg.Summary.Goodput = measure.SLO{TTFTms: p.Goodput.TTFTms / k, TPOTms: p.Goodput.TPOTms / k, E2ELms: p.Goodput.E2ELms / k}
+	cfg.ScrapeMetrics = p.ScrapeMetrics
 	if p.GPUs != nil && len(p.Spec.GPUs) > 0 {
 		cfg.GPU = &bench.GPUWatch{Reader: p.GPUs, GPUs: p.Spec.GPUs, Interval: p.GPUInterval}
 	}
@@ -439,22 +511,40 @@ func isClosed(c <-chan struct{}) bool {
 	}
 }
 
-// capacity runs the capacity search over concurrency levels.
+// capacity runs the capacity search over concurrency levels or request
+// rates. Concurrency probe i runs on workload seed Seed+i; every rate probe
+// runs on Seed, so that probes differ by their rate alone (the same
+// requests, the same arrival pattern stretched), which keeps the SLO test
+// monotone in the rate.
 func (r *runner) capacity(ctx, mctx context.Context) Result {
 	c := r.p.Capacity
-	i := 0
 	var stopped *Result
 	errStop := errors.New("stop")
-	_, err := SearchCapacity(c.MaxConcurrency, c.Steps, func(n int) (bool, error) {
-		lv, stop := r.level(ctx, mctx, i, measure.Load{MaxConcurrency: n})
+	i := 0
+	probe := func(load measure.Load) (bool, error) {
+		seed := r.p.SeedIndex(i)
 		i++
+		lv, stop := r.level(ctx, mctx, seed, load)
 		if stop != nil {
 			stopped = stop
 			return false, errStop
 		}
+		if c.Rate != nil && !Sustained(lv.Records) {
+			lv.Summary.Unsustained = true
+		}
 		r.res.Levels = append(r.res.Levels, lv)
-		return c.Met(lv.Summary), nil
-	})
+		return !lv.Summary.Unsustained && c.Met(lv.Summary), nil
+	}
+	var err error
+	if rs := c.Rate; rs != nil {
+		_, err = SearchRate(*rs, func(rate float64) (bool, error) {
+			return probe(measure.Load{Rate: rate, Burstiness: rs.Burstiness})
+		})
+	} else {
+		_, err = SearchCapacity(c.MaxConcurrency, c.Steps, func(n int) (bool, error) {
+			return probe(measure.Load{MaxConcurrency: n})
+		})
+	}
 	if err != nil && stopped != nil {
 		return *stopped
 	}
@@ -489,6 +579,80 @@ func SearchCapacity(maxConcurrency, steps int, probe func(concurrency int) (met 
 	}
 	for s := 0; s < steps && bad > 0 && bad-good > 1; s++ {
 		mid := (good + bad) / 2
+		ok, err := probe(mid)
+		if err != nil {
+			return good, err
+		}
+		if ok {
+			good = mid
+		} else {
+			bad = mid
+		}
+	}
+	return good, nil
+}
+
+// SearchRate finds the highest request rate at which met holds, to within
+// rs.Precision: from rs.Start it doubles while probe says the SLOs are met
+// (or halves while they are not) until a rate that met them and one that
+// did not bracket the capacity, then bisects the bracket geometrically. It
+// is SearchCapacity's doubling-then-bisecting on a continuous, scale-free
+// axis. It returns 0 when even rs.Min misses, and rs.Max when rs.Max
+// meets them. An error from probe ends the search.
+func SearchRate(rs RateSearch, probe func(rate float64) (met bool, err error)) (float64, error) {
+	lo, hi := rs.Min, rs.Max
+	if !(lo > 0) {
+		lo = 1e-3
+	}
+	if !(hi > lo) {
+		hi = lo * 1e6
+	}
+	prec := rs.Precision
+	if !(prec > 0) {
+		prec = 0.05
+	}
+	r := min(max(rs.Start, lo), hi)
+	if !(r > 0) {
+		r = lo
+	}
+	good, bad := 0.0, 0.0
+	ok, err := probe(r)
+	if err != nil {
+		return 0, err
+	}
+	if ok {
+		for good = r; bad == 0; {
+			if good >= hi {
+				return good, nil
+			}
+			next := min(good*2, hi)
+			if ok, err = probe(next); err != nil {
+				return good, err
+			}
+			if ok {
+				good = next
+			} else {
+				bad = next
+			}
+		}
+	} else {
+		for bad = r; good == 0; {
+			if bad <= lo {
+				return 0, nil
+			}
+			next := max(bad/2, lo)
+			if ok, err = probe(next); err != nil {
+				return 0, err
+			}
+			if ok {
+				good = next
+			} else {
+				bad = next
+			}
+		}
+	}
+	for bad/good > 1+prec {
+		mid := math.Sqrt(good * bad)
 		ok, err := probe(mid)
 		if err != nil {
 			return good, err

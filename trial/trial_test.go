@@ -238,3 +238,63 @@ func TestRunNoSuccess(t *testing.T) {
 		})
 	}
 }
+
+func TestSearchRate(t *testing.T) {
+	tests := []struct {
+		name     string
+		capacity float64 // highest rate that meets the SLOs
+		rs       RateSearch
+		probes   int // at most
+	}{
+		{"up from below", 37.3, RateSearch{Start: 4, Min: 0.01, Max: 1e4, Precision: 0.02}, 12},
+		{"down from above", 0.8, RateSearch{Start: 64, Min: 0.01, Max: 1e4, Precision: 0.02}, 14},
+		{"start is the capacity", 10, RateSearch{Start: 10, Min: 0.01, Max: 1e4, Precision: 0.05}, 8},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			n := 0
+			got, err := SearchRate(tc.rs, func(r float64) (bool, error) {
+				n++
+				return r <= tc.capacity, nil
+			})
+			if err != nil || got > tc.capacity || got < tc.capacity/(1+tc.rs.Precision) || n > tc.probes {
+				t.Errorf("got %.4g after %d probes (%v); want in [%.4g, %.4g] within %d probes", got, n, err, tc.capacity/(1+tc.rs.Precision), tc.capacity, tc.probes)
+			}
+		})
+	}
+	// Bounds: nothing meets, everything meets.
+	if got, _ := SearchRate(RateSearch{Start: 1, Min: 0.5, Max: 100}, func(float64) (bool, error) { return false, nil }); got != 0 {
+		t.Errorf("nothing meets: got %g, want 0", got)
+	}
+	if got, _ := SearchRate(RateSearch{Start: 1, Min: 0.5, Max: 100}, func(float64) (bool, error) { return true, nil }); got != 100 {
+		t.Errorf("everything meets: got %g, want the upper bound 100", got)
+	}
+}
+
+func TestRateProbeSpanAndSustained(t *testing.T) {
+	p := Plan{RequestsPerLevel: 100, Capacity: &Capacity{Rate: &RateSearch{MinSpan: 30 * time.Second}}}
+	for _, tc := range []struct {
+		rate float64
+		want int
+	}{{1, 100}, {10, 300}, {1e5, bench.MaxRequests}} {
+		if got := p.BenchConfig(0, measure.Load{Rate: tc.rate}).NumRequests; got != tc.want {
+			t.Errorf("rate %g: %d requests, want %d", tc.rate, got, tc.want)
+		}
+	}
+	// A steady queue, then one that grows by 50 ms a request.
+	recs := func(growth time.Duration) []measure.Record {
+		var out []measure.Record
+		for i := range 200 {
+			sched := time.Duration(i) * 100 * time.Millisecond
+			ttft := 80*time.Millisecond + time.Duration(i%7)*10*time.Millisecond + time.Duration(i)*growth
+			out = append(out, measure.Record{Sched: sched, Send: sched, First: sched + ttft})
+		}
+		return out
+	}
+	if !Sustained(recs(0)) {
+		t.Error("a steady queue is not sustained")
+	}
+	if Sustained(recs(50 * time.Millisecond)) {
+		t.Error("a growing queue is sustained")
+	}
+}

@@ -31,6 +31,7 @@ var Metrics = []string{
 	"output_throughput", "output_throughput_per_gpu",
 	"total_token_throughput", "total_token_throughput_per_gpu",
 	"request_throughput", "request_goodput", "goodput_per_gpu",
+	"request_rate", "request_rate_per_gpu",
 	"tokens_per_user", "cost_per_mtok", "output_tokens_per_joule",
 	"ttft_mean", "ttft_p50", "ttft_p90", "ttft_p95", "ttft_p99",
 	"tpot_mean", "tpot_p50", "tpot_p90", "tpot_p95", "tpot_p99",
@@ -41,11 +42,11 @@ var Metrics = []string{
 // Unit is how a metric is measured, for output: "tok/s/GPU", "ms", ...
 func Unit(metric string) string {
 	switch {
-	case strings.HasSuffix(metric, "_per_gpu") && strings.Contains(metric, "goodput"):
+	case strings.HasSuffix(metric, "_per_gpu") && (strings.Contains(metric, "goodput") || strings.HasPrefix(metric, "request_")):
 		return "req/s/GPU"
 	case strings.HasSuffix(metric, "_per_gpu"):
 		return "tok/s/GPU"
-	case metric == "request_throughput" || metric == "request_goodput":
+	case metric == "request_throughput" || metric == "request_goodput" || metric == "request_rate":
 		return "req/s"
 	case metric == "cost_per_mtok":
 		return "$/Mtok"
@@ -108,6 +109,16 @@ func (p Point) Metric(name string) (v float64, ok bool) {
 		return s.RequestGoodput, true
 	case "goodput_per_gpu":
 		return s.RequestGoodput / gpus, true
+	case "request_rate", "request_rate_per_gpu":
+		// The offered load of an open-loop level: what a capacity search
+		// over the rate maximises.
+		if p.Load.Unlimited() {
+			return 0, false
+		}
+		if name == "request_rate_per_gpu" {
+			return p.Load.Rate / gpus, true
+		}
+		return p.Load.Rate, true
 	case "tokens_per_user":
 		// Interactivity: the decode speed one user sees.
 		if s.TPOT.N == 0 || s.TPOT.Median <= 0 {
@@ -227,7 +238,7 @@ type SLO []Limit
 func (slo SLO) Met(p Point) bool {
 	// Latency percentiles cover completed requests only, so a level that
 	// dropped requests could look fast; it does not meet the SLOs.
-	if p.Summary.Completed == 0 || p.Summary.Failed > 0 {
+	if p.Summary.Completed == 0 || p.Summary.Failed > 0 || p.Summary.Unsustained {
 		return false
 	}
 	for _, l := range slo {

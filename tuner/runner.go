@@ -67,6 +67,17 @@ func (r *TrialRunner) EvaluateReplica(ctx context.Context, number, replica int, 
 		}
 		return trial.Failed(engine.FailInfeasible, err.Error())
 	}
+	plan := r.plan(ls, replica)
+	if r.Progress != nil {
+		plan.Progress = func(level string, done, total int) { r.Progress(number, level, done, total) }
+	}
+	return trial.Run(ctx, plan)
+}
+
+// plan is the trial plan of launch spec ls as confirmation run replica (0
+// = a search trial).
+func (r *TrialRunner) plan(ls launcher.Spec, replica int) trial.Plan {
+	sp := r.Spec
 	plan := trial.Plan{
 		Launcher:         sp.Launcher.Launcher,
 		Spec:             ls,
@@ -87,12 +98,13 @@ func (r *TrialRunner) EvaluateReplica(ctx context.Context, number, replica int, 
 		slo := sp.SLO
 		plan.Capacity = &trial.Capacity{MaxConcurrency: sp.Workload.MaxConcurrency,
 			Met: func(s measure.Summary) bool { return slo.Met(Point{GPUs: 1, Level: measure.Level{Summary: s}}) }}
-	}
-	if r.Progress != nil {
-		plan.Progress = func(level string, done, total int) { r.Progress(number, level, done, total) }
+		if w := sp.Workload; w.CapacityRate {
+			plan.Capacity.Rate = &trial.RateSearch{Start: w.StartRate, Min: w.StartRate / 1024, Max: w.MaxRate,
+				Precision: w.RatePrecision, Burstiness: w.Burstiness, MinSpan: w.ProbeSpan}
+		}
 	}
 	r.qualityPlan(&plan, replica)
-	return trial.Run(ctx, plan)
+	return plan
 }
 
 // WorkloadSeed is the seed of the workload of confirmation run replica (0

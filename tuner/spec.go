@@ -45,6 +45,9 @@ type Spec struct {
 	Objectives      []Objective // for the Pareto front
 	Tuner           TunerSpec
 	Quality         *QualitySpec // the quality gate; nil without one
+	// Whatif holds the spec's what-if question (`servetune whatif --spec`),
+	// nil when it has none.
+	Whatif *WhatifSpec
 }
 
 // QualitySpec is the quality gate: every search trial answers the seeded
@@ -54,6 +57,26 @@ type QualitySpec struct {
 	Baseline   engine.Settings // the reference configuration (unlisted settings: the engine's defaults)
 	MaxDropPct float64         // percentage points of accuracy
 	Items      int             // tasks in the set
+}
+
+// WhatifSpec is the `whatif:` section of a study spec: the hardware
+// question asked of the study's model, workload and SLOs (servetune
+// whatif; docs/spec.md). Zero values take whatif's defaults.
+type WhatifSpec struct {
+	GPUs             []string
+	MaxGPUs          int
+	Engines          []engine.Engine
+	TargetRPS        float64
+	RequestsPerDay   float64
+	PeakFactor       float64
+	Prices           map[string]float64
+	ReservedDiscount *float64
+	Calibration      []string
+	ForceCalibration bool
+	Quantization     []string
+	KVCacheDTypes    []string
+	MaxModelLen      int
+	Trials           int
 }
 
 // LauncherSpec says how trials start engines: the launcher section's
@@ -75,10 +98,19 @@ type Hardware struct {
 
 // Workload is what every trial measures.
 type Workload struct {
-	Dataset          bench.DatasetSpec
-	Levels           []measure.Load // measured in order; empty with Capacity
-	Capacity         bool           // search the highest concurrency meeting the SLOs
-	MaxConcurrency   int            // capacity search upper bound
+	Dataset        bench.DatasetSpec
+	Levels         []measure.Load // measured in order; empty with Capacity
+	Capacity       bool           // search the highest load meeting the SLOs
+	MaxConcurrency int            // capacity search upper bound (concurrency)
+	// CapacityRate searches the highest Poisson (or gamma, Burstiness)
+	// request rate instead of a concurrency, from StartRate up to MaxRate,
+	// to within RatePrecision.
+	CapacityRate     bool
+	StartRate        float64
+	MaxRate          float64
+	RatePrecision    float64
+	Burstiness       float64
+	ProbeSpan        time.Duration // each rate probe sends for at least this long (trial.RateSearch.MinSpan)
 	RequestsPerLevel int
 	Warmup           int
 	Timeout          time.Duration // per request
@@ -93,6 +125,11 @@ type TunerSpec struct {
 	Parallel  int       // most trials at once; 0 = as many as the GPUs allow
 	Precheck  bool      // reject configurations the memory model says do not fit, without launching
 	Confirm   Confirm   // confirmation runs of the final candidates
+	// Enqueue are configurations to measure first, before the sampler's
+	// proposals (the Go API only: a caller that knows good starting
+	// points, such as a what-if search). They count toward Trials and the
+	// sampler learns from them as from its own.
+	Enqueue []space.Settings
 }
 
 // Confirm says how the final candidates are measured again: the Top
@@ -208,7 +245,7 @@ type specParser struct {
 
 func (p *specParser) parse(root *yaml.Node) *Spec {
 	top := p.Fields(root, "", "name", "model", "engine", "launcher", "hardware", "space",
-		"workload", "slo", "objectives", "tuner", "quality")
+		"workload", "slo", "objectives", "tuner", "quality", "whatif")
 	if p.Failed() {
 		return nil
 	}
@@ -280,6 +317,9 @@ func (p *specParser) parse(root *yaml.Node) *Spec {
 	}
 	if n := top["quality"]; n != nil {
 		sp.Quality = p.quality(n)
+	}
+	if n := top["whatif"]; n != nil {
+		sp.Whatif = p.whatif(n)
 	}
 	if p.Failed() {
 		return nil
@@ -461,7 +501,8 @@ func (p *specParser) dist(n *yaml.Node, field string) bench.Dist {
 }
 
 func (p *specParser) load(n *yaml.Node, w *Workload) {
-	f := p.Fields(n, "workload.load", "concurrency", "rate", "burstiness", "max_concurrency", "capacity")
+	f := p.Fields(n, "workload.load", "concurrency", "rate", "burstiness", "max_concurrency", "capacity",
+		"start_rate", "max_rate", "rate_precision", "probe_span")
 	if p.Failed() {
 		return
 	}
@@ -496,18 +537,96 @@ func (p *specParser) load(n *yaml.Node, w *Workload) {
 			w.Levels = append(w.Levels, measure.Load{Rate: p.Positive(r, "workload.load.rate"), Burstiness: burst, MaxConcurrency: maxConc})
 		}
 	default:
-		w.Capacity = p.Bool(f["capacity"], "workload.load.capacity")
-		if !p.Failed() && !w.Capacity {
-			p.Fail(f["capacity"], "workload.load.capacity", "capacity: false measures nothing; give concurrency or rate levels")
-		}
-		w.MaxConcurrency = 1024
-		if maxConc > 0 {
-			w.MaxConcurrency = maxConc
+		p.capacity(f, w, maxConc, burst)
+	}
+	if !w.CapacityRate {
+		for _, k := range []string{"start_rate", "max_rate", "rate_precision", "probe_span"} {
+			if f[k] != nil {
+				p.Fail(f[k], "workload.load."+k, "only with capacity: rate")
+				return
+			}
 		}
 	}
 }
 
+// DefaultProbeSpan is how long each probe of a capacity search over the
+// rate sends at least (workload.load.probe_span).
+const DefaultProbeSpan = 30 * time.Second
+
+// capacity reads `capacity: true` (or `concurrency`: search the
+// concurrency) and `capacity: rate` (search the request rate).
+func (p *specParser) capacity(f map[string]*yaml.Node, w *Workload, maxConc int, burst float64) {
+	x := f["capacity"]
+	switch x.Value {
+	case "rate":
+		w.Capacity, w.CapacityRate = true, true
+		w.StartRate, w.MaxRate, w.RatePrecision, w.Burstiness, w.ProbeSpan = 1, 1000, 0.05, burst, DefaultProbeSpan
+		if v := f["start_rate"]; v != nil {
+			w.StartRate = p.Positive(v, "workload.load.start_rate")
+		}
+		if v := f["max_rate"]; v != nil {
+			w.MaxRate = p.Positive(v, "workload.load.max_rate")
+		}
+		if v := f["rate_precision"]; v != nil {
+			w.RatePrecision = p.Positive(v, "workload.load.rate_precision")
+		}
+		if v := f["probe_span"]; v != nil {
+			w.ProbeSpan = p.Duration(v, "workload.load.probe_span")
+		}
+		if !p.Failed() && w.StartRate > w.MaxRate {
+			p.Fail(f["start_rate"], "workload.load.start_rate", "%g is above max_rate %g", w.StartRate, w.MaxRate)
+		}
+		if maxConc > 0 {
+			p.Fail(f["max_concurrency"], "workload.load.max_concurrency", "not with capacity: rate (the search is open-loop)")
+		}
+		return
+	case "concurrency":
+		w.Capacity = true
+	default:
+		w.Capacity = p.Bool(x, "workload.load.capacity")
+		if !p.Failed() && !w.Capacity {
+			p.Fail(x, "workload.load.capacity", "capacity: false measures nothing; give concurrency or rate levels")
+		}
+	}
+	if f["burstiness"] != nil {
+		p.Fail(f["burstiness"], "workload.load.burstiness", "only with rate levels or capacity: rate")
+	}
+	w.MaxConcurrency = 1024
+	if maxConc > 0 {
+		w.MaxConcurrency = maxConc
+	}
+}
+
 var sloRE = regexp.MustCompile(`^(ttft|tpot|itl|e2el)_(mean|p50|p90|p95|p99)_ms$`)
+
+// ParseSLO reads SLO limits written as a spec's slo keys with values:
+// "ttft_p99_ms=2000,tpot_p99_ms=50" (also ':' for '=').
+func ParseSLO(expr string) (SLO, error) {
+	var slo SLO
+	for _, part := range strings.Split(expr, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(part, "=")
+		if !ok {
+			k, v, ok = strings.Cut(part, ":")
+		}
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		if !ok || !sloRE.MatchString(k) {
+			return nil, fmt.Errorf("SLO %q: want METRIC_STAT_ms=LIMIT, METRIC ttft|tpot|itl|e2el, STAT mean|p50|p90|p95|p99, e.g. ttft_p99_ms=2000", part)
+		}
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || !(f > 0) || math.IsInf(f, 0) {
+			return nil, fmt.Errorf("SLO %q: the limit must be a positive number of milliseconds", part)
+		}
+		slo = append(slo, Limit{Metric: strings.TrimSuffix(k, "_ms"), Max: f})
+	}
+	if len(slo) == 0 {
+		return nil, fmt.Errorf("SLO %q: no limit (e.g. ttft_p99_ms=2000,tpot_p99_ms=50)", expr)
+	}
+	return slo, nil
+}
 
 func (p *specParser) slo(n *yaml.Node) SLO {
 	if n.Kind != yaml.MappingNode {
@@ -620,6 +739,97 @@ func (p *specParser) quality(n *yaml.Node) *QualitySpec {
 		q.Items = p.Int(x, "quality.items", len(quality.Kinds))
 	}
 	return q
+}
+
+func (p *specParser) whatif(n *yaml.Node) *WhatifSpec {
+	f := p.Fields(n, "whatif", "gpus", "max_gpus", "engines", "target_rps", "requests_per_day", "peak_factor",
+		"prices", "reserved_discount", "calibration", "force_calibration", "quantization", "kv_cache_dtype",
+		"max_model_len", "trials")
+	w := &WhatifSpec{}
+	if p.Failed() {
+		return w
+	}
+	if x := f["gpus"]; x != nil {
+		for _, g := range p.Strings(x, "whatif.gpus") {
+			if _, err := catalog.LookupGPU(g); err != nil && !p.Failed() {
+				p.Fail(x, "whatif.gpus", "%v", err)
+			}
+			w.GPUs = append(w.GPUs, g)
+		}
+	}
+	if x := f["max_gpus"]; x != nil {
+		w.MaxGPUs = p.Int(x, "whatif.max_gpus", 1)
+	}
+	if x := f["engines"]; x != nil {
+		for _, e := range p.Strings(x, "whatif.engines") {
+			eng := engine.Engine(e)
+			if !eng.Valid() && !p.Failed() {
+				p.Fail(x, "whatif.engines", "%q: want vllm or sglang", e)
+			}
+			w.Engines = append(w.Engines, eng)
+		}
+	}
+	if x := f["target_rps"]; x != nil {
+		w.TargetRPS = p.Positive(x, "whatif.target_rps")
+	}
+	if x := f["requests_per_day"]; x != nil {
+		w.RequestsPerDay = p.Positive(x, "whatif.requests_per_day")
+		if f["target_rps"] != nil && !p.Failed() {
+			p.Fail(x, "whatif.requests_per_day", "give target_rps or requests_per_day, not both")
+		}
+	}
+	if x := f["peak_factor"]; x != nil {
+		w.PeakFactor = p.Positive(x, "whatif.peak_factor")
+		if f["requests_per_day"] == nil && !p.Failed() {
+			p.Fail(x, "whatif.peak_factor", "only with requests_per_day")
+		}
+	}
+	if x := f["prices"]; x != nil {
+		if x.Kind != yaml.MappingNode {
+			p.Fail(x, "whatif.prices", "want a mapping of GPU to $/GPU-hour, e.g. {H100-SXM: 2.95}")
+			return w
+		}
+		w.Prices = map[string]float64{}
+		for i := 0; i+1 < len(x.Content); i += 2 {
+			k, v := x.Content[i], x.Content[i+1]
+			g, err := catalog.LookupGPU(k.Value)
+			if err != nil {
+				p.Fail(k, "whatif.prices", "%v", err)
+				return w
+			}
+			w.Prices[g.ID] = p.Positive(v, "whatif.prices."+k.Value)
+		}
+	}
+	if x := f["reserved_discount"]; x != nil {
+		d := p.Number(x, "whatif.reserved_discount")
+		if !p.Failed() && (d < 0 || d >= 1) {
+			p.Fail(x, "whatif.reserved_discount", "%g: want [0, 1)", d)
+		}
+		w.ReservedDiscount = &d
+	}
+	if x := f["calibration"]; x != nil {
+		if x.Kind == yaml.ScalarNode {
+			w.Calibration = []string{p.Str(x, "whatif.calibration")}
+		} else {
+			w.Calibration = p.Strings(x, "whatif.calibration")
+		}
+	}
+	if x := f["force_calibration"]; x != nil {
+		w.ForceCalibration = p.Bool(x, "whatif.force_calibration")
+	}
+	if x := f["quantization"]; x != nil {
+		w.Quantization = p.Strings(x, "whatif.quantization")
+	}
+	if x := f["kv_cache_dtype"]; x != nil {
+		w.KVCacheDTypes = p.Strings(x, "whatif.kv_cache_dtype")
+	}
+	if x := f["max_model_len"]; x != nil {
+		w.MaxModelLen = p.Int(x, "whatif.max_model_len", 1)
+	}
+	if x := f["trials"]; x != nil {
+		w.Trials = p.Int(x, "whatif.trials", 1)
+	}
+	return w
 }
 
 // check rejects impossible combinations across sections.

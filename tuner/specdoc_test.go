@@ -41,6 +41,16 @@ workload:
   dataset: {kind: jsonl, path: x.jsonl, output: 16}
   load: {capacity: true, max_concurrency: 64}
 slo: {tpot_p99_ms: 50}
+`, `name: ks3
+model: meta-llama/Llama-3.1-8B-Instruct
+engine: vllm
+launcher: {kind: virtual}
+space: {max_running_requests: 8}
+workload:
+  dataset: {kind: random, input: 128, output: 16}
+  load: {capacity: rate, start_rate: 2, max_rate: 100, rate_precision: 0.1, burstiness: 1, probe_span: 10s}
+slo: {tpot_p99_ms: 50}
+tuner: {objective: max request_rate}
 `}
 
 // TestSpecDocCoversEveryKey walks the parser's keys (every mapping it

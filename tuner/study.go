@@ -170,6 +170,7 @@ func (s *Study) Run(ctx context.Context) (Outcome, error) {
 		_ = run.End(context.WithoutCancel(ctx), status)
 		return r.out, fmt.Errorf("quality baseline: %w", err)
 	}
+	r.enqueue(stored)
 	r.dispatch(ctx, r.searchJob)
 	if ctx.Err() == nil && !r.stopped(ctx) {
 		r.confirm(ctx)
@@ -359,6 +360,25 @@ func (r *studyRun) replay(stored []store.Trial) error {
 	}
 	r.started = r.done
 	return nil
+}
+
+// enqueue queues the spec's configurations to measure first, those a
+// resumed study has not stored yet; the sampler is told their results as
+// replayed trials.
+func (r *studyRun) enqueue(stored []store.Trial) {
+	have := map[string]bool{}
+	for _, t := range stored {
+		have[t.Settings.Key()] = true
+	}
+	for _, set := range r.s.Spec.Tuner.Enqueue {
+		if have[set.Key()] || !r.s.Spec.Space.Holds(set) {
+			continue
+		}
+		have[set.Key()] = true
+		r.sampler.Reserve(set)
+		r.queue = append(r.queue, job{number: r.next, settings: set, replay: true})
+		r.next++
+	}
 }
 
 func (r *studyRun) fail(err error) {

@@ -523,3 +523,91 @@ func TestSeededStudiesAgree(t *testing.T) {
 		}
 	}
 }
+
+// TestCapacityByRate runs a virtual study whose trials search the highest
+// Poisson rate meeting the SLOs: every level is a rate, the SLOs hold at
+// the trial's value and not at the next probe above it, and a larger
+// running-request limit carries more load.
+func TestCapacityByRate(t *testing.T) {
+	ctx := context.Background()
+	sp := mustSpec(t, `name: cap
+model: meta-llama/Llama-3.1-8B-Instruct
+engine: vllm
+launcher: {kind: virtual}
+hardware: {gpu: H100-SXM}
+space: {max_running_requests: [4, 64]}
+workload:
+  dataset: {kind: random, input: 512, output: 64}
+  load: {capacity: rate, start_rate: 4, max_rate: 500, rate_precision: 0.05}
+  requests_per_level: 150
+  warmup: 0
+slo: {ttft_p99_ms: 400, tpot_p99_ms: 30}
+tuner: {sampler: grid, trials: 2, seed: 1, objective: max request_rate, confirm: false}
+`)
+	db, err := store.Open(ctx, ":memory:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	out, err := (&Study{Spec: sp, Store: db}).Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trials, err := db.Trials(ctx, out.StudyID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caps := map[int]float64{}
+	for _, tr := range trials {
+		pts := PointsOf(tr.Number, tr.Settings, 0, tr.LoadPoints)
+		v, ok := TrialValue(pts, sp.Tuner.Objective, sp.SLO)
+		if !ok {
+			t.Fatalf("trial %d (%v): no level met the SLOs", tr.Number, tr.Settings)
+		}
+		missAbove := false
+		for _, p := range pts {
+			if p.Load.Rate <= 0 || p.Load.MaxConcurrency != 0 {
+				t.Fatalf("trial %d: level %s is not a rate", tr.Number, p.Label)
+			}
+			if p.Load.Rate > v && p.Load.Rate <= v*1.06 && !sp.SLO.Met(p) {
+				missAbove = true
+			}
+		}
+		if !missAbove {
+			t.Errorf("trial %d: capacity %.2f req/s not bracketed within 6%% by a probe that missed", tr.Number, v)
+		}
+		n, _ := tr.Settings.Int("max_running_requests")
+		caps[n] = v
+		t.Logf("max_running_requests %d: capacity %.2f req/s after %d probes", n, v, len(pts))
+	}
+	if caps[64] <= caps[4] {
+		t.Errorf("capacity with 64 running requests %.2f <= with 4 %.2f", caps[64], caps[4])
+	}
+}
+
+// TestStudyEnqueue: configurations enqueued by the caller run first,
+// count toward the trials, and teach the sampler (its proposals differ
+// from them).
+func TestStudyEnqueue(t *testing.T) {
+	ctx := context.Background()
+	sp := mustSpec(t, strings.Replace(studySpec, "trials: 6", "trials: 4", 1))
+	first := space.Settings{"tensor_parallel": 2, "max_running_requests": 8, "gpu_memory_fraction": 0.9}
+	sp.Tuner.Enqueue = []space.Settings{first, {"tensor_parallel": 3}} // the second is outside the space: skipped
+	db := openStore(t)
+	out, err := (&Study{Spec: sp, Store: db, Eval: &TrialRunner{Spec: sp}}).Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trials, err := db.Trials(ctx, out.StudyID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(trials) != 4 || trials[0].Settings.Key() != first.Key() {
+		t.Fatalf("%d trials, the first %v; want 4 starting with %v", len(trials), trials[0].Settings, first)
+	}
+	for _, tr := range trials[1:] {
+		if tr.Settings.Key() == first.Key() {
+			t.Errorf("trial %d repeats the enqueued configuration", tr.Number)
+		}
+	}
+}

@@ -90,15 +90,7 @@ vLLM's result key names.`,
 // workloadFlags registers the workload, load and output flags that
 // `servetune bench` and `servetune sim run` share (same names, same meaning).
 func workloadFlags(fl *pflag.FlagSet, f *benchFlags) {
-	fl.StringVar(&f.dataset, "dataset", "random", "random, sharegpt, jsonl or prefix")
-	fl.StringVar(&f.datasetPath, "dataset-path", "", "dataset file for sharegpt (JSON) or jsonl")
-	fl.IntVar(&f.inputLen, "input-len", 1024, "prompt tokens (random, prefix suffix)")
-	fl.IntVar(&f.outputLen, "output-len", 128, "output tokens asked for")
-	fl.Float64Var(&f.rangeRatio, "range-ratio", 0, "lengths uniform on [len(1-r), len(1+r)]")
-	fl.StringVar(&f.inputDist, "input-dist", "", "prompt length distribution: N, uniform:A,B, lognormal:median=M,sigma=S, normal:mean=M,sigma=S (overrides --input-len)")
-	fl.StringVar(&f.outputDist, "output-dist", "", "output length distribution (overrides --output-len)")
-	fl.IntVar(&f.prefixGroups, "prefix-groups", 8, "prefix: number of shared prefixes")
-	fl.IntVar(&f.prefixLen, "prefix-len", 512, "prefix: tokens per shared prefix")
+	datasetFlags(fl, f)
 	fl.StringVar(&f.rate, "request-rate", "inf", "requests per second (Poisson) or inf (all at once)")
 	fl.Float64Var(&f.burstiness, "burstiness", 1, "gamma shape of arrivals: 1 Poisson, <1 burstier, >1 more regular")
 	fl.IntVar(&f.maxConc, "max-concurrency", 0, "cap on requests in flight (0 = none)")
@@ -113,6 +105,20 @@ func workloadFlags(fl *pflag.FlagSet, f *benchFlags) {
 	fl.StringVar(&f.csvOut, "csv", "", "write the summary as CSV to this file")
 	fl.StringVar(&f.requestsOut, "requests-out", "", "write one JSON line per request with all timestamps")
 	fl.StringVar(&f.htmlOut, "html", "", "write a self-contained HTML report (latency distributions, levels, failures, meta) to this file")
+}
+
+// datasetFlags registers the workload's request shape (what a request
+// asks for), shared by bench, sim run and whatif.
+func datasetFlags(fl *pflag.FlagSet, f *benchFlags) {
+	fl.StringVar(&f.dataset, "dataset", "random", "random, sharegpt, jsonl or prefix")
+	fl.StringVar(&f.datasetPath, "dataset-path", "", "dataset file for sharegpt (JSON) or jsonl")
+	fl.IntVar(&f.inputLen, "input-len", 1024, "prompt tokens (random, prefix suffix)")
+	fl.IntVar(&f.outputLen, "output-len", 128, "output tokens asked for")
+	fl.Float64Var(&f.rangeRatio, "range-ratio", 0, "lengths uniform on [len(1-r), len(1+r)]")
+	fl.StringVar(&f.inputDist, "input-dist", "", "prompt length distribution: N, uniform:A,B, lognormal:median=M,sigma=S, normal:mean=M,sigma=S (overrides --input-len)")
+	fl.StringVar(&f.outputDist, "output-dist", "", "output length distribution (overrides --output-len)")
+	fl.IntVar(&f.prefixGroups, "prefix-groups", 8, "prefix: number of shared prefixes")
+	fl.IntVar(&f.prefixLen, "prefix-len", 512, "prefix: tokens per shared prefix")
 }
 
 // level is one load level of a run or sweep.

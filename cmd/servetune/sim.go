@@ -139,6 +139,7 @@ func printEstimate(w io.Writer, cfg sim.Config, e simEstimate) {
 	row("CUDA graphs", "%.2f GiB", e.CUDAGraphGiB)
 	row("KV cache", "%.2f GiB, %d tokens (%d blocks of %d, %s)", e.KVCacheGiB, e.KVCacheTokens, e.KVBlocks, e.BlockSize, cfg.KVCacheDType)
 	row("max concurrency", "%.2fx at %d tokens per request; max running requests %d", e.MaxConcurrency, e.MaxModelLen, e.MaxNumSeqs)
+	row("constants", "%s", constantsName(cfg))
 	tw.Flush()
 	if e.StepTimes != nil {
 		fmt.Fprintf(w, "prefill step (ms):")
@@ -151,6 +152,14 @@ func printEstimate(w io.Writer, cfg sim.Config, e simEstimate) {
 		}
 		fmt.Fprintln(w)
 	}
+}
+
+// constantsName says where the simulator's constants came from.
+func constantsName(cfg sim.Config) string {
+	if cfg.Calibration != "" {
+		return "calibration " + cfg.Calibration
+	}
+	return "stock (sim/constants.go)"
 }
 
 func quantName(q string) string {
@@ -257,7 +266,7 @@ func runSimVirtual(cmd *cobra.Command, cfg sim.Config, f *benchFlags) error {
 		for k, v := range map[string]any{
 			"tool": "servetune " + version, "level": li, "endpoint": "sim (virtual time)",
 			"engine": string(cfg.Engine), "gpu": cfg.GPU.ID, "num_gpus": cfg.NumGPUs,
-			"engine_settings": simSettings(cfg),
+			"engine_settings": simSettings(cfg), "constants": constantsName(cfg),
 		} {
 			s.Meta[k] = v
 		}

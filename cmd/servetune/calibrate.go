@@ -1,0 +1,222 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"gopkg.in/yaml.v3"
+
+	"github.com/servetune/servetune/calibrate"
+	"github.com/servetune/servetune/catalog"
+	"github.com/servetune/servetune/sim"
+	"github.com/servetune/servetune/tuner"
+)
+
+func init() { subcommands = append(subcommands, newCalibrateCmd) }
+
+type calibrateOptions struct {
+	db, out, engineVersion, start string
+	fit, metrics                  []string
+	maxEvals                      int
+	asJSON                        bool
+}
+
+func newCalibrateCmd() *cobra.Command {
+	var o calibrateOptions
+	cmd := &cobra.Command{
+		Use:   "calibrate STUDY -o PROFILE.json",
+		Short: "Fit the simulator's efficiency constants to a stored study's measurements",
+		Long: `Fit the simulated engine's efficiency constants (memory-bandwidth and GEMM
+efficiencies, attention, the GPU link, host and kernel overheads) to the measured
+load points of a stored study: every trial with status ok is replayed in virtual
+time with the exact workload it was measured with, and the constants are fitted
+(gonum Nelder-Mead, from the stock constants or --start) to its p50/p99 TTFT and
+TPOT. Only the constants the measurements tell apart are fitted; the others stay
+and the output says why. The profile names the GPU (the study's hardware.gpu) and
+engine (and --engine-version) it was measured on; whatif --calibration, sim
+--calibration and a virtual launcher's calibration: refuse it elsewhere unless
+forced.`,
+		Example: `  servetune calibrate mystudy --db studies.db -o h100-vllm.json --engine-version v0.11.0
+  servetune whatif --model meta-llama/Llama-3.1-8B-Instruct --gpus H100-SXM --calibration h100-vllm.json ...
+  servetune sim run meta-llama/Llama-3.1-8B-Instruct --gpu H100-SXM --calibration h100-vllm.json --request-rate 8`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runCalibrate(cmd, args[0], &o)
+		},
+	}
+	fl := cmd.Flags()
+	addDBFlag(cmd, &o.db)
+	fl.StringVarP(&o.out, "output", "o", "", "write the profile (JSON) to this file (required)")
+	fl.StringVar(&o.engineVersion, "engine-version", "", "the engine version measured, e.g. v0.11.0 (default: the study's image tag, when it has one)")
+	fl.StringVar(&o.start, "start", "", "start from this profile's constants instead of the stock ones")
+	fl.StringSliceVar(&o.fit, "fit", nil, "constants to fit (default: those the measurements tell apart): "+strings.Join(sim.ConstantNames(), ", "))
+	fl.StringSliceVar(&o.metrics, "metrics", nil, "metrics compared (default "+strings.Join(calibrate.DefaultMetrics, ",")+")")
+	fl.IntVar(&o.maxEvals, "max-evals", 600, "most simulations of the whole study")
+	fl.BoolVar(&o.asJSON, "json", false, "print the profile as JSON instead of the table")
+	return cmd
+}
+
+func runCalibrate(cmd *cobra.Command, name string, o *calibrateOptions) error {
+	if o.out == "" {
+		return usageErrorf("calibrate: -o PROFILE.json is required")
+	}
+	if o.maxEvals < 1 {
+		return usageErrorf("--max-evals %d: must be >= 1", o.maxEvals)
+	}
+	ctx := cmd.Context()
+	st, err := loadStudy(ctx, o.db, name)
+	if err != nil {
+		return err
+	}
+	sp := st.spec
+	if sp.Hardware.GPU == "" {
+		return usageErrorf("study %s: %v", name, tuner.ErrNoGPU)
+	}
+	gpu, err := catalog.LookupGPU(sp.Hardware.GPU)
+	if err != nil {
+		return usageErrorf("study %s: %v", name, err)
+	}
+	if sp.ModelConfig != "" {
+		if _, err := os.Stat(sp.Launcher.ModelConfig); err != nil && st.study.ModelConfig != "" {
+			// The config.json moved: replay with the copy the study stored.
+			dir, err := os.MkdirTemp("", "servetune-calibrate")
+			if err != nil {
+				return failedError(err)
+			}
+			defer os.RemoveAll(dir)
+			p := filepath.Join(dir, "config.json")
+			if err := os.WriteFile(p, []byte(st.study.ModelConfig), 0o600); err != nil {
+				return failedError(err)
+			}
+			sp.Launcher.ModelConfig = p
+		}
+	}
+	runs, skipped, err := tuner.CalibrationRuns(sp, st.trials)
+	if errors.Is(err, calibrate.ErrNoPoints) {
+		return usageErrorf("study %s has no trial with measured load points to calibrate from", name)
+	}
+	if err != nil {
+		return usageError(err)
+	}
+	start := sim.StockConstants(sp.Engine)
+	if o.start != "" {
+		p, err := sim.LoadProfile(o.start)
+		if err != nil {
+			return usageError(err)
+		}
+		if err := p.Check(gpu.ID, sp.Engine, false); err != nil {
+			return usageErrorf("--start %s: %v", o.start, err)
+		}
+		start = p.Constants.WithDefaults(sp.Engine)
+	}
+	for _, m := range o.metrics {
+		if err := calibrate.ValidMetric(m); err != nil {
+			return usageErrorf("--metrics: %v", err)
+		}
+	}
+	for _, c := range o.fit {
+		if _, ok := start.Get(c); !ok {
+			return usageErrorf("--fit %q: unknown simulator constant (known: %s)", c, strings.Join(sim.ConstantNames(), ", "))
+		}
+	}
+	stderr := cmd.ErrOrStderr()
+	began := time.Now()
+	var last time.Time
+	res, err := calibrate.Fit(ctx, runs, start, calibrate.Options{Fit: o.fit, Metrics: o.metrics, MaxEvals: o.maxEvals,
+		Progress: func(evals int, loss float64) {
+			if now := time.Now(); now.Sub(last) > 200*time.Millisecond {
+				last = now
+				fmt.Fprintf(stderr, "\rcalibrate %s: %d simulations of %d runs, loss %.4g, %s ", name, evals, len(runs), loss, now.Sub(began).Truncate(time.Second))
+			}
+		}})
+	if !last.IsZero() {
+		fmt.Fprintln(stderr)
+	}
+	if err != nil {
+		return failedError(err)
+	}
+	version := o.engineVersion
+	if version == "" {
+		version = imageVersion(sp.Text)
+	}
+	prof := sim.Profile{Version: sim.ProfileVersion, GPU: gpu.ID, Engine: sp.Engine, EngineVersion: version,
+		Model: sp.Model, Source: fmt.Sprintf("study %s (%s)", name, o.db), Created: time.Now().UTC().Format(time.RFC3339),
+		Points: res.Points, Constants: res.Constants, Fitted: res.Fitted, Errors: res.Errors}
+	if err := prof.Save(o.out); err != nil {
+		return failedError(err)
+	}
+	w := cmd.OutOrStdout()
+	if o.asJSON {
+		return writeJSON(w, prof)
+	}
+	printCalibration(w, name, len(runs), skipped, res, prof)
+	fmt.Fprintf(w, "wrote %s (measured on %s); use it with whatif --calibration %s, or sim run|estimate|serve ... --calibration %s\n",
+		o.out, prof.What(), o.out, o.out)
+	if version == "" {
+		fmt.Fprintln(w, "the engine version is unknown: give --engine-version so the profile says what it was measured on")
+	}
+	return nil
+}
+
+// printCalibration writes the fit: constants before and after, the ones
+// held and why, and the error of each metric before and after.
+func printCalibration(w io.Writer, name string, runs, skipped int, res calibrate.Result, p sim.Profile) {
+	fmt.Fprintf(w, "calibrated %s on %s: %d load points of %d trials", p.Engine, p.GPU, res.Points, runs)
+	if skipped > 0 {
+		fmt.Fprintf(w, " (%d trials the simulator cannot model left out)", skipped)
+	}
+	fmt.Fprintf(w, ", %d simulations\n\n", res.Evals)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "constant\tstart\tfitted\tchange")
+	for _, c := range res.Fitted {
+		a, _ := res.Start.Get(c)
+		b, _ := res.Constants.Get(c)
+		fmt.Fprintf(tw, "%s\t%.4g\t%.4g\t%+.1f%%\n", c, a, b, 100*(b/a-1))
+	}
+	tw.Flush()
+	if len(res.Held) > 0 {
+		fmt.Fprintf(w, "held at the start value: %s\n", strings.Join(res.Held, ", "))
+	}
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "metric\tpoints\tmedian error before\tafter\tlargest after")
+	for _, e := range res.Errors {
+		fmt.Fprintf(tw, "%s\t%d\t%.1f%%\t%.1f%%\t%.1f%%\n", e.Metric, e.Points, 100*e.Before, 100*e.After, 100*e.MaxAfter)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+}
+
+// imageVersion is the tag of the study's launcher.image (e.g. v0.11.0 of
+// vllm/vllm-openai:v0.11.0), or "" when it names none or "latest".
+func imageVersion(specText string) string {
+	var doc struct {
+		Launcher struct {
+			Image string `yaml:"image"`
+			Kind  string `yaml:"kind"`
+		} `yaml:"launcher"`
+	}
+	if err := yaml.Unmarshal([]byte(specText), &doc); err != nil {
+		return ""
+	}
+	switch doc.Launcher.Kind {
+	case "virtual", "sim":
+		return "servetune-sim " + version
+	}
+	ref := doc.Launcher.Image
+	if i := strings.LastIndex(ref, "/"); i >= 0 {
+		ref = ref[i+1:]
+	}
+	_, tag, ok := strings.Cut(ref, ":")
+	if !ok || tag == "latest" {
+		return ""
+	}
+	return tag
+}

@@ -1,0 +1,423 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/servetune/servetune/catalog"
+	"github.com/servetune/servetune/engine"
+	"github.com/servetune/servetune/sim"
+	"github.com/servetune/servetune/tuner"
+	"github.com/servetune/servetune/whatif"
+)
+
+func init() { subcommands = append(subcommands, newWhatifCmd) }
+
+type whatifFlags struct {
+	bench                     benchFlags
+	spec                      string
+	model, gpus, engines, slo string
+	maxGPUs                   int
+	targetRPS, perDay, peak   float64
+	prices                    []string
+	reserved                  float64
+	calibrations              []string
+	force                     bool
+	quant, kv                 string
+	maxModelLen, trials       int
+	requests                  int
+	jsonOut                   string
+	noProgress                bool
+}
+
+func newWhatifCmd() *cobra.Command {
+	var f whatifFlags
+	cmd := &cobra.Command{
+		Use:   "whatif --model M --gpus G1,G2 --slo LIMITS [--target-rps R | --requests-per-day N --peak-factor F] [flags]",
+		Short: "Which GPU, how many, at what cost: search every GPU type and count in virtual time and rank them by cost",
+		Long: `For a model and its traffic, search every GPU type of --gpus with 1, 2, 4, 8 GPUs per
+replica (up to --max-gpus) and every engine of --engine: the tuner searches each
+candidate's settings (tensor/pipeline split, running requests, batched tokens, memory
+fraction, KV cache type, the weight quantizations --quantizations allows) in virtual
+time, each trial finding the highest Poisson request rate whose p99 latencies meet
+--slo with no failed request. Rows say what one replica serves, how many replicas
+the target needs, what they cost a month (on-demand and reserved) and per million
+output tokens, and the serve command; rows that cannot hold the model say why.
+Every row carries the simulator's expected error band for its regime, and rows
+within each other's band are marked as ties. --spec reads the question from a
+study spec's model, workload, slo and whatif: section (docs/spec.md); flags win.`,
+		Example: `  servetune whatif --model meta-llama/Llama-3.3-70B-Instruct --gpus H100-SXM,H200,B200,L40S,A100-80G \
+    --input-len 2048 --output-len 256 --slo ttft_p99_ms=2000,tpot_p99_ms=50 --target-rps 20
+  servetune whatif --model ./my-model --gpus H100-SXM --calibration h100.json --slo tpot_p99_ms=40 --json out.json
+  servetune whatif --spec examples/whatif.yaml`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runWhatif(cmd, &f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.spec, "spec", "", "read the question from a study spec (model, workload.dataset, slo, whatif:)")
+	fl.StringVar(&f.model, "model", "", "model: a catalog id, or a Hugging Face config.json or a directory holding one")
+	fl.StringVar(&f.gpus, "gpus", "", "GPU types to consider, comma-separated (catalog ids, e.g. H100-SXM,H200,B200)")
+	fl.IntVar(&f.maxGPUs, "max-gpus", 8, "most GPUs per replica (1, 2, 4, ... up to this)")
+	fl.StringVar(&f.engines, "engine", "vllm", "engines, comma-separated: vllm, sglang")
+	datasetFlags(fl, &f.bench)
+	fl.StringVar(&f.slo, "slo", "", "latency limits per request level: ttft_p99_ms=2000,tpot_p99_ms=50 (required)")
+	fl.Float64Var(&f.targetRPS, "target-rps", 0, "peak requests per second to serve (rows rank by $/month); without a target they rank by $/Mtok")
+	fl.Float64Var(&f.perDay, "requests-per-day", 0, "requests a day, instead of --target-rps (target = N / 86400 x --peak-factor)")
+	fl.Float64Var(&f.peak, "peak-factor", 2, "peak over average rate, with --requests-per-day")
+	fl.StringSliceVar(&f.prices, "price", nil, "on-demand $/GPU-hour overriding the catalog's, e.g. H100-SXM=2.5,H200=3.8")
+	fl.Float64Var(&f.reserved, "reserved-discount", 0.4, "share a reservation takes off the on-demand price")
+	fl.StringSliceVar(&f.calibrations, "calibration", nil, "calibration profiles (servetune calibrate); each applies to the rows of its GPU and engine")
+	fl.BoolVar(&f.force, "force-calibration", false, "apply the one --calibration profile to every row, whatever it was measured on")
+	fl.StringVar(&f.quant, "quantizations", "none", "weight quantizations allowed, comma-separated: none (the checkpoint's), fp8, awq, gptq")
+	fl.StringVar(&f.kv, "kv-cache-dtypes", "auto,fp8", "KV cache types allowed, comma-separated: auto, fp8")
+	fl.IntVar(&f.maxModelLen, "max-model-len", 0, "the engine's context length (default: the workload's longest request, rounded up to 1024)")
+	fl.IntVar(&f.trials, "trials", 12, "tuner trials per candidate")
+	fl.IntVar(&f.requests, "requests", 200, "requests per probe of the capacity search")
+	fl.Uint64Var(&f.bench.seed, "seed", 0, "random seed of the samplers and the workload")
+	fl.StringVar(&f.jsonOut, "json", "", "also write the report as JSON to this file")
+	fl.BoolVar(&f.noProgress, "no-progress", false, "no live progress line")
+	return cmd
+}
+
+// whatifOptions builds the question from the flags (and --spec); every
+// error is a usage error.
+func whatifOptions(fl *pflag.FlagSet, f *whatifFlags) (whatif.Options, error) {
+	var o whatif.Options
+	var sp *tuner.Spec
+	if f.spec != "" {
+		var err error
+		if sp, err = tuner.ParseSpecFile(f.spec); err != nil {
+			return o, err
+		}
+		o.Model = sp.Model
+		if sp.ModelConfig != "" {
+			o.Model = sp.ModelConfig
+		}
+		o.Engines = []engine.Engine{sp.Engine}
+		o.Dataset, o.SLO, o.Seed = sp.Workload.Dataset, sp.SLO, sp.Tuner.Seed
+		if w := sp.Whatif; w != nil {
+			o.GPUs, o.MaxGPUs, o.TargetRPS, o.Prices = w.GPUs, w.MaxGPUs, w.TargetRPS, w.Prices
+			if len(w.Engines) > 0 {
+				o.Engines = w.Engines
+			}
+			if w.RequestsPerDay > 0 {
+				peak := w.PeakFactor
+				if peak == 0 {
+					peak = 2
+				}
+				o.TargetRPS = w.RequestsPerDay / 86400 * peak
+			}
+			o.ReservedDiscount = 0.4
+			if w.ReservedDiscount != nil {
+				o.ReservedDiscount = *w.ReservedDiscount
+			}
+			o.Quantizations, o.KVCacheDTypes, o.MaxModelLen, o.Trials = w.Quantization, w.KVCacheDTypes, w.MaxModelLen, w.Trials
+			o.Force = w.ForceCalibration
+			for _, c := range w.Calibration {
+				p, err := sim.LoadProfile(c)
+				if err != nil {
+					return o, err
+				}
+				o.Calibrations = append(o.Calibrations, whatif.Calibration{Name: c, Profile: p})
+			}
+		}
+	}
+	set := func(name string) bool { return sp == nil || fl.Changed(name) }
+	if set("model") {
+		o.Model = f.model
+	}
+	if o.Model == "" {
+		return o, errors.New("--model: give a model (a catalog id, or a config.json or a directory holding one)")
+	}
+	if set("gpus") {
+		o.GPUs = splitList(f.gpus)
+	}
+	if set("max-gpus") {
+		o.MaxGPUs = f.maxGPUs
+	}
+	if set("engine") {
+		o.Engines = nil
+		for _, e := range splitList(f.engines) {
+			eng, err := engine.Parse(e)
+			if err != nil {
+				return o, fmt.Errorf("--engine: %w", err)
+			}
+			o.Engines = append(o.Engines, eng)
+		}
+	}
+	datasetChanged := false
+	fl.Visit(func(fl *pflag.Flag) {
+		switch fl.Name {
+		case "dataset", "dataset-path", "input-len", "output-len", "range-ratio", "input-dist", "output-dist", "prefix-groups", "prefix-len":
+			datasetChanged = true
+		}
+	})
+	if sp == nil || datasetChanged {
+		ds, err := benchDataset(&f.bench)
+		if err != nil {
+			return o, err
+		}
+		o.Dataset = ds
+	}
+	if set("slo") {
+		if f.slo == "" {
+			return o, errors.New("--slo: give the latency limits, e.g. ttft_p99_ms=2000,tpot_p99_ms=50")
+		}
+		slo, err := tuner.ParseSLO(f.slo)
+		if err != nil {
+			return o, fmt.Errorf("--slo: %w", err)
+		}
+		o.SLO = slo
+	}
+	if fl.Changed("target-rps") && fl.Changed("requests-per-day") {
+		return o, errors.New("--target-rps and --requests-per-day: give one")
+	}
+	if fl.Changed("target-rps") {
+		if !(f.targetRPS > 0) {
+			return o, fmt.Errorf("--target-rps %g: must be positive", f.targetRPS)
+		}
+		o.TargetRPS = f.targetRPS
+	}
+	if fl.Changed("requests-per-day") {
+		if !(f.perDay > 0) || !(f.peak >= 1) {
+			return o, fmt.Errorf("--requests-per-day %g --peak-factor %g: want a positive count and a factor of at least 1", f.perDay, f.peak)
+		}
+		o.TargetRPS = f.perDay / 86400 * f.peak
+	}
+	if len(f.prices) > 0 {
+		if o.Prices == nil {
+			o.Prices = map[string]float64{}
+		}
+		for _, p := range f.prices {
+			id, v, ok := strings.Cut(p, "=")
+			price, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if !ok || err != nil || !(price > 0) {
+				return o, fmt.Errorf("--price %q: want GPU=$/GPU-hour, e.g. H100-SXM=2.5", p)
+			}
+			g, err := catalog.LookupGPU(strings.TrimSpace(id))
+			if err != nil {
+				return o, fmt.Errorf("--price: %w", err)
+			}
+			o.Prices[g.ID] = price
+		}
+	}
+	if set("reserved-discount") {
+		o.ReservedDiscount = f.reserved
+	}
+	if len(f.calibrations) > 0 {
+		o.Calibrations = nil
+		for _, c := range f.calibrations {
+			p, err := sim.LoadProfile(c)
+			if err != nil {
+				return o, err
+			}
+			o.Calibrations = append(o.Calibrations, whatif.Calibration{Name: c, Profile: p})
+		}
+	}
+	if fl.Changed("force-calibration") {
+		o.Force = f.force
+	}
+	if set("quantizations") {
+		o.Quantizations = splitList(f.quant)
+	}
+	if set("kv-cache-dtypes") {
+		o.KVCacheDTypes = splitList(f.kv)
+	}
+	if set("max-model-len") {
+		o.MaxModelLen = f.maxModelLen
+	}
+	if set("trials") {
+		o.Trials = f.trials
+	}
+	o.RequestsPerLevel = f.requests
+	if fl.Changed("seed") || sp == nil {
+		o.Seed = int64(f.bench.seed)
+	}
+	return o, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func runWhatif(cmd *cobra.Command, f *whatifFlags) error {
+	o, err := whatifOptions(cmd.Flags(), f)
+	if err != nil {
+		return usageError(err)
+	}
+	var out io.Closer
+	if f.jsonOut != "" {
+		// Created before the search, so a bad path fails at once.
+		fh, err := os.OpenFile(f.jsonOut, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+		if err != nil {
+			return usageErrorf("--json: %v", err)
+		}
+		out = fh
+		defer out.Close()
+	}
+	stderr := cmd.ErrOrStderr()
+	var last time.Time
+	live := !f.noProgress
+	if live {
+		o.Progress = func(p whatif.Progress) {
+			if now := time.Now(); now.Sub(last) >= 200*time.Millisecond || p.Done == p.Total {
+				last = now
+				fmt.Fprintf(stderr, "\r\033[Kwhatif: %d/%d candidates  %s  %s", p.Done, p.Total, p.Running, p.Elapsed.Truncate(100*time.Millisecond))
+			}
+		}
+	}
+	rep, err := whatif.Run(cmd.Context(), o)
+	if live && !last.IsZero() {
+		fmt.Fprintln(stderr)
+	}
+	if errors.Is(err, whatif.ErrInput) {
+		return usageError(errors.New(strings.TrimPrefix(err.Error(), whatif.ErrInput.Error()+": ")))
+	}
+	if err != nil {
+		return failedError(err)
+	}
+	printWhatif(cmd.OutOrStdout(), rep)
+	if out != nil {
+		enc := json.NewEncoder(out.(io.Writer))
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return failedError(err)
+		}
+	}
+	return nil
+}
+
+// printWhatif writes the ranked table, the prices and their dates, the
+// ties and the serve commands.
+func printWhatif(w io.Writer, rep *whatif.Report) {
+	engines := make([]string, len(rep.Engines))
+	for i, e := range rep.Engines {
+		engines[i] = string(e)
+	}
+	fmt.Fprintf(w, "%s, %s; %s; SLO %s; max-model-len %d\n", rep.Model, strings.Join(engines, "+"), rep.Workload, rep.SLO, rep.MaxModelLen)
+	if rep.TargetRPS > 0 {
+		fmt.Fprintf(w, "target %.3g req/s: ranked by $/month (%d h), on-demand and reserved (-%.0f%%)\n", rep.TargetRPS, whatif.HoursPerMonth, 100*rep.ReservedDiscount)
+	} else {
+		fmt.Fprintf(w, "no target: ranked by $ per million output tokens at one replica's capacity; $/month is one replica (%d h)\n", whatif.HoursPerMonth)
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "#\tGPU\tGPUs\tengine\treq/s\ttok/s/GPU\tTTFT p99\tTPOT p99\treplicas\t$/month\treserved\t$/Mtok\terror\t")
+	var unfit []whatif.Row
+	for _, r := range rep.Rows {
+		if r.Rank == 0 {
+			unfit = append(unfit, r)
+			continue
+		}
+		repl := "-"
+		if rep.TargetRPS > 0 {
+			repl = fmt.Sprintf("%d (+%.0f%%)", r.Replicas, 100*r.Headroom)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%.3g\t%.0f\t%.0f ms\t%.1f ms\t%s\t%s\t%s\t%.2f\t±%.0f%%\t\n",
+			r.Rank, r.GPU, r.GPUsPerReplica, r.Engine, r.CapacityRPS, r.OutputTokensPerSPerGPU, r.TTFTP99, r.TPOTP99,
+			repl, dollars(r.MonthlyCost), dollars(r.MonthlyCostReserved), r.CostPerMTok, 100*r.ErrorBand)
+	}
+	tw.Flush()
+	short := func(r whatif.Row) string {
+		if len(rep.Engines) > 1 {
+			return r.Name()
+		}
+		return fmt.Sprintf("%s x%d", r.GPU, r.GPUsPerReplica)
+	}
+	if ties := rep.Ties(); ties != nil {
+		names := make([]string, len(ties))
+		for i, r := range ties {
+			names[i] = short(r)
+		}
+		fmt.Fprintf(w, "\ntie: %s are within the model's error of each other; measure them (or calibrate) before choosing\n", joinAnd(names))
+	} else if len(rep.Rows) > 0 && rep.Rows[0].Rank == 1 {
+		fmt.Fprintf(w, "\nbest: %s stands apart from the next row beyond the model's error\n", short(rep.Rows[0]))
+	}
+	if len(unfit) > 0 {
+		fmt.Fprintln(w, "\ncannot serve:")
+		for _, r := range unfit {
+			fmt.Fprintf(w, "  %s x%d %s: %s\n", r.GPU, r.GPUsPerReplica, r.Engine, r.Reason)
+		}
+	}
+	fmt.Fprintln(w, "\nerror bands (the simulator's expected error in each row's regime, sim/doc.go):")
+	seen := map[string]bool{}
+	for _, r := range rep.Rows {
+		if r.Rank > 0 && !seen[r.BandBasis] {
+			seen[r.BandBasis] = true
+			fmt.Fprintf(w, "  ±%.0f%% %s\n", 100*r.ErrorBand, r.BandBasis)
+		}
+	}
+	fmt.Fprintln(w, "\nprices used (on-demand $/GPU-hour):")
+	ids := make([]string, 0, len(rep.Prices))
+	for id := range rep.Prices {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		p := rep.Prices[id]
+		fmt.Fprintf(w, "  %-9s %.2f  %s, %s\n", id, p.PerGPUHour, p.Date, p.Source)
+	}
+	shown := 0
+	for _, r := range rep.Rows {
+		if r.Rank == 0 || shown == 3 {
+			break
+		}
+		if shown == 0 {
+			fmt.Fprintln(w, "\nserve commands (per replica):")
+		}
+		shown++
+		fmt.Fprintf(w, "  #%d %s: %s\n", r.Rank, short(r), r.ServeCommand)
+	}
+	for _, r := range rep.Rows {
+		if r.Calibration != "" {
+			fmt.Fprintf(w, "\ncalibrated rows use their GPU's profile (%s); the others the stock constants\n", r.Calibration)
+			break
+		}
+	}
+	fmt.Fprintf(w, "\nsearched %d candidates, %d trials, in %.1f s\n", rep.Candidates, rep.TrialsRun, rep.Wall.Seconds())
+}
+
+func dollars(v float64) string {
+	if math.IsInf(v, 0) || math.IsNaN(v) {
+		return "-"
+	}
+	s := strconv.FormatFloat(math.Round(v), 'f', 0, 64)
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return "$" + b.String()
+}
+
+func joinAnd(v []string) string {
+	switch len(v) {
+	case 0:
+		return ""
+	case 1:
+		return v[0]
+	}
+	return strings.Join(v[:len(v)-1], ", ") + " and " + v[len(v)-1]
+}

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/servetune/servetune/sim"
+)
+
+// TestWhatifCLI asks a small question end to end: the table, the prices
+// with their dates, the serve commands and the JSON file.
+func TestWhatifCLI(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "w.json")
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"whatif", "--model", "llama-3.1-8b", "--gpus", "H100-SXM,L4", "--max-gpus", "2",
+		"--input-len", "512", "--output-len", "64", "--slo", "ttft_p99_ms=1000,tpot_p99_ms=60", "--target-rps", "25",
+		"--price", "L4=0.7", "--trials", "3", "--requests", "60", "--json", out}, &stdout, &stderr)
+	if code != exitOK {
+		t.Fatalf("code %d\n%s\n%s", code, stdout.String(), stderr.String())
+	}
+	text := stdout.String()
+	for _, want := range []string{"$/month", "reserved", "$/Mtok", "error", "prices used", "H100-SXM  2.95  2026-01, catalog",
+		"L4        0.70", "given (--price)", "serve commands", "vllm serve llama-3.1-8b", "searched 4 candidates"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("output lacks %q:\n%s", want, text)
+		}
+	}
+	if !strings.Contains(stderr.String(), "whatif: 4/4 candidates") {
+		t.Errorf("no progress line on stderr: %q", stderr.String())
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Rows   []map[string]any `json:"rows"`
+		Prices map[string]struct {
+			PerGPUHour float64 `json:"per_gpu_hour"`
+			Date       string  `json:"date"`
+		} `json:"prices"`
+		Calibration any `json:"calibration"`
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Rows) != 4 || doc.Prices["L4"].PerGPUHour != 0.7 || doc.Prices["H100-SXM"].Date != "2026-01" || doc.Calibration != nil {
+		t.Errorf("JSON: %d rows, prices %+v, calibration %v", len(doc.Rows), doc.Prices, doc.Calibration)
+	}
+}
+
+// TestWhatifBadInput: one line on stderr, exit 2, nothing searched.
+func TestWhatifBadInput(t *testing.T) {
+	prof := filepath.Join(t.TempDir(), "h200.json")
+	if err := (sim.Profile{GPU: "H200", Engine: "vllm", Constants: sim.StockConstants("vllm")}).Save(prof); err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"whatif", "--model", "llama-3.1-8b", "--gpus", "H100-SXM", "--slo", "ttft_p99_ms=1000", "--trials", "1"}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown GPU", []string{"whatif", "--model", "llama-3.1-8b", "--gpus", "H100-SXM,Z80", "--slo", "ttft_p99_ms=1000"}, `GPU "Z80"`},
+		{"bad SLO", []string{"whatif", "--model", "llama-3.1-8b", "--gpus", "H100-SXM", "--slo", "ttft_p99=fast"}, "want METRIC_STAT_ms=LIMIT"},
+		{"no SLO", []string{"whatif", "--model", "llama-3.1-8b", "--gpus", "H100-SXM"}, "--slo"},
+		{"fits nowhere", []string{"whatif", "--model", "llama-3.3-70b", "--gpus", "L4", "--max-gpus", "2", "--slo", "ttft_p99_ms=1000"}, "fits on none of the 2 candidates"},
+		{"profile for another GPU", append(base, "--calibration", prof), "measured on H200"},
+		{"missing profile", append(base, "--calibration", prof+".nope"), "calibration profile"},
+		{"bad price", append(base, "--price", "H100-SXM=free"), "--price"},
+		{"two targets", append(base, "--target-rps", "3", "--requests-per-day", "1000"), "give one"},
+		{"unknown model", []string{"whatif", "--model", "acme/none", "--gpus", "H100-SXM", "--slo", "ttft_p99_ms=1000"}, "not in the catalog"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), tc.args, &stdout, &stderr)
+			if code != exitUsage || !strings.Contains(stderr.String(), tc.want) || strings.Count(stderr.String(), "\n") != 1 {
+				t.Errorf("code %d, stderr %q (want exit 2, one line with %q)", code, stderr.String(), tc.want)
+			}
+		})
+	}
+}
+
+// TestWhatifSpec reads the question from a study spec's whatif: section;
+// a flag wins over it.
+func TestWhatifSpec(t *testing.T) {
+	dir := t.TempDir()
+	spec := filepath.Join(dir, "w.yaml")
+	if err := os.WriteFile(spec, []byte(`name: w
+model: meta-llama/Llama-3.1-8B-Instruct
+engine: vllm
+launcher: {kind: virtual}
+space: {max_running_requests: [64]}
+workload:
+  dataset: {kind: random, input: 256, output: 32}
+  load: {concurrency: [4]}
+slo: {ttft_p99_ms: 800, tpot_p99_ms: 50}
+whatif:
+  gpus: [L4]
+  max_gpus: 1
+  requests_per_day: 86400
+  peak_factor: 3
+  prices: {L4: 0.9}
+  trials: 2
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"whatif", "--spec", spec, "--requests", "40", "--no-progress", "--reserved-discount", "0.5"}, &stdout, &stderr)
+	if code != exitOK {
+		t.Fatalf("code %d\n%s%s", code, stdout.String(), stderr.String())
+	}
+	for _, want := range []string{"target 3 req/s", "reserved (-50%)", "L4        0.90", "SLO tpot_p99<=50ms ttft_p99<=800ms", "input 256, output 32"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, stdout.String())
+		}
+	}
+}
