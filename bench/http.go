@@ -69,7 +69,6 @@ type sent struct {
 // delays the schedule; with a concurrency cap it also waits for a free
 // slot. Each body is encoded while the dispatcher waits, not at send time.
 func (h *httpTransport) Send(ctx context.Context, p measure.Phase) ([]measure.Record, time.Time) {
-	total := p.Total()
 	var sem chan struct{}
 	if p.MaxConcurrency > 0 {
 		sem = make(chan struct{}, p.MaxConcurrency)
@@ -98,30 +97,7 @@ func (h *httpTransport) Send(ctx context.Context, p measure.Phase) ([]measure.Re
 		collect sync.WaitGroup
 	)
 	collect.Go(func() {
-		streak := 0
-		for r := range results {
-			done = append(done, r)
-			if p.Progress != nil {
-				p.Progress(len(done), total)
-			}
-			if h.stopped != "" {
-				continue
-			}
-			switch {
-			case r.rec.Error == measure.ErrConnect && strings.HasPrefix(r.rec.ErrorMsg, outOfFiles):
-				h.stopped = r.rec.ErrorMsg
-			case r.rec.Error == measure.ErrConnect:
-				if streak++; streak >= deadStreak {
-					h.stopped = fmt.Sprintf("the server refused %d connections in a row and answered none (%s)", streak, r.rec.ErrorMsg)
-				}
-			case r.rec.Error != measure.ErrCancelled:
-				streak = 0
-			}
-			if h.stopped != "" {
-				stopSending()
-				stopAll()
-			}
-		}
+		done = h.collect(results, p, func() { stopSending(); stopAll() })
 	})
 
 	next := p.Next
@@ -172,6 +148,39 @@ func (h *httpTransport) Send(ctx context.Context, p measure.Phase) ([]measure.Re
 		out[i] = done[i].rec
 	}
 	return out, start
+}
+
+// collect gathers a phase's finished requests, reports progress, and
+// calls stop once the phase must stop early (h.stopped says why): a streak
+// of refused connections with no answer between them, or this machine out
+// of file descriptors.
+func (h *httpTransport) collect(results <-chan sent, p measure.Phase, stop func()) []sent {
+	var done []sent
+	total := p.Total()
+	streak := 0
+	for r := range results {
+		done = append(done, r)
+		if p.Progress != nil {
+			p.Progress(len(done), total)
+		}
+		if h.stopped != "" {
+			continue
+		}
+		switch {
+		case r.rec.Error == measure.ErrConnect && strings.HasPrefix(r.rec.ErrorMsg, outOfFiles):
+			h.stopped = r.rec.ErrorMsg
+		case r.rec.Error == measure.ErrConnect:
+			if streak++; streak >= deadStreak {
+				h.stopped = fmt.Sprintf("the server refused %d connections in a row and answered none (%s)", streak, r.rec.ErrorMsg)
+			}
+		case r.rec.Error != measure.ErrCancelled:
+			streak = 0
+		}
+		if h.stopped != "" {
+			stop()
+		}
+	}
+	return done
 }
 
 // inflight tracks when each request in flight was sent, for Waiting.

@@ -139,6 +139,15 @@ func (s *Study) frontChart(title, xl, yl string, pts, confirm []tuner.Point, cho
 // latencyCharts plot the SLO's TTFT and TPOT percentile against the
 // offered load for the trials on the study's Pareto front.
 func (s *Study) latencyCharts(pts []tuner.Point) (ttft, tpot charted) {
+	trials, also, byTrial := s.latencyTrials(pts)
+	return s.latencyChart("ttft", "ttft_p99", trials, also, byTrial), s.latencyChart("tpot", "tpot_p99", trials, also, byTrial)
+}
+
+// latencyTrials picks the trials the latency charts draw: the
+// recommended one, then the Pareto front's by the primary objective, at
+// most maxLatencyTrials; trials whose every level measured the same are
+// drawn once (also lists them by the drawn trial).
+func (s *Study) latencyTrials(pts []tuner.Point) (trials []int, also map[int][]int, byTrial map[int][]tuner.Point) {
 	sp := s.Spec
 	var met []tuner.Point
 	for _, p := range pts {
@@ -147,7 +156,6 @@ func (s *Study) latencyCharts(pts []tuner.Point) (ttft, tpot charted) {
 		}
 	}
 	front := tuner.Front(met, sp.Objectives)
-	var trials []int
 	seen := map[int]bool{}
 	if rec, err := tuner.RecommendStudy(s.Trials, sp, tuner.PreferThroughput); err == nil {
 		trials = append(trials, rec.Best.Trial)
@@ -179,7 +187,7 @@ func (s *Study) latencyCharts(pts []tuner.Point) (ttft, tpot charted) {
 		return b.String()
 	}
 	sigs := map[string]int{} // signature -> index in trials
-	also := map[int][]int{}  // drawn trial -> trials with its figures
+	also = map[int][]int{}   // drawn trial -> trials with its figures
 	for _, tn := range trials {
 		sigs[signature(tn)] = tn
 	}
@@ -202,68 +210,72 @@ func (s *Study) latencyCharts(pts []tuner.Point) (ttft, tpot charted) {
 	for _, tn := range trials {
 		seen[tn] = true
 	}
-	byTrial := map[int][]tuner.Point{}
+	byTrial = map[int][]tuner.Point{}
 	for _, p := range pts {
 		if seen[p.Trial] {
 			byTrial[p.Trial] = append(byTrial[p.Trial], p)
 		}
 	}
-	one := func(prefix, fallback string) charted {
-		metric, limit := fallback, 0.0
-		for _, l := range sp.SLO {
-			if strings.HasPrefix(l.Metric, prefix+"_") {
-				metric, limit = l.Metric, l.Max
-			}
+	return trials, also, byTrial
+}
+
+// latencyChart draws one SLO latency (prefix ttft or tpot; fallback when
+// the SLO has no such limit) against load for the chosen trials.
+func (s *Study) latencyChart(prefix, fallback string, trials []int, also map[int][]int, byTrial map[int][]tuner.Point) charted {
+	sp := s.Spec
+	metric, limit := fallback, 0.0
+	for _, l := range sp.SLO {
+		if strings.HasPrefix(l.Metric, prefix+"_") {
+			metric, limit = l.Metric, l.Max
 		}
-		kind := "concurrency"
-		var xs []float64
-		for _, tn := range trials {
-			for _, p := range byTrial[tn] {
-				kind = p.Kind
-				xs = append(xs, p.Value)
-			}
-		}
-		xl := "concurrency (requests in flight)"
-		if kind == "rate" {
-			xl = "offered load (requests/s)"
-		}
-		c := newChart(metricTitle(metric)+" against load", xl, metricTitle(metric)+" (ms)")
-		for i, tn := range trials {
-			var xys plotter.XYs
-			for _, p := range byTrial[tn] {
-				if y, ok := p.Metric(metric); ok {
-					xys = append(xys, plotter.XY{X: p.Value, Y: y})
-				}
-			}
-			sort.Slice(xys, func(a, b int) bool { return xys[a].X < xys[b].X })
-			label := fmt.Sprintf("trial %d", tn)
-			if i == 0 && len(s.recTrialSet()) > 0 {
-				label += ", recommended"
-			}
-			if n := len(also[tn]); n > 0 {
-				label += fmt.Sprintf(" (= %s)", intList(also[tn][:min(n, 3)]))
-				if n > 3 {
-					label = label[:len(label)-1] + ", ...)"
-				}
-			}
-			c.line(xys, series[i%len(series)], 1.4, false, draw.CircleGlyph{}, label)
-		}
-		c.logX(xs)
-		c.ticksAt(xs)
-		if limit > 0 {
-			c.limit(limit, fmt.Sprintf("SLO %s ≤ %g ms", metric, limit))
-		}
-		// Latency grows with load: the top left is free for the legend,
-		// with head room above the highest line.
-		c.p.Legend.Left, c.p.Legend.Top = true, true
-		c.headroom = 1.45
-		cap := fmt.Sprintf("%s at each load level for the trials on the Pareto front (at most %d, the recommended one first; trials with identical figures are drawn once)", metricTitle(metric), maxLatencyTrials)
-		if limit > 0 {
-			cap += "; the dashed line is the SLO"
-		}
-		return charted{SVG: c.svg(wideW, smallH+50), Caption: cap + "."}
 	}
-	return one("ttft", "ttft_p99"), one("tpot", "tpot_p99")
+	kind := "concurrency"
+	var xs []float64
+	for _, tn := range trials {
+		for _, p := range byTrial[tn] {
+			kind = p.Kind
+			xs = append(xs, p.Value)
+		}
+	}
+	xl := "concurrency (requests in flight)"
+	if kind == "rate" {
+		xl = "offered load (requests/s)"
+	}
+	c := newChart(metricTitle(metric)+" against load", xl, metricTitle(metric)+" (ms)")
+	for i, tn := range trials {
+		var xys plotter.XYs
+		for _, p := range byTrial[tn] {
+			if y, ok := p.Metric(metric); ok {
+				xys = append(xys, plotter.XY{X: p.Value, Y: y})
+			}
+		}
+		sort.Slice(xys, func(a, b int) bool { return xys[a].X < xys[b].X })
+		label := fmt.Sprintf("trial %d", tn)
+		if i == 0 && len(s.recTrialSet()) > 0 {
+			label += ", recommended"
+		}
+		if n := len(also[tn]); n > 0 {
+			label += fmt.Sprintf(" (= %s)", intList(also[tn][:min(n, 3)]))
+			if n > 3 {
+				label = label[:len(label)-1] + ", ...)"
+			}
+		}
+		c.line(xys, series[i%len(series)], 1.4, false, draw.CircleGlyph{}, label)
+	}
+	c.logX(xs)
+	c.ticksAt(xs)
+	if limit > 0 {
+		c.limit(limit, fmt.Sprintf("SLO %s ≤ %g ms", metric, limit))
+	}
+	// Latency grows with load: the top left is free for the legend,
+	// with head room above the highest line.
+	c.p.Legend.Left, c.p.Legend.Top = true, true
+	c.headroom = 1.45
+	cap := fmt.Sprintf("%s at each load level for the trials on the Pareto front (at most %d, the recommended one first; trials with identical figures are drawn once)", metricTitle(metric), maxLatencyTrials)
+	if limit > 0 {
+		cap += "; the dashed line is the SLO"
+	}
+	return charted{SVG: c.svg(wideW, smallH+50), Caption: cap + "."}
 }
 
 // recTrialSet is the recommended trial, when there is one.
