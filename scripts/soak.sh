@@ -5,6 +5,8 @@
 # goroutines and open files every minute (SERVETUNE_SELF_STATS); the script
 # prints them side by side and says whether they stayed flat: after the
 # first minute, goroutines and open files within 10% + 5 and RSS within 25%.
+# The summaries go to CSV: --json would keep every request's latencies of
+# every level for the file, memory that grows by design.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-bin/servetune}
@@ -31,7 +33,7 @@ rates=$RATE
 for _ in $(seq 2 "$MINUTES"); do rates="$rates,$RATE"; done
 SERVETUNE_SELF_STATS=$INTERVAL "$BIN" bench --base-url "$url" --model meta-llama/Llama-3.1-8B-Instruct \
   --input-len 512 --output-len 128 --sweep "rate=$rates" --duration "$LEVEL" --max-concurrency 256 \
-  --no-progress --json "$work/soak.json" --requests-out /dev/null >"$work/bench.out" 2>"$work/bench.err" || {
+  --no-progress --csv "$work/soak.csv" --requests-out /dev/null >"$work/bench.out" 2>"$work/bench.err" || {
   echo "soak: bench failed:"; tail -5 "$work/bench.err"; exit 1; }
 kill -INT "$simpid"; wait "$simpid" 2>/dev/null || true
 
