@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/servetune/servetune/diagnose"
 	"github.com/servetune/servetune/engine"
@@ -115,10 +116,23 @@ func diagnoseRecommended(sp *tuner.Spec, trials []store.Trial) []Finding {
 				ev = append(ev, e.String())
 			}
 			out = append(out, Finding{Trial: t.Number, Level: f.Level, Severity: sev, Title: f.Summary,
-				Evidence: strings.Join(ev, ", "), Advice: f.Advice})
+				Evidence: strings.Join(ev, ", "), Advice: sentence(f.Advice)})
 		}
 	}
 	return out
+}
+
+// sentence starts s with a capital letter and ends it with a full stop.
+func sentence(s string) string {
+	if s == "" {
+		return s
+	}
+	r := []rune(s)
+	r[0] = unicode.ToUpper(r[0])
+	if !strings.HasSuffix(s, ".") {
+		r = append(r, '.')
+	}
+	return string(r)
 }
 
 func summarizeGPU(samples []store.GPUSample) GPUUse {
