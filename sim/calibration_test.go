@@ -2,6 +2,7 @@ package sim
 
 import (
 	"math"
+	"strconv"
 	"testing"
 	"time"
 
@@ -97,6 +98,41 @@ func TestCalibrationVLLMLatency(t *testing.T) {
 		t.Logf("%-17s vLLM %6.1f ms  sim %6.1f ms (%+5.1f%%), without kernel overhead %6.1f ms (%+5.1f%%)", tt.name, tt.ms, after, errAfter, before, errBefore)
 		if math.Abs(errAfter) > 12 {
 			t.Errorf("%s: sim %.1f ms vs vLLM %.1f ms: %+.1f%%", tt.name, after, tt.ms, errAfter)
+		}
+	}
+}
+
+// TestPrefillLayerMatchesProfile checks the step model's prefill layer
+// against microsoft/vidur's kernel profile of the Llama-2-70B layer on H100
+// (data/profiling/compute/h100/meta-llama/Llama-2-70b-hf/mlp.csv; the same
+// layer shapes as Llama-3-70B): the sum of the median times of its nine
+// profiled kernels (the two RMSNorms, QKV, rotary, O, gate_up, SiLU-and-mul,
+// down, the residual add) at a token count and TP size, against the model's
+// token-wise layer time (linear layers and the memory-bound kernels between
+// them) and its per-kernel overhead for nine kernels. Attention and the
+// all-reduce are profiled apart and left out of both.
+func TestPrefillLayerMatchesProfile(t *testing.T) {
+	tests := []struct {
+		tp, tokens int
+		ms         float64
+	}{
+		{1, 4096, 10.8585},
+		{1, 1024, 2.9345},
+		{2, 1984, 2.731},
+		{4, 512, 0.375},
+	}
+	for _, tt := range tests {
+		cfg := mustParse(t, "llama-3.3-70b", "-tp", strconv.Itoa(tt.tp), "--max-model-len", "4096")
+		s := newStepModel(cfg)
+		kernels := 9 * cfg.Constants.KernelOverheadUs / 1e6
+		got := (s.tokenwise(float64(tt.tokens)) + kernels) * 1e3
+		s.actBytes = 0
+		without := (s.tokenwise(float64(tt.tokens)) + kernels) * 1e3
+		err := 100 * (got/tt.ms - 1)
+		t.Logf("TP%d %4d tokens: profile %6.3f ms, model %6.3f ms (%+4.1f%%), without the activation traffic %6.3f ms (%+4.1f%%)",
+			tt.tp, tt.tokens, tt.ms, got, err, without, 100*(without/tt.ms-1))
+		if math.Abs(err) > 12 {
+			t.Errorf("TP%d %d tokens: model %.3f ms vs profile %.3f ms: %+.1f%%", tt.tp, tt.tokens, got, tt.ms, err)
 		}
 	}
 }

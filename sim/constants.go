@@ -150,6 +150,25 @@ const (
 	stepKernels = 10
 )
 
+// Memory-bound work between the GEMMs (weak spots 1 and 2 in doc.go).
+//
+// The kernels between a layer's GEMMs (fused residual add + RMSNorm twice,
+// rotary embedding, the KV-cache write, SiLU-and-mul) read and write each
+// token's activations and overlap nothing: newStepModel counts their bytes
+// at the HBM rate. microsoft/vidur's H100 profile of the Llama-2-70B layer
+// (data/profiling/compute/h100/meta-llama/Llama-2-70b-hf/mlp.csv, the same
+// shapes as Llama-3-70B) times them at 0.045 ms of a 0.375 ms layer at 512
+// tokens and TP4 and 0.18 of 2.93 ms at 1,024 tokens and TP1 (6-14% on top
+// of the GEMMs); without them the model's layer was 6.5-12.7% short of the
+// profile at four sizes, with them -8.0..+1.9%
+// (TestPrefillLayerMatchesProfile).
+//
+// W8A8 FP8 with dynamic per-token scales (vLLM's Fp8LinearMethod)
+// quantizes each linear's input in a kernel of its own: read bf16, write
+// fp8. vLLM PR #17126 measures it at a fifth of the GEMM's time at 256
+// tokens (743 vs 956 TFLOPS with and without it); newStepModel counts its
+// bytes and one kernel per linear.
+
 // ms and us convert durations for Constants.
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
