@@ -303,9 +303,10 @@ func at(start sim.Constants, names []string, x []float64) (sim.Constants, bool) 
 }
 
 // Identify returns which of candidates the points tell apart, by the
-// sensitivity of the residuals to each (a 10% step) and what of it the
-// constants accepted before do not already explain; held says why the
-// others are left at their start value. r0 are the residuals at start.
+// sensitivity of the residuals to each (a 10% step each way) and what of
+// it the constants accepted before do not already explain; held says why
+// the others are left at their start value. r0 are the residuals at
+// start.
 func (f *fitter) identify(pts []point, start sim.Constants, candidates []string, r0 []float64) (fit, held []string) {
 	type col struct {
 		name string
@@ -314,16 +315,26 @@ func (f *fitter) identify(pts []point, start sim.Constants, candidates []string,
 	}
 	var cols []col
 	for _, name := range candidates {
-		c, ok := at(start, []string{name}, []float64{jacobianStep})
-		if !ok {
+		up, okUp := at(start, []string{name}, []float64{jacobianStep})
+		down, okDown := at(start, []string{name}, []float64{-jacobianStep})
+		if !okUp || !okDown {
 			held = append(held, name+" (at its bound)")
 			continue
 		}
-		r := f.residuals(pts, c)
-		v := make([]float64, len(r))
+		// A step each way: a metric that jumps (a median on the edge
+		// between two modes of its distribution, a level tipping into
+		// saturation) answers one of them and not the other, while a
+		// constant that matters moves it both ways alike. The smaller
+		// of the two slopes is kept, none when they disagree in sign,
+		// so one jump cannot pass for a constant's effect.
+		ru, rd := f.residuals(pts, up), f.residuals(pts, down)
+		v := make([]float64, len(ru))
 		var n float64
-		for k := range r {
-			v[k] = (r[k] - r0[k]) / jacobianStep
+		for k := range ru {
+			a, b := (ru[k]-r0[k])/jacobianStep, (r0[k]-rd[k])/jacobianStep
+			if a*b > 0 {
+				v[k] = math.Copysign(math.Min(math.Abs(a), math.Abs(b)), a)
+			}
 			n += v[k] * v[k]
 		}
 		cols = append(cols, col{name, v, math.Sqrt(n)})

@@ -11,11 +11,12 @@
 // the compared latency metrics (p50 and p99 TTFT and TPOT by default)
 // with gonum's Nelder-Mead over the logarithm of each constant, starting
 // from the constants given (the stock ones, or an earlier profile). It
-// fits only the constants the points tell apart: those whose 10% change
-// moves the metrics by at least 2% and whose effect is not mostly that
-// of a constant already chosen (a single model cannot separate the
-// per-step host overhead from the per-kernel overhead, for instance); the
-// others stay at their start values and Result.Held says why.
+// fits only the constants the points tell apart: those whose 10% change,
+// either way, moves the metrics by at least 2% and whose effect is not
+// mostly that of a constant already chosen (a single model cannot
+// separate the per-step host overhead from the per-kernel overhead, for
+// instance); the others stay at their start values and Result.Held says
+// why.
 //
 //	res, err := calibrate.Fit(ctx, runs, sim.StockConstants(engine.VLLM), calibrate.Options{})
 //	if err != nil { ... }
