@@ -67,9 +67,10 @@ func TestCalibrationLightLoad(t *testing.T) {
 
 // TestCalibrationVLLMLatency is calibration point 5: vLLM's own latency
 // benchmark (vllm bench latency, batch 8, 32 prompt and 128 output tokens,
-// BF16) as its performance dashboard publishes it. The decode steps of a
-// small batch are where the per-kernel overhead shows: without it
-// (kernel_overhead_us near 0) the simulator is 7-26% fast.
+// BF16, the engine driven in-process) as its performance dashboard
+// publishes it. The decode steps of a small batch are where the per-kernel
+// overhead shows: without it (kernel_overhead_us near 0) the simulator is
+// 7-26% fast.
 func TestCalibrationVLLMLatency(t *testing.T) {
 	tests := []struct {
 		name string
@@ -86,6 +87,9 @@ func TestCalibrationVLLMLatency(t *testing.T) {
 	e2e := func(args []string, kernelUs float64) float64 {
 		cfg := mustParse(t, append(args, "--max-model-len", "4096")...)
 		cfg.Constants.KernelOverheadUs = kernelUs
+		// vllm bench latency drives the engine in-process (the LLM
+		// class): no API server, so no front end (its least value).
+		cfg.Constants.FrontendOverheadMs = 0.01
 		recs, err := RunVirtualSchedule(cfg, fixedReqs(8, 32, 128), make([]time.Duration, 8), 8)
 		if err != nil {
 			t.Fatal(err)

@@ -209,8 +209,12 @@ func TestServerSGLangMetrics(t *testing.T) {
 }
 
 // TestServeAgreesWithVirtual is the "bench against sim serve and sim run
-// agree" criterion: the same workload and seed, median TTFT and TPOT within
-// 10% (server times multiplied back by the time scale).
+// agree" criterion: the same workload and seed, TTFT and TPOT within 10%
+// (server times multiplied back by the time scale). TTFT is compared by
+// its mean: at this load a request's TTFT falls into modes (whether its
+// prefill waited behind another's), and the median of 60 sits in the gap
+// between two (74 and 102 ms), where a millisecond of real-clock jitter
+// moves it across.
 func TestServeAgreesWithVirtual(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a few seconds of real-clock serving")
@@ -251,7 +255,7 @@ func TestServeAgreesWithVirtual(t *testing.T) {
 		name       string
 		serve, vir float64
 	}{
-		{"median TTFT", served.TTFT.Median * scale, virt.TTFT.Median},
+		{"mean TTFT", served.TTFT.Mean * scale, virt.TTFT.Mean},
 		{"median TPOT", served.TPOT.Median * scale, virt.TPOT.Median},
 	} {
 		t.Logf("%s: serve %.2f ms, run %.2f ms", m.name, m.serve, m.vir)
