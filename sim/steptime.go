@@ -96,12 +96,12 @@ func newStepModel(cfg Config) stepModel {
 		)
 	}
 	// The kernels between the GEMMs (constants.go, "Memory-bound work
-	// between the GEMMs") read and write every token's activations and hide behind nothing:
-	// two fused residual add + RMSNorm (read x and the residual, write
-	// both), rotary embedding of q and k (read and write), the KV-cache
-	// write (read k and v, write them in the cache's dtype) and
-	// SiLU-and-mul (read the gate_up output, write half of it; once per
-	// routed expert for MoE).
+	// between the GEMMs") read and write every token's activations and
+	// hide behind nothing: two fused residual add + RMSNorm (read x and
+	// the residual, write both), rotary embedding of q and k (read and
+	// write), the KV-cache write (read k and v, write them in the cache's
+	// dtype) and SiLU-and-mul (read the gate_up output, write half of it;
+	// once per routed expert for MoE).
 	silu := 3 * inter * bytesBF16
 	if s.moe {
 		silu *= s.topK
@@ -115,7 +115,8 @@ func newStepModel(cfg Config) stepModel {
 	case cfg.Quantization == "fp8" && g.HasFP8():
 		s.gemmRate = g.FP8TFLOPS * 1e12 * k.FP8GEMMEfficiency
 		// W8A8 with dynamic per-token scales quantizes each dense
-		// linear's input in a kernel of its own: read bf16, write fp8.
+		// linear's input in a kernel of its own: read bf16, write fp8
+		// (the fused MoE kernel quantizes its experts' inputs itself).
 		for _, gm := range s.gemms {
 			s.actBytes += gm.in * (bytesBF16 + bytesFP8)
 			perLayer++
