@@ -90,7 +90,11 @@ const (
 
 // Candidates are the constants the runs could inform: memory bandwidth,
 // the GEMM efficiency of the quantizations they use, attention, the link
-// when any run spans GPUs, and the host and kernel overheads.
+// when any run spans GPUs, and the host and kernel overheads. The API
+// server's front end (frontend_overhead_ms) is not among them: it adds
+// the same time to every TTFT, which the step overhead and the GEMM rates
+// of short prompts also move, so a fit of it competes with theirs; name
+// it (Options.Fit, calibrate --fit) to fit it.
 func Candidates(runs []Run) []string {
 	set := map[string]bool{"hbm_efficiency": true, "attention_efficiency": true,
 		"step_overhead_ms": true, "per_seq_overhead_us": true, "kernel_overhead_us": true}
@@ -260,13 +264,23 @@ func (f *fitter) simulate(c sim.Constants) [][]measure.Summary {
 	return out
 }
 
-// residuals are log(simulated/measured) per point, bounded by maxLogError;
-// a level the simulator could not run or complete counts as maxLogError.
+// residuals are logRatio(simulated, measured) per point, bounded by
+// maxLogError; a level the simulator could not run or complete counts as
+// maxLogError.
 func (f *fitter) residuals(pts []point, c sim.Constants) []float64 {
+	r, _ := f.eval(pts, c)
+	return r
+}
+
+// eval returns the residuals the fit minimises and, for the errors a
+// person reads, the plain log(simulated/measured) of each point (with the
+// front end in), both bounded by maxLogError.
+func (f *fitter) eval(pts []point, c sim.Constants) (r, plain []float64) {
 	sims := f.simulate(c)
-	r := make([]float64, len(pts))
+	r, plain = make([]float64, len(pts)), make([]float64, len(pts))
+	bound := func(x float64) float64 { return math.Max(-maxLogError, math.Min(maxLogError, x)) }
 	for k, p := range pts {
-		r[k] = maxLogError
+		r[k], plain[k] = maxLogError, maxLogError
 		if sims[p.run] == nil {
 			continue
 		}
@@ -275,10 +289,27 @@ func (f *fitter) residuals(pts []point, c sim.Constants) []float64 {
 			continue
 		}
 		if v, ok := Metric(s, p.metric); ok {
-			r[k] = math.Max(-maxLogError, math.Min(maxLogError, math.Log(v/p.measured)))
+			r[k], plain[k] = bound(logRatio(p.metric, v, p.measured, c)), bound(math.Log(v/p.measured))
 		}
 	}
-	return r
+	return r, plain
+}
+
+// logRatio is one point's residual: log(simulated/measured) of the part
+// of the latency the engine's constants shape. TTFT and E2E latency hold
+// the API server's fixed front-end time (sim.Constants.FrontendOverheadMs)
+// once per request; it comes off both sides first, so that a short
+// prompt's TTFT, much of it front end, still tells the engine's constants
+// apart rather than diluting their effect. A measurement no longer than
+// the front end the model assumes keeps the plain ratio.
+func logRatio(metric string, simulated, measured float64, c sim.Constants) float64 {
+	if strings.HasPrefix(metric, "ttft_") || strings.HasPrefix(metric, "e2el_") {
+		f := c.FrontendOverheadMs // start's zero fields were filled (Fit)
+		if f > 0 && measured > f && simulated > f {
+			return math.Log((simulated - f) / (measured - f))
+		}
+	}
+	return math.Log(simulated / measured)
 }
 
 func meanSquare(r []float64) float64 {
@@ -303,9 +334,10 @@ func at(start sim.Constants, names []string, x []float64) (sim.Constants, bool) 
 }
 
 // Identify returns which of candidates the points tell apart, by the
-// sensitivity of the residuals to each (a 10% step) and what of it the
-// constants accepted before do not already explain; held says why the
-// others are left at their start value. r0 are the residuals at start.
+// sensitivity of the residuals to each (a 10% step each way) and what of
+// it the constants accepted before do not already explain; held says why
+// the others are left at their start value. r0 are the residuals at
+// start.
 func (f *fitter) identify(pts []point, start sim.Constants, candidates []string, r0 []float64) (fit, held []string) {
 	type col struct {
 		name string
@@ -314,16 +346,26 @@ func (f *fitter) identify(pts []point, start sim.Constants, candidates []string,
 	}
 	var cols []col
 	for _, name := range candidates {
-		c, ok := at(start, []string{name}, []float64{jacobianStep})
-		if !ok {
+		up, okUp := at(start, []string{name}, []float64{jacobianStep})
+		down, okDown := at(start, []string{name}, []float64{-jacobianStep})
+		if !okUp || !okDown {
 			held = append(held, name+" (at its bound)")
 			continue
 		}
-		r := f.residuals(pts, c)
-		v := make([]float64, len(r))
+		// A step each way: a metric that jumps (a median on the edge
+		// between two modes of its distribution, a level tipping into
+		// saturation) answers one of them and not the other, while a
+		// constant that matters moves it both ways alike. The smaller
+		// of the two slopes is kept, none when they disagree in sign,
+		// so one jump cannot pass for a constant's effect.
+		ru, rd := f.residuals(pts, up), f.residuals(pts, down)
+		v := make([]float64, len(ru))
 		var n float64
-		for k := range r {
-			v[k] = (r[k] - r0[k]) / jacobianStep
+		for k := range ru {
+			a, b := (ru[k]-r0[k])/jacobianStep, (r0[k]-rd[k])/jacobianStep
+			if a*b > 0 {
+				v[k] = math.Copysign(math.Min(math.Abs(a), math.Abs(b)), a)
+			}
 			n += v[k] * v[k]
 		}
 		cols = append(cols, col{name, v, math.Sqrt(n)})
@@ -399,7 +441,7 @@ func Fit(ctx context.Context, runs []Run, start sim.Constants, opts Options) (Re
 		points[[2]int{p.run, p.level}] = true
 	}
 	res.Points = len(points)
-	r0 := f.residuals(pts, start)
+	r0, plain0 := f.eval(pts, start)
 	if f.err != nil {
 		return res, f.err
 	}
@@ -416,7 +458,7 @@ func Fit(ctx context.Context, runs []Run, start sim.Constants, opts Options) (Re
 	}
 	res.Fitted = names
 	best, bestLoss := start, res.StartLoss
-	final := r0
+	final := plain0
 	if len(names) > 0 && ctx.Err() == nil {
 		maxEvals := opts.MaxEvals
 		if maxEvals <= 0 {
@@ -447,13 +489,13 @@ func Fit(ctx context.Context, runs []Run, start sim.Constants, opts Options) (Re
 		if f.err != nil {
 			return res, f.err
 		}
-		final = f.residuals(pts, best)
+		_, final = f.eval(pts, best)
 	}
 	if err := ctx.Err(); err != nil {
 		return res, err
 	}
 	res.Constants, res.Loss, res.Evals = best, bestLoss, f.evals
-	res.Errors = metricErrors(f.metrics, pts, r0, final)
+	res.Errors = metricErrors(f.metrics, pts, plain0, final)
 	return res, nil
 }
 

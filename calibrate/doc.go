@@ -8,14 +8,16 @@
 // load levels measured on it, each with the exact benchmark that was sent
 // (workload, seed, load) and its summary. Fit replays every run on the
 // simulator in virtual time and minimises the mean squared log error of
-// the compared latency metrics (p50 and p99 TTFT and TPOT by default)
-// with gonum's Nelder-Mead over the logarithm of each constant, starting
-// from the constants given (the stock ones, or an earlier profile). It
-// fits only the constants the points tell apart: those whose 10% change
-// moves the metrics by at least 2% and whose effect is not mostly that
-// of a constant already chosen (a single model cannot separate the
-// per-step host overhead from the per-kernel overhead, for instance); the
-// others stay at their start values and Result.Held says why.
+// the compared latency metrics (p50 and p99 TTFT and TPOT by default;
+// TTFT and E2E latency less the API server's fixed front end, which no
+// other constant moves) with gonum's Nelder-Mead over the logarithm of
+// each constant, starting from the constants given (the stock ones, or an
+// earlier profile). It fits only the constants the points tell apart:
+// those whose 10% change, either way, moves the metrics by at least 2%
+// and whose effect is not mostly that of a constant already chosen (a
+// single model cannot separate the per-step host overhead from the
+// per-kernel overhead, for instance); the others stay at their start
+// values and Result.Held says why.
 //
 //	res, err := calibrate.Fit(ctx, runs, sim.StockConstants(engine.VLLM), calibrate.Options{})
 //	if err != nil { ... }

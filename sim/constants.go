@@ -66,10 +66,18 @@ const (
 	// bf16GEMMEfficiency: BF16 GEMMs reach 0.55-0.79 of peak, 0.70 typical.
 	bf16GEMMEfficiency = 0.70
 
-	// fp8GEMMEfficiency: FP8 GEMMs reach 0.28-0.55 of the FP8 peak. Fit
-	// against calibration point 3 (TensorRT-LLM Llama-3.1-8B FP8 maximum
-	// throughput, an upper bound): 0.45.
-	fp8GEMMEfficiency = 0.45
+	// fp8GEMMEfficiency: FP8 GEMMs reach 0.28-0.55 of the FP8 peak
+	// (docs/reference.md). 0.55, the top of that range: vLLM's own kernel
+	// benchmark (vllm-project/vllm PR #17126, bench_fp8_gemm.py on
+	// Hopper) measures its CUTLASS W8A8 GEMM at 956 TFLOPS (0.48 of 1979)
+	// without the activation quantization already at 256 tokens, the
+	// roofline's ridge, where a GEMM is least efficient (743 with it; the
+	// quantization is a kernel of its own here, "Memory-bound work between
+	// the GEMMs" below). The 0.45 before was fitted to TensorRT-LLM's
+	// Llama-3.1-8B upper bounds (calibration point 3) while the model left
+	// out that memory-bound work, so the fit had folded it into this
+	// constant (sim/doc.go, weak spot 2).
+	fp8GEMMEfficiency = 0.55
 
 	// w4a16GEMMEfficiency: AWQ/GPTQ (W4A16) GEMMs reach ~0.45 of the BF16
 	// peak (dequantisation in the kernel).
@@ -148,6 +156,46 @@ const (
 	// stepKernels are the kernels of a step outside the layers: embedding
 	// lookup, final norm, LM head, logits processing and sampling.
 	stepKernels = 10
+)
+
+// Memory-bound work between the GEMMs (weak spots 1 and 2 in doc.go).
+//
+// The kernels between a layer's GEMMs (fused residual add + RMSNorm twice,
+// rotary embedding, the KV-cache write, SiLU-and-mul) read and write each
+// token's activations and overlap nothing: newStepModel counts their bytes
+// at the HBM rate. microsoft/vidur's H100 profile of the Llama-2-70B layer
+// (data/profiling/compute/h100/meta-llama/Llama-2-70b-hf/mlp.csv, the same
+// shapes as Llama-3-70B) times them at 0.045 ms of a 0.375 ms layer at 512
+// tokens and TP4 and 0.18 of 2.93 ms at 1,024 tokens and TP1 (6-14% on top
+// of the GEMMs); without them the model's layer was 6.5-12.7% short of the
+// profile at four sizes, with them -8.0..+1.9%
+// (TestPrefillLayerMatchesProfile).
+//
+// W8A8 FP8 with dynamic per-token scales (vLLM's Fp8LinearMethod)
+// quantizes each linear's input in a kernel of its own: read bf16, write
+// fp8. vLLM PR #17126 measures it at a fifth of the GEMM's time at 256
+// tokens (743 vs 956 TFLOPS with and without it); newStepModel counts its
+// bytes and one kernel per linear. The compile pass that fuses it into the
+// RMSNorm and SiLU-and-mul kernels is off by default under V1
+// (vllm/config/compilation.py, PassConfig.enable_fusion = not
+// VLLM_USE_V1); at small batch its kernels add ~5% to a 70B FP8 model's
+// time per token (four per layer at kernelOverhead).
+
+// Host-side cost of a request outside the engine loop (weak spot 1 in
+// doc.go).
+const (
+	// frontendOverhead is what a request spends in the API server apart
+	// from the engine's steps: HTTP, chat template and tokenization, the
+	// hand-off to the engine process, and the first token's way back
+	// (detokenization, the SSE write). It adds to TTFT and E2E latency,
+	// not to the time between tokens, and the engine's own TTFT
+	// (vllm:time_to_first_token_seconds, from the request's arrival at
+	// the engine) leaves it out. vLLM PR #54628 measured the client's TTFT
+	// against the engine's on the same runs: 8.4-12.2 ms more (five runs,
+	// median 11.0; vllm bench serve, 512-token prompts, a laptop RTX 4070,
+	// so a server's CPU may do it faster). Estimate: 10 ms. A calibration
+	// fits it when asked (calibrate --fit).
+	frontendOverhead = 10 * time.Millisecond
 )
 
 // ms and us convert durations for Constants.

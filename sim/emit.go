@@ -268,8 +268,8 @@ func (s *Server) respondWire(w http.ResponseWriter, r *http.Request, st *stream,
 		delete(s.live, st)
 		s.liveMu.Unlock()
 	}()
-	st.arrived = time.Now()
-	o.arrived = st.arrived
+	o.arrived = time.Now()
+	st.arrived = o.arrived.Add(s.frontend)
 	select {
 	case s.in <- st:
 	case <-s.done: // the shutdown sweep ends the stream

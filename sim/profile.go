@@ -26,6 +26,7 @@ type Constants struct {
 	StepOverheadMs      float64 `json:"step_overhead_ms,omitempty"`      // CPU time per step not hidden behind the GPU
 	PerSeqOverheadUs    float64 `json:"per_seq_overhead_us,omitempty"`   // CPU time per scheduled sequence per step
 	KernelOverheadUs    float64 `json:"kernel_overhead_us,omitempty"`    // launch gap and ramp of one GPU kernel in a CUDA graph
+	FrontendOverheadMs  float64 `json:"frontend_overhead_ms,omitempty"`  // a request's time in the API server outside the engine loop
 }
 
 // constant describes one field of Constants for the fitter and for
@@ -53,6 +54,7 @@ var constants = []constant{
 	}, 0.01, 100},
 	{"per_seq_overhead_us", func(c *Constants) *float64 { return &c.PerSeqOverheadUs }, fixed(us(perSeqOverhead)), 0.01, 1000},
 	{"kernel_overhead_us", func(c *Constants) *float64 { return &c.KernelOverheadUs }, fixed(us(kernelOverhead)), 0.01, 100},
+	{"frontend_overhead_ms", func(c *Constants) *float64 { return &c.FrontendOverheadMs }, fixed(ms(frontendOverhead)), 0.01, 1000},
 }
 
 func fixed(v float64) func(engine.Engine) float64 { return func(engine.Engine) float64 { return v } }

@@ -57,6 +57,7 @@ type Server struct {
 	in       chan *stream
 	aborts   chan *stream
 	done     chan struct{} // closed when Run returns
+	frontend time.Duration // the front end's share of a request (real time)
 	ready    atomic.Bool
 	nextID   atomic.Int64
 	created  int64
@@ -92,6 +93,10 @@ func NewServer(cfg Config) (*Server, error) {
 		mux:     http.NewServeMux(),
 		live:    map[*stream]struct{}{},
 	}
+	// A request reaches the engine loop after the API server's own work
+	// (frontend_overhead_ms): its arrival, in the engine's view, is that
+	// much after the handler received it.
+	s.frontend = s.scale(time.Duration(cfg.Constants.FrontendOverheadMs * float64(time.Millisecond)))
 	for range writerCount() {
 		s.writers = append(s.writers, &emitter{wake: make(chan struct{}, 1)})
 	}
@@ -811,8 +816,8 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 		return
 	}
 	st.events = make(chan event, maxOut+1)
-	st.arrived = time.Now()
-	o.arrived = st.arrived
+	o.arrived = time.Now()
+	st.arrived = o.arrived.Add(s.frontend)
 	select {
 	case s.in <- st:
 	case <-r.Context().Done():

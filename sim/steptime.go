@@ -42,6 +42,7 @@ type stepModel struct {
 	experts, topK float64
 	expertW       float64 // elements of one expert's MLP per GPU
 	lmHeadW       float64 // elements per GPU
+	actBytes      float64 // bytes per token per layer of the memory-bound kernels between the GEMMs
 	vocab         float64
 	tp            int
 	arLatency     float64 // seconds
@@ -83,24 +84,47 @@ func newStepModel(cfg Config) stepModel {
 		eager:      cfg.EnforceEager,
 		graphMaxBS: cfg.CUDAGraphMaxBS,
 	}
-	switch {
-	case cfg.Quantization == "fp8" && g.HasFP8():
-		s.gemmRate = g.FP8TFLOPS * 1e12 * k.FP8GEMMEfficiency
-	case cfg.Quantization == "awq" || cfg.Quantization == "gptq":
-		s.gemmRate = g.BF16TFLOPS * 1e12 * k.W4A16GEMMEfficiency
-	default: // bf16, or fp8 weight-only on GPUs without FP8 tensor cores
-		s.gemmRate = s.bf16Rate
-	}
+	inter := float64(m.Intermediate) / tp
 	s.gemms = []gemm{
 		{weights: h * d * (q + 2*kv), in: h, out: d * (q + 2*kv)}, // QKV
 		{weights: q * d * h, in: q * d, out: h},                   // O
 	}
 	if !s.moe {
-		inter := float64(m.Intermediate) / tp
 		s.gemms = append(s.gemms,
 			gemm{weights: 2 * h * inter, in: h, out: 2 * inter}, // gate_up
 			gemm{weights: inter * h, in: inter, out: h},         // down
 		)
+	}
+	// The kernels between the GEMMs (constants.go, "Memory-bound work
+	// between the GEMMs") read and write every token's activations and
+	// hide behind nothing: two fused residual add + RMSNorm (read x and
+	// the residual, write both), rotary embedding of q and k (read and
+	// write), the KV-cache write (read k and v, write them in the cache's
+	// dtype) and SiLU-and-mul (read the gate_up output, write half of it;
+	// once per routed expert for MoE).
+	silu := 3 * inter * bytesBF16
+	if s.moe {
+		silu *= s.topK
+	}
+	s.actBytes = 2*4*h*bytesBF16 + 2*2*(q+kv)*d*bytesBF16 + 2*kv*d*(bytesBF16+s.kvElem) + silu
+	perLayer := float64(denseKernelsPerLayer)
+	if s.moe {
+		perLayer += moeExtraKernels
+	}
+	switch {
+	case cfg.Quantization == "fp8" && g.HasFP8():
+		s.gemmRate = g.FP8TFLOPS * 1e12 * k.FP8GEMMEfficiency
+		// W8A8 with dynamic per-token scales quantizes each dense
+		// linear's input in a kernel of its own: read bf16, write fp8
+		// (the fused MoE kernel quantizes its experts' inputs itself).
+		for _, gm := range s.gemms {
+			s.actBytes += gm.in * (bytesBF16 + bytesFP8)
+			perLayer++
+		}
+	case cfg.Quantization == "awq" || cfg.Quantization == "gptq":
+		s.gemmRate = g.BF16TFLOPS * 1e12 * k.W4A16GEMMEfficiency
+	default: // bf16, or fp8 weight-only on GPUs without FP8 tensor cores
+		s.gemmRate = s.bf16Rate
 	}
 	// The link figures serve the TP all-reduces and the pipeline hops.
 	if cfg.TP > 1 || cfg.PP > 1 {
@@ -113,10 +137,6 @@ func newStepModel(cfg Config) stepModel {
 	}
 	s.cpuBase = k.StepOverheadMs / 1e3
 	s.perSeq = k.PerSeqOverheadUs / 1e6
-	perLayer := float64(denseKernelsPerLayer)
-	if s.moe {
-		perLayer += moeExtraKernels
-	}
 	s.kernels = k.KernelOverheadUs / 1e6 * (s.layers*perLayer + stepKernels)
 	return s
 }
@@ -161,20 +181,7 @@ func (s *stepModel) stepSeconds(b batchShape) float64 {
 		return 0
 	}
 	T := float64(b.tokens)
-	layer := 0.0
-	for _, g := range s.gemms {
-		flops := 2 * T * g.weights
-		bytes := g.weights*s.wBytes + T*(g.in+g.out)*bytesBF16
-		layer += roofline(flops, s.gemmRate, bytes, s.bw)
-	}
-	if s.moe {
-		// Experts touched by T tokens routed top-k of E: E*(1-(1-k/E)^T).
-		touched := s.experts * (1 - math.Pow(1-s.topK/s.experts, T))
-		flops := 2 * T * s.topK * s.expertW
-		bytes := touched*s.expertW*s.wBytes + T*s.topK*(s.hidden+2*s.expertW/(3*s.hidden))*bytesBF16
-		layer += roofline(flops, s.gemmRate, bytes, s.bw)
-		layer += roofline(2*T*s.hidden*s.experts, s.bf16Rate, s.hidden*s.experts*bytesBF16, s.bw) // router
-	}
+	layer := s.tokenwise(T)
 	kvTokBytes := 2 * s.kvPerGPU * s.headDim * s.kvElem // one token's K and V in one layer
 	if b.decodeCtx > 0 {
 		flops := 4 * s.headDim * s.qPerGPU * b.decodeCtx
@@ -205,6 +212,28 @@ func (s *stepModel) stepSeconds(b batchShape) float64 {
 		gpu += float64(s.pp-1) * (s.arLatency + T*s.hidden*bytesBF16/math.Max(s.arBandwidth, 1e9))
 	}
 	return gpu + s.kernels + s.cpuBase + float64(b.seqs)*s.perSeq
+}
+
+// tokenwise is the time of one layer's work that scales with the tokens
+// of a step alone, in seconds: the linear layers (MoE experts and router
+// included) by roofline, and the memory-bound kernels between them
+// (actBytes), which overlap nothing.
+func (s *stepModel) tokenwise(T float64) float64 {
+	t := T * s.actBytes / s.bw
+	for _, g := range s.gemms {
+		flops := 2 * T * g.weights
+		bytes := g.weights*s.wBytes + T*(g.in+g.out)*bytesBF16
+		t += roofline(flops, s.gemmRate, bytes, s.bw)
+	}
+	if s.moe {
+		// Experts touched by T tokens routed top-k of E: E*(1-(1-k/E)^T).
+		touched := s.experts * (1 - math.Pow(1-s.topK/s.experts, T))
+		flops := 2 * T * s.topK * s.expertW
+		bytes := touched*s.expertW*s.wBytes + T*s.topK*(s.hidden+2*s.expertW/(3*s.hidden))*bytesBF16
+		t += roofline(flops, s.gemmRate, bytes, s.bw)
+		t += roofline(2*T*s.hidden*s.experts, s.bf16Rate, s.hidden*s.experts*bytesBF16, s.bw) // router
+	}
+	return t
 }
 
 // StepTimes are representative step times of a config, for `sim estimate`.

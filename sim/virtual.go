@@ -102,6 +102,11 @@ type virtualRun struct {
 	busy     []bool
 	ends     []float64
 	inflight int
+	// entering are sent requests still in the server's front end, in
+	// send order (the overhead is one constant, so the first is next to
+	// reach the engine); enterAt[i] is when entering[i] does.
+	entering []*seq
+	enterAt  []float64
 	// The next request to send, drawn from the phase ahead of time.
 	next      measure.Request
 	nextSched time.Duration
@@ -150,7 +155,16 @@ func (r *virtualRun) run(ctx context.Context) {
 				tStep, k = r.ends[i], i
 			}
 		}
+		tEnter := math.Inf(1)
+		if len(r.entering) > 0 {
+			tEnter = r.enterAt[0]
+		}
 		switch {
+		case tEnter <= tArr && tEnter <= tStep && !math.IsInf(tEnter, 1):
+			r.advance(tEnter)
+			s := r.entering[0]
+			r.entering, r.enterAt = r.entering[1:], r.enterAt[1:]
+			r.enter(s)
 		case tArr <= tStep && !math.IsInf(tArr, 1):
 			if ctx.Err() != nil {
 				r.hasNext = false
@@ -224,14 +238,28 @@ func (r *virtualRun) arrive() {
 		s.prefixID, s.prefixTokens = q.PrefixID, q.PrefixTokens
 	}
 	r.seqs = append(r.seqs, s)
+	r.rank = append(r.rank, -1)
 	r.inflight++
+	if d := v.cfg.Constants.FrontendOverheadMs / 1e3; d > 0 {
+		r.entering = append(r.entering, s)
+		r.enterAt = append(r.enterAt, v.now+d)
+		return
+	}
+	r.enter(s)
+}
+
+// enter hands s, through the server's front end, to the least loaded
+// engine core.
+func (r *virtualRun) enter(s *seq) {
+	v := r.v
+	s.arrival = v.now
 	best := 0
 	for j := range v.cores {
 		if v.cores[j].load() < v.cores[best].load() {
 			best = j
 		}
 	}
-	r.rank = append(r.rank, best)
+	r.rank[s.id] = best
 	v.cores[best].add(s)
 	if !r.busy[best] {
 		r.start(best)
@@ -268,7 +296,9 @@ func (r *virtualRun) stalled() {
 		if s == nil || s.done {
 			continue
 		}
-		r.v.cores[r.rank[i]].abort(s)
+		if k := r.rank[i]; k >= 0 {
+			r.v.cores[k].abort(s)
+		}
 		rec := &r.recs[i]
 		rec.End = r.offset(r.v.now)
 		rec.Fail(measure.ErrTimeout, errStalled)

@@ -277,17 +277,12 @@ func runWhatif(cmd *cobra.Command, f *whatifFlags) error {
 	}
 	stderr := cmd.ErrOrStderr()
 	var last time.Time
-	live := !f.noProgress
-	if live {
-		o.Progress = func(p whatif.Progress) {
-			if now := time.Now(); now.Sub(last) >= 200*time.Millisecond || p.Done == p.Total {
-				last = now
-				fmt.Fprintf(stderr, "\r\033[Kwhatif: %d/%d candidates  %s  %s", p.Done, p.Total, p.Running, p.Elapsed.Truncate(100*time.Millisecond))
-			}
-		}
+	tty := isTerminal(stderr)
+	if !f.noProgress {
+		o.Progress = whatifProgress(stderr, tty, &last)
 	}
 	rep, err := whatif.Run(cmd.Context(), o)
-	if live && !last.IsZero() {
+	if tty && !last.IsZero() {
 		fmt.Fprintln(stderr)
 	}
 	if errors.Is(err, whatif.ErrInput) {
@@ -305,6 +300,28 @@ func runWhatif(cmd *cobra.Command, f *whatifFlags) error {
 		}
 	}
 	return nil
+}
+
+// whatifProgress reports the search's progress on w. On a terminal it is
+// one line redrawn in place (at most every 200 ms, and at the end); on
+// anything else (a file, a pipe, a CI log) a plain line per finished
+// candidate, with no terminal escape codes. last is when it last wrote.
+func whatifProgress(w io.Writer, tty bool, last *time.Time) func(whatif.Progress) {
+	done := -1
+	return func(p whatif.Progress) {
+		line := fmt.Sprintf("whatif: %d/%d candidates  %s  %s", p.Done, p.Total, p.Running, p.Elapsed.Truncate(100*time.Millisecond))
+		now := time.Now()
+		switch {
+		case tty:
+			if now.Sub(*last) >= 200*time.Millisecond || p.Done == p.Total {
+				*last = now
+				fmt.Fprintf(w, "\r\033[K%s", line)
+			}
+		case p.Done != done:
+			done, *last = p.Done, now
+			fmt.Fprintln(w, strings.TrimRight(line, " "))
+		}
+	}
 }
 
 // printWhatif writes the ranked table, the prices and their dates, the

@@ -8,8 +8,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/servetune/servetune/sim"
+	"github.com/servetune/servetune/whatif"
 )
 
 // TestWhatifCLI asks a small question end to end: the table, the prices
@@ -32,6 +34,10 @@ func TestWhatifCLI(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "whatif: 4/4 candidates") {
 		t.Errorf("no progress line on stderr: %q", stderr.String())
+	}
+	// stderr is not a terminal here: plain lines, no escape codes.
+	if e := stderr.String(); strings.ContainsAny(e, "\r\033") || !strings.HasSuffix(e, "\n") {
+		t.Errorf("progress on a non-terminal: %q", e)
 	}
 	data, err := os.ReadFile(out)
 	if err != nil {
@@ -117,6 +123,30 @@ whatif:
 	for _, want := range []string{"target 3 req/s", "reserved (-50%)", "L4        0.90", "SLO tpot_p99<=50ms ttft_p99<=800ms", "input 256, output 32"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, stdout.String())
+		}
+	}
+}
+
+// TestWhatifProgress: on a terminal the line is redrawn in place; on a
+// file or pipe each finished candidate is a plain line of its own.
+func TestWhatifProgress(t *testing.T) {
+	for _, tty := range []bool{true, false} {
+		var b bytes.Buffer
+		var last time.Time
+		p := whatifProgress(&b, tty, &last)
+		for i, done := range []int{0, 0, 1, 1, 2} {
+			p(whatif.Progress{Done: done, Total: 2, Running: "H200 x1 vllm: trial 1/3", Elapsed: time.Duration(i) * time.Second})
+		}
+		got := b.String()
+		if tty {
+			if !strings.HasPrefix(got, "\r\033[Kwhatif: 0/2 candidates") || !strings.HasSuffix(got, "\r\033[Kwhatif: 2/2 candidates  H200 x1 vllm: trial 1/3  4s") {
+				t.Errorf("terminal: %q", got)
+			}
+			continue
+		}
+		want := "whatif: 0/2 candidates  H200 x1 vllm: trial 1/3  0s\nwhatif: 1/2 candidates  H200 x1 vllm: trial 1/3  2s\nwhatif: 2/2 candidates  H200 x1 vllm: trial 1/3  4s\n"
+		if got != want {
+			t.Errorf("not a terminal:\n got %q\nwant %q", got, want)
 		}
 	}
 }
