@@ -28,20 +28,25 @@ func TestReapLocalWrapper(t *testing.T) {
 		return cmd
 	}
 	dead, live := start("dead-run"), start("live-run")
-	// The wrapper dies as it would with its parent; its sleeps stay.
-	_ = dead.Process.Kill()
-	_ = dead.Wait()
+	// Both wrappers have started their sleeps (three labelled processes
+	// each) before the dead one dies as it would with its parent.
 	var found []localEngine
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		var err error
-		if found, err = findLocalEngines(study); err != nil {
-			t.Fatal(err)
-		}
-		if len(found) >= 4 { // two orphaned sleeps, the live wrapper and its two sleeps
-			break
+	waitFor := func(n int) {
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			var err error
+			if found, err = findLocalEngines(study); err != nil {
+				t.Fatal(err)
+			}
+			if len(found) >= n {
+				return
+			}
 		}
 	}
-	if len(found) < 4 {
+	waitFor(6)
+	_ = dead.Process.Kill()
+	_ = dead.Wait()
+	waitFor(5) // its two orphaned sleeps, the live wrapper and its two sleeps
+	if len(found) < 5 {
 		t.Fatalf("found %d labelled processes, want the orphans and the live tree: %+v", len(found), found)
 	}
 	keep := func(r Reaped) bool { return r.Owner == "live-run" }
