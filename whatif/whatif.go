@@ -246,12 +246,28 @@ func (o *Options) normalize() (catalog.Model, []catalog.GPU, error) {
 			return m, nil, inputErr("--price %s=%g: must be a positive $/GPU-hour", id, p)
 		}
 	}
+	if err := o.searchDefaults(); err != nil {
+		return m, nil, err
+	}
+	if m.MaxPosition > 0 && o.MaxModelLen > m.MaxPosition {
+		return m, nil, inputErr("max-model-len %d is above the model's %d positions", o.MaxModelLen, m.MaxPosition)
+	}
+	if err := o.checkCalibrations(gpus); err != nil {
+		return m, nil, err
+	}
+	return m, gpus, nil
+}
+
+// searchDefaults checks and fills what each candidate's search takes:
+// quantizations, KV cache types, trials, requests per level, the rate
+// search's precision and probe span, workers, the context length.
+func (o *Options) searchDefaults() error {
 	if len(o.Quantizations) == 0 {
 		o.Quantizations = []string{"none"}
 	}
 	for _, q := range o.Quantizations {
 		if !slices.Contains([]string{"none", "fp8", "awq", "gptq"}, q) {
-			return m, nil, inputErr("--quantizations %q: want none, fp8, awq or gptq", q)
+			return inputErr("--quantizations %q: want none, fp8, awq or gptq", q)
 		}
 	}
 	if len(o.KVCacheDTypes) == 0 {
@@ -259,20 +275,20 @@ func (o *Options) normalize() (catalog.Model, []catalog.GPU, error) {
 	}
 	for _, k := range o.KVCacheDTypes {
 		if !slices.Contains([]string{"auto", "fp8"}, k) {
-			return m, nil, inputErr("--kv-cache-dtypes %q: want auto or fp8", k)
+			return inputErr("--kv-cache-dtypes %q: want auto or fp8", k)
 		}
 	}
 	if o.Trials == 0 {
 		o.Trials = 12
 	}
 	if o.Trials < 1 {
-		return m, nil, inputErr("--trials %d: must be >= 1", o.Trials)
+		return inputErr("--trials %d: must be >= 1", o.Trials)
 	}
 	if o.RequestsPerLevel == 0 {
 		o.RequestsPerLevel = 200
 	}
 	if o.RequestsPerLevel < 20 {
-		return m, nil, inputErr("--requests %d: want at least 20 (p99 needs them)", o.RequestsPerLevel)
+		return inputErr("--requests %d: want at least 20 (p99 needs them)", o.RequestsPerLevel)
 	}
 	if o.Precision == 0 {
 		o.Precision = 0.04
@@ -286,18 +302,19 @@ func (o *Options) normalize() (catalog.Model, []catalog.GPU, error) {
 	if o.MaxModelLen == 0 {
 		n, err := workloadLen(o.Dataset, o.RequestsPerLevel, uint64(o.Seed))
 		if err != nil {
-			return m, nil, inputErr("workload: %v", err)
+			return inputErr("workload: %v", err)
 		}
 		o.MaxModelLen = max(2048, (n+1023)/1024*1024)
 	}
 	if o.MaxModelLen < 1 {
-		return m, nil, inputErr("max-model-len %d: must be positive", o.MaxModelLen)
+		return inputErr("max-model-len %d: must be positive", o.MaxModelLen)
 	}
-	if m.MaxPosition > 0 && o.MaxModelLen > m.MaxPosition {
-		return m, nil, inputErr("max-model-len %d is above the model's %d positions", o.MaxModelLen, m.MaxPosition)
-	}
-	// Every profile must match one of the GPUs and engines asked about,
-	// unless forced.
+	return nil
+}
+
+// checkCalibrations refuses a profile measured on none of the GPUs and
+// engines asked about, unless forced.
+func (o *Options) checkCalibrations(gpus []catalog.GPU) error {
 	for _, c := range o.Calibrations {
 		if o.Force {
 			break
@@ -315,14 +332,14 @@ func (o *Options) normalize() (catalog.Model, []catalog.GPU, error) {
 			for i, g := range gpus {
 				ids[i] = g.ID
 			}
-			return m, nil, inputErr("--calibration %s was measured on %s, not on any GPU and engine asked about (%s); --force-calibration applies it to every row",
+			return inputErr("--calibration %s was measured on %s, not on any GPU and engine asked about (%s); --force-calibration applies it to every row",
 				c.Name, c.Profile.What(), strings.Join(ids, ", "))
 		}
 	}
 	if o.Force && len(o.Calibrations) > 1 {
-		return m, nil, inputErr("--force-calibration applies one profile to every row: give one --calibration")
+		return inputErr("--force-calibration applies one profile to every row: give one --calibration")
 	}
-	return m, gpus, nil
+	return nil
 }
 
 func gpuIDs() string {

@@ -95,45 +95,95 @@ study spec's model, workload, slo and whatif: section (docs/spec.md); flags win.
 
 // whatifOptions builds the question from the flags (and --spec); every
 // error is a usage error.
+// whatifSpecOptions reads the options of a study spec's model, workload,
+// SLOs and whatif section (`whatif --spec`); flags override them.
+func whatifSpecOptions(path string) (whatif.Options, *tuner.Spec, error) {
+	var o whatif.Options
+	sp, err := tuner.ParseSpecFile(path)
+	if err != nil {
+		return o, nil, err
+	}
+	o.Model = sp.Model
+	if sp.ModelConfig != "" {
+		o.Model = sp.ModelConfig
+	}
+	o.Engines = []engine.Engine{sp.Engine}
+	o.Dataset, o.SLO, o.Seed = sp.Workload.Dataset, sp.SLO, sp.Tuner.Seed
+	w := sp.Whatif
+	if w == nil {
+		return o, sp, nil
+	}
+	o.GPUs, o.MaxGPUs, o.TargetRPS, o.Prices = w.GPUs, w.MaxGPUs, w.TargetRPS, w.Prices
+	if len(w.Engines) > 0 {
+		o.Engines = w.Engines
+	}
+	if w.RequestsPerDay > 0 {
+		peak := w.PeakFactor
+		if peak == 0 {
+			peak = 2
+		}
+		o.TargetRPS = w.RequestsPerDay / 86400 * peak
+	}
+	o.ReservedDiscount = 0.4
+	if w.ReservedDiscount != nil {
+		o.ReservedDiscount = *w.ReservedDiscount
+	}
+	o.Quantizations, o.KVCacheDTypes, o.MaxModelLen, o.Trials = w.Quantization, w.KVCacheDTypes, w.MaxModelLen, w.Trials
+	o.Force = w.ForceCalibration
+	for _, c := range w.Calibration {
+		p, err := sim.LoadProfile(c)
+		if err != nil {
+			return o, nil, err
+		}
+		o.Calibrations = append(o.Calibrations, whatif.Calibration{Name: c, Profile: p})
+	}
+	return o, sp, nil
+}
+
+// whatifLoadAndPrices applies the target load and price flags to o.
+func whatifLoadAndPrices(fl *pflag.FlagSet, f *whatifFlags, o *whatif.Options) error {
+	if fl.Changed("target-rps") && fl.Changed("requests-per-day") {
+		return errors.New("--target-rps and --requests-per-day: give one")
+	}
+	if fl.Changed("target-rps") {
+		if !(f.targetRPS > 0) {
+			return fmt.Errorf("--target-rps %g: must be positive", f.targetRPS)
+		}
+		o.TargetRPS = f.targetRPS
+	}
+	if fl.Changed("requests-per-day") {
+		if !(f.perDay > 0) || !(f.peak >= 1) {
+			return fmt.Errorf("--requests-per-day %g --peak-factor %g: want a positive count and a factor of at least 1", f.perDay, f.peak)
+		}
+		o.TargetRPS = f.perDay / 86400 * f.peak
+	}
+	if len(f.prices) > 0 {
+		if o.Prices == nil {
+			o.Prices = map[string]float64{}
+		}
+		for _, p := range f.prices {
+			id, v, ok := strings.Cut(p, "=")
+			price, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if !ok || err != nil || !(price > 0) {
+				return fmt.Errorf("--price %q: want GPU=$/GPU-hour, e.g. H100-SXM=2.5", p)
+			}
+			g, err := catalog.LookupGPU(strings.TrimSpace(id))
+			if err != nil {
+				return fmt.Errorf("--price: %w", err)
+			}
+			o.Prices[g.ID] = price
+		}
+	}
+	return nil
+}
+
 func whatifOptions(fl *pflag.FlagSet, f *whatifFlags) (whatif.Options, error) {
 	var o whatif.Options
 	var sp *tuner.Spec
 	if f.spec != "" {
 		var err error
-		if sp, err = tuner.ParseSpecFile(f.spec); err != nil {
+		if o, sp, err = whatifSpecOptions(f.spec); err != nil {
 			return o, err
-		}
-		o.Model = sp.Model
-		if sp.ModelConfig != "" {
-			o.Model = sp.ModelConfig
-		}
-		o.Engines = []engine.Engine{sp.Engine}
-		o.Dataset, o.SLO, o.Seed = sp.Workload.Dataset, sp.SLO, sp.Tuner.Seed
-		if w := sp.Whatif; w != nil {
-			o.GPUs, o.MaxGPUs, o.TargetRPS, o.Prices = w.GPUs, w.MaxGPUs, w.TargetRPS, w.Prices
-			if len(w.Engines) > 0 {
-				o.Engines = w.Engines
-			}
-			if w.RequestsPerDay > 0 {
-				peak := w.PeakFactor
-				if peak == 0 {
-					peak = 2
-				}
-				o.TargetRPS = w.RequestsPerDay / 86400 * peak
-			}
-			o.ReservedDiscount = 0.4
-			if w.ReservedDiscount != nil {
-				o.ReservedDiscount = *w.ReservedDiscount
-			}
-			o.Quantizations, o.KVCacheDTypes, o.MaxModelLen, o.Trials = w.Quantization, w.KVCacheDTypes, w.MaxModelLen, w.Trials
-			o.Force = w.ForceCalibration
-			for _, c := range w.Calibration {
-				p, err := sim.LoadProfile(c)
-				if err != nil {
-					return o, err
-				}
-				o.Calibrations = append(o.Calibrations, whatif.Calibration{Name: c, Profile: p})
-			}
 		}
 	}
 	set := func(name string) bool { return sp == nil || fl.Changed(name) }
@@ -183,37 +233,8 @@ func whatifOptions(fl *pflag.FlagSet, f *whatifFlags) (whatif.Options, error) {
 		}
 		o.SLO = slo
 	}
-	if fl.Changed("target-rps") && fl.Changed("requests-per-day") {
-		return o, errors.New("--target-rps and --requests-per-day: give one")
-	}
-	if fl.Changed("target-rps") {
-		if !(f.targetRPS > 0) {
-			return o, fmt.Errorf("--target-rps %g: must be positive", f.targetRPS)
-		}
-		o.TargetRPS = f.targetRPS
-	}
-	if fl.Changed("requests-per-day") {
-		if !(f.perDay > 0) || !(f.peak >= 1) {
-			return o, fmt.Errorf("--requests-per-day %g --peak-factor %g: want a positive count and a factor of at least 1", f.perDay, f.peak)
-		}
-		o.TargetRPS = f.perDay / 86400 * f.peak
-	}
-	if len(f.prices) > 0 {
-		if o.Prices == nil {
-			o.Prices = map[string]float64{}
-		}
-		for _, p := range f.prices {
-			id, v, ok := strings.Cut(p, "=")
-			price, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			if !ok || err != nil || !(price > 0) {
-				return o, fmt.Errorf("--price %q: want GPU=$/GPU-hour, e.g. H100-SXM=2.5", p)
-			}
-			g, err := catalog.LookupGPU(strings.TrimSpace(id))
-			if err != nil {
-				return o, fmt.Errorf("--price: %w", err)
-			}
-			o.Prices[g.ID] = price
-		}
+	if err := whatifLoadAndPrices(fl, f, &o); err != nil {
+		return o, err
 	}
 	if set("reserved-discount") {
 		o.ReservedDiscount = f.reserved
