@@ -124,42 +124,8 @@ func Candidates(runs []Run) []string {
 // Metric returns the named metric of a summary (tuner metric names);
 // ok is false when it has no value.
 func Metric(s measure.Summary, name string) (float64, bool) {
-	metric, stat, ok := strings.Cut(name, "_")
-	if !ok {
-		return 0, false
-	}
-	var st measure.Stats
-	switch metric {
-	case "ttft":
-		st = s.TTFT
-	case "tpot":
-		st = s.TPOT
-	case "itl":
-		st = s.ITL
-	case "e2el":
-		st = s.E2EL
-	default:
-		return 0, false
-	}
-	if st.N == 0 {
-		return 0, false
-	}
-	var v float64
-	switch stat {
-	case "mean":
-		v = st.Mean
-	case "p50", "median":
-		v = st.P50
-	case "p90":
-		v = st.P90
-	case "p95":
-		v = st.P95
-	case "p99":
-		v = st.P99
-	default:
-		return 0, false
-	}
-	return v, v > 0
+	v, ok := s.Latency(name)
+	return v, ok && v > 0
 }
 
 // ValidMetric checks a compared metric's name.

@@ -137,39 +137,7 @@ func (p Point) Metric(name string) (v float64, ok bool) {
 		}
 		return s.GPU.OutputTokensPerJoule, true
 	}
-	metric, stat, found := strings.Cut(name, "_")
-	if !found {
-		return 0, false
-	}
-	var st measure.Stats
-	switch metric {
-	case "ttft":
-		st = s.TTFT
-	case "tpot":
-		st = s.TPOT
-	case "itl":
-		st = s.ITL
-	case "e2el":
-		st = s.E2EL
-	default:
-		return 0, false
-	}
-	if st.N == 0 {
-		return 0, false
-	}
-	switch stat {
-	case "mean":
-		return st.Mean, true
-	case "p50", "median":
-		return st.P50, true
-	case "p90":
-		return st.P90, true
-	case "p95":
-		return st.P95, true
-	case "p99":
-		return st.P99, true
-	}
-	return 0, false
+	return s.Latency(name)
 }
 
 // Objective is one direction of interest, e.g. "max output_throughput_per_gpu".
