@@ -117,6 +117,21 @@ func (s Settings) GPUs() int {
 // ParallelNames returns the settings whose product is the GPU count.
 func ParallelNames() []string { return append([]string(nil), parallelNames...) }
 
+// Line writes the settings as k=v in name order, space separated: how
+// every command and page shows a configuration.
+func (s Settings) Line() string {
+	keys := make([]string, 0, len(s))
+	for k := range s {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s=%v", k, s[k])
+	}
+	return strings.Join(parts, " ")
+}
+
 // Key is a canonical text of s, numbers normalised (JSON gives float64
 // where YAML gave int): equal configurations have equal keys.
 func (s Settings) Key() string {

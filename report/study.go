@@ -319,18 +319,7 @@ func fmtCI(m string, ci [2]float64) string {
 }
 
 // SettingsLine writes settings as k=v in name order.
-func SettingsLine(s space.Settings) string {
-	keys := make([]string, 0, len(s))
-	for k := range s {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s=%v", k, s[k])
-	}
-	return strings.Join(parts, " ")
-}
+func SettingsLine(s space.Settings) string { return s.Line() }
 
 // differs lists the settings of b that differ from a.
 func differs(a, b space.Settings) string {

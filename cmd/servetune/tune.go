@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -312,18 +311,7 @@ func (p *tuneProgress) level(trialN int, level string, done, total int) {
 }
 
 // settingsLine prints settings as k=v in name order.
-func settingsLine(s space.Settings) string {
-	keys := make([]string, 0, len(s))
-	for k := range s {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s=%v", k, s[k])
-	}
-	return strings.Join(parts, " ")
-}
+func settingsLine(s space.Settings) string { return s.Line() }
 
 // studyClock times a study for its progress lines: elapsed wall time and
 // an ETA from the measured durations of the trials this run finished.
