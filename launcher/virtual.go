@@ -28,6 +28,10 @@ type Virtual struct {
 	// ForceCalibration.
 	Calibration      string
 	ForceCalibration bool
+	// Constants override the simulator's constants (the profile's, or the
+	// stock ones) field by field: a guided study's refit model and the
+	// perturbed "realities" of make guided-bench. Not a spec key.
+	Constants sim.Constants
 }
 
 var _ Launcher = (*Virtual)(nil)
@@ -75,7 +79,18 @@ func (v *Virtual) Config(spec Spec) (sim.Config, error) {
 	if n == 0 {
 		n = set.GPUs()
 	}
-	return sim.FromSettings(spec.Engine, spec.Model, v.ModelConfig, v.GPU, n, set)
+	cfg, err := sim.FromSettings(spec.Engine, spec.Model, v.ModelConfig, v.GPU, n, set)
+	if err != nil {
+		return cfg, err
+	}
+	for _, name := range sim.ConstantNames() {
+		if x, _ := v.Constants.Get(name); x != 0 {
+			if err := cfg.Constants.Set(name, x); err != nil {
+				return cfg, err
+			}
+		}
+	}
+	return cfg, nil
 }
 
 // VirtualInstance is one simulated engine of the Virtual launcher.

@@ -45,6 +45,13 @@ const (
 	// sees before loading weights. Estimate (same order as vLLM's non-torch
 	// memory at TP1).
 	sglangContextBytes = 0.3 * GiB
+
+	// memoryOverhead scales the reservations above (non-torch memory,
+	// activation peak, CUDA graph pool, SGLang's context) together. 1: the
+	// model as sourced; it is the one memory constant a calibration moves,
+	// because the real figures drift with the driver, NCCL and the engine
+	// version, while weights and KV bytes per token are exact.
+	memoryOverhead = 1.0
 )
 
 // Bytes per weight element by quantization. AWQ/GPTQ int4 carry one fp16

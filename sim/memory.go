@@ -70,8 +70,9 @@ func Estimate(cfg Config) (MemoryEstimate, error) {
 		WeightsGiB: weights / GiB, BlockSize: cfg.BlockSize, KVBytesPerTok: kvPerTok,
 		MaxModelLen: cfg.MaxModelLen,
 	}
+	scale := cfg.Constants.MemoryOverhead // the reservations' scale (constants.go)
 	if !cfg.EnforceEager {
-		est.CUDAGraphGiB = cudaGraphBytesPerLayer * float64(m.Layers) / float64(cfg.PP) / GiB
+		est.CUDAGraphGiB = scale * cudaGraphBytesPerLayer * float64(m.Layers) / float64(cfg.PP) / GiB
 	}
 	if weights > total {
 		return est, &StartupError{Engine: cfg.Engine, Message: fmt.Sprintf(
@@ -83,20 +84,21 @@ func Estimate(cfg Config) (MemoryEstimate, error) {
 	switch cfg.Engine {
 	case engine.VLLM:
 		requested := total * cfg.MemFraction
-		act := activationPeak(cfg)
-		nonTorch := float64(vllmNonTorchTP1)
+		act := scale * activationPeak(cfg)
+		nonTorch := scale * vllmNonTorchTP1
 		if cfg.TP*cfg.PP > 1 {
-			nonTorch = vllmNonTorchTPN
+			nonTorch = scale * vllmNonTorchTPN
 		}
 		kv = requested - weights - act - nonTorch
 		est.RequestedGiB, est.ActivationGiB, est.NonTorchGiB = requested/GiB, act/GiB, nonTorch/GiB
 		est.MaxNumSeqs = cfg.MaxNumSeqs
 	case engine.SGLang:
 		requested := total * cfg.MemFraction
-		est.RequestedGiB, est.NonTorchGiB = requested/GiB, sglangContextBytes/GiB
+		ctxBytes := scale * sglangContextBytes
+		est.RequestedGiB, est.NonTorchGiB = requested/GiB, ctxBytes/GiB
 		// max_total_tokens = (free after weights - total*(1-frac)) / bytes per token.
-		kv = (total - sglangContextBytes - weights) - total*(1-cfg.MemFraction)
-		est.ActivationGiB = activationPeak(cfg) / GiB
+		kv = (total - ctxBytes - weights) - total*(1-cfg.MemFraction)
+		est.ActivationGiB = scale * activationPeak(cfg) / GiB
 	}
 	if kv <= 0 {
 		est.KVCacheGiB = kv / GiB

@@ -27,6 +27,12 @@ type Constants struct {
 	PerSeqOverheadUs    float64 `json:"per_seq_overhead_us,omitempty"`   // CPU time per scheduled sequence per step
 	KernelOverheadUs    float64 `json:"kernel_overhead_us,omitempty"`    // launch gap and ramp of one GPU kernel in a CUDA graph
 	FrontendOverheadMs  float64 `json:"frontend_overhead_ms,omitempty"`  // a request's time in the API server outside the engine loop
+	// MemoryOverhead scales the engine's start-up reservations besides
+	// weights and KV cache (non-torch memory, the profiled activation
+	// peak, the CUDA graph pool): 1 is the memory model as written
+	// (memory.go); a guided study learns it from which configurations
+	// start.
+	MemoryOverhead float64 `json:"memory_overhead,omitempty"`
 }
 
 // constant describes one field of Constants for the fitter and for
@@ -55,6 +61,7 @@ var constants = []constant{
 	{"per_seq_overhead_us", func(c *Constants) *float64 { return &c.PerSeqOverheadUs }, fixed(us(perSeqOverhead)), 0.01, 1000},
 	{"kernel_overhead_us", func(c *Constants) *float64 { return &c.KernelOverheadUs }, fixed(us(kernelOverhead)), 0.01, 100},
 	{"frontend_overhead_ms", func(c *Constants) *float64 { return &c.FrontendOverheadMs }, fixed(ms(frontendOverhead)), 0.01, 1000},
+	{"memory_overhead", func(c *Constants) *float64 { return &c.MemoryOverhead }, fixed(memoryOverhead), 0.05, 20},
 }
 
 func fixed(v float64) func(engine.Engine) float64 { return func(engine.Engine) float64 { return v } }

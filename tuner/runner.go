@@ -166,3 +166,10 @@ func oomMessage(err error) (string, bool) {
 	}
 	return "", false
 }
+
+// Refuses reports whether the trial of set would end before launching:
+// the space's constraints or, with tuner.precheck, the memory model.
+func (r *TrialRunner) Refuses(set space.Settings) bool {
+	ls := r.launchSpec(0, set, nil)
+	return r.Spec.Space.Check(set, r.checkContext(ls)) != nil
+}

@@ -1,6 +1,7 @@
 package tuner
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -12,6 +13,7 @@ import (
 	"github.com/c-bata/goptuna/cmaes"
 
 	"github.com/servetune/servetune/space"
+	"github.com/servetune/servetune/trial"
 )
 
 // Sampler kinds a spec may name.
@@ -40,6 +42,21 @@ type Sampler struct {
 	asked  int
 	seen   map[string]bool // configurations proposed or replayed
 	random *randomSampler  // fallback when the model repeats itself
+	guide  *guide          // the guided sampler's state (kind guided)
+}
+
+// NewStudySampler builds the sampler of study sp: NewSampler's kinds, and
+// the guided sampler, which forecasts the space first (seconds to a
+// minute; ctx bounds it) and reports what it decides through note.
+func NewStudySampler(ctx context.Context, sp *Spec, note func(string)) (*Sampler, error) {
+	if sp.Tuner.Sampler != SamplerGuided {
+		return NewSampler(sp.Tuner.Sampler, sp.Space, sp.Tuner.Seed)
+	}
+	g, err := newGuide(ctx, sp, note)
+	if err != nil {
+		return nil, err
+	}
+	return &Sampler{kind: SamplerGuided, params: sp.Space.Params, seed: sp.Tuner.Seed, seen: map[string]bool{}, guide: g}, nil
 }
 
 // NewSampler builds a seeded sampler of the given kind over sp.
@@ -109,6 +126,12 @@ type Proposal struct {
 func (s *Sampler) Ask() (Proposal, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if g := s.guide; g != nil {
+		if g.fallback != nil {
+			return g.fallback.Ask()
+		}
+		return g.ask()
+	}
 	if s.study == nil {
 		if s.next >= len(s.grid) {
 			return Proposal{}, ErrExhausted
@@ -205,11 +228,46 @@ func external(p space.Param, ir float64) any {
 	return p.Choices[int(ir)]
 }
 
+// Observe gives the guided sampler a proposal's whole result before Tell:
+// whether the engine started, and the measured levels it refits the
+// simulator to. Other kinds ignore it.
+func (s *Sampler) Observe(id int, res trial.Result) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if g := s.guide; g != nil {
+		if c := g.ids[id]; c != nil {
+			g.observe(c, res)
+		}
+	}
+}
+
+// Summary is a line on what the sampler did ("" for kinds with nothing to
+// say).
+func (s *Sampler) Summary() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.guide == nil {
+		return ""
+	}
+	return s.guide.summary()
+}
+
 // Tell reports the value of a proposal (higher is better), or that it
 // failed.
 func (s *Sampler) Tell(id int, value float64, failed bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if g := s.guide; g != nil {
+		if id < guidedIDBase {
+			return g.fallback.Tell(id, value, failed)
+		}
+		c := g.ids[id]
+		g.tell(id, value, failed)
+		if g.fallback != nil && c != nil {
+			return g.fallback.Replay(c.set, value, failed)
+		}
+		return nil
+	}
 	if s.study == nil {
 		return nil
 	}
@@ -238,6 +296,13 @@ func (s *Sampler) tell(id int, value float64, failed bool) error {
 func (s *Sampler) Replay(set space.Settings, value float64, failed bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if g := s.guide; g != nil {
+		g.replay(set, value, failed)
+		if g.fallback != nil {
+			return g.fallback.Replay(set, value, failed)
+		}
+		return nil
+	}
 	if s.study == nil {
 		s.skipGrid(set)
 		return nil
@@ -265,6 +330,13 @@ func (s *Sampler) Replay(set space.Settings, value float64, failed bool) error {
 func (s *Sampler) Reserve(set space.Settings) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if g := s.guide; g != nil {
+		g.reserve(set)
+		if g.fallback != nil {
+			g.fallback.Reserve(set)
+		}
+		return
+	}
 	if s.study == nil {
 		s.skipGrid(set)
 		return

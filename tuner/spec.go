@@ -241,6 +241,7 @@ func yamlErrMsg(err error) string {
 // specParser walks the YAML tree keeping the first error.
 type specParser struct {
 	yamlspec.Decoder
+	samplerGiven bool // tuner.sampler is in the spec
 }
 
 func (p *specParser) parse(root *yaml.Node) *Spec {
@@ -648,11 +649,12 @@ func (p *specParser) slo(n *yaml.Node) SLO {
 func (p *specParser) tuner(n *yaml.Node, t *TunerSpec) {
 	f := p.Fields(n, "tuner", "sampler", "trials", "seed", "objective", "parallel", "precheck", "confirm")
 	if x := f["sampler"]; x != nil {
+		p.samplerGiven = true
 		t.Sampler = p.Str(x, "tuner.sampler")
 		switch t.Sampler {
-		case SamplerTPE, SamplerRandom, SamplerCMAES, SamplerGrid:
+		case SamplerTPE, SamplerRandom, SamplerCMAES, SamplerGrid, SamplerGuided:
 		default:
-			p.Fail(x, "tuner.sampler", "%q: want tpe, random, cmaes or grid", t.Sampler)
+			p.Fail(x, "tuner.sampler", "%q: want guided, tpe, random, cmaes or grid", t.Sampler)
 		}
 	}
 	if x := f["trials"]; x != nil {
@@ -833,6 +835,25 @@ func (p *specParser) whatif(n *yaml.Node) *WhatifSpec {
 }
 
 // check rejects impossible combinations across sections.
+// defaultSampler makes guided the sampler of a spec that names none when
+// the simulator can forecast the study (Forecastable) and the launcher can
+// change settings; TPE otherwise. A spec naming guided for a study the
+// simulator cannot forecast is refused.
+func (p *specParser) defaultSampler(sp *Spec, top map[string]*yaml.Node) {
+	fixed := false
+	if f, ok := sp.Launcher.Launcher.(launcher.FixedEngine); ok && f.FixedSettings() {
+		fixed = true
+	}
+	given := p.samplerGiven
+	err := Forecastable(sp)
+	switch {
+	case !given && err == nil && !fixed:
+		sp.Tuner.Sampler = SamplerGuided
+	case given && sp.Tuner.Sampler == SamplerGuided && err != nil:
+		p.Fail(yamlspec.KeyNode(top["tuner"], "sampler"), "tuner.sampler", "guided needs the simulator: %v", err)
+	}
+}
+
 func (p *specParser) check(sp *Spec, top map[string]*yaml.Node) {
 	need := minGPUs(sp.Space)
 	if pool := newGPUPool(sp.Launcher.placement()); pool.size() > 0 && need > pool.total {
@@ -861,6 +882,7 @@ func (p *specParser) check(sp *Spec, top map[string]*yaml.Node) {
 			p.Fail(yamlspec.KeyNode(top["quality"], "baseline"), "quality.baseline", "needs %d GPUs on one host, the study has %d", GPUsFor(q.Baseline), pool.total)
 		}
 	}
+	p.defaultSampler(sp, top)
 	if sp.Tuner.Sampler == SamplerCMAES {
 		numeric := 0
 		for _, q := range sp.Space.Params {

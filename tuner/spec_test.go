@@ -96,7 +96,7 @@ func TestParseSpecBad(t *testing.T) {
 		{"bad dist", "input: 512", "input: {uniform: [5]}", 14, "workload.dataset.input.uniform", "[MIN, MAX]"},
 		{"bad slo", "tpot_p99_ms: 50", "tpot_p42_ms: 50", 18, "slo.tpot_p42_ms", "unknown limit"},
 		{"bad objective", "min ttft_p99]", "min speed]", 19, "objectives", "unknown metric"},
-		{"bad sampler", "sampler: random", "sampler: bayes", 20, "tuner.sampler", "want tpe"},
+		{"bad sampler", "sampler: random", "sampler: bayes", 20, "tuner.sampler", "want guided, tpe"},
 		{"too few GPUs", "tensor_parallel: [1, 2]", "tensor_parallel: [4]", 6, "launcher.gpus", "needs 4 GPUs"},
 		{"dup GPU", "gpus: [0, 1]", "gpus: [0, 0]", 6, "launcher.gpus", "twice"},
 		{"secret in env", "time_scale: 50", "time_scale: 50\n  env: [HF_TOKEN=abc]", 9, "launcher.env", "names only"},

@@ -132,12 +132,20 @@ func (s *Study) note(format string, a ...any) {
 // trials marked interrupted, to be re-run by a later resume.
 func (s *Study) Run(ctx context.Context) (Outcome, error) {
 	sp := s.Spec
-	sampler, err := NewSampler(sp.Tuner.Sampler, sp.Space, sp.Tuner.Seed)
+	run, stored, err := s.open(ctx)
 	if err != nil {
 		return Outcome{}, err
 	}
-	run, stored, err := s.open(ctx)
+	if sp.Tuner.Sampler == SamplerGuided {
+		s.note("guided: forecasting the space in virtual time before the first trial")
+	}
+	sampler, err := NewStudySampler(ctx, sp, func(msg string) { s.note("%s", msg) })
 	if err != nil {
+		status := store.StudyFailed
+		if ctx.Err() != nil {
+			status = store.StudyInterrupted
+		}
+		_ = run.End(context.WithoutCancel(ctx), status)
 		return Outcome{}, err
 	}
 	if s.OnBegin != nil {
@@ -172,6 +180,9 @@ func (s *Study) Run(ctx context.Context) (Outcome, error) {
 	}
 	r.enqueue(stored)
 	r.dispatch(ctx, r.searchJob)
+	if sum := sampler.Summary(); sum != "" {
+		s.note("%s", sum)
+	}
 	if ctx.Err() == nil && !r.stopped(ctx) {
 		r.confirm(ctx)
 	}
@@ -546,7 +557,10 @@ func (r *studyRun) finish(ctx context.Context, j job, gpus []int, res trial.Resu
 	case j.replay:
 		tell = func() error { return r.sampler.Replay(j.settings, score, value == nil) }
 	default:
-		tell = func() error { return r.sampler.Tell(j.askID, score, value == nil) }
+		tell = func() error {
+			r.sampler.Observe(j.askID, res)
+			return r.sampler.Tell(j.askID, score, value == nil)
+		}
 	}
 	var tellErr error
 	switch {

@@ -42,6 +42,7 @@ type tuneOptions struct {
 	forceSpec bool
 	fresh     bool
 	ui        string // serve the live dashboard on this address
+	dryRun    bool
 }
 
 func newTuneCmd() *cobra.Command {
@@ -64,6 +65,9 @@ launched. One process owns a study at a time.`,
 			if o.resume && o.fresh {
 				return usageErrorf("--resume and --fresh exclude each other")
 			}
+			if o.dryRun {
+				return runDryRun(cmd.Context(), sp, cmd.OutOrStdout())
+			}
 			return runTune(cmd.Context(), sp, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -71,6 +75,7 @@ launched. One process owns a study at a time.`,
 	cmd.Flags().BoolVar(&o.resume, "resume", false, "continue a stored study: re-run interrupted trials, keep finished ones")
 	cmd.Flags().BoolVar(&o.forceSpec, "force-spec", false, "with --resume: accept a changed spec whose trials stay comparable (not model, GPU, engine or workload)")
 	cmd.Flags().BoolVar(&o.fresh, "fresh", false, "delete the stored study of this name first (refused while a run owns it)")
+	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "print the simulator's ranking of the space (top 10, predicted figures) and the predicted infeasible share; launch nothing, store nothing")
 	cmd.Flags().StringVar(&o.ui, "ui", "", "serve the live dashboard on this address while the study runs, e.g. "+defaultUIAddr+" (read-only, loopback unless you say otherwise)")
 	return cmd
 }

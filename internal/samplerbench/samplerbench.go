@@ -59,7 +59,8 @@ func (m *Memo) Eval(s space.Settings) (float64, bool) {
 type Optimum struct {
 	Value   float64 // best value over every configuration
 	Configs int     // configurations in the space
-	Failed  int     // configurations that do not run
+	Failed  int     // configurations that do not run (or meet the SLOs at no level)
+	OOM     int     // configurations whose engine does not start for memory
 	Near    int     // configurations within Frac of Value
 	Frac    float64 // e.g. 0.99
 }

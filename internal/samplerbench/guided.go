@@ -1,0 +1,230 @@
+package samplerbench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+
+	"github.com/servetune/servetune/engine"
+	"github.com/servetune/servetune/launcher"
+	"github.com/servetune/servetune/measure"
+	"github.com/servetune/servetune/sim"
+	"github.com/servetune/servetune/space"
+	"github.com/servetune/servetune/trial"
+	"github.com/servetune/servetune/tuner"
+)
+
+// Reality is a stand-in for a real engine in the guided benchmark: the
+// simulated engine with every constant (efficiencies, overheads and the
+// memory model's reservations) moved by a seeded factor, so its optimum
+// and its out-of-memory boundary are not where the stock simulator, which
+// the guided sampler starts from, puts them.
+type Reality struct {
+	Seed      int64
+	Constants sim.Constants
+	spec      *tuner.Spec // the study spec on the perturbed virtual engine, no precheck
+
+	mu      sync.Mutex
+	results map[string]trial.Result
+}
+
+// NewReality perturbs engine e's stock constants: each is multiplied by a
+// factor drawn uniformly from [1-spread, 1+spread] (seeded), within its
+// range.
+func NewReality(sp *tuner.Spec, seed int64, spread float64) (*Reality, error) {
+	rng := rand.New(rand.NewPCG(uint64(seed), 0x7ea1))
+	c := sim.StockConstants(sp.Engine)
+	for _, name := range sim.ConstantNames() {
+		v, _ := c.Get(name)
+		lo, hi, _ := sim.ConstantRange(name)
+		f := 1 + spread*(2*rng.Float64()-1)
+		if err := c.Set(name, math.Min(math.Max(v*f, lo), hi)); err != nil {
+			return nil, err
+		}
+	}
+	rs := *sp
+	rs.Tuner.Precheck = false
+	rs.Quality = nil
+	rs.Launcher.Launcher = &launcher.Virtual{GPU: sp.Hardware.GPU, ModelConfig: sp.Launcher.ModelConfig, Constants: c}
+	return &Reality{Seed: seed, Constants: c, spec: &rs, results: map[string]trial.Result{}}, nil
+}
+
+// Run measures set on the reality (once; later calls return the same
+// result).
+func (r *Reality) Run(ctx context.Context, set space.Settings) trial.Result {
+	k := set.Key()
+	r.mu.Lock()
+	res, ok := r.results[k]
+	r.mu.Unlock()
+	if ok {
+		return res
+	}
+	res = (&tuner.TrialRunner{Spec: r.spec, Bootstrap: 1}).Evaluate(ctx, 0, set, nil)
+	r.mu.Lock()
+	r.results[k] = res
+	r.mu.Unlock()
+	return res
+}
+
+// Value is the objective's value of a result (ok false: failed or no level
+// met the SLOs).
+func (r *Reality) Value(set space.Settings, res trial.Result) (float64, bool) {
+	if res.Status != measure.StatusOK {
+		return 0, false
+	}
+	sp := r.spec
+	return tuner.TrialValue(tuner.PointsOf(0, set, sp.Hardware.PricePerGPUHour, res.Levels), sp.Tuner.Objective, sp.SLO)
+}
+
+// Optimum measures every configuration of the space on the reality.
+func (r *Reality) Optimum(ctx context.Context, frac float64) (Optimum, error) {
+	grid, err := r.spec.Space.Grid()
+	if err != nil {
+		return Optimum{}, err
+	}
+	jobs := make(chan space.Settings)
+	var wg sync.WaitGroup
+	for range max(runtime.GOMAXPROCS(0), 1) {
+		wg.Go(func() {
+			for s := range jobs {
+				r.Run(ctx, s)
+			}
+		})
+	}
+	for _, s := range grid {
+		jobs <- s
+	}
+	close(jobs)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return Optimum{}, err
+	}
+	obj := r.spec.Tuner.Objective
+	o := Optimum{Configs: len(grid), Frac: frac}
+	vals := make([]float64, 0, len(grid))
+	for _, s := range grid {
+		res := r.Run(ctx, s)
+		if res.Failure == engine.FailOOM {
+			o.OOM++
+		}
+		v, ok := r.Value(s, res)
+		if !ok {
+			o.Failed++
+			continue
+		}
+		if !obj.Maximize {
+			v = 1 / v // higher is better from here on
+		}
+		vals = append(vals, v)
+		o.Value = math.Max(o.Value, v)
+	}
+	if o.Value <= 0 {
+		return o, errors.New("no configuration of the space runs with a positive objective on this reality")
+	}
+	for _, v := range vals {
+		if v >= frac*o.Value {
+			o.Near++
+		}
+	}
+	return o, nil
+}
+
+// Search is one sampler's run against a reality.
+type Search struct {
+	Trials     int // launches until a measurement reached the target (budget+1: never)
+	OOM        int // of those launches, engines that did not start for memory
+	Prechecked int // proposals the memory precheck refused without launching
+	Stopped    bool
+}
+
+// SearchReality runs sampler kind (seeded) on the reality until a launch
+// measures at least target (in "higher is better" units) or budget
+// launches. With precheck, samplers other than guided get the stock
+// memory model's precheck (a refused proposal is not a launch); without
+// it they launch every proposal, as a tuner without a model of the engine
+// does. The guided sampler decides with its learned boundary and launches
+// what it proposes.
+func SearchReality(ctx context.Context, sp *tuner.Spec, r *Reality, kind string, seed int64, target float64, budget int, precheck bool, note func(string)) (Search, error) {
+	ss := *sp
+	ss.Tuner.Sampler, ss.Tuner.Seed = kind, seed
+	s, err := tuner.NewStudySampler(ctx, &ss, note)
+	if err != nil {
+		return Search{}, err
+	}
+	var pre *tuner.TrialRunner
+	if kind != tuner.SamplerGuided && precheck {
+		pre = &tuner.TrialRunner{Spec: &ss}
+	}
+	var out Search
+	for proposals := 0; out.Trials < budget && proposals < 4*budget; proposals++ {
+		p, err := s.Ask()
+		if errors.Is(err, tuner.ErrExhausted) {
+			out.Stopped = true
+			break
+		}
+		if err != nil {
+			return out, err
+		}
+		if pre != nil && pre.Refuses(p.Settings) {
+			out.Prechecked++
+			if err := s.Tell(p.ID, 0, true); err != nil {
+				return out, err
+			}
+			continue
+		}
+		out.Trials++
+		res := r.Run(ctx, p.Settings)
+		if note != nil {
+			v, _ := r.Value(p.Settings, res)
+			note(fmt.Sprintf("%s launch %d: %s -> %s %s %.4g (target %.4g)", kind, out.Trials, p.Settings.Key(), res.Status, res.Failure, v, target))
+		}
+		if res.Failure == engine.FailOOM {
+			out.OOM++
+		}
+		v, ok := r.Value(p.Settings, res)
+		u := v
+		if ok && !sp.Tuner.Objective.Maximize {
+			u = 1 / v
+		}
+		if ok && u >= target {
+			return out, nil
+		}
+		score := v
+		if !sp.Tuner.Objective.Maximize {
+			score = -v
+		}
+		s.Observe(p.ID, res)
+		if err := s.Tell(p.ID, score, !ok); err != nil {
+			return out, err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return out, err
+	}
+	out.Trials = budget + 1
+	return out, nil
+}
+
+// Percentile returns the p-th percentile (nearest rank) of xs.
+func Percentile(xs []int, p float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	s := append([]int(nil), xs...)
+	for i := range s { // insertion sort: a handful of values
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+	k := int(math.Ceil(p/100*float64(len(s)))) - 1
+	return float64(s[max(0, min(k, len(s)-1))])
+}
+
+// String is a search's figures for the per-reality lines.
+func (s Search) String() string {
+	return fmt.Sprintf("%d (oom %d)", s.Trials, s.OOM)
+}

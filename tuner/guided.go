@@ -1,0 +1,905 @@
+package tuner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"slices"
+	"sort"
+	"sync"
+
+	"github.com/c-bata/goptuna"
+
+	"github.com/servetune/servetune/calibrate"
+	"github.com/servetune/servetune/catalog"
+	"github.com/servetune/servetune/engine"
+	"github.com/servetune/servetune/launcher"
+	"github.com/servetune/servetune/measure"
+	"github.com/servetune/servetune/sim"
+	"github.com/servetune/servetune/space"
+	"github.com/servetune/servetune/trial"
+)
+
+// SamplerGuided ranks the space with the simulated engine in virtual time
+// and measures the best forecast first (docs/architecture.md, "Guided
+// search").
+const SamplerGuided = "guided"
+
+// The guided sampler's rules. Each is a stated choice, not a fit to one
+// benchmark.
+const (
+	// guidedExhaustive: spaces up to this many configurations are forecast
+	// whole; larger ones by a seeded sample of guidedSample plus the
+	// neighbours of the best guidedRefine forecasts.
+	guidedExhaustive = 768
+	guidedSample     = 384
+	guidedRefine     = 8
+	// guidedRerank: forecasts redone under the refit constants after each
+	// measurement (the best by the current ranking); the rest keep theirs.
+	guidedRerank = 24
+	// A refit uses the latest guidedFitRuns measured trials and at most
+	// guidedFitEvals simulations of them.
+	guidedFitRuns  = 4
+	guidedFitEvals = 30
+	// A measurement disagrees with its forecast when they differ by more
+	// than a factor 1.25 (or one met the SLOs and the other did not);
+	// after guidedFallback disagreements in a row TPE proposes instead.
+	guidedDisagree = 1.25
+	guidedFallback = 3
+	// The search stops when the best unmeasured forecast beats the best
+	// measurement by less than guidedNoise (a repeated run of one
+	// configuration moves its throughput by about this much) after at
+	// least guidedMinTrials measurements.
+	guidedNoise     = 0.02
+	guidedMinTrials = 3
+	// memSigma is the prior log-spread of the engine's real start-up
+	// reservations around the memory model's (sim constant
+	// memory_overhead): about ±15%.
+	memSigma = 0.15
+	// confidentFail: a configuration whose chance to start is below this is
+	// never launched.
+	confidentFail = 0.02
+	// guidedIDBase offsets the guided sampler's proposal handles from
+	// those of the TPE it may fall back to.
+	guidedIDBase = 1 << 30
+)
+
+// Forecastable says whether the simulator can forecast sp: a catalog GPU
+// and a model it knows (the catalog, or a config.json). nil when it can.
+func Forecastable(sp *Spec) error {
+	if sp.Hardware.GPU == "" {
+		return errors.New("the study names no hardware.gpu, so the simulator has no GPU to forecast on")
+	}
+	if _, err := catalog.LookupGPU(sp.Hardware.GPU); err != nil {
+		return fmt.Errorf("hardware.gpu: %w", err)
+	}
+	if _, err := (&TrialRunner{Spec: sp}).model(); err != nil {
+		return fmt.Errorf("model: %w", err)
+	}
+	return nil
+}
+
+// Forecast is the simulator's view of one configuration.
+type Forecast struct {
+	Settings space.Settings
+	// Value is the objective over the levels that meet the SLOs (Met).
+	Value float64
+	Met   bool
+	// Critical is the memory_overhead scale up to which the memory model
+	// lets the configuration start (0: never; +Inf: not modelled).
+	Critical float64
+	// PStart is the chance it starts on the real engine, given what the
+	// study has observed (1 - PStart is the predicted infeasibility).
+	PStart float64
+	// Failure is why the forecast run failed (the engine's class), ""
+	// when it ran.
+	Failure string
+	// Best is the level that gave Value.
+	Best *Point
+	pts  []Point
+}
+
+// forecaster runs configurations of a study in virtual time.
+type forecaster struct {
+	base *Spec // the study spec with a virtual launcher, no precheck, no quality gate
+	calibration
+}
+
+type calibration struct {
+	path  string
+	force bool
+}
+
+func newForecaster(sp *Spec) *forecaster {
+	vs := *sp
+	vs.Tuner.Precheck = false
+	vs.Quality = nil
+	f := &forecaster{base: &vs}
+	if v, ok := sp.Launcher.Launcher.(*launcher.Virtual); ok {
+		f.path, f.force = v.Calibration, v.ForceCalibration
+	}
+	return f
+}
+
+func (f *forecaster) virtual(c sim.Constants) *launcher.Virtual {
+	return &launcher.Virtual{GPU: f.base.Hardware.GPU, ModelConfig: f.base.Launcher.ModelConfig,
+		Calibration: f.path, ForceCalibration: f.force, Constants: c}
+}
+
+// run forecasts set under constants c. A configuration the memory model
+// stops is forecast as if it started (with the reservations just under its
+// critical scale), so its value is known for the bet on whether it starts.
+func (f *forecaster) run(ctx context.Context, set space.Settings, c sim.Constants, crit float64) Forecast {
+	if crit > 0 && !math.IsInf(crit, 1) {
+		m := c.MemoryOverhead
+		if m == 0 {
+			m = 1
+		}
+		c.MemoryOverhead = math.Max(0.05, math.Min(m, 0.98*crit))
+	}
+	vs := *f.base
+	vs.Launcher.Launcher = f.virtual(c)
+	res := (&TrialRunner{Spec: &vs, Bootstrap: 1}).Evaluate(ctx, 0, set, nil)
+	fc := Forecast{Settings: set, Critical: crit}
+	if res.Status != measure.StatusOK {
+		fc.Failure = string(res.Failure)
+		if fc.Failure == "" {
+			fc.Failure = string(res.Status)
+		}
+		return fc
+	}
+	pts := PointsOf(0, set, vs.Hardware.PricePerGPUHour, res.Levels)
+	fc.pts = pts
+	obj := vs.Tuner.Objective
+	for i := range pts {
+		if !vs.SLO.Met(pts[i]) {
+			continue
+		}
+		if m, ok := pts[i].Metric(obj.Metric); ok && (!fc.Met || obj.better(m, fc.Value)) {
+			fc.Value, fc.Met, fc.Best = m, true, &pts[i]
+		}
+	}
+	if !fc.Met && len(pts) > 0 {
+		fc.Best = &pts[len(pts)-1]
+	}
+	return fc
+}
+
+// critical is the largest memory_overhead scale at which set starts by the
+// memory model (bisection: the reservations only grow with it).
+func (f *forecaster) critical(set space.Settings) float64 {
+	ls := (&TrialRunner{Spec: f.base}).launchSpec(0, set, nil)
+	cfg, err := f.virtual(sim.Constants{}).Config(ls)
+	if err != nil {
+		return math.Inf(1) // settings the simulator does not model: the engine decides
+	}
+	starts := func(s float64) bool {
+		c := cfg
+		c.Constants.MemoryOverhead = s
+		_, err := sim.Estimate(c)
+		return !errors.Is(err, sim.ErrOOM)
+	}
+	lo, hi, _ := sim.ConstantRange("memory_overhead")
+	if !starts(lo) {
+		return 0
+	}
+	if starts(hi) {
+		return math.Inf(1)
+	}
+	for range 40 {
+		mid := math.Sqrt(lo * hi)
+		if starts(mid) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo
+}
+
+// utility maps an objective's value onto "higher is better, positive".
+func utility(obj Objective, fc Forecast) float64 {
+	if !fc.Met || fc.Value <= 0 {
+		return 0
+	}
+	if obj.Maximize {
+		return fc.Value
+	}
+	return 1 / fc.Value
+}
+
+// cand is one configuration the guide knows.
+type cand struct {
+	set        space.Settings
+	key        string
+	coords     []float64 // each parameter in [0, 1], for the residual kernel
+	crit       float64
+	critDone   bool
+	fc         Forecast
+	u          float64 // forecast utility under the current constants
+	fv, mv     []view  // forecast and measured levels
+	never      bool    // the space rejects it (constraints, heads)
+	pending    bool
+	measured   bool
+	mu         float64 // measured utility (0: failed or missed the SLOs)
+	started    bool    // the engine started (ok, or failed after starting)
+	askKey     float64 // its corrected forecast when proposed (for the disagreement rule)
+	askedAfter int     // refits done when it was proposed
+	skipped    bool    // counted among the launches saved
+}
+
+// guide is the guided sampler's state; Sampler serialises its calls.
+type guide struct {
+	ctx   context.Context
+	sp    *Spec
+	f     *forecaster
+	c     sim.Constants // the refit constants (zero = the launcher's)
+	cands []*cand
+	by    map[string]*cand
+	ids   map[int]*cand
+	next  int
+	note  func(string)
+
+	lo, hi   float64 // the real memory_overhead scale lies in (lo, hi]
+	runs     []calibrate.Run
+	refits   int
+	disagree int
+	fallback *Sampler
+	stopped  bool
+	saved    int
+	params   []space.Param
+	values   [][]any // each parameter's values when discrete, else nil
+}
+
+// newGuide forecasts the space of sp (GOMAXPROCS at once).
+func newGuide(ctx context.Context, sp *Spec, note func(string)) (*guide, error) {
+	if err := Forecastable(sp); err != nil {
+		return nil, fmt.Errorf("sampler guided: %w", err)
+	}
+	if note == nil {
+		note = func(string) {}
+	}
+	g := &guide{ctx: ctx, sp: sp, f: newForecaster(sp), by: map[string]*cand{}, ids: map[int]*cand{},
+		next: guidedIDBase, note: note, hi: math.Inf(1), params: sp.Space.Params}
+	for _, p := range sp.Space.Params {
+		v, err := p.Values()
+		if err != nil {
+			v = nil
+		}
+		g.values = append(g.values, v)
+	}
+	var sets []space.Settings
+	if n, err := sp.Space.Size(); err == nil && n <= guidedExhaustive {
+		sets, _ = sp.Space.Grid()
+	} else {
+		sets = g.sample(sp.Tuner.Seed, guidedSample)
+	}
+	g.add(sets)
+	g.forecast(g.cands)
+	if n, err := sp.Space.Size(); err != nil || n > guidedExhaustive {
+		g.refine(guidedRefine)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// sample draws n distinct configurations (seeded; fewer when the space is
+// smaller).
+func (g *guide) sample(seed int64, n int) []space.Settings {
+	rs := newRandomSampler(seed ^ 0x6a1ded)
+	seen := map[string]bool{}
+	var out []space.Settings
+	for try := 0; len(out) < n && try < 20*n; try++ {
+		set := make(space.Settings, len(g.params))
+		for _, p := range g.params {
+			ir, _ := rs.Sample(nil, goptuna.FrozenTrial{}, p.Name, distribution(p))
+			set[p.Name] = external(p, ir)
+		}
+		if k := set.Key(); !seen[k] {
+			seen[k] = true
+			out = append(out, set)
+		}
+	}
+	return out
+}
+
+// add makes candidates of sets not yet known and returns the new ones.
+func (g *guide) add(sets []space.Settings) []*cand {
+	var out []*cand
+	for _, s := range sets {
+		k := s.Key()
+		if g.by[k] != nil {
+			continue
+		}
+		c := &cand{set: s, key: k, coords: g.coords(s)}
+		g.by[k] = c
+		g.cands = append(g.cands, c)
+		out = append(out, c)
+	}
+	return out
+}
+
+// forecast runs cs under the current constants, in parallel.
+func (g *guide) forecast(cs []*cand) {
+	jobs := make(chan *cand)
+	var wg sync.WaitGroup
+	for range max(runtime.GOMAXPROCS(0), 1) {
+		wg.Go(func() {
+			for c := range jobs {
+				if !c.critDone {
+					c.crit, c.critDone = g.f.critical(c.set), true
+				}
+				c.fc = g.f.run(g.ctx, c.set, g.c, c.crit)
+				c.never = c.fc.Failure == string(engine.FailInfeasible)
+				c.u = utility(g.sp.Tuner.Objective, c.fc)
+				c.fv = g.views(c.fc.pts)
+			}
+		})
+	}
+	for _, c := range cs {
+		if g.ctx.Err() != nil {
+			break
+		}
+		jobs <- c
+	}
+	close(jobs)
+	wg.Wait()
+}
+
+// refine forecasts the neighbours (one step in one parameter) of the best
+// top candidates.
+func (g *guide) refine(top int) {
+	var sets []space.Settings
+	for _, c := range g.ranked(top) {
+		sets = append(sets, g.neighbours(c.set)...)
+	}
+	g.forecast(g.add(sets))
+}
+
+// neighbours are the configurations one step from set in one parameter.
+func (g *guide) neighbours(set space.Settings) []space.Settings {
+	var out []space.Settings
+	for i, p := range g.params {
+		var alts []any
+		if vals := g.values[i]; vals != nil {
+			j := slices.IndexFunc(vals, func(v any) bool { return fmt.Sprint(v) == fmt.Sprint(set[p.Name]) })
+			for _, d := range []int{-1, 1} {
+				if j+d >= 0 && j+d < len(vals) && j >= 0 {
+					alts = append(alts, vals[j+d])
+				}
+			}
+		} else if x, ok := set.Float(p.Name); ok {
+			for _, f := range []float64{1 / 1.25, 1.25} {
+				y := math.Min(math.Max(x*f, p.Low), p.High)
+				if p.Kind == space.KindInt {
+					alts = append(alts, roundInt(y, p))
+				} else {
+					alts = append(alts, roundFloat(y))
+				}
+			}
+		}
+		for _, a := range alts {
+			n := set.Clone()
+			n[p.Name] = a
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// coords places set in the unit cube: discrete parameters by their index,
+// ranges linearly (logarithmically for log ranges); categories stay 0/1
+// apart through the index of their choice divided by the count.
+func (g *guide) coords(set space.Settings) []float64 {
+	out := make([]float64, len(g.params))
+	for i, p := range g.params {
+		if vals := g.values[i]; vals != nil && len(vals) > 1 {
+			j := slices.IndexFunc(vals, func(v any) bool { return fmt.Sprint(v) == fmt.Sprint(set[p.Name]) })
+			out[i] = float64(max(j, 0)) / float64(len(vals)-1)
+			continue
+		}
+		if x, ok := set.Float(p.Name); ok && p.High > p.Low {
+			if p.Log && p.Low > 0 {
+				out[i] = math.Log(x/p.Low) / math.Log(p.High/p.Low)
+			} else {
+				out[i] = (x - p.Low) / (p.High - p.Low)
+			}
+		}
+	}
+	return out
+}
+
+// pStart is the chance that a configuration whose critical scale is crit
+// starts on the real engine: the real scale has a log-normal prior around
+// the model's (memSigma), truncated to what the study observed (lo, hi].
+func (g *guide) pStart(crit float64) float64 {
+	switch {
+	case crit <= g.lo:
+		return 0
+	case crit >= g.hi || math.IsInf(crit, 1):
+		return 1
+	}
+	m := g.c.MemoryOverhead
+	if m == 0 {
+		m = 1
+	}
+	cdf := func(x float64) float64 {
+		if x <= 0 {
+			return 0
+		}
+		if math.IsInf(x, 1) {
+			return 1
+		}
+		return 0.5 * math.Erfc(-math.Log(x/m)/(memSigma*math.Sqrt2))
+	}
+	lo, hi := cdf(g.lo), cdf(g.hi)
+	if hi-lo < 1e-9 { // the observations lie far in the prior's tail: uniform in log between them
+		if g.lo <= 0 || math.IsInf(g.hi, 1) {
+			return 0.5
+		}
+		return math.Log(crit/g.lo) / math.Log(g.hi/g.lo)
+	}
+	return (cdf(crit) - lo) / (hi - lo)
+}
+
+// view is one load level as the guide models it: the objective's utility
+// whatever the SLOs, and the metric of each SLO limit (ms).
+type view struct {
+	u   float64
+	lat []float64
+	bad bool // failed or unsustained requests: meets no SLO
+}
+
+// views are the levels of pts.
+func (g *guide) views(pts []Point) []view {
+	obj := g.sp.Tuner.Objective
+	out := make([]view, len(pts))
+	for i, p := range pts {
+		v := view{bad: p.Summary.Completed == 0 || p.Summary.Failed > 0 || p.Summary.Unsustained}
+		if m, ok := p.Metric(obj.Metric); ok && m > 0 {
+			v.u = m
+			if !obj.Maximize {
+				v.u = 1 / m
+			}
+		}
+		for _, l := range g.sp.SLO {
+			x, ok := p.Metric(l.Metric)
+			if !ok || x <= 0 {
+				x = math.NaN()
+			}
+			v.lat = append(v.lat, x)
+		}
+		out[i] = v
+	}
+	return out
+}
+
+// local is the residual model at c: the measured to forecast log-ratios
+// of the objective (ku) and of each SLO metric (klat) over the measured
+// configurations, weighted by a Gaussian kernel in the unit cube and
+// shrunk towards 1 (the model) far from them; rho in [0, 1) is the share
+// of the weight that is evidence.
+func (g *guide) local(c *cand) (ku float64, klat []float64, rho float64) {
+	const h, w0 = 0.5, 0.5
+	nl := len(g.sp.SLO)
+	var sw, su float64
+	slat := make([]float64, nl)
+	wlat := make([]float64, nl)
+	for _, m := range g.cands {
+		if !m.measured || !m.started || len(m.mv) == 0 || len(m.fv) == 0 {
+			continue
+		}
+		var d2 float64
+		for i := range c.coords {
+			d := c.coords[i] - m.coords[i]
+			d2 += d * d
+		}
+		w := math.Exp(-d2 / (2 * h * h))
+		var lu float64
+		var nu int
+		llat := make([]float64, nl)
+		nlat := make([]int, nl)
+		for j := 0; j < len(m.mv) && j < len(m.fv); j++ {
+			if a, b := m.mv[j].u, m.fv[j].u; a > 0 && b > 0 {
+				lu += clampLog(a / b)
+				nu++
+			}
+			for i := range nl {
+				if a, b := m.mv[j].lat[i], m.fv[j].lat[i]; a > 0 && b > 0 {
+					llat[i] += clampLog(a / b)
+					nlat[i]++
+				}
+			}
+		}
+		if nu > 0 {
+			sw += w
+			su += w * lu / float64(nu)
+		}
+		for i := range nl {
+			if nlat[i] > 0 {
+				wlat[i] += w
+				slat[i] += w * llat[i] / float64(nlat[i])
+			}
+		}
+	}
+	klat = make([]float64, nl)
+	for i := range nl {
+		klat[i] = math.Exp(slat[i] / (w0 + wlat[i]))
+	}
+	return math.Exp(su / (w0 + sw)), klat, sw / (w0 + sw)
+}
+
+// clampLog is log(r) within a factor 4 either way.
+func clampLog(r float64) float64 { return math.Max(-math.Log(4), math.Min(math.Log(4), math.Log(r))) }
+
+// modelSigma is the forecast's log-error far from any measurement: the
+// simulator's constants are known to about ±30% before a calibration.
+const modelSigma = 0.3
+
+// levelOdds are c's levels under the residual model: the corrected
+// utility of each and the chance that it meets every SLO limit (each
+// corrected metric log-normal around its forecast with spread sigma).
+func (g *guide) levelOdds(c *cand) (u, pMet []float64, sigma float64) {
+	ku, klat, rho := g.local(c)
+	sigma = modelSigma * math.Sqrt(1-rho)
+	for _, v := range c.fv {
+		p := 1.0
+		if v.bad {
+			p = 0
+		}
+		for i, l := range g.sp.SLO {
+			x := v.lat[i]
+			if math.IsNaN(x) {
+				p = 0
+				break
+			}
+			p *= phi(math.Log(l.Max/(x*klat[i])) / sigma)
+		}
+		u = append(u, v.u*ku)
+		pMet = append(pMet, p)
+	}
+	return u, pMet, sigma
+}
+
+// mean is c's corrected forecast: the best corrected utility of a level
+// more likely than not to meet the SLOs (0 when none is).
+func (g *guide) mean(c *cand) float64 {
+	u, p, _ := g.levelOdds(c)
+	best := 0.0
+	for j := range u {
+		if p[j] >= 0.5 {
+			best = math.Max(best, u[j])
+		}
+	}
+	return best
+}
+
+// expected is c's expected improvement over the best measured utility:
+// per level, the corrected utility as the median of a log-normal whose
+// spread shrinks near measurements, times the chance that the level meets
+// the SLOs; the best level's, times the chance that c starts. With
+// nothing measured it is the expected utility.
+func (g *guide) expected(c *cand) float64 {
+	u, p, sigma := g.levelOdds(c)
+	best, _ := g.bestMeasured()
+	var top float64
+	for j, m := range u {
+		if m <= 0 || p[j] == 0 {
+			continue
+		}
+		var ei float64
+		if best <= 0 {
+			ei = m * math.Exp(sigma*sigma/2)
+		} else {
+			d2 := math.Log(m/best) / sigma
+			ei = m*math.Exp(sigma*sigma/2)*phi(d2+sigma) - best*phi(d2)
+		}
+		top = math.Max(top, p[j]*ei)
+	}
+	return g.pStart(c.crit) * top
+}
+
+// phi is the standard normal CDF.
+func phi(x float64) float64 { return 0.5 * math.Erfc(-x/math.Sqrt2) }
+
+// ranked returns up to n open candidates (not measured, not pending, not
+// rejected by the space, not predicted to fail with confidence), best
+// expected utility first; ties keep the candidates' order.
+func (g *guide) ranked(n int) []*cand {
+	type kc struct {
+		c *cand
+		k float64
+	}
+	var open []kc
+	for _, c := range g.cands {
+		if c.measured || c.pending || c.never || g.pStart(c.crit) < confidentFail {
+			continue
+		}
+		open = append(open, kc{c, g.expected(c)})
+	}
+	sort.SliceStable(open, func(i, j int) bool { return open[i].k > open[j].k })
+	out := make([]*cand, 0, min(n, len(open)))
+	for i := 0; i < len(open) && i < n; i++ {
+		out = append(out, open[i].c)
+	}
+	return out
+}
+
+// bestMeasured is the best measured utility (0 when none met the SLOs).
+func (g *guide) bestMeasured() (best float64, n int) {
+	for _, c := range g.cands {
+		if c.measured {
+			n++
+			best = math.Max(best, c.mu)
+		}
+	}
+	return best, n
+}
+
+// ask proposes the open candidate of the highest expected utility; it
+// returns ErrExhausted when none is left or when the best one's predicted
+// gain over the best measurement is inside the noise.
+func (g *guide) ask() (Proposal, error) {
+	if g.stopped {
+		return Proposal{}, ErrExhausted
+	}
+	top := g.ranked(1)
+	if len(top) == 0 {
+		g.note("guided: every configuration of the space is measured, pending or predicted not to start")
+		return Proposal{}, ErrExhausted
+	}
+	c := top[0]
+	if best, n := g.bestMeasured(); n >= guidedMinTrials && best > 0 && g.expected(c) < guidedNoise*best {
+		g.stopped = true
+		g.note(fmt.Sprintf("guided: stopping after %d measured trials: the largest expected gain of an unmeasured configuration is %.2f%% of the best measured, inside the %.0f%% noise of a measurement",
+			n, 100*g.expected(c)/best, 100*guidedNoise))
+		return Proposal{}, ErrExhausted
+	}
+	// Configurations the ranking by value alone would have launched first
+	// and the learned boundary says will not start: launches saved.
+	for _, o := range g.cands {
+		if !o.measured && !o.never && !o.skipped && g.mean(o) > g.mean(c) && g.pStart(o.crit) < confidentFail {
+			o.skipped = true
+			g.saved++
+		}
+	}
+	c.pending, c.askKey, c.askedAfter = true, g.mean(c), g.refits
+	id := g.next
+	g.next++
+	g.ids[id] = c
+	return Proposal{ID: id, Settings: c.set.Clone()}, nil
+}
+
+// observe learns from a finished trial of c: the start-up boundary from
+// whether it started, the constants from its levels.
+func (g *guide) observe(c *cand, res trial.Result) {
+	started := res.Status == measure.StatusOK || (res.Failure != engine.FailOOM && res.Failure != engine.FailInfeasible && res.Failure != engine.FailLaunchError)
+	c.started = started
+	switch {
+	case res.Failure == engine.FailOOM:
+		g.lo = math.Max(g.lo, c.crit)
+	case started && !math.IsInf(c.crit, 1):
+		g.hi = math.Min(g.hi, c.crit)
+	}
+	if g.lo >= g.hi {
+		// One scale does not explain both: keep the newest observation and
+		// forget the other side.
+		if res.Failure == engine.FailOOM {
+			g.hi = math.Inf(1)
+		} else {
+			g.lo = 0
+		}
+		g.note("guided: the engine's start-up boundary is not one shift of the memory model; keeping the newest observation")
+	}
+	if res.Status != measure.StatusOK || len(res.Levels) == 0 {
+		return
+	}
+	c.mv = g.views(PointsOf(0, c.set, g.sp.Hardware.PricePerGPUHour, res.Levels))
+	run, err := g.calibrationRun(c.set, res.Levels)
+	if err == nil {
+		g.runs = append(g.runs, run)
+	}
+}
+
+// calibrationRun is trial c's measured levels as a calibration run.
+func (g *guide) calibrationRun(set space.Settings, levels []measure.Level) (calibrate.Run, error) {
+	r := &TrialRunner{Spec: g.f.base}
+	ls := r.launchSpec(0, set, nil)
+	cfg, err := g.f.virtual(sim.Constants{}).Config(ls)
+	if err != nil {
+		return calibrate.Run{}, err
+	}
+	plan := r.plan(ls, 0)
+	run := calibrate.Run{Name: set.Key(), Config: cfg}
+	for i, lv := range levels {
+		run.Levels = append(run.Levels, calibrate.Level{Bench: plan.BenchConfig(plan.SeedIndex(i), lv.Load), Measured: lv.Summary})
+	}
+	return run, nil
+}
+
+// tell records the measured utility of proposal id and re-ranks.
+func (g *guide) tell(id int, score float64, failed bool) {
+	c := g.ids[id]
+	if c == nil {
+		return
+	}
+	delete(g.ids, id)
+	g.record(c, score, failed)
+	g.refit()
+	if c.started {
+		g.checkAgreement(c)
+	}
+}
+
+// record marks c measured with the objective's score (Objective.score).
+func (g *guide) record(c *cand, score float64, failed bool) {
+	c.pending, c.measured = false, true
+	c.mu = 0
+	if !failed && !math.IsNaN(score) {
+		if g.sp.Tuner.Objective.Maximize {
+			c.mu = score
+		} else if score < 0 {
+			c.mu = -1 / score // score = -value for a minimised metric
+		}
+	}
+}
+
+// refit fits the constants to the latest measured runs and forecasts the
+// measured configurations and the best open ones again.
+func (g *guide) refit() {
+	if len(g.runs) == 0 || len(g.runs) == g.refits {
+		return
+	}
+	g.refits = len(g.runs)
+	runs := g.runs[max(0, len(g.runs)-guidedFitRuns):]
+	start := g.c
+	res, err := calibrate.Fit(g.ctx, runs, start, calibrate.Options{MaxEvals: guidedFitEvals})
+	if err == nil && res.Loss < res.StartLoss {
+		g.c = res.Constants
+		g.c.MemoryOverhead = start.MemoryOverhead
+	}
+	var again []*cand
+	for _, c := range g.cands {
+		if c.measured {
+			again = append(again, c)
+		}
+	}
+	again = append(again, g.ranked(guidedRerank)...)
+	g.forecast(again)
+	// The neighbours of the best measurement, which the refit may favour.
+	var best *cand
+	for _, c := range g.cands {
+		if c.measured && c.mu > 0 && (best == nil || c.mu > best.mu) {
+			best = c
+		}
+	}
+	if best != nil {
+		g.forecast(g.add(g.neighbours(best.set)))
+	}
+}
+
+// checkAgreement applies the fallback rule to c's measurement against the
+// forecast it was proposed on.
+func (g *guide) checkAgreement(c *cand) {
+	if c.askedAfter == 0 {
+		return // forecast by the stock constants, which the first refit corrects
+	}
+	pred := c.askKey
+	agree := (pred == 0) == (c.mu == 0)
+	if agree && pred > 0 {
+		agree = math.Abs(math.Log(c.mu/pred)) <= math.Log(guidedDisagree)
+	}
+	if agree {
+		g.disagree = 0
+		return
+	}
+	g.disagree++
+	g.note(fmt.Sprintf("guided: measured %.4g against a forecast of %.4g (%s)", c.mu, pred, c.key))
+	if g.disagree >= guidedFallback && g.fallback == nil {
+		g.startFallback()
+	}
+}
+
+// startFallback hands the search to TPE, taught every measurement so far.
+func (g *guide) startFallback() {
+	s, err := NewSampler(SamplerTPE, g.sp.Space, g.sp.Tuner.Seed)
+	if err != nil {
+		return
+	}
+	for _, c := range g.cands {
+		switch {
+		case c.measured:
+			_ = s.Replay(c.set, g.scoreOf(c), c.mu == 0)
+		case c.pending:
+			s.Reserve(c.set)
+		}
+	}
+	g.fallback = s
+	g.note(fmt.Sprintf("guided: %d measurements in a row off their forecast by more than %.0f%%: TPE proposes from here", guidedFallback, 100*(guidedDisagree-1)))
+}
+
+// scoreOf is c's measured utility as the objective's score.
+func (g *guide) scoreOf(c *cand) float64 {
+	if g.sp.Tuner.Objective.Maximize || c.mu == 0 {
+		return c.mu
+	}
+	return -1 / c.mu
+}
+
+// replay records a stored trial of a resumed study.
+func (g *guide) replay(set space.Settings, score float64, failed bool) {
+	c := g.by[set.Key()]
+	if c == nil {
+		cs := g.add([]space.Settings{set})
+		g.forecast(cs)
+		c = cs[0]
+	}
+	g.record(c, score, failed)
+	c.started = !failed
+}
+
+// reserve marks set as running (an interrupted trial run again).
+func (g *guide) reserve(set space.Settings) {
+	if c := g.by[set.Key()]; c != nil {
+		c.pending = true
+	}
+}
+
+// Summary is a line on what the guide did, for the study's end.
+func (g *guide) summary() string {
+	fb := ""
+	if g.fallback != nil {
+		fb = "; TPE took over after the forecasts kept disagreeing"
+	}
+	return fmt.Sprintf("guided: %d configurations forecast in virtual time, %d refits of the simulator's constants, %d launches saved by the learned start-up boundary%s",
+		len(g.cands), g.refits, g.saved, fb)
+}
+
+// DryRun is a guided study's forecast before anything is launched.
+type DryRun struct {
+	Ranked     []Forecast // every forecast, best expected value first
+	Configs    int        // configurations forecast
+	SpaceSize  int        // configurations in the space (0: continuous)
+	Infeasible int        // forecast not to start (or rejected by the space)
+	MissSLO    int        // start but meet the SLOs at no level
+}
+
+// Forecast ranks sp's space in virtual time without launching anything:
+// what `tune --dry-run` prints and what the guided sampler starts from.
+func ForecastSpace(ctx context.Context, sp *Spec) (DryRun, error) {
+	g, err := newGuide(ctx, sp, nil)
+	if err != nil {
+		return DryRun{}, err
+	}
+	d := DryRun{Configs: len(g.cands)}
+	d.SpaceSize, _ = sp.Space.Size()
+	type kc struct {
+		fc Forecast
+		k  float64
+	}
+	var all []kc
+	for _, c := range g.cands {
+		fc := c.fc
+		fc.PStart = g.pStart(c.crit)
+		switch {
+		case c.never || fc.PStart < 0.5:
+			d.Infeasible++
+		case !fc.Met:
+			d.MissSLO++
+		}
+		k := 0.0
+		if !c.never {
+			k = g.expected(c)
+		}
+		all = append(all, kc{fc, k})
+	}
+	sort.SliceStable(all, func(i, j int) bool { return all[i].k > all[j].k })
+	for _, x := range all {
+		d.Ranked = append(d.Ranked, x.fc)
+	}
+	return d, nil
+}
