@@ -313,30 +313,21 @@ func (c *client) redact(msg string) string {
 	return msg
 }
 
-// stream reads the SSE body and classifies the outcome. It is long on
-// purpose: one pass over the events keeps the per-chunk timing, the usage
-// bookkeeping and the end-of-stream classification in the hot loop's
-// locals, without a closure or a state struct per request.
+// stream reads the SSE body and classifies the outcome: the event loop
+// here, each chunk's bookkeeping in streamState.add and the end-of-stream
+// classification in streamState.end. The state is a value on this stack
+// (no allocation per request).
 func (c *client) stream(ctx context.Context, body io.Reader, req measure.Request, start time.Time, rec *measure.Record) {
 	rd := c.readers.Get().(*SSEReader)
 	defer c.readers.Put(rd)
 	rd.Reset(body)
 
-	var (
-		finished, usage, contUsage = false, false, true
-		// endUsage: a usage chunk without choices, the stream's final
-		// usage. With continuous_usage_stats every chunk carries usage, so
-		// usage alone does not show that the stream ended properly.
-		endUsage       bool
-		prevCompletion int
-		chunkUsage     int // chunks with a usage field
-		engine         int // text chunks with the server's own clock
-	)
+	st := streamState{contUsage: true}
 	rec.Chunks = rec.Chunks[:0]
 	for {
 		ev, err := rd.Next()
 		if err != nil {
-			if errors.Is(err, io.EOF) || (usage && finished && ctx.Err() == nil) {
+			if errors.Is(err, io.EOF) || (st.usage && st.finished && ctx.Err() == nil) {
 				break // a reset after the final usage loses nothing
 			}
 			rec.End = time.Since(start)
@@ -363,60 +354,88 @@ func (c *client) stream(ctx context.Context, body io.Reader, req measure.Request
 			rec.Fail(measure.ErrStream, "error in stream: "+oneLine([]byte(c.redact(string(ci.errMsg)))))
 			return
 		}
-		if ci.textBytes > 0 {
-			if len(rec.Chunks) == 0 {
-				rec.First = now
-			}
-			rec.Last = now
-			tok := 0
-			if ci.hasUsage {
-				tok = ci.completionTokens - prevCompletion
-				chunkUsage++
-			} else {
-				contUsage = false
-			}
-			c := measure.Chunk{At: now, Tokens: tok}
-			if ci.engineUS >= 0 {
-				c.Engine = time.Duration(ci.engineUS) * time.Microsecond
-				c.Lag = time.Duration(max(ci.lagUS, 0)) * time.Microsecond
-				engine++
-			}
-			rec.Chunks = append(rec.Chunks, c)
-		}
-		if ci.hasUsage {
-			usage = true
-			if ci.choices == 0 {
-				endUsage = true
-			}
-			prevCompletion = ci.completionTokens
-			rec.OutputTokens = ci.completionTokens
-			if ci.promptTokens > 0 {
-				rec.PromptTokens = ci.promptTokens
-			}
-		}
-		if ci.finished {
-			finished = true
-		}
+		st.add(ci, now, rec)
 	}
 	rec.End = time.Since(start)
+	st.end(rec)
+}
+
+// streamState is what the event loop keeps of one stream between chunks.
+type streamState struct {
+	finished, usage bool
+	// contUsage: every text chunk so far carried usage
+	// (continuous_usage_stats), so each chunk's token count is exact.
+	contUsage bool
+	// endUsage: a usage chunk without choices, the stream's final usage.
+	// With continuous_usage_stats every chunk carries usage, so usage
+	// alone does not show that the stream ended properly.
+	endUsage       bool
+	prevCompletion int
+	chunkUsage     int // chunks with a usage field
+	engine         int // text chunks with the server's own clock
+}
+
+// add records chunk ci, received at now: its text as a timed chunk, its
+// usage, its finish reason.
+func (st *streamState) add(ci chunkInfo, now time.Duration, rec *measure.Record) {
+	if ci.textBytes > 0 {
+		if len(rec.Chunks) == 0 {
+			rec.First = now
+		}
+		rec.Last = now
+		tok := 0
+		if ci.hasUsage {
+			tok = ci.completionTokens - st.prevCompletion
+			st.chunkUsage++
+		} else {
+			st.contUsage = false
+		}
+		c := measure.Chunk{At: now, Tokens: tok}
+		if ci.engineUS >= 0 {
+			c.Engine = time.Duration(ci.engineUS) * time.Microsecond
+			c.Lag = time.Duration(max(ci.lagUS, 0)) * time.Microsecond
+			st.engine++
+		}
+		rec.Chunks = append(rec.Chunks, c)
+	}
+	if ci.hasUsage {
+		st.usage = true
+		if ci.choices == 0 {
+			st.endUsage = true
+		}
+		st.prevCompletion = ci.completionTokens
+		rec.OutputTokens = ci.completionTokens
+		if ci.promptTokens > 0 {
+			rec.PromptTokens = ci.promptTokens
+		}
+	}
+	if ci.finished {
+		st.finished = true
+	}
+}
+
+// end classifies a stream that ended without an error: truncated without
+// a finish reason or final usage, empty without text; else it settles the
+// token counts (from usage, or one per chunk flagged as an estimate).
+func (st *streamState) end(rec *measure.Record) {
 	switch {
-	case !finished && !endUsage:
+	case !st.finished && !st.endUsage:
 		rec.Fail(measure.ErrTruncated, "stream ended without finish_reason or usage")
 		return
 	case len(rec.Chunks) == 0:
 		rec.Fail(measure.ErrEmpty, "stream carried no text")
 		return
 	}
-	if !usage {
+	if !st.usage {
 		// Never assume max_tokens: without usage the count is the number of
 		// text chunks, flagged as an estimate.
 		rec.OutputTokens = len(rec.Chunks)
 		rec.TokensEstimated = true
 	}
-	if !contUsage || chunkUsage == 0 {
+	if !st.contUsage || st.chunkUsage == 0 {
 		spreadTokens(rec.Chunks, rec.OutputTokens)
 	}
-	rec.EngineClock = engine == len(rec.Chunks)
+	rec.EngineClock = st.engine == len(rec.Chunks)
 }
 
 // spreadTokens assigns total tokens to chunks as evenly as possible (servers
