@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/servetune/servetune/calibrate"
 	"github.com/servetune/servetune/catalog"
+	"github.com/servetune/servetune/engine"
 	"github.com/servetune/servetune/sim"
 	"github.com/servetune/servetune/tuner"
 )
@@ -83,21 +85,11 @@ func runCalibrate(cmd *cobra.Command, name string, o *calibrateOptions) error {
 	if err != nil {
 		return usageErrorf("study %s: %v", name, err)
 	}
-	if sp.ModelConfig != "" {
-		if _, err := os.Stat(sp.Launcher.ModelConfig); err != nil && st.study.ModelConfig != "" {
-			// The config.json moved: replay with the copy the study stored.
-			dir, err := os.MkdirTemp("", "servetune-calibrate")
-			if err != nil {
-				return failedError(err)
-			}
-			defer os.RemoveAll(dir)
-			p := filepath.Join(dir, "config.json")
-			if err := os.WriteFile(p, []byte(st.study.ModelConfig), 0o600); err != nil {
-				return failedError(err)
-			}
-			sp.Launcher.ModelConfig = p
-		}
+	cleanup, err := storedModelConfig(st)
+	if err != nil {
+		return failedError(err)
 	}
+	defer cleanup()
 	runs, skipped, err := tuner.CalibrationRuns(sp, st.trials)
 	if errors.Is(err, calibrate.ErrNoPoints) {
 		return usageErrorf("study %s has no trial with measured load points to calibrate from", name)
@@ -105,40 +97,11 @@ func runCalibrate(cmd *cobra.Command, name string, o *calibrateOptions) error {
 	if err != nil {
 		return usageError(err)
 	}
-	start := sim.StockConstants(sp.Engine)
-	if o.start != "" {
-		p, err := sim.LoadProfile(o.start)
-		if err != nil {
-			return usageError(err)
-		}
-		if err := p.Check(gpu.ID, sp.Engine, false); err != nil {
-			return usageErrorf("--start %s: %v", o.start, err)
-		}
-		start = p.Constants.WithDefaults(sp.Engine)
+	start, err := calibrationStart(o, gpu.ID, sp.Engine)
+	if err != nil {
+		return err
 	}
-	for _, m := range o.metrics {
-		if err := calibrate.ValidMetric(m); err != nil {
-			return usageErrorf("--metrics: %v", err)
-		}
-	}
-	for _, c := range o.fit {
-		if _, ok := start.Get(c); !ok {
-			return usageErrorf("--fit %q: unknown simulator constant (known: %s)", c, strings.Join(sim.ConstantNames(), ", "))
-		}
-	}
-	stderr := cmd.ErrOrStderr()
-	began := time.Now()
-	var last time.Time
-	res, err := calibrate.Fit(ctx, runs, start, calibrate.Options{Fit: o.fit, Metrics: o.metrics, MaxEvals: o.maxEvals,
-		Progress: func(evals int, loss float64) {
-			if now := time.Now(); now.Sub(last) > 200*time.Millisecond {
-				last = now
-				fmt.Fprintf(stderr, "\rcalibrate %s: %d simulations of %d runs, loss %.4g, %s ", name, evals, len(runs), loss, now.Sub(began).Truncate(time.Second))
-			}
-		}})
-	if !last.IsZero() {
-		fmt.Fprintln(stderr)
-	}
+	res, err := fitWithProgress(ctx, cmd.ErrOrStderr(), name, runs, start, o)
 	if err != nil {
 		return failedError(err)
 	}
@@ -163,6 +126,79 @@ func runCalibrate(cmd *cobra.Command, name string, o *calibrateOptions) error {
 		fmt.Fprintln(w, "the engine version is unknown: give --engine-version so the profile says what it was measured on")
 	}
 	return nil
+}
+
+// storedModelConfig points a local model's study at the config.json the
+// study stored when the model's files are gone (the stored spec then
+// names no config, since none is found at the model's path), so the replay
+// models the engine that was measured; cleanup removes the copy.
+func storedModelConfig(st *storedStudy) (cleanup func(), err error) {
+	sp := st.spec
+	cleanup = func() {}
+	if st.study.ModelConfig == "" {
+		return cleanup, nil
+	}
+	if _, err := os.Stat(sp.Launcher.ModelConfig); sp.Launcher.ModelConfig != "" && err == nil {
+		return cleanup, nil
+	}
+	dir, err := os.MkdirTemp("", "servetune-calibrate")
+	if err != nil {
+		return cleanup, err
+	}
+	cleanup = func() { os.RemoveAll(dir) }
+	p := filepath.Join(dir, "config.json")
+	if err := os.WriteFile(p, []byte(st.study.ModelConfig), 0o600); err != nil {
+		cleanup()
+		return func() {}, err
+	}
+	sp.ModelConfig, sp.Launcher.ModelConfig = p, p
+	return cleanup, nil
+}
+
+// calibrationStart is the fit's start: the stock constants, or those of
+// the --start profile (which must be for gpu and e); it also checks
+// --metrics and --fit against what the fit knows.
+func calibrationStart(o *calibrateOptions, gpu string, e engine.Engine) (sim.Constants, error) {
+	start := sim.StockConstants(e)
+	if o.start != "" {
+		p, err := sim.LoadProfile(o.start)
+		if err != nil {
+			return start, usageError(err)
+		}
+		if err := p.Check(gpu, e, false); err != nil {
+			return start, usageErrorf("--start %s: %v", o.start, err)
+		}
+		start = p.Constants.WithDefaults(e)
+	}
+	for _, m := range o.metrics {
+		if err := calibrate.ValidMetric(m); err != nil {
+			return start, usageErrorf("--metrics: %v", err)
+		}
+	}
+	for _, c := range o.fit {
+		if _, ok := start.Get(c); !ok {
+			return start, usageErrorf("--fit %q: unknown simulator constant (known: %s)", c, strings.Join(sim.ConstantNames(), ", "))
+		}
+	}
+	return start, nil
+}
+
+// fitWithProgress runs the fit, showing its simulations and loss on
+// stderr at most five times a second.
+func fitWithProgress(ctx context.Context, stderr io.Writer, name string, runs []calibrate.Run, start sim.Constants, o *calibrateOptions) (calibrate.Result, error) {
+	began := time.Now()
+	var last time.Time
+	res, err := calibrate.Fit(ctx, runs, start, calibrate.Options{Fit: o.fit, Metrics: o.metrics, MaxEvals: o.maxEvals,
+		Progress: func(evals int, loss float64) {
+			if now := time.Now(); now.Sub(last) > 200*time.Millisecond {
+				last = now
+				fmt.Fprintf(stderr, "\rcalibrate %s: %d simulations of %d runs, loss %.4g, %s ", name, evals, len(runs), loss, now.Sub(began).Truncate(time.Second))
+			}
+		}})
+	if !last.IsZero() {
+		fmt.Fprintln(stderr)
+	}
+	return res, err
 }
 
 // printCalibration writes the fit: constants before and after, the ones

@@ -273,6 +273,10 @@ func TestTuneLocalModel(t *testing.T) {
 	if code, out, errs := runIn("recommend", "vstudy", "--db", db); code != exitOK || lastLine(out) != last {
 		t.Errorf("recommend after the model's files went: exit %d\n%s%s", code, out, errs)
 	}
+	// So does calibrate: it replays the trials on the stored config.json.
+	if code, _, errs := runIn("calibrate", "vstudy", "--db", db, "-o", filepath.Join(dir, "p.json"), "--max-evals", "5"); code != exitOK {
+		t.Errorf("calibrate after the model's files went: exit %d: %s", code, errs)
+	}
 }
 
 func lastLine(s string) string {
