@@ -7,6 +7,7 @@ import (
 	"github.com/servetune/servetune/calibrate"
 	"github.com/servetune/servetune/launcher"
 	"github.com/servetune/servetune/measure"
+	"github.com/servetune/servetune/space"
 	"github.com/servetune/servetune/store"
 )
 
@@ -39,16 +40,10 @@ func CalibrationRuns(sp *Spec, trials []store.Trial) (runs []calibrate.Run, skip
 		if len(gpus) == 0 {
 			gpus = make([]int, GPUsFor(t.Settings))
 		}
-		ls := r.launchSpec(t.Number, t.Settings, gpus)
-		cfg, err := v.Config(ls)
+		run, err := r.calibrationRun(v, fmt.Sprintf("trial %d", t.Number), t.Number, replica, t.Settings, gpus, t.LoadPoints)
 		if err != nil {
 			skipped++
 			continue
-		}
-		plan := r.plan(ls, replica)
-		run := calibrate.Run{Name: fmt.Sprintf("trial %d", t.Number), Config: cfg}
-		for i, lp := range t.LoadPoints {
-			run.Levels = append(run.Levels, calibrate.Level{Bench: plan.BenchConfig(plan.SeedIndex(i), lp.Load), Measured: lp.Summary})
 		}
 		runs = append(runs, run)
 	}
@@ -56,4 +51,21 @@ func CalibrationRuns(sp *Spec, trials []store.Trial) (runs []calibrate.Run, skip
 		return nil, skipped, calibrate.ErrNoPoints
 	}
 	return runs, skipped, nil
+}
+
+// calibrationRun is one trial's measured levels as a calibration run: the
+// engine as v simulates it (the trial's settings and extra flags on gpus)
+// and each level with the exact benchmark the trial sent.
+func (r *TrialRunner) calibrationRun(v *launcher.Virtual, name string, number, replica int, set space.Settings, gpus []int, levels []measure.Level) (calibrate.Run, error) {
+	ls := r.launchSpec(number, set, gpus)
+	cfg, err := v.Config(ls)
+	if err != nil {
+		return calibrate.Run{}, err
+	}
+	plan := r.plan(ls, replica)
+	run := calibrate.Run{Name: name, Config: cfg}
+	for i, lv := range levels {
+		run.Levels = append(run.Levels, calibrate.Level{Bench: plan.BenchConfig(plan.SeedIndex(i), lv.Load), Measured: lv.Summary})
+	}
+	return run, nil
 }

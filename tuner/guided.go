@@ -104,12 +104,9 @@ type Forecast struct {
 // forecaster runs configurations of a study in virtual time.
 type forecaster struct {
 	base *Spec // the study spec with a virtual launcher, no precheck, no quality gate
-	calibration
-}
-
-type calibration struct {
-	path  string
-	force bool
+	// The study's calibration profile, when its launcher is virtual.
+	calibration string
+	force       bool
 }
 
 func newForecaster(sp *Spec) *forecaster {
@@ -118,14 +115,14 @@ func newForecaster(sp *Spec) *forecaster {
 	vs.Quality = nil
 	f := &forecaster{base: &vs}
 	if v, ok := sp.Launcher.Launcher.(*launcher.Virtual); ok {
-		f.path, f.force = v.Calibration, v.ForceCalibration
+		f.calibration, f.force = v.Calibration, v.ForceCalibration
 	}
 	return f
 }
 
 func (f *forecaster) virtual(c sim.Constants) *launcher.Virtual {
 	return &launcher.Virtual{GPU: f.base.Hardware.GPU, ModelConfig: f.base.Launcher.ModelConfig,
-		Calibration: f.path, ForceCalibration: f.force, Constants: c}
+		Calibration: f.calibration, ForceCalibration: f.force, Constants: c}
 }
 
 // run forecasts set under constants c. A configuration the memory model
@@ -152,17 +149,13 @@ func (f *forecaster) run(ctx context.Context, set space.Settings, c sim.Constant
 	}
 	pts := PointsOf(0, set, vs.Hardware.PricePerGPUHour, res.Levels)
 	fc.pts = pts
-	obj := vs.Tuner.Objective
-	for i := range pts {
-		if !vs.SLO.Met(pts[i]) {
-			continue
-		}
-		if m, ok := pts[i].Metric(obj.Metric); ok && (!fc.Met || obj.better(m, fc.Value)) {
-			fc.Value, fc.Met, fc.Best = m, true, &pts[i]
-		}
+	var best int
+	best, fc.Value, fc.Met = bestPoint(pts, vs.Tuner.Objective, vs.SLO)
+	if !fc.Met {
+		best = len(pts) - 1 // the heaviest level, to show how far off it is
 	}
-	if !fc.Met && len(pts) > 0 {
-		fc.Best = &pts[len(pts)-1]
+	if best >= 0 {
+		fc.Best = &pts[best]
 	}
 	return fc
 }
@@ -199,17 +192,6 @@ func (f *forecaster) critical(set space.Settings) float64 {
 	return lo
 }
 
-// utility maps an objective's value onto "higher is better, positive".
-func utility(obj Objective, fc Forecast) float64 {
-	if !fc.Met || fc.Value <= 0 {
-		return 0
-	}
-	if obj.Maximize {
-		return fc.Value
-	}
-	return 1 / fc.Value
-}
-
 // cand is one configuration the guide knows.
 type cand struct {
 	set        space.Settings
@@ -218,9 +200,8 @@ type cand struct {
 	crit       float64
 	critDone   bool
 	fc         Forecast
-	u          float64 // forecast utility under the current constants
-	fv, mv     []view  // forecast and measured levels
-	never      bool    // the space rejects it (constraints, heads)
+	fv, mv     []view // forecast and measured levels
+	never      bool   // the space rejects it (constraints, heads)
 	pending    bool
 	measured   bool
 	mu         float64 // measured utility (0: failed or missed the SLOs)
@@ -335,7 +316,6 @@ func (g *guide) forecast(cs []*cand) {
 				}
 				c.fc = g.f.run(g.ctx, c.set, g.c, c.crit)
 				c.never = c.fc.Failure == string(engine.FailInfeasible)
-				c.u = utility(g.sp.Tuner.Objective, c.fc)
 				c.fv = g.views(c.fc.pts)
 			}
 		})
@@ -661,13 +641,14 @@ func (g *guide) ask() (Proposal, error) {
 	}
 	// Configurations the ranking by value alone would have launched first
 	// and the learned boundary says will not start: launches saved.
+	mc := g.mean(c)
 	for _, o := range g.cands {
-		if !o.measured && !o.never && !o.skipped && g.mean(o) > g.mean(c) && g.pStart(o.crit) < confidentFail {
+		if !o.measured && !o.never && !o.skipped && g.pStart(o.crit) < confidentFail && g.mean(o) > mc {
 			o.skipped = true
 			g.saved++
 		}
 	}
-	c.pending, c.askKey, c.askedAfter = true, g.mean(c), g.refits
+	c.pending, c.askKey, c.askedAfter = true, mc, g.refits
 	id := g.next
 	g.next++
 	g.ids[id] = c
@@ -699,26 +680,11 @@ func (g *guide) observe(c *cand, res trial.Result) {
 		return
 	}
 	c.mv = g.views(PointsOf(0, c.set, g.sp.Hardware.PricePerGPUHour, res.Levels))
-	run, err := g.calibrationRun(c.set, res.Levels)
+	r := &TrialRunner{Spec: g.f.base}
+	run, err := r.calibrationRun(g.f.virtual(sim.Constants{}), c.key, 0, 0, c.set, nil, res.Levels)
 	if err == nil {
 		g.runs = append(g.runs, run)
 	}
-}
-
-// calibrationRun is trial c's measured levels as a calibration run.
-func (g *guide) calibrationRun(set space.Settings, levels []measure.Level) (calibrate.Run, error) {
-	r := &TrialRunner{Spec: g.f.base}
-	ls := r.launchSpec(0, set, nil)
-	cfg, err := g.f.virtual(sim.Constants{}).Config(ls)
-	if err != nil {
-		return calibrate.Run{}, err
-	}
-	plan := r.plan(ls, 0)
-	run := calibrate.Run{Name: set.Key(), Config: cfg}
-	for i, lv := range levels {
-		run.Levels = append(run.Levels, calibrate.Level{Bench: plan.BenchConfig(plan.SeedIndex(i), lv.Load), Measured: lv.Summary})
-	}
-	return run, nil
 }
 
 // tell records the measured utility of proposal id and re-ranks.

@@ -259,7 +259,13 @@ func (slo SLO) String() string {
 // in it that met the limits were served by a configuration that does not).
 // ok is false when no level qualifies.
 func TrialValue(points []Point, obj Objective, slo SLO) (v float64, ok bool) {
-	for _, p := range points {
+	_, v, ok = bestPoint(points, obj, slo)
+	return v, ok
+}
+
+// bestPoint is the point of points that gives TrialValue, and its value.
+func bestPoint(points []Point, obj Objective, slo SLO) (best int, v float64, ok bool) {
+	for i, p := range points {
 		if !slo.Met(p) {
 			continue
 		}
@@ -268,8 +274,8 @@ func TrialValue(points []Point, obj Objective, slo SLO) (v float64, ok bool) {
 			continue
 		}
 		if !ok || obj.better(m, v) {
-			v, ok = m, true
+			best, v, ok = i, m, true
 		}
 	}
-	return v, ok
+	return best, v, ok
 }

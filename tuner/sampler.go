@@ -259,6 +259,9 @@ func (s *Sampler) Tell(id int, value float64, failed bool) error {
 	defer s.mu.Unlock()
 	if g := s.guide; g != nil {
 		if id < guidedIDBase {
+			if g.fallback == nil {
+				return fmt.Errorf("sampler guided: no proposal %d", id)
+			}
 			return g.fallback.Tell(id, value, failed)
 		}
 		c := g.ids[id]

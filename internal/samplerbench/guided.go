@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sync"
 
 	"github.com/servetune/servetune/engine"
@@ -214,12 +215,8 @@ func Percentile(xs []int, p float64) float64 {
 	if len(xs) == 0 {
 		return math.NaN()
 	}
-	s := append([]int(nil), xs...)
-	for i := range s { // insertion sort: a handful of values
-		for j := i; j > 0 && s[j] < s[j-1]; j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
-	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
 	k := int(math.Ceil(p/100*float64(len(s)))) - 1
 	return float64(s[max(0, min(k, len(s)-1))])
 }
