@@ -70,24 +70,11 @@ func findLocalEngines(study string) ([]localEngine, error) {
 		if e.study == "" || study != "" && e.study != study {
 			continue
 		}
-		stat, err := os.ReadFile(filepath.Join("/proc", d.Name(), "stat"))
-		if err != nil {
+		st, ok := readProcStat(d.Name())
+		if !ok {
 			continue
 		}
-		// pid (comm) state ppid pgrp ...: comm may hold spaces, so cut
-		// after its closing parenthesis.
-		i := bytes.LastIndexByte(stat, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(stat[i+1:]))
-		if len(f) < 3 {
-			continue
-		}
-		e.pgid, _ = strconv.Atoi(f[2])
-		if j := bytes.IndexByte(stat, '('); j >= 0 {
-			e.name = string(stat[j+1 : i])
-		}
+		e.pgid, e.name = st.pgid, st.name
 		out = append(out, e)
 	}
 	return out, nil
@@ -151,20 +138,43 @@ func groupAlive(pgid int) bool {
 		if _, err := strconv.Atoi(d.Name()); err != nil {
 			continue
 		}
-		stat, err := os.ReadFile(filepath.Join("/proc", d.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		i := bytes.LastIndexByte(stat, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(stat[i+1:]))
-		if len(f) >= 3 && f[2] == strconv.Itoa(pgid) && f[0] != "Z" && f[0] != "X" {
+		st, ok := readProcStat(d.Name())
+		if ok && st.pgid == pgid && st.state != "Z" && st.state != "X" {
 			return true
 		}
 	}
 	return false
+}
+
+// procStat is what the reapers read of /proc/PID/stat.
+type procStat struct {
+	name, state string
+	pgid        int
+}
+
+// readProcStat reads /proc/PID/stat; ok is false for a process gone or
+// unreadable.
+func readProcStat(pid string) (procStat, bool) {
+	stat, err := os.ReadFile(filepath.Join("/proc", pid, "stat"))
+	if err != nil {
+		return procStat{}, false
+	}
+	// pid (comm) state ppid pgrp ...: comm may hold spaces, so cut after
+	// its closing parenthesis.
+	i := bytes.LastIndexByte(stat, ')')
+	j := bytes.IndexByte(stat, '(')
+	if i < 0 || j < 0 || j > i {
+		return procStat{}, false
+	}
+	f := strings.Fields(string(stat[i+1:]))
+	if len(f) < 3 {
+		return procStat{}, false
+	}
+	pgid, err := strconv.Atoi(f[2])
+	if err != nil {
+		return procStat{}, false
+	}
+	return procStat{name: string(stat[j+1 : i]), state: f[0], pgid: pgid}, true
 }
 
 // Reap stops the local engine processes that runs of study left (a wrapper
