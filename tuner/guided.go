@@ -33,7 +33,7 @@ const (
 	// guidedExhaustive: spaces up to this many configurations are forecast
 	// whole; larger ones by a seeded sample of guidedSample plus the
 	// neighbours of the best guidedRefine forecasts.
-	guidedExhaustive = 768
+	guidedExhaustive = 1024
 	guidedSample     = 384
 	guidedRefine     = 8
 	// guidedRerank: forecasts redone under the refit constants after each
@@ -194,21 +194,19 @@ func (f *forecaster) critical(set space.Settings) float64 {
 
 // cand is one configuration the guide knows.
 type cand struct {
-	set        space.Settings
-	key        string
-	coords     []float64 // each parameter in [0, 1], for the residual kernel
-	crit       float64
-	critDone   bool
-	fc         Forecast
-	fv, mv     []view // forecast and measured levels
-	never      bool   // the space rejects it (constraints, heads)
-	pending    bool
-	measured   bool
-	mu         float64 // measured utility (0: failed or missed the SLOs)
-	started    bool    // the engine started (ok, or failed after starting)
-	askKey     float64 // its corrected forecast when proposed (for the disagreement rule)
-	askedAfter int     // refits done when it was proposed
-	skipped    bool    // counted among the launches saved
+	set      space.Settings
+	key      string
+	coords   []float64 // each parameter in [0, 1], for the residual kernel
+	crit     float64
+	critDone bool
+	fc       Forecast
+	fv, mv   []view // forecast and measured levels
+	never    bool   // the space rejects it (constraints, heads)
+	pending  bool
+	measured bool
+	mu       float64 // measured utility (0: failed or missed the SLOs)
+	started  bool    // the engine started (ok, or failed after starting)
+	skipped  bool    // counted among the launches saved
 }
 
 // guide is the guided sampler's state; Sampler serialises its calls.
@@ -648,7 +646,7 @@ func (g *guide) ask() (Proposal, error) {
 			g.saved++
 		}
 	}
-	c.pending, c.askKey, c.askedAfter = true, mc, g.refits
+	c.pending = true
 	id := g.next
 	g.next++
 	g.ids[id] = c
@@ -748,13 +746,17 @@ func (g *guide) refit() {
 	}
 }
 
-// checkAgreement applies the fallback rule to c's measurement against the
-// forecast it was proposed on.
+// checkAgreement applies the fallback rule to c's measurement: after the
+// refit that took it in, does the simulator (without the local
+// correction, which c's own ratio would fit) reproduce it?
 func (g *guide) checkAgreement(c *cand) {
-	if c.askedAfter == 0 {
-		return // forecast by the stock constants, which the first refit corrects
+	pred := 0.0
+	if c.fc.Met && c.fc.Value > 0 {
+		pred = c.fc.Value
+		if !g.sp.Tuner.Objective.Maximize {
+			pred = 1 / pred
+		}
 	}
-	pred := c.askKey
 	agree := (pred == 0) == (c.mu == 0)
 	if agree && pred > 0 {
 		agree = math.Abs(math.Log(c.mu/pred)) <= math.Log(guidedDisagree)
@@ -764,7 +766,7 @@ func (g *guide) checkAgreement(c *cand) {
 		return
 	}
 	g.disagree++
-	g.note(fmt.Sprintf("guided: measured %.4g against a forecast of %.4g (%s)", c.mu, pred, c.key))
+	g.note(fmt.Sprintf("guided: measured %.4g where the refit simulator forecasts %.4g (%s)", c.mu, pred, c.key))
 	if g.disagree >= guidedFallback && g.fallback == nil {
 		g.startFallback()
 	}

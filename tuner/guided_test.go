@@ -67,3 +67,45 @@ tuner: {trials: 2TUNER}
 		t.Errorf("guided without a GPU: %v, want a tuner.sampler error naming hardware.gpu", err)
 	}
 }
+
+// TestGuidedFallbackRule: three measurements in a row that the refit
+// simulator does not reproduce hand the search to TPE; an agreeing one in
+// between starts the count again.
+func TestGuidedFallbackRule(t *testing.T) {
+	sp, err := ParseSpec([]byte(`name: s
+model: meta-llama/Llama-3.1-8B-Instruct
+engine: vllm
+launcher: {kind: virtual}
+hardware: {gpu: H100-SXM}
+space: {max_running_requests: [16, 32, 64, 128]}
+workload: {dataset: {kind: random, input: 64, output: 8}, load: {concurrency: [2]}, requests_per_level: 4}
+tuner: {trials: 4}
+`), "s.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var notes []string
+	g := &guide{sp: sp, hi: math.Inf(1), note: func(s string) { notes = append(notes, s) }}
+	measured := func(forecast, got float64) *cand {
+		return &cand{fc: Forecast{Met: forecast > 0, Value: forecast}, mu: got, measured: true, started: true}
+	}
+	for i, c := range []*cand{
+		measured(100, 0),   // met the SLOs in the forecast only
+		measured(100, 130), // off by more than 1.25
+		measured(100, 110), // agrees: the count starts again
+		measured(0, 50),    // met the SLOs in the measurement only
+		measured(100, 70),
+	} {
+		g.checkAgreement(c)
+		if g.fallback != nil {
+			t.Fatalf("TPE took over after measurement %d", i)
+		}
+	}
+	g.checkAgreement(measured(100, 40))
+	if g.fallback == nil {
+		t.Fatalf("no fallback after three disagreements in a row; notes %q", notes)
+	}
+	if last := notes[len(notes)-1]; !strings.Contains(last, "TPE proposes from here") {
+		t.Errorf("the fallback is not said: %q", last)
+	}
+}
