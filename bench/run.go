@@ -189,6 +189,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		sum.RequestRate = cfg.Load.Rate
 	}
 	sum.Meta = runMeta(cfg, start, align, len(warm), records)
+	describe(&sum, cfg, start)
 	sum.Engine = seen.engine
 	if seen.engineErr != nil {
 		// Why the level has no engine metrics (or fewer readings).
@@ -398,6 +399,23 @@ func (cfg Config) phase(reqs []measure.Request) measure.Phase {
 		return req
 	}
 	return p
+}
+
+// describe sets what vLLM's result file says of the run: its start (local
+// time, as vLLM's datetime.now()), vLLM's name of the API, the model (also
+// the tokenizer: prompts are sized by the server's /tokenize) and the
+// arrival process.
+func describe(sum *measure.Summary, cfg Config, start time.Time) {
+	sum.Date = start.Format("20060102-150405")
+	sum.Backend = "openai"
+	if cfg.Target.Endpoint == EndpointChat {
+		sum.Backend = "openai-chat"
+	}
+	sum.ModelID, sum.TokenizerID = cfg.Target.Model, cfg.Target.Model
+	sum.Burstiness = cfg.Load.Burstiness
+	if sum.Burstiness <= 0 {
+		sum.Burstiness = 1
+	}
 }
 
 // runMeta records everything needed to reproduce the run, never secrets

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 )
 
 // statFields lists the latency metrics of a Summary under their JSON
-// names: vLLM's ttft, tpot, itl, e2el, then servetune's additions.
+// names: vLLM's ttft, tpot, itl, e2el and e2el_including_client_queue,
+// then servetune's additions.
 func (s *Summary) statFields() []struct {
 	name string
 	st   *Stats
@@ -17,17 +19,38 @@ func (s *Summary) statFields() []struct {
 		st   *Stats
 	}{
 		{"ttft", &s.TTFT}, {"tpot", &s.TPOT}, {"itl", &s.ITL}, {"e2el", &s.E2EL},
+		{"e2el_including_client_queue", &s.E2ELSched},
 		{"itl_per_token", &s.ITLPerToken}, {"queue", &s.Queue}, {"ttft_from_sched", &s.TTFTSched},
 	}
 }
 
-// summaryPlain has Summary's plain fields; the json:"-" Stats fields are
-// written flat by MarshalJSON.
+// statKeys are the statistics written per metric, by key prefix. vLLM
+// names a percentile p{str(p)} with p an int when whole: p99, p99.9
+// (vllm/benchmarks/serve.py, process_one_metric).
+func statKeys(st *Stats) []struct {
+	k string
+	v *float64
+} {
+	return []struct {
+		k string
+		v *float64
+	}{
+		{"mean", &st.Mean}, {"median", &st.Median}, {"std", &st.Std}, {"p50", &st.P50},
+		{"p90", &st.P90}, {"p95", &st.P95}, {"p99", &st.P99}, {"p99.9", &st.P999},
+	}
+}
+
+// summaryPlain has Summary's plain fields; the json:"-" fields are
+// written by MarshalJSON.
 type summaryPlain Summary
 
-// MarshalJSON writes the summary with vLLM's flat keys: for each metric m,
-// {mean,median,std,p50,p90,p95,p99,p999}_m_ms, plus n_m, median_m_ms_ci and
-// p99_m_ms_ci ([low, high] bootstrap 95% intervals).
+// MarshalJSON writes the summary with the keys and JSON types of vLLM's
+// result file (`vllm bench serve --save-result --save-detailed`,
+// vllm/benchmarks/serve.py): request_rate a number or "inf",
+// max_concurrency null when unset, the per-request
+// lists (Detail) and errors as one string per request; then servetune's
+// extras: error_counts by class, n_m, median_m_ms_ci and p99_m_ms_ci
+// ([low, high] bootstrap 95% intervals), p50/p90/p95 and more metrics.
 func (s Summary) MarshalJSON() ([]byte, error) {
 	// Every class present, on a copy: marshalling must not write to the
 	// caller's map.
@@ -45,24 +68,80 @@ func (s Summary) MarshalJSON() ([]byte, error) {
 	}
 	var b bytes.Buffer
 	b.Write(plain[:len(plain)-1]) // drop '}'
-	for _, f := range s.statFields() {
-		st := f.st
-		vals := []struct {
+	put := func(k string, v any) error {
+		raw, err := json.Marshal(v)
+		if err != nil {
+			return fmt.Errorf("%s: %w", k, err)
+		}
+		fmt.Fprintf(&b, ",%q:%s", k, raw)
+		return nil
+	}
+	var rate, conc any = "inf", nil
+	if s.RequestRate > 0 {
+		rate = json.RawMessage(num(s.RequestRate))
+	}
+	if s.MaxConcurrency > 0 {
+		conc = s.MaxConcurrency
+	}
+	// Always a number (vLLM writes null without --goodput): without SLOs
+	// every completed request is good, and stored studies rank on it.
+	goodput := json.RawMessage(num(s.RequestGoodput))
+	for _, kv := range []struct {
+		k string
+		v any
+	}{
+		{"endpoint_type", s.Backend}, {"label", nil}, {"request_rate", rate},
+		{"max_concurrency", conc}, {"request_goodput", goodput}, {"rtfx", 0.0},
+	} {
+		if err := put(kv.k, kv.v); err != nil {
+			return nil, err
+		}
+	}
+	if d := s.Detail; d != nil {
+		texts := make([]string, len(d.InputLens))
+		for _, kv := range []struct {
 			k string
-			v float64
+			v any
 		}{
-			{"mean", st.Mean}, {"median", st.Median}, {"std", st.Std}, {"p50", st.P50},
-			{"p90", st.P90}, {"p95", st.P95}, {"p99", st.P99}, {"p999", st.P999},
+			{"input_lens", nonNil(d.InputLens)}, {"output_lens", nonNil(d.OutputLens)}, {"ttfts", nonNil(d.TTFTs)},
+			{"itls", nonNil(d.ITLs)}, {"latencies", nonNil(d.Latencies)}, {"start_times", nonNil(d.StartTimes)},
+			{"queue_times", nonNil(d.QueueTimes)}, {"generated_texts", texts}, {"errors", nonNil(d.Errors)},
+		} {
+			if err := put(kv.k, kv.v); err != nil {
+				return nil, err
+			}
 		}
-		for _, kv := range vals {
-			fmt.Fprintf(&b, ",%q:%s", kv.k+"_"+f.name+"_ms", num(kv.v))
+	}
+	stats := s.statFields()
+	if s.MaxConcurrency > 0 {
+		// vLLM's name for the wait to be sent, with a concurrency cap.
+		stats = append(stats, struct {
+			name string
+			st   *Stats
+		}{"client_queue_time", &s.Queue})
+	}
+	for _, f := range stats {
+		for _, kv := range statKeys(f.st) {
+			fmt.Fprintf(&b, ",%q:%s", kv.k+"_"+f.name+"_ms", num(*kv.v))
 		}
+		if f.name == "client_queue_time" {
+			continue
+		}
+		st := f.st
 		fmt.Fprintf(&b, ",%q:%d", "n_"+f.name, st.N)
 		fmt.Fprintf(&b, ",%q:[%s,%s]", "median_"+f.name+"_ms_ci", num(st.MedianCI[0]), num(st.MedianCI[1]))
 		fmt.Fprintf(&b, ",%q:[%s,%s]", "p99_"+f.name+"_ms_ci", num(st.P99CI[0]), num(st.P99CI[1]))
 	}
 	b.WriteByte('}')
 	return b.Bytes(), nil
+}
+
+// nonNil makes a nil list marshal as [], as vLLM writes an empty one.
+func nonNil[T any](v []T) []T {
+	if v == nil {
+		return []T{}
+	}
+	return v
 }
 
 // num formats a float for JSON; NaN and infinities (not JSON) become 0.
@@ -74,47 +153,67 @@ func num(v float64) string {
 	return string(b)
 }
 
-// UnmarshalJSON reads what MarshalJSON writes, and vLLM's own result files
-// (which lack the CIs and servetune's extra metrics).
+// UnmarshalJSON reads what MarshalJSON writes, vLLM's own result files
+// (which lack the CIs and servetune's extra metrics), and servetune's
+// earlier files (errors as counts by class, p999_ keys, request_rate 0
+// for inf).
 func (s *Summary) UnmarshalJSON(data []byte) error {
 	var flat map[string]json.RawMessage
 	if err := json.Unmarshal(data, &flat); err != nil {
 		return err
-	}
-	// vLLM writes an infinite rate (its default) as "inf", and with
-	// --save-detailed its errors as one message per request, not by class.
-	vllm := false
-	if raw, ok := flat["request_rate"]; ok && bytes.EqualFold(bytes.TrimSpace(raw), []byte(`"inf"`)) {
-		flat["request_rate"], vllm = json.RawMessage("0"), true
-	}
-	if raw, ok := flat["errors"]; ok && bytes.HasPrefix(bytes.TrimSpace(raw), []byte("[")) {
-		delete(flat, "errors")
-		vllm = true
-	}
-	if vllm {
-		var err error
-		if data, err = json.Marshal(flat); err != nil {
-			return err
-		}
 	}
 	var p summaryPlain
 	if err := json.Unmarshal(data, &p); err != nil {
 		return err
 	}
 	*s = Summary(p)
+	isNull := func(raw json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(raw), []byte("null")) }
+	if raw, ok := flat["request_rate"]; ok && !isNull(raw) {
+		var word string
+		if json.Unmarshal(raw, &word) == nil {
+			if !strings.EqualFold(word, "inf") && !strings.EqualFold(word, "infinity") {
+				return fmt.Errorf("request_rate %q: want a number or \"inf\"", word)
+			}
+		} else if err := json.Unmarshal(raw, &s.RequestRate); err != nil {
+			return fmt.Errorf("request_rate: %w", err)
+		}
+	}
+	for k, dst := range map[string]any{"max_concurrency": &s.MaxConcurrency, "request_goodput": &s.RequestGoodput} {
+		if raw, ok := flat[k]; ok && !isNull(raw) {
+			if err := json.Unmarshal(raw, dst); err != nil {
+				return fmt.Errorf("%s: %w", k, err)
+			}
+		}
+	}
+	if raw, ok := flat["errors"]; ok {
+		raw = bytes.TrimSpace(raw)
+		switch {
+		case bytes.HasPrefix(raw, []byte("{")):
+			// servetune's earlier files: counts by class.
+			if s.Errors == nil {
+				if err := json.Unmarshal(raw, &s.Errors); err != nil {
+					return fmt.Errorf("errors: %w", err)
+				}
+			}
+		case bytes.HasPrefix(raw, []byte("[")):
+			if err := s.readDetail(flat); err != nil {
+				return err
+			}
+		}
+	}
 	for _, f := range s.statFields() {
 		st := f.st
-		targets := []struct {
-			k string
-			v *float64
-		}{
-			{"mean", &st.Mean}, {"median", &st.Median}, {"std", &st.Std}, {"p50", &st.P50},
-			{"p90", &st.P90}, {"p95", &st.P95}, {"p99", &st.P99}, {"p999", &st.P999},
-		}
-		for _, t := range targets {
-			if raw, ok := flat[t.k+"_"+f.name+"_ms"]; ok {
-				if err := json.Unmarshal(raw, t.v); err != nil {
-					return fmt.Errorf("%s_%s_ms: %w", t.k, f.name, err)
+		for _, t := range statKeys(st) {
+			keys := []string{t.k + "_" + f.name + "_ms"}
+			if t.k == "p99.9" {
+				keys = append(keys, "p999_"+f.name+"_ms") // servetune's earlier name
+			}
+			for _, k := range keys {
+				if raw, ok := flat[k]; ok && !isNull(raw) {
+					if err := json.Unmarshal(raw, t.v); err != nil {
+						return fmt.Errorf("%s: %w", k, err)
+					}
+					break
 				}
 			}
 		}
@@ -131,5 +230,34 @@ func (s *Summary) UnmarshalJSON(data []byte) error {
 			}
 		}
 	}
+	return nil
+}
+
+// readDetail reads vLLM's per-request lists from a result file's keys.
+func (s *Summary) readDetail(flat map[string]json.RawMessage) error {
+	d := &Detail{}
+	for k, dst := range map[string]any{
+		"input_lens": &d.InputLens, "output_lens": &d.OutputLens, "ttfts": &d.TTFTs, "itls": &d.ITLs,
+		"latencies": &d.Latencies, "start_times": &d.StartTimes, "queue_times": &d.QueueTimes,
+	} {
+		if raw, ok := flat[k]; ok {
+			if err := json.Unmarshal(raw, dst); err != nil {
+				return fmt.Errorf("%s: %w", k, err)
+			}
+		}
+	}
+	// vLLM's entries are strings; a null one (no error) reads as "".
+	var errs []*string
+	if err := json.Unmarshal(flat["errors"], &errs); err != nil {
+		return fmt.Errorf("errors: %w", err)
+	}
+	for _, e := range errs {
+		if e == nil {
+			d.Errors = append(d.Errors, "")
+		} else {
+			d.Errors = append(d.Errors, *e)
+		}
+	}
+	s.Detail = d
 	return nil
 }

@@ -1,9 +1,13 @@
 package measure
 
 import (
+	"bytes"
 	"encoding/json"
+	"maps"
 	"math/rand/v2"
 	"reflect"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -23,17 +27,17 @@ func TestSummaryJSONRoundTrip(t *testing.T) {
 	if err := json.Unmarshal(raw, &flat); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"duration", "completed", "failed", "errors", "total_input_tokens", "total_output_tokens",
+	for _, k := range []string{"duration", "completed", "failed", "error_counts", "total_input_tokens", "total_output_tokens",
 		"request_throughput", "output_throughput", "total_token_throughput", "request_goodput",
-		"mean_ttft_ms", "median_ttft_ms", "std_ttft_ms", "p50_ttft_ms", "p90_ttft_ms", "p95_ttft_ms", "p99_ttft_ms", "p999_ttft_ms",
+		"mean_ttft_ms", "median_ttft_ms", "std_ttft_ms", "p50_ttft_ms", "p90_ttft_ms", "p95_ttft_ms", "p99_ttft_ms", "p99.9_ttft_ms",
 		"median_tpot_ms", "p99_tpot_ms", "mean_itl_ms", "median_e2el_ms", "median_itl_per_token_ms", "p99_queue_ms",
 		"median_ttft_from_sched_ms", "median_ttft_ms_ci", "p99_e2el_ms_ci", "n_ttft", "meta", "samples"} {
 		if _, ok := flat[k]; !ok {
 			t.Errorf("no key %q", k)
 		}
 	}
-	if errs := flat["errors"].(map[string]any); len(errs) != len(ErrorClasses) || errs["connect"].(float64) != 1 {
-		t.Errorf("errors %v", errs)
+	if errs := flat["error_counts"].(map[string]any); len(errs) != len(ErrorClasses) || errs["connect"].(float64) != 1 {
+		t.Errorf("error_counts %v", errs)
 	}
 	var back Summary
 	if err := json.Unmarshal(raw, &back); err != nil {
@@ -41,6 +45,151 @@ func TestSummaryJSONRoundTrip(t *testing.T) {
 	}
 	if !reflect.DeepEqual(back, s) {
 		t.Errorf("round trip differs:\n got %+v\nwant %+v", back, s)
+	}
+}
+
+// vllmKeys are the keys of `vllm bench serve --save-result
+// --save-detailed` for a generation backend (vllm/benchmarks/serve.py:
+// main_async's result_json, benchmark's result, process_one_metric for
+// ttft, tpot, itl and e2el at the percentiles 99 and 99.9) with the JSON
+// types vLLM writes: "number" (a float or an int), "int", "string",
+// "null", "[int]", "[number]", "[[number]]", "[string]"; alternatives
+// separated by |.
+var vllmKeys = map[string]string{
+	"date": "string", "endpoint_type": "string", "backend": "string", "label": "null|string",
+	"model_id": "string", "tokenizer_id": "string|null", "num_prompts": "int",
+	"request_rate": "number|inf", "burstiness": "number", "max_concurrency": "int|null",
+	"duration": "number", "completed": "int", "failed": "int",
+	"total_input_tokens": "int", "total_output_tokens": "int",
+	"request_throughput": "number", "request_goodput": "number|null",
+	"output_throughput": "number", "total_token_throughput": "number",
+	"input_lens": "[int]", "output_lens": "[int]", "ttfts": "[number]", "itls": "[[number]]",
+	"latencies": "[number]", "start_times": "[number]", "queue_times": "[number]",
+	"generated_texts": "[string]", "errors": "[string]",
+	"max_output_tokens_per_s": "number", "max_concurrent_requests": "int", "rtfx": "number",
+}
+
+func init() {
+	for _, m := range []string{"ttft", "tpot", "itl", "e2el"} {
+		for _, st := range []string{"mean", "median", "std", "p99", "p99.9"} {
+			vllmKeys[st+"_"+m+"_ms"] = "number"
+		}
+	}
+}
+
+// jsonType says whether v, decoded from JSON with UseNumber, has type t.
+func jsonType(v any, t string) bool {
+	for _, alt := range strings.Split(t, "|") {
+		ok := false
+		switch alt {
+		case "null":
+			ok = v == nil
+		case "string":
+			_, ok = v.(string)
+		case "inf":
+			ok = v == "inf"
+		case "number":
+			_, ok = v.(json.Number)
+		case "int":
+			n, isNum := v.(json.Number)
+			_, err := strconv.ParseInt(string(n), 10, 64)
+			ok = isNum && err == nil
+		default: // a list of the inner type
+			l, isList := v.([]any)
+			ok = isList && strings.HasPrefix(alt, "[")
+			for _, e := range l {
+				ok = ok && jsonType(e, alt[1:len(alt)-1])
+			}
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+// TestSummaryJSONIsVLLMs: a result file has every key of vLLM's with
+// vLLM's JSON type, for an infinite rate (written "inf") and a finite one
+// with a concurrency cap (vLLM then also writes the client queue time).
+func TestSummaryJSONIsVLLMs(t *testing.T) {
+	records := []Record{
+		rec(0, 0, 0, []float64{50, 60, 70, 80}, []int{1, 1, 1, 1}, 4),
+		rec(1, 50, 60, []float64{150, 190, 230}, []int{1, 4, 4}, 9),
+		{Index: 2, Send: time2(5), End: time2(9), Error: ErrHTTP5xx, ErrorMsg: "HTTP 503: overloaded", PromptTokens: 7},
+	}
+	for _, tc := range []struct {
+		name string
+		rate float64
+		conc int
+		want map[string]string // keys beyond vllmKeys, or other types
+	}{
+		{"inf", 0, 0, map[string]string{"request_rate": "inf", "max_concurrency": "null"}},
+		{"rate 4, concurrency 8", 4, 8, map[string]string{"request_rate": "number", "max_concurrency": "int",
+			"mean_client_queue_time_ms": "number", "p99_client_queue_time_ms": "number",
+			"mean_e2el_including_client_queue_ms": "number", "p99_e2el_including_client_queue_ms": "number"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := Summarize(records, SummaryOptions{Seed: 1, Bootstrap: 50, KeepSamples: true})
+			s.Date, s.Backend, s.ModelID, s.TokenizerID, s.Burstiness = "20261203-184000", "openai", "m", "m", 1
+			s.RequestRate, s.MaxConcurrency = tc.rate, tc.conc
+			raw, err := json.Marshal(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dec := json.NewDecoder(bytes.NewReader(raw))
+			dec.UseNumber()
+			var flat map[string]any
+			if err := dec.Decode(&flat); err != nil {
+				t.Fatal(err)
+			}
+			want := maps.Clone(vllmKeys)
+			maps.Copy(want, tc.want)
+			for k, typ := range want {
+				v, ok := flat[k]
+				if !ok {
+					t.Errorf("no key %q", k)
+				} else if !jsonType(v, typ) {
+					t.Errorf("%s = %v: want %s", k, v, typ)
+				}
+			}
+			if errs := flat["errors"].([]any); len(errs) != 3 || errs[0] != "" || errs[2] != "http_5xx: HTTP 503: overloaded" {
+				t.Errorf("errors %v: want one string per request, empty for success", errs)
+			}
+			if n := flat["num_prompts"].(json.Number); n != "3" {
+				t.Errorf("num_prompts %v, want 3", n)
+			}
+			if c := flat["max_concurrent_requests"].(json.Number); c != "2" {
+				t.Errorf("max_concurrent_requests %v, want 2 (both requests streamed at once)", c)
+			}
+			if lens := flat["input_lens"].([]any); lens[2] != json.Number("7") {
+				t.Errorf("input_lens %v: a failed request keeps its prompt length", lens)
+			}
+			var back Summary
+			if err := json.Unmarshal(raw, &back); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(back, s) {
+				t.Errorf("round trip differs:\n got %+v\nwant %+v", back, s)
+			}
+		})
+	}
+}
+
+// TestSummaryReadsEarlierFiles: servetune's earlier result files, with
+// errors as counts by class, p999_ keys and request_rate 0 for inf, still
+// read (bench compare reads old files).
+func TestSummaryReadsEarlierFiles(t *testing.T) {
+	raw := `{"duration": 2, "completed": 10, "failed": 3, "errors": {"connect": 2, "timeout": 1}, "max_concurrency": 8,
+		"request_rate": 0, "p999_ttft_ms": 99.5, "median_ttft_ms": 45.5}`
+	var s Summary
+	if err := json.Unmarshal([]byte(raw), &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Errors["connect"] != 2 || s.Errors["timeout"] != 1 || s.TTFT.P999 != 99.5 || s.MaxConcurrency != 8 || s.RequestRate != 0 {
+		t.Errorf("read %+v", s)
+	}
+	if err := json.Unmarshal([]byte(`{"request_rate": "fast"}`), &s); err == nil {
+		t.Error(`request_rate "fast" read without an error`)
 	}
 }
 

@@ -19,9 +19,10 @@ func csvColumns() []string {
 	}
 	cols = append(cols, "total_input_tokens", "total_output_tokens", "request_throughput",
 		"output_throughput", "total_token_throughput", "max_output_tokens_per_s", "request_goodput")
-	for _, m := range []string{"ttft", "tpot", "itl", "e2el", "itl_per_token", "queue", "ttft_from_sched"} {
-		for _, st := range []string{"mean", "median", "std", "p50", "p90", "p95", "p99", "p999"} {
-			cols = append(cols, st+"_"+m+"_ms")
+	var s Summary
+	for _, f := range s.statFields() {
+		for _, st := range statKeys(f.st) {
+			cols = append(cols, st.k+"_"+f.name+"_ms")
 		}
 	}
 	return cols
@@ -36,15 +37,20 @@ func WriteCSV(w io.Writer, sums []Summary) error {
 	f := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 	for i := range sums {
 		s := &sums[i]
-		row := []string{strconv.Itoa(s.MaxConcurrency), f(s.RequestRate), f(s.Duration), strconv.Itoa(s.Completed), strconv.Itoa(s.Failed)}
+		rate := "inf" // as vLLM writes an infinite rate
+		if s.RequestRate > 0 {
+			rate = f(s.RequestRate)
+		}
+		row := []string{strconv.Itoa(s.MaxConcurrency), rate, f(s.Duration), strconv.Itoa(s.Completed), strconv.Itoa(s.Failed)}
 		for _, c := range ErrorClasses {
 			row = append(row, strconv.Itoa(s.Errors[string(c)]))
 		}
 		row = append(row, strconv.Itoa(s.TotalInputTokens), strconv.Itoa(s.TotalOutputTokens), f(s.RequestThroughput),
 			f(s.OutputThroughput), f(s.TotalTokenThroughput), f(s.PeakOutputThroughput), f(s.RequestGoodput))
 		for _, sf := range s.statFields() {
-			st := sf.st
-			row = append(row, f(st.Mean), f(st.Median), f(st.Std), f(st.P50), f(st.P90), f(st.P95), f(st.P99), f(st.P999))
+			for _, st := range statKeys(sf.st) {
+				row = append(row, f(*st.v))
+			}
 		}
 		if err := cw.Write(row); err != nil {
 			return err

@@ -1,6 +1,7 @@
 package measure
 
 import (
+	"cmp"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -25,13 +26,25 @@ type SummaryOptions struct {
 	KeepSamples bool
 }
 
-// Summary is the result of one run (one load level), with vLLM's key names so
-// numbers compare directly. Latency fields are milliseconds.
+// Summary is the result of one run (one load level), written with the keys
+// and JSON types of `vllm bench serve --save-result --save-detailed`
+// (measure/json.go) so that scripts read either. Latency fields are
+// milliseconds.
 type Summary struct {
-	Duration  float64        `json:"duration"` // seconds, first send to last completion
-	Completed int            `json:"completed"`
-	Failed    int            `json:"failed"`
-	Errors    map[string]int `json:"errors"` // by ErrorClass, every class present
+	// The run as vLLM's result file describes it; set by the benchmark.
+	Date        string  `json:"date"`         // local start time, YYYYMMDD-HHMMSS
+	Backend     string  `json:"backend"`      // vLLM's name of the API: openai or openai-chat
+	ModelID     string  `json:"model_id"`     // the model named in requests
+	TokenizerID string  `json:"tokenizer_id"` // the model's (prompts are sized by the server's /tokenize)
+	NumPrompts  int     `json:"num_prompts"`  // measured requests sent
+	Burstiness  float64 `json:"burstiness"`   // gamma shape of arrivals, 1 = Poisson
+
+	Duration  float64 `json:"duration"` // seconds, first send to last completion
+	Completed int     `json:"completed"`
+	Failed    int     `json:"failed"`
+	// Errors counts failures by ErrorClass, every class present; written
+	// as error_counts (vLLM's errors is the per-request list in Detail).
+	Errors map[string]int `json:"error_counts"`
 	// ErrorMessages holds the first message of each failure class seen
 	// (the status and the server's own words, one line, secrets redacted
 	// by the client): why requests failed, not only how many.
@@ -47,11 +60,17 @@ type Summary struct {
 	OutputThroughput     float64 `json:"output_throughput"`
 	TotalTokenThroughput float64 `json:"total_token_throughput"`
 	PeakOutputThroughput float64 `json:"max_output_tokens_per_s"` // peak 1-second window
-	RequestGoodput       float64 `json:"request_goodput"`
-	MaxConcurrency       int     `json:"max_concurrency"`
-	RequestRate          float64 `json:"request_rate"` // 0 = inf
+	RequestGoodput       float64 `json:"-"`                       // written as request_goodput, null without GoodputSLO
+	// MaxConcurrentRequests is the most requests in flight at once
+	// (successful ones, [t_send, t_last)), as vLLM counts them.
+	MaxConcurrentRequests int     `json:"max_concurrent_requests"`
+	MaxConcurrency        int     `json:"-"` // 0 = none; written as max_concurrency, null for none
+	RequestRate           float64 `json:"-"` // 0 = inf; written as request_rate, "inf" for 0
+	// GoodputSLO is the goodput's limits; nil when none was asked for
+	// (every completed request is then good).
+	GoodputSLO *SLO `json:"goodput_slo,omitempty"`
 
-	// Latency statistics. Keys are {mean,median,std,p50,p90,p95,p99,p999}_{metric}_ms.
+	// Latency statistics. Keys are {mean,median,std,p50,p90,p95,p99,p99.9}_{metric}_ms.
 	TTFT        Stats `json:"-"`
 	TTFTSched   Stats `json:"-"` // TTFT measured from the intended send time
 	Queue       Stats `json:"-"` // t_send - t_sched
@@ -59,6 +78,7 @@ type Summary struct {
 	ITL         Stats `json:"-"` // per chunk
 	ITLPerToken Stats `json:"-"`
 	E2EL        Stats `json:"-"`
+	E2ELSched   Stats `json:"-"` // t_last - t_sched: E2EL with the wait to be sent
 
 	Meta map[string]any `json:"meta,omitempty"`
 
@@ -70,6 +90,25 @@ type Summary struct {
 
 	// Samples holds the raw values when SummaryOptions.KeepSamples is set.
 	Samples *Samples `json:"samples,omitempty"`
+	// Detail holds vLLM's per-request lists when SummaryOptions.KeepSamples
+	// is set.
+	Detail *Detail `json:"-"`
+}
+
+// Detail is vLLM's per-request lists (its --save-detailed keys), one entry
+// per measured request in send order, failed ones included (zeros and an
+// empty list, with the error). Times are seconds, as vLLM writes them;
+// StartTimes count from the run's start. servetune keeps no generated
+// text: generated_texts is written as empty strings.
+type Detail struct {
+	InputLens  []int       `json:"input_lens"`
+	OutputLens []int       `json:"output_lens"`
+	TTFTs      []float64   `json:"ttfts"`
+	ITLs       [][]float64 `json:"itls"`
+	Latencies  []float64   `json:"latencies"`
+	StartTimes []float64   `json:"start_times"`
+	QueueTimes []float64   `json:"queue_times"` // t_send - t_sched
+	Errors     []string    `json:"errors"`      // "" for success, else "class: message"
 }
 
 // Stats summarises one latency metric in milliseconds. MedianCI and P99CI are
@@ -158,12 +197,20 @@ func Summarize(records []Record, opts SummaryOptions) Summary {
 	}
 	rng := rand.New(rand.NewPCG(opts.Seed, 0x5eed))
 
+	if opts.Goodput != (SLO{}) {
+		slo := opts.Goodput
+		s.GoodputSLO = &slo
+	}
+	var detail *Detail
+	if opts.KeepSamples {
+		detail = &Detail{}
+	}
 	var (
-		ttft, ttftSched, queue, tpot, itl, itlTok, e2el []float64
-		itlCounts                                       []int
-		first, last                                     time.Duration
-		seen                                            bool
-		good                                            int
+		ttft, ttftSched, queue, tpot, itl, itlTok, e2el, e2elSched []float64
+		itlCounts                                                  []int
+		first, last                                                time.Duration
+		seen                                                       bool
+		good                                                       int
 	)
 	for i := range records {
 		r := &records[i]
@@ -177,6 +224,10 @@ func Summarize(records []Record, opts SummaryOptions) Summary {
 			last = r.End
 		}
 		seen = true
+		s.NumPrompts++
+		if detail != nil {
+			detail.add(r)
+		}
 		if r.Error != ErrNone {
 			s.Failed++
 			s.Errors[string(r.Error)]++
@@ -196,6 +247,7 @@ func Summarize(records []Record, opts SummaryOptions) Summary {
 		ttftSched = append(ttftSched, m.TTFTSched)
 		queue = append(queue, m.Queue)
 		e2el = append(e2el, m.E2EL)
+		e2elSched = append(e2elSched, ms(r.Last-r.Sched))
 		if !math.IsNaN(m.TPOT) {
 			tpot = append(tpot, m.TPOT)
 		}
@@ -226,6 +278,8 @@ func Summarize(records []Record, opts SummaryOptions) Summary {
 		s.RequestGoodput = float64(good) / s.Duration
 	}
 	s.PeakOutputThroughput = peakOutput(records, first)
+	s.MaxConcurrentRequests = peakInFlight(records)
+	s.Detail = detail
 	if opts.KeepSamples {
 		// Copies taken before NewStats sorts in place: ITL must stay in
 		// request order for ITLCounts (compare resamples whole requests).
@@ -238,7 +292,67 @@ func Summarize(records []Record, opts SummaryOptions) Summary {
 	s.ITL = NewStats(itl, rng, b)
 	s.ITLPerToken = NewStats(itlTok, rng, b)
 	s.E2EL = NewStats(e2el, rng, b)
+	s.E2ELSched = NewStats(e2elSched, rng, b)
 	return s
+}
+
+// add appends measured record r to d.
+func (d *Detail) add(r *Record) {
+	sec := func(t time.Duration) float64 { return t.Seconds() }
+	d.InputLens = append(d.InputLens, r.PromptTokens)
+	d.StartTimes = append(d.StartTimes, sec(r.Send))
+	d.QueueTimes = append(d.QueueTimes, sec(r.Send-r.Sched))
+	if r.Error != ErrNone {
+		d.OutputLens = append(d.OutputLens, 0)
+		d.TTFTs = append(d.TTFTs, 0)
+		d.ITLs = append(d.ITLs, []float64{})
+		d.Latencies = append(d.Latencies, 0)
+		msg := string(r.Error)
+		if r.ErrorMsg != "" {
+			msg += ": " + r.ErrorMsg
+		}
+		d.Errors = append(d.Errors, msg)
+		return
+	}
+	gaps := make([]float64, 0, max(len(r.Chunks)-1, 0))
+	for j := 1; j < len(r.Chunks); j++ {
+		gaps = append(gaps, sec(r.Chunks[j].At-r.Chunks[j-1].At))
+	}
+	d.OutputLens = append(d.OutputLens, r.OutputTokens)
+	d.TTFTs = append(d.TTFTs, sec(r.First-r.Send))
+	d.ITLs = append(d.ITLs, gaps)
+	d.Latencies = append(d.Latencies, sec(r.Last-r.Send))
+	d.Errors = append(d.Errors, "")
+}
+
+// peakInFlight is the most successful measured requests in flight at
+// once, each over [t_send, t_last) (an end before a start at a tie), as
+// vLLM's max_concurrent_requests.
+func peakInFlight(records []Record) int {
+	type ev struct {
+		at    time.Duration
+		delta int
+	}
+	var evs []ev
+	for i := range records {
+		r := &records[i]
+		if r.Warmup || r.Error != ErrNone {
+			continue
+		}
+		evs = append(evs, ev{r.Send, 1}, ev{r.Last, -1})
+	}
+	slices.SortFunc(evs, func(a, b ev) int {
+		if a.at != b.at {
+			return cmp.Compare(a.at, b.at)
+		}
+		return cmp.Compare(a.delta, b.delta)
+	})
+	cur, peak := 0, 0
+	for _, e := range evs {
+		cur += e.delta
+		peak = max(peak, cur)
+	}
+	return peak
 }
 
 // peakOutput is the largest number of output tokens received in one

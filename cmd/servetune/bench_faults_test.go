@@ -200,7 +200,7 @@ func TestBenchInterrupted(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", code, errb.String())
 	}
 	var m struct {
-		Errors map[string]int `json:"errors"`
+		Errors map[string]int `json:"error_counts"`
 	}
 	if err := json.Unmarshal(mustRead(t, j), &m); err != nil {
 		t.Fatal(err)

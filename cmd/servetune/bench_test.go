@@ -157,7 +157,8 @@ func TestBenchRunAndCompare(t *testing.T) {
 		}
 		for _, k := range []string{"duration", "completed", "failed", "errors", "total_input_tokens", "total_output_tokens",
 			"request_throughput", "output_throughput", "total_token_throughput", "request_goodput", "median_ttft_ms",
-			"p99_tpot_ms", "mean_itl_ms", "p999_e2el_ms", "std_ttft_ms", "median_ttft_ms_ci", "meta", "samples"} {
+			"p99_tpot_ms", "mean_itl_ms", "p99.9_e2el_ms", "std_ttft_ms", "median_ttft_ms_ci", "meta", "samples",
+			"date", "backend", "model_id", "tokenizer_id", "num_prompts", "burstiness", "max_concurrent_requests", "input_lens", "output_lens", "ttfts", "itls", "generated_texts", "error_counts"} {
 			if _, ok := m[k]; !ok {
 				t.Errorf("%s: no key %q", j, k)
 			}
@@ -223,7 +224,7 @@ func TestBenchFailedRunWritesResult(t *testing.T) {
 				t.Errorf("run took %v", el)
 			}
 			var m struct {
-				Errors map[string]int `json:"errors"`
+				Errors map[string]int `json:"error_counts"`
 			}
 			if err := json.Unmarshal(mustRead(t, j), &m); err != nil {
 				t.Fatal(err)
