@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/servetune/servetune/engine"
+	"github.com/servetune/servetune/measure"
 )
 
 // The thresholds of the rules, and why they sit where they do.
@@ -219,7 +220,7 @@ func clientLate(in Input) (Finding, bool) {
 		return Finding{}, false
 	}
 	return Finding{Severity: Warning,
-		Summary: fmt.Sprintf("the client sent requests late: p99 %.1f ms (mean %.2f ms) behind the arrival schedule at %g requests/s", s.Queue.P99, s.Queue.Mean, in.Level.Load.Rate),
+		Summary: fmt.Sprintf("the client sent requests late: p99 %.1f ms (mean %.2f ms) behind the arrival schedule at %s requests/s", s.Queue.P99, s.Queue.Mean, measure.FormatRate(in.Level.Load.Rate)),
 		Advice:  "the offered load was lower and smoother than asked: run the benchmark on a less loaded machine, or split the load over several clients",
 		Evidence: []Evidence{{"send_lateness_p99", s.Queue.P99, "ms"}, {"send_lateness_mean", s.Queue.Mean, "ms"},
 			{"request_rate", in.Level.Load.Rate, "req/s"}},

@@ -65,16 +65,42 @@ func (p *Pacer) Next() time.Duration {
 func (l Load) Unlimited() bool { return l.Rate <= 0 || math.IsInf(l.Rate, 1) }
 
 // Label names a load level as it is stored and shown: "concurrency=N",
-// "rate=R", or "rate=R,concurrency=N" for both; kind and value say which
-// axis the level varies.
+// "rate=R", or "rate=R,concurrency=N" for both, R by FormatRate; kind and
+// value say which axis the level varies.
 func (l Load) Label() (label, kind string, value float64) {
 	switch {
 	case l.Rate > 0 && l.MaxConcurrency > 0:
-		return "rate=" + strconv.FormatFloat(l.Rate, 'g', -1, 64) + ",concurrency=" + strconv.Itoa(l.MaxConcurrency), "rate", l.Rate
+		return "rate=" + FormatRate(l.Rate) + ",concurrency=" + strconv.Itoa(l.MaxConcurrency), "rate", l.Rate
 	case l.Rate > 0:
-		return "rate=" + strconv.FormatFloat(l.Rate, 'g', -1, 64), "rate", l.Rate
+		return "rate=" + FormatRate(l.Rate), "rate", l.Rate
 	}
 	return "concurrency=" + strconv.Itoa(l.MaxConcurrency), "concurrency", float64(l.MaxConcurrency)
+}
+
+// Name names a load level wherever one is shown: Label, with "rate=inf"
+// for a level with neither a rate nor a concurrency cap.
+func (l Load) Name() string {
+	if l.Unlimited() && l.MaxConcurrency <= 0 {
+		return "rate=inf"
+	}
+	label, _, _ := l.Label()
+	return label
+}
+
+// FormatRate writes a request rate (requests/s) with at most four
+// significant digits, "inf" for 0 (all at once) or +Inf: a searched rate
+// such as 6.441961327797018 is 6.442. Every level name uses it.
+func FormatRate(r float64) string {
+	if r <= 0 || math.IsInf(r, 1) || math.IsNaN(r) {
+		return "inf"
+	}
+	return strconv.FormatFloat(sig4(r), 'f', -1, 64)
+}
+
+// sig4 rounds v to four significant digits.
+func sig4(v float64) float64 {
+	r, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 4, 64), 64)
+	return r
 }
 
 // Level is one measured load level: the load as run, what was measured, and

@@ -85,6 +85,8 @@ type benchView struct {
 	Meta                   []fact
 	Diffs                  []diffLevel
 	NoSamples              bool
+	// Warnings head the page: a comparison of runs whose workloads differ.
+	Warnings []string
 }
 
 func levelView(l BenchLevel) benchLevelView {
@@ -199,7 +201,7 @@ func sweepCharts(levels []BenchLevel) []charted {
 func shortLoad(s measure.Summary) string {
 	var parts []string
 	if s.RequestRate > 0 {
-		parts = append(parts, fmt.Sprintf("%g req/s", s.RequestRate))
+		parts = append(parts, measure.FormatRate(s.RequestRate)+" req/s")
 	}
 	if s.MaxConcurrency > 0 {
 		parts = append(parts, fmt.Sprintf("c=%d", s.MaxConcurrency))
@@ -274,24 +276,40 @@ type diffRow struct {
 	Significant, Better               bool
 }
 
+// levelName names a measured level by its load: concurrency=8, rate=14.
+func levelName(s measure.Summary) string {
+	return measure.Load{Rate: s.RequestRate, MaxConcurrency: s.MaxConcurrency}.Name()
+}
+
+// pairName names a compared pair of levels: one name when both ran the
+// same load, "rate=8 against rate=14" when not.
+func pairName(base, cur measure.Summary) string {
+	b, n := levelName(base), levelName(cur)
+	if b == n {
+		return b
+	}
+	return n + " against " + b
+}
+
 // WriteCompareHTML writes the report of `bench compare`: the two runs'
 // distributions overlaid (base dashed) and each statistic's change with
-// its bootstrap 95% interval, level by level.
-func WriteCompareHTML(w io.Writer, baseName, newName string, base, cur []measure.Summary, diffs [][]measure.Diff, tool string) error {
-	v := benchView{Title: fmt.Sprintf("%s against %s", newName, baseName), Tool: tool, CSS: CSS()}
+// its bootstrap 95% interval, level by level, each named by its load;
+// warnings (the runs' workloads differ) head the page.
+func WriteCompareHTML(w io.Writer, baseName, newName string, base, cur []measure.Summary, diffs [][]measure.Diff, warnings []string, tool string) error {
+	v := benchView{Title: fmt.Sprintf("%s against %s", newName, baseName), Tool: tool, CSS: CSS(), Warnings: warnings}
 	var names []string
 	var samples []*measure.Samples
 	for i := range base {
 		lv := ""
 		if len(base) > 1 {
-			lv = fmt.Sprintf(" level %d", i)
+			lv = ", " + pairName(base[i], cur[i])
 		}
 		names = append(names, "base"+lv, "new"+lv)
 		samples = append(samples, base[i].Samples, cur[i].Samples)
 	}
 	v.CDFs = cdfCharts(names, samples, true)
 	for i, ds := range diffs {
-		dl := diffLevel{Name: fmt.Sprintf("level %d", i)}
+		dl := diffLevel{Name: pairName(base[i], cur[i])}
 		for _, d := range ds {
 			dl.Rows = append(dl.Rows, diffRow{Metric: d.Stat + " " + strings.ToUpper(d.Metric), Base: fmt.Sprintf("%.3f", d.Base),
 				New: fmt.Sprintf("%.3f", d.New), Delta: fmt.Sprintf("%+.3f", d.Delta), Rel: fmt.Sprintf("%+.1f%%", d.RelPct),
@@ -300,8 +318,8 @@ func WriteCompareHTML(w io.Writer, baseName, newName string, base, cur []measure
 		v.Diffs = append(v.Diffs, dl)
 	}
 	for i := range base {
-		v.Levels = append(v.Levels, levelView(BenchLevel{Name: fmt.Sprintf("base, level %d", i), Summary: base[i]}),
-			levelView(BenchLevel{Name: fmt.Sprintf("new, level %d", i), Summary: cur[i]}))
+		v.Levels = append(v.Levels, levelView(BenchLevel{Name: "base, " + levelName(base[i]), Summary: base[i]}),
+			levelView(BenchLevel{Name: "new, " + levelName(cur[i]), Summary: cur[i]}))
 	}
 	return templates.ExecuteTemplate(w, "bench.html.tmpl", v)
 }

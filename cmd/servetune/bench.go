@@ -363,17 +363,9 @@ func parseSweep(s string, base measure.Load) ([]level, error) {
 	return out, nil
 }
 
-func loadName(l measure.Load) string {
-	r := "inf"
-	if l.Rate > 0 {
-		r = strconv.FormatFloat(l.Rate, 'g', -1, 64)
-	}
-	c := "none"
-	if l.MaxConcurrency > 0 {
-		c = strconv.Itoa(l.MaxConcurrency)
-	}
-	return "rate " + r + ", max concurrency " + c
-}
+// loadName names a level as every level name reads: concurrency=8,
+// rate=14, rate=inf (measure.Load.Name).
+func loadName(l measure.Load) string { return l.Name() }
 
 func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 	cfg, levels, err := buildBenchConfig(f)
@@ -659,6 +651,7 @@ func newBenchCompareCmd() *cobra.Command {
 		bootstrap int
 		asJSON    bool
 		htmlOut   string
+		allowDiff bool
 	)
 	cmd := &cobra.Command{
 		Use:   "compare BASE.json NEW.json",
@@ -668,7 +661,10 @@ ITL and E2EL it reports the change of the median and of the p99 with a
 bootstrap 95% confidence interval of the difference, computed from the
 per-request samples stored in the files under "samples", and whether the
 change is significant (the interval excludes zero). Sweep files are compared
-level by level.`,
+level by level. Runs of different workloads (request rate, concurrency cap,
+burstiness, dataset, request count) are refused: their difference is the
+workload's, not the server's; --allow-different-workloads compares them
+anyway, with a warning.`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 2 {
 				return usageErrorf("compare takes BASE.json NEW.json, got %d arguments", len(args))
@@ -690,6 +686,20 @@ level by level.`,
 			if bootstrap < 1 {
 				return usageErrorf("--bootstrap %d: must be >= 1", bootstrap)
 			}
+			var warnings []string
+			for i := range base {
+				if d := workloadDiffs(base[i], cur[i]); len(d) > 0 {
+					w := fmt.Sprintf("%s and %s ran different workloads at level %d (%s): %s", args[0], args[1], i+1,
+						levelPair(base[i], cur[i]), strings.Join(d, "; "))
+					if !allowDiff {
+						return usageErrorf("%s; their difference is not the server's (--allow-different-workloads compares them anyway)", w)
+					}
+					warnings = append(warnings, w+"; a difference may be the workload's, not the server's")
+				}
+			}
+			for _, w := range warnings {
+				fmt.Fprintln(cmd.ErrOrStderr(), "warning: "+w)
+			}
 			rng := rand.New(rand.NewPCG(seed, 0xc0))
 			var all [][]measure.Diff
 			for i := range base {
@@ -702,7 +712,7 @@ level by level.`,
 			w := cmd.OutOrStdout()
 			if htmlOut != "" {
 				err := writeFileAtomic(htmlOut, func(f io.Writer) error {
-					return report.WriteCompareHTML(f, args[0], args[1], base, cur, all, "servetune "+version)
+					return report.WriteCompareHTML(f, args[0], args[1], base, cur, all, warnings, "servetune "+version)
 				})
 				if err != nil {
 					return err
@@ -713,9 +723,12 @@ level by level.`,
 				enc.SetIndent("", " ")
 				return enc.Encode(all)
 			}
+			for _, warn := range warnings {
+				fmt.Fprintln(w, "WARNING: "+warn)
+			}
 			for i, ds := range all {
-				if len(all) > 1 {
-					fmt.Fprintf(w, "level %d\n", i)
+				if len(all) > 1 || len(warnings) > 0 {
+					fmt.Fprintf(w, "level %s\n", levelPair(base[i], cur[i]))
 				}
 				printDiffs(w, base[i], cur[i], ds)
 			}
@@ -725,8 +738,61 @@ level by level.`,
 	cmd.Flags().Uint64Var(&seed, "seed", 0, "seed of the bootstrap")
 	cmd.Flags().IntVar(&bootstrap, "bootstrap", measure.DefaultBootstrap, "bootstrap resamples")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the comparison as JSON")
+	cmd.Flags().BoolVar(&allowDiff, "allow-different-workloads", false, "compare runs whose workloads differ (rate, concurrency, burstiness, dataset, request count), with a warning")
 	cmd.Flags().StringVar(&htmlOut, "html", "", "also write the comparison as a self-contained HTML report (distributions overlaid) to this file")
 	return cmd
+}
+
+// summaryLoad is the load a summary was measured at.
+func summaryLoad(s measure.Summary) measure.Load {
+	return measure.Load{Rate: s.RequestRate, MaxConcurrency: s.MaxConcurrency, Burstiness: s.Burstiness}
+}
+
+// levelPair names a compared pair of levels: "concurrency=8", or
+// "rate=14 against rate=8" (new against base, as the report's title)
+// when their loads differ.
+func levelPair(base, cur measure.Summary) string {
+	b, n := summaryLoad(base).Name(), summaryLoad(cur).Name()
+	if b == n {
+		return b
+	}
+	return n + " against " + b
+}
+
+// workloadDiffs lists how two measured levels' workloads differ, "name
+// base vs new" each: the load, and what meta says of the requests (the
+// dataset, the request count or duration, ignore_eos, the API). The seed
+// is not compared: each run draws fresh prompts of the same workload.
+// Files without meta (vLLM's, servetune's earliest) compare on the load.
+func workloadDiffs(base, cur measure.Summary) []string {
+	var out []string
+	add := func(name, b, n string) {
+		if b != n {
+			out = append(out, fmt.Sprintf("%s %s vs %s", name, b, n))
+		}
+	}
+	add("request_rate", measure.FormatRate(base.RequestRate), measure.FormatRate(cur.RequestRate))
+	conc := func(n int) string {
+		if n <= 0 {
+			return "none"
+		}
+		return strconv.Itoa(n)
+	}
+	add("max_concurrency", conc(base.MaxConcurrency), conc(cur.MaxConcurrency))
+	if base.Burstiness > 0 && cur.Burstiness > 0 && base.RequestRate > 0 {
+		add("burstiness", strconv.FormatFloat(base.Burstiness, 'g', -1, 64), strconv.FormatFloat(cur.Burstiness, 'g', -1, 64))
+	}
+	for _, k := range []string{"dataset", "num_requests", "duration_s", "ignore_eos", "endpoint"} {
+		b, okB := base.Meta[k]
+		n, okN := cur.Meta[k]
+		if !okB || !okN {
+			continue
+		}
+		bj, _ := json.Marshal(b)
+		nj, _ := json.Marshal(n)
+		add(k, string(bj), string(nj))
+	}
+	return out
 }
 
 // readSummaries reads one summary or a sweep's array of them.

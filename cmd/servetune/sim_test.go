@@ -187,7 +187,7 @@ func TestSimRunDurationCLI(t *testing.T) {
 		{"duration with rate", []string{"--request-rate", "20", "--duration", "10s"}, exitOK, "Successful requests"},
 		// Closed loop for a duration and warm-up requests run in virtual
 		// time as they would against a server.
-		{"duration without rate", []string{"--max-concurrency", "4", "--duration", "10s"}, exitOK, "max concurrency 4"},
+		{"duration without rate", []string{"--max-concurrency", "4", "--duration", "10s"}, exitOK, "concurrency=4"},
 		{"warmup", []string{"--warmup", "3"}, exitOK, "Successful requests:                   1000"},
 		{"duration without rate or cap", []string{"--duration", "10s"}, exitUsage, "needs a request rate or a max concurrency"},
 	}
