@@ -1,5 +1,7 @@
 package measure
 
+import "strconv"
+
 // EngineMetrics is what the engine itself reported while one load level
 // was measured (its Prometheus /metrics scraped during the level, or the
 // simulated engine's own state): how full its batch, queue and KV cache
@@ -62,6 +64,33 @@ type ServerLatency struct {
 	P90Ms  float64 `json:"p90_ms"`
 	P99Ms  float64 `json:"p99_ms"`
 	Exact  bool    `json:"exact,omitempty"`
+	// P50Bucket, P90Bucket and P99Bucket are the histogram buckets that
+	// hold each percentile: all a histogram knows of it (nil when Exact,
+	// or read from an older file).
+	P50Bucket *Bucket `json:"p50_bucket_ms,omitempty"`
+	P90Bucket *Bucket `json:"p90_bucket_ms,omitempty"`
+	P99Bucket *Bucket `json:"p99_bucket_ms,omitempty"`
+}
+
+// Bucket is one histogram bucket, (LoMs, HiMs] in milliseconds; Open
+// marks the last one, above LoMs without bound (HiMs is then 0).
+type Bucket struct {
+	LoMs float64 `json:"lo"`
+	HiMs float64 `json:"hi"`
+	Open bool    `json:"open,omitempty"`
+}
+
+// String writes the bucket as a value at its resolution: "≤ 300" for the
+// first bucket, "300-500" inside, "> 20000" past the last bound.
+func (b Bucket) String() string {
+	f := func(v float64) string { return strconv.FormatFloat(sig4(v), 'f', -1, 64) }
+	switch {
+	case b.Open:
+		return "> " + f(b.LoMs)
+	case b.LoMs <= 0:
+		return "≤ " + f(b.HiMs)
+	}
+	return f(b.LoMs) + "-" + f(b.HiMs)
 }
 
 // Scale multiplies every duration of m by k (from a time-scaled engine's
@@ -73,6 +102,11 @@ func (m *EngineMetrics) Scale(k float64) {
 	for _, l := range []*ServerLatency{m.TTFT, m.QueueTime, m.ITL, m.E2E} {
 		if l != nil {
 			l.MeanMs, l.P50Ms, l.P90Ms, l.P99Ms = l.MeanMs*k, l.P50Ms*k, l.P90Ms*k, l.P99Ms*k
+			for _, b := range []*Bucket{l.P50Bucket, l.P90Bucket, l.P99Bucket} {
+				if b != nil {
+					b.LoMs, b.HiMs = b.LoMs*k, b.HiMs*k
+				}
+			}
 		}
 	}
 }

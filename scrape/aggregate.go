@@ -96,7 +96,8 @@ func Aggregate(snaps []Snapshot, interval time.Duration) *measure.EngineMetrics 
 			return nil
 		}
 		return &measure.ServerLatency{Count: d.Count, MeanMs: 1000 * d.Sum / d.Count,
-			P50Ms: ms(d.Quantile(0.5)), P90Ms: ms(d.Quantile(0.9)), P99Ms: ms(d.Quantile(0.99))}
+			P50Ms: ms(d.Quantile(0.5)), P90Ms: ms(d.Quantile(0.9)), P99Ms: ms(d.Quantile(0.99)),
+			P50Bucket: bucket(d, 0.5), P90Bucket: bucket(d, 0.9), P99Bucket: bucket(d, 0.99)}
 	}
 	m.TTFT = latency("server_ttft", func(s Snapshot) *Histogram { return s.TTFT })
 	m.QueueTime = latency("server_queue_time", func(s Snapshot) *Histogram { return s.QueueTime })
@@ -104,6 +105,18 @@ func Aggregate(snaps []Snapshot, interval time.Duration) *measure.EngineMetrics 
 	m.E2E = latency("server_e2el", func(s Snapshot) *Histogram { return s.E2E })
 	m.Missing = missing
 	return m
+}
+
+// bucket is the histogram bucket (ms) that holds the q-quantile.
+func bucket(h *Histogram, q float64) *measure.Bucket {
+	lo, hi, ok := h.Bucket(q)
+	if !ok {
+		return nil
+	}
+	if math.IsInf(hi, 1) {
+		return &measure.Bucket{LoMs: ms(lo), Open: true}
+	}
+	return &measure.Bucket{LoMs: ms(lo), HiMs: ms(hi)}
 }
 
 func ms(sec float64) float64 {

@@ -193,14 +193,23 @@ func (h *Histogram) Sub(earlier *Histogram) *Histogram {
 	return d
 }
 
-// Quantile interpolates the q-quantile (0..1) linearly inside the bucket
-// that holds it, as Prometheus' histogram_quantile does: a value in the
-// +Inf bucket is reported as the highest finite bound. NaN when empty.
-func (h *Histogram) Quantile(q float64) float64 {
+// Bucket returns the bounds (lo, hi] of the bucket that holds the
+// q-quantile (0..1), in the histogram's unit; hi is +Inf for the last
+// bucket. ok is false when the histogram is empty.
+func (h *Histogram) Bucket(q float64) (lo, hi float64, ok bool) {
 	if h == nil || h.Count <= 0 || len(h.Bounds) == 0 {
-		return math.NaN()
+		return 0, 0, false
 	}
-	rank := q * h.Count
+	i := h.bucketOf(q * h.Count)
+	if i > 0 {
+		lo = h.Bounds[i-1]
+	}
+	return lo, h.Bounds[i], true
+}
+
+// bucketOf is the index of the first bucket whose cumulative count
+// reaches rank.
+func (h *Histogram) bucketOf(rank float64) int {
 	i, _ := slices.BinarySearchFunc(h.Counts, rank, func(c, r float64) int {
 		switch {
 		case c < r:
@@ -210,9 +219,18 @@ func (h *Histogram) Quantile(q float64) float64 {
 		}
 		return 0
 	})
-	if i >= len(h.Bounds) {
-		i = len(h.Bounds) - 1
+	return min(i, len(h.Bounds)-1)
+}
+
+// Quantile interpolates the q-quantile (0..1) linearly inside the bucket
+// that holds it, as Prometheus' histogram_quantile does: a value in the
+// +Inf bucket is reported as the highest finite bound. NaN when empty.
+func (h *Histogram) Quantile(q float64) float64 {
+	if h == nil || h.Count <= 0 || len(h.Bounds) == 0 {
+		return math.NaN()
 	}
+	rank := q * h.Count
+	i := h.bucketOf(rank)
 	if math.IsInf(h.Bounds[i], 1) {
 		if i == 0 {
 			return math.NaN()

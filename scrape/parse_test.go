@@ -267,3 +267,25 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestAggregateKeepsBuckets: a queue-time histogram whose requests all
+// waited almost nothing (sum 0) interpolates a p50 of 150 ms inside its
+// first bucket (0, 0.3] s; the level keeps that bucket, all the
+// histogram knows, and past the last bound the bucket is open.
+func TestAggregateKeepsBuckets(t *testing.T) {
+	h := func(counts ...float64) *Histogram {
+		return &Histogram{Bounds: []float64{0.3, 0.5, math.Inf(1)}, Counts: counts, Count: counts[len(counts)-1]}
+	}
+	snaps := []Snapshot{{QueueTime: h(0, 0, 0), TTFT: h(0, 0, 0)}, {QueueTime: h(10, 10, 10), TTFT: h(0, 0, 10)}}
+	m := Aggregate(snaps, time.Second)
+	q := m.QueueTime
+	if q == nil || q.MeanMs != 0 || q.P50Ms != 150 {
+		t.Fatalf("queue %+v: want the mean 0 and the interpolated p50 150 ms", q)
+	}
+	if q.P50Bucket == nil || *q.P50Bucket != (measure.Bucket{LoMs: 0, HiMs: 300}) || q.P50Bucket.String() != "≤ 300" {
+		t.Errorf("p50 bucket %+v, want (0, 300] ms written ≤ 300", q.P50Bucket)
+	}
+	if b := m.TTFT.P99Bucket; b == nil || !b.Open || b.LoMs != 500 || b.String() != "> 500" {
+		t.Errorf("TTFT p99 bucket %+v, want open above 500 ms", b)
+	}
+}

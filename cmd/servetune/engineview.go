@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/servetune/servetune/diagnose"
 	"github.com/servetune/servetune/engine"
@@ -47,7 +48,13 @@ func printEngine(w io.Writer, s measure.Summary) {
 	}{
 		{"TTFT", &s.TTFT, e.TTFT}, {"queue (server)", nil, e.QueueTime}, {"ITL", &s.ITL, e.ITL}, {"E2EL", &s.E2EL, e.E2E},
 	}
-	fmt.Fprintf(w, "%-16s %12s %12s %12s %12s\n", "latency (ms)", "client mean", "server mean", "server p50", "server p99")
+	// A scraped histogram knows a percentile only to its bucket: the
+	// columns say so and show the bucket, never an interpolated figure.
+	p50h, p99h := "server p50", "server p99"
+	if e.Source == "scrape" {
+		p50h, p99h = "server p50 (histogram bucket)", "server p99 (histogram bucket)"
+	}
+	fmt.Fprintf(w, "%-16s %12s %19s %30s %30s\n", "latency (ms)", "client mean", "server mean (exact)", p50h, p99h)
 	for _, r := range rows {
 		if r.server == nil {
 			continue
@@ -56,14 +63,33 @@ func printEngine(w io.Writer, s measure.Summary) {
 		if r.client != nil {
 			client = fmt.Sprintf("%.2f", r.client.Mean)
 		}
-		fmt.Fprintf(w, "%-16s %12s %12.2f %12.2f %12.2f\n", r.name, client, r.server.MeanMs, r.server.P50Ms, r.server.P99Ms)
+		fmt.Fprintf(w, "%-16s %12s %19.2f %s %s\n", r.name, client, r.server.MeanMs,
+			padLeft(serverPct(r.server.P50Ms, r.server.P50Bucket, r.server.Exact), 30), padLeft(serverPct(r.server.P99Ms, r.server.P99Bucket, r.server.Exact), 30))
 	}
 	if e.Source == "scrape" {
-		fmt.Fprintln(w, "(server means are exact; its percentiles interpolate within the engine's histogram buckets)")
+		fmt.Fprintln(w, "(the client's figures and the server's means are exact; the server's percentiles are only the histogram bucket that holds them)")
 	}
 	if len(e.Missing) > 0 {
 		fmt.Fprintf(w, "%-34s %s\n", "Not exposed by the engine:", strings.Join(e.Missing, ", "))
 	}
+}
+
+// serverPct writes a server-side percentile at its resolution: the value
+// when exact (the simulator's), else the histogram bucket that holds it
+// ("≤ 300"), or "~150" from a file that kept no bucket.
+func serverPct(v float64, b *measure.Bucket, exact bool) string {
+	switch {
+	case exact:
+		return fmt.Sprintf("%.2f", v)
+	case b != nil:
+		return b.String()
+	}
+	return fmt.Sprintf("~%.0f", v)
+}
+
+// padLeft right-aligns s in n columns, counting runes ("≤" is one).
+func padLeft(s string, n int) string {
+	return strings.Repeat(" ", max(0, n-utf8.RuneCountInString(s))) + s
 }
 
 // printGPU writes a level's GPU telemetry in one line.
