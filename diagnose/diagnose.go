@@ -74,6 +74,10 @@ type Input struct {
 	Engine   engine.Engine   // "" = from the engine metrics, else vLLM's vocabulary
 	Settings engine.Settings // nil when unknown
 	Level    measure.Level
+	// CacheCold says the workload's prompts share no prefix (random or
+	// recorded prompts, no prefix groups): its prefix-cache hits should
+	// be few, and many mean the server has seen these prompts before.
+	CacheCold bool
 }
 
 // engine is the engine whose flags the advice names.

@@ -40,6 +40,12 @@ const (
 	// lateMs: p99 send lateness of an open-loop client past which the
 	// offered load is not the asked one.
 	lateMs = 10
+	// coldHitRate: the share of prompt tokens a prefix cache may serve on
+	// a workload whose prompts share no prefix before the prompts must
+	// have been seen before. A chat template or a common first block
+	// reaches a few percent (one 16-token block of a 1,024-token prompt is
+	// 1.6%); a repeated prompt is served whole.
+	coldHitRate = 0.10
 )
 
 // Rules are the diagnoses, most pressing first.
@@ -51,6 +57,7 @@ var Rules = []Rule{
 	{"gpu_underused", "the GPUs are idle half the time with nothing waiting", gpuUnderused},
 	{"client_overhead", "the client's TTFT is far above the server's: network or client overhead", clientOverhead},
 	{"client_late", "the client sent requests later than the arrival schedule", clientLate},
+	{"prefix_cache_warm", "the prefix cache served many prompt tokens of a workload that shares no prefixes: the prompts were sent before", prefixCacheWarm},
 }
 
 func pct(v float64) float64 { return 100 * v }
@@ -225,4 +232,21 @@ func clientLate(in Input) (Finding, bool) {
 		Evidence: []Evidence{{"send_lateness_p99", s.Queue.P99, "ms"}, {"send_lateness_mean", s.Queue.Mean, "ms"},
 			{"request_rate", in.Level.Load.Rate, "req/s"}},
 	}, true
+}
+
+func prefixCacheWarm(in Input) (Finding, bool) {
+	e := in.Level.Summary.Engine
+	if !in.CacheCold || e == nil || e.PrefixCacheHitRate == nil || *e.PrefixCacheHitRate <= coldHitRate {
+		return Finding{}, false
+	}
+	hit := *e.PrefixCacheHitRate
+	f := Finding{Severity: Warning,
+		Summary:  fmt.Sprintf("the prefix cache served %.1f%% of the prompt tokens although the workload's prompts share no prefix: the server had seen these prompts before (an earlier run or level with the same seed), so TTFT is lower than a cold cache gives", pct(hit)),
+		Advice:   "measure with fresh prompts (leave --seed unset: each run and level draws its own) or empty the server's prefix cache first (vLLM: POST /reset_prefix_cache, served with VLLM_SERVER_DEV_MODE=1; SGLang: POST /flush_cache)",
+		Evidence: []Evidence{{"prefix_cache_hit_rate", pct(hit), "%"}},
+	}
+	if e.PromptTokens > 0 {
+		f.Evidence = append(f.Evidence, Evidence{"prompt_tokens", e.PromptTokens, "tokens"})
+	}
+	return f, true
 }

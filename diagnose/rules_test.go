@@ -131,6 +131,17 @@ func TestRules(t *testing.T) {
 				s.Queue.P99, s.Queue.Mean = 37.5, 4.2
 			}),
 			[]string{"p99 37.5 ms", "50 requests/s"}},
+		{"prefix_cache_warm",
+			with(func(in *Input, e *measure.EngineMetrics, _ *measure.Summary) {
+				r := 0.969
+				in.CacheCold, e.PrefixCacheHitRate = true, &r
+			}),
+			// Shared prefixes are what a prefix cache is for.
+			with(func(in *Input, e *measure.EngineMetrics, _ *measure.Summary) {
+				r := 0.969
+				e.PrefixCacheHitRate = &r
+			}),
+			[]string{"[warning] concurrency=48", "96.9%", "share no prefix", "/reset_prefix_cache", "/flush_cache"}},
 	}
 	tested := map[string]bool{}
 	for _, tt := range tests {
@@ -209,5 +220,43 @@ func TestFindingJSON(t *testing.T) {
 		if !strings.Contains(string(b), key) {
 			t.Errorf("%s lacks %s", b, key)
 		}
+	}
+}
+
+// TestPrefixCacheWarm: a cache-cold workload (no shared prefixes) whose
+// prompt tokens the cache served at 96.9% (prompts re-sent to a server
+// that kept its cache) is a warning with its numbers; a few percent (a
+// chat template's first block), or a workload built on shared prefixes,
+// is not.
+func TestPrefixCacheWarm(t *testing.T) {
+	rate := func(v float64) *float64 { return &v }
+	for _, tc := range []struct {
+		name string
+		cold bool
+		hit  *float64
+		want bool
+	}{
+		{"cold workload, cache hit 96.9%", true, rate(0.969), true},
+		{"cold workload, cache hit 2%", true, rate(0.02), false},
+		{"shared prefixes, cache hit 96.9%", false, rate(0.969), false},
+		{"no hit rate exposed", true, nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := with(func(in *Input, e *measure.EngineMetrics, _ *measure.Summary) {
+				in.CacheCold, e.PrefixCacheHitRate, e.PromptTokens = tc.cold, tc.hit, 204800
+			})
+			var got *Finding
+			for _, f := range Level(in) {
+				if f.Rule == "prefix_cache_warm" {
+					got = &f
+				}
+			}
+			if (got != nil) != tc.want {
+				t.Fatalf("finding %v, want %v", got, tc.want)
+			}
+			if got != nil && (!strings.Contains(got.Summary, "96.9%") || got.Severity != Warning || !strings.Contains(got.Advice, "/reset_prefix_cache")) {
+				t.Errorf("finding %+v: want a warning with the hit rate and the reset", got)
+			}
+		})
 	}
 }

@@ -56,8 +56,9 @@ type Server struct {
 	est      MemoryEstimate
 	in       chan *stream
 	aborts   chan *stream
-	done     chan struct{} // closed when Run returns
-	frontend time.Duration // the front end's share of a request (real time)
+	resets   chan chan struct{} // prefix-cache resets, answered when done
+	done     chan struct{}      // closed when Run returns
+	frontend time.Duration      // the front end's share of a request (real time)
 	ready    atomic.Bool
 	nextID   atomic.Int64
 	created  int64
@@ -87,6 +88,7 @@ func NewServer(cfg Config) (*Server, error) {
 		cfg: cfg, est: est,
 		in:      make(chan *stream, 4096),
 		aborts:  make(chan *stream, 4096),
+		resets:  make(chan chan struct{}),
 		done:    make(chan struct{}),
 		created: time.Now().Unix(),
 		metrics: newMetrics(),
@@ -111,9 +113,34 @@ func NewServer(cfg Config) (*Server, error) {
 		s.metrics.write(w, s.cfg.Engine, s.cfg.ModelID)
 	})
 	s.mux.HandleFunc("POST /tokenize", s.handleTokenize)
+	s.mux.HandleFunc("POST /reset_prefix_cache", s.handleResetPrefixCache)
 	s.mux.HandleFunc("POST /v1/completions", func(w http.ResponseWriter, r *http.Request) { s.handleGenerate(w, r, false) })
 	s.mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) { s.handleGenerate(w, r, true) })
 	return s, nil
+}
+
+// handleResetPrefixCache serves vLLM's POST /reset_prefix_cache: 200 once
+// the engine loop has forgotten its cached prefixes.
+func (s *Server) handleResetPrefixCache(w http.ResponseWriter, r *http.Request) {
+	if !s.authorized(w, r) {
+		return
+	}
+	done := make(chan struct{})
+	select {
+	case s.resets <- done:
+	case <-s.done:
+		http.Error(w, "the engine has stopped", http.StatusServiceUnavailable)
+		return
+	case <-r.Context().Done():
+		return
+	}
+	select {
+	case <-done:
+		w.WriteHeader(http.StatusOK)
+	case <-s.done:
+		http.Error(w, "the engine has stopped", http.StatusServiceUnavailable)
+	case <-r.Context().Done():
+	}
 }
 
 // Estimate returns the memory accounting the server started with.
@@ -261,6 +288,8 @@ func (l *loop) run(ctx context.Context) {
 				l.admit(st)
 			case st := <-l.s.aborts:
 				l.abort(st)
+			case done := <-l.s.resets:
+				l.resetPrefixCache(done)
 			}
 			continue
 		}
@@ -282,10 +311,24 @@ func (l *loop) intake() {
 			l.admit(st)
 		case st := <-l.s.aborts:
 			l.abort(st)
+		case done := <-l.s.resets:
+			l.resetPrefixCache(done)
 		default:
 			return
 		}
 	}
+}
+
+// resetPrefixCache forgets every cached prefix, as vLLM's POST
+// /reset_prefix_cache does: no later prompt hits what came before, and
+// the cached blocks no running request uses are freed. Prefixes that
+// running requests hold stay theirs until they finish.
+func (l *loop) resetPrefixCache(done chan struct{}) {
+	clear(l.known)
+	for _, c := range l.cores {
+		c.evict(c.evictable)
+	}
+	close(done)
 }
 
 // wait sleeps until core next's step ends. Go's timers sleep through the

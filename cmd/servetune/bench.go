@@ -49,6 +49,7 @@ type benchFlags struct {
 	scrapeMetrics                       bool
 	scrapeInterval                      time.Duration
 	gpus                                string
+	keepPrefixCache                     bool
 }
 
 func newBenchCmd() *cobra.Command {
@@ -82,6 +83,7 @@ vLLM's result key names.`,
 	fl.BoolVar(&f.noProgress, "no-progress", false, "no progress bar on stderr")
 	fl.BoolVar(&f.scrapeMetrics, "scrape-metrics", false, "read the engine's Prometheus /metrics during each level: running/waiting requests, KV usage, preemptions, prefix hits, server-side latencies (vLLM; SGLang with "+engine.Flag(engine.SGLang, "enable_metrics")+")")
 	fl.DurationVar(&f.scrapeInterval, "scrape-interval", 500*time.Millisecond, "with --scrape-metrics: how often /metrics is read")
+	fl.BoolVar(&f.keepPrefixCache, "keep-prefix-cache", false, "do not empty the server's prefix cache before each level (vLLM's POST /reset_prefix_cache, SGLang's POST /flush_cache)")
 	fl.StringVar(&f.gpus, "gpus", "auto", "GPUs to sample with NVML during each level: auto (every GPU, when the server is on this machine), none, or indices 0,1")
 	cmd.AddCommand(newBenchCompareCmd())
 	return cmd
@@ -98,7 +100,7 @@ func workloadFlags(fl *pflag.FlagSet, f *benchFlags) {
 	fl.DurationVar(&f.duration, "duration", 0, "run for this long instead of a request count")
 	fl.IntVar(&f.warmup, "warmup", 0, "warm-up requests at the run's concurrency, excluded from metrics")
 	fl.StringVar(&f.sweep, "sweep", "", "load ladder: concurrency=1,4,16 or rate=1,2,inf")
-	fl.Uint64Var(&f.seed, "seed", 0, "random seed of workload and arrivals")
+	fl.Uint64Var(&f.seed, "seed", 0, "random seed of workload and arrivals (bench: a fresh one each run unless given; each level draws its own prompts from it; meta records it)")
 	fl.StringVar(&f.goodput, "goodput", "", "SLOs for goodput, ms: ttft:MS,tpot:MS,e2el:MS")
 	fl.IntVar(&f.bootstrap, "bootstrap", measure.DefaultBootstrap, "bootstrap resamples for confidence intervals")
 	fl.StringVar(&f.jsonOut, "json", "", "write the summary (with per-request samples) as JSON to this file")
@@ -394,11 +396,30 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 	if reader != nil {
 		cfg.GPU = &bench.GPUWatch{Reader: reader, GPUs: ids}
 	}
+	// Fresh prompts each run unless a seed is asked for, and each level its
+	// own: a server keeps its prefix cache, and prompts it has seen come
+	// back with a TTFT no cold request gets.
+	runSeed, seedGiven := cfg.Seed, cmd.Flags().Changed("seed")
+	if !seedGiven {
+		runSeed = rand.Uint64()
+	}
 	var sums []measure.Summary
 	var runErr error
+	resetNoted := false
 	for li, l := range levels {
 		c := cfg
 		c.Load = l.load
+		c.Seed = levelSeed(runSeed, li)
+		c.Summary.Seed = c.Seed
+		reset := "kept (--keep-prefix-cache)"
+		if !f.keepPrefixCache {
+			how, ok := bench.ResetPrefixCache(ctx, c.Target)
+			reset = how
+			if !ok && !resetNoted {
+				resetNoted = true
+				fmt.Fprintf(stderr, "note: the server's prefix cache was not emptied, %s; each level sends prompts of its own\n", how)
+			}
+		}
 		var bar *progressBar
 		if !f.noProgress {
 			total := c.NumRequests
@@ -419,6 +440,9 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 		}
 		res.Summary.Meta["tool"] = "servetune " + version
 		res.Summary.Meta["level"] = li
+		res.Summary.Meta["run_seed"] = runSeed // --seed reproduces every level
+		res.Summary.Meta["seed_given"] = seedGiven
+		res.Summary.Meta["prefix_cache_reset"] = reset
 		findings := benchFindings(l.load, res.Summary, "", nil)
 		if len(findings) > 0 {
 			res.Summary.Meta["findings"] = findings
@@ -456,6 +480,46 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 		}
 	}
 	return nil
+}
+
+// cacheCold says whether a level's workload (meta's dataset) sends
+// prompts that share no prefix: random or ShareGPT prompts, not prefix
+// groups, a JSONL file (whose prompts may share a system prompt) nor a
+// mix that holds them.
+func cacheCold(meta map[string]any) bool {
+	ds, ok := meta["dataset"].(bench.DatasetSpec)
+	if !ok {
+		return false // pre-generated requests, or unknown
+	}
+	var cold func(d bench.DatasetSpec) bool
+	cold = func(d bench.DatasetSpec) bool {
+		switch d.Kind {
+		case bench.DatasetRandom, bench.DatasetShareGPT:
+			return true
+		case bench.DatasetMix:
+			for _, p := range d.Mix {
+				if !cold(p.Spec) {
+					return false
+				}
+			}
+			return len(d.Mix) > 0
+		}
+		return false
+	}
+	return cold(ds)
+}
+
+// levelSeed is the seed of level i of a run seeded with run: the run's
+// own for the first level (a one-level run with --seed N is seeded N),
+// a distinct one, by a splitmix64 step, for each later level.
+func levelSeed(run uint64, i int) uint64 {
+	if i == 0 {
+		return run
+	}
+	z := run + uint64(i)*0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
 }
 
 // failureLine is the failures of a summary by class, each with its first

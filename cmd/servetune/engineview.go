@@ -169,5 +169,5 @@ func printFindings(w io.Writer, fs []diagnose.Finding) {
 // benchFindings diagnoses a bench level; the engine and its settings are
 // the server's own, unknown here but for the metric names.
 func benchFindings(load measure.Load, s measure.Summary, e engine.Engine, set engine.Settings) []diagnose.Finding {
-	return diagnose.Level(diagnose.Input{Engine: e, Settings: set, Level: measure.NewLevel(load, s, nil)})
+	return diagnose.Level(diagnose.Input{Engine: e, Settings: set, Level: measure.NewLevel(load, s, nil), CacheCold: cacheCold(s.Meta)})
 }

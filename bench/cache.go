@@ -1,0 +1,59 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// cacheResets are the engines' routes that empty their prefix cache, in
+// the order tried: vLLM's (served with VLLM_SERVER_DEV_MODE=1 in recent
+// releases; `servetune sim serve` serves it too) and SGLang's.
+var cacheResets = []struct{ engine, path string }{
+	{"vllm", "/reset_prefix_cache"},
+	{"sglang", "/flush_cache"},
+}
+
+// ResetPrefixCache asks t's server to forget its cached prefixes, so that
+// a load level does not hit prompts an earlier one sent, and says how:
+// "vllm: POST /reset_prefix_cache" when a route answered 2xx, else why
+// none did ("not offered: ..."), ok false. Bounded by 10 s: a server that
+// ignores it costs little.
+func ResetPrefixCache(ctx context.Context, t Target) (how string, ok bool) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	var why []string
+	for _, r := range cacheResets {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url(r.path), nil)
+		if err != nil {
+			return "not offered: " + err.Error(), false
+		}
+		t.header(req.Header)
+		resp, err := hc.Do(req)
+		if err != nil {
+			why = append(why, fmt.Sprintf("POST %s: %v", r.path, redactErr(err)))
+			continue
+		}
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+		resp.Body.Close()
+		if resp.StatusCode/100 == 2 {
+			return r.engine + ": POST " + r.path, true
+		}
+		why = append(why, fmt.Sprintf("POST %s: HTTP %d", r.path, resp.StatusCode))
+	}
+	return "not offered (" + strings.Join(why, "; ") + ")", false
+}
+
+// redactErr shortens a transport error to its last part, which names the
+// failure without the URL (which may carry credentials).
+func redactErr(err error) string {
+	s := err.Error()
+	if i := strings.LastIndex(s, ": "); i >= 0 {
+		return s[i+2:]
+	}
+	return s
+}
