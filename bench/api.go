@@ -36,7 +36,11 @@ type Config struct {
 	// and the oldest one's age (measure.Phase.Waiting).
 	Waiting func(inflight int, oldest time.Duration)
 	NoAlign bool // do not re-size synthetic prompts with the server's /tokenize
-	KeepEOS bool // send ignore_eos=false (default: ignore_eos on)
+	// ResetPrefixCache empties the server's prefix cache before the level
+	// is sent (ResetPrefixCache; HTTP targets only); meta's
+	// prefix_cache_reset says how, or why not.
+	ResetPrefixCache bool
+	KeepEOS          bool // send ignore_eos=false (default: ignore_eos on)
 	// Transport runs the requests; nil = HTTP to Target. The simulated
 	// engine's virtual clock (sim.Virtual) is the other one.
 	Transport Transport

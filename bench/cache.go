@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"time"
 )
 
 // cacheResets are the engines' routes that empty their prefix cache, in
@@ -20,11 +19,8 @@ var cacheResets = []struct{ engine, path string }{
 // ResetPrefixCache asks t's server to forget its cached prefixes, so that
 // a load level does not hit prompts an earlier one sent, and says how:
 // "vllm: POST /reset_prefix_cache" when a route answered 2xx, else why
-// none did ("not offered: ..."), ok false. Bounded by 10 s: a server that
-// ignores it costs little.
+// none did ("not offered: ..."), ok false. ctx bounds it.
 func ResetPrefixCache(ctx context.Context, t Target) (how string, ok bool) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
 	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	var why []string
 	for _, r := range cacheResets {

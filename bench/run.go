@@ -149,6 +149,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		cancel()
 	}
+	reset := ""
+	if cfg.ResetPrefixCache && cfg.Transport == nil {
+		// After the checks, before anything is sent: a refused run
+		// leaves the server as it was. Bounded like the alignment.
+		rctx, cancel := context.WithTimeout(ctx, min(timeout(cfg), 3*time.Second))
+		reset, _ = ResetPrefixCache(rctx, cfg.Target)
+		cancel()
+	}
 
 	var records []measure.Record
 	if len(warm) > 0 {
@@ -189,6 +197,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		sum.RequestRate = cfg.Load.Rate
 	}
 	sum.Meta = runMeta(cfg, start, align, len(warm), records)
+	if reset != "" {
+		sum.Meta["prefix_cache_reset"] = reset
+	}
 	describe(&sum, cfg, start)
 	sum.Engine = seen.engine
 	if seen.engineErr != nil {

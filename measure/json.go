@@ -199,6 +199,9 @@ func (s *Summary) UnmarshalJSON(data []byte) error {
 			if err := s.readDetail(flat); err != nil {
 				return err
 			}
+			if s.Samples == nil {
+				s.Samples = s.Detail.samples()
+			}
 		}
 	}
 	for _, f := range s.statFields() {
@@ -260,4 +263,32 @@ func (s *Summary) readDetail(flat map[string]json.RawMessage) error {
 	}
 	s.Detail = d
 	return nil
+}
+
+// samples rebuilds the per-request samples (ms) from vLLM's detailed
+// lists, so that `bench compare` compares vLLM's own result files: TTFT,
+// E2EL, ITL per gap and TPOT = (E2EL - TTFT)/(out - 1), of the requests
+// without an error. nil when the lists disagree in length.
+func (d *Detail) samples() *Samples {
+	n := len(d.Errors)
+	if len(d.TTFTs) != n || len(d.Latencies) != n || len(d.ITLs) != n || len(d.OutputLens) != n {
+		return nil
+	}
+	sm := &Samples{}
+	for i := range n {
+		if d.Errors[i] != "" {
+			continue
+		}
+		ttft, e2el := 1000*d.TTFTs[i], 1000*d.Latencies[i]
+		sm.TTFT = append(sm.TTFT, ttft)
+		sm.E2EL = append(sm.E2EL, e2el)
+		if out := d.OutputLens[i]; out > 1 {
+			sm.TPOT = append(sm.TPOT, (e2el-ttft)/float64(out-1))
+		}
+		for _, g := range d.ITLs[i] {
+			sm.ITL = append(sm.ITL, 1000*g)
+		}
+		sm.ITLCounts = append(sm.ITLCounts, len(d.ITLs[i]))
+	}
+	return sm
 }

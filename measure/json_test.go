@@ -2,10 +2,13 @@ package measure
 
 import (
 	"bytes"
+	"encoding/csv"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -291,4 +294,74 @@ func FuzzSummaryJSON(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestCSVRate: the CSV writes an infinite rate as vLLM does, "inf", not
+// 0 (a rate of zero requests per second), and names the p99.9 column as
+// the JSON does.
+func TestCSVRate(t *testing.T) {
+	s := Summarize([]Record{rec(0, 0, 0, []float64{50, 60}, []int{1, 1}, 2)}, SummaryOptions{Bootstrap: 10})
+	finite := s
+	finite.RequestRate = 6.5
+	var b bytes.Buffer
+	if err := WriteCSV(&b, []Summary{s, finite}); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(&b).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := slices.Index(rows[0], "request_rate")
+	if col < 0 || rows[1][col] != "inf" || rows[2][col] != "6.5" {
+		t.Errorf("request_rate column %d: %v, %v; want inf, 6.5", col, rows[1], rows[2])
+	}
+	if !slices.Contains(rows[0], "p99.9_ttft_ms") || len(rows[0]) != len(rows[1]) {
+		t.Errorf("header %v", rows[0])
+	}
+}
+
+// TestCompareReadsVLLMDetailed: a vLLM --save-detailed file has no
+// servetune samples; its per-request lists (seconds) stand in, so two of
+// vLLM's own runs compare.
+func TestCompareReadsVLLMDetailed(t *testing.T) {
+	file := func(ttft float64) Summary {
+		var b strings.Builder
+		b.WriteString(`{"request_rate": "inf", "completed": 30, "errors": [`)
+		for i := range 31 {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			if i == 30 {
+				b.WriteString(`"Bad Request"`)
+			} else {
+				b.WriteString(`""`)
+			}
+		}
+		b.WriteString(`], "output_lens": [` + strings.Repeat("3,", 30) + `0], "ttfts": [`)
+		for i := range 31 {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			fmt.Fprintf(&b, "%g", ttft+float64(i%3)/1000)
+		}
+		b.WriteString(`], "latencies": [` + strings.Repeat("0.5,", 30) + `0], "itls": [` + strings.Repeat("[0.1, 0.1],", 30) + `[]]}`)
+		var s Summary
+		if err := json.Unmarshal([]byte(b.String()), &s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	base, slower := file(0.040), file(0.080)
+	if base.Samples == nil || len(base.Samples.TTFT) != 30 || base.Samples.TTFT[0] != 40 || len(base.Samples.ITL) != 60 {
+		t.Fatalf("samples %+v", base.Samples)
+	}
+	ds, err := Compare(base, slower, newRNG(1, 1), 200)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range ds {
+		if d.Metric == "ttft" && d.Stat == "median" && (!d.Significant || d.Delta != 40) {
+			t.Errorf("%+v: want +40 ms, significant", d)
+		}
+	}
 }

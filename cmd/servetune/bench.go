@@ -401,7 +401,7 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 	// back with a TTFT no cold request gets.
 	runSeed, seedGiven := cfg.Seed, cmd.Flags().Changed("seed")
 	if !seedGiven {
-		runSeed = rand.Uint64()
+		runSeed = rand.Uint64() >> 11 // 53 bits: exact in any JSON reader's float
 	}
 	var sums []measure.Summary
 	var runErr error
@@ -411,15 +411,7 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 		c.Load = l.load
 		c.Seed = levelSeed(runSeed, li)
 		c.Summary.Seed = c.Seed
-		reset := "kept (--keep-prefix-cache)"
-		if !f.keepPrefixCache {
-			how, ok := bench.ResetPrefixCache(ctx, c.Target)
-			reset = how
-			if !ok && !resetNoted {
-				resetNoted = true
-				fmt.Fprintf(stderr, "note: the server's prefix cache was not emptied, %s; each level sends prompts of its own\n", how)
-			}
-		}
+		c.ResetPrefixCache = !f.keepPrefixCache
 		var bar *progressBar
 		if !f.noProgress {
 			total := c.NumRequests
@@ -442,7 +434,12 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 		res.Summary.Meta["level"] = li
 		res.Summary.Meta["run_seed"] = runSeed // --seed reproduces every level
 		res.Summary.Meta["seed_given"] = seedGiven
-		res.Summary.Meta["prefix_cache_reset"] = reset
+		if f.keepPrefixCache {
+			res.Summary.Meta["prefix_cache_reset"] = "kept (--keep-prefix-cache)"
+		} else if how, _ := res.Summary.Meta["prefix_cache_reset"].(string); strings.HasPrefix(how, "not offered") && !resetNoted {
+			resetNoted = true
+			fmt.Fprintf(stderr, "note: the server's prefix cache was not emptied, %s; each level sends prompts of its own\n", how)
+		}
 		findings := benchFindings(l.load, res.Summary, "", nil)
 		if len(findings) > 0 {
 			res.Summary.Meta["findings"] = findings
@@ -511,7 +508,8 @@ func cacheCold(meta map[string]any) bool {
 
 // levelSeed is the seed of level i of a run seeded with run: the run's
 // own for the first level (a one-level run with --seed N is seeded N),
-// a distinct one, by a splitmix64 step, for each later level.
+// a distinct one, by a splitmix64 step cut to 53 bits (exact in any JSON
+// reader's float), for each later level.
 func levelSeed(run uint64, i int) uint64 {
 	if i == 0 {
 		return run
@@ -519,7 +517,7 @@ func levelSeed(run uint64, i int) uint64 {
 	z := run + uint64(i)*0x9e3779b97f4a7c15
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
 	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-	return z ^ (z >> 31)
+	return (z ^ (z >> 31)) >> 11
 }
 
 // failureLine is the failures of a summary by class, each with its first
@@ -876,11 +874,21 @@ func readSummaries(path string) ([]measure.Summary, error) {
 		}
 		return ss, nil
 	}
-	var s measure.Summary
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return nil, fmt.Errorf("%s: not a bench result: %w", path, err)
+	// One object, or several one after another: vLLM's --append-result
+	// adds one line per run.
+	var ss []measure.Summary
+	dec := json.NewDecoder(strings.NewReader(trimmed))
+	for dec.More() {
+		var s measure.Summary
+		if err := dec.Decode(&s); err != nil {
+			return nil, fmt.Errorf("%s: not a bench result: %w", path, err)
+		}
+		ss = append(ss, s)
 	}
-	return []measure.Summary{s}, nil
+	if len(ss) == 0 {
+		return nil, fmt.Errorf("%s: not a bench result: empty", path)
+	}
+	return ss, nil
 }
 
 func printDiffs(w io.Writer, base, cur measure.Summary, ds []measure.Diff) {

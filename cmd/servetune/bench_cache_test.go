@@ -57,7 +57,7 @@ func TestBenchFreshPromptsPerLevel(t *testing.T) {
 			t.Errorf("level %d: prefix_cache_reset %v", i, got)
 		}
 		seeds[s.Meta["seed"].(float64)] = true
-		if s.Meta["seed_given"] != false || s.Meta["run_seed"] == nil {
+		if rs, ok := s.Meta["run_seed"].(float64); s.Meta["seed_given"] != false || !ok || rs >= 1<<53 {
 			t.Errorf("level %d meta: seed_given %v, run_seed %v", i, s.Meta["seed_given"], s.Meta["run_seed"])
 		}
 	}

@@ -78,3 +78,23 @@ func TestBenchCompareRefusesDifferentWorkloads(t *testing.T) {
 		t.Errorf("same workload: exit %d, %q", code, stderr)
 	}
 }
+
+// TestBenchCompareReadsAppendedResults: vLLM's --append-result writes one
+// result per line; each line is a level.
+func TestBenchCompareReadsAppendedResults(t *testing.T) {
+	dir := t.TempDir()
+	a := filepath.Join(dir, "a.json")
+	writeResult(t, a, measure.Load{MaxConcurrency: 4}, 0)
+	one := mustRead(t, a)
+	lines := filepath.Join(dir, "appended.json")
+	if err := os.WriteFile(lines, append(append(append([]byte{}, one...), '\n'), one...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sums, err := readSummaries(lines)
+	if err != nil || len(sums) != 2 {
+		t.Fatalf("read %d levels, %v; want 2", len(sums), err)
+	}
+	if code, stdout, stderr := runCLI(t, "bench", "compare", lines, lines); code != exitOK || strings.Count(stdout, "level concurrency=4") != 2 {
+		t.Errorf("exit %d, %s%s", code, stdout, stderr)
+	}
+}
