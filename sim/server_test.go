@@ -309,6 +309,38 @@ func TestServerPrefixCaching(t *testing.T) {
 	}
 }
 
+// TestServerResetPrefixCache: after vLLM's POST /reset_prefix_cache the
+// prefix cached by the first three requests serves no later one.
+func TestServerResetPrefixCache(t *testing.T) {
+	_, url := startServer(t, "llama-3.1-8b", "--max-model-len", "4096", "--time-scale", "20", "--sim-load-time", "0")
+	shared := strings.Repeat("ab ", 1024)
+	hits := func() string {
+		resp, err := http.Get(url + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return grepLines(string(b), "prefix_cache_hits_total")
+	}
+	send := func(i int) {
+		if resp, body := post(t, url+"/v1/completions", `{"prompt":"`+shared+strings.Repeat("x", i+1)+`","max_tokens":2}`); resp.StatusCode != 200 {
+			t.Fatalf("status %d: %s", resp.StatusCode, body)
+		}
+	}
+	for i := range 3 {
+		send(i)
+	}
+	before := hits()
+	if resp, body := post(t, url+"/reset_prefix_cache", ""); resp.StatusCode != 200 {
+		t.Fatalf("reset: status %d: %s", resp.StatusCode, body)
+	}
+	send(3)
+	if after := hits(); after != before || !strings.Contains(before, "} 1024") {
+		t.Errorf("hits before the reset %q, after it %q: want 1024 both", before, after)
+	}
+}
+
 func grepLines(s, sub string) string {
 	var out []string
 	for _, l := range strings.Split(s, "\n") {
