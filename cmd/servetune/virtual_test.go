@@ -87,7 +87,7 @@ func simRunAndStudy(t *testing.T, dir, db, seed string) (measure.Summary, measur
 	}
 	stored := trials[0].LoadPoints[0].Summary
 	for _, sum := range []*measure.Summary{&run, &stored} {
-		sum.Meta, sum.Samples = nil, nil
+		sum.Meta, sum.Samples, sum.Detail = nil, nil, nil
 	}
 	if stored.Completed != 100 {
 		t.Fatalf("study completed %d", stored.Completed)
