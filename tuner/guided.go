@@ -75,7 +75,11 @@ func Forecastable(sp *Spec) error {
 	if _, err := catalog.LookupGPU(sp.Hardware.GPU); err != nil {
 		return fmt.Errorf("hardware.gpu: %w", err)
 	}
-	if _, err := (&TrialRunner{Spec: sp}).model(); err != nil {
+	m, err := (&TrialRunner{Spec: sp}).model()
+	if err == nil {
+		err = m.Simulable()
+	}
+	if err != nil {
 		return fmt.Errorf("model: %w", err)
 	}
 	return nil
