@@ -631,6 +631,9 @@ func SearchRate(rs RateSearch, probe func(rate float64) (met bool, err error)) (
 	if !(prec > 0) {
 		prec = 0.05
 	}
+	// A finer bracket only adds probes, and one finer than the spacing of
+	// floats would never close.
+	prec = max(prec, 1e-3)
 	r := min(max(rs.Start, lo), hi)
 	if !(r > 0) {
 		r = lo
