@@ -113,6 +113,7 @@ func TestLoadHFConfig(t *testing.T) {
 	}{
 		{"testdata/llama-3.1-8b.json", "llama-3.1-8b"},
 		{"testdata/qwen3-30b-a3b.json", "qwen3-30b-a3b"},
+		{"testdata/mixtral-8x7b.json", "mixtral-8x7b"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -127,7 +128,96 @@ func TestLoadHFConfig(t *testing.T) {
 			if got.ID != "x/y" {
 				t.Errorf("ID = %q", got.ID)
 			}
+			if err := got.Simulable(); err != nil {
+				t.Errorf("Simulable: %v", err)
+			}
 		})
+	}
+}
+
+// DeepSeek-V3 (testdata/deepseek-v3.json, its published config.json less
+// rope scaling): 671B parameters, 37B active (its model card). Its MLA,
+// shared expert and leading dense layers are sized, and refused by name
+// for simulation.
+func TestDeepSeekV3Sized(t *testing.T) {
+	m, err := LoadHFConfig("testdata/deepseek-v3.json", "deepseek-ai/DeepSeek-V3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Params() / 1e9; math.Abs(got-671)/671 > 0.01 {
+		t.Errorf("Params = %.1fB, want 671B", got)
+	}
+	if got := m.ActiveParams() / 1e9; math.Abs(got-37)/37 > 0.03 {
+		t.Errorf("ActiveParams = %.1fB, want 37B", got)
+	}
+	// The latent cache: 61 layers of kv_lora_rank + qk_rope_head_dim.
+	if got := m.KVBytesPerToken(2); got != 61*(512+64)*2 {
+		t.Errorf("KV per token = %v bytes", got)
+	}
+	if m.Quantization != "fp8" {
+		t.Errorf("Quantization = %q", m.Quantization)
+	}
+	err = m.Simulable()
+	if err == nil {
+		t.Fatal("Simulable accepted MLA, a shared expert and dense layers")
+	}
+	for _, f := range []string{"kv_lora_rank 512", "q_lora_rank 1536", "qk_rope_head_dim 64", "qk_nope_head_dim 128",
+		"v_head_dim 128", "n_shared_experts 1", "first_k_dense_replace 3", "671.0B"} {
+		if !strings.Contains(err.Error(), f) {
+			t.Errorf("Simulable error %q does not name %s", err, f)
+		}
+	}
+}
+
+// Every field that changes a model's size or cost is either modelled or
+// named by Simulable.
+func TestParseHFConfigUnmodelled(t *testing.T) {
+	const base = `"num_hidden_layers":4,"hidden_size":64,"num_attention_heads":4,"num_key_value_heads":2,"intermediate_size":128,"vocab_size":100,"max_position_embeddings":4096`
+	tests := []struct {
+		name, extra, want string // want "" when simulable
+	}{
+		{"mistral v0.1 window", `"sliding_window":1024`, "sliding_window 1024"},
+		{"window off", `"sliding_window":1024,"use_sliding_window":false`, ""},
+		{"window past the context", `"sliding_window":131072`, ""},
+		{"window null", `"sliding_window":null`, ""},
+		{"layer types", `"layer_types":["sliding_attention","full_attention"]`, `layer_types "sliding_attention"`},
+		{"full layer types", `"layer_types":["full_attention","full_attention"]`, ""},
+		{"mamba hybrid", `"layers_block_type":["mamba","attention"]`, "layers_block_type"},
+		{"linear attention hybrid", `"full_attention_interval":4`, "full_attention_interval"},
+		{"unknown architecture", `"architectures":["Gemma3ForCausalLM"]`, `architectures "Gemma3ForCausalLM"`},
+		{"known architecture", `"architectures":["Qwen2ForCausalLM"]`, ""},
+		{"qwen2 moe shared", `"num_experts":4,"num_experts_per_tok":2,"moe_intermediate_size":32,"shared_expert_intermediate_size":256`, "shared_expert_intermediate_size 256"},
+		{"sparse step", `"num_experts":4,"num_experts_per_tok":2,"decoder_sparse_step":2`, "decoder_sparse_step 2"},
+		{"mlp only layers", `"num_experts":4,"num_experts_per_tok":2,"mlp_only_layers":[0]`, "mlp_only_layers"},
+		{"moe layer freq", `"n_routed_experts":4,"num_experts_per_tok":2,"moe_layer_freq":2`, "moe_layer_freq 2"},
+		{"mla without q lora", `"kv_lora_rank":32,"qk_rope_head_dim":8,"qk_nope_head_dim":16,"v_head_dim":16`, "kv_lora_rank 32"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, err := ParseHFConfig(strings.NewReader("{"+base+","+tt.extra+"}"), "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = m.Simulable()
+			switch {
+			case tt.want == "" && err != nil:
+				t.Errorf("Simulable: %v", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Errorf("Simulable = %v, want mention of %s", err, tt.want)
+			}
+		})
+	}
+	// Qwen2-MoE's shared expert counts in the size.
+	m, _ := ParseHFConfig(strings.NewReader(`{`+base+`,"num_experts":4,"num_experts_per_tok":2,"moe_intermediate_size":32,"shared_expert_intermediate_size":256}`), "")
+	noShared := m
+	noShared.SharedIntermediate = 0
+	if d := m.Params() - noShared.Params(); d != 4*3*64*256 {
+		t.Errorf("shared expert adds %v parameters, want %v", d, 4*3*64*256)
+	}
+	// A multimodal wrapper's architecture is the top level's.
+	m, _ = ParseHFConfig(strings.NewReader(`{"architectures":["LlavaForConditionalGeneration"],"text_config":{`+base+`}}`), "")
+	if err := m.Simulable(); err == nil || !strings.Contains(err.Error(), "LlavaForConditionalGeneration") {
+		t.Errorf("Simulable of a multimodal wrapper = %v", err)
 	}
 }
 
@@ -154,12 +244,13 @@ func FuzzParseHFConfig(f *testing.F) {
 	f.Add(`{"num_hidden_layers":32,"hidden_size":4096,"num_attention_heads":32,"num_key_value_heads":8,"intermediate_size":14336,"vocab_size":128256}`)
 	f.Add(`{"text_config":{"num_hidden_layers":2,"hidden_size":64,"num_attention_heads":4,"intermediate_size":8,"vocab_size":10}}`)
 	f.Add(`{"num_experts":0,"head_dim":-1}`)
+	f.Add(`{"num_hidden_layers":4,"hidden_size":64,"num_attention_heads":4,"intermediate_size":128,"vocab_size":100,"n_routed_experts":8,"num_experts_per_tok":2,"n_shared_experts":1,"first_k_dense_replace":1,"kv_lora_rank":16,"q_lora_rank":32,"qk_rope_head_dim":8,"qk_nope_head_dim":16,"v_head_dim":16}`)
 	f.Fuzz(func(t *testing.T, s string) {
 		m, err := ParseHFConfig(strings.NewReader(s), "")
 		if err != nil {
 			return
 		}
-		if m.Validate() != nil || m.Params() <= 0 || m.KVBytesPerToken(2) <= 0 {
+		if m.Validate() != nil || m.Params() <= 0 || m.ActiveParams() <= 0 || m.ActiveParams() > m.Params() || m.KVBytesPerToken(2) <= 0 {
 			t.Fatalf("accepted an unusable model: %+v", m)
 		}
 	})

@@ -13,28 +13,70 @@ import (
 // hfConfig is the subset of a Hugging Face config.json the simulator needs.
 // Pointers tell "absent" from zero so defaults apply only to absent fields.
 type hfConfig struct {
-	Layers          *int     `json:"num_hidden_layers"`
-	Hidden          *int     `json:"hidden_size"`
-	Heads           *int     `json:"num_attention_heads"`
-	KVHeads         *int     `json:"num_key_value_heads"`
-	HeadDim         *int     `json:"head_dim"`
-	Intermediate    *int     `json:"intermediate_size"`
-	MoEIntermediate *int     `json:"moe_intermediate_size"`
-	Vocab           *int     `json:"vocab_size"`
-	Tied            *bool    `json:"tie_word_embeddings"`
-	LocalExperts    *int     `json:"num_local_experts"` // Mixtral
-	Experts         *int     `json:"num_experts"`       // Qwen MoE
-	ExpertsPerTok   *int     `json:"num_experts_per_tok"`
-	MaxPosition     *int     `json:"max_position_embeddings"`
-	DType           string   `json:"torch_dtype"`
-	NameOrPath      string   `json:"_name_or_path"`
-	Quant           *hfQuant `json:"quantization_config"`
+	Layers          *int  `json:"num_hidden_layers"`
+	Hidden          *int  `json:"hidden_size"`
+	Heads           *int  `json:"num_attention_heads"`
+	KVHeads         *int  `json:"num_key_value_heads"`
+	HeadDim         *int  `json:"head_dim"`
+	Intermediate    *int  `json:"intermediate_size"`
+	MoEIntermediate *int  `json:"moe_intermediate_size"`
+	Vocab           *int  `json:"vocab_size"`
+	Tied            *bool `json:"tie_word_embeddings"`
+	LocalExperts    *int  `json:"num_local_experts"` // Mixtral
+	Experts         *int  `json:"num_experts"`       // Qwen MoE
+	RoutedExperts   *int  `json:"n_routed_experts"`  // DeepSeek
+	ExpertsPerTok   *int  `json:"num_experts_per_tok"`
+	// Shared experts: DeepSeek's count of moe_intermediate_size MLPs,
+	// Qwen2-MoE's one MLP of its own size.
+	SharedExperts      *int  `json:"n_shared_experts"`
+	SharedIntermediate *int  `json:"shared_expert_intermediate_size"`
+	FirstKDense        *int  `json:"first_k_dense_replace"`
+	MoELayerFreq       *int  `json:"moe_layer_freq"`      // DeepSeek: every n-th layer after the dense ones
+	SparseStep         *int  `json:"decoder_sparse_step"` // Qwen MoE: the same
+	MLPOnlyLayers      []int `json:"mlp_only_layers"`
+	// Multi-head latent attention (DeepSeek-V2/V3).
+	KVLoRARank    *int `json:"kv_lora_rank"`
+	QLoRARank     *int `json:"q_lora_rank"`
+	QKRopeHeadDim *int `json:"qk_rope_head_dim"`
+	QKNopeHeadDim *int `json:"qk_nope_head_dim"`
+	VHeadDim      *int `json:"v_head_dim"`
+	// Attention over part of the context.
+	SlidingWindow    *int     `json:"sliding_window"`
+	UseSlidingWindow *bool    `json:"use_sliding_window"`
+	LayerTypes       []string `json:"layer_types"`
+	Architectures    []string `json:"architectures"`
+	MaxPosition      *int     `json:"max_position_embeddings"`
+	DType            string   `json:"torch_dtype"`
+	NameOrPath       string   `json:"_name_or_path"`
+	Quant            *hfQuant `json:"quantization_config"`
 	// Multimodal wrappers keep the language model's shape here.
 	TextConfig *hfConfig `json:"text_config"`
 }
 
 type hfQuant struct {
 	Method string `json:"quant_method"`
+}
+
+// knownArchitectures are the architectures whose layers are the ones Model
+// describes: grouped-query or latent attention and a SwiGLU (GeGLU for
+// Gemma) MLP or routed experts, in every layer. A multimodal wrapper is not
+// here: its vision tower's weights are not counted.
+var knownArchitectures = map[string]bool{
+	"LlamaForCausalLM": true, "MistralForCausalLM": true, "MixtralForCausalLM": true,
+	"Qwen2ForCausalLM": true, "Qwen3ForCausalLM": true, "Qwen2MoeForCausalLM": true, "Qwen3MoeForCausalLM": true,
+	"DeepseekV2ForCausalLM": true, "DeepseekV3ForCausalLM": true,
+	"GemmaForCausalLM": true, "GraniteForCausalLM": true,
+}
+
+// hybridFields are config.json fields of models whose layers are not all
+// attention and MLP (Mamba or linear-attention hybrids, chunked or
+// interleaved attention, interleaved MoE): present and not null, the
+// simulated engine cannot cost the model.
+var hybridFields = []string{
+	"layers_block_type", "hybrid_override_pattern", "attn_layer_period", "attn_layer_offset",
+	"expert_layer_period", "full_attention_interval", "linear_num_value_heads", "linear_key_head_dim",
+	"mamba_d_state", "mamba_d_conv", "ssm_state_size", "interleave_moe_layer_step", "no_rope_layers",
+	"attention_chunk_size", "sliding_window_pattern", "global_attn_every_n_layers",
 }
 
 // maxConfigBytes bounds what LoadHFConfig reads; real config.json files are a
@@ -59,8 +101,17 @@ func ParseHFConfig(r io.Reader, id string) (Model, error) {
 	if err := dec.Decode(&c); err != nil {
 		return Model{}, fmt.Errorf("parse config.json: %w", err)
 	}
+	// The raw fields, to find those the simulated engine cannot cost.
+	var fields hfRaw
+	_ = json.Unmarshal(data, &fields) // it decoded above
 	if c.TextConfig != nil && c.Layers == nil {
+		var text hfRaw
+		_ = json.Unmarshal(fields["text_config"], &text)
+		fields = text
 		inner := *c.TextConfig
+		if inner.Architectures == nil {
+			inner.Architectures = c.Architectures
+		}
 		if inner.DType == "" {
 			inner.DType = c.DType
 		}
@@ -100,11 +151,31 @@ func ParseHFConfig(r io.Reader, id string) (Model, error) {
 		m.Experts = *c.LocalExperts
 	case c.Experts != nil:
 		m.Experts = *c.Experts
+	case c.RoutedExperts != nil:
+		m.Experts = *c.RoutedExperts
 	}
 	if m.Experts > 0 {
 		m.ExpertsPerTok = get(c.ExpertsPerTok)
 		if c.MoEIntermediate != nil {
 			m.Intermediate = *c.MoEIntermediate
+		}
+		moeShape(&m, &c)
+	}
+	if c.KVLoRARank != nil {
+		m.MLA = &MLA{KVLoRARank: *c.KVLoRARank, QLoRARank: get(c.QLoRARank), QKRopeHeadDim: get(c.QKRopeHeadDim),
+			QKNopeHeadDim: get(c.QKNopeHeadDim), VHeadDim: get(c.VHeadDim)}
+		m.HeadDim = m.MLA.QKNopeHeadDim + m.MLA.QKRopeHeadDim
+		un := fmt.Sprintf("MLA attention (kv_lora_rank %d", m.MLA.KVLoRARank)
+		if c.QLoRARank != nil {
+			un += fmt.Sprintf(", q_lora_rank %d", m.MLA.QLoRARank)
+		}
+		un += fmt.Sprintf(", qk_rope_head_dim %d, qk_nope_head_dim %d, v_head_dim %d)", m.MLA.QKRopeHeadDim, m.MLA.QKNopeHeadDim, m.MLA.VHeadDim)
+		m.Unmodelled = append(m.Unmodelled, un)
+	}
+	m.Unmodelled = append(m.Unmodelled, attentionSpan(&c, fields)...)
+	for _, a := range c.Architectures {
+		if !knownArchitectures[a] {
+			m.Unmodelled = append(m.Unmodelled, fmt.Sprintf("architectures %q", a))
 		}
 	}
 	if m.DType == "" {
@@ -117,6 +188,78 @@ func ParseHFConfig(r io.Reader, id string) (Model, error) {
 		return Model{}, err
 	}
 	return m, nil
+}
+
+// hfRaw is a config.json level as raw fields.
+type hfRaw map[string]json.RawMessage
+
+// present says whether the field is there and neither null, false, 0 nor empty.
+func (r hfRaw) present(name string) bool {
+	v, ok := r[name]
+	if !ok {
+		return false
+	}
+	switch string(bytes.TrimSpace(v)) {
+	case "null", "false", "0", `""`, "[]", "{}":
+		return false
+	}
+	return true
+}
+
+// moeShape fills the MoE layout beyond the routed experts, and names what
+// the simulated engine does not cost: its step model has one kind of
+// layer, with routed experts alone.
+func moeShape(m *Model, c *hfConfig) {
+	if c.SharedExperts != nil && *c.SharedExperts != 0 {
+		m.SharedIntermediate = *c.SharedExperts * m.Intermediate
+		m.Unmodelled = append(m.Unmodelled, fmt.Sprintf("shared experts (n_shared_experts %d)", *c.SharedExperts))
+	}
+	if c.SharedIntermediate != nil && *c.SharedIntermediate != 0 {
+		m.SharedIntermediate += *c.SharedIntermediate
+		m.Unmodelled = append(m.Unmodelled, fmt.Sprintf("shared experts (shared_expert_intermediate_size %d)", *c.SharedIntermediate))
+	}
+	if c.FirstKDense != nil && *c.FirstKDense != 0 {
+		m.DenseLayers = *c.FirstKDense
+		m.DenseIntermediate = 0
+		if c.Intermediate != nil {
+			m.DenseIntermediate = *c.Intermediate
+		}
+		m.Unmodelled = append(m.Unmodelled, fmt.Sprintf("dense layers among MoE ones (first_k_dense_replace %d)", *c.FirstKDense))
+	}
+	// Every layer (after the dense ones) has experts unless these say
+	// otherwise; the sizes above would be wrong then, so they are refused
+	// by Simulable and the count is an upper bound.
+	if c.MoELayerFreq != nil && *c.MoELayerFreq != 1 {
+		m.Unmodelled = append(m.Unmodelled, fmt.Sprintf("moe_layer_freq %d", *c.MoELayerFreq))
+	}
+	if c.SparseStep != nil && *c.SparseStep != 1 {
+		m.Unmodelled = append(m.Unmodelled, fmt.Sprintf("decoder_sparse_step %d", *c.SparseStep))
+	}
+	if len(c.MLPOnlyLayers) > 0 {
+		m.Unmodelled = append(m.Unmodelled, fmt.Sprintf("mlp_only_layers (%d layers)", len(c.MLPOnlyLayers)))
+	}
+}
+
+// attentionSpan names the fields by which some layers attend to less than
+// the whole context, or are no attention at all.
+func attentionSpan(c *hfConfig, fields hfRaw) []string {
+	var out []string
+	if w := c.SlidingWindow; w != nil && *w > 0 && (c.UseSlidingWindow == nil || *c.UseSlidingWindow) &&
+		(c.MaxPosition == nil || *w < *c.MaxPosition) {
+		out = append(out, fmt.Sprintf("sliding_window %d", *w))
+	}
+	for _, t := range c.LayerTypes {
+		if t != "full_attention" {
+			out = append(out, fmt.Sprintf("layer_types %q", t))
+			break
+		}
+	}
+	for _, f := range hybridFields {
+		if fields.present(f) {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // normalizeQuant maps quant_method spellings to the engines' quantization names.

@@ -26,26 +26,88 @@ type Model struct {
 	// Quantization is the checkpoint's weight quantization when the id or the
 	// config says so (fp8, awq, gptq); empty for 16-bit checkpoints.
 	Quantization string `json:"quantization,omitempty"`
+
+	// SharedIntermediate is the MLP size of the always-active shared
+	// experts of an MoE layer, all of them together (DeepSeek:
+	// n_shared_experts*moe_intermediate_size; Qwen2-MoE:
+	// shared_expert_intermediate_size); 0 when there are none.
+	SharedIntermediate int `json:"shared_intermediate_size,omitempty"`
+	// DenseLayers leading layers of an MoE model have a dense MLP of
+	// DenseIntermediate instead of experts (DeepSeek's first_k_dense_replace).
+	DenseLayers       int `json:"first_k_dense_replace,omitempty"`
+	DenseIntermediate int `json:"dense_intermediate_size,omitempty"`
+	// MLA is multi-head latent attention's shape (DeepSeek-V2/V3); nil for
+	// grouped-query attention.
+	MLA *MLA `json:"mla,omitempty"`
+	// Unmodelled names the config.json fields, with their values, that
+	// change the model's cost in a way the simulated engine does not model
+	// (the step time and KV cache of sim); Simulable refuses them.
+	Unmodelled []string `json:"unmodelled,omitempty"`
+}
+
+// MLA is the shape of multi-head latent attention, as config.json states it.
+// QLoRARank is 0 when queries are not compressed (DeepSeek-V2-Lite).
+type MLA struct {
+	KVLoRARank    int `json:"kv_lora_rank"`
+	QLoRARank     int `json:"q_lora_rank,omitempty"`
+	QKRopeHeadDim int `json:"qk_rope_head_dim"`
+	QKNopeHeadDim int `json:"qk_nope_head_dim"`
+	VHeadDim      int `json:"v_head_dim"`
 }
 
 // MoE reports whether the model has routed experts.
 func (m Model) MoE() bool { return m.Experts > 0 }
 
 // AttentionParams is the parameter count of one layer's attention
-// projections: h*d*(q + 2kv) for QKV plus q*d*h for the output.
+// projections: h*d*(q + 2kv) for QKV plus q*d*h for the output. MLA's are
+// the query down- and up-projections (or one projection without
+// q_lora_rank), the joint KV down-projection with the shared rotary key,
+// the KV up-projection and the output (DeepSeek-V2 paper, section 2.1).
 func (m Model) AttentionParams() float64 {
 	h, d := float64(m.Hidden), float64(m.HeadDim)
+	if a := m.MLA; a != nil {
+		heads := float64(m.Heads)
+		qk := float64(a.QKNopeHeadDim + a.QKRopeHeadDim)
+		q := h * heads * qk
+		if a.QLoRARank > 0 {
+			q = h*float64(a.QLoRARank) + float64(a.QLoRARank)*heads*qk
+		}
+		kvDown := h * float64(a.KVLoRARank+a.QKRopeHeadDim)
+		kvUp := float64(a.KVLoRARank) * heads * float64(a.QKNopeHeadDim+a.VHeadDim)
+		return q + kvDown + kvUp + heads*float64(a.VHeadDim)*h
+	}
 	return h*d*float64(m.Heads+2*m.KVHeads) + float64(m.Heads)*d*h
 }
 
-// MLPParams is the parameter count of one layer's SwiGLU MLP: 3*h*I, or for
-// MoE 3*h*I per expert times the experts plus the h*E router.
+// MLPParams is the parameter count of one MoE or dense layer's SwiGLU MLP:
+// 3*h*I, or for MoE 3*h*I per expert times the experts plus the h*E router
+// and the shared experts. LinearParams counts the leading dense layers of
+// an MoE model too.
 func (m Model) MLPParams() float64 {
-	per := 3 * float64(m.Hidden) * float64(m.Intermediate)
+	h := float64(m.Hidden)
+	per := 3 * h * float64(m.Intermediate)
 	if m.MoE() {
-		return per*float64(m.Experts) + float64(m.Hidden)*float64(m.Experts)
+		return per*float64(m.Experts) + h*float64(m.Experts) + 3*h*float64(m.SharedIntermediate)
 	}
 	return per
+}
+
+// moeLayers is the number of layers with experts.
+func (m Model) moeLayers() float64 {
+	if !m.MoE() {
+		return 0
+	}
+	return float64(m.Layers - m.DenseLayers)
+}
+
+// LinearParams is the parameter count of all layers' linear weights
+// (attention and MLP), the weights that quantization shrinks.
+func (m Model) LinearParams() float64 {
+	if !m.MoE() {
+		return float64(m.Layers) * (m.AttentionParams() + m.MLPParams())
+	}
+	dense := float64(m.DenseLayers) * 3 * float64(m.Hidden) * float64(m.DenseIntermediate)
+	return float64(m.Layers)*m.AttentionParams() + m.moeLayers()*m.MLPParams() + dense
 }
 
 // ExpertParams is the parameter count of one expert (3*h*I); 0 for dense models.
@@ -67,7 +129,7 @@ func (m Model) EmbeddingParams() float64 {
 
 // Params is the total parameter count (norms are negligible and left out).
 func (m Model) Params() float64 {
-	return float64(m.Layers)*(m.AttentionParams()+m.MLPParams()) + m.EmbeddingParams()
+	return m.LinearParams() + m.EmbeddingParams()
 }
 
 // ActiveParams is the parameter count one token touches: all of a dense
@@ -76,14 +138,31 @@ func (m Model) ActiveParams() float64 {
 	if !m.MoE() {
 		return m.Params()
 	}
-	mlp := float64(m.ExpertsPerTok)*m.ExpertParams() + float64(m.Hidden)*float64(m.Experts)
-	return float64(m.Layers)*(m.AttentionParams()+mlp) + m.EmbeddingParams()
+	h := float64(m.Hidden)
+	mlp := float64(m.ExpertsPerTok)*m.ExpertParams() + h*float64(m.Experts) + 3*h*float64(m.SharedIntermediate)
+	dense := float64(m.DenseLayers) * 3 * h * float64(m.DenseIntermediate)
+	return float64(m.Layers)*m.AttentionParams() + m.moeLayers()*mlp + dense + m.EmbeddingParams()
 }
 
 // KVBytesPerToken is the KV cache of one token over all layers, 2*L*kv*d
-// elements of elemBytes each (2 for bf16, 1 for fp8).
+// elements of elemBytes each (2 for bf16, 1 for fp8). MLA caches the
+// compressed latent and the rotary key instead: L*(kv_lora_rank +
+// qk_rope_head_dim) elements.
 func (m Model) KVBytesPerToken(elemBytes float64) float64 {
+	if a := m.MLA; a != nil {
+		return float64(m.Layers) * float64(a.KVLoRARank+a.QKRopeHeadDim) * elemBytes
+	}
 	return 2 * float64(m.Layers) * float64(m.KVHeads) * float64(m.HeadDim) * elemBytes
+}
+
+// Simulable says whether the simulated engine can cost the model; the
+// error names each config.json field it cannot (Unmodelled).
+func (m Model) Simulable() error {
+	if len(m.Unmodelled) == 0 {
+		return nil
+	}
+	return fmt.Errorf("model %q (%.1fB parameters): the simulated engine does not model %s",
+		m.ID, m.Params()/1e9, strings.Join(m.Unmodelled, ", "))
 }
 
 // Validate checks that the shape is usable; the error names the first bad field.
@@ -106,6 +185,28 @@ func (m Model) Validate() error {
 	}
 	if m.MoE() && (m.ExpertsPerTok <= 0 || m.ExpertsPerTok > m.Experts) {
 		return fmt.Errorf("model %q: num_experts_per_tok %d must be in [1, %d]", m.ID, m.ExpertsPerTok, m.Experts)
+	}
+	if m.SharedIntermediate < 0 {
+		return fmt.Errorf("model %q: shared experts' intermediate size must not be negative, got %d", m.ID, m.SharedIntermediate)
+	}
+	if m.DenseLayers < 0 || m.DenseLayers > m.Layers || (m.MoE() && m.DenseLayers == m.Layers) {
+		return fmt.Errorf("model %q: first_k_dense_replace %d must be in [0, %d)", m.ID, m.DenseLayers, m.Layers)
+	}
+	if m.DenseLayers > 0 && m.DenseIntermediate <= 0 {
+		return fmt.Errorf("model %q: intermediate_size must be positive for the first_k_dense_replace layers, got %d", m.ID, m.DenseIntermediate)
+	}
+	if a := m.MLA; a != nil {
+		for _, c := range []struct {
+			name string
+			v    int
+		}{{"kv_lora_rank", a.KVLoRARank}, {"qk_rope_head_dim", a.QKRopeHeadDim}, {"qk_nope_head_dim", a.QKNopeHeadDim}, {"v_head_dim", a.VHeadDim}} {
+			if c.v <= 0 {
+				return fmt.Errorf("model %q: %s must be positive, got %d", m.ID, c.name, c.v)
+			}
+		}
+		if a.QLoRARank < 0 {
+			return fmt.Errorf("model %q: q_lora_rank must not be negative, got %d", m.ID, a.QLoRARank)
+		}
 	}
 	return nil
 }

@@ -185,11 +185,15 @@ func CalibrationPreflight(path string, force bool, gpu string, e engine.Engine) 
 // SimPreflight checks that the simulated engine can model a study: its
 // model (from the catalog or a config.json) and its GPU.
 func SimPreflight(model, modelConfig, gpu string) error {
+	var m catalog.Model
 	var err error
 	if modelConfig != "" {
-		_, err = catalog.LoadHFConfig(modelConfig, model)
+		m, err = catalog.LoadHFConfig(modelConfig, model)
 	} else {
-		_, _, err = catalog.ResolveModel(model)
+		m, _, err = catalog.ResolveModel(model)
+	}
+	if err == nil {
+		err = m.Simulable()
 	}
 	if err != nil {
 		return fmt.Errorf("the simulated engine cannot model %s: %w (give a config.json as model: for a model outside the catalog)", model, err)

@@ -234,6 +234,19 @@ func (c *Config) Normalize() error {
 	if err := c.Model.Validate(); err != nil {
 		return bad("%v", err)
 	}
+	if err := c.Model.Simulable(); err != nil {
+		// The weights are sized all the same: they answer "how many GPUs"
+		// before any simulation.
+		w := *c
+		if w.Quantization == "" || w.Quantization == "none" {
+			w.Quantization = w.Model.Quantization
+		}
+		q := w.Quantization
+		if q == "" {
+			q = "16-bit"
+		}
+		return bad("%v; its weights alone are %.1f GiB at %s", err, w.weightsBytes()/GiB, q)
+	}
 	if c.GPU.ID == "" {
 		g, err := catalog.LookupGPU(defaultGPU)
 		if err != nil {
@@ -419,6 +432,12 @@ func (c *Config) validate() error {
 		return bad("%s %d: out of range", engine.Flag(c.Engine, "port"), c.Port)
 	}
 	return nil
+}
+
+// weightsBytes is the whole model's weights: quantized linear layers,
+// 16-bit embeddings and LM head.
+func (c *Config) weightsBytes() float64 {
+	return c.Model.LinearParams()*c.weightBytesPerElem() + c.Model.EmbeddingParams()*bytesBF16
 }
 
 // weightBytesPerElem is the storage size of a quantized linear weight.

@@ -60,8 +60,7 @@ func Estimate(cfg Config) (MemoryEstimate, error) {
 
 	// Weights: quantized linear layers, 16-bit embeddings and LM head, all
 	// sharded over TP (vocab-parallel embeddings) and PP (layers).
-	linear := float64(m.Layers) * (m.AttentionParams() + m.MLPParams())
-	weights := (linear*cfg.weightBytesPerElem() + m.EmbeddingParams()*bytesBF16) / shard
+	weights := cfg.weightsBytes() / shard
 
 	kvPerTok := 2 * float64(m.Layers) / float64(cfg.PP) * float64(cfg.kvHeadsPerGPU()) * float64(m.HeadDim) * cfg.kvBytesPerElem()
 

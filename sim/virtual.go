@@ -73,8 +73,8 @@ func (v *Virtual) LengthsOnly() bool { return true }
 // message (one token per engine step), First/Last at the steps that
 // produced the first and last tokens. Requests that do not fit
 // max_model_len fail with http_4xx as the engine's 400 would. The phase
-// runs until every request it sent has finished; ctx is checked between
-// arrivals.
+// runs until every request it sent has finished; when ctx ends, those
+// unfinished are failed as cancelled at once, as a client's abort would.
 func (v *Virtual) Send(ctx context.Context, p measure.Phase) ([]measure.Record, time.Time) {
 	wall := time.Now()
 	r := virtualRun{v: v, p: p, base: v.now}
@@ -140,7 +140,13 @@ func (r *virtualRun) run(ctx context.Context) {
 	r.busy = make([]bool, len(v.cores))
 	r.ends = make([]float64, len(v.cores))
 	r.draw()
-	for {
+	for n := 0; ; n++ {
+		// A cancelled run stops at once: draining a deep queue in
+		// virtual time took seconds after a signal.
+		if n%64 == 0 && ctx.Err() != nil {
+			r.abortUnfinished(measure.ErrCancelled, "the run was cancelled")
+			return
+		}
 		tArr := math.Inf(1)
 		if r.hasNext && (r.p.MaxConcurrency == 0 || r.inflight < r.p.MaxConcurrency) {
 			tArr = math.Max(r.base+r.nextSched.Seconds(), v.now)
@@ -291,7 +297,11 @@ const errStalled = "the simulated engine stalled with this request unfinished"
 // stalled fails the requests still unfinished when nothing is left to run
 // (a scheduler that can make no progress), so that they count and the
 // engine's queues are empty for the next phase.
-func (r *virtualRun) stalled() {
+func (r *virtualRun) stalled() { r.abortUnfinished(measure.ErrTimeout, errStalled) }
+
+// abortUnfinished fails every unfinished request with class and msg and
+// takes it off the engine.
+func (r *virtualRun) abortUnfinished(class measure.ErrorClass, msg string) {
 	for i, s := range r.seqs {
 		if s == nil || s.done {
 			continue
@@ -301,7 +311,7 @@ func (r *virtualRun) stalled() {
 		}
 		rec := &r.recs[i]
 		rec.End = r.offset(r.v.now)
-		rec.Fail(measure.ErrTimeout, errStalled)
+		rec.Fail(class, msg)
 	}
 }
 

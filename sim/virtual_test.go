@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -92,5 +93,41 @@ func TestRunVirtualNoMaxTokensTooLong(t *testing.T) {
 	}
 	if recs[0].Error != "" || recs[0].OutputTokens != 96 {
 		t.Errorf("prompt 4000 without max_tokens: %d tokens, error %q", recs[0].OutputTokens, recs[0].Error)
+	}
+}
+
+// TestVirtualCancelStopsAtOnce: a phase whose context ends fails its
+// unfinished requests as cancelled instead of running them to their end in
+// virtual time (a deep queue took seconds to drain after a signal).
+func TestVirtualCancelStopsAtOnce(t *testing.T) {
+	cfg := mustParse(t, "llama-3.1-8b", "--max-model-len", "4096")
+	v, err := NewVirtual(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	reqs := fixedReqs(2000, 512, 256)
+	recs, _ := v.Send(ctx, measure.Phase{Count: len(reqs),
+		Next: func() time.Duration { return 0 },
+		Request: func(i int) measure.Request {
+			if i == 1000 {
+				cancel() // a signal with 1,000 requests queued
+			}
+			return reqs[i]
+		}})
+	done, cancelled := 0, 0
+	for _, r := range recs {
+		switch r.Error {
+		case measure.ErrNone:
+			done++
+		case measure.ErrCancelled:
+			cancelled++
+		default:
+			t.Fatalf("record %d: %s %s", r.Index, r.Error, r.ErrorMsg)
+		}
+	}
+	if len(recs) > 1001 || cancelled < 900 {
+		t.Errorf("%d requests sent, %d finished, %d cancelled: want the queue failed as cancelled", len(recs), done, cancelled)
 	}
 }

@@ -45,6 +45,10 @@ type Plan struct {
 	Goodput          measure.SLO   // per-request limits for goodput
 	Seed             uint64        // level i's workload is seeded Seed+i
 	Bootstrap        int           // bootstrap resamples of each level's CIs; 0 = measure's default
+	// SummariesOnly drops each level's records once it is summarized (and
+	// a rate probe checked for a growing queue): a forecast needs no more,
+	// and holds one level's records at a time instead of the trial's.
+	SummariesOnly bool
 
 	// GPUs, when set, samples the trial's GPUs (Spec.GPUs) through NVML
 	// during each level's measured phase; nil = no telemetry.
@@ -90,6 +94,9 @@ type RateSearch struct {
 	// that shows it (a fixed count at a high rate is a burst, which any
 	// engine absorbs). 0 = RequestsPerLevel always.
 	MinSpan time.Duration
+	// MaxRequests bounds the requests of one probe that MinSpan asks for;
+	// 0 = bench.MaxRequests.
+	MaxRequests int
 }
 
 // Sustained reports whether a rate probe's queue held steady: the median
@@ -219,7 +226,7 @@ func (r *runner) run(ctx context.Context) (out Result) {
 		if stop != nil {
 			return *stop
 		}
-		r.res.Levels = append(r.res.Levels, lv)
+		r.res.Levels = append(r.res.Levels, r.kept(lv))
 	}
 	return r.checkQuality(ctx, mctx, r.ok())
 }
@@ -401,7 +408,12 @@ func (r *runner) crashed() *Result {
 func (p Plan) BenchConfig(i int, load measure.Load) bench.Config {
 	n := p.RequestsPerLevel
 	if c := p.Capacity; c != nil && c.Rate != nil && c.Rate.MinSpan > 0 && !load.Unlimited() {
-		n = max(n, min(bench.MaxRequests, int(math.Ceil(load.Rate*c.Rate.MinSpan.Seconds()))))
+		most := bench.MaxRequests
+		if c.Rate.MaxRequests > 0 {
+			most = min(most, c.Rate.MaxRequests)
+		}
+		// In float: rate x span may be beyond any int.
+		n = max(n, int(math.Min(float64(most), math.Ceil(load.Rate*c.Rate.MinSpan.Seconds()))))
 	}
 	return bench.Config{
 		Target:      bench.Target{Model: p.Spec.Model},
@@ -502,6 +514,14 @@ func (r *runner) level(ctx, mctx context.Context, i int, load measure.Load) (mea
 	return lv, nil
 }
 
+// kept is lv as the trial's result keeps it (Plan.SummariesOnly).
+func (r *runner) kept(lv measure.Level) measure.Level {
+	if r.p.SummariesOnly {
+		lv.Records = nil
+	}
+	return lv
+}
+
 func isClosed(c <-chan struct{}) bool {
 	select {
 	case <-c:
@@ -532,7 +552,7 @@ func (r *runner) capacity(ctx, mctx context.Context) Result {
 		if c.Rate != nil && !Sustained(lv.Records) {
 			lv.Summary.Unsustained = true
 		}
-		r.res.Levels = append(r.res.Levels, lv)
+		r.res.Levels = append(r.res.Levels, r.kept(lv))
 		return !lv.Summary.Unsustained && c.Met(lv.Summary), nil
 	}
 	var err error
@@ -611,6 +631,9 @@ func SearchRate(rs RateSearch, probe func(rate float64) (met bool, err error)) (
 	if !(prec > 0) {
 		prec = 0.05
 	}
+	// A finer bracket only adds probes, and one finer than the spacing of
+	// floats would never close.
+	prec = max(prec, 1e-3)
 	r := min(max(rs.Start, lo), hi)
 	if !(r > 0) {
 		r = lo

@@ -249,15 +249,21 @@ func TestSearchRate(t *testing.T) {
 		{"up from below", 37.3, RateSearch{Start: 4, Min: 0.01, Max: 1e4, Precision: 0.02}, 12},
 		{"down from above", 0.8, RateSearch{Start: 64, Min: 0.01, Max: 1e4, Precision: 0.02}, 14},
 		{"start is the capacity", 10, RateSearch{Start: 10, Min: 0.01, Max: 1e4, Precision: 0.05}, 8},
+		// A precision under the spacing of floats never closed the bracket.
+		{"precision past floats", 37.3, RateSearch{Start: 4, Min: 0.01, Max: 1e4, Precision: 1e-300}, 20},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			n := 0
 			got, err := SearchRate(tc.rs, func(r float64) (bool, error) {
 				n++
+				if n > 1000 {
+					return false, fmt.Errorf("endless search at %g", r)
+				}
 				return r <= tc.capacity, nil
 			})
-			if err != nil || got > tc.capacity || got < tc.capacity/(1+tc.rs.Precision) || n > tc.probes {
+			prec := max(tc.rs.Precision, 1e-3)
+			if err != nil || got > tc.capacity || got < tc.capacity/(1+prec) || n > tc.probes {
 				t.Errorf("got %.4g after %d probes (%v); want in [%.4g, %.4g] within %d probes", got, n, err, tc.capacity/(1+tc.rs.Precision), tc.capacity, tc.probes)
 			}
 		})

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/c-bata/goptuna"
 
@@ -36,6 +37,12 @@ const (
 	guidedExhaustive = 1024
 	guidedSample     = 384
 	guidedRefine     = 8
+	// forecastProbeRequests bounds the requests of one rate probe of a
+	// forecast: the probe span (30 s by default) at 68 req/s. A probe
+	// above that rate sends for less long, which still shows the queue
+	// of a rate well past the capacity; one forecast of a capacity search
+	// simulates at most its probes (about 15) times this.
+	forecastProbeRequests = 2048
 	// guidedRerank: forecasts redone under the refit constants after each
 	// measurement (the best by the current ranking); the rest keep theirs.
 	guidedRerank = 24
@@ -75,7 +82,11 @@ func Forecastable(sp *Spec) error {
 	if _, err := catalog.LookupGPU(sp.Hardware.GPU); err != nil {
 		return fmt.Errorf("hardware.gpu: %w", err)
 	}
-	if _, err := (&TrialRunner{Spec: sp}).model(); err != nil {
+	m, err := (&TrialRunner{Spec: sp}).model()
+	if err == nil {
+		err = m.Simulable()
+	}
+	if err != nil {
 		return fmt.Errorf("model: %w", err)
 	}
 	return nil
@@ -107,6 +118,7 @@ type forecaster struct {
 	// The study's calibration profile, when its launcher is virtual.
 	calibration string
 	force       bool
+	requests    atomic.Int64 // requests simulated, all forecasts together
 }
 
 func newForecaster(sp *Spec) *forecaster {
@@ -138,7 +150,10 @@ func (f *forecaster) run(ctx context.Context, set space.Settings, c sim.Constant
 	}
 	vs := *f.base
 	vs.Launcher.Launcher = f.virtual(c)
-	res := (&TrialRunner{Spec: &vs, Bootstrap: 1}).Evaluate(ctx, 0, set, nil)
+	res := (&TrialRunner{Spec: &vs, Bootstrap: 1, Forecast: true}).Evaluate(ctx, 0, set, nil)
+	for _, lv := range res.Levels {
+		f.requests.Add(int64(lv.Summary.Completed + lv.Summary.Failed))
+	}
 	fc := Forecast{Settings: set, Critical: crit}
 	if res.Status != measure.StatusOK {
 		fc.Failure = string(res.Failure)
@@ -263,6 +278,7 @@ func newGuide(ctx context.Context, sp *Spec, note func(string)) (*guide, error) 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	g.note(fmt.Sprintf("guided: forecast %d configurations: %d simulated requests", len(g.cands), g.f.requests.Load()))
 	return g, nil
 }
 
@@ -834,6 +850,7 @@ type DryRun struct {
 	SpaceSize  int        // configurations in the space (0: continuous)
 	Infeasible int        // forecast not to start (or rejected by the space)
 	MissSLO    int        // start but meet the SLOs at no level
+	Requests   int64      // requests simulated, all forecasts together
 }
 
 // Forecast ranks sp's space in virtual time without launching anything:
@@ -843,7 +860,7 @@ func ForecastSpace(ctx context.Context, sp *Spec) (DryRun, error) {
 	if err != nil {
 		return DryRun{}, err
 	}
-	d := DryRun{Configs: len(g.cands)}
+	d := DryRun{Configs: len(g.cands), Requests: g.f.requests.Load()}
 	d.SpaceSize, _ = sp.Space.Size()
 	type kc struct {
 		fc Forecast

@@ -27,6 +27,10 @@ type TrialRunner struct {
 	Bootstrap int
 	// Owner labels the engines with the study's run (launcher.Spec.Owner).
 	Owner string
+	// Forecast keeps only each level's summary and sends at most
+	// forecastProbeRequests per rate probe: what the guided sampler's
+	// forecasts need, in bounded memory and time.
+	Forecast bool
 
 	gate *QualityBaseline // the quality gate's baseline, when it applies (UseQualityGate)
 }
@@ -101,8 +105,12 @@ func (r *TrialRunner) plan(ls launcher.Spec, replica int) trial.Plan {
 		if w := sp.Workload; w.CapacityRate {
 			plan.Capacity.Rate = &trial.RateSearch{Start: w.StartRate, Min: w.StartRate / 1024, Max: w.MaxRate,
 				Precision: w.RatePrecision, Burstiness: w.Burstiness, MinSpan: w.ProbeSpan}
+			if r.Forecast {
+				plan.Capacity.Rate.MaxRequests = forecastProbeRequests
+			}
 		}
 	}
+	plan.SummariesOnly = r.Forecast
 	r.qualityPlan(&plan, replica)
 	return plan
 }

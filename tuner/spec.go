@@ -535,7 +535,7 @@ func (p *specParser) load(n *yaml.Node, w *Workload) {
 		}
 	case f["rate"] != nil:
 		for _, r := range p.Seq(f["rate"], "workload.load.rate") {
-			w.Levels = append(w.Levels, measure.Load{Rate: p.Positive(r, "workload.load.rate"), Burstiness: burst, MaxConcurrency: maxConc})
+			w.Levels = append(w.Levels, measure.Load{Rate: p.rate(r, "workload.load.rate"), Burstiness: burst, MaxConcurrency: maxConc})
 		}
 	default:
 		p.capacity(f, w, maxConc, burst)
@@ -548,6 +548,26 @@ func (p *specParser) load(n *yaml.Node, w *Workload) {
 			}
 		}
 	}
+}
+
+// MaxRequestRate bounds every request rate of a spec (rate levels,
+// start_rate, max_rate), in requests/s: no one engine answers LLM requests
+// anywhere near it, and past it the arrivals of a whole level (at most
+// bench.MaxRequests) come in seconds, a burst and not a rate. whatif's
+// capacity search stops there too.
+const MaxRequestRate = 10_000
+
+// minRatePrecision bounds rate_precision from below: a bisection to 0.1%
+// is past the noise of any measurement, and a finer one only adds probes.
+const minRatePrecision = 0.001
+
+// rate reads a request rate of n, bounded by MaxRequestRate.
+func (p *specParser) rate(n *yaml.Node, field string) float64 {
+	r := p.Positive(n, field)
+	if !p.Failed() && r > MaxRequestRate {
+		p.Fail(n, field, "%g req/s is above %d req/s, a burst and not a rate (give concurrency levels for a burst)", r, MaxRequestRate)
+	}
+	return r
 }
 
 // DefaultProbeSpan is how long each probe of a capacity search over the
@@ -563,13 +583,16 @@ func (p *specParser) capacity(f map[string]*yaml.Node, w *Workload, maxConc int,
 		w.Capacity, w.CapacityRate = true, true
 		w.StartRate, w.MaxRate, w.RatePrecision, w.Burstiness, w.ProbeSpan = 1, 1000, 0.05, burst, DefaultProbeSpan
 		if v := f["start_rate"]; v != nil {
-			w.StartRate = p.Positive(v, "workload.load.start_rate")
+			w.StartRate = p.rate(v, "workload.load.start_rate")
 		}
 		if v := f["max_rate"]; v != nil {
-			w.MaxRate = p.Positive(v, "workload.load.max_rate")
+			w.MaxRate = p.rate(v, "workload.load.max_rate")
 		}
 		if v := f["rate_precision"]; v != nil {
 			w.RatePrecision = p.Positive(v, "workload.load.rate_precision")
+			if !p.Failed() && (w.RatePrecision < minRatePrecision || w.RatePrecision >= 1) {
+				p.Fail(v, "workload.load.rate_precision", "%g: want %g to 1 (0.05 = 5%%)", w.RatePrecision, minRatePrecision)
+			}
 		}
 		if v := f["probe_span"]; v != nil {
 			w.ProbeSpan = p.Duration(v, "workload.load.probe_span")

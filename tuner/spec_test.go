@@ -103,6 +103,10 @@ func TestParseSpecBad(t *testing.T) {
 		{"missing model", "model: meta-llama/Llama-3.1-8B-Instruct\n", "", 1, "model", "missing"},
 		{"yaml syntax", "engine: vllm", "engine: [vllm", 0, "", "invalid YAML"},
 		{"cmaes one numeric", "sampler: random", "sampler: cmaes", 20, "tuner.sampler", "at least 2 numeric"},
+		{"absurd start rate", "load: {concurrency: [1, 8]}", "load: {capacity: rate, start_rate: 1e9, max_rate: 1e12}", 15, "workload.load.start_rate", "above 10000 req/s"},
+		{"absurd max rate", "load: {concurrency: [1, 8]}", "load: {capacity: rate, max_rate: 1e12}", 15, "workload.load.max_rate", "above 10000 req/s"},
+		{"absurd rate level", "load: {concurrency: [1, 8]}", "load: {rate: [2, 1e6]}", 15, "workload.load.rate", "above 10000 req/s"},
+		{"endless bisection", "load: {concurrency: [1, 8]}", "load: {capacity: rate, rate_precision: 1e-300}", 15, "workload.load.rate_precision", "want 0.001 to 1"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -256,10 +256,13 @@ func studySpec(o Options, m catalog.Model, c candidate, tps []int) (*tuner.Spec,
 		return nil, err
 	}
 	v := launcherFor(o, c)
-	start := o.TargetRPS
-	if !(start > 0) {
-		start = 4
-	}
+	// The search starts at one rate whatever the target, so that the
+	// capacity found is the candidate's alone (starting at the target put
+	// the search's floor, start/1024, above the capacity of a small
+	// candidate at a large target, and its ceiling beyond MaxRate at an
+	// absurd one); doubling from it to any capacity up to MaxRequestRate
+	// costs at most 12 probes.
+	const start = 4
 	sp := &tuner.Spec{
 		File: "whatif", Text: fmt.Sprintf("whatif %s on %s\n%s", o.Model, c.name(), b.String()),
 		Name: "whatif-" + strings.ReplaceAll(c.name(), " ", "-"), Model: o.Model, ModelConfig: v.ModelConfig,
@@ -269,7 +272,7 @@ func studySpec(o Options, m catalog.Model, c candidate, tps []int) (*tuner.Spec,
 		Hardware: tuner.Hardware{GPU: c.gpu.ID},
 		Space:    spc,
 		Workload: tuner.Workload{Dataset: o.Dataset, Capacity: true, CapacityRate: true, StartRate: start,
-			MaxRate: 1e4, RatePrecision: o.Precision, RequestsPerLevel: o.RequestsPerLevel, Timeout: 10 * time.Minute,
+			MaxRate: tuner.MaxRequestRate, RatePrecision: o.Precision, RequestsPerLevel: o.RequestsPerLevel, Timeout: 10 * time.Minute,
 			ProbeSpan: o.ProbeSpan},
 		SLO:        o.SLO,
 		Objectives: []tuner.Objective{{Metric: "request_rate", Maximize: true}},

@@ -191,6 +191,10 @@ type candidate struct {
 
 func (c candidate) name() string { return fmt.Sprintf("%s x%d %s", c.gpu.ID, c.n, c.engine) }
 
+// MaxTargetRPS bounds --target-rps: a million requests a second is
+// thousands of replicas of any row, past what a purchase question asks.
+const MaxTargetRPS = 1_000_000
+
 // inputErr is a bad option.
 func inputErr(format string, a ...any) error {
 	return fmt.Errorf("%w: %s", ErrInput, fmt.Sprintf(format, a...))
@@ -201,6 +205,11 @@ func (o *Options) normalize() (catalog.Model, []catalog.GPU, error) {
 	m, _, err := catalog.ResolveModel(o.Model)
 	if err != nil {
 		return m, nil, inputErr("--model: %v", err)
+	}
+	if err := m.Simulable(); err != nil {
+		// Sized all the same, so that the refusal still says how big.
+		w := func(b float64) float64 { return (m.LinearParams()*b + m.EmbeddingParams()*2) / (1 << 30) }
+		return m, nil, inputErr("--model: %v; its weights alone are %.1f GiB at 16-bit, %.1f GiB at fp8", err, w(2), w(1))
 	}
 	if len(o.GPUs) == 0 {
 		return m, nil, inputErr("--gpus: give at least one GPU (known: %s)", gpuIDs())
@@ -237,6 +246,9 @@ func (o *Options) normalize() (catalog.Model, []catalog.GPU, error) {
 	}
 	if o.TargetRPS < 0 || math.IsNaN(o.TargetRPS) || math.IsInf(o.TargetRPS, 0) {
 		return m, nil, inputErr("--target-rps %g: must be positive", o.TargetRPS)
+	}
+	if o.TargetRPS > MaxTargetRPS {
+		return m, nil, inputErr("--target-rps %g: above %g req/s, a fleet past any this sizes", o.TargetRPS, float64(MaxTargetRPS))
 	}
 	if o.ReservedDiscount < 0 || o.ReservedDiscount >= 1 {
 		return m, nil, inputErr("--reserved-discount %g: want [0, 1)", o.ReservedDiscount)

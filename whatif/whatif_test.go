@@ -165,6 +165,9 @@ func TestBadOptions(t *testing.T) {
 		{"profile elsewhere", func(o *Options) { o.Calibrations = []Calibration{{path, prof}} }, "measured on H200"},
 		{"bad quantization", func(o *Options) { o.Quantizations = []string{"int3"} }, "int3"},
 		{"context past the model", func(o *Options) { o.MaxModelLen = 1 << 20 }, "positions"},
+		{"absurd target", func(o *Options) { o.TargetRPS = 1e300 }, "--target-rps 1e+300"},
+		{"infinite target", func(o *Options) { o.TargetRPS = math.Inf(1) }, "--target-rps"},
+		{"model the simulator cannot cost", func(o *Options) { o.Model = "../catalog/testdata/deepseek-v3.json" }, "kv_lora_rank"},
 	} {
 		o := small()
 		tc.edit(&o)
@@ -260,5 +263,28 @@ func TestModelDirAndCalibration(t *testing.T) {
 	}
 	if rep.Calibration == nil {
 		t.Error("report names no calibration")
+	}
+}
+
+// TestCapacityIndependentOfTarget: a row's capacity is the candidate's
+// alone. The search used to start at the target, so a target 1,000 times
+// a candidate's capacity put the search's floor above it ("cannot serve"),
+// and an absurd one its ceiling past any rate.
+func TestCapacityIndependentOfTarget(t *testing.T) {
+	var caps []float64
+	for _, target := range []float64{30, 100_000} {
+		o := small()
+		o.GPUs, o.MaxGPUs, o.TargetRPS = []string{"H100-SXM"}, 1, target
+		rep, err := Run(context.Background(), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Rows) != 1 || rep.Rows[0].Rank != 1 {
+			t.Fatalf("target %g: rows %+v, want one ranked", target, rep.Rows)
+		}
+		caps = append(caps, rep.Rows[0].CapacityRPS)
+	}
+	if caps[0] != caps[1] {
+		t.Errorf("capacity %.2f req/s at target 30, %.2f at target 100000: want the same", caps[0], caps[1])
 	}
 }

@@ -29,8 +29,8 @@ func runDryRun(ctx context.Context, sp *tuner.Spec, w io.Writer) error {
 	if d.SpaceSize > 0 {
 		size = fmt.Sprintf("%d configurations in the space", d.SpaceSize)
 	}
-	fmt.Fprintf(w, "dry run of %s: %d configurations forecast (%s) in virtual time on %s in %s; nothing launched\n",
-		sp.Name, d.Configs, size, sp.Hardware.GPU, time.Since(start).Round(100*time.Millisecond))
+	fmt.Fprintf(w, "dry run of %s: %d configurations forecast (%s) in virtual time on %s in %s (%d simulated requests); nothing launched\n",
+		sp.Name, d.Configs, size, sp.Hardware.GPU, time.Since(start).Round(100*time.Millisecond), d.Requests)
 	pct := func(n int) float64 { return 100 * float64(n) / float64(max(d.Configs, 1)) }
 	fmt.Fprintf(w, "predicted infeasible (do not start, or the space rejects them): %d (%.1f%%); start but meet the SLOs at no level: %d (%.1f%%)\n",
 		d.Infeasible, pct(d.Infeasible), d.MissSLO, pct(d.MissSLO))

@@ -202,3 +202,59 @@ func TestSimRunDurationCLI(t *testing.T) {
 		})
 	}
 }
+
+// A model the simulated engine cannot cost is refused by name, with its
+// weights sized, by every command that simulates it; never sized as
+// something else (DeepSeek-V3 read as a dense 38B model once).
+func TestUnmodelledModelRefused(t *testing.T) {
+	dir := t.TempDir()
+	raw, err := os.ReadFile("../../catalog/testdata/deepseek-v3.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	spec := strings.Replace(strings.NewReplacer("REQS", "8", "TRIALS", "2").Replace(tuneSpec),
+		"model: meta-llama/Llama-3.1-8B-Instruct", "model: "+dir, 1)
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"sim estimate", []string{"sim", "estimate", dir, "--gpu", "B200"}},
+		{"whatif", []string{"whatif", "--model", dir, "--gpus", "B200,H100-SXM", "--slo", "tpot_p99_ms=50", "--target-rps", "3", "--no-progress"}},
+		{"tune --dry-run", []string{"tune", "--dry-run", writeSpec(t, spec)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := runCLI(t, tc.args...)
+			if code != exitUsage {
+				t.Fatalf("exit %d, want 2; stderr %q", code, stderr)
+			}
+			for _, f := range []string{"kv_lora_rank", "n_shared_experts", "first_k_dense_replace", "671.0B"} {
+				if !strings.Contains(stderr, f) {
+					t.Errorf("stderr %q does not name %s", stderr, f)
+				}
+			}
+		})
+	}
+	code, _, stderr := runCLI(t, "sim", "estimate", dir, "--gpu", "B200")
+	if code != exitUsage || !strings.Contains(stderr, "626.7 GiB at fp8") {
+		t.Errorf("sim estimate: exit %d, stderr %q: want the weights sized (626.7 GiB at fp8)", code, stderr)
+	}
+	// A Mixtral-style config.json is modelled: its experts count in the weights.
+	mix := t.TempDir()
+	raw, err = os.ReadFile("../../catalog/testdata/mixtral-8x7b.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(mix, "config.json"), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCLI(t, "sim", "estimate", mix, "-tp", "2", "--max-model-len", "8192", "--json")
+	var est struct {
+		Weights float64 `json:"weights_gib"`
+	}
+	if code != exitOK || json.Unmarshal([]byte(stdout), &est) != nil || est.Weights < 43 || est.Weights > 44 {
+		t.Errorf("Mixtral TP2: exit %d, weights %.2f GiB per GPU (want 46.7B*2/2 bytes, ~43.5 GiB); stderr %q", code, est.Weights, stderr)
+	}
+}
