@@ -17,6 +17,7 @@ import (
 
 	"github.com/servetune/servetune/diagnose"
 	"github.com/servetune/servetune/engine"
+	"github.com/servetune/servetune/internal/term"
 	"github.com/servetune/servetune/kube"
 	"github.com/servetune/servetune/measure"
 	"github.com/servetune/servetune/space"
@@ -270,7 +271,7 @@ func newTrialsCmd() *cobra.Command {
 				if queued {
 					fmt.Fprintf(tw, "%s\t", secondsText(r.PendingS))
 				}
-				fmt.Fprintf(tw, "%s\t%s\n", secondsText(r.LaunchS), settingsLine(r.Settings))
+				fmt.Fprintf(tw, "%s\t%s\n", secondsText(r.LaunchS), term.Line(settingsLine(r.Settings)))
 			}
 			if err := tw.Flush(); err != nil {
 				return err
@@ -279,7 +280,7 @@ func newTrialsCmd() *cobra.Command {
 			// point.
 			for _, r := range rows {
 				if r.FailureMsg != "" {
-					fmt.Fprintf(out, "\ntrial %d %s/%s:\n%s", r.Number, r.Status, r.Failure, wrap(r.FailureMsg, 96, "    "))
+					fmt.Fprintf(out, "\ntrial %d %s/%s:\n%s", r.Number, r.Status, r.Failure, wrap(term.Clean(r.FailureMsg), 96, "    "))
 				}
 			}
 			return nil
