@@ -8,10 +8,12 @@ import (
 	"unicode/utf8"
 )
 
-// Default images of the engines' official containers.
+// Default images of the engines' official containers, pinned to the
+// releases whose flags this package's table spells (flags.go): a manifest
+// or docker run line written today starts the same engine next month.
 const (
-	ImageVLLM   = "vllm/vllm-openai:latest"
-	ImageSGLang = "lmsysorg/sglang:latest"
+	ImageVLLM   = "vllm/vllm-openai:v0.11.0"
+	ImageSGLang = "lmsysorg/sglang:v0.5.3"
 )
 
 // DefaultImage is engine e's official container image.
