@@ -18,6 +18,7 @@ import (
 
 	"github.com/servetune/servetune/bench"
 	"github.com/servetune/servetune/engine"
+	"github.com/servetune/servetune/internal/redact"
 	"github.com/servetune/servetune/internal/term"
 	"github.com/servetune/servetune/measure"
 	"github.com/servetune/servetune/report"
@@ -262,7 +263,7 @@ func benchDataset(f *benchFlags) (bench.DatasetSpec, error) {
 // redactHeader hides a header's value in messages: it may be a secret.
 func redactHeader(h string) string {
 	if k, _, ok := strings.Cut(h, ":"); ok {
-		return k + ":<redacted>"
+		return k + ":" + redact.Redacted
 	}
 	return h
 }
