@@ -105,10 +105,10 @@ func TestMarkdownEncoderHostile(t *testing.T) {
 	}
 }
 
-// TestMarkdownReportHostile: a study whose engine messages, request errors
-// and findings are the hostile strings gets a Markdown report in which,
-// outside code, no character starts HTML, a link, emphasis or a cell.
-func TestMarkdownReportHostile(t *testing.T) {
+// hostileStudy is a study whose engine messages, request errors and
+// findings are the hostile strings.
+func hostileStudy(t *testing.T) *Study {
+	t.Helper()
 	ctx := context.Background()
 	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
 	if err != nil {
@@ -142,6 +142,30 @@ func TestMarkdownReportHostile(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Findings = findings
+	return s
+}
+
+// TestHTMLReportHostile: in the HTML report the hostile strings are text:
+// none adds an element or an attribute.
+func TestHTMLReportHostile(t *testing.T) {
+	var b bytes.Buffer
+	if err := hostileStudy(t).WriteHTML(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"<script>alert", "<img src=x", "</code></pre><b>"} {
+		if strings.Contains(b.String(), bad) {
+			t.Errorf("the HTML report holds %q raw", bad)
+		}
+	}
+	if !strings.Contains(b.String(), "&lt;script&gt;alert(1)&lt;/script&gt;") {
+		t.Error("the hostile message is not in the report as text")
+	}
+}
+
+// TestMarkdownReportHostile: the hostile study's Markdown report has, outside
+// code, no character that starts HTML, a link, emphasis or a cell.
+func TestMarkdownReportHostile(t *testing.T) {
+	s := hostileStudy(t)
 	var md bytes.Buffer
 	if err := s.WriteMarkdown(&md); err != nil {
 		t.Fatal(err)
