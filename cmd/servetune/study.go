@@ -13,11 +13,11 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"gopkg.in/yaml.v3"
 
 	"github.com/servetune/servetune/diagnose"
 	"github.com/servetune/servetune/engine"
 	"github.com/servetune/servetune/internal/term"
+	"github.com/servetune/servetune/internal/yamlenc"
 	"github.com/servetune/servetune/kube"
 	"github.com/servetune/servetune/measure"
 	"github.com/servetune/servetune/space"
@@ -603,12 +603,7 @@ func writeRecommendation(w io.Writer, sp *tuner.Spec, rec tuner.Recommendation, 
 		if format == "json" {
 			return writeJSON(w, doc)
 		}
-		enc := yaml.NewEncoder(w)
-		enc.SetIndent(2)
-		if err := enc.Encode(doc); err != nil {
-			return err
-		}
-		return enc.Close()
+		return yamlenc.Encode(w, doc) // the command holds the spec's strings
 	}
 	argv := serveArgv(sp, p, format)
 	q := make([]string, len(argv))

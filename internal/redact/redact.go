@@ -16,6 +16,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/servetune/servetune/engine"
+	"github.com/servetune/servetune/internal/yamlenc"
 )
 
 // Redacted replaces a secret.
@@ -144,16 +145,13 @@ func YAML(text string) string {
 		return text
 	}
 	var b bytes.Buffer
-	enc := yaml.NewEncoder(&b)
-	enc.SetIndent(2)
-	for _, d := range docs {
-		blocks(d)
-		if err := enc.Encode(d); err != nil {
+	for i, d := range docs {
+		if i > 0 {
+			b.WriteString("---\n")
+		}
+		if err := yamlenc.Encode(&b, d); err != nil {
 			return Text(text)
 		}
-	}
-	if err := enc.Close(); err != nil {
-		return Text(text)
 	}
 	return b.String()
 }
@@ -215,18 +213,6 @@ func node(n *yaml.Node, secret bool) bool {
 		// The anchor's node is redacted where it is defined.
 	}
 	return changed
-}
-
-// blocks writes a block scalar that starts with a blank or a line break
-// double-quoted: yaml.v3 writes it back as a block without its
-// indentation indicator, which reads as another value.
-func blocks(n *yaml.Node) {
-	if n.Kind == yaml.ScalarNode && n.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0 && strings.IndexAny(n.Value, " \t\n") == 0 {
-		n.Style = yaml.DoubleQuotedStyle
-	}
-	for _, c := range n.Content {
-		blocks(c)
-	}
 }
 
 // set makes n the string v, quoted as the encoder needs (Redacted would
