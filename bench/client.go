@@ -290,12 +290,12 @@ func eventStream(resp *http.Response) (what string, ok bool) {
 func (c *client) redact(msg string) string {
 	msg = redact.Text(msg)
 	if c.target.APIKey != "" {
-		msg = strings.ReplaceAll(msg, c.target.APIKey, "<redacted>")
+		msg = strings.ReplaceAll(msg, c.target.APIKey, redact.Redacted)
 	}
 	for _, vs := range c.target.Headers {
 		for _, v := range vs {
 			if len(v) >= 4 {
-				msg = strings.ReplaceAll(msg, v, "<redacted>")
+				msg = strings.ReplaceAll(msg, v, redact.Redacted)
 			}
 		}
 	}
@@ -305,7 +305,7 @@ func (c *client) redact(msg string) string {
 		for _, v := range vs {
 			for _, w := range strings.Fields(v) {
 				if len(w) >= 4 {
-					msg = strings.ReplaceAll(msg, w, "<redacted>")
+					msg = strings.ReplaceAll(msg, w, redact.Redacted)
 				}
 			}
 		}

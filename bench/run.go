@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/servetune/servetune/gpu"
+	"github.com/servetune/servetune/internal/redact"
 	"github.com/servetune/servetune/measure"
 	"github.com/servetune/servetune/scrape"
 )
@@ -204,7 +205,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	sum.Engine = seen.engine
 	if seen.engineErr != nil {
 		// Why the level has no engine metrics (or fewer readings).
-		sum.Meta["engine_metrics_error"] = seen.engineErr.Error()
+		sum.Meta["engine_metrics_error"] = redact.Text(seen.engineErr.Error()) // the URL may hold a password
 	}
 	if cfg.GPU != nil {
 		sum.GPU = gpu.Usage(seen.gpu, sum.TotalOutputTokens)

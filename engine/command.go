@@ -1,14 +1,19 @@
 package engine
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
-// Default images of the engines' official containers.
+// Default images of the engines' official containers, pinned to the
+// releases whose flags this package's table spells (flags.go): a manifest
+// or docker run line written today starts the same engine next month.
 const (
-	ImageVLLM   = "vllm/vllm-openai:latest"
-	ImageSGLang = "lmsysorg/sglang:latest"
+	ImageVLLM   = "vllm/vllm-openai:v0.11.0"
+	ImageSGLang = "lmsysorg/sglang:v0.5.3"
 )
 
 // DefaultImage is engine e's official container image.
@@ -62,6 +67,10 @@ func ContainerArgs(e Engine, model string, args []string, port int) []string {
 	return argv
 }
 
+// DockerHFCache is the docker run volume of the host's Hugging Face cache:
+// the shell expands $HOME (ShellQuote writes it so).
+const DockerHFCache = "$HOME/.cache/huggingface:/root/.cache/huggingface"
+
 // DockerRun is the `docker run` line that serves model with settings s
 // (then extra) on gpus GPUs of the host, as the engines' documentation
 // deploys them: the GPUs by index, the host's IPC namespace, port 8000, the
@@ -75,8 +84,9 @@ func DockerRun(e Engine, image, model string, s Settings, extra []string, gpus i
 		ids[i] = strconv.Itoa(i)
 	}
 	port := strconv.Itoa(ContainerPort)
+	// --gpus takes CSV: the double quotes keep "device=0,1" one field.
 	argv := []string{"docker", "run", "--rm", "--gpus", `"device=` + strings.Join(ids, ",") + `"`, "--ipc=host",
-		"-p", port + ":" + port, "-v", "$HOME/.cache/huggingface:/root/.cache/huggingface", "-e", "HF_TOKEN", image}
+		"-p", port + ":" + port, "-v", DockerHFCache, "-e", "HF_TOKEN", image}
 	flags, _ := Render(e, s)
 	return append(argv, ContainerArgs(e, model, append(flags, extra...), ContainerPort)...)
 }
@@ -91,16 +101,60 @@ func SimServeArgs() []string {
 // SimLoadTimeArgs are the flags that set the simulated start-up time.
 func SimLoadTimeArgs(d string) []string { return []string{Flag(VLLM, "sim_load_time"), d} }
 
-// ShellQuote quotes an argument for a POSIX shell when it needs it, so a
-// printed command can be pasted as it is.
+// ShellQuote is the one encoder of a word for a POSIX shell (bash, and the
+// Slurm scripts launcher/slurm writes): a word of safe characters as it
+// is, else in single quotes, else (a word holding a control character, a
+// line break or invalid UTF-8) in bash's ANSI-C quotes, byte by byte, so
+// that the quoted word is always one word on one line and the shell reads
+// back exactly s. DockerHFCache is the one word written for the shell to
+// expand ($HOME).
 func ShellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=,+@%") == "" {
+	if s != "" && strings.Trim(s, shellSafe) == "" {
 		return s
 	}
-	if strings.HasPrefix(s, `"device=`) || strings.HasPrefix(s, "$HOME/") || strings.HasSuffix(s, "[REDACTED]") {
-		return s // already written for the shell, or a placeholder to fill in (internal/redact)
+	if s == DockerHFCache {
+		return `"$HOME"` + strings.TrimPrefix(s, "$HOME")
+	}
+	if !shellPlain(s) {
+		var b strings.Builder
+		b.WriteString("$'")
+		for i := 0; i < len(s); {
+			r, n := utf8.DecodeRuneInString(s[i:])
+			switch {
+			case r == '\\' || r == '\'':
+				b.WriteByte('\\')
+				b.WriteRune(r)
+			case r == '\n':
+				b.WriteString(`\n`)
+			case r == '\t':
+				b.WriteString(`\t`)
+			case r == utf8.RuneError && n <= 1 || !unicode.IsPrint(r) && r != ' ':
+				for _, c := range []byte(s[i : i+n]) {
+					fmt.Fprintf(&b, `\x%02x`, c)
+				}
+			default:
+				b.WriteString(s[i : i+n])
+			}
+			i += n
+		}
+		b.WriteByte('\'')
+		return b.String()
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// shellSafe are the characters no shell gives a meaning to in a word.
+const shellSafe = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=,+@%"
+
+// shellPlain reports whether s is valid UTF-8 of printable characters and
+// spaces only: single quotes keep it on one line, as the terminal shows it.
+func shellPlain(s string) bool {
+	for _, r := range s {
+		if r == utf8.RuneError || !unicode.IsPrint(r) && r != ' ' {
+			return false
+		}
+	}
+	return true
 }
 
 // ShellJoin is argv as one line to paste into a POSIX shell.

@@ -14,7 +14,16 @@
 // limits, mounts a 16 GiB in-memory /dev/shm, takes HF_TOKEN from a Secret
 // by name (key "token", never a value), tolerates the nvidia.com/gpu taint
 // and selects nodes by NVIDIA's GPU product label (nvidia.com/gpu.product,
-// from the catalog's GPU name). Only NVIDIA GPUs are written.
+// from the catalog's GPU name). Only NVIDIA GPUs are written. It requests
+// CPUs and memory by its GPUs (CPUBase, CPUPerGPU, MemoryBase,
+// MemoryPerGPU) and runs the pinned image (engine.ImageVLLM,
+// engine.ImageSGLang). A local model (Serve.Local) is read from a
+// PersistentVolumeClaim mounted read-only at ModelMount (KServe: a pvc://
+// storageUri, which KServe mounts there) and served under its study's name.
+//
+// Text from a spec reaches a manifest only as values the encoder quotes,
+// or through Comment, which comments every line; a value YAML cannot carry
+// back unchanged (not UTF-8, DEL, a C1 control) is refused.
 //
 // Example:
 //

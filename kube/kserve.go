@@ -130,12 +130,19 @@ func KServe(s Serve) (*ServingRuntime, *InferenceService, error) {
 	}
 	sel, _ := s.nodeSelector()
 	runtime := rt.Name
+	// A local model comes from its claim: KServe's storage initializer
+	// mounts a pvc:// URI at ModelMount.
+	var storage *string
+	if s.Local {
+		uri := "pvc://" + s.claim()
+		storage = &uri
+	}
 	one := int32(1)
 	isvc := &InferenceService{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "serving.kserve.io/v1beta1", Kind: "InferenceService"},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: s.labels(), Annotations: ann},
 		Spec: InferenceServiceSpec{Predictor: PredictorSpec{
-			Model:        &ModelSpec{ModelFormat: ModelFormat{Name: format}, Runtime: &runtime, Container: model},
+			Model:        &ModelSpec{ModelFormat: ModelFormat{Name: format}, Runtime: &runtime, StorageURI: storage, Container: model},
 			MinReplicas:  &one,
 			MaxReplicas:  1,
 			NodeSelector: sel,

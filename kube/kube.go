@@ -6,37 +6,64 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
 	"github.com/servetune/servetune/catalog"
 	"github.com/servetune/servetune/engine"
+	"github.com/servetune/servetune/internal/term"
 )
 
 // Serve is one configuration to deploy: what `recommend` prints as a serve
 // command, and the facts a cluster needs beside it.
 type Serve struct {
-	Name     string // object name; "" = from the model (DNS-1123)
-	Engine   engine.Engine
-	Model    string
-	Settings engine.Settings
-	Extra    []string // flags after the settings (a space's extra_args)
-	GPUs     int      // GPUs of one replica
-	GPU      string   // catalog GPU id, for the node selector; "" = none
-	Image    string   // "" = engine.DefaultImage
+	Name   string // object name; "" = from the model (DNS-1123)
+	Engine engine.Engine
+	Model  string // a hub id, or a local model's directory on this host (Local)
+	// Local says Model is a directory on this host: the pod reads the
+	// model from the PersistentVolumeClaim ModelClaim ("" = the objects'
+	// name + "-model"), which holds the directory's files at its root,
+	// and serves it under the name Model, as the study measured it.
+	Local      bool
+	ModelClaim string
+	Settings   engine.Settings
+	Extra      []string // flags after the settings (a space's extra_args)
+	GPUs       int      // GPUs of one replica
+	GPU        string   // catalog GPU id, for the node selector; "" = none
+	Image      string   // "" = engine.DefaultImage
 	// HFSecret names the Secret whose key HFSecretKey holds the Hugging
 	// Face token, handed to the engine as HF_TOKEN; "" = no token.
 	HFSecret string
 	Study    string // annotated, so a deployment is traced to its study
 	Trial    int
 }
+
+// ModelMount is where a local model's claim is mounted: KServe's own
+// mount point for a storageUri, so both forms run the same command.
+const ModelMount = "/mnt/models"
+
+// Each pod requests the CPUs and memory its engine's processes use: the
+// API server and the scheduler each keep a core busy, and each GPU has a
+// worker process (tensor parallelism) that drives it and holds its CUDA
+// context and pinned buffers in host memory. No CPU or memory limit: a
+// throttled scheduler stalls every GPU, and a memory limit would kill the
+// engine while it maps its weights.
+var (
+	CPUBase      = resource.MustParse("2")
+	CPUPerGPU    = resource.MustParse("2")
+	MemoryBase   = resource.MustParse("8Gi")
+	MemoryPerGPU = resource.MustParse("8Gi")
+)
 
 // HFSecretKey is the key of the token in the Secret Serve.HFSecret names
 // (`kubectl create secret generic NAME --from-literal=token=hf_...`).
@@ -90,8 +117,31 @@ func (s Serve) check() error {
 	if s.name() == "" {
 		return fmt.Errorf("%w: no usable object name in %q", ErrBadServe, s.Name)
 	}
+	flags, _ := engine.Render(s.Engine, s.Settings)
+	for what, v := range map[string]string{"model": s.Model, "study": s.Study, "image": s.Image,
+		"extra_args": strings.Join(s.Extra, " "), "settings": strings.Join(flags, " ")} {
+		if !utf8.ValidString(v) {
+			return fmt.Errorf("%w: the %s %q is not UTF-8", ErrBadServe, what, v)
+		}
+		if i := strings.IndexFunc(v, Unwritable); i >= 0 {
+			return fmt.Errorf("%w: the %s %q holds %U, which YAML cannot carry", ErrBadServe, what, v, []rune(v[i:])[0])
+		}
+	}
+	for what, n := range map[string]string{"secret": s.HFSecret, "claim": s.ModelClaim} {
+		if n != "" && len(validation.IsDNS1123Subdomain(n)) > 0 {
+			return fmt.Errorf("%w: %s name %q is not a DNS-1123 name", ErrBadServe, what, n)
+		}
+	}
 	_, err := s.nodeSelector()
 	return err
+}
+
+// Unwritable reports whether r is a character a YAML stream cannot carry
+// back unchanged, even escaped by the encoder: DEL, the C1 controls (YAML
+// 1.1's printable set, which sigs.k8s.io/yaml's parser enforces, and NEL,
+// which a parser folds into a space), U+FFFE and U+FFFF.
+func Unwritable(r rune) bool {
+	return r == 0x7f || r >= 0x80 && r <= 0x9f || r == 0xfffe || r == 0xffff
 }
 
 // nodeSelector picks nodes by the GPU's product label.
@@ -124,7 +174,15 @@ func (s Serve) command(port int) (cmd, args []string, err error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", ErrBadServe, err)
 	}
-	argv := engine.ContainerArgs(s.Engine, s.Model, append(flags, s.Extra...), port)
+	model := s.Model
+	if s.Local {
+		model = ModelMount
+		name := engine.Flag(s.Engine, "served_model_name")
+		if !slices.ContainsFunc(s.Extra, func(a string) bool { return a == name || strings.HasPrefix(a, name+"=") }) {
+			flags = append(flags, name, s.Model)
+		}
+	}
+	argv := engine.ContainerArgs(s.Engine, model, append(flags, s.Extra...), port)
 	if s.Engine == engine.SGLang {
 		return argv[:3], argv[3:], nil
 	}
@@ -149,6 +207,11 @@ func (s Serve) container(name string, port int) (corev1.Container, error) {
 		return corev1.Container{}, err
 	}
 	gpus := *resource.NewQuantity(int64(s.GPUs), resource.DecimalSI)
+	cpu, mem := CPUBase.DeepCopy(), MemoryBase.DeepCopy()
+	for range s.GPUs {
+		cpu.Add(CPUPerGPU)
+		mem.Add(MemoryPerGPU)
+	}
 	probe := func(period, failures int32) *corev1.Probe {
 		return &corev1.Probe{
 			ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: engine.HealthPath, Port: intstr.FromString("http")}},
@@ -164,7 +227,8 @@ func (s Serve) container(name string, port int) (corev1.Container, error) {
 		Args:    args,
 		Ports:   []corev1.ContainerPort{{Name: "http", ContainerPort: int32(port), Protocol: corev1.ProtocolTCP}},
 		// Extended resources are requested by their limit.
-		Resources:    corev1.ResourceRequirements{Limits: corev1.ResourceList{GPUResource: gpus}},
+		Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{GPUResource: gpus},
+			Requests: corev1.ResourceList{corev1.ResourceCPU: cpu, corev1.ResourceMemory: mem}},
 		VolumeMounts: []corev1.VolumeMount{{Name: "shm", MountPath: "/dev/shm"}},
 		// Loading weights takes minutes: the startup probe allows 30 of
 		// them before liveness counts.
@@ -177,6 +241,24 @@ func (s Serve) container(name string, port int) (corev1.Container, error) {
 			LocalObjectReference: corev1.LocalObjectReference{Name: s.HFSecret}, Key: HFSecretKey}}}}
 	}
 	return c, nil
+}
+
+// claim is the PersistentVolumeClaim of a local model.
+func (s Serve) claim() string {
+	if s.ModelClaim != "" {
+		return s.ModelClaim
+	}
+	return DefaultClaim(s)
+}
+
+// DefaultClaim is the claim of a local model that names none: the objects'
+// name and "-model".
+func DefaultClaim(s Serve) string { return dnsName(s.name() + "-model") }
+
+// modelVolume is a local model's claim, read-only.
+func (s Serve) modelVolume() corev1.Volume {
+	return corev1.Volume{Name: "model", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{
+		ClaimName: s.claim(), ReadOnly: true}}}
 }
 
 // shmVolume is /dev/shm in memory.
@@ -200,6 +282,11 @@ func Deployment(s Serve) (*appsv1.Deployment, *corev1.Service, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	vols := []corev1.Volume{shmVolume()}
+	if s.Local {
+		vols = append(vols, s.modelVolume())
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: "model", MountPath: ModelMount, ReadOnly: true})
+	}
 	sel, _ := s.nodeSelector()
 	one := int32(1)
 	meta := metav1.ObjectMeta{Name: s.name(), Labels: s.labels(), Annotations: s.annotations()}
@@ -215,7 +302,7 @@ func Deployment(s Serve) (*appsv1.Deployment, *corev1.Service, error) {
 				ObjectMeta: metav1.ObjectMeta{Labels: s.labels(), Annotations: s.annotations()},
 				Spec: corev1.PodSpec{
 					Containers:   []corev1.Container{c},
-					Volumes:      []corev1.Volume{shmVolume()},
+					Volumes:      vols,
 					NodeSelector: sel,
 					Tolerations:  []corev1.Toleration{gpuToleration()},
 				},
@@ -231,6 +318,20 @@ func Deployment(s Serve) (*appsv1.Deployment, *corev1.Service, error) {
 		},
 	}
 	return d, svc, nil
+}
+
+// Comment writes text as YAML comment lines, each line of it behind "# ":
+// text from a spec or a model path can hold a line break (YAML's
+// line breaks include CR, NEL and the Unicode separators), and a line that
+// escaped the comment would be read as manifest. Control characters are
+// written as escapes (internal/term), so none is left to break a line.
+func Comment(w io.Writer, text string) error {
+	var b strings.Builder
+	for _, l := range strings.Split(term.Clean(text), "\n") {
+		b.WriteString(strings.TrimRight("# "+l, " ") + "\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
 }
 
 // Write writes objects as one YAML stream, each marshalled from its type

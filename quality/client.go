@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/servetune/servetune/engine"
+	"github.com/servetune/servetune/internal/redact"
 )
 
 // Target is the OpenAI-compatible server whose answers are scored.
@@ -193,7 +194,7 @@ func ask(ctx context.Context, hc *http.Client, t Target, prompt string, o Option
 	if resp.StatusCode != http.StatusOK {
 		msg := strings.Join(strings.Fields(string(raw)), " ")
 		if t.APIKey != "" {
-			msg = strings.ReplaceAll(msg, t.APIKey, "<redacted>") // a server that echoes the key
+			msg = strings.ReplaceAll(msg, t.APIKey, redact.Redacted) // a server that echoes the key
 		}
 		if len(msg) > 200 {
 			msg = msg[:200] + "..."

@@ -15,6 +15,11 @@ const Redacted = redact.Redacted
 // (result files) can use it.
 func Redact(text string) string { return redact.Text(text) }
 
+// RedactSpec returns a study spec with its credentials redacted on the
+// parsed YAML (redact.YAML: a block list's secret flag as well as a flow
+// list's, a URL's password), then as text. The store keeps specs so.
+func RedactSpec(spec string) string { return redact.Text(redact.YAML(spec)) }
+
 // secretKey matches metadata keys that name a credential beside
 // redact.Name's: headers and their authorization.
 var secretKey = regexp.MustCompile(`(?i)(authorization|^headers?$)`)

@@ -115,12 +115,12 @@ func (s *Store) Begin(ctx context.Context, st Study, opts BeginOptions) (*Run, [
 	}
 	if opts.UpdateSpec {
 		if err := s.write(ctx, func(tx *sql.Tx) error {
-			_, err := tx.ExecContext(ctx, `UPDATE studies SET spec = ? WHERE id = ?`, Redact(st.Spec), old.ID)
+			_, err := tx.ExecContext(ctx, `UPDATE studies SET spec = ? WHERE id = ?`, RedactSpec(st.Spec), old.ID)
 			return err
 		}); err != nil {
 			return fail(fmt.Errorf("store: update spec: %w", err))
 		}
-		run.Study.Spec = Redact(st.Spec)
+		run.Study.Spec = RedactSpec(st.Spec)
 	}
 	if run.Study, err = s.ResumeStudy(ctx, st.Name); err != nil {
 		return fail(err)

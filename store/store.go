@@ -228,7 +228,7 @@ func (s *Store) CreateStudy(ctx context.Context, st Study) (Study, error) {
 		st.Started = time.Now()
 	}
 	st.Started = st.Started.UTC().Truncate(time.Nanosecond)
-	st.Spec = Redact(st.Spec)
+	st.Spec = RedactSpec(st.Spec)
 	st.Status = StudyRunning
 	st.Finished = time.Time{}
 	err := s.write(ctx, func(tx *sql.Tx) error {

@@ -203,7 +203,7 @@ func (s *Study) Run(ctx context.Context) (Outcome, error) {
 // (preflight). Nothing is stored before every check passed.
 func (s *Study) open(ctx context.Context) (*store.Run, []store.Trial, error) {
 	sp := s.Spec
-	text := store.Redact(sp.Text) // as the store keeps it, to compare like with like
+	text := store.RedactSpec(sp.Text) // as the store keeps it, to compare like with like
 	old, err := s.Store.GetStudy(ctx, sp.Name)
 	switch {
 	case errors.Is(err, store.ErrNotFound):

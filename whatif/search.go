@@ -91,7 +91,7 @@ func searchCandidate(ctx context.Context, o Options, m catalog.Model, c candidat
 	if dir, _, ok := catalog.ModelPath(o.Model); ok {
 		model = dir
 	}
-	row.ServeCommand = shellJoin(engine.ServeCommand(c.engine, model, set, nil))
+	row.ServeCommand = engine.ShellJoin(engine.ServeCommand(c.engine, model, set, nil))
 	regime := regimeOf(o.SLO, level)
 	row.Regime = string(regime)
 	if c.cal != nil {
@@ -412,16 +412,4 @@ func regimeOf(slo tuner.SLO, lv measure.Level) sim.Regime {
 		return sim.RegimeDecodeLarge
 	}
 	return sim.RegimeDecodeSmall
-}
-
-// shellJoin quotes what a shell would split.
-func shellJoin(argv []string) string {
-	out := make([]string, len(argv))
-	for i, a := range argv {
-		if a == "" || strings.ContainsAny(a, " \t\n'\"\\$`;&|<>()*?[]#~") {
-			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-		}
-		out[i] = a
-	}
-	return strings.Join(out, " ")
 }

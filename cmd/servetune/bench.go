@@ -18,6 +18,8 @@ import (
 
 	"github.com/servetune/servetune/bench"
 	"github.com/servetune/servetune/engine"
+	"github.com/servetune/servetune/internal/redact"
+	"github.com/servetune/servetune/internal/term"
 	"github.com/servetune/servetune/measure"
 	"github.com/servetune/servetune/report"
 	"github.com/spf13/cobra"
@@ -263,7 +265,7 @@ func benchDataset(f *benchFlags) (bench.DatasetSpec, error) {
 // redactHeader hides a header's value in messages: it may be a secret.
 func redactHeader(h string) string {
 	if k, _, ok := strings.Cut(h, ":"); ok {
-		return k + ":<redacted>"
+		return k + ":" + redact.Redacted
 	}
 	return h
 }
@@ -391,7 +393,7 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 	}
 	defer closeGPUs()
 	if note != "" {
-		fmt.Fprintln(stderr, note)
+		fmt.Fprintln(stderr, term.Clean(note))
 	}
 	if reader != nil {
 		cfg.GPU = &bench.GPUWatch{Reader: reader, GPUs: ids}
@@ -528,7 +530,7 @@ func failureLine(s measure.Summary) string {
 		if n := s.Errors[string(c)]; n > 0 {
 			part := fmt.Sprintf("%s %d", c, n)
 			if msg := s.ErrorMessages[string(c)]; msg != "" {
-				part += " (" + msg + ")"
+				part += " (" + term.Line(msg) + ")"
 			}
 			parts = append(parts, part)
 		}
@@ -653,7 +655,8 @@ func errorList(m map[string]int) string {
 func printSummary(w io.Writer, name string, s measure.Summary) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "============ Serving Benchmark Result (%s) ============\n", name)
-	row := func(k string, v any) { fmt.Fprintf(tw, "%s\t%v\n", k, v) }
+	// Values hold the server's words (its error messages).
+	row := func(k string, v any) { fmt.Fprintf(tw, "%s\t%s\n", k, term.Line(fmt.Sprint(v))) }
 	row("Successful requests:", s.Completed)
 	row("Failed requests:", s.Failed)
 	if why, ok := s.Meta["stopped"].(string); ok {

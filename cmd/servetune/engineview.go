@@ -12,6 +12,7 @@ import (
 	"github.com/servetune/servetune/diagnose"
 	"github.com/servetune/servetune/engine"
 	"github.com/servetune/servetune/gpu"
+	"github.com/servetune/servetune/internal/term"
 	"github.com/servetune/servetune/measure"
 )
 
@@ -22,7 +23,7 @@ func printEngine(w io.Writer, s measure.Summary) {
 	e := s.Engine
 	if e == nil {
 		if msg, ok := s.Meta["engine_metrics_error"].(string); ok {
-			fmt.Fprintf(w, "Engine metrics: none (%s)\n", msg)
+			fmt.Fprintf(w, "Engine metrics: none (%s)\n", term.Line(msg))
 		}
 		return
 	}

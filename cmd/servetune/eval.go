@@ -12,6 +12,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/servetune/servetune/bench"
+	"github.com/servetune/servetune/internal/redact"
+	"github.com/servetune/servetune/internal/term"
 	"github.com/servetune/servetune/quality"
 )
 
@@ -129,7 +131,7 @@ func runEval(cmd *cobra.Command, f *evalFlags) error {
 		return nil
 	}
 	v := quality.Judge(res, base.Result, f.maxDrop)
-	fmt.Fprintf(w, "against %s (%s): %s\n", f.baseline, base.BaseURL, v)
+	fmt.Fprintf(w, "against %s (%s): %s\n", f.baseline, term.Line(redact.URL(base.BaseURL)), v)
 	if v.Scored && !v.Pass {
 		return &exitError{code: exitSLOMiss, err: fmt.Errorf("quality gate: accuracy dropped %.1f points, more than the %.1f allowed", v.DropPct, f.maxDrop)}
 	}
@@ -163,6 +165,6 @@ func printEval(w io.Writer, t bench.Target, seed uint64, r quality.Result) {
 	fmt.Fprintf(tw, "all\t%.1f%% (%d of %d)\n", r.AccuracyPct, r.Correct, r.Items)
 	tw.Flush()
 	if r.Errors > 0 {
-		fmt.Fprintf(w, "%d tasks unanswered (counted wrong), the first: %s\n", r.Errors, r.FirstError)
+		fmt.Fprintf(w, "%d tasks unanswered (counted wrong), the first: %s\n", r.Errors, term.Line(r.FirstError))
 	}
 }

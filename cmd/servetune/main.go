@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/servetune/servetune/internal/selfstats"
+	"github.com/servetune/servetune/internal/term"
 	_ "github.com/servetune/servetune/launcher/kinds" // every launcher kind a study may name
 )
 
@@ -91,7 +92,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintf(stderr, "servetune: %v\n", err)
+	fmt.Fprintf(stderr, "servetune: %s\n", term.Clean(err.Error())) // errors quote servers and engines
 	var ee *exitError
 	if errors.As(err, &ee) {
 		return ee.code

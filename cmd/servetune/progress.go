@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/servetune/servetune/internal/term"
 )
 
 // progressBar draws a one-line progress bar on a terminal stream (stderr),
@@ -28,7 +30,7 @@ type progressBar struct {
 // newProgress returns a bar for total items (or, when total is 0, for a run
 // of the given duration); a nil w gives a bar that draws nothing.
 func newProgress(w io.Writer, label string, total int, duration time.Duration) *progressBar {
-	return &progressBar{w: w, label: label, total: total, duration: duration, start: time.Now(), width: 30}
+	return &progressBar{w: w, label: term.Line(label), total: total, duration: duration, start: time.Now(), width: 30}
 }
 
 // Update records done items out of total (total 0 keeps the bar's own).

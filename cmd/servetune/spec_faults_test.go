@@ -104,7 +104,7 @@ func TestTuneSecretsAtRest(t *testing.T) {
 	if strings.Contains(all.String(), secret) {
 		t.Errorf("the secret is in the output:\n%s", all.String())
 	}
-	if !strings.Contains(all.String(), "--api-key [REDACTED]") {
+	if !strings.Contains(all.String(), "--api-key '[REDACTED]'") { // quoted: a bare [REDACTED] is a shell glob
 		t.Errorf("the recommended command does not show the flag redacted:\n%s", out)
 	}
 	files, _ := filepath.Glob(db + "*")

@@ -13,10 +13,11 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"gopkg.in/yaml.v3"
 
 	"github.com/servetune/servetune/diagnose"
 	"github.com/servetune/servetune/engine"
+	"github.com/servetune/servetune/internal/term"
+	"github.com/servetune/servetune/internal/yamlenc"
 	"github.com/servetune/servetune/kube"
 	"github.com/servetune/servetune/measure"
 	"github.com/servetune/servetune/space"
@@ -270,7 +271,7 @@ func newTrialsCmd() *cobra.Command {
 				if queued {
 					fmt.Fprintf(tw, "%s\t", secondsText(r.PendingS))
 				}
-				fmt.Fprintf(tw, "%s\t%s\n", secondsText(r.LaunchS), settingsLine(r.Settings))
+				fmt.Fprintf(tw, "%s\t%s\n", secondsText(r.LaunchS), term.Line(settingsLine(r.Settings)))
 			}
 			if err := tw.Flush(); err != nil {
 				return err
@@ -279,7 +280,7 @@ func newTrialsCmd() *cobra.Command {
 			// point.
 			for _, r := range rows {
 				if r.FailureMsg != "" {
-					fmt.Fprintf(out, "\ntrial %d %s/%s:\n%s", r.Number, r.Status, r.Failure, wrap(r.FailureMsg, 96, "    "))
+					fmt.Fprintf(out, "\ntrial %d %s/%s:\n%s", r.Number, r.Status, r.Failure, wrap(term.Clean(r.FailureMsg), 96, "    "))
 				}
 			}
 			return nil
@@ -436,7 +437,7 @@ func newParetoCmd() *cobra.Command {
 }
 
 func newRecommendCmd() *cobra.Command {
-	var dbPath, prefer, format, hfSecret string
+	var dbPath, prefer, format, hfSecret, modelClaim string
 	cmd := &cobra.Command{
 		Use:   "recommend STUDY",
 		Short: "Print the best measured configuration under the SLOs as a serve command",
@@ -464,7 +465,7 @@ func newRecommendCmd() *cobra.Command {
 				return failedError(fmt.Errorf("study %s: %w", sp.Name, err))
 			}
 			if format == "k8s" || format == "kserve" {
-				return writeManifests(cmd.OutOrStdout(), sp, rec, pref, format, hfSecret)
+				return writeManifests(cmd.OutOrStdout(), sp, rec, pref, format, hfSecret, modelClaim)
 			}
 			q := recommendedQuality(sp, ss.study, ss.trials, rec.Best.Point.Trial)
 			return writeRecommendation(cmd.OutOrStdout(), sp, rec, pref, format, q)
@@ -473,6 +474,7 @@ func newRecommendCmd() *cobra.Command {
 	addDBFlag(cmd, &dbPath)
 	cmd.Flags().StringVar(&prefer, "prefer", "throughput", "throughput | cost | latency")
 	cmd.Flags().StringVar(&format, "format", "", "vllm | sglang | docker | yaml | json | k8s (Deployment + Service) | kserve (ServingRuntime + InferenceService) (default: the study's engine)")
+	cmd.Flags().StringVar(&modelClaim, "model-claim", "", "with k8s or kserve and a local model: the PersistentVolumeClaim holding its files (default: NAME-model)")
 	cmd.Flags().StringVar(&hfSecret, "hf-secret", "hf-token", `with k8s or kserve: the Secret whose key "token" holds the Hugging Face token ("" for none)`)
 	return cmd
 }
@@ -480,10 +482,15 @@ func newRecommendCmd() *cobra.Command {
 // writeManifests writes the recommendation as Kubernetes manifests (k8s:
 // a Deployment and a Service; kserve: a ServingRuntime and an
 // InferenceService), headed by comments on where it comes from.
-func writeManifests(w io.Writer, sp *tuner.Spec, rec tuner.Recommendation, pref tuner.Preference, format, hfSecret string) error {
+func writeManifests(w io.Writer, sp *tuner.Spec, rec tuner.Recommendation, pref tuner.Preference, format, hfSecret, modelClaim string) error {
 	p := rec.Best.Point
 	s := kube.Serve{Engine: sp.Engine, Model: sp.Model, Settings: p.Settings, Extra: sp.Space.Extra, GPUs: p.GPUs,
-		GPU: sp.Hardware.GPU, HFSecret: hfSecret, Study: sp.Name, Trial: p.Trial}
+		GPU: sp.Hardware.GPU, HFSecret: hfSecret, Study: sp.Name, Trial: p.Trial,
+		// A local model (its config.json was read) is a directory on this host.
+		Local: sp.ModelConfig != "", ModelClaim: modelClaim}
+	if s.Local && s.ModelClaim == "" {
+		s.ModelClaim = kube.DefaultClaim(s)
+	}
 	if d, ok := sp.Launcher.Launcher.(interface{ Image() string }); ok && !engine.IsSimImage(d.Image()) {
 		s.Image = d.Image()
 	}
@@ -499,14 +506,19 @@ func writeManifests(w io.Writer, sp *tuner.Spec, rec tuner.Recommendation, pref 
 	if err != nil {
 		return usageError(fmt.Errorf("study %s: %w", sp.Name, err))
 	}
-	argv := serveArgv(sp, p, string(sp.Engine))
-	for i, a := range argv {
-		argv[i] = shellQuote(a)
+	// Every line of the header is a comment (kube.Comment): the names and
+	// the command come from the spec.
+	head := fmt.Sprintf("%s: trial %d at %s, best %s under SLO %s; as a command:\n  %s", sp.Name, p.Trial, p.Label, pref, sp.SLO,
+		engine.ShellJoin(serveArgv(sp, p, string(sp.Engine))))
+	if s.Local {
+		head += fmt.Sprintf("\nthe model's files, from %s on this host, at the root of the PersistentVolumeClaim %s", sp.Model, s.ModelClaim)
 	}
-	fmt.Fprintf(w, "# %s: trial %d at %s, best %s under SLO %s; as a command:\n#   %s\n", sp.Name, p.Trial, p.Label, pref, sp.SLO,
-		strings.Join(argv, " "))
 	if hfSecret != "" {
-		fmt.Fprintf(w, "# the Hugging Face token: kubectl create secret generic %s --from-literal=%s=\"$HF_TOKEN\"\n", hfSecret, kube.HFSecretKey)
+		head += fmt.Sprintf("\nthe Hugging Face token: kubectl create secret generic %s --from-literal=%s=\"$HF_TOKEN\"",
+			engine.ShellQuote(hfSecret), kube.HFSecretKey)
+	}
+	if err := kube.Comment(w, head); err != nil {
+		return err
 	}
 	return kube.Write(w, objs...)
 }
@@ -514,9 +526,6 @@ func writeManifests(w io.Writer, sp *tuner.Spec, rec tuner.Recommendation, pref 
 // serveArgv returns the command that serves the recommendation, secret
 // flags' values redacted (tuner.Spec.ServeArgv).
 func serveArgv(sp *tuner.Spec, p tuner.Point, format string) []string { return sp.ServeArgv(p, format) }
-
-// shellQuote quotes an argument for a POSIX shell when it needs it.
-func shellQuote(s string) string { return engine.ShellQuote(s) }
 
 // recommendMetrics are the figures a recommendation shows, with their
 // intervals over the configuration's runs.
@@ -594,17 +603,12 @@ func writeRecommendation(w io.Writer, sp *tuner.Spec, rec tuner.Recommendation, 
 		if format == "json" {
 			return writeJSON(w, doc)
 		}
-		enc := yaml.NewEncoder(w)
-		enc.SetIndent(2)
-		if err := enc.Encode(doc); err != nil {
-			return err
-		}
-		return enc.Close()
+		return yamlenc.Encode(w, doc) // the command holds the spec's strings
 	}
 	argv := serveArgv(sp, p, format)
 	q := make([]string, len(argv))
 	for i, a := range argv {
-		q[i] = shellQuote(a)
+		q[i] = engine.ShellQuote(a)
 	}
 	runs := "1 run"
 	if best.Runs() > 1 {
@@ -625,7 +629,7 @@ func writeRecommendation(w io.Writer, sp *tuner.Spec, rec tuner.Recommendation, 
 			sep = "the best is better at 95%"
 		}
 		rm := candidateMetrics(*ru)[best.Metric]
-		fmt.Fprintf(w, "# runner-up: trial %d, %s=%s; %s\n#   %s\n", ru.Trial, best.Metric, describeCI(best.Metric, rm, ru.Runs()), sep, settingsLine(ru.Settings))
+		fmt.Fprintf(w, "# runner-up: trial %d, %s=%s; %s\n#   %s\n", ru.Trial, best.Metric, describeCI(best.Metric, rm, ru.Runs()), sep, term.Line(settingsLine(ru.Settings)))
 	}
 	if verdict != nil {
 		fmt.Fprint(w, "# "+wrap(verdict.String(), 100, "#   ")[4:])

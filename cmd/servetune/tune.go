@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/servetune/servetune/engine"
+	"github.com/servetune/servetune/internal/term"
 	"github.com/servetune/servetune/launcher"
 	"github.com/servetune/servetune/measure"
 	"github.com/servetune/servetune/space"
@@ -188,7 +189,7 @@ func failureSummary(trials []store.Trial) string {
 			continue
 		}
 		if counts[t.Failure] == 0 {
-			first[t.Failure] = t.FailureMsg
+			first[t.Failure] = term.Line(t.FailureMsg)
 		}
 		counts[t.Failure]++
 	}
@@ -372,5 +373,5 @@ func trialLine(r tuner.TrialReport, obj tuner.Objective) string {
 		}
 		fmt.Fprintf(&b, "  (%s)", msg)
 	}
-	return b.String()
+	return term.Line(b.String()) // the engine's message, the spec's settings
 }

@@ -1,9 +1,21 @@
 package redact
 
 import (
+	"bytes"
+	"encoding/json"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
+	"unicode/utf8"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/servetune/servetune/internal/hostile"
 )
 
 func TestText(t *testing.T) {
@@ -62,4 +74,153 @@ func FuzzText(f *testing.F) {
 			t.Fatalf("token %q survived in %q", tok, out)
 		}
 	})
+}
+
+// TestTextMore: URL passwords, -k, --auth and a middleware's auth=VALUE.
+func TestTextMore(t *testing.T) {
+	for _, tc := range []struct{ in, secret, keep string }{
+		{`base_url: "http://admin:pw1234@host:8000/v1"`, "pw1234", "http://admin:" + Redacted + "@host:8000/v1"},
+		{`GET http://admin:pw1234@10.0.0.1:8000/metrics: 401 Unauthorized`, "pw1234", "admin:"},
+		{`proxy -k tok-abcdef --port 1`, "tok-abcdef", "--port 1"},
+		{`["-k", "tok-abcdef"]`, "tok-abcdef", "-k"},
+		{`--auth tok-abcdef`, "tok-abcdef", "--auth"},
+		{`--middleware auth=tok-abcdef`, "tok-abcdef", "--middleware auth="},
+	} {
+		out := Text(tc.in)
+		if strings.Contains(out, tc.secret) || !strings.Contains(out, Redacted) || !strings.Contains(out, tc.keep) {
+			t.Errorf("Text(%q) = %q", tc.in, out)
+		}
+	}
+	if got := URL("https://u:p@h/x?y=1"); got != "https://u:"+Redacted+"@h/x?y=1" {
+		t.Errorf("URL = %s", got)
+	}
+	for _, keep := range []string{"http://host:8000/v1", "--author me", "--enable-prefix-caching", "user@example.com"} {
+		if out := Text(keep); out != keep {
+			t.Errorf("Text(%q) = %q, want it unchanged", keep, out)
+		}
+	}
+	got := strings.Join(Args([]string{"-k", "a1", "--auth", "a2", "--middleware", "auth=a3", "--x", "basic-auth=a4", "--port", "1"}), " ")
+	if want := "-k [REDACTED] --auth [REDACTED] --middleware auth=[REDACTED] --x basic-auth=[REDACTED] --port 1"; got != want {
+		t.Errorf("Args = %q\nwant   %q", got, want)
+	}
+}
+
+const specWithSecrets = `name: s   # the study
+model: m
+launcher:
+  kind: endpoint
+  base_url: "http://admin:pw-9f8e7d@10.0.0.1:8000"
+space:
+  max_running_requests: [32, 64]
+  extra_args:
+    - --api-key
+    - tok-block-1234
+    - -k
+    - tok-short-1234
+    - --auth
+    - tok-auth-1234
+    - --middleware
+    - auth=tok-mw-1234
+    - --disable-log-requests
+  flow_args: [--api-key, tok-flow-1234, --port, "8000"]
+env: {HF_TOKEN: hf_abcdefghijklmnopqrstuvwxyz, PATH_X: /usr/bin}
+headers:
+  Authorization: Bearer tok-header-1234
+# a comment with token: tok-comment-1234
+`
+
+// TestYAML: secrets are redacted on the parsed document however the list
+// is written; everything else parses back the same, and a document without
+// secrets comes back byte for byte.
+func TestYAML(t *testing.T) {
+	out := YAML(specWithSecrets)
+	for _, s := range []string{"pw-9f8e7d", "tok-block-1234", "tok-short-1234", "tok-auth-1234", "tok-mw-1234", "tok-flow-1234",
+		"hf_abcdefghijklmnopqrstuvwxyz", "tok-header-1234", "tok-comment-1234"} {
+		if strings.Contains(out, s) {
+			t.Errorf("%s kept:\n%s", s, out)
+		}
+	}
+	var before, after map[string]any
+	if err := yaml.Unmarshal([]byte(specWithSecrets), &before); err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal([]byte(out), &after); err != nil {
+		t.Fatalf("redacted spec does not parse: %v\n%s", err, out)
+	}
+	args := after["space"].(map[string]any)["extra_args"].([]any)
+	want := []any{"--api-key", Redacted, "-k", Redacted, "--auth", Redacted, "--middleware", "auth=" + Redacted, "--disable-log-requests"}
+	if !reflect.DeepEqual(args, want) {
+		t.Errorf("extra_args %q, want %q", args, want)
+	}
+	if got := after["launcher"].(map[string]any)["base_url"]; got != "http://admin:"+Redacted+"@10.0.0.1:8000" {
+		t.Errorf("base_url %v", got)
+	}
+	if !reflect.DeepEqual(after["space"].(map[string]any)["max_running_requests"], before["space"].(map[string]any)["max_running_requests"]) ||
+		after["env"].(map[string]any)["PATH_X"] != "/usr/bin" || after["name"] != "s" {
+		t.Errorf("values other than secrets changed:\n%s", out)
+	}
+	if YAML(out) != out {
+		t.Errorf("not idempotent:\n%s\n%s", out, YAML(out))
+	}
+	plain := "name: s\n# keep this comment\nspace: {extra_args: [--disable-log-requests]}\n"
+	if YAML(plain) != plain {
+		t.Errorf("a spec without secrets changed: %q", YAML(plain))
+	}
+}
+
+// TestYAMLHostile: a hostile string as a secret or as a plain value never
+// breaks the document: the redacted text parses to the same keys, the
+// plain value comes back whole (as Text leaves it), the secret does not.
+func TestYAMLHostile(t *testing.T) {
+	for _, h := range hostile.Strings {
+		if !utf8.ValidString(h) || strings.ContainsAny(h, "\x00\x7f\u0080\u0081\u0082\u0083\u0084\u0086\u0087\u0088\u0089\u008a\u008b\u008c\u008d\u008e\u008f\u0090\u0091\u0092\u0093\u0094\u0095\u0096\u0097\u0098\u0099\u009a\u009b\u009c\u009d\u009e\u009f\ufeff\x07\x08\x1b\u0085") {
+			continue // YAML cannot hold it
+		}
+		in := map[string]any{"plain": h, "api_key": "s3cr3t-" + h, "extra_args": []string{"--api-key", "s3cr3t-" + h, "--x", h}}
+		b, err := json.Marshal(in) // YAML too, every string double-quoted
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := YAML(string(b))
+		var got map[string]any
+		if err := yaml.Unmarshal([]byte(out), &got); err != nil {
+			t.Fatalf("%q: %v\n%s", h, err, out)
+		}
+		if len(got) != 3 || got["plain"] != Text(h) || got["api_key"] != Redacted || strings.Contains(out, "s3cr3t") ||
+			!reflect.DeepEqual(got["extra_args"], []any{"--api-key", Redacted, "--x", Text(h)}) {
+			t.Errorf("%q: %#v\n%s", h, got, out)
+		}
+	}
+}
+
+// TestOneMarker: Redacted is the only spelling of a redacted value in the
+// code; the others once used appear in no non-test Go file.
+func TestOneMarker(t *testing.T) {
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Dir(filepath.Dir(filepath.Dir(file)))
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for _, other := range []string{"<redacted>", "<REDACTED>", `"***"`, `"xxxxx"`} {
+			if bytes.Contains(b, []byte(other)) {
+				rel, _ := filepath.Rel(root, p)
+				t.Errorf("%s spells a redacted value %s; use redact.Redacted", rel, other)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }

@@ -299,13 +299,10 @@ func shellWord(a string) string {
 	}
 }
 
-// shellQuote quotes s for a POSIX shell when it needs it.
-func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=,+@%") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
+// shellQuote quotes s for bash: engine.ShellQuote, whose words stay on
+// one line (a study name or model path with a line break cannot end the
+// script's comment or start a command).
+func shellQuote(s string) string { return engine.ShellQuote(s) }
 
 // files are a job's files in the work dir.
 type files struct{ script, log, addr string }

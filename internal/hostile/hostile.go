@@ -1,0 +1,60 @@
+// Package hostile holds the strings that every encoder's test feeds it:
+// text a user or a server controls that tries to leave the language it is
+// written into (a YAML document or key, a shell word, an HTML element, a
+// Markdown link, a terminal escape sequence, a Slurm script line). Each
+// encoder's test asserts that every string comes back as data, whole.
+package hostile
+
+// Strings are the hostile inputs, one per trick; each is also a plausible
+// value of a spec field, a model path or a server message.
+var Strings = []string{
+	"",
+	" ",
+	"plain",
+	"x\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: evil\nspec:\n  containers:\n  - name: c\n    image: busybox\n    securityContext:\n      privileged: true\n",
+	"x\r\n---\r\nkind: Pod",
+	"a: b\nc: d",
+	"key: value # comment",
+	"- item",
+	"&anchor *alias !!binary",
+	"{flow: map}",
+	"[flow, seq]",
+	"'single' \"double\"",
+	"it's",
+	"$(touch pwned)",
+	"`touch pwned`",
+	"; rm -rf ~ #",
+	"a && b || c | d > e < f",
+	"$HOME/${PATH}",
+	"~root",
+	"*.glob?[a-z]",
+	"back\\slash\\",
+	"line1\nline2",
+	"\n#SBATCH --uid=0\n",
+	"tab\there",
+	"\x1b]0;owned\x07\x1b[2J\x1b[1;31mred",
+	"\x1b[6n\x1bP+q\x1b\\",
+	"\x9b2J\u009d0;title\u009c",
+	"nul\x00byte",
+	"bell\x07 backspace\x08 del\x7f",
+	"\u2028line separator\u2029paragraph\u0085next",
+	"\u202eright-to-left override",
+	"invalid utf-8 \xff\xfe",
+	"<script>alert(1)</script>",
+	"<img src=x onerror=alert(1)>",
+	"</code></pre><b>",
+	"&lt;entity&gt; &amp;",
+	"[link](javascript:alert(1))",
+	"![img](http://evil/x.png)",
+	"**bold** _em_ `code` ~~strike~~",
+	"| table | cell |",
+	"# heading",
+	"```\nfenced\n```",
+	"' OR '1'='1'; DROP TABLE trials; --",
+	"http://admin:pw@host:8000/v1",
+	"--api-key",
+	"-k",
+	"../../etc/passwd",
+	"name with spaces/and-dirs",
+	"ünïcødé/モデル",
+}
