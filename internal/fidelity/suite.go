@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -217,8 +218,10 @@ func (s *Suite) Simulate(r Run) (Result, error) {
 	var sched []time.Duration
 	n := w.Requests
 	if len(w.Stages) > 0 {
-		// Poisson stages back to back, one fixed seed per run.
-		rng := rand.New(rand.NewPCG(1, uint64(len(r.ID))))
+		// Poisson stages back to back, the seed fixed by the run's id.
+		h := fnv.New64a()
+		h.Write([]byte(r.ID))
+		rng := rand.New(rand.NewPCG(1, h.Sum64()))
 		var t float64
 		for _, st := range w.Stages {
 			for range int(st[1]) {
