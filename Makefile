@@ -7,7 +7,7 @@ PKGS    := ./...
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 export CGO_ENABLED = 1
 
-.PHONY: all build install test lint bench run sim-image sampler-bench guided-bench whatif-bench fuzz soak clean
+.PHONY: all build install test lint bench run sim-image sampler-bench guided-bench whatif-bench fidelity fuzz soak clean
 
 all: build
 
@@ -25,6 +25,7 @@ lint:
 test: lint
 	$(GO) test -count=1 -run '^$$' $(PKGS) >/dev/null
 	$(GO) test -count=1 -p 1 -timeout 20m $(PKGS)
+	$(MAKE) fidelity
 
 # Go benchmarks for hot paths (SSE parser, client loop, simulator).
 bench:
@@ -72,6 +73,15 @@ whatif-bench: build
 	./$(BIN) whatif --model meta-llama/Llama-3.3-70B-Instruct --gpus H100-SXM,H200,B200,L40S,A100-80G \
 		--max-gpus 8 --engine vllm --input-len 2048 --output-len 256 \
 		--slo ttft_p99_ms=2000,tpot_p99_ms=50 --target-rps 20 --no-progress
+
+# The simulator against public measurements of real vLLM and SGLang runs
+# (sim/testdata/fidelity/runs.json, docs/fidelity.md): the median and worst
+# error per regime and metric, the whole table in bin/fidelity.md; fails
+# when a regime's median is more than 2 points above
+# sim/testdata/fidelity/medians.json (FIDELITY_ARGS=-update records them).
+fidelity:
+	$(GO) build -o bin/fidelity ./internal/fidelity/cmd
+	./bin/fidelity $(FIDELITY_ARGS)
 
 # Every fuzz target for FUZZTIME (default 30s each); make test runs their
 # seed corpora only.

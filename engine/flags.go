@@ -175,6 +175,8 @@ var table = []setting{
 		sglang: spelling{on: []string{"--enable-mixed-chunk"}}},
 	{name: "enable_metrics", typ: Bool, doc: "SGLang: serve Prometheus metrics",
 		sglang: spelling{on: []string{"--enable-metrics"}}},
+	{name: "async_scheduling", typ: Bool, doc: "vLLM: schedule the next step while the GPU runs this one (on by default)",
+		vllm: spelling{on: []string{"--async-scheduling"}, off: []string{"--no-async-scheduling"}}},
 
 	// The simulated engine's own flags (both command lines; SimEnv holds the
 	// environment variables that stand in for them).
@@ -201,7 +203,7 @@ var table = []setting{
 // read without complaint.
 var (
 	ignoredSwitches = []string{"--disable-log-requests", "--disable-log-stats", "--trust-remote-code",
-		"--enable-log-requests", "--disable-custom-all-reduce", "--async-scheduling", "--no-async-scheduling",
+		"--enable-log-requests", "--disable-custom-all-reduce",
 		"--disable-frontend-multiprocessing", "--skip-tokenizer-init", "--disable-fastapi-docs"}
 	ignoredValued = []string{"--dtype", "--seed", "--download-dir", "--tokenizer", "--revision",
 		"--swap-space", "--uvicorn-log-level", "--load-format", "--distributed-executor-backend",

@@ -85,7 +85,9 @@ func TestCalibrationVLLMLatency(t *testing.T) {
 		{"Mixtral TP2 H200", []string{"mixtral-8x7b", "-tp", "2", "--gpu", "H200"}, 1917.4},
 	}
 	e2e := func(args []string, kernelUs float64) float64 {
-		cfg := mustParse(t, append(args, "--max-model-len", "4096")...)
+		// The dashboard's vLLM predates async scheduling as the default
+		// (vLLM PR #27614): its host work ran between the steps.
+		cfg := mustParse(t, append(args, "--max-model-len", "4096", "--no-async-scheduling")...)
 		cfg.Constants.KernelOverheadUs = kernelUs
 		// vllm bench latency drives the engine in-process (the LLM
 		// class): no API server, so no front end (its least value).
@@ -149,14 +151,14 @@ func TestPrefillLayerMatchesProfile(t *testing.T) {
 // tokens a step; V1's budget gives the second figure.
 func TestCalibrationLightLoadTTFT(t *testing.T) {
 	run := func(extra ...string) measure.Summary {
-		return run(t, append([]string{"llama-3.3-70b", "-tp", "4", "--max-model-len", "8192", "--max-num-seqs", "256"}, extra...), 8, 1052, 258, 1)
+		// V0, so no async scheduling.
+		return run(t, append([]string{"llama-3.3-70b", "-tp", "4", "--max-model-len", "8192", "--max-num-seqs", "256", "--no-async-scheduling"}, extra...), 8, 1052, 258, 1)
 	}
 	s := run("--max-num-batched-tokens", "512")
 	v1 := run()
 	ttft, tpot := 100*(s.TTFT.Mean/135.3-1), 100*(s.TPOT.Mean/18.7-1)
 	t.Logf("TTFT %.1f ms vs 135.3 (%+.1f%%), TPOT %.2f ms vs ~18.7 (%+.1f%%); with V1's token budget TTFT %.1f ms", s.TTFT.Mean, ttft, s.TPOT.Mean, tpot, v1.TTFT.Mean)
-	band, _ := ErrorBand(RegimeTTFT)
-	if math.Abs(ttft) > 100*band || math.Abs(tpot) > 10 {
-		t.Errorf("TTFT %+.1f%% (band ±%.0f%%), TPOT %+.1f%%", ttft, 100*band, tpot)
+	if math.Abs(ttft) > 20 || math.Abs(tpot) > 10 {
+		t.Errorf("TTFT %+.1f%% (want within 20%%), TPOT %+.1f%% (10%%)", ttft, tpot)
 	}
 }

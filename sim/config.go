@@ -43,6 +43,9 @@ type Config struct {
 	PrefixCaching  bool
 	ChunkedPrefill bool
 	MixedChunk     bool // mixed_chunk (SGLang): prefill and decode in one batch
+	// SyncScheduling is async_scheduling off (vLLM): the host's per-step
+	// work runs between the GPU's steps instead of beside them.
+	SyncScheduling bool
 	BlockSize      int  // block_size (SGLang: page size)
 	EnforceEager   bool // cuda_graphs off
 	CUDAGraphMaxBS int
@@ -210,6 +213,9 @@ func (c *Config) apply(s engine.Settings) {
 	}
 	if v, ok := s.Bool("cuda_graphs"); ok {
 		c.EnforceEager = !v
+	}
+	if v, ok := s.Bool("async_scheduling"); ok {
+		c.SyncScheduling = !v
 	}
 	if v, ok := s.Bool("mixed_chunk"); ok {
 		c.MixedChunk = v

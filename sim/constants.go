@@ -119,11 +119,14 @@ var (
 
 // Host-side costs.
 const (
-	// stepOverheadVLLM is the per-step CPU time that does not overlap the
-	// GPU (scheduling, input preparation, output processing). Calibration
-	// point 2: v0.5 spent ~62% of a 13 ms step (~8 ms) on the CPU; v0.6+
-	// (multi-step, async output) and V1 cut it sharply. Fit: 1.5 ms, the
-	// "few ms, lower for newer versions" of calibration.md.
+	// stepOverheadVLLM is the per-step CPU time (scheduling, input
+	// preparation, output processing). Calibration point 2: v0.5 spent
+	// ~62% of a 13 ms step (~8 ms) on the CPU; v0.6+ (multi-step, async
+	// output) and V1 cut it sharply. Fit: 1.5 ms, the "few ms, lower for
+	// newer versions" of calibration.md. With async scheduling, vLLM's
+	// default since PR #27614 (docs/reference.md (Step cadence)), it runs
+	// beside the GPU's step and only a host slower than the GPU sets the
+	// cadence; --no-async-scheduling puts it between the steps again.
 	stepOverheadVLLM = 1500 * time.Microsecond
 	// stepOverheadSGLang: SGLang overlaps scheduling with the GPU
 	// ("zero-overhead" scheduler). Estimate: 1.0 ms.

@@ -41,8 +41,13 @@
 // calibrate, `servetune calibrate`); a profile names the GPU and engine it
 // was measured on and Config.ApplyProfile refuses it elsewhere unless
 // forced.
-// ErrorBand states the expected error of a prediction by regime, from the
-// calibration points below. The model is deterministic: the same Config,
+// ErrorBand states the expected error of a prediction in its regime and
+// over the metrics its verdict rests on, from the fidelity suite's
+// measured errors (testdata/fidelity/medians.json, docs/fidelity.md); the
+// what-if bands in the weak spots below are those of earlier rounds. The
+// simulated vLLM runs async scheduling (its default since PR #27614) unless
+// --no-async-scheduling is given; the calibration points below that ran an
+// older vLLM pass it. The model is deterministic: the same Config,
 // requests, load and seed give the same records.
 //
 // # Calibration

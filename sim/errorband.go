@@ -1,68 +1,181 @@
 package sim
 
-// Regime is where a prediction's error comes from: which latency bounds a
-// configuration's capacity and how full its batches run there.
-type Regime string
-
-// The regimes of ErrorBand.
-const (
-	RegimeDecodeSmall Regime = "decode, small batch"
-	RegimeDecodeLarge Regime = "decode, large batch"
-	RegimeTTFT        Regime = "TTFT"
+import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"strings"
 )
 
-// SmallBatch is the most running requests a step may hold and still count
-// as RegimeDecodeSmall: the calibration points of that regime run batch 8
-// (doc.go, point 5), the kernel-overhead fix holds up to batches a few
-// times that.
-const SmallBatch = 32
+// Regime is the load a prediction sits in, named as the fidelity suite
+// (sim/testdata/fidelity/runs.json, docs/fidelity.md) names its runs'.
+type Regime string
 
-// ErrorBand is the simulator's expected relative error in regime r with
-// stock constants, as a symmetric band (0.1 = ±10%), and the calibration
-// points it comes from (doc.go, "Calibration" and "Weak spots"):
-//
-//   - decode, small batch: ±10%, the largest error over vLLM's latency
-//     benchmark (-9.1%..+3.2%, point 5);
-//   - decode, large batch: ±40%, the weak spot narrowed but not closed:
-//     35-45% low against vLLM runs in this regime before the FP8 and
-//     activation-traffic fixes, which raise the 70B FP8 H200 rows 8-13%
-//     (so still about 28-39% low if those runs' gap was all of one cause);
-//     0.75-0.90 of TensorRT-LLM's upper bounds (point 3);
-//   - TTFT: ±20%: -17% against vLLM issue #12101 after the front-end and
-//     activation-traffic fixes (was -29%), rounded up; the TTFTs of the
-//     runs outside the repository that were 25-30% low are not at hand to
-//     measure again.
-//
-// A calibration profile replaces the band by its own fit error
-// (CalibratedBand).
-func ErrorBand(r Regime) (band float64, basis string) {
-	switch r {
-	case RegimeDecodeSmall:
-		return 0.10, "decode at small batch: within -9.1..+3.2% of vLLM's latency benchmark (sim/doc.go, point 5)"
-	case RegimeDecodeLarge:
-		return 0.40, "decode at large batch: was 35-45% low against vLLM, raised 8-13% since; 0.75-0.90 of TensorRT-LLM's upper bounds (sim/doc.go, weak spot 2)"
+// The load regimes of the fidelity suite.
+const (
+	RegimeLight      Regime = "light"      // a few requests in flight
+	RegimeModerate   Regime = "moderate"   // Poisson load, batches of tens
+	RegimeSaturation Regime = "saturation" // batches of hundreds, queues forming
+	RegimeOffline    Regime = "offline"    // every request at once
+)
+
+// LightLoad and ModerateLoad are the most requests in flight (by Little's
+// law) of a light and of a moderate load: the suite's light runs hold 1-8,
+// its moderate ones 15-50.
+const (
+	LightLoad    = 8
+	ModerateLoad = 64
+)
+
+// RegimeOf is the load regime of a Poisson load with inflight requests in
+// flight on average.
+func RegimeOf(inflight float64) Regime {
+	switch {
+	case inflight <= LightLoad:
+		return RegimeLight
+	case inflight <= ModerateLoad:
+		return RegimeModerate
 	default:
-		return 0.20, "TTFT: -17% against vLLM issue #12101 (was -29%) (sim/doc.go, weak spot 1)"
+		return RegimeSaturation
 	}
 }
 
-// CalibratedBand is the error band of a prediction made with profile p in
-// regime r: the largest error left after p's fit on the metric that bounds
-// the regime (TTFT or TPOT p99), at least 5% (the fit is in-sample: other
-// configurations than the measured ones carry more), and no wider than the
-// stock band.
-func CalibratedBand(p Profile, r Regime) (band float64, basis string) {
-	stock, _ := ErrorBand(r)
-	metric := "tpot_p99"
-	if r == RegimeTTFT {
-		metric = "ttft_p99"
+// LongContext is the fewest prompt and output tokens a request holds for
+// its prediction to count in the suite's long-context regime.
+const LongContext = 2048
+
+// Situation is what a prediction's error depends on: its load regime,
+// the structure of the configuration, and the metrics its verdict rests
+// on (the suite's names: ttft, itl, e2e, throughput).
+type Situation struct {
+	Regime      Regime
+	TP          int
+	MoE         bool
+	LongContext bool // requests of LongContext tokens or more
+	Metrics     []string
+}
+
+// suiteStat is one regime and metric of the suite's recorded errors.
+type suiteStat struct {
+	N      int     `json:"n"`
+	Median float64 `json:"median_abs"`
+	P90    float64 `json:"p90_abs"`
+}
+
+//go:embed testdata/fidelity/medians.json
+var suiteMedians []byte
+
+// suite is the fidelity suite's recorded errors by regime and metric
+// (medians.json, which make fidelity checks and records).
+var suite = func() map[string]map[string]suiteStat {
+	var f struct {
+		Regimes map[string]map[string]suiteStat `json:"regimes"`
 	}
-	band = 0.05
-	for _, e := range p.Errors {
-		if e.Metric == metric && e.MaxAfter > band {
-			band = e.MaxAfter
+	if err := json.Unmarshal(suiteMedians, &f); err != nil {
+		panic("sim: testdata/fidelity/medians.json: " + err.Error())
+	}
+	return f.Regimes
+}()
+
+// MetricOfLimit maps an SLO metric (ttft_p99_ms, tpot_p50, e2el_mean_ms...)
+// to the suite's metric, "" when it has none.
+func MetricOfLimit(name string) string {
+	switch {
+	case strings.HasPrefix(name, "ttft"):
+		return "ttft"
+	case strings.HasPrefix(name, "tpot"), strings.HasPrefix(name, "itl"):
+		return "itl"
+	case strings.HasPrefix(name, "e2e"):
+		return "e2e"
+	}
+	return ""
+}
+
+// ErrorBand is the simulator's expected relative error (0.1 = ±10%) of a
+// prediction in situation s with stock constants, from the fidelity
+// suite's measured error: for each metric the verdict rests on, the p90
+// absolute error of the suite's runs in s's load regime (of the whole
+// suite where that regime has no run of the metric), and in the tp>1, moe
+// and long-context regimes where s is one; the widest of these. basis
+// says which figure set it.
+func ErrorBand(s Situation) (band float64, basis string) {
+	regimes := []string{string(s.Regime)}
+	if s.TP > 1 {
+		regimes = append(regimes, "tp>1")
+	}
+	if s.MoE {
+		regimes = append(regimes, "moe")
+	}
+	if s.LongContext {
+		regimes = append(regimes, "long-context")
+	}
+	metrics := s.Metrics
+	if len(metrics) == 0 {
+		metrics = []string{"throughput"}
+	}
+	for _, m := range metrics {
+		for _, g := range regimes {
+			st, ok := suite[g][m]
+			where := g
+			if !ok {
+				if g != string(s.Regime) {
+					continue // a structural regime without the metric adds nothing
+				}
+				if st, ok = suite["all"][m]; !ok {
+					continue
+				}
+				where = "all runs (none " + g + ")"
+			}
+			if st.P90 > band {
+				band = st.P90
+				basis = fmt.Sprintf("fidelity suite: p90 %s error %.0f%% over %d %s runs (docs/fidelity.md)", m, 100*st.P90, st.N, where)
+			}
 		}
 	}
-	band = min(band, stock)
-	return band, "calibrated: the largest " + metric + " error left by the profile's fit (" + p.What() + "), at least 5%"
+	if basis == "" {
+		// The suite measures none of the metrics: its widest p90.
+		for m, st := range suite["all"] {
+			if st.P90 > band {
+				band = st.P90
+				basis = fmt.Sprintf("fidelity suite: p90 %s error %.0f%% over %d runs, the widest (docs/fidelity.md)", m, 100*st.P90, st.N)
+			}
+		}
+	}
+	return band, basis
+}
+
+// CalibratedBand is the error band of a prediction made with profile p:
+// the largest error left after p's fit on any metric the verdict rests on
+// (the profile's ttft_*, tpot_*/itl_*, e2el_* errors for s.Metrics), at
+// least 5% (the fit is in-sample: other configurations than the measured
+// ones carry more). A metric of the verdict that the fit did not measure
+// takes the stock band's figure for it. Throughput is not such a metric:
+// the fit's load points are throughputs, and their latencies are what it
+// fits.
+func CalibratedBand(p Profile, s Situation) (band float64, basis string) {
+	band, basis = 0.05, "calibrated: at least 5%"
+	for _, m := range s.Metrics {
+		if m == "throughput" {
+			continue
+		}
+		fitted := false
+		for _, e := range p.Errors {
+			if MetricOfLimit(e.Metric) != m {
+				continue
+			}
+			fitted = true
+			if e.MaxAfter > band {
+				band = e.MaxAfter
+				basis = fmt.Sprintf("calibrated: the largest %s error left by the profile's fit (%s)", e.Metric, p.What())
+			}
+		}
+		if !fitted {
+			one := s
+			one.Metrics = []string{m}
+			if b, why := ErrorBand(one); b > band {
+				band, basis = b, "calibrated, but its fit measured no "+m+": "+why
+			}
+		}
+	}
+	return band, basis
 }

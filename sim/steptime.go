@@ -3,6 +3,8 @@ package sim
 import (
 	"math"
 	"time"
+
+	"github.com/servetune/servetune/engine"
 )
 
 // batchShape is what one engine step computes, in aggregate: enough for the
@@ -52,6 +54,7 @@ type stepModel struct {
 	graphMaxBS    int
 	cpuBase       float64 // seconds
 	perSeq        float64 // seconds per scheduled sequence
+	async         bool    // the host's step work runs beside the GPU's (vLLM's async scheduling)
 	kernels       float64 // seconds of kernel overhead per step (kernelOverhead x kernels)
 }
 
@@ -83,6 +86,7 @@ func newStepModel(cfg Config) stepModel {
 		pp:         cfg.PP,
 		eager:      cfg.EnforceEager,
 		graphMaxBS: cfg.CUDAGraphMaxBS,
+		async:      cfg.Engine == engine.VLLM && !cfg.SyncScheduling,
 	}
 	inter := float64(m.Intermediate) / tp
 	s.gemms = []gemm{
@@ -211,7 +215,15 @@ func (s *stepModel) stepSeconds(b batchShape) float64 {
 	if s.pp > 1 {
 		gpu += float64(s.pp-1) * (s.arLatency + T*s.hidden*bytesBF16/math.Max(s.arBandwidth, 1e9))
 	}
-	return gpu + s.kernels + s.cpuBase + float64(b.seqs)*s.perSeq
+	gpu += s.kernels
+	host := s.cpuBase + float64(b.seqs)*s.perSeq
+	if s.async {
+		// vLLM's async scheduler prepares step N+1 while the GPU runs
+		// step N (constants.go, stepOverheadVLLM): the slower of the two
+		// sets the cadence.
+		return math.Max(gpu, host)
+	}
+	return gpu + host
 }
 
 // tokenwise is the time of one layer's work that scales with the tokens

@@ -21,8 +21,9 @@
 // replicas for the target rate and the headroom left, $ per month
 // on-demand and reserved, $ per million output tokens. Rows rank by $ per
 // month with a target, by $ per million tokens without; every row carries
-// the simulator's expected error band for its regime (sim.ErrorBand, or a
-// calibration profile's own fit error) and the rows whose cost ranges
+// its regime and the simulator's error band there (sim.ErrorBand: the
+// fidelity suite's measured error over the metrics its verdict rests on;
+// or a calibration profile's own fit error over them) and the rows whose cost ranges
 // overlap a better row's say so (Row.TiesWith, Report.Ties).
 //
 //	rep, err := whatif.Run(ctx, whatif.Options{

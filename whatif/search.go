@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -92,12 +93,13 @@ func searchCandidate(ctx context.Context, o Options, m catalog.Model, c candidat
 		model = dir
 	}
 	row.ServeCommand = engine.ShellJoin(engine.ServeCommand(c.engine, model, set, nil))
-	regime := regimeOf(o.SLO, level)
-	row.Regime = string(regime)
+	sit := situationOf(o.SLO, level, m)
+	sit.TP, _ = set.Int("tensor_parallel")
+	row.Regime = describeSituation(sit)
 	if c.cal != nil {
-		row.ErrorBand, row.BandBasis = sim.CalibratedBand(c.cal.Profile, regime)
+		row.ErrorBand, row.BandBasis = sim.CalibratedBand(c.cal.Profile, sit)
 	} else {
-		row.ErrorBand, row.BandBasis = sim.ErrorBand(regime)
+		row.ErrorBand, row.BandBasis = sim.ErrorBand(sit)
 	}
 	return row, nil
 }
@@ -393,23 +395,39 @@ func worstRatio(slo tuner.SLO, lv measure.Level) float64 {
 	return w
 }
 
-// regimeOf says which latency bounds the capacity level and how full its
-// batches run: the limit closest to (or past) its bound, and the requests
-// in flight by Little's law (rate x mean end-to-end latency).
-func regimeOf(slo tuner.SLO, lv measure.Level) sim.Regime {
-	worst, metric := -1.0, ""
-	p := tuner.Point{GPUs: 1, Level: lv}
+// situationOf is where the capacity level's prediction sits for its error
+// band: the load regime by the requests in flight (Little's law: rate x
+// mean end-to-end latency), long context by the requests' mean length,
+// and the metrics its verdict rests on: every SLO limit's, and the
+// throughput that capacity is.
+func situationOf(slo tuner.SLO, lv measure.Level, m catalog.Model) sim.Situation {
+	s := lv.Summary
+	sit := sim.Situation{Regime: sim.RegimeOf(lv.Load.Rate * s.E2EL.Mean / 1000), MoE: m.MoE()}
+	if s.Completed > 0 {
+		sit.LongContext = (s.TotalInputTokens+s.TotalOutputTokens)/s.Completed >= sim.LongContext
+	}
 	for _, l := range slo {
-		v, ok := p.Metric(l.Metric)
-		if ok && v/l.Max > worst {
-			worst, metric = v/l.Max, l.Metric
+		if mt := sim.MetricOfLimit(l.Metric); mt != "" && !slices.Contains(sit.Metrics, mt) {
+			sit.Metrics = append(sit.Metrics, mt)
 		}
 	}
-	if strings.HasPrefix(metric, "ttft") {
-		return sim.RegimeTTFT
+	sit.Metrics = append(sit.Metrics, "throughput")
+	return sit
+}
+
+// describeSituation names a row's regime: the load regime and the
+// structural ones it adds (tp>1, moe, long-context), as the fidelity
+// suite names them.
+func describeSituation(s sim.Situation) string {
+	parts := []string{string(s.Regime)}
+	if s.TP > 1 {
+		parts = append(parts, "tp>1")
 	}
-	if lv.Load.Rate*lv.Summary.E2EL.Mean/1000 > sim.SmallBatch {
-		return sim.RegimeDecodeLarge
+	if s.MoE {
+		parts = append(parts, "moe")
 	}
-	return sim.RegimeDecodeSmall
+	if s.LongContext {
+		parts = append(parts, "long-context")
+	}
+	return strings.Join(parts, ", ")
 }
