@@ -190,7 +190,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 	sum := measure.Summarize(records, cfg.Summary)
 	if timed {
-		sum.Client = probe.stop(lr.Lateness(), sum.TTFT.P99)
+		sum.Client = probe.stop(lr.Lateness(), sum)
 	}
 	sum.MaxConcurrency = cfg.Load.MaxConcurrency
 	if !cfg.Load.Unlimited() {

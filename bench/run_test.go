@@ -465,8 +465,8 @@ func TestBadBaseURLRedacted(t *testing.T) {
 // TestClientLateness: every level over HTTP records the client's own
 // lateness and CPU; a level whose client is starved (each request held
 // 400 ms before it goes, as a busy process would hold it) is suspect, a
-// normal one is not. The server answers after 1 s, so the limit is 100 ms
-// and a loaded machine's scheduling noise stays under it.
+// normal one is not. Requests take about 1 s, so the limit is 100 ms and a
+// loaded machine's scheduling noise stays under it.
 func TestClientLateness(t *testing.T) {
 	fs := &fakeServer{TTFT: time.Second, PerToken: 5 * time.Millisecond, TokensPerChunk: 1}
 	srv := startChild(t, fs)

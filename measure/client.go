@@ -31,14 +31,22 @@ type Client struct {
 	Why     string  `json:"suspect_why,omitempty"`
 }
 
-// ClientLateFloorMs and ClientLateFraction set when a client fell behind:
-// its p99 send lateness or loop lag exceeds the larger of 10 ms and a
-// tenth of the level's p99 TTFT. A tenth is the error a latency figure
-// may carry before it misleads a comparison between configurations; the
-// 10 ms floor is ten times what an idle client shows (bench sends within
-// about a millisecond: timer resolution, bench/http.go spinWindow), so
-// the scheduling noise of a busy machine does not mark a fast server's
-// levels.
+// ClientLateFloorMs and ClientLateFraction set when a client fell behind.
+// Two ways, each by what it corrupts:
+//   - its median send lateness exceeds the larger of 10 ms and a tenth of
+//     the level's median E2EL: its slots sat idle (closed loop) or its
+//     arrivals came late (open loop) often enough to cut the load offered,
+//     and the throughput with it, by about a tenth;
+//   - its p99 loop lag exceeds the larger of 10 ms and a tenth of the
+//     level's p99 TTFT: a chunk read that late is timed that late, so the
+//     tail latencies carry the client's error.
+//
+// A tenth is the error a figure may carry before it misleads a comparison
+// between configurations; the 10 ms floor is ten times what an idle client
+// shows (bench sends and wakes within about a millisecond: timer
+// resolution, bench/http.go spinWindow), so a fast server's levels are not
+// marked for scheduling noise. A rare hiccup (one send in a hundred) moves
+// neither median nor, alone, the probe's p99.
 const (
 	ClientLateFloorMs  = 10.0
 	ClientLateFraction = 0.1
@@ -49,8 +57,8 @@ const ProbeEvery = 5 * time.Millisecond
 
 // NewClient summarises a level's client timing (late: per-request send
 // lateness, lags: probe oversleeps) and judges it against the level's
-// p99 TTFT in milliseconds.
-func NewClient(late, lags []time.Duration, cpu, wall time.Duration, ttftP99 float64) *Client {
+// p99 TTFT and median E2EL in milliseconds.
+func NewClient(late, lags []time.Duration, cpu, wall time.Duration, ttftP99, e2elP50 float64) *Client {
 	c := &Client{
 		SendLatenessP50: pct(late, 0.50),
 		SendLatenessP99: pct(late, 0.99),
@@ -62,20 +70,21 @@ func NewClient(late, lags []time.Duration, cpu, wall time.Duration, ttftP99 floa
 	if wall > 0 {
 		c.CPU = math.Round(100*cpu.Seconds()/wall.Seconds()) / 100
 	}
-	c.Judge(ttftP99)
+	c.Judge(ttftP99, e2elP50)
 	return c
 }
 
 // Judge sets Suspect and Why from the figures and the level's p99 TTFT
-// (milliseconds; 0 when none completed).
-func (c *Client) Judge(ttftP99 float64) {
-	limit := max(ClientLateFloorMs, ClientLateFraction*ttftP99)
+// and median E2EL (milliseconds; 0 when none completed).
+func (c *Client) Judge(ttftP99, e2elP50 float64) {
+	send := max(ClientLateFloorMs, ClientLateFraction*e2elP50)
+	lag := max(ClientLateFloorMs, ClientLateFraction*ttftP99)
 	c.Suspect, c.Why = false, ""
 	switch {
-	case c.SendLatenessP99 > limit:
-		c.Suspect, c.Why = true, fmt.Sprintf("the client sent late: p99 %.1f ms after it could, over the %.0f ms limit", c.SendLatenessP99, limit)
-	case c.LoopLagP99 > limit:
-		c.Suspect, c.Why = true, fmt.Sprintf("the client was starved: its loop woke p99 %.1f ms late, over the %.0f ms limit", c.LoopLagP99, limit)
+	case c.SendLatenessP50 > send:
+		c.Suspect, c.Why = true, fmt.Sprintf("the client sent late: median %.1f ms after a request could go, over the %.0f ms limit", c.SendLatenessP50, send)
+	case c.LoopLagP99 > lag:
+		c.Suspect, c.Why = true, fmt.Sprintf("the client was starved: its loop woke p99 %.1f ms late, over the %.0f ms limit", c.LoopLagP99, lag)
 	}
 }
 

@@ -259,7 +259,7 @@ func newTrialsCmd() *cobra.Command {
 					status += "/" + r.Failure
 				}
 				if suspectLevels(r) != nil {
-					status += " (suspect)"
+					status += "(suspect)" // one field, as scripts split the table
 				}
 				val, of := "-", ""
 				if r.Objective != nil {
@@ -284,8 +284,8 @@ func newTrialsCmd() *cobra.Command {
 			blank := "\n"
 			for _, r := range rows {
 				for _, l := range suspectLevels(r) {
-					fmt.Fprintf(out, "%strial %d at %s is suspect: %s (send lateness p99 %.1f ms, loop lag p99 %.1f ms, client CPU %.2f cores)\n",
-						blank, r.Number, l.Level, l.Client.Why, l.Client.SendLatenessP99, l.Client.LoopLagP99, l.Client.CPU)
+					fmt.Fprintf(out, "%strial %d at %s is suspect: %s (send lateness p50 %.1f ms, p99 %.1f ms, loop lag p99 %.1f ms, client CPU %.2f cores)\n",
+						blank, r.Number, l.Level, l.Client.Why, l.Client.SendLatenessP50, l.Client.SendLatenessP99, l.Client.LoopLagP99, l.Client.CPU)
 					blank = ""
 				}
 			}

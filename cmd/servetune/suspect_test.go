@@ -47,9 +47,9 @@ func TestSuspectLevelShown(t *testing.T) {
 		if err := db.StartTrial(ctx, st.ID, n, engine.Settings{"max_running_requests": 32 * n}, []int{0}); err != nil {
 			t.Fatal(err)
 		}
-		c := measure.NewClient(nil, nil, 0, 0, 300)
-		c.SendLatenessP50, c.SendLatenessP99 = late/2, late
-		c.Judge(300)
+		c := measure.NewClient(nil, nil, 0, 0, 300, 2000)
+		c.SendLatenessP50, c.SendLatenessP99 = late, 2*late
+		c.Judge(300, 2000)
 		sum := measure.Summary{Completed: 100, Duration: 10, OutputThroughput: 1000 * float64(n), RequestThroughput: 10, RequestGoodput: 9,
 			Errors: map[string]int{}, TTFT: measure.Stats{N: 100, Median: 200, P99: 300}, TPOT: measure.Stats{N: 100, Median: 20, P99: 30},
 			E2EL: measure.Stats{N: 100, Median: 2000, P99: 3000}, Client: c}
@@ -71,7 +71,7 @@ func TestSuspectLevelShown(t *testing.T) {
 		return out.String(), errb.String()
 	}
 	out, _ := cli("trials", "suspect")
-	if strings.Count(out, "(suspect)") != 1 || !strings.Contains(out, "trial 2 at concurrency=8 is suspect: the client sent late: p99 250.0 ms") {
+	if strings.Count(out, "(suspect)") != 1 || !strings.Contains(out, "trial 2 at concurrency=8 is suspect: the client sent late: median 250.0 ms") {
 		t.Errorf("trials:\n%s", out)
 	}
 	js, _ := cli("trials", "suspect", "--json")
