@@ -329,3 +329,46 @@ func TestStreamCap(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestReportRenderedPerChange: the full report is rendered once for any
+// number of requests while the study stays as it is, and again once it
+// changes.
+func TestReportRenderedPerChange(t *testing.T) {
+	db, st := bigStudy(t, 30, true)
+	srv := &Server{DB: db, Tool: "servetune test"}
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+	get := func() string {
+		resp, err := http.Get(ts.URL + "/study/big/report")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("report: %s %s", resp.Status, b)
+		}
+		return string(b)
+	}
+	for range 5 {
+		get()
+	}
+	if r := srv.Renders(); r != 1 {
+		t.Errorf("%d renders for 5 requests of an unchanged report, want 1", r)
+	}
+	addTrial(t, db, st, 31)
+	if page := get(); !strings.Contains(page, "max_running_requests=47") {
+		t.Error("the report misses the trial stored since")
+	}
+	if r := srv.Renders(); r != 2 {
+		t.Errorf("%d renders after a change, want 2", r)
+	}
+	resp, err := http.Get(ts.URL + "/study/nope/report")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("missing study: %s", resp.Status)
+	}
+}

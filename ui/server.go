@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"embed"
@@ -51,7 +52,10 @@ type Server struct {
 	streams atomic.Int64    // open event streams
 	conns   atomic.Int64    // open connections (Serve)
 	stop    chan struct{}   // closed by Serve's end: hubs stop
-	once    sync.Once
+	// reportMu serialises full reports; reports keeps each study's last.
+	reportMu sync.Mutex
+	reports  map[string]cachedReport
+	once     sync.Once
 }
 
 // Renders returns how many times the server has rendered a page's
@@ -211,21 +215,49 @@ func (s *Server) page(w http.ResponseWriter, r *http.Request, key string, d page
 	s.render(w, d)
 }
 
+// studyReport serves the full report, rendered again only when the
+// study changed (store.Changes), one rendering at a time: a report of a
+// large study costs a second of CPU the run being watched may need.
 func (s *Server) studyReport(w http.ResponseWriter, r *http.Request) {
-	st, err := report.Load(r.Context(), s.DB, r.PathValue("name"))
-	if errors.Is(err, report.ErrNoStudy) {
-		http.Error(w, err.Error(), http.StatusNotFound)
-		return
-	}
+	name := r.PathValue("name")
+	s.reportMu.Lock()
+	defer s.reportMu.Unlock()
+	tok, err := s.DB.Changes(r.Context(), name)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
-	st.Tool, st.Source = s.Tool, s.Source
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	if err := st.WriteHTML(w); err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
+	page, ok := s.reports[name]
+	if !ok || page.token != tok {
+		st, err := report.Load(r.Context(), s.DB, name)
+		if errors.Is(err, report.ErrNoStudy) {
+			http.Error(w, err.Error(), http.StatusNotFound)
+			return
+		}
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		st.Tool, st.Source = s.Tool, s.Source
+		var b bytes.Buffer
+		if err := st.WriteHTML(&b); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		page = cachedReport{token: tok, html: b.Bytes()}
+		s.renders.Add(1)
+		if s.reports == nil {
+			s.reports = map[string]cachedReport{}
+		}
+		s.reports[name] = page
 	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_, _ = w.Write(page.html)
+}
+
+type cachedReport struct {
+	token string
+	html  []byte
 }
 
 func (s *Server) indexEvents(w http.ResponseWriter, r *http.Request) {
