@@ -153,17 +153,20 @@ func (h *hub) run() {
 		case <-h.s.done():
 			return
 		}
+		// s.mu before h.mu, as Server.hub takes them: nobody joins a hub
+		// while it decides to go.
+		h.s.mu.Lock()
 		h.mu.Lock()
 		if h.subs > 0 || time.Since(h.lastUse) < hubLinger*poll {
 			idle = 0
 		} else if idle++; idle >= 2 {
-			h.s.mu.Lock()
 			delete(h.s.hubs, h.key)
-			h.s.mu.Unlock()
-			h.mu.Unlock()
-			return
 		}
 		h.mu.Unlock()
+		h.s.mu.Unlock()
+		if idle >= 2 {
+			return
+		}
 	}
 }
 
