@@ -27,7 +27,12 @@ type httpTransport struct {
 	// did not): the server refused every connection, or this machine ran
 	// out of file descriptors.
 	stopped string
+	// late is the send lateness of each request of the last phase.
+	late []time.Duration
 }
+
+// Lateness returns the send lateness of each request of the last phase.
+func (h *httpTransport) Lateness() []time.Duration { return h.late }
 
 // deadStreak is how many requests in a row may fail to connect, with no
 // answer from the server in between, before a phase stops sending: a dead
@@ -60,20 +65,31 @@ func (h *httpTransport) Align(ctx context.Context, reqs []measure.Request, rng *
 
 // sent is one finished request with its place in the send order.
 type sent struct {
-	seq int
-	rec measure.Record
+	seq  int
+	rec  measure.Record
+	late time.Duration // send lateness (measure.Client)
 }
+
+// testHookBeforeSend, when set by a test, runs in each request's goroutine
+// before it sends: a starved client on demand.
+var testHookBeforeSend func()
 
 // Send runs a phase: the dispatcher sleeps until each intended send time
 // and starts the request in its own goroutine, so a slow server never
 // delays the schedule; with a concurrency cap it also waits for a free
 // slot. Each body is encoded while the dispatcher waits, not at send time.
 func (h *httpTransport) Send(ctx context.Context, p measure.Phase) ([]measure.Record, time.Time) {
-	var sem chan struct{}
-	if p.MaxConcurrency > 0 {
-		sem = make(chan struct{}, p.MaxConcurrency)
-	}
+	// A slot token carries the instant it freed, so that each request's
+	// send lateness counts from when it could go (closed loop: the end of
+	// the response before it), not from its place in the schedule.
+	var sem chan time.Time
 	start := time.Now()
+	if p.MaxConcurrency > 0 {
+		sem = make(chan time.Time, p.MaxConcurrency)
+		for range p.MaxConcurrency {
+			sem <- start
+		}
+	}
 	// dctx ends the sending phase; requests in flight keep ctx.
 	dctx := ctx
 	if p.Duration > 0 {
@@ -117,9 +133,11 @@ func (h *httpTransport) Send(ctx context.Context, p measure.Phase) ([]measure.Re
 		if !sleepUntil(dctx, timer, start.Add(sched)) {
 			break
 		}
+		ready := sched
 		if sem != nil {
 			select {
-			case sem <- struct{}{}:
+			case freed := <-sem:
+				ready = max(ready, freed.Sub(start))
 			case <-dctx.Done():
 			}
 			if dctx.Err() != nil {
@@ -129,13 +147,16 @@ func (h *httpTransport) Send(ctx context.Context, p measure.Phase) ([]measure.Re
 		inflight.Go(func() {
 			rec := measure.Record{Sched: sched}
 			live.add(i)
+			if testHookBeforeSend != nil {
+				testHookBeforeSend()
+			}
 			h.c.send(ctx, req, body, bodyErr, start, p.Timeout, &rec)
 			live.remove(i)
 			rec.Warmup = p.Warmup
 			if sem != nil {
-				<-sem
+				sem <- time.Now()
 			}
-			results <- sent{seq: i, rec: rec}
+			results <- sent{seq: i, rec: rec, late: max(rec.Send-ready, 0)}
 		})
 	}
 	inflight.Wait()
@@ -144,8 +165,9 @@ func (h *httpTransport) Send(ctx context.Context, p measure.Phase) ([]measure.Re
 	// Records arrive in completion order; restore send order.
 	slices.SortFunc(done, func(a, b sent) int { return cmp.Compare(a.seq, b.seq) })
 	out := make([]measure.Record, len(done))
+	h.late = make([]time.Duration, len(done))
 	for i := range done {
-		out[i] = done[i].rec
+		out[i], h.late[i] = done[i].rec, done[i].late
 	}
 	return out, start
 }

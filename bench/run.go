@@ -187,12 +187,20 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 
 	w := cfg.watch(ctx, tr)
+	lr, timed := tr.(latenessReporter)
+	var probe *clientProbe
+	if timed {
+		probe = startClientProbe()
+	}
 	measured, start := tr.Send(ctx, cfg.phase(reqs))
 	records = append(records, measured...)
 	why := stopReason(tr)
 	seen := w.stop()
 
 	sum := measure.Summarize(records, cfg.Summary)
+	if timed {
+		sum.Client = probe.stop(lr.Lateness(), sum)
+	}
 	sum.MaxConcurrency = cfg.Load.MaxConcurrency
 	if !cfg.Load.Unlimited() {
 		sum.RequestRate = cfg.Load.Rate

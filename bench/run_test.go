@@ -461,3 +461,44 @@ func TestBadBaseURLRedacted(t *testing.T) {
 		}
 	}
 }
+
+// TestClientLateness: every level over HTTP records the client's own
+// lateness and CPU; a level whose client is starved (each request held
+// 400 ms before it goes, as a busy process would hold it) is suspect, a
+// normal one is not. Requests take about 1 s, so the limit is 100 ms and a
+// loaded machine's scheduling noise stays under it.
+func TestClientLateness(t *testing.T) {
+	fs := &fakeServer{TTFT: time.Second, PerToken: 5 * time.Millisecond, TokensPerChunk: 1}
+	srv := startChild(t, fs)
+	for _, starve := range []bool{false, true} {
+		cfg := baseConfig(srv.URL)
+		cfg.Dataset.Output = Dist{Kind: DistFixed, Value: 8}
+		cfg.Load = measure.Load{MaxConcurrency: 4}
+		cfg.NumRequests = 12
+		testHookBeforeSend = nil
+		if starve {
+			testHookBeforeSend = func() { time.Sleep(400 * time.Millisecond) }
+		}
+		res, err := Run(context.Background(), cfg)
+		testHookBeforeSend = nil
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := res.Summary.Client
+		if c == nil {
+			t.Fatal("no client figures")
+		}
+		t.Logf("starved=%v: %+v", starve, *c)
+		if c.Suspect != starve || (starve && !strings.Contains(c.Why, "sent late")) {
+			t.Errorf("starved=%v: suspect %v (%s)", starve, c.Suspect, c.Why)
+		}
+		if starve && c.SendLatenessP50 < 400 {
+			t.Errorf("starved: send lateness p50 %.1f ms, want >= 400", c.SendLatenessP50)
+		}
+		js, _ := json.Marshal(res.Summary)
+		var back measure.Summary
+		if err := json.Unmarshal(js, &back); err != nil || back.Suspect() != starve {
+			t.Errorf("round trip: suspect %v, %v", back.Suspect(), err)
+		}
+	}
+}

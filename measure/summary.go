@@ -87,6 +87,10 @@ type Summary struct {
 	Engine *EngineMetrics `json:"engine_metrics,omitempty"`
 	// GPU is what NVML saw of the level's GPUs; nil without telemetry.
 	GPU *GPUUsage `json:"gpu,omitempty"`
+	// Client is the benchmark client's own lateness and CPU during the
+	// level, and whether it fell behind; nil where it was not measured
+	// (the simulated engine in virtual time, levels stored before).
+	Client *Client `json:"client,omitempty"`
 
 	// Samples holds the raw values when SummaryOptions.KeepSamples is set.
 	Samples *Samples `json:"samples,omitempty"`

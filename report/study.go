@@ -80,7 +80,7 @@ func Load(ctx context.Context, db *store.Store, name string) (*Study, error) {
 		return nil, err
 	}
 	s := &Study{Stored: st, Spec: sp, Trials: trials, Now: time.Now(), GPU: map[int]GPUUse{}}
-	s.Findings = diagnoseRecommended(sp, trials)
+	s.Findings = append(diagnoseRecommended(sp, trials), clientFindings(trials)...)
 	for _, t := range trials {
 		samples, err := db.GPUSamples(ctx, t.ID)
 		if err != nil {
@@ -117,6 +117,25 @@ func diagnoseRecommended(sp *tuner.Spec, trials []store.Trial) []Finding {
 			}
 			out = append(out, Finding{Trial: t.Number, Level: f.Level, Severity: sev, Title: f.Summary,
 				Evidence: strings.Join(ev, ", "), Advice: sentence(f.Advice)})
+		}
+	}
+	return out
+}
+
+// clientFindings names every level whose benchmark client fell behind
+// (measure.Client): its figures are partly the client's.
+func clientFindings(trials []store.Trial) []Finding {
+	var out []Finding
+	for _, t := range trials {
+		for _, lp := range t.LoadPoints {
+			c := lp.Summary.Client
+			if c == nil || !c.Suspect {
+				continue
+			}
+			out = append(out, Finding{Trial: t.Number, Level: lp.Label, Severity: "warn", Title: "Suspect level: the benchmark client fell behind",
+				Evidence: fmt.Sprintf("%s (send lateness p50 %.1f ms, p99 %.1f ms; loop lag p99 %.1f ms; client CPU %.2f cores).",
+					sentence(c.Why), c.SendLatenessP50, c.SendLatenessP99, c.LoopLagP99, c.CPU),
+				Advice: "Its latencies and throughput are partly the client's: measure it again on a machine the client has to itself."})
 		}
 	}
 	return out
@@ -460,6 +479,9 @@ func (s *Study) frontTable(v *view, pts []tuner.Point) {
 		row := frontRow{Trial: p.Trial, Level: p.Label, Settings: SettingsLine(p.Settings)}
 		if v.Rec != nil && v.Rec.Trial == p.Trial && v.Rec.Level == p.Label {
 			row.Chosen = true
+		}
+		if p.Summary.Suspect() {
+			row.Level += " (suspect: client fell behind)"
 		}
 		for _, m := range metrics {
 			x, ok := p.Metric(m)

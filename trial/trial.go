@@ -473,6 +473,9 @@ func (r *runner) measure(mctx context.Context, i int, load measure.Load) (measur
 		res.Summary.Meta, res.Summary.MaxConcurrency = old.Meta, load.MaxConcurrency
 		// The server's histograms ran on its real clock too.
 		res.Summary.Engine, res.Summary.GPU = old.Engine, old.GPU
+		// The client's lateness stays on its own clock, judged against
+		// the TTFT it measured there (the ratio is the same in k's time).
+		res.Summary.Client = old.Client
 		res.Summary.Engine.Scale(k)
 		if !load.Unlimited() {
 			res.Summary.RequestRate = load.Rate

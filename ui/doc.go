@@ -13,7 +13,11 @@
 // /study/NAME/report is the full report. The server polls the database,
 // so `servetune ui` shows a study another process is running; a Live fed
 // by the running study (`tune --ui`) adds each trial's load-level
-// progress. Only GET and HEAD are served: the page never starts or stops
+// progress. Each page is rendered once per change for all its open
+// copies (a hub polls store.Changes and fans the encoded events out), so
+// clients cost the run they watch almost nothing; open streams and
+// connections are capped (503 past the cap) and every connection has
+// read-header, write and idle timeouts. Only GET and HEAD are served: the page never starts or stops
 // anything. On a loopback address, requests naming another host are
 // refused (DNS rebinding).
 //

@@ -14,6 +14,14 @@ import (
 type Live struct {
 	mu     sync.Mutex
 	trials map[int]*LiveTrial
+	ver    uint64 // bumped by every change
+}
+
+// Version changes whenever the progress does (a dashboard redraws then).
+func (l *Live) Version() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.ver
 }
 
 // LiveTrial is one running trial's progress.
@@ -31,6 +39,7 @@ type LiveTrial struct {
 func (l *Live) Start(number int, settings space.Settings, gpus []int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.ver++
 	if l.trials == nil {
 		l.trials = map[int]*LiveTrial{}
 	}
@@ -45,6 +54,7 @@ func (l *Live) Progress(number int, level string, done, total int) {
 	if t == nil {
 		return
 	}
+	l.ver++
 	if t.Level != "" && t.Level != level {
 		t.Levels++
 	}
@@ -55,6 +65,7 @@ func (l *Live) Progress(number int, level string, done, total int) {
 func (l *Live) Finish(number int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.ver++
 	delete(l.trials, number)
 }
 

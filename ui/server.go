@@ -1,11 +1,11 @@
 package ui
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"embed"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"html/template"
@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/servetune/servetune/measure"
@@ -39,14 +40,52 @@ type Server struct {
 	// a DNS name it rebinds to 127.0.0.1. Serve sets it for a loopback
 	// address.
 	Loopback bool
+	// MaxStreams caps the live pages open at once (default 64): one more
+	// is refused with 503, so clients cannot exhaust file descriptors or
+	// the CPU of the run the page watches. MaxConns caps connections
+	// (default 4 × MaxStreams); Serve enforces it.
+	MaxStreams, MaxConns int
 
-	mu     sync.Mutex
-	charts map[string]cachedChart // study -> its Pareto chart at a fingerprint
+	mu      sync.Mutex
+	hubs    map[string]*hub // page key ("" index, else study) -> its renderer
+	renders atomic.Int64    // renders performed, for tests and figures
+	streams atomic.Int64    // open event streams
+	conns   atomic.Int64    // open connections (Serve)
+	stop    chan struct{}   // closed by Serve's end: hubs stop
+	// reportMu serialises full reports; reports keeps each study's last.
+	reportMu sync.Mutex
+	reports  map[string]cachedReport
+	once     sync.Once
 }
 
-type cachedChart struct {
-	key string
-	svg template.HTML
+// Renders returns how many times the server has rendered a page's
+// fragments since it started (each serves every open copy of the page).
+func (s *Server) Renders() int64 { return s.renders.Load() }
+
+func (s *Server) done() <-chan struct{} {
+	s.once.Do(func() { s.stop = make(chan struct{}) })
+	return s.stop
+}
+
+func (s *Server) maxStreams() int {
+	if s.MaxStreams > 0 {
+		return s.MaxStreams
+	}
+	return 64
+}
+
+func (s *Server) maxConns() int {
+	if s.MaxConns > 0 {
+		return s.MaxConns
+	}
+	return 4 * s.maxStreams()
+}
+
+func (s *Server) liveVersion(key string) uint64 {
+	if s.Live == nil || key == "" || key != s.LiveStudy {
+		return 0
+	}
+	return s.Live.Version()
 }
 
 //go:embed templates
@@ -90,6 +129,12 @@ func (s *Server) Handler() http.Handler {
 // hosts on loopback.
 func (s *Server) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n := s.conns.Load(); n > int64(s.maxConns()) {
+			w.Header().Set("Connection", "close")
+			w.Header().Set("Retry-After", "30")
+			http.Error(w, fmt.Sprintf("servetune ui: %d connections are open, the most this dashboard serves; close some pages and reload", s.maxConns()), http.StatusServiceUnavailable)
+			return
+		}
 		if s.Loopback && !loopbackHost(r.Host) {
 			http.Error(w, "servetune ui: requests must name this machine's loopback address (got Host "+r.Host+")", http.StatusMisdirectedRequest)
 			return
@@ -145,96 +190,150 @@ func (s *Server) render(w http.ResponseWriter, d pageData) {
 }
 
 func (s *Server) index(w http.ResponseWriter, r *http.Request) {
-	frags, err := s.indexFrags(r.Context())
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	s.render(w, pageData{Title: "servetune studies", Heading: "Studies", Events: "/events", Frags: frags})
+	s.page(w, r, "", pageData{Title: "servetune studies", Heading: "Studies", Events: "/events"})
 }
 
 func (s *Server) studyPage(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
-	frags, err := s.studyFrags(r.Context(), name)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	s.render(w, pageData{Title: "servetune: " + name, Heading: "Study " + name, Events: "/study/" + name + "/events", Frags: frags, Back: true})
+	s.page(w, r, name, pageData{Title: "servetune: " + name, Heading: "Study " + name, Events: "/study/" + name + "/events", Back: true})
 }
 
-func (s *Server) studyReport(w http.ResponseWriter, r *http.Request) {
-	st, err := report.Load(r.Context(), s.DB, r.PathValue("name"))
-	if errors.Is(err, report.ErrNoStudy) {
-		http.Error(w, err.Error(), http.StatusNotFound)
-		return
+// page serves a page from its hub's current render (rendering it when
+// no hub has one).
+func (s *Server) page(w http.ResponseWriter, r *http.Request, key string, d pageData) {
+	h := s.hub(key)
+	defer h.leave()
+	fs, _, err := h.current(r.Context())
+	if err != nil {
+		return // the client left
 	}
+	for _, f := range fs {
+		if f.ID != "error" || f.HTML != "" {
+			d.Frags = append(d.Frags, f.frag)
+		}
+	}
+	s.render(w, d)
+}
+
+// studyReport serves the full report, rendered again only when the
+// study changed (store.Changes), one rendering at a time: a report of a
+// large study costs a second of CPU the run being watched may need.
+func (s *Server) studyReport(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	s.reportMu.Lock()
+	defer s.reportMu.Unlock()
+	tok, err := s.DB.Changes(r.Context(), name)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
-	st.Tool, st.Source = s.Tool, s.Source
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	if err := st.WriteHTML(w); err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
+	page, ok := s.reports[name]
+	if !ok || page.token != tok {
+		st, err := report.Load(r.Context(), s.DB, name)
+		if errors.Is(err, report.ErrNoStudy) {
+			http.Error(w, err.Error(), http.StatusNotFound)
+			return
+		}
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		st.Tool, st.Source = s.Tool, s.Source
+		var b bytes.Buffer
+		if err := st.WriteHTML(&b); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		page = cachedReport{token: tok, html: b.Bytes()}
+		s.renders.Add(1)
+		if s.reports == nil {
+			s.reports = map[string]cachedReport{}
+		}
+		s.reports[name] = page
 	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_, _ = w.Write(page.html)
+}
+
+type cachedReport struct {
+	token string
+	html  []byte
 }
 
 func (s *Server) indexEvents(w http.ResponseWriter, r *http.Request) {
-	s.stream(w, r, s.indexFrags)
+	s.stream(w, r, "")
 }
 
 func (s *Server) studyEvents(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("name")
-	s.stream(w, r, func(ctx context.Context) ([]frag, error) { return s.studyFrags(ctx, name) })
+	s.stream(w, r, r.PathValue("name"))
 }
 
-// stream sends, every Poll, the fragments that changed since the last
-// send, as server-sent events named "frag", until the client leaves.
-func (s *Server) stream(w http.ResponseWriter, r *http.Request, frags func(context.Context) ([]frag, error)) {
+// streamWriteTimeout drops a live page whose client stopped reading.
+const streamWriteTimeout = 20 * time.Second
+
+// keepAliveEvery is how often a quiet stream sends a comment, through
+// proxies that close idle streams.
+const keepAliveEvery = 15 * time.Second
+
+// stream sends the page's fragments as server-sent events named "frag",
+// then each fragment again when its hub renders it differently, until the
+// client leaves. Past MaxStreams open streams it refuses with 503.
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, key string) {
+	if n := s.streams.Add(1); n > int64(s.maxStreams()) {
+		s.streams.Add(-1)
+		w.Header().Set("Retry-After", "30")
+		http.Error(w, fmt.Sprintf("servetune ui: %d live pages are open, the most this dashboard serves; close one and reload", s.maxStreams()), http.StatusServiceUnavailable)
+		return
+	}
+	defer s.streams.Add(-1)
+	h := s.hub(key)
+	defer h.leave()
 	rc := http.NewResponseController(w)
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("X-Accel-Buffering", "no")
+	hd := w.Header()
+	hd.Set("Content-Type", "text/event-stream")
+	hd.Set("X-Accel-Buffering", "no")
 	fmt.Fprint(w, "retry: 2000\n\n")
-	sent := map[string]template.HTML{}
-	tick := time.NewTicker(s.poll())
-	defer tick.Stop()
-	quiet := 0
+	sent := map[string]uint64{}
+	keep := time.NewTimer(keepAliveEvery)
+	defer keep.Stop()
+	first := true
 	for {
-		fs, err := frags(r.Context())
+		fs, changed, err := h.current(r.Context())
 		if err != nil {
-			if r.Context().Err() != nil {
-				return
-			}
-			fs = []frag{{ID: "error", HTML: template.HTML(`<p class="card norec">` + template.HTMLEscapeString(err.Error()) + `</p>`)}}
-		} else if _, had := sent["error"]; had {
-			fs = append(fs, frag{ID: "error"})
+			return
 		}
-		wrote := false
+		wrote := first
+		first = false
 		for _, f := range fs {
-			if old, ok := sent[f.ID]; ok && old == f.HTML {
+			if sent[f.ID] >= f.ver {
 				continue
 			}
-			sent[f.ID] = f.HTML
-			data, _ := json.Marshal(f)
-			fmt.Fprintf(w, "event: frag\ndata: %s\n\n", data)
-			wrote = true
-		}
-		if quiet++; !wrote && quiet >= 15 {
-			fmt.Fprint(w, ": keep-alive\n\n") // through proxies that close idle streams
+			sent[f.ID] = f.ver
+			if _, err := w.Write(f.event); err != nil {
+				return
+			}
 			wrote = true
 		}
 		if wrote {
-			quiet = 0
+			_ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
 			if err := rc.Flush(); err != nil {
 				return
 			}
+			keep.Reset(keepAliveEvery)
 		}
 		select {
 		case <-r.Context().Done():
 			return
-		case <-tick.C:
+		case <-h.s.done():
+			return
+		case <-changed:
+		case <-keep.C:
+			_ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+			fmt.Fprint(w, ": keep-alive\n\n")
+			if err := rc.Flush(); err != nil {
+				return
+			}
+			keep.Reset(keepAliveEvery)
 		}
 	}
 }
@@ -247,22 +346,35 @@ func (s *Server) fragment(id, tmpl string, data any) (frag, error) {
 	return frag{ID: id, HTML: template.HTML(b.String())}, nil
 }
 
+func (s *Server) source(key string) source {
+	if key == "" {
+		return &indexSource{s: s}
+	}
+	return &studySource{s: s, name: key}
+}
+
 type studyRow struct {
 	store.Study
 	Trials, OK, Failed, Running int
 }
 
-func (s *Server) indexFrags(ctx context.Context) ([]frag, error) {
-	studies, err := s.DB.ListStudies(ctx)
+// indexSource is the list of studies.
+type indexSource struct {
+	s    *Server
+	rows []studyRow
+}
+
+func (x *indexSource) load(ctx context.Context) error {
+	studies, err := x.s.DB.ListStudies(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	var rows []studyRow
 	for i := len(studies) - 1; i >= 0; i-- { // newest first
 		st := studies[i]
-		trials, err := s.DB.Trials(ctx, st.ID)
+		trials, err := x.s.DB.Trials(ctx, st.ID)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		row := studyRow{Study: st, Trials: len(trials)}
 		for _, t := range trials {
@@ -277,8 +389,13 @@ func (s *Server) indexFrags(ctx context.Context) ([]frag, error) {
 		}
 		rows = append(rows, row)
 	}
-	f, err := s.fragment("studies", "studies", rows)
-	return []frag{f}, err
+	x.rows = rows
+	return nil
+}
+
+func (x *indexSource) view(time.Time) ([]frag, bool, error) {
+	f, err := x.s.fragment("studies", "studies", x.rows)
+	return []frag{f}, false, err
 }
 
 // studyView is a study's dashboard state.
@@ -316,25 +433,54 @@ type trialRow struct {
 	OK, Failed                 bool
 }
 
-func (s *Server) studyFrags(ctx context.Context, name string) ([]frag, error) {
-	v := studyView{Name: name, Source: s.Source, ReportURL: "/study/" + name + "/report"}
-	st, err := s.DB.GetStudy(ctx, name)
+// studySource is one study as last read from the store, with what is
+// costly to derive from it (recommendation, Pareto chart) computed once
+// per read.
+type studySource struct {
+	s           *Server
+	name        string
+	waiting     bool
+	st          store.Study
+	sp          *tuner.Spec
+	trials      []store.Trial
+	recommended string
+	pareto      template.HTML
+}
+
+func (x *studySource) load(ctx context.Context) error {
+	st, err := x.s.DB.GetStudy(ctx, x.name)
 	if errors.Is(err, store.ErrNotFound) {
+		x.waiting = true
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	sp, err := tuner.ParseSpec([]byte(st.Spec), x.name+".yaml (stored)")
+	if err != nil {
+		return fmt.Errorf("stored spec of %s: %w", x.name, err)
+	}
+	trials, err := x.s.DB.Trials(ctx, st.ID)
+	if err != nil {
+		return err
+	}
+	x.waiting, x.st, x.sp, x.trials, x.recommended = false, st, sp, trials, ""
+	if rec, err := tuner.RecommendStudy(trials, sp, tuner.PreferThroughput); err == nil {
+		x.recommended = fmt.Sprintf("trial %d, %s output at %s", rec.Best.Trial, tuner.Format(rec.Best.Metric, rec.Best.Mean), rec.Best.Point.Label)
+	}
+	x.pareto = (&report.Study{Stored: st, Spec: sp, Trials: trials}).ParetoChart()
+	return nil
+}
+
+func (x *studySource) view(now time.Time) ([]frag, bool, error) {
+	s, name := x.s, x.name
+	v := studyView{Name: name, Source: s.Source, ReportURL: "/study/" + name + "/report"}
+	if x.waiting {
 		v.Waiting = true
 		f, err := s.fragment("summary", "summary", v)
-		return []frag{f, {ID: "running"}, {ID: "pareto"}, {ID: "trials"}, {ID: "failures"}}, err
+		return []frag{f, {ID: "running"}, {ID: "pareto"}, {ID: "trials"}, {ID: "failures"}}, false, err
 	}
-	if err != nil {
-		return nil, err
-	}
-	sp, err := tuner.ParseSpec([]byte(st.Spec), name+".yaml (stored)")
-	if err != nil {
-		return nil, fmt.Errorf("stored spec of %s: %w", name, err)
-	}
-	trials, err := s.DB.Trials(ctx, st.ID)
-	if err != nil {
-		return nil, err
-	}
+	st, sp, trials := x.st, x.sp, x.trials
 	v.Status, v.SLO, v.Planned = st.Status, sp.SLO.String(), sp.Planned()
 	obj := sp.Tuner.Objective
 	v.Objective = obj.String()
@@ -347,7 +493,6 @@ func (s *Server) studyFrags(ctx context.Context, name string) ([]frag, error) {
 		}
 		v.LiveNote = true
 	}
-	now := time.Now()
 	for i := len(trials) - 1; i >= 0; i-- {
 		t := trials[i]
 		row := trialRow{Number: t.Number, Kind: "search", Status: string(t.Status), Class: string(t.Failure), Value: "–",
@@ -392,51 +537,27 @@ func (s *Server) studyFrags(ctx context.Context, name string) ([]frag, error) {
 		end = st.Finished
 	}
 	v.Elapsed = tuner.ShortDuration(end.Sub(st.Started))
-	if st.Status == store.StudyRunning {
+	running := st.Status == store.StudyRunning
+	if running {
 		if eta, ok := tuner.ETA(durations, v.Planned-v.Done, (&tuner.Study{Spec: sp}).Parallelism()); ok {
 			v.ETA = tuner.ShortDuration(eta)
 		}
 	}
-	if rec, err := tuner.RecommendStudy(trials, sp, tuner.PreferThroughput); err == nil {
-		v.Recommended = fmt.Sprintf("trial %d, %s output at %s", rec.Best.Trial, tuner.Format(rec.Best.Metric, rec.Best.Mean), rec.Best.Point.Label)
-	}
+	v.Recommended = x.recommended
 	var out []frag
 	for _, part := range []string{"summary", "running", "pareto", "trials", "failures"} {
 		if part == "pareto" {
-			out = append(out, frag{ID: "pareto", HTML: `<h2>Pareto front</h2><figure class="live">` + s.pareto(st, sp, trials) +
+			out = append(out, frag{ID: "pareto", HTML: `<h2>Pareto front</h2><figure class="live">` + x.pareto +
 				`<figcaption>Every measured point of the search trials; grey ones miss the SLO. Redrawn as trials finish.</figcaption></figure>`})
 			continue
 		}
 		f, err := s.fragment(part, part, v)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		out = append(out, f)
 	}
-	return out, nil
-}
-
-// pareto is the study's Pareto chart, drawn again only when a trial
-// finished since the last drawing.
-func (s *Server) pareto(st store.Study, sp *tuner.Spec, trials []store.Trial) template.HTML {
-	var key strings.Builder
-	for _, t := range trials {
-		fmt.Fprintf(&key, "%d:%s:%d;", t.Number, t.Status, len(t.LoadPoints))
-	}
-	s.mu.Lock()
-	c, ok := s.charts[st.Name]
-	s.mu.Unlock()
-	if ok && c.key == key.String() {
-		return c.svg
-	}
-	svg := (&report.Study{Stored: st, Spec: sp, Trials: trials}).ParetoChart()
-	s.mu.Lock()
-	if s.charts == nil {
-		s.charts = map[string]cachedChart{}
-	}
-	s.charts[st.Name] = cachedChart{key: key.String(), svg: svg}
-	s.mu.Unlock()
-	return svg
+	return out, running || len(v.Running) > 0, nil
 }
 
 // Serve serves the dashboard on addr until ctx ends. A loopback addr
@@ -450,8 +571,19 @@ func (s *Server) Serve(ctx context.Context, addr string, ready func(net.Addr)) e
 	if ta, ok := ln.Addr().(*net.TCPAddr); ok && ta.IP.IsLoopback() {
 		s.Loopback = true
 	}
+	// No ReadTimeout: it would end the event streams (their read side
+	// stays open); each stream sets its own write deadline.
 	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second,
-		BaseContext: func(net.Listener) context.Context { return ctx }}
+		WriteTimeout: time.Minute, IdleTimeout: time.Minute,
+		BaseContext: func(net.Listener) context.Context { return ctx },
+		ConnState: func(_ net.Conn, st http.ConnState) {
+			switch st {
+			case http.StateNew:
+				s.conns.Add(1)
+			case http.StateClosed, http.StateHijacked:
+				s.conns.Add(-1)
+			}
+		}}
 	if ready != nil {
 		ready(ln.Addr())
 	}
@@ -464,7 +596,9 @@ func (s *Server) Serve(ctx context.Context, addr string, ready func(net.Addr)) e
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 	defer cancel()
-	_ = srv.Shutdown(sctx) // event streams end with ctx (BaseContext)
+	s.done()
+	close(s.stop) // hubs stop; event streams end with ctx (BaseContext)
+	_ = srv.Shutdown(sctx)
 	<-done
 	return nil
 }

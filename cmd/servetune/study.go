@@ -200,6 +200,9 @@ type levelJSON struct {
 	// /metrics, or the simulator's state).
 	EngineMetrics *measure.EngineMetrics `json:"engine_metrics,omitempty"`
 	GPU           *measure.GPUUsage      `json:"gpu,omitempty"` // NVML telemetry of the level
+	// Client is the benchmark client's lateness and CPU during the
+	// level, with its suspect mark.
+	Client *measure.Client `json:"client,omitempty"`
 }
 
 func newTrialsCmd() *cobra.Command {
@@ -228,7 +231,7 @@ func newTrialsCmd() *cobra.Command {
 					r.Levels = append(r.Levels, levelJSON{Level: lp.Label, Completed: s.Completed, Failed: s.Failed,
 						OutputThroughput: s.OutputThroughput, OutputThroughputPerGPU: s.OutputThroughput / n,
 						RequestGoodput: s.RequestGoodput, P99TTFTms: s.TTFT.P99, P99TPOTms: s.TPOT.P99,
-						Errors: nonZero(s.Errors), ErrorMessages: s.ErrorMessages, EngineMetrics: s.Engine, GPU: s.GPU})
+						Errors: nonZero(s.Errors), ErrorMessages: s.ErrorMessages, EngineMetrics: s.Engine, GPU: s.GPU, Client: s.Client})
 				}
 				rows = append(rows, r)
 			}
@@ -256,6 +259,9 @@ func newTrialsCmd() *cobra.Command {
 				if r.Failure != "" {
 					status += "/" + r.Failure
 				}
+				if suspectLevels(r) != nil {
+					status += "(suspect)" // one field, as scripts split the table
+				}
 				val, of := "-", ""
 				if r.Objective != nil {
 					val = fmt.Sprintf("%.4g", *r.Objective)
@@ -276,6 +282,14 @@ func newTrialsCmd() *cobra.Command {
 			if err := tw.Flush(); err != nil {
 				return err
 			}
+			blank := "\n"
+			for _, r := range rows {
+				for _, l := range suspectLevels(r) {
+					fmt.Fprintf(out, "%strial %d at %s is suspect: %s (send lateness p50 %.1f ms, p99 %.1f ms, loop lag p99 %.1f ms, client CPU %.2f cores)\n",
+						blank, r.Number, l.Level, l.Client.Why, l.Client.SendLatenessP50, l.Client.SendLatenessP99, l.Client.LoopLagP99, l.Client.CPU)
+					blank = ""
+				}
+			}
 			// Whole messages, wrapped: the engine's own words are the
 			// point.
 			for _, r := range rows {
@@ -289,6 +303,17 @@ func newTrialsCmd() *cobra.Command {
 	addDBFlag(cmd, &dbPath)
 	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"trials":[{"number","status","failure","settings",...}]}`)
 	return cmd
+}
+
+// suspectLevels are r's levels whose client fell behind (measure.Client).
+func suspectLevels(r trialJSON) []levelJSON {
+	var out []levelJSON
+	for _, l := range r.Levels {
+		if l.Client != nil && l.Client.Suspect {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // anyEnergy reports whether some level of rows has GPU energy figures.
@@ -464,6 +489,7 @@ func newRecommendCmd() *cobra.Command {
 			if err != nil {
 				return failedError(fmt.Errorf("study %s: %w", sp.Name, err))
 			}
+			warnSuspect(cmd.ErrOrStderr(), rec)
 			if format == "k8s" || format == "kserve" {
 				return writeManifests(cmd.OutOrStdout(), sp, rec, pref, format, hfSecret, modelClaim)
 			}
@@ -477,6 +503,17 @@ func newRecommendCmd() *cobra.Command {
 	cmd.Flags().StringVar(&modelClaim, "model-claim", "", "with k8s or kserve and a local model: the PersistentVolumeClaim holding its files (default: NAME-model)")
 	cmd.Flags().StringVar(&hfSecret, "hf-secret", "hf-token", `with k8s or kserve: the Secret whose key "token" holds the Hugging Face token ("" for none)`)
 	return cmd
+}
+
+// warnSuspect warns, on stderr so that every format's output stays
+// whole, when a run of the recommended point was measured by a client
+// that fell behind (measure.Client): its figures are partly the client's.
+func warnSuspect(w io.Writer, rec tuner.Recommendation) {
+	for _, p := range rec.Best.Levels {
+		if c := p.Summary.Client; c != nil && c.Suspect {
+			fmt.Fprintf(w, "warning: trial %d at %s is suspect: %s; measure it again on a machine the client has to itself\n", p.Trial, p.Label, c.Why)
+		}
+	}
 }
 
 // writeManifests writes the recommendation as Kubernetes manifests (k8s:

@@ -1,0 +1,17 @@
+//go:build unix
+
+package selfstats
+
+import (
+	"syscall"
+	"time"
+)
+
+// CPUTime is the CPU time (user and system) this process has used.
+func CPUTime() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
