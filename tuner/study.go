@@ -210,7 +210,7 @@ func (s *Study) open(ctx context.Context) (*store.Run, []store.Trial, error) {
 	case err != nil:
 		return nil, nil, fmt.Errorf("open study: %w", err)
 	case s.Resume:
-		if _, err := ResumeCheck(old.Spec, text, s.ForceSpec); err != nil {
+		if _, err := s.resumeCheck(old, text); err != nil {
 			// Begin refuses with the live owner first, else with this
 			// error, and changes nothing.
 			_, _, berr := s.Store.Begin(ctx, store.Study{Name: sp.Name}, store.BeginOptions{Resume: true,
@@ -229,7 +229,7 @@ func (s *Study) open(ctx context.Context) (*store.Run, []store.Trial, error) {
 	var changed []string
 	run, stored, err := s.Store.Begin(ctx, store.Study{Name: sp.Name, Spec: sp.Text, Seed: uint64(sp.Tuner.Seed), ModelConfig: sp.ModelConfigText, Tool: s.Tool},
 		store.BeginOptions{Resume: s.Resume, Check: func(old store.Study) error {
-			update, err := ResumeCheck(old.Spec, text, s.ForceSpec)
+			update, err := s.resumeCheck(old, text)
 			if update {
 				changed = SpecDiff(old.Spec, text)
 			}
@@ -242,6 +242,20 @@ func (s *Study) open(ctx context.Context) (*store.Run, []store.Trial, error) {
 		s.note("resumed with the changed spec (%s); it replaces the stored one", strings.Join(changed, ", "))
 	}
 	return run, stored, nil
+}
+
+// resumeCheck decides whether the stored study old may be resumed with the
+// spec text: the spec's keys (ResumeCheck), then the model's identity
+// (ModelCheck).
+func (s *Study) resumeCheck(old store.Study, text string) (bool, error) {
+	update, err := ResumeCheck(old.Spec, text, s.ForceSpec)
+	if err != nil {
+		return false, err
+	}
+	if err := ModelCheck(old.ModelConfig, s.Spec.ModelConfigText); err != nil {
+		return false, err
+	}
+	return update, nil
 }
 
 func (s *Study) openError(err error) error {
