@@ -52,7 +52,11 @@ func NewStudySampler(ctx context.Context, sp *Spec, note func(string)) (*Sampler
 	if sp.Tuner.Sampler != SamplerGuided {
 		return NewSampler(sp.Tuner.Sampler, sp.Space, sp.Tuner.Seed)
 	}
-	g, err := newGuide(ctx, sp, note)
+	// The guided sampler forecasts latencies; the simulated engine fails
+	// no request, so it weighs the latency limits only.
+	gs := *sp
+	gs.SLO = sp.SLO.Latency()
+	g, err := newGuide(ctx, &gs, note)
 	if err != nil {
 		return nil, err
 	}

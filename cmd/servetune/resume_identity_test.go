@@ -52,3 +52,41 @@ func TestTuneResumeChangedModel(t *testing.T) {
 		t.Errorf("--fresh with the new model: exit %d: %s", code, errs)
 	}
 }
+
+// TestTuneForceSpecRecommendsMeasured: --force-spec takes no change of
+// extra_args (the flags change what a trial measures, and no stored trial
+// ran with the new ones): refused, exit 2, naming the key. A space
+// narrowed under --force-spec (tensor_parallel [1, 2] to [2]) is what
+// recommend answers: no configuration outside it is recommended.
+func TestTuneForceSpecRecommendsMeasured(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "s.db")
+	src := strings.Replace(vspec(40, 4), "gpu_memory_fraction: [0.85, 0.9]", "tensor_parallel: [1, 2]", 1)
+	src = strings.Replace(src, "max_running_requests: [8, 32, 128]", "max_running_requests: [32, 128]", 1)
+	if code, _, errs := runIn("tune", writeSpec(t, src), "--db", db); code != exitOK {
+		t.Fatalf("tune: exit %d: %s", code, errs)
+	}
+	eager := strings.Replace(src, "tensor_parallel: [1, 2]", "tensor_parallel: [1, 2]\n  extra_args: [\"--enforce-eager\"]", 1)
+	code, _, errs := runIn("tune", writeSpec(t, eager), "--db", db, "--resume", "--force-spec")
+	if code != exitUsage || !strings.Contains(errs, "space.extra_args changed") || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+		t.Errorf("--force-spec with new extra_args: exit %d, %q", code, errs)
+	}
+	if _, out, _ := runIn("recommend", "vstudy", "--db", db); strings.Contains(out, "enforce-eager") {
+		t.Errorf("recommend prints a flag no trial ran with:\n%s", out)
+	}
+	narrow := strings.Replace(src, "tensor_parallel: [1, 2]", "tensor_parallel: [2]", 1)
+	if code, _, errs := runIn("tune", writeSpec(t, narrow), "--db", db, "--resume", "--force-spec"); code != exitOK {
+		t.Fatalf("--force-spec with a narrower space: exit %d: %s", code, errs)
+	}
+	for _, format := range []string{"vllm", "json"} {
+		code, out, errs := runIn("recommend", "vstudy", "--db", db, "--format", format)
+		if code != exitOK {
+			t.Fatalf("recommend --format %s: exit %d: %s", format, code, errs)
+		}
+		if format == "vllm" && !strings.Contains(lastLine(out), "--tensor-parallel-size 2") {
+			t.Errorf("recommend after narrowing to tensor_parallel [2]: %s", lastLine(out))
+		}
+		if format == "json" && !strings.Contains(out, `"tensor_parallel": 2`) {
+			t.Errorf("recommend --format json after narrowing:\n%s", out)
+		}
+	}
+}

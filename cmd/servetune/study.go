@@ -241,8 +241,19 @@ func newTrialsCmd() *cobra.Command {
 				queued = queued || r.PendingS != nil
 			}
 			energy := anyEnergy(rows)
+			// Failed requests in a trial that is ok: a column, and the
+			// words below, where any trial has them.
+			failures := map[int]string{}
+			for _, t := range ss.trials {
+				if f := tuner.RequestFailures(t.LoadPoints); f != "" && t.Status != measure.StatusFailed {
+					failures[t.Number] = f
+				}
+			}
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 			fmt.Fprintf(tw, "#\tSTATUS\tOBJECTIVE (%s, %s)\tCONFIRMS\tGPUS\t", obj, tuner.Unit(obj.Metric))
+			if len(failures) > 0 {
+				fmt.Fprint(tw, "FAILED REQUESTS\t")
+			}
 			if energy {
 				fmt.Fprint(tw, "BEST TOK/J\tENERGY (J)\t")
 			}
@@ -263,6 +274,9 @@ func newTrialsCmd() *cobra.Command {
 					of = fmt.Sprintf("trial %d", *r.Confirms)
 				}
 				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%v\t", r.Number, status, val, of, r.GPUs)
+				if len(failures) > 0 {
+					fmt.Fprintf(tw, "%s\t", failedRequests(r.Levels))
+				}
 				if energy {
 					tpj, joules := trialEnergy(r)
 					fmt.Fprintf(tw, "%s\t%s\t", tpj, joules)
@@ -281,6 +295,9 @@ func newTrialsCmd() *cobra.Command {
 				if r.FailureMsg != "" {
 					fmt.Fprintf(out, "\ntrial %d %s/%s:\n%s", r.Number, r.Status, r.Failure, wrap(r.FailureMsg, 96, "    "))
 				}
+				if f := failures[r.Number]; f != "" {
+					fmt.Fprintf(out, "\ntrial %d %s, but %s\n", r.Number, r.Status, f)
+				}
 			}
 			return nil
 		},
@@ -288,6 +305,20 @@ func newTrialsCmd() *cobra.Command {
 	addDBFlag(cmd, &dbPath)
 	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"trials":[{"number","status","failure","settings",...}]}`)
 	return cmd
+}
+
+// failedRequests is a trial's failed share of its measured requests for
+// the trials table: "4/8", "-" when none failed.
+func failedRequests(levels []levelJSON) string {
+	failed, total := 0, 0
+	for _, l := range levels {
+		failed += l.Failed
+		total += l.Completed + l.Failed
+	}
+	if failed == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%d/%d", failed, total)
 }
 
 // anyEnergy reports whether some level of rows has GPU energy figures.
@@ -584,6 +615,9 @@ func writeRecommendation(w io.Writer, sp *tuner.Spec, rec tuner.Recommendation, 
 		if verdict != nil {
 			doc["quality"] = verdict
 		}
+		if f := tuner.RequestFailures([]measure.Level{p.Level}); f != "" {
+			doc["failed_requests"] = f
+		}
 		if findings == nil {
 			doc["findings"] = []diagnose.Finding{}
 		}
@@ -619,6 +653,11 @@ func writeRecommendation(w io.Writer, sp *tuner.Spec, rec tuner.Recommendation, 
 		}
 	}
 	fmt.Fprintf(w, "#   %s\n", strings.Join(parts, "  "))
+	if f := tuner.RequestFailures([]measure.Level{p.Level}); f != "" {
+		// Within slo.error_rate, yet the user serves a configuration
+		// that fails requests at this load.
+		fmt.Fprintf(w, "#   at this level %s\n", f)
+	}
 	if ru := rec.RunnerUp; ru != nil {
 		sep := "cannot be separated from the best at 95%: either will do"
 		if rec.Separated {
