@@ -632,6 +632,9 @@ func (s *Store) InterruptRunning(ctx context.Context, studyID int64) ([]int, err
 
 const trialColumns = `id, study_id, number, settings, gpus, status, failure, failure_msg, log_tail, objective, started, finished, confirms, pending_ns, launch_ns, reruns, quality`
 
+// scanTrial reads one trial row. A value in it that does not parse (a
+// hand-edited or damaged row) marks that trial Unreadable rather than
+// failing the read of every trial of every study.
 func scanTrial(row interface{ Scan(...any) error }) (Trial, error) {
 	var t Trial
 	var settings, gpus string
@@ -644,32 +647,37 @@ func scanTrial(row interface{ Scan(...any) error }) (Trial, error) {
 		return Trial{}, err
 	}
 	t.Pending, t.Launch = durationOf(pending), durationOf(launch)
-	if quality != "" {
-		t.Quality = &measure.Quality{}
-		if err := json.Unmarshal([]byte(quality), t.Quality); err != nil {
-			return Trial{}, fmt.Errorf("%w: trial %d quality: %w", errSchemaBroken, t.Number, err)
-		}
-	}
 	if confirms.Valid {
 		c := int(confirms.Int64)
 		t.Confirms = &c
 	}
-	if err := json.Unmarshal([]byte(settings), &t.Settings); err != nil {
-		return Trial{}, fmt.Errorf("%w: trial %d settings: %w", errSchemaBroken, t.Number, err)
-	}
-	if err := json.Unmarshal([]byte(gpus), &t.GPUs); err != nil {
-		return Trial{}, fmt.Errorf("%w: trial %d gpus: %w", errSchemaBroken, t.Number, err)
-	}
 	if objective.Valid {
 		t.Objective = &objective.Float64
 	}
+	var bad []string
+	if quality != "" {
+		t.Quality = &measure.Quality{}
+		if err := json.Unmarshal([]byte(quality), t.Quality); err != nil {
+			t.Quality = nil
+			bad = append(bad, fmt.Sprintf("quality: %v", err))
+		}
+	}
+	if err := json.Unmarshal([]byte(settings), &t.Settings); err != nil {
+		t.Settings = nil
+		bad = append(bad, fmt.Sprintf("settings: %v", err))
+	}
+	if err := json.Unmarshal([]byte(gpus), &t.GPUs); err != nil {
+		t.GPUs = nil
+		bad = append(bad, fmt.Sprintf("gpus: %v", err))
+	}
 	var err error
 	if t.Started, err = parseTime(started); err != nil {
-		return Trial{}, err
+		bad = append(bad, fmt.Sprintf("started: %v", err))
 	}
 	if t.Finished, err = parseTime(finished); err != nil {
-		return Trial{}, err
+		bad = append(bad, fmt.Sprintf("finished: %v", err))
 	}
+	t.Unreadable = strings.Join(bad, "; ")
 	return t, nil
 }
 
@@ -720,15 +728,21 @@ func (s *Store) Trials(ctx context.Context, studyID int64) ([]Trial, error) {
 		if err := rows.Scan(&id, &lp.Label, &lp.Kind, &lp.Value, &load, &summary); err != nil {
 			return nil, fmt.Errorf("store: load points: %w", err)
 		}
-		if err := json.Unmarshal([]byte(summary), &lp.Summary); err != nil {
-			return nil, fmt.Errorf("store: load point %s: %w: %w", lp.Label, errSchemaBroken, err)
+		i, ok := byID[id]
+		if !ok {
+			continue
 		}
-		if lp.Load, err = readLoad(load, lp); err != nil {
-			return nil, fmt.Errorf("store: load point %s: %w: %w", lp.Label, errSchemaBroken, err)
+		// A point that does not parse makes its trial unreadable, not the
+		// study: a trial with a level missing must not rank on the rest.
+		err := json.Unmarshal([]byte(summary), &lp.Summary)
+		if err == nil {
+			lp.Load, err = readLoad(load, lp)
 		}
-		if i, ok := byID[id]; ok {
-			out[i].LoadPoints = append(out[i].LoadPoints, lp)
+		if err != nil {
+			out[i].Unreadable = strings.TrimPrefix(out[i].Unreadable+"; ", "; ") + fmt.Sprintf("load point %s: %v", lp.Label, err)
+			continue
 		}
+		out[i].LoadPoints = append(out[i].LoadPoints, lp)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("store: load points: %w", err)

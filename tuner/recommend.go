@@ -61,14 +61,14 @@ func RecommendStudy(trials []store.Trial, sp *Spec, pref Preference) (Recommenda
 	}
 	runs := map[int][]store.Trial{} // search trial -> its confirmation runs
 	for _, t := range trials {
-		if t.Confirms != nil && t.Status == measure.StatusOK {
+		if t.Confirms != nil && t.Status == measure.StatusOK && t.Unreadable == "" {
 			runs[*t.Confirms] = append(runs[*t.Confirms], t)
 		}
 	}
 	var cands []Candidate
 	var why noFeasible
 	for _, t := range trials {
-		if t.Confirms != nil || t.Status != measure.StatusOK {
+		if t.Confirms != nil || t.Status != measure.StatusOK || t.Unreadable != "" {
 			continue
 		}
 		// A configuration the current space excludes (a --force-spec

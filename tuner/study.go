@@ -345,8 +345,14 @@ func (r *studyRun) replay(stored []store.Trial) error {
 	sp := r.s.Spec
 	obj := sp.Tuner.Objective
 	skipped := 0
+	unreadable := 0
 	for _, t := range stored {
 		r.next = max(r.next, t.Number+1)
+		if t.Unreadable != "" {
+			// Its settings or figures are lost: neither told nor re-run.
+			unreadable++
+			continue
+		}
 		if t.Confirms != nil {
 			// A confirmation run: re-run when interrupted (confirm counts the
 			// rest), never told to the sampler.
@@ -382,6 +388,9 @@ func (r *studyRun) replay(stored []store.Trial) error {
 	}
 	if skipped > 0 {
 		r.s.note("%d stored trial(s) lie outside the changed space: kept in the store, not told to the sampler, not re-run", skipped)
+	}
+	if unreadable > 0 {
+		r.s.note("%d stored trial(s) could not be read back (servetune trials says why): kept in the store, not told to the sampler, not re-run", unreadable)
 	}
 	r.started = r.done
 	return nil
@@ -697,7 +706,7 @@ func PointsOf(number int, settings space.Settings, price float64, levels []measu
 func StoredPoints(trials []store.Trial, price float64) []Point {
 	var pts []Point
 	for _, t := range trials {
-		if t.Status == measure.StatusOK && t.Confirms == nil {
+		if t.Status == measure.StatusOK && t.Confirms == nil && t.Unreadable == "" {
 			pts = append(pts, PointsOf(t.Number, t.Settings, price, t.LoadPoints)...)
 		}
 	}
@@ -881,7 +890,7 @@ func confirmCandidates(trials []store.Trial, sp *Spec, top int) []store.Trial {
 	var cs []cand
 	seen := map[string]bool{}
 	for _, t := range trials {
-		if t.Confirms != nil || t.Status != measure.StatusOK || seen[t.Settings.Key()] {
+		if t.Confirms != nil || t.Status != measure.StatusOK || t.Unreadable != "" || seen[t.Settings.Key()] {
 			continue
 		}
 		v, ok := TrialValue(PointsOf(t.Number, t.Settings, sp.Hardware.PricePerGPUHour, t.LoadPoints), sp.Tuner.Objective, sp.SLO)

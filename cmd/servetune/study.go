@@ -182,6 +182,8 @@ type trialJSON struct {
 	Levels   []levelJSON `json:"levels"`
 	// Quality is the quality gate's verdict, with both scores.
 	Quality *measure.Quality `json:"quality,omitempty"`
+	// Unreadable says why a stored value of the trial did not parse.
+	Unreadable string `json:"unreadable,omitempty"`
 }
 
 type levelJSON struct {
@@ -217,7 +219,8 @@ func newTrialsCmd() *cobra.Command {
 			for _, t := range ss.trials {
 				r := trialJSON{Number: t.Number, Status: string(t.Status), Failure: string(t.Failure), FailureMsg: t.FailureMsg,
 					Settings: t.Settings, GPUs: t.GPUs, Objective: t.Objective, Confirms: t.Confirms, Started: t.Started, Finished: t.Finished,
-					PendingS: seconds(t.Pending), LaunchS: seconds(t.Launch), Levels: []levelJSON{}, Quality: t.Quality}
+					PendingS: seconds(t.Pending), LaunchS: seconds(t.Launch), Levels: []levelJSON{}, Quality: t.Quality,
+					Unreadable: t.Unreadable}
 				if r.GPUs == nil {
 					r.GPUs = []int{}
 				}
@@ -266,6 +269,9 @@ func newTrialsCmd() *cobra.Command {
 				if r.Failure != "" {
 					status += "/" + r.Failure
 				}
+				if r.Unreadable != "" {
+					status += " (unreadable)"
+				}
 				val, of := "-", ""
 				if r.Objective != nil {
 					val = fmt.Sprintf("%.4g", *r.Objective)
@@ -291,9 +297,12 @@ func newTrialsCmd() *cobra.Command {
 			}
 			// Whole messages, wrapped: the engine's own words are the
 			// point.
-			for _, r := range rows {
+			for i, r := range rows {
 				if r.FailureMsg != "" {
 					fmt.Fprintf(out, "\ntrial %d %s/%s:\n%s", r.Number, r.Status, r.Failure, wrap(r.FailureMsg, 96, "    "))
+				}
+				if r.Unreadable != "" {
+					fmt.Fprintf(out, "\ntrial %d (id %d) is unreadable: %s\n", r.Number, ss.trials[i].ID, r.Unreadable)
 				}
 				if f := failures[r.Number]; f != "" {
 					fmt.Fprintf(out, "\ntrial %d %s, but %s\n", r.Number, r.Status, f)
