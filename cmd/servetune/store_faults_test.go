@@ -2,9 +2,13 @@ package main
 
 import (
 	"database/sql"
+	"errors"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	_ "github.com/mattn/go-sqlite3"
@@ -61,5 +65,65 @@ func TestReadCommandsMalformedRow(t *testing.T) {
 	code, _, errs = runIn("tune", writeSpec(t, more), "--db", db, "--resume")
 	if code != exitOK || !strings.Contains(errs, "2 stored trial(s) could not be read back") {
 		t.Errorf("resume: exit %d: %s", code, errs)
+	}
+}
+
+// TestTuneReadOnlyDatabase: tune on a database it may not write, or in a
+// directory it may not write, says which in one line, exit 2 (SQLite's
+// words were "attempt to write a readonly database" and, for a new file,
+// "no such file or directory").
+func TestTuneReadOnlyDatabase(t *testing.T) {
+	bin := buildServetune(t)
+	dir := filepath.Join(t.TempDir(), "ro")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	spec := filepath.Join(dir, "study.yaml")
+	if err := os.WriteFile(spec, []byte(vspec(20, 2)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "s.db")
+	if code, _, errs := runIn("tune", spec, "--db", db); code != exitOK {
+		t.Fatalf("tune: exit %d: %s", code, errs)
+	}
+	// Root writes anywhere: tune then runs as nobody.
+	cred := os.Getuid() == 0
+	if cred {
+		for _, d := range []string{filepath.Dir(dir), filepath.Dir(bin)} {
+			_ = os.Chmod(d, 0o755)
+			_ = os.Chmod(filepath.Dir(d), 0o755)
+		}
+		for d := filepath.Dir(dir); d != "/"; d = filepath.Dir(d) {
+			if st, err := os.Stat(d); err == nil && st.Mode().Perm()&0o005 != 0o005 {
+				t.Skipf("%s is not readable by others: cannot test as nobody", d)
+			}
+		}
+	} else if err := os.Chmod(db, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	tune := func(db string, extra ...string) (int, string) {
+		cmd := exec.Command(bin, append([]string{"tune", spec, "--db", db}, extra...)...)
+		if cred {
+			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		}
+		var errb strings.Builder
+		cmd.Stderr = &errb
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode(), errb.String()
+		}
+		return 0, errb.String()
+	}
+	oneLine := func(s string) bool { return strings.Count(strings.TrimSpace(s), "\n") == 0 }
+	if code, errs := tune(db, "--resume"); code != exitUsage || !oneLine(errs) || !strings.Contains(errs, "the database "+db+" is read-only for this user") {
+		t.Errorf("read-only file: exit %d, %q", code, errs)
+	}
+	if err := os.Chmod(dir, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(dir, 0o755) })
+	if code, errs := tune(filepath.Join(dir, "new.db")); code != exitUsage || !oneLine(errs) || !strings.Contains(errs, "cannot write in "+dir) {
+		t.Errorf("read-only directory: exit %d, %q", code, errs)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -51,12 +52,31 @@ func openDBForWrite(ctx context.Context, path string) (*store.Store, error) {
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			return nil, failedError(err)
 		}
+		if err := writable(path); err != nil {
+			return nil, usageError(err)
+		}
 	}
 	db, err := store.Open(ctx, path)
 	if err != nil {
 		return nil, failedError(fmt.Errorf("open %s: %w", path, err))
 	}
 	return db, nil
+}
+
+// writable says in one line why the database at path cannot be written,
+// nil when it can: SQLite's own words are "attempt to write a readonly
+// database" or, for a new file in a read-only directory, "no such file or
+// directory". The directory must be writable as well: SQLite creates the
+// -wal and -shm files beside the database.
+func writable(path string) error {
+	dir := filepath.Dir(path)
+	if _, err := os.Stat(path); err == nil && syscall.Access(path, 2) != nil { // 2: W_OK
+		return fmt.Errorf("the database %s is read-only for this user (read commands such as trials and recommend work on it; tune needs to write it: change its permissions or copy it)", path)
+	}
+	if err := syscall.Access(dir, 2|1); err != nil { // W_OK|X_OK
+		return fmt.Errorf("cannot write in %s (%v): tune creates the database and its -wal and -shm files there; give --db in a writable directory", dir, err)
+	}
+	return nil
 }
 
 // storedStudy is one study read back with its spec and trials.
