@@ -2,7 +2,9 @@ package main
 
 import (
 	"database/sql"
+	"encoding/json"
 	"errors"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -125,5 +127,47 @@ func TestTuneReadOnlyDatabase(t *testing.T) {
 	t.Cleanup(func() { os.Chmod(dir, 0o755) })
 	if code, errs := tune(filepath.Join(dir, "new.db")); code != exitUsage || !oneLine(errs) || !strings.Contains(errs, "cannot write in "+dir) {
 		t.Errorf("read-only directory: exit %d, %q", code, errs)
+	}
+}
+
+// TestBenchOutputLinks: --json through a symlink to the --csv file is the
+// same file, refused before any load, and the file it names is left as it
+// was; a real run writes through the link to its target, leaving no
+// temporary file behind.
+func TestBenchOutputLinks(t *testing.T) {
+	srv := httptest.NewServer(&streamServer{})
+	defer srv.Close()
+	dir := t.TempDir()
+	target := filepath.Join(dir, "target.csv")
+	if err := os.WriteFile(target, []byte("old\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.json")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"bench", "--base-url", srv.URL, "--model", "m", "--no-progress", "--num-requests", "4"}
+	code, _, errs := runIn(append(base, "--json", link, "--csv", target)...)
+	if code != exitUsage || !strings.Contains(errs, "--json and --csv name the same file") {
+		t.Errorf("--json LINK --csv TARGET: exit %d, %q", code, errs)
+	}
+	if b, _ := os.ReadFile(target); string(b) != "old\n" {
+		t.Errorf("the refused run changed the target: %q", b)
+	}
+	csv := filepath.Join(dir, "r.csv")
+	if code, _, errs := runIn(append(base, "--json", link, "--csv", csv)...); code != exitOK {
+		t.Fatalf("bench: exit %d: %s", code, errs)
+	}
+	var doc struct {
+		Completed int `json:"completed"`
+	}
+	if err := json.Unmarshal(mustRead(t, target), &doc); err != nil || doc.Completed != 4 {
+		t.Errorf("the link's target: %v, %+v", err, doc)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the link was replaced: %v", err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".*tmp")); len(left) > 0 {
+		t.Errorf("temporary files left: %v", left)
 	}
 }
