@@ -26,6 +26,9 @@ type Store struct {
 	db       *sql.DB
 	mu       sync.Mutex // serializes write transactions of this process
 	readOnly bool       // OpenReadOnly: every write is ErrReadOnly
+	// copy is the temporary, upgraded copy an older file is read from
+	// (OpenReadOnly), removed by Close; "" otherwise.
+	copy string
 }
 
 // Errors callers test with errors.Is.
@@ -96,7 +99,8 @@ func open(ctx context.Context, path string, steps []string) (*Store, error) {
 // commands that only read (studies, trials, pareto, recommend, report): it
 // creates nothing, migrates nothing and works on a read-only mount or in a
 // directory it may not write. A database of an older schema is refused
-// with ErrOldSchema (a writable open migrates it).
+// from an upgraded copy (the file itself is never changed: an older
+// servetune may still be writing it).
 func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
@@ -123,12 +127,44 @@ func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
 			db.Close()
 			return nil, fmt.Errorf("store: open %s: %w: schema version %d, this build knows up to %d; upgrade servetune", path, ErrNewerSchema, version, SchemaVersion)
 		case version < SchemaVersion:
+			s, err := upgradedCopy(ctx, db)
 			db.Close()
-			return nil, fmt.Errorf("store: open %s: %w: schema version %d, this build reads %d; open it once where it can be written (servetune tune --resume, or a copy) to upgrade it", path, ErrOldSchema, version, SchemaVersion)
+			if err != nil {
+				return nil, fmt.Errorf("store: open %s: %w: schema version %d, this build reads %d, and a copy to upgrade could not be made (%v); servetune tune --resume upgrades the file itself", path, ErrOldSchema, version, SchemaVersion, err)
+			}
+			return s, nil
 		}
 		return &Store{db: db, readOnly: true}, nil
 	}
 	return nil, fmt.Errorf("store: open %s read-only: %w", path, lastErr)
+}
+
+// upgradedCopy copies the database src reads (a consistent snapshot, VACUUM
+// INTO) to a temporary file, migrates the copy and opens it read-only;
+// Close removes it. It costs the file's size in the temporary directory.
+func upgradedCopy(ctx context.Context, src *sql.DB) (*Store, error) {
+	f, err := os.CreateTemp("", "servetune-upgrade-*.db")
+	if err != nil {
+		return nil, err
+	}
+	tmp := f.Name()
+	f.Close()
+	remove := func() {
+		for _, p := range []string{tmp, tmp + "-wal", tmp + "-shm"} {
+			os.Remove(p)
+		}
+	}
+	if _, err := src.ExecContext(ctx, "VACUUM INTO ?", tmp); err != nil {
+		remove()
+		return nil, err
+	}
+	s, err := Open(ctx, tmp)
+	if err != nil {
+		remove()
+		return nil, err
+	}
+	s.readOnly, s.copy = true, tmp
+	return s, nil
 }
 
 // migrate applies the pending steps, each with its version bump in one transaction.
@@ -186,7 +222,13 @@ func (s *Store) Close() error {
 	if s == nil || s.db == nil {
 		return nil
 	}
-	return s.db.Close()
+	err := s.db.Close()
+	if s.copy != "" {
+		for _, p := range []string{s.copy, s.copy + "-wal", s.copy + "-shm"} {
+			os.Remove(p)
+		}
+	}
+	return err
 }
 
 func formatTime(t time.Time) string { return t.UTC().Format(timeFormat) }
