@@ -26,6 +26,9 @@ type Store struct {
 	db       *sql.DB
 	mu       sync.Mutex // serializes write transactions of this process
 	readOnly bool       // OpenReadOnly: every write is ErrReadOnly
+	// copy is the temporary, upgraded copy an older file is read from
+	// (OpenReadOnly), removed by Close; "" otherwise.
+	copy string
 }
 
 // Errors callers test with errors.Is.
@@ -96,7 +99,8 @@ func open(ctx context.Context, path string, steps []string) (*Store, error) {
 // commands that only read (studies, trials, pareto, recommend, report): it
 // creates nothing, migrates nothing and works on a read-only mount or in a
 // directory it may not write. A database of an older schema is refused
-// with ErrOldSchema (a writable open migrates it).
+// from an upgraded copy (the file itself is never changed: an older
+// servetune may still be writing it).
 func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
@@ -123,12 +127,44 @@ func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
 			db.Close()
 			return nil, fmt.Errorf("store: open %s: %w: schema version %d, this build knows up to %d; upgrade servetune", path, ErrNewerSchema, version, SchemaVersion)
 		case version < SchemaVersion:
+			s, err := upgradedCopy(ctx, db)
 			db.Close()
-			return nil, fmt.Errorf("store: open %s: %w: schema version %d, this build reads %d; open it once where it can be written (servetune tune --resume, or a copy) to upgrade it", path, ErrOldSchema, version, SchemaVersion)
+			if err != nil {
+				return nil, fmt.Errorf("store: open %s: %w: schema version %d, this build reads %d, and a copy to upgrade could not be made (%v); servetune tune --resume upgrades the file itself", path, ErrOldSchema, version, SchemaVersion, err)
+			}
+			return s, nil
 		}
 		return &Store{db: db, readOnly: true}, nil
 	}
 	return nil, fmt.Errorf("store: open %s read-only: %w", path, lastErr)
+}
+
+// upgradedCopy copies the database src reads (a consistent snapshot, VACUUM
+// INTO) to a temporary file, migrates the copy and opens it read-only;
+// Close removes it. It costs the file's size in the temporary directory.
+func upgradedCopy(ctx context.Context, src *sql.DB) (*Store, error) {
+	f, err := os.CreateTemp("", "servetune-upgrade-*.db")
+	if err != nil {
+		return nil, err
+	}
+	tmp := f.Name()
+	f.Close()
+	remove := func() {
+		for _, p := range []string{tmp, tmp + "-wal", tmp + "-shm"} {
+			os.Remove(p)
+		}
+	}
+	if _, err := src.ExecContext(ctx, "VACUUM INTO ?", tmp); err != nil {
+		remove()
+		return nil, err
+	}
+	s, err := Open(ctx, tmp)
+	if err != nil {
+		remove()
+		return nil, err
+	}
+	s.readOnly, s.copy = true, tmp
+	return s, nil
 }
 
 // migrate applies the pending steps, each with its version bump in one transaction.
@@ -186,7 +222,13 @@ func (s *Store) Close() error {
 	if s == nil || s.db == nil {
 		return nil
 	}
-	return s.db.Close()
+	err := s.db.Close()
+	if s.copy != "" {
+		for _, p := range []string{s.copy, s.copy + "-wal", s.copy + "-shm"} {
+			os.Remove(p)
+		}
+	}
+	return err
 }
 
 func formatTime(t time.Time) string { return t.UTC().Format(timeFormat) }
@@ -632,6 +674,9 @@ func (s *Store) InterruptRunning(ctx context.Context, studyID int64) ([]int, err
 
 const trialColumns = `id, study_id, number, settings, gpus, status, failure, failure_msg, log_tail, objective, started, finished, confirms, pending_ns, launch_ns, reruns, quality`
 
+// scanTrial reads one trial row. A value in it that does not parse (a
+// hand-edited or damaged row) marks that trial Unreadable rather than
+// failing the read of every trial of every study.
 func scanTrial(row interface{ Scan(...any) error }) (Trial, error) {
 	var t Trial
 	var settings, gpus string
@@ -644,32 +689,37 @@ func scanTrial(row interface{ Scan(...any) error }) (Trial, error) {
 		return Trial{}, err
 	}
 	t.Pending, t.Launch = durationOf(pending), durationOf(launch)
-	if quality != "" {
-		t.Quality = &measure.Quality{}
-		if err := json.Unmarshal([]byte(quality), t.Quality); err != nil {
-			return Trial{}, fmt.Errorf("%w: trial %d quality: %w", errSchemaBroken, t.Number, err)
-		}
-	}
 	if confirms.Valid {
 		c := int(confirms.Int64)
 		t.Confirms = &c
 	}
-	if err := json.Unmarshal([]byte(settings), &t.Settings); err != nil {
-		return Trial{}, fmt.Errorf("%w: trial %d settings: %w", errSchemaBroken, t.Number, err)
-	}
-	if err := json.Unmarshal([]byte(gpus), &t.GPUs); err != nil {
-		return Trial{}, fmt.Errorf("%w: trial %d gpus: %w", errSchemaBroken, t.Number, err)
-	}
 	if objective.Valid {
 		t.Objective = &objective.Float64
 	}
+	var bad []string
+	if quality != "" {
+		t.Quality = &measure.Quality{}
+		if err := json.Unmarshal([]byte(quality), t.Quality); err != nil {
+			t.Quality = nil
+			bad = append(bad, fmt.Sprintf("quality: %v", err))
+		}
+	}
+	if err := json.Unmarshal([]byte(settings), &t.Settings); err != nil {
+		t.Settings = nil
+		bad = append(bad, fmt.Sprintf("settings: %v", err))
+	}
+	if err := json.Unmarshal([]byte(gpus), &t.GPUs); err != nil {
+		t.GPUs = nil
+		bad = append(bad, fmt.Sprintf("gpus: %v", err))
+	}
 	var err error
 	if t.Started, err = parseTime(started); err != nil {
-		return Trial{}, err
+		bad = append(bad, fmt.Sprintf("started: %v", err))
 	}
 	if t.Finished, err = parseTime(finished); err != nil {
-		return Trial{}, err
+		bad = append(bad, fmt.Sprintf("finished: %v", err))
 	}
+	t.Unreadable = strings.Join(bad, "; ")
 	return t, nil
 }
 
@@ -720,15 +770,21 @@ func (s *Store) Trials(ctx context.Context, studyID int64) ([]Trial, error) {
 		if err := rows.Scan(&id, &lp.Label, &lp.Kind, &lp.Value, &load, &summary); err != nil {
 			return nil, fmt.Errorf("store: load points: %w", err)
 		}
-		if err := json.Unmarshal([]byte(summary), &lp.Summary); err != nil {
-			return nil, fmt.Errorf("store: load point %s: %w: %w", lp.Label, errSchemaBroken, err)
+		i, ok := byID[id]
+		if !ok {
+			continue
 		}
-		if lp.Load, err = readLoad(load, lp); err != nil {
-			return nil, fmt.Errorf("store: load point %s: %w: %w", lp.Label, errSchemaBroken, err)
+		// A point that does not parse makes its trial unreadable, not the
+		// study: a trial with a level missing must not rank on the rest.
+		err := json.Unmarshal([]byte(summary), &lp.Summary)
+		if err == nil {
+			lp.Load, err = readLoad(load, lp)
 		}
-		if i, ok := byID[id]; ok {
-			out[i].LoadPoints = append(out[i].LoadPoints, lp)
+		if err != nil {
+			out[i].Unreadable = strings.TrimPrefix(out[i].Unreadable+"; ", "; ") + fmt.Sprintf("load point %s: %v", lp.Label, err)
+			continue
 		}
+		out[i].LoadPoints = append(out[i].LoadPoints, lp)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("store: load points: %w", err)

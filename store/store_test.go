@@ -188,6 +188,55 @@ func TestMigrateOlderFile(t *testing.T) {
 	s2.Close()
 }
 
+// TestReadOlderFile: the read commands' OpenReadOnly reads a file of an
+// older schema from an upgraded temporary copy: the file itself keeps its
+// version (an older servetune may be writing it), and the copy is gone
+// after Close.
+func TestReadOlderFile(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "old.db")
+	old, err := open(ctx, path, migrations[:5])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`INSERT INTO studies (id, name, spec, seed, started, status) VALUES (1, 'kept', 'name: kept', 3, '2026-01-01T00:00:00.000000000Z', 'finished')`,
+		`INSERT INTO trials (id, study_id, number, settings, gpus, status, started) VALUES (1, 1, 0, '{"max_running_requests": 8}', '[0]', 'ok', '2026-01-01T00:00:00.000000000Z')`,
+	} {
+		if _, err := old.db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old.Close()
+	s, err := OpenReadOnly(ctx, path)
+	if err != nil {
+		t.Fatalf("OpenReadOnly of a schema 5 file: %v", err)
+	}
+	st, err := s.GetStudy(ctx, "kept")
+	trials, terr := s.Trials(ctx, st.ID)
+	if err != nil || terr != nil || len(trials) != 1 || trials[0].Settings["max_running_requests"] != float64(8) {
+		t.Errorf("read back: %+v %v; %+v %v", st, err, trials, terr)
+	}
+	if err := s.FinishStudy(ctx, st.ID, StudyFailed); !errors.Is(err, ErrReadOnly) {
+		t.Errorf("a write to the copy: %v, want ErrReadOnly", err)
+	}
+	cp := s.copy
+	s.Close()
+	if _, err := os.Stat(cp); !os.IsNotExist(err) {
+		t.Errorf("the upgraded copy %s is left: %v", cp, err)
+	}
+	raw, err := open(ctx, path, migrations[:5])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	var version int
+	raw.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version)
+	if version != 5 {
+		t.Errorf("the file was changed to version %d", version)
+	}
+}
+
 func TestRefuseNewerFile(t *testing.T) {
 	ctx := context.Background()
 	s, path := openTemp(t)

@@ -64,6 +64,11 @@ type Trial struct {
 	LoadPoints []measure.Level // without records (see Requests)
 	// Quality is the quality gate's verdict; nil when it was not run.
 	Quality *measure.Quality
+	// Unreadable says why a value stored with the trial (its settings, a
+	// load point, ...) could not be read back; "" when all could. Such a
+	// trial keeps its number and status and is measured by nothing: the
+	// study's other trials read on.
+	Unreadable string
 }
 
 // GPUSample is one telemetry sample of one GPU during a trial.

@@ -192,31 +192,113 @@ func (o Objective) better(a, b float64) bool {
 	return a < b
 }
 
-// Limit is one SLO: Metric must not exceed Max (milliseconds).
+// Limit is one SLO: Metric must not exceed Max (milliseconds; a fraction
+// for ErrorRate).
 type Limit struct {
 	Metric string
 	Max    float64
 }
 
-// SLO is a set of latency limits a point must meet.
+// ErrorRate is the SLO's bound on the share of a level's requests that
+// failed (slo.error_rate: 0.01 accepts 1%). Without it no failure is
+// accepted.
+const ErrorRate = "error_rate"
+
+// SLO is a set of limits a point must meet: latency limits, and at most
+// one ErrorRate bound.
 type SLO []Limit
 
-// Met reports whether p meets every limit. A point without the metric (no
-// completed request) or with any failed request does not meet it.
-func (slo SLO) Met(p Point) bool {
-	// Latency percentiles cover completed requests only, so a level that
-	// dropped requests could look fast; it does not meet the SLOs.
-	if p.Summary.Completed == 0 || p.Summary.Failed > 0 || p.Summary.Unsustained {
-		return false
-	}
+// Latency is the SLO without its ErrorRate bound: the latency limits only.
+func (slo SLO) Latency() SLO {
+	out := make(SLO, 0, len(slo))
 	for _, l := range slo {
-		v, ok := p.Metric(l.Metric)
-		if !ok || v > l.Max {
-			return false
+		if l.Metric != ErrorRate {
+			out = append(out, l)
 		}
 	}
-	return true
+	return out
 }
+
+// MaxErrorRate is the share of failed requests a level may have and meet
+// the SLO: the ErrorRate bound, 0 without one.
+func (slo SLO) MaxErrorRate() float64 {
+	for _, l := range slo {
+		if l.Metric == ErrorRate {
+			return l.Max
+		}
+	}
+	return 0
+}
+
+// FailedShare is the share of a level's measured requests that failed.
+func FailedShare(s measure.Summary) float64 {
+	if n := s.Completed + s.Failed; n > 0 {
+		return float64(s.Failed) / float64(n)
+	}
+	return 0
+}
+
+// Met reports whether p meets every limit. A point without the metric (no
+// completed request) or with more failed requests than the ErrorRate bound
+// allows (by default, any) does not meet it.
+func (slo SLO) Met(p Point) bool { return slo.Miss(p) == "" }
+
+// Miss says why p does not meet the SLO, "" when it does: "2 of 4
+// requests failed (50%; the SLO allows none: slo.error_rate)", "ttft_p99
+// 912 ms > 800".
+func (slo SLO) Miss(p Point) string {
+	s := p.Summary
+	// Latency percentiles cover completed requests only, so a level that
+	// dropped requests could look fast: past the bound, it does not meet
+	// the SLOs.
+	if s.Completed == 0 {
+		if s.Failed > 0 {
+			return fmt.Sprintf("all %d requests failed", s.Failed)
+		}
+		return "no request completed"
+	}
+	var why []string
+	if share, bound := FailedShare(s), slo.MaxErrorRate(); s.Failed > 0 && share > bound {
+		allows := "none: set slo.error_rate to accept some"
+		if bound > 0 {
+			allows = fmt.Sprintf("%s (slo.error_rate)", percent(bound))
+		}
+		why = append(why, fmt.Sprintf("%d of %d requests failed (%s; the SLO allows %s)", s.Failed, s.Completed+s.Failed, percent(share), allows))
+	}
+	if s.Unsustained {
+		why = append(why, "the rate was not sustained (the queue kept growing)")
+	}
+	for _, l := range slo {
+		if l.Metric == ErrorRate {
+			continue
+		}
+		v, ok := p.Metric(l.Metric)
+		switch {
+		case !ok:
+			why = append(why, l.Metric+" not measured")
+		case v > l.Max:
+			why = append(why, fmt.Sprintf("%s %.4g ms > %g", l.Metric, v, l.Max))
+		}
+	}
+	return strings.Join(why, ", ")
+}
+
+// once refuses an SLO that bounds the error rate twice.
+func (slo SLO) once() error {
+	n := 0
+	for _, l := range slo {
+		if l.Metric == ErrorRate {
+			n++
+		}
+	}
+	if n > 1 {
+		return fmt.Errorf("%s given %d times", ErrorRate, n)
+	}
+	return nil
+}
+
+// percent writes a share as a percentage: "50%", "0.1%".
+func percent(f float64) string { return fmt.Sprintf("%.3g%%", 100*f) }
 
 // Goodput returns the per-request limits bench uses to count goodput: the
 // tightest limit given for each of TTFT, TPOT and E2EL.
@@ -227,7 +309,7 @@ func (slo SLO) Goodput() measure.SLO {
 			*cur = v
 		}
 	}
-	for _, l := range slo {
+	for _, l := range slo.Latency() {
 		switch {
 		case strings.HasPrefix(l.Metric, "ttft_"):
 			tight(&g.TTFTms, l.Max)
@@ -246,6 +328,10 @@ func (slo SLO) String() string {
 	}
 	parts := make([]string, len(slo))
 	for i, l := range slo {
+		if l.Metric == ErrorRate {
+			parts[i] = fmt.Sprintf("%s<=%s", l.Metric, percent(l.Max))
+			continue
+		}
 		parts[i] = fmt.Sprintf("%s<=%gms", l.Metric, l.Max)
 	}
 	sort.Strings(parts)
@@ -278,4 +364,56 @@ func bestPoint(points []Point, obj Objective, slo SLO) (best int, v float64, ok 
 		}
 	}
 	return best, v, ok
+}
+
+// RequestFailures says how many of the levels' measured requests failed,
+// and how, "" when none did: "4 of 8 requests failed (50%; http_5xx 4:
+// HTTP 500: overloaded)". A trial can be ok with failures in its levels;
+// every view of it says so.
+func RequestFailures(levels []measure.Level) string {
+	failed, total := 0, 0
+	classes := map[string]int{}
+	first := map[string]string{}
+	for _, lv := range levels {
+		s := lv.Summary
+		failed += s.Failed
+		total += s.Completed + s.Failed
+		for c, n := range s.Errors {
+			if n > 0 {
+				classes[c] += n
+				if first[c] == "" {
+					first[c] = s.ErrorMessages[c]
+				}
+			}
+		}
+	}
+	if failed == 0 {
+		return ""
+	}
+	names := make([]string, 0, len(classes))
+	for c := range classes {
+		names = append(names, c)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		if classes[names[i]] != classes[names[j]] {
+			return classes[names[i]] > classes[names[j]]
+		}
+		return names[i] < names[j]
+	})
+	var how []string
+	for _, c := range names {
+		h := fmt.Sprintf("%s %d", c, classes[c])
+		if m := first[c]; m != "" {
+			if r := []rune(m); len(r) > 120 {
+				m = string(r[:117]) + "..."
+			}
+			h += ": " + m
+		}
+		how = append(how, h)
+	}
+	out := fmt.Sprintf("%d of %d requests failed (%s", failed, total, percent(float64(failed)/float64(total)))
+	if len(how) > 0 {
+		out += "; " + strings.Join(how, "; ")
+	}
+	return out + ")"
 }

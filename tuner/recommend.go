@@ -1,8 +1,10 @@
 package tuner
 
 import (
+	"fmt"
 	"math"
 	"sort"
+	"strings"
 
 	"gonum.org/v1/gonum/stat/distuv"
 
@@ -59,18 +61,27 @@ func RecommendStudy(trials []store.Trial, sp *Spec, pref Preference) (Recommenda
 	}
 	runs := map[int][]store.Trial{} // search trial -> its confirmation runs
 	for _, t := range trials {
-		if t.Confirms != nil && t.Status == measure.StatusOK {
+		if t.Confirms != nil && t.Status == measure.StatusOK && t.Unreadable == "" {
 			runs[*t.Confirms] = append(runs[*t.Confirms], t)
 		}
 	}
 	var cands []Candidate
+	var why noFeasible
 	for _, t := range trials {
-		if t.Confirms != nil || t.Status != measure.StatusOK {
+		if t.Confirms != nil || t.Status != measure.StatusOK || t.Unreadable != "" {
+			continue
+		}
+		// A configuration the current space excludes (a --force-spec
+		// narrowed it) is not to be served: the study no longer asks
+		// about it.
+		if !sp.Space.Holds(t.Settings) {
+			why.outside++
 			continue
 		}
 		pts := PointsOf(t.Number, t.Settings, price, t.LoadPoints)
 		best, err := Recommend(pts, sp.Objectives, sp.SLO, pref)
 		if err != nil {
+			why.count(pts, sp.SLO)
 			continue
 		}
 		c := Candidate{Trial: t.Number, Settings: t.Settings, Point: best, Metric: primary.Metric}
@@ -80,6 +91,7 @@ func RecommendStudy(trials []store.Trial, sp *Spec, pref Preference) (Recommenda
 			v, ok := TrialValue(rp, primary, sp.SLO)
 			if !ok {
 				stable = false
+				why.unstable++
 				break
 			}
 			c.Values = append(c.Values, v)
@@ -107,7 +119,7 @@ func RecommendStudy(trials []store.Trial, sp *Spec, pref Preference) (Recommenda
 		cands = kept
 	}
 	if len(cands) == 0 {
-		return Recommendation{}, ErrNoFeasible
+		return Recommendation{}, why.err(sp.SLO)
 	}
 	sort.SliceStable(cands, func(i, j int) bool {
 		if cands[i].Mean != cands[j].Mean {
@@ -122,6 +134,59 @@ func RecommendStudy(trials []store.Trial, sp *Spec, pref Preference) (Recommenda
 		rec.Separated = separated(cands[0].Values, ru.Values)
 	}
 	return rec, nil
+}
+
+// noFeasible tallies why no configuration qualified, for the one line
+// that says so (a level whose requests half failed must not read as a
+// latency miss).
+type noFeasible struct {
+	levels, failed, latency, empty int
+	maxShare                       float64
+	unstable, outside              int
+}
+
+func (n *noFeasible) count(pts []Point, slo SLO) {
+	for _, p := range pts {
+		n.levels++
+		s := p.Summary
+		switch {
+		case s.Completed == 0:
+			n.empty++
+		case s.Failed > 0 && FailedShare(s) > slo.MaxErrorRate():
+			n.failed++
+			n.maxShare = max(n.maxShare, FailedShare(s))
+		default:
+			n.latency++
+		}
+	}
+}
+
+func (n *noFeasible) err(slo SLO) error {
+	var parts []string
+	if n.failed > 0 {
+		allows := "none: set slo.error_rate to accept some"
+		if b := slo.MaxErrorRate(); b > 0 {
+			allows = percent(b) + " (slo.error_rate)"
+		}
+		parts = append(parts, fmt.Sprintf("%d of %d levels had failed requests (up to %s of a level's; the SLO allows %s)",
+			n.failed, n.levels, percent(n.maxShare), allows))
+	}
+	if n.empty > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d levels completed no request", n.empty, n.levels))
+	}
+	if n.latency > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d levels missed a latency limit (%s)", n.latency, n.levels, slo.Latency()))
+	}
+	if n.unstable > 0 {
+		parts = append(parts, fmt.Sprintf("%d configuration(s) missed the SLOs in a confirmation run", n.unstable))
+	}
+	if n.outside > 0 {
+		parts = append(parts, fmt.Sprintf("%d trial(s) lie outside the current space", n.outside))
+	}
+	if len(parts) == 0 {
+		return ErrNoFeasible
+	}
+	return fmt.Errorf("%w: %s", ErrNoFeasible, strings.Join(parts, "; "))
 }
 
 // meanCI is the mean of xs and the 95% interval of it by Student's t.

@@ -1,6 +1,7 @@
 package tuner
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/servetune/servetune/measure"
@@ -14,7 +15,7 @@ func storedTrial(number int, confirms *int, mrr int, tput, ttft float64) store.T
 	sum := measure.Summary{Completed: 100, OutputThroughput: tput, RequestGoodput: tput / 100,
 		TTFT: measure.Stats{N: 100, P99: ttft}, TPOT: measure.Stats{N: 100, P99: 10, Median: 8}, Duration: 10, TotalOutputTokens: int(tput * 10)}
 	return store.Trial{Number: number, Status: measure.StatusOK, Confirms: confirms,
-		Settings:   space.Settings{"max_running_requests": mrr},
+		Settings:   space.Settings{"max_running_requests": mrr, "tensor_parallel": 1, "gpu_memory_fraction": 0.9},
 		LoadPoints: []measure.Level{measure.NewLevel(measure.Load{MaxConcurrency: 8}, sum, nil)}}
 }
 
@@ -25,7 +26,7 @@ func ip(n int) *int { return &n }
 // carry a 95% interval, and the runner-up is named and said to be
 // inseparable or not.
 func TestRecommendStudy(t *testing.T) {
-	sp := mustSpec(t, studySpec)
+	sp := mustSpec(t, strings.Replace(studySpec, "max_running_requests: [8, 64]", "max_running_requests: [8, 16, 32, 64]", 1))
 	trials := []store.Trial{
 		storedTrial(0, nil, 8, 1000, 100),
 		storedTrial(1, nil, 64, 1300, 100), // lucky: its runs are lower
@@ -67,5 +68,15 @@ func TestRecommendStudy(t *testing.T) {
 	rec, err = RecommendStudy(trials, sp, PreferThroughput)
 	if err != nil || rec.Separated || rec.RunnerUp == nil {
 		t.Errorf("close candidates: %+v, %v; want a runner-up, not separated", rec, err)
+	}
+	// A configuration the space no longer holds (a --force-spec narrowed
+	// it) is not recommended, however fast; alone, it is said why.
+	outside := storedTrial(1, nil, 128, 9000, 100)
+	rec, err = RecommendStudy([]store.Trial{storedTrial(0, nil, 8, 1000, 100), outside}, sp, PreferThroughput)
+	if err != nil || rec.Best.Trial != 0 || rec.RunnerUp != nil {
+		t.Errorf("with a trial outside the space: %+v, %v; want trial 0 alone", rec, err)
+	}
+	if _, err = RecommendStudy([]store.Trial{outside}, sp, PreferThroughput); err == nil || !strings.Contains(err.Error(), "1 trial(s) lie outside the current space") {
+		t.Errorf("only a trial outside the space: %v", err)
 	}
 }

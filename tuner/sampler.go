@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/c-bata/goptuna"
 	"github.com/c-bata/goptuna/cmaes"
@@ -52,7 +53,11 @@ func NewStudySampler(ctx context.Context, sp *Spec, note func(string)) (*Sampler
 	if sp.Tuner.Sampler != SamplerGuided {
 		return NewSampler(sp.Tuner.Sampler, sp.Space, sp.Tuner.Seed)
 	}
-	g, err := newGuide(ctx, sp, note)
+	// The guided sampler forecasts latencies; the simulated engine fails
+	// no request, so it weighs the latency limits only.
+	gs := *sp
+	gs.SLO = sp.SLO.Latency()
+	g, err := newGuide(ctx, &gs, note)
 	if err != nil {
 		return nil, err
 	}
@@ -401,12 +406,42 @@ func choices(p space.Param) []string {
 	if p.Kind == space.KindBool {
 		vals = []any{false, true}
 	}
+	// Each proposal (and the preflight's, hundreds) asks for the labels: a
+	// list of 9,999 values rebuilt every time allocated 750 MB for 6
+	// trials. A long list's labels are built once per parsed list.
+	long := len(vals) >= 64
+	var key choiceKey
+	if long {
+		key = choiceKey{&vals[0], len(vals)}
+		if out, ok := choiceCache.Load(key); ok {
+			return out.([]string)
+		}
+	}
 	out := make([]string, len(vals))
 	for i, v := range vals {
 		out[i] = strconv.Itoa(i) + ":" + fmt.Sprint(v)
 	}
+	if long {
+		if choiceCacheN.Add(1) > 256 {
+			// Bounded: a process that parses many specs starts over.
+			choiceCache.Clear()
+			choiceCacheN.Store(1)
+		}
+		choiceCache.Store(key, out)
+	}
 	return out
 }
+
+// choiceKey names a parsed choice list by its backing array.
+type choiceKey struct {
+	first *any
+	n     int
+}
+
+var (
+	choiceCache  sync.Map // choiceKey -> []string
+	choiceCacheN atomic.Int64
+)
 
 func suggest(t *goptuna.Trial, p space.Param) (any, error) {
 	switch p.Kind {

@@ -637,6 +637,14 @@ func ParseSLO(expr string) (SLO, error) {
 			k, v, ok = strings.Cut(part, ":")
 		}
 		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		if ok && k == ErrorRate {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil || !(f >= 0 && f < 1) {
+				return nil, fmt.Errorf("SLO %q: the error rate is a share of requests, at least 0 and below 1 (0.01 accepts 1%%)", part)
+			}
+			slo = append(slo, Limit{Metric: ErrorRate, Max: f})
+			continue
+		}
 		if !ok || !sloRE.MatchString(k) {
 			return nil, fmt.Errorf("SLO %q: want METRIC_STAT_ms=LIMIT, METRIC ttft|tpot|itl|e2el, STAT mean|p50|p90|p95|p99, e.g. ttft_p99_ms=2000", part)
 		}
@@ -649,6 +657,9 @@ func ParseSLO(expr string) (SLO, error) {
 	if len(slo) == 0 {
 		return nil, fmt.Errorf("SLO %q: no limit (e.g. ttft_p99_ms=2000,tpot_p99_ms=50)", expr)
 	}
+	if err := slo.once(); err != nil {
+		return nil, fmt.Errorf("SLO %q: %w", expr, err)
+	}
 	return slo, nil
 }
 
@@ -660,8 +671,16 @@ func (p *specParser) slo(n *yaml.Node) SLO {
 	var slo SLO
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
+		if k.Value == ErrorRate {
+			f := p.Number(v, "slo."+ErrorRate)
+			if !p.Failed() && !(f >= 0 && f < 1) {
+				p.Fail(v, "slo."+ErrorRate, "%g: want the share of requests that may fail, at least 0 and below 1 (0.01 accepts 1%%)", f)
+			}
+			slo = append(slo, Limit{Metric: ErrorRate, Max: f})
+			continue
+		}
 		if !sloRE.MatchString(k.Value) {
-			p.Fail(k, "slo."+k.Value, "unknown limit (want METRIC_STAT_ms, METRIC ttft|tpot|itl|e2el, STAT mean|p50|p90|p95|p99)")
+			p.Fail(k, "slo."+k.Value, "unknown limit (want METRIC_STAT_ms, METRIC ttft|tpot|itl|e2el, STAT mean|p50|p90|p95|p99, or error_rate)")
 			return nil
 		}
 		slo = append(slo, Limit{Metric: strings.TrimSuffix(k.Value, "_ms"), Max: p.Positive(v, "slo."+k.Value)})
@@ -895,7 +914,7 @@ func (p *specParser) check(sp *Spec, top map[string]*yaml.Node) {
 			}
 		}
 	}
-	if sp.Workload.Capacity && len(sp.SLO) == 0 {
+	if sp.Workload.Capacity && len(sp.SLO.Latency()) == 0 {
 		p.Fail(top["workload"], "workload.load.capacity", "a capacity search needs slo limits")
 	}
 	if q := sp.Quality; q != nil {

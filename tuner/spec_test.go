@@ -95,6 +95,7 @@ func TestParseSpecBad(t *testing.T) {
 		{"bad load", "load: {concurrency: [1, 8]}", "load: {concurrency: [1, 8], rate: [2]}", 15, "workload.load", "exactly one"},
 		{"bad dist", "input: 512", "input: {uniform: [5]}", 14, "workload.dataset.input.uniform", "[MIN, MAX]"},
 		{"bad slo", "tpot_p99_ms: 50", "tpot_p42_ms: 50", 18, "slo.tpot_p42_ms", "unknown limit"},
+		{"bad error rate", "tpot_p99_ms: 50", "tpot_p99_ms: 50, error_rate: 1.5", 18, "slo.error_rate", "below 1"},
 		{"bad objective", "min ttft_p99]", "min speed]", 19, "objectives", "unknown metric"},
 		{"bad sampler", "sampler: random", "sampler: bayes", 20, "tuner.sampler", "want guided, tpe"},
 		{"too few GPUs", "tensor_parallel: [1, 2]", "tensor_parallel: [4]", 6, "launcher.gpus", "needs 4 GPUs"},

@@ -1,6 +1,9 @@
 package tuner
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"slices"
@@ -73,10 +76,12 @@ func normalizeYAML(v any) any {
 
 // Spec changes a resumed study may take. Growing the trial budget needs no
 // leave; the others need --force-spec; some never pass, because trials
-// measured before and after would not compare.
+// measured before and after would not compare. space.extra_args is fixed:
+// the flags change what a trial measures, yet no trial's stored settings
+// hold them, so a recommendation would print flags nothing ran with.
 var (
 	freeChanges  = []string{"tuner.trials"}
-	fixedChanges = []string{"name", "model", "engine", "hardware.gpu", "workload"}
+	fixedChanges = []string{"name", "model", "engine", "hardware.gpu", "workload", "space.extra_args"}
 )
 
 // ResumeCheck decides whether a study whose stored spec is oldText may be
@@ -114,4 +119,88 @@ func hasPrefix(key string, prefixes []string) bool {
 		}
 	}
 	return false
+}
+
+// ModelCheck refuses the resume of a study whose local model changed: the
+// model's identity is its config.json (stored with the study), so the same
+// directory holding another config.json (32 layers, now 16) is another
+// model, whose trials must not mix with the stored ones. --force-spec does
+// not apply. Catalog models ("" on both sides) are named by the spec.
+func ModelCheck(oldConfig, newConfig string) error {
+	if oldConfig == newConfig {
+		return nil
+	}
+	what := "the model's config.json changed since the study began"
+	switch {
+	case oldConfig == "":
+		what = "the model is now read from a local config.json, which the study did not have"
+	case newConfig == "":
+		what = "the model's config.json the study began with is no longer given"
+	default:
+		what += fmt.Sprintf(" (sha256 %s, now %s", configHash(oldConfig), configHash(newConfig))
+		if keys := configDiff(oldConfig, newConfig); keys != "" {
+			what += "; " + keys
+		}
+		what += ")"
+	}
+	return modelChanged(what + ": the stored trials measured another model, which even --force-spec cannot mix in; start over with --fresh, or use another study name or --db")
+}
+
+// modelChanged is a refused resume whose model changed: an ErrSpecChanged
+// (exit 2) whose message says so without the spec's words.
+type modelChanged string
+
+func (e modelChanged) Error() string { return string(e) }
+func (e modelChanged) Unwrap() error { return ErrSpecChanged }
+
+// configHash is the short content hash naming a config.json in messages.
+func configHash(text string) string {
+	h := sha256.Sum256([]byte(text))
+	return hex.EncodeToString(h[:6])
+}
+
+// configDiff names up to three top-level keys of two config.json texts
+// whose values differ, with both values: "num_hidden_layers 32 -> 16".
+func configDiff(oldText, newText string) string {
+	var a, b map[string]any
+	if json.Unmarshal([]byte(oldText), &a) != nil || json.Unmarshal([]byte(newText), &b) != nil {
+		return ""
+	}
+	keys := map[string]bool{}
+	for k := range a {
+		keys[k] = true
+	}
+	for k := range b {
+		keys[k] = true
+	}
+	sorted := make([]string, 0, len(keys))
+	for k := range keys {
+		sorted = append(sorted, k)
+	}
+	sort.Strings(sorted)
+	var parts []string
+	show := func(m map[string]any, k string) string {
+		v, ok := m[k]
+		if !ok {
+			return "(none)"
+		}
+		js, _ := json.Marshal(v)
+		if len(js) > 40 {
+			return string(js[:37]) + "..."
+		}
+		return string(js)
+	}
+	n := 0
+	for _, k := range sorted {
+		if reflect.DeepEqual(a[k], b[k]) {
+			continue
+		}
+		if n++; n <= 3 {
+			parts = append(parts, fmt.Sprintf("%s %s -> %s", k, show(a, k), show(b, k)))
+		}
+	}
+	if n > 3 {
+		parts = append(parts, fmt.Sprintf("%d more", n-3))
+	}
+	return strings.Join(parts, ", ")
 }

@@ -210,7 +210,7 @@ func (s *Study) open(ctx context.Context) (*store.Run, []store.Trial, error) {
 	case err != nil:
 		return nil, nil, fmt.Errorf("open study: %w", err)
 	case s.Resume:
-		if _, err := ResumeCheck(old.Spec, text, s.ForceSpec); err != nil {
+		if _, err := s.resumeCheck(old, text); err != nil {
 			// Begin refuses with the live owner first, else with this
 			// error, and changes nothing.
 			_, _, berr := s.Store.Begin(ctx, store.Study{Name: sp.Name}, store.BeginOptions{Resume: true,
@@ -229,7 +229,7 @@ func (s *Study) open(ctx context.Context) (*store.Run, []store.Trial, error) {
 	var changed []string
 	run, stored, err := s.Store.Begin(ctx, store.Study{Name: sp.Name, Spec: sp.Text, Seed: uint64(sp.Tuner.Seed), ModelConfig: sp.ModelConfigText, Tool: s.Tool},
 		store.BeginOptions{Resume: s.Resume, Check: func(old store.Study) error {
-			update, err := ResumeCheck(old.Spec, text, s.ForceSpec)
+			update, err := s.resumeCheck(old, text)
 			if update {
 				changed = SpecDiff(old.Spec, text)
 			}
@@ -242,6 +242,20 @@ func (s *Study) open(ctx context.Context) (*store.Run, []store.Trial, error) {
 		s.note("resumed with the changed spec (%s); it replaces the stored one", strings.Join(changed, ", "))
 	}
 	return run, stored, nil
+}
+
+// resumeCheck decides whether the stored study old may be resumed with the
+// spec text: the spec's keys (ResumeCheck), then the model's identity
+// (ModelCheck).
+func (s *Study) resumeCheck(old store.Study, text string) (bool, error) {
+	update, err := ResumeCheck(old.Spec, text, s.ForceSpec)
+	if err != nil {
+		return false, err
+	}
+	if err := ModelCheck(old.ModelConfig, s.Spec.ModelConfigText); err != nil {
+		return false, err
+	}
+	return update, nil
 }
 
 func (s *Study) openError(err error) error {
@@ -331,8 +345,14 @@ func (r *studyRun) replay(stored []store.Trial) error {
 	sp := r.s.Spec
 	obj := sp.Tuner.Objective
 	skipped := 0
+	unreadable := 0
 	for _, t := range stored {
 		r.next = max(r.next, t.Number+1)
+		if t.Unreadable != "" {
+			// Its settings or figures are lost: neither told nor re-run.
+			unreadable++
+			continue
+		}
 		if t.Confirms != nil {
 			// A confirmation run: re-run when interrupted (confirm counts the
 			// rest), never told to the sampler.
@@ -368,6 +388,9 @@ func (r *studyRun) replay(stored []store.Trial) error {
 	}
 	if skipped > 0 {
 		r.s.note("%d stored trial(s) lie outside the changed space: kept in the store, not told to the sampler, not re-run", skipped)
+	}
+	if unreadable > 0 {
+		r.s.note("%d stored trial(s) could not be read back (servetune trials says why): kept in the store, not told to the sampler, not re-run", unreadable)
 	}
 	r.started = r.done
 	return nil
@@ -683,7 +706,7 @@ func PointsOf(number int, settings space.Settings, price float64, levels []measu
 func StoredPoints(trials []store.Trial, price float64) []Point {
 	var pts []Point
 	for _, t := range trials {
-		if t.Status == measure.StatusOK && t.Confirms == nil {
+		if t.Status == measure.StatusOK && t.Confirms == nil && t.Unreadable == "" {
 			pts = append(pts, PointsOf(t.Number, t.Settings, price, t.LoadPoints)...)
 		}
 	}
@@ -867,7 +890,7 @@ func confirmCandidates(trials []store.Trial, sp *Spec, top int) []store.Trial {
 	var cs []cand
 	seen := map[string]bool{}
 	for _, t := range trials {
-		if t.Confirms != nil || t.Status != measure.StatusOK || seen[t.Settings.Key()] {
+		if t.Confirms != nil || t.Status != measure.StatusOK || t.Unreadable != "" || seen[t.Settings.Key()] {
 			continue
 		}
 		v, ok := TrialValue(PointsOf(t.Number, t.Settings, sp.Hardware.PricePerGPUHour, t.LoadPoints), sp.Tuner.Objective, sp.SLO)

@@ -540,39 +540,82 @@ func failureLine(s measure.Summary) string {
 
 // benchOutputs are the --json, --csv and --requests-out files of a bench or
 // sim run, created before the run so that a bad path fails before any load.
+// Each is written to a temporary file beside it and renamed over it when
+// the run ends: a reader never sees half a file, and an output that cannot
+// be created leaves every old file as it was.
 type benchOutputs struct {
 	f     *benchFlags
 	files map[string]*os.File
+	final map[string]string // flag path -> the file it names (symlinks resolved)
 }
 
 func openBenchOutputs(f *benchFlags) (*benchOutputs, error) {
-	o := &benchOutputs{f: f, files: map[string]*os.File{}}
+	o := &benchOutputs{f: f, files: map[string]*os.File{}, final: map[string]string{}}
 	seen := map[string]string{}
+	var infos []struct {
+		flag string
+		fi   os.FileInfo
+	}
 	for _, fl := range []struct{ flag, path string }{{"--json", f.jsonOut}, {"--csv", f.csvOut}, {"--requests-out", f.requestsOut}, {"--html", f.htmlOut}} {
 		if fl.path == "" {
 			continue
 		}
-		abs, err := filepath.Abs(fl.path)
-		if err != nil {
-			abs = fl.path
-		}
-		if other, dup := seen[abs]; dup {
+		// The file a path names: a symlink (or a hard link, by SameFile)
+		// to another output is the same file.
+		target := resolvePath(fl.path)
+		if other, dup := seen[target]; dup {
 			return nil, usageErrorf("%s and %s name the same file %s", other, fl.flag, fl.path)
 		}
-		seen[abs] = fl.flag
+		if fi, err := os.Stat(target); err == nil {
+			for _, in := range infos {
+				if os.SameFile(in.fi, fi) {
+					return nil, usageErrorf("%s and %s name the same file %s", in.flag, fl.flag, fl.path)
+				}
+			}
+			infos = append(infos, struct {
+				flag string
+				fi   os.FileInfo
+			}{fl.flag, fi})
+		}
+		seen[target] = fl.flag
+		o.final[fl.path] = target
 	}
 	for _, p := range []string{f.jsonOut, f.csvOut, f.requestsOut, f.htmlOut} {
 		if p == "" {
 			continue
 		}
-		fh, err := os.Create(p)
+		target := o.final[p]
+		fh, err := os.CreateTemp(filepath.Dir(target), "."+filepath.Base(target)+".*.tmp")
+		if err == nil {
+			err = fh.Chmod(0o644)
+		}
 		if err != nil {
-			o.close()
-			return nil, usageError(fmt.Errorf("output file: %w", err))
+			if fh != nil {
+				fh.Close()
+				os.Remove(fh.Name())
+			}
+			o.discard()
+			return nil, usageError(fmt.Errorf("output file %s: %w", p, err))
 		}
 		o.files[p] = fh
 	}
 	return o, nil
+}
+
+// resolvePath is the absolute path of the file p names, its symlinks
+// resolved (those of its directory when the file does not exist yet).
+func resolvePath(p string) string {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		abs = p
+	}
+	if r, err := filepath.EvalSymlinks(abs); err == nil {
+		return r
+	}
+	if d, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
+		return filepath.Join(d, filepath.Base(abs))
+	}
+	return abs
 }
 
 // records appends one level's per-request records to --requests-out.
@@ -609,13 +652,36 @@ func (o *benchOutputs) finish(sums []measure.Summary) error {
 			return failedError(fmt.Errorf("--html: %w", err))
 		}
 	}
+	return o.commit()
+}
+
+// commit closes the temporary files and renames each over the file it
+// stands for, reporting the first error.
+func (o *benchOutputs) commit() error {
+	var first error
 	for p, fh := range o.files {
 		delete(o.files, p)
-		if err := fh.Close(); err != nil {
-			return failedError(fmt.Errorf("output file: %w", err))
+		err := fh.Close()
+		if err == nil {
+			err = os.Rename(fh.Name(), o.final[p])
+		}
+		if err != nil {
+			os.Remove(fh.Name())
+			if first == nil {
+				first = failedError(fmt.Errorf("output file %s: %w", p, err))
+			}
 		}
 	}
-	return nil
+	return first
+}
+
+// discard removes the temporary files of outputs never written.
+func (o *benchOutputs) discard() {
+	for p, fh := range o.files {
+		delete(o.files, p)
+		fh.Close()
+		os.Remove(fh.Name())
+	}
 }
 
 // benchRun names a run's levels for its report, titled by its model and
@@ -634,12 +700,9 @@ func benchRun(sums []measure.Summary) report.BenchRun {
 	return run
 }
 
-// close closes whatever finish did not.
-func (o *benchOutputs) close() {
-	for _, fh := range o.files {
-		fh.Close()
-	}
-}
+// close keeps whatever finish did not: what was measured until a failure
+// stays readable in the named files.
+func (o *benchOutputs) close() { _ = o.commit() }
 
 func errorList(m map[string]int) string {
 	var parts []string

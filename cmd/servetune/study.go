@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -52,12 +53,31 @@ func openDBForWrite(ctx context.Context, path string) (*store.Store, error) {
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 			return nil, failedError(err)
 		}
+		if err := writable(path); err != nil {
+			return nil, usageError(err)
+		}
 	}
 	db, err := store.Open(ctx, path)
 	if err != nil {
 		return nil, failedError(fmt.Errorf("open %s: %w", path, err))
 	}
 	return db, nil
+}
+
+// writable says in one line why the database at path cannot be written,
+// nil when it can: SQLite's own words are "attempt to write a readonly
+// database" or, for a new file in a read-only directory, "no such file or
+// directory". The directory must be writable as well: SQLite creates the
+// -wal and -shm files beside the database.
+func writable(path string) error {
+	dir := filepath.Dir(path)
+	if _, err := os.Stat(path); err == nil && syscall.Access(path, 2) != nil { // 2: W_OK
+		return fmt.Errorf("the database %s is read-only for this user (read commands such as trials and recommend work on it; tune needs to write it: change its permissions or copy it)", path)
+	}
+	if err := syscall.Access(dir, 2|1); err != nil { // W_OK|X_OK
+		return fmt.Errorf("cannot write in %s (%v): tune creates the database and its -wal and -shm files there; give --db in a writable directory", dir, err)
+	}
+	return nil
 }
 
 // storedStudy is one study read back with its spec and trials.
@@ -183,6 +203,8 @@ type trialJSON struct {
 	Levels   []levelJSON `json:"levels"`
 	// Quality is the quality gate's verdict, with both scores.
 	Quality *measure.Quality `json:"quality,omitempty"`
+	// Unreadable says why a stored value of the trial did not parse.
+	Unreadable string `json:"unreadable,omitempty"`
 }
 
 type levelJSON struct {
@@ -221,7 +243,8 @@ func newTrialsCmd() *cobra.Command {
 			for _, t := range ss.trials {
 				r := trialJSON{Number: t.Number, Status: string(t.Status), Failure: string(t.Failure), FailureMsg: t.FailureMsg,
 					Settings: t.Settings, GPUs: t.GPUs, Objective: t.Objective, Confirms: t.Confirms, Started: t.Started, Finished: t.Finished,
-					PendingS: seconds(t.Pending), LaunchS: seconds(t.Launch), Levels: []levelJSON{}, Quality: t.Quality}
+					PendingS: seconds(t.Pending), LaunchS: seconds(t.Launch), Levels: []levelJSON{}, Quality: t.Quality,
+					Unreadable: t.Unreadable}
 				if r.GPUs == nil {
 					r.GPUs = []int{}
 				}
@@ -245,8 +268,19 @@ func newTrialsCmd() *cobra.Command {
 				queued = queued || r.PendingS != nil
 			}
 			energy := anyEnergy(rows)
+			// Failed requests in a trial that is ok: a column, and the
+			// words below, where any trial has them.
+			failures := map[int]string{}
+			for _, t := range ss.trials {
+				if f := tuner.RequestFailures(t.LoadPoints); f != "" && t.Status != measure.StatusFailed {
+					failures[t.Number] = f
+				}
+			}
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 			fmt.Fprintf(tw, "#\tSTATUS\tOBJECTIVE (%s, %s)\tCONFIRMS\tGPUS\t", obj, tuner.Unit(obj.Metric))
+			if len(failures) > 0 {
+				fmt.Fprint(tw, "FAILED REQUESTS\t")
+			}
 			if energy {
 				fmt.Fprint(tw, "BEST TOK/J\tENERGY (J)\t")
 			}
@@ -262,6 +296,9 @@ func newTrialsCmd() *cobra.Command {
 				if suspectLevels(r) != nil {
 					status += "(suspect)" // one field, as scripts split the table
 				}
+				if r.Unreadable != "" {
+					status += " (unreadable)"
+				}
 				val, of := "-", ""
 				if r.Objective != nil {
 					val = fmt.Sprintf("%.4g", *r.Objective)
@@ -270,6 +307,9 @@ func newTrialsCmd() *cobra.Command {
 					of = fmt.Sprintf("trial %d", *r.Confirms)
 				}
 				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%v\t", r.Number, status, val, of, r.GPUs)
+				if len(failures) > 0 {
+					fmt.Fprintf(tw, "%s\t", failedRequests(r.Levels))
+				}
 				if energy {
 					tpj, joules := trialEnergy(r)
 					fmt.Fprintf(tw, "%s\t%s\t", tpj, joules)
@@ -292,9 +332,15 @@ func newTrialsCmd() *cobra.Command {
 			}
 			// Whole messages, wrapped: the engine's own words are the
 			// point.
-			for _, r := range rows {
+			for i, r := range rows {
 				if r.FailureMsg != "" {
 					fmt.Fprintf(out, "\ntrial %d %s/%s:\n%s", r.Number, r.Status, r.Failure, wrap(term.Clean(r.FailureMsg), 96, "    "))
+				}
+				if r.Unreadable != "" {
+					fmt.Fprintf(out, "\ntrial %d (id %d) is unreadable: %s\n", r.Number, ss.trials[i].ID, term.Line(r.Unreadable))
+				}
+				if f := failures[r.Number]; f != "" {
+					fmt.Fprintf(out, "\ntrial %d %s, but %s\n", r.Number, r.Status, f)
 				}
 			}
 			return nil
@@ -314,6 +360,20 @@ func suspectLevels(r trialJSON) []levelJSON {
 		}
 	}
 	return out
+}
+
+// failedRequests is a trial's failed share of its measured requests for
+// the trials table: "4/8", "-" when none failed.
+func failedRequests(levels []levelJSON) string {
+	failed, total := 0, 0
+	for _, l := range levels {
+		failed += l.Failed
+		total += l.Completed + l.Failed
+	}
+	if failed == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%d/%d", failed, total)
 }
 
 // anyEnergy reports whether some level of rows has GPU energy figures.
@@ -630,6 +690,9 @@ func writeRecommendation(w io.Writer, sp *tuner.Spec, rec tuner.Recommendation, 
 		if verdict != nil {
 			doc["quality"] = verdict
 		}
+		if f := tuner.RequestFailures([]measure.Level{p.Level}); f != "" {
+			doc["failed_requests"] = f
+		}
 		if findings == nil {
 			doc["findings"] = []diagnose.Finding{}
 		}
@@ -660,6 +723,11 @@ func writeRecommendation(w io.Writer, sp *tuner.Spec, rec tuner.Recommendation, 
 		}
 	}
 	fmt.Fprintf(w, "#   %s\n", strings.Join(parts, "  "))
+	if f := tuner.RequestFailures([]measure.Level{p.Level}); f != "" {
+		// Within slo.error_rate, yet the user serves a configuration
+		// that fails requests at this load.
+		fmt.Fprintf(w, "#   at this level %s\n", f)
+	}
 	if ru := rec.RunnerUp; ru != nil {
 		sep := "cannot be separated from the best at 95%: either will do"
 		if rec.Separated {

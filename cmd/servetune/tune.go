@@ -366,6 +366,9 @@ func trialLine(r tuner.TrialReport, obj tuner.Objective) string {
 		fmt.Fprintf(&b, " best=%s", tuner.Format(obj.Metric, *r.Best))
 	}
 	fmt.Fprintf(&b, "  %s", settingsLine(r.Settings))
+	if f := tuner.RequestFailures(r.Result.Levels); f != "" && r.Result.Status != measure.StatusFailed {
+		fmt.Fprintf(&b, "  [%s]", f)
+	}
 	if r.Result.Message != "" {
 		msg := r.Result.Message
 		if len(msg) > 300 {
