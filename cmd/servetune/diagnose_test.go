@@ -59,7 +59,10 @@ func TestBenchFindsMaxNumSeqs(t *testing.T) {
 		want bool
 	}{{"8", true}, {"256", false}} {
 		t.Run("max-num-seqs="+tc.seqs, func(t *testing.T) {
-			base := startSimServe(t, "meta-llama/Llama-3.1-8B-Instruct", "--max-num-seqs", tc.seqs, "--time-scale", "10")
+			// Time scale 2, not 10: at 10 a loaded machine's client could not
+			// keep 48 requests outstanding (the queue peaked at 25, the rule
+			// rightly stayed silent).
+			base := startSimServe(t, "meta-llama/Llama-3.1-8B-Instruct", "--max-num-seqs", tc.seqs, "--time-scale", "2")
 			out := filepath.Join(t.TempDir(), "r.json")
 			code, stdout, stderr := runCLI(t, "bench", "--base-url", base, "--model", "meta-llama/Llama-3.1-8B-Instruct",
 				"--max-concurrency", "48", "--num-requests", "96", "--input-len", "1024", "--output-len", "128",
