@@ -162,6 +162,13 @@ func (f *forecaster) run(ctx context.Context, set space.Settings, c sim.Constant
 		}
 		return fc
 	}
+	// A forecast keeps its levels' summaries only: the per-request records
+	// (hundreds per level, each with its token times) held for every
+	// configuration of a whole space took gigabytes (a dry run of
+	// examples/guided-bench.yaml's 864 reached 8.9 GB).
+	for i := range res.Levels {
+		res.Levels[i].Records = nil
+	}
 	pts := PointsOf(0, set, vs.Hardware.PricePerGPUHour, res.Levels)
 	fc.pts = pts
 	var best int

@@ -1,6 +1,7 @@
 package tuner
 
 import (
+	"context"
 	"math"
 	"strings"
 	"testing"
@@ -107,5 +108,30 @@ tuner: {trials: 4}
 	}
 	if last := notes[len(notes)-1]; !strings.Contains(last, "TPE proposes from here") {
 		t.Errorf("the fallback is not said: %q", last)
+	}
+}
+
+// TestForecastKeepsSummariesOnly: a forecast of a whole space holds each
+// configuration's level summaries, not its per-request records (which made
+// a dry run of an 864-configuration space take gigabytes).
+func TestForecastKeepsSummariesOnly(t *testing.T) {
+	d, err := ForecastSpace(context.Background(), mustSpec(t, studySpec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	levels := 0
+	for _, fc := range d.Ranked {
+		for _, p := range fc.pts {
+			levels++
+			if p.Level.Records != nil {
+				t.Fatalf("%s %s keeps %d request records", fc.Settings.Line(), p.Level.Label, len(p.Level.Records))
+			}
+			if p.Level.Summary.Completed == 0 {
+				t.Fatalf("%s %s: no summary", fc.Settings.Line(), p.Level.Label)
+			}
+		}
+	}
+	if levels == 0 {
+		t.Fatal("no forecast level to look at")
 	}
 }

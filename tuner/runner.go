@@ -66,8 +66,11 @@ func (r *TrialRunner) EvaluateReplica(ctx context.Context, number, replica int, 
 	sp := r.Spec
 	ls := r.launchSpec(number, set, gpus)
 	if err := sp.Space.Check(set, r.checkContext(ls)); err != nil {
+		// Rejected before launch, memory precheck included: infeasible, as
+		// docs/spec.md says (oom is kept for engines that ran out of memory
+		// when started). The memory model's message is the engine's own.
 		if msg, ok := oomMessage(err); ok {
-			return trial.Failed(engine.FailOOM, msg)
+			return trial.Failed(engine.FailInfeasible, "memory precheck: "+msg)
 		}
 		return trial.Failed(engine.FailInfeasible, err.Error())
 	}

@@ -58,13 +58,14 @@ func TestSpecLaunchers(t *testing.T) {
 	}
 }
 
-// The memory precheck fails a configuration that cannot start without
-// launching anything, with the engine's own message.
+// The memory precheck rejects a configuration that cannot start without
+// launching anything: stored infeasible (as docs/spec.md says, not oom,
+// which is an engine that ran out of memory), with the engine's own message.
 func TestTrialRunnerPrecheck(t *testing.T) {
 	sp := mustSpec(t, studySpec)
 	r := &TrialRunner{Spec: sp}
 	res := r.Evaluate(context.Background(), 0, space.Settings{"tensor_parallel": 1, "max_running_requests": 8, "gpu_memory_fraction": 0.1}, []int{0})
-	if res.Status != measure.StatusFailed || res.Failure != engine.FailOOM || !strings.Contains(res.Message, "memory") {
+	if res.Status != measure.StatusFailed || res.Failure != engine.FailInfeasible || !strings.Contains(res.Message, "memory precheck: ") {
 		t.Fatalf("%s/%s: %s", res.Status, res.Failure, res.Message)
 	}
 	res = r.Evaluate(context.Background(), 1, space.Settings{"tensor_parallel": 2, "max_running_requests": 8, "gpu_memory_fraction": 0.9}, []int{0})

@@ -27,7 +27,7 @@ type calibrateOptions struct {
 	db, out, engineVersion, start string
 	fit, metrics                  []string
 	maxEvals                      int
-	asJSON                        bool
+	asJSON, noProgress            bool
 }
 
 func newCalibrateCmd() *cobra.Command {
@@ -62,6 +62,7 @@ forced.`,
 	fl.StringSliceVar(&o.metrics, "metrics", nil, "metrics compared (default "+strings.Join(calibrate.DefaultMetrics, ",")+")")
 	fl.IntVar(&o.maxEvals, "max-evals", 600, "most simulations of the whole study")
 	fl.BoolVar(&o.asJSON, "json", false, "print the profile as JSON instead of the table")
+	fl.BoolVar(&o.noProgress, "no-progress", false, "no progress on stderr")
 	return cmd
 }
 
@@ -184,21 +185,47 @@ func calibrationStart(o *calibrateOptions, gpu string, e engine.Engine) (sim.Con
 }
 
 // fitWithProgress runs the fit, showing its simulations and loss on
-// stderr at most five times a second.
+// stderr (unless --no-progress).
 func fitWithProgress(ctx context.Context, stderr io.Writer, name string, runs []calibrate.Run, start sim.Constants, o *calibrateOptions) (calibrate.Result, error) {
-	began := time.Now()
-	var last time.Time
-	res, err := calibrate.Fit(ctx, runs, start, calibrate.Options{Fit: o.fit, Metrics: o.metrics, MaxEvals: o.maxEvals,
-		Progress: func(evals int, loss float64) {
-			if now := time.Now(); now.Sub(last) > 200*time.Millisecond {
-				last = now
-				fmt.Fprintf(stderr, "\rcalibrate %s: %d simulations of %d runs, loss %.4g, %s ", name, evals, len(runs), loss, now.Sub(began).Truncate(time.Second))
-			}
-		}})
-	if !last.IsZero() {
+	opts := calibrate.Options{Fit: o.fit, Metrics: o.metrics, MaxEvals: o.maxEvals}
+	tty := isTerminal(stderr)
+	var drew bool
+	if !o.noProgress {
+		opts.Progress = calibrateProgress(stderr, tty, name, len(runs), o.maxEvals, &drew)
+	}
+	res, err := calibrate.Fit(ctx, runs, start, opts)
+	if tty && drew {
 		fmt.Fprintln(stderr)
 	}
 	return res, err
+}
+
+// calibrateProgress reports the fit on w. On a terminal it is one line
+// redrawn in place at most five times a second; on anything else (a file,
+// a pipe, a CI log) a plain line at the fit's first evaluation and at every
+// tenth of --max-evals, with no terminal escape codes (as whatif's). drew
+// is set once it has written.
+func calibrateProgress(w io.Writer, tty bool, name string, runs, maxEvals int, drew *bool) func(evals int, loss float64) {
+	began := time.Now()
+	var last time.Time
+	step := max(maxEvals/10, 1)
+	calls := 0 // the fit's evaluations (evals counts simulations, several per evaluation)
+	return func(evals int, loss float64) {
+		calls++
+		now := time.Now()
+		line := fmt.Sprintf("calibrate %s: %d simulations of %d runs, loss %.4g, %s", name, evals, runs, loss, now.Sub(began).Truncate(time.Second))
+		switch {
+		case tty:
+			if now.Sub(last) > 200*time.Millisecond {
+				last = now
+				fmt.Fprintf(w, "\r\033[K%s", line)
+				*drew = true
+			}
+		case calls == 1 || calls%step == 0:
+			fmt.Fprintln(w, line)
+			*drew = true
+		}
+	}
 }
 
 // printCalibration writes the fit: constants before and after, the ones

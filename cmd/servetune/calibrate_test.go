@@ -60,6 +60,14 @@ func TestCalibrateCLI(t *testing.T) {
 			t.Errorf("calibrate output lacks %q:\n%s", want, out)
 		}
 	}
+	// Off a terminal the progress is plain lines (it was one endless '\r'
+	// line); --no-progress silences it.
+	if strings.ContainsAny(errs, "\r\033") || !strings.HasPrefix(errs, "calibrate cal: ") || !strings.Contains(errs, " simulations of 2 runs, loss ") || strings.Count(errs, "\n") > 12 {
+		t.Errorf("calibrate progress off a terminal:\n%q", errs)
+	}
+	if code, _, errs := cli("calibrate", "cal", "--db", db, "-o", filepath.Join(dir, "quiet.json"), "--fit", "hbm_efficiency", "--max-evals", "20", "--no-progress"); code != exitOK || errs != "" {
+		t.Errorf("calibrate --no-progress: %d, stderr %q", code, errs)
+	}
 	p, err := sim.LoadProfile(prof)
 	if err != nil {
 		t.Fatal(err)

@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/servetune/servetune/diagnose"
 	"github.com/servetune/servetune/measure"
 )
 
@@ -56,7 +59,10 @@ func TestBenchFindsMaxNumSeqs(t *testing.T) {
 		want bool
 	}{{"8", true}, {"256", false}} {
 		t.Run("max-num-seqs="+tc.seqs, func(t *testing.T) {
-			base := startSimServe(t, "meta-llama/Llama-3.1-8B-Instruct", "--max-num-seqs", tc.seqs, "--time-scale", "10")
+			// Time scale 2, not 10: at 10 a loaded machine's client could not
+			// keep 48 requests outstanding (the queue peaked at 25, the rule
+			// rightly stayed silent).
+			base := startSimServe(t, "meta-llama/Llama-3.1-8B-Instruct", "--max-num-seqs", tc.seqs, "--time-scale", "2")
 			out := filepath.Join(t.TempDir(), "r.json")
 			code, stdout, stderr := runCLI(t, "bench", "--base-url", base, "--model", "meta-llama/Llama-3.1-8B-Instruct",
 				"--max-concurrency", "48", "--num-requests", "96", "--input-len", "1024", "--output-len", "128",
@@ -100,6 +106,95 @@ func TestBenchFindsMaxNumSeqs(t *testing.T) {
 			} else if e.NumRequestsRunningPeak <= 8 {
 				t.Errorf("cap 256: running peak %v", e.NumRequestsRunningPeak)
 			}
+			// `servetune diagnose RESULT.json` finds what bench found.
+			code, dout, derr := runCLI(t, "diagnose", out)
+			dflat := strings.Join(strings.Fields(dout), " ")
+			if code != exitOK || strings.Contains(dflat, "Raise --max-num-seqs") != tc.want {
+				t.Errorf("diagnose %s: exit %d, finding naming --max-num-seqs: %v, want %v\n%s%s", out, code, !tc.want, tc.want, dout, derr)
+			}
 		})
+	}
+}
+
+// diagStudy is a virtual study whose engine runs at most 8 requests at once
+// under a load of 32: the max-running-requests rule has its evidence.
+const diagStudy = `name: diag
+model: meta-llama/Llama-3.1-8B-Instruct
+engine: vllm
+launcher: {kind: virtual}
+hardware: {gpu: H100-SXM, price_per_gpu_hour: 2.95}
+space: {max_running_requests: [8], gpu_memory_fraction: [0.1, 0.9]}
+workload:
+  dataset: {kind: random, input: 512, output: 64}
+  load: {concurrency: [2, 32]}
+  requests_per_level: 96
+  warmup: 0
+slo: {ttft_p99_ms: 60000}
+tuner: {sampler: grid, trials: 2, seed: 1, precheck: false, confirm: false}
+`
+
+// TestDiagnoseStudy: `servetune diagnose STUDY` prints the findings
+// recommend gives for the recommended configuration (the same rules, the
+// same level); --trial N diagnoses every level of trial N; bad input is one
+// line and exit 2.
+func TestDiagnoseStudy(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "d.db")
+	spec := writeSpec(t, diagStudy)
+	if code, _, errs := runCLI(t, "tune", spec, "--db", db); code != exitOK {
+		t.Fatalf("tune: %d %s", code, errs)
+	}
+	code, rec, errs := runCLI(t, "recommend", "diag", "--db", db, "--format", "json")
+	if code != exitOK {
+		t.Fatalf("recommend: %d %s", code, errs)
+	}
+	var doc struct {
+		Trial    int                `json:"trial"`
+		Findings []diagnose.Finding `json:"findings"`
+	}
+	if err := json.Unmarshal([]byte(rec), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Findings) == 0 {
+		t.Fatalf("recommend gave no findings to compare with:\n%s", rec)
+	}
+	code, out, errs := runCLI(t, "diagnose", "diag", "--db", db, "--json")
+	var got []diagnose.Finding
+	if code != exitOK || json.Unmarshal([]byte(out), &got) != nil {
+		t.Fatalf("diagnose --json: %d %s%s", code, out, errs)
+	}
+	if !reflect.DeepEqual(got, doc.Findings) {
+		t.Errorf("diagnose findings %+v\nrecommend findings %+v", got, doc.Findings)
+	}
+	code, out, errs = runCLI(t, "diagnose", "diag", "--db", db)
+	flat := strings.Join(strings.Fields(out), " ")
+	if code != exitOK || !strings.Contains(out, "Findings:") {
+		t.Errorf("diagnose: %d\n%s%s", code, out, errs)
+	}
+	for _, f := range doc.Findings {
+		if !strings.Contains(flat, strings.Join(strings.Fields(f.String()), " ")) {
+			t.Errorf("diagnose lacks %q:\n%s", f.String(), out)
+		}
+	}
+	code, out, errs = runCLI(t, "diagnose", "diag", "--db", db, "--trial", strconv.Itoa(doc.Trial))
+	if code != exitOK || !strings.Contains(out, "concurrency=2") && !strings.Contains(out, "concurrency=32") {
+		t.Errorf("diagnose --trial %d: %d\n%s%s", doc.Trial, code, out, errs)
+	}
+	notJSON := filepath.Join(dir, "notes.json")
+	if err := os.WriteFile(notJSON, []byte("not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	failed := strconv.Itoa(1 - doc.Trial) // the 0.1 fraction: out of memory
+	for _, args := range [][]string{
+		{"diagnose", "nope", "--db", db},
+		{"diagnose", "diag", "--db", db, "--trial", "99"},
+		{"diagnose", "diag", "--db", db, "--trial", failed},
+		{"diagnose", notJSON},
+		{"diagnose", filepath.Join(dir, "missing.json")},
+		{"diagnose", notJSON, "--trial", "1"},
+	} {
+		if code, _, errs := runCLI(t, args...); code != exitUsage || strings.Count(errs, "\n") != 1 {
+			t.Errorf("%v: code %d, stderr %q", args, code, errs)
+		}
 	}
 }

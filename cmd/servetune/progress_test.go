@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/servetune/servetune/engine"
+	"github.com/servetune/servetune/measure"
 	"github.com/servetune/servetune/trial"
 	"github.com/servetune/servetune/tuner"
 )
@@ -60,5 +62,32 @@ func TestStudyClock(t *testing.T) {
 	}
 	if got := c.finished(rep(2, 2, 10*time.Second, &one)); !strings.HasSuffix(got, ", done]") {
 		t.Errorf("last line %q", got)
+	}
+}
+
+// TestStudyClockRejections: trials rejected before launch (infeasible, 0 s)
+// say nothing about how long a trial takes. Before a launched trial has
+// finished the ETA is unknown (it said 0 s with minutes to go), and after
+// one it rests on the launched trials only.
+func TestStudyClockRejections(t *testing.T) {
+	sp := &tuner.Spec{Tuner: tuner.TunerSpec{Trials: 10}}
+	c := &studyClock{start: time.Now().Add(-time.Minute), sp: sp, parallel: 1}
+	t0 := time.Now()
+	rejected := tuner.TrialReport{Total: 10, Result: trial.Result{Status: measure.StatusFailed, Failure: engine.FailInfeasible, Started: t0, Finished: t0}}
+	ran := func(done int) tuner.TrialReport {
+		return tuner.TrialReport{Done: done, Total: 10, Result: trial.Result{Status: measure.StatusOK, Started: t0, Finished: t0.Add(30 * time.Second)}}
+	}
+	for done := 1; done <= 2; done++ {
+		rejected.Done = done
+		if got := c.finished(rejected); !strings.HasSuffix(got, ", ETA unknown]") {
+			t.Errorf("after %d rejections: %q", done, got)
+		}
+	}
+	if got := c.finished(ran(3)); !strings.HasSuffix(got, ", ETA 3m30s]") {
+		t.Errorf("after one 30 s trial, 7 left: %q", got)
+	}
+	rejected.Done = 4
+	if got := c.finished(rejected); !strings.HasSuffix(got, ", ETA 3m00s]") {
+		t.Errorf("after another rejection, 6 left: %q", got)
 	}
 }

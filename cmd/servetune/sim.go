@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/servetune/servetune/bench"
+	"github.com/servetune/servetune/catalog"
 	"github.com/servetune/servetune/engine"
 	"github.com/servetune/servetune/measure"
 	"github.com/servetune/servetune/sim"
@@ -87,6 +88,7 @@ func newSimEstimateCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "estimate [engine flags] [--gpu NAME] [--num-gpus N] [--json]",
 		Short: "Print the engine's start-up memory accounting and step times; exit 1 with the engine's message when it does not fit",
+		Long:  "Print the engine's start-up memory accounting and step times; exit 1 with the engine's message when it does not fit.\n\n" + catalogHelp(),
 		Example: "  servetune sim estimate meta-llama/Llama-3.1-8B-Instruct " + engineFlag("max_model_len") + " 16000 --gpu H100-SXM\n" +
 			"  servetune sim estimate --model meta-llama/Llama-3.3-70B-Instruct " + engineFlag("quantization") + " fp8 " + engineFlag("tensor_parallel") + " 2 --json",
 		DisableFlagParsing: true,
@@ -126,6 +128,26 @@ func newSimEstimateCmd() *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// catalogHelp lists the catalog's models (with their aliases) and GPUs,
+// which is what MODEL and --gpu accept besides a config.json.
+func catalogHelp() string {
+	var b strings.Builder
+	b.WriteString("Models (a Hugging Face id or alias; a config.json or its directory also works):\n")
+	for _, m := range catalog.Models() {
+		b.WriteString("  " + m.ID)
+		if len(m.Aliases) > 0 {
+			b.WriteString(" (" + strings.Join(m.Aliases, ", ") + ")")
+		}
+		b.WriteString("\n")
+	}
+	ids := make([]string, 0, len(catalog.GPUs()))
+	for _, g := range catalog.GPUs() {
+		ids = append(ids, g.ID)
+	}
+	b.WriteString("GPUs (--gpu): " + strings.Join(ids, ", "))
+	return b.String()
 }
 
 func printEstimate(w io.Writer, cfg sim.Config, e simEstimate) {

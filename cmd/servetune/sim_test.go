@@ -12,7 +12,33 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/servetune/servetune/catalog"
 )
+
+// TestSimEstimateHelpListsCatalog: docs/spec.md sends readers to `sim
+// estimate --help` for the model ids; it lists every catalog model and GPU.
+func TestSimEstimateHelpListsCatalog(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"sim", "estimate", "--help"}, &out, &errb); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	for _, m := range catalog.Models() {
+		if !strings.Contains(out.String(), "  "+m.ID) {
+			t.Errorf("help lacks model %s", m.ID)
+		}
+		for _, a := range m.Aliases {
+			if !strings.Contains(out.String(), a) {
+				t.Errorf("help lacks alias %s of %s", a, m.ID)
+			}
+		}
+	}
+	for _, g := range catalog.GPUs() {
+		if !strings.Contains(out.String(), g.ID) {
+			t.Errorf("help lacks GPU %s", g.ID)
+		}
+	}
+}
 
 func TestSimEstimateCLI(t *testing.T) {
 	tests := []struct {

@@ -332,7 +332,12 @@ type studyClock struct {
 // finished records r's duration and returns "[3/24, 12s elapsed, ETA
 // 1m10s]" (confirmation runs: "[confirm 1/6, ...]").
 func (c *studyClock) finished(r tuner.TrialReport) string {
-	c.durations = append(c.durations, max(r.Result.Finished.Sub(r.Result.Started), 0))
+	// Only launched trials tell how long one takes: a rejection before
+	// launch (infeasible, 0 s) would pull the mean, and the ETA, to nothing
+	// while minutes of measuring remain.
+	if r.Result.Failure != engine.FailInfeasible {
+		c.durations = append(c.durations, max(r.Result.Finished.Sub(r.Result.Started), 0))
+	}
 	conf := c.sp.Tuner.Confirm.Top * c.sp.Tuner.Confirm.Runs
 	count, remaining := fmt.Sprintf("%d/%d", r.Done, r.Total), r.Total-r.Done+conf
 	if r.Confirms != nil {
@@ -343,6 +348,8 @@ func (c *studyClock) finished(r tuner.TrialReport) string {
 		s += ", ETA " + tuner.ShortDuration(eta)
 	} else if remaining <= 0 {
 		s += ", done"
+	} else {
+		s += ", ETA unknown" // no launched trial has finished yet
 	}
 	return s + "]"
 }

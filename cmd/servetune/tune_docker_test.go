@@ -17,39 +17,18 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/servetune/servetune/internal/testengine"
 )
 
-// requireSimImage makes sure the servetune-sim:dev image is present. Without
-// Docker the test skips, unless SERVETUNE_REQUIRE_DOCKER is set (CI), where
-// the image is built with the script `make sim-image` runs.
+// requireSimImage makes sure the servetune-sim:dev image is present,
+// built once per test binary by the script `make sim-image` runs; without
+// Docker the test skips (fails under SERVETUNE_REQUIRE_DOCKER=1).
 func requireSimImage(t *testing.T) {
 	t.Helper()
-	if err := exec.Command("docker", "info").Run(); err != nil {
-		if os.Getenv("SERVETUNE_REQUIRE_DOCKER") == "1" {
-			t.Fatalf("docker: no daemon (docker info: %v) and SERVETUNE_REQUIRE_DOCKER=1", err)
-		}
-		t.Skipf("docker: no daemon (docker info: %v); set SERVETUNE_REQUIRE_DOCKER=1 to fail instead", err)
-	}
-	// Always through the script, once per test binary: it rebuilds only
-	// when the binary changed, so an image left by an older tree is never
-	// tested by mistake.
-	simImageOnce.Do(func() {
-		cmd := exec.Command("./scripts/sim-image.sh")
-		cmd.Dir = filepath.Join("..", "..")
-		cmd.Env = append(os.Environ(), "SIM_IMAGE=servetune-sim:dev")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			simImageErr = fmt.Errorf("build servetune-sim:dev: %v\n%s", err, out)
-		}
-	})
-	if simImageErr != nil {
-		t.Fatal(simImageErr)
-	}
+	testengine.Image(t)
 }
-
-var (
-	simImageOnce sync.Once
-	simImageErr  error
-)
 
 // TestTuneDockerSim runs a study whose trials are containers of the
 // simulated engine's image: the out-of-memory one fails with the engine's
@@ -84,6 +63,22 @@ func TestTuneDockerSim(t *testing.T) {
 	if err != nil || len(bytes.TrimSpace(left)) != 0 {
 		t.Errorf("containers left behind: %q (%v)", left, err)
 	}
+}
+
+// testCommand is exec.Command killed before the test's deadline (-timeout
+// less a margin for cleanups): a command that hangs fails its test, and
+// the t.Cleanup that removes the test's containers or jobs by its own
+// label still runs, which a package timeout would not allow.
+func testCommand(t *testing.T, name string, args ...string) *exec.Cmd {
+	t.Helper()
+	d, ok := t.Deadline()
+	if !ok {
+		return exec.Command(name, args...)
+	}
+	margin := min(2*time.Minute, time.Until(d)/4)
+	ctx, cancel := context.WithDeadline(context.Background(), d.Add(-margin))
+	t.Cleanup(cancel)
+	return exec.CommandContext(ctx, name, args...)
 }
 
 // dockerSimStudy copies examples/docker-sim.yaml under a study name of this
@@ -158,7 +153,7 @@ func TestTuneDockerExample(t *testing.T) {
 	spec, name := dockerSimStudy(t)
 	removeContainersOf(t, name)
 	db := filepath.Join(t.TempDir(), "t.db")
-	out, err := exec.Command(bin, "tune", spec, "--db", db).CombinedOutput()
+	out, err := testCommand(t, bin, "tune", spec, "--db", db).CombinedOutput()
 	if err != nil {
 		t.Fatalf("tune: %v\n%s", err, out)
 	}
@@ -176,17 +171,20 @@ func TestTuneDockerExample(t *testing.T) {
 	}
 }
 
-// quickDockerStudy is the example with shorter levels, for the kill tests.
+// quickDockerStudy is the example with one level (concurrency 16, its 96
+// requests) for the kill tests: the kill lands at a quarter of it, with
+// three times that still to run (the last of two 48-request levels left
+// too little on a loaded machine).
 func quickDockerStudy(t *testing.T) (spec, name string) {
-	return dockerSimStudy(t, "requests_per_level: 96", "requests_per_level: 48")
+	return dockerSimStudy(t, "load: {concurrency: [4, 16]}", "load: {concurrency: [16]}")
 }
 
 // startTuneUntilInFlight starts `tune` and returns once a healthy trial is
-// measuring its second level (its container runs for sure), with that
+// a quarter into its level at concurrency 16 (its container runs for sure), with that
 // trial's number. The rest of stderr arrives on rest once tune exits.
 func startTuneUntilInFlight(t *testing.T, bin string, args ...string) (cmd *exec.Cmd, inFlight int, rest chan string) {
 	t.Helper()
-	cmd = exec.Command(bin, append([]string{"tune"}, args...)...)
+	cmd = testCommand(t, bin, append([]string{"tune"}, args...)...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -228,7 +226,12 @@ func TestTuneDockerInterrupt(t *testing.T) {
 	for _, sig := range []os.Signal{os.Interrupt, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) {
 			t.Parallel()
-			spec, name := quickDockerStudy(t)
+			// One level long enough that the trial in flight cannot finish
+			// before the signal lands (the signal goes at a quarter of it):
+			// with two short levels it sometimes did on a loaded machine,
+			// and was stored ok.
+			spec, name := dockerSimStudy(t, "requests_per_level: 96", "requests_per_level: 2000",
+				"load: {concurrency: [4, 16]}", "load: {concurrency: [16]}")
 			removeContainersOf(t, name)
 			db := filepath.Join(t.TempDir(), "t.db")
 			cmd, inFlight, rest := startTuneUntilInFlight(t, bin, spec, "--db", db)
@@ -290,7 +293,7 @@ func TestTuneDockerKillCleanup(t *testing.T) {
 	removeContainersOf(t, name)
 	db := filepath.Join(t.TempDir(), "t.db")
 	killInFlight(t, bin, spec, db, name)
-	out, err := exec.Command(bin, "cleanup", "--study", name).CombinedOutput()
+	out, err := testCommand(t, bin, "cleanup", "--study", name).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "removed ") {
 		t.Errorf("cleanup: %v\n%s", err, out)
 	}
@@ -310,7 +313,7 @@ func TestTuneDockerKillResume(t *testing.T) {
 	removeContainersOf(t, name)
 	db := filepath.Join(t.TempDir(), "t.db")
 	killed := killInFlight(t, bin, spec, db, name)
-	out, err := exec.Command(bin, "tune", spec, "--db", db, "--resume").CombinedOutput()
+	out, err := testCommand(t, bin, "tune", spec, "--db", db, "--resume").CombinedOutput()
 	if err != nil {
 		t.Fatalf("resume: %v\n%s", err, out)
 	}
@@ -348,7 +351,7 @@ func TestTuneDockerTwoHosts(t *testing.T) {
 		"  gpus: [0]                 # one trial at a time\n", hosts)
 	removeContainersOf(t, name)
 	db := filepath.Join(t.TempDir(), "t.db")
-	out, err := exec.Command(bin, "tune", spec, "--db", db).CombinedOutput()
+	out, err := testCommand(t, bin, "tune", spec, "--db", db).CombinedOutput()
 	if err != nil {
 		t.Fatalf("tune: %v\n%s", err, out)
 	}
@@ -382,7 +385,7 @@ func TestTuneDockerTwoDatabases(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 2 {
 		wg.Go(func() {
-			outs[i], errs[i] = exec.Command(bin, "tune", spec, "--db", filepath.Join(dir, fmt.Sprintf("%d.db", i))).CombinedOutput()
+			outs[i], errs[i] = testCommand(t, bin, "tune", spec, "--db", filepath.Join(dir, fmt.Sprintf("%d.db", i))).CombinedOutput()
 		})
 	}
 	wg.Wait()

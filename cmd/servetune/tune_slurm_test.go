@@ -128,7 +128,7 @@ func TestTuneSlurmExample(t *testing.T) {
 	bin := testengine.Binary(t)
 	db := filepath.Join(t.TempDir(), "t.db")
 	start := time.Now()
-	out, err := exec.Command(bin, "tune", spec, "--db", db).CombinedOutput()
+	out, err := testCommand(t, bin, "tune", spec, "--db", db).CombinedOutput()
 	if err != nil {
 		t.Fatalf("tune: %v\n%s", err, out)
 	}
@@ -187,7 +187,7 @@ func TestTuneSlurmKillResume(t *testing.T) {
 	if len(orphans) == 0 {
 		t.Fatal("SIGKILL left no job: nothing to test")
 	}
-	out, err := exec.Command(bin, "tune", spec, "--db", db, "--resume").CombinedOutput()
+	out, err := testCommand(t, bin, "tune", spec, "--db", db, "--resume").CombinedOutput()
 	if err != nil {
 		t.Fatalf("resume: %v\n%s", err, out)
 	}
@@ -278,7 +278,7 @@ func TestTuneSlurmCannotStart(t *testing.T) {
 	t.Run("partition", func(t *testing.T) {
 		spec, name := slurmSimStudy(t, "partition: gpu ", "partition: nopart ")
 		db := filepath.Join(t.TempDir(), "t.db")
-		out, err := exec.Command(bin, "tune", spec, "--db", db).CombinedOutput()
+		out, err := testCommand(t, bin, "tune", spec, "--db", db).CombinedOutput()
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) || ee.ExitCode() != exitUsage || !strings.Contains(string(out), "Invalid partition name specified") {
 			t.Errorf("tune with a bad partition: %v\n%s", err, out)
@@ -294,7 +294,7 @@ func TestTuneSlurmCannotStart(t *testing.T) {
 			"gpus: [0, 1, 2, 3]", "gpus: [0, 1, 2, 3, 4, 5, 6, 7]", "trials: 6", "trials: 2")
 		db := filepath.Join(t.TempDir(), "t.db")
 		start := time.Now()
-		out, err := exec.Command(bin, "tune", spec, "--db", db).CombinedOutput()
+		out, err := testCommand(t, bin, "tune", spec, "--db", db).CombinedOutput()
 		if err != nil {
 			t.Fatalf("tune: %v\n%s", err, out)
 		}

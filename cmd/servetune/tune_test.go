@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/servetune/servetune/internal/testengine"
 )
 
 // tuneSpec is a short study on the simulated engine: tiny workload, high
@@ -105,13 +107,9 @@ func buildServetune(t *testing.T) string {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	bin := filepath.Join(t.TempDir(), "servetune")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	cmd.Env = append(os.Environ(), "CGO_CFLAGS=-O2 -g -Wno-deprecated-declarations")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
+	// Built once per test binary: a build per test (15 of them, some in
+	// parallel) took minutes of the package's limit on a loaded machine.
+	return testengine.Binary(t)
 }
 
 type trialsDoc struct {

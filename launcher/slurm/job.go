@@ -23,6 +23,8 @@ type job struct {
 	id        string
 	files     files
 	c         commands
+	partition string // the job's partition, "" = the default (for nodeHint)
+	hint      string // nodeHint when Ready gave up on a pending job (under mu)
 	submitted time.Time
 	poll      time.Duration
 	queuePoll time.Duration
@@ -51,7 +53,7 @@ var _ launcher.Exiter = (*job)(nil)
 
 func newJob(s *Slurm, id string, f files) *job {
 	j := &job{
-		id: id, files: f, submitted: time.Now(),
+		id: id, files: f, partition: s.Partition, submitted: time.Now(),
 		poll:      s.Poll,
 		queuePoll: s.QueuePoll,
 		stopLimit: s.StopTimeout,
@@ -92,7 +94,11 @@ func (j *job) Queue() (time.Duration, time.Time, string) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.started.IsZero() {
-		return time.Since(j.submitted), time.Time{}, fmt.Sprintf("slurm job %s %s (%s)", j.id, strings.ToLower(j.state), j.reason)
+		why := fmt.Sprintf("slurm job %s %s (%s)", j.id, strings.ToLower(j.state), j.reason)
+		if j.hint != "" {
+			why += "; " + j.hint
+		}
+		return time.Since(j.submitted), time.Time{}, why
 	}
 	return j.started.Sub(j.submitted), j.started, ""
 }
@@ -293,6 +299,19 @@ func (j *job) Ready(ctx context.Context) error {
 		case <-ctx.Done():
 			_, started, reason := j.Queue()
 			if started.IsZero() {
+				// Nodes down or drained keep it waiting (the reason says
+				// ReqNodeNotAvail, or Resources until the scheduler's next
+				// pass): say which and how to resume them.
+				sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				if nodes, err := j.c.sinfoNodes(sctx, j.partition); err == nil {
+					if hint, down := nodeHint(nodes, j.partition); down {
+						j.mu.Lock()
+						j.hint = hint
+						j.mu.Unlock()
+						reason += "; " + hint
+					}
+				}
+				cancel()
 				return fmt.Errorf("%s: %w", reason, ctx.Err())
 			}
 			return fmt.Errorf("slurm job %s started but wrote no address: %w", j.id, ctx.Err())

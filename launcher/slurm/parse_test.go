@@ -145,3 +145,21 @@ func TestScriptWords(t *testing.T) {
 		t.Errorf("sbatch args\n%s\nwant\n%s", args, want)
 	}
 }
+
+// TestNodeHint: sbatch's "Requested node configuration is not available"
+// gets the nodes' side from sinfo: a node down (down* = not responding) or
+// drained, named with the command that resumes it; else what the nodes
+// have.
+func TestNodeHint(t *testing.T) {
+	for _, tc := range []struct{ sinfo, partition, want string }{
+		{"vm|down*|gpu:4\n", "gpu", "partition gpu: vm is down* (sinfo; a trailing * is a node not responding): once it is healthy, `scontrol update nodename=vm state=resume`"},
+		{"a|idle|gpu:4\nb|drained|gpu:8\n", "", "the default partition: b is drained (sinfo; a trailing * is a node not responding): once it is healthy, `scontrol update nodename=b state=resume`"},
+		{"vm|idle|gpu:4\n", "gpu", "partition gpu has vm idle gpu:4 (sinfo -N -o '%N %T %G'): ask for no more GPUs than one node has"},
+		{"n1|down|gpu:1\nn2|down|gpu:1\nn3|down|gpu:1\nn4|down|gpu:1\nn5|fail|gpu:1\n", "p", "p: n1 is down, n2 is down, n3 is down, n4 is down, and 1 more (sinfo"},
+		{"", "gpu", "partition gpu lists no node (sinfo -N)"},
+	} {
+		if got, down := nodeHint(tc.sinfo, tc.partition); !strings.Contains(got, tc.want) || down != strings.Contains(tc.want, "resume") && !strings.Contains(tc.want, "more (") {
+			t.Errorf("nodeHint(%q):\n got %s\nwant %s", tc.sinfo, got, tc.want)
+		}
+	}
+}

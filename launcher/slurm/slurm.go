@@ -107,6 +107,13 @@ func (s *Slurm) Launch(ctx context.Context, spec launcher.Spec) (launcher.Instan
 		"--comment="+jobComment(spec), "--output="+f.log, f.script)...)
 	if err != nil {
 		f.remove()
+		if strings.Contains(err.Error(), errNodeConfig) {
+			// Slurm names neither the node nor its state: ask sinfo.
+			if nodes, serr := c.sinfoNodes(ctx, s.Partition); serr == nil {
+				hint, _ := nodeHint(nodes, s.Partition)
+				err = fmt.Errorf("%w; %s", err, hint)
+			}
+		}
 		return nil, fmt.Errorf("slurm: submit trial %d: %w", spec.Trial, err)
 	}
 	return newJob(s, id, f), nil

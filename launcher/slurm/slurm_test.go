@@ -235,7 +235,7 @@ func TestCannotStart(t *testing.T) {
 		msg   string
 	}{
 		{"partition", plan(&bad, 0), engine.FailLaunchError, "Invalid partition name specified"},
-		{"gres", plan(&big, 0, 1, 2, 3, 4, 5, 6, 7), engine.FailLaunchError, "Requested node configuration is not available"},
+		{"gres", plan(&big, 0, 1, 2, 3, 4, 5, 6, 7), engine.FailLaunchError, "Requested node configuration is not available; partition gpu has "},
 		{"queued", plan(&queued, 0), engine.FailNotReady, "still queued after the ready timeout (5s): slurm job"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -253,6 +253,35 @@ func TestCannotStart(t *testing.T) {
 	}
 	if left := active(t, study); len(left) > 0 {
 		t.Errorf("jobs left: %v", left)
+	}
+}
+
+// TestNodeDownHint: a job whose only node is down waits for it
+// (ReqNodeNotAvail); at the ready timeout the trial fails naming the
+// node's state and the command that resumes it. The node is resumed
+// after, also when the test fails.
+func TestNodeDownHint(t *testing.T) {
+	s := simSlurm(t)
+	study := testStudy(t)
+	cancelAll(t, study)
+	out, err := exec.Command("sinfo", "-h", "-N", "-p", testengine.SlurmPartition, "-o", "%N").Output()
+	nodes := strings.Fields(string(out))
+	if err != nil || len(nodes) != 1 {
+		t.Skipf("wants a one-node partition %s (sinfo: %q, %v)", testengine.SlurmPartition, out, err)
+	}
+	node := nodes[0]
+	if out, err := exec.Command("scontrol", "update", "nodename="+node, "state=down", "reason=servetune-test").CombinedOutput(); err != nil {
+		t.Skipf("cannot take %s down (not the cluster's admin?): %v %s", node, err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("scontrol", "update", "nodename="+node, "state=resume").CombinedOutput(); err != nil {
+			t.Errorf("resume %s: %v %s", node, err, out)
+		}
+	})
+	res := trial.Run(context.Background(), trial.Plan{Launcher: s, Spec: spec(study, 0, 0), ReadyTimeout: 3 * time.Second})
+	want := "scontrol update nodename=" + node + " state=resume"
+	if res.Failure != engine.FailNotReady || !strings.Contains(res.Message, node+" is down") || !strings.Contains(res.Message, want) {
+		t.Errorf("%s/%s %q, want not_ready naming %s down and %q", res.Status, res.Failure, res.Message, node, want)
 	}
 }
 

@@ -289,3 +289,62 @@ func (c commands) sbatch(ctx context.Context, args ...string) (string, error) {
 	}
 	return id, nil
 }
+
+// errNodeConfig is sbatch's refusal of a job no node can run now: it asks
+// for more than any node has, or the nodes that have it are down or
+// drained (Slurm says the same for both).
+const errNodeConfig = "Requested node configuration is not available"
+
+// sinfoNodes lists partition's nodes (every partition's when "") as
+// "NAME|STATE|GRES" lines.
+func (c commands) sinfoNodes(ctx context.Context, partition string) (string, error) {
+	args := []string{"-h", "-N", "-o", "%N|%T|%G"}
+	if partition != "" {
+		args = append(args, "-p", partition)
+	}
+	out, err := c.run(ctx, nil, "sinfo", args...)
+	return string(out), err
+}
+
+// nodeHint says why a job may find no node, from sinfoNodes' lines: the
+// nodes that take no jobs (down, down* = not responding, drained,
+// failing) with the command that returns one to service, or else what the
+// nodes have, so the request can be made to fit. down reports the first case.
+func nodeHint(sinfo, partition string) (hint string, down bool) {
+	where := "partition " + partition
+	if partition == "" {
+		where = "the default partition"
+	}
+	var out, have []string
+	for _, line := range strings.Split(strings.TrimSpace(sinfo), "\n") {
+		f := strings.Split(strings.TrimSpace(line), "|")
+		if len(f) != 3 || f[0] == "" {
+			continue
+		}
+		name, state, gres := f[0], f[1], f[2]
+		base := strings.TrimRight(state, "*~#!%$@^-+")
+		switch {
+		case strings.HasSuffix(state, "*") || base == "down" || strings.HasPrefix(base, "drain") || strings.HasPrefix(base, "fail") || base == "inval" || base == "invalid":
+			out = append(out, fmt.Sprintf("%s is %s", name, state))
+		default:
+			have = append(have, fmt.Sprintf("%s %s %s", name, state, gres))
+		}
+	}
+	switch {
+	case len(out) > 0:
+		first, _, _ := strings.Cut(out[0], " ")
+		return fmt.Sprintf("%s: %s (sinfo; a trailing * is a node not responding): once it is healthy, `scontrol update nodename=%s state=resume`",
+			where, strings.Join(capList(out, 4), ", "), first), true
+	case len(have) > 0:
+		return fmt.Sprintf("%s has %s (sinfo -N -o '%%N %%T %%G'): ask for no more GPUs than one node has", where, strings.Join(capList(have, 4), ", ")), false
+	}
+	return fmt.Sprintf("%s lists no node (sinfo -N)", where), false
+}
+
+// capList keeps the first n items and counts the rest.
+func capList(items []string, n int) []string {
+	if len(items) <= n {
+		return items
+	}
+	return append(items[:n:n], fmt.Sprintf("and %d more", len(items)-n))
+}
