@@ -311,13 +311,6 @@ func fmtMetric(m string, v float64) string {
 	return tuner.Format(m, v)
 }
 
-func fmtCI(m string, ci [2]float64) string {
-	if m == "cost_per_mtok" {
-		return fmt.Sprintf("[$%.3g, $%.3g]", ci[0], ci[1])
-	}
-	return fmt.Sprintf("[%.4g, %.4g]", ci[0], ci[1])
-}
-
 // SettingsLine writes settings as k=v in name order.
 func SettingsLine(s space.Settings) string { return s.Line() }
 
@@ -389,15 +382,11 @@ func (s *Study) recommendation(v *view) {
 		r.Commands = append(r.Commands, command{"docker", engine.ShellJoin(sp.ServeArgv(p, "docker"))})
 	}
 	for _, m := range recommendMetrics {
-		mean, ci, ok := best.MetricCI(m)
+		value, ci, ok := best.Figure(m)
 		if !ok {
 			continue
 		}
-		f := figure{Name: metricTitle(m), Value: fmtMetric(m, mean)}
-		if best.Runs() > 1 {
-			f.CI = fmtCI(m, ci)
-		}
-		r.Figures = append(r.Figures, f)
+		r.Figures = append(r.Figures, figure{Name: metricTitle(m), Value: value, CI: ci})
 	}
 	runs := "one run"
 	if best.Runs() > 1 {
@@ -406,10 +395,9 @@ func (s *Study) recommendation(v *view) {
 	r.Why = fmt.Sprintf("The highest %s among the configurations whose every run met the SLO, over %s, at %s.",
 		metricTitle(best.Metric), runs, p.Label)
 	if ru := rec.RunnerUp; ru != nil {
-		u := &runnerUp{Trial: ru.Trial, Figure: fmtMetric(best.Metric, ru.Mean), Differs: differs(best.Settings, ru.Settings)}
-		if ru.Runs() > 1 {
-			u.CI = fmtCI(best.Metric, ru.CI)
-		}
+		// recommend writes the same figure (Candidate.Figure).
+		u := &runnerUp{Trial: ru.Trial, Differs: differs(best.Settings, ru.Settings)}
+		u.Figure, u.CI, _ = ru.Figure(best.Metric)
 		u.Verdict = "cannot be told apart from the recommendation at 95%: either will do"
 		if rec.Separated {
 			u.Verdict = "the recommendation is better at 95%"
