@@ -54,6 +54,14 @@ const (
 	// least guidedMinTrials measurements.
 	guidedNoise     = 0.02
 	guidedMinTrials = 3
+	// guidedMinStep: a configuration whose listed settings equal those of
+	// a measured (or running) one and whose every range setting lies
+	// within this share of its range (log-scaled for a log range) is not
+	// proposed unless its forecast beats that measurement by more than
+	// guidedNoise: one request more in a range of 500 moves throughput
+	// far less than a repeated run does. It is also the step of a range's
+	// neighbours in refinement.
+	guidedMinStep = 1.0 / 16
 	// memSigma is the prior log-spread of the engine's real start-up
 	// reservations around the memory model's (sim constant
 	// memory_overhead): about ±15%.
@@ -343,7 +351,21 @@ func (g *guide) neighbours(set space.Settings) []space.Settings {
 	var out []space.Settings
 	for i, p := range g.params {
 		var alts []any
-		if vals := g.values[i]; vals != nil {
+		if p.Kind == space.KindInt && p.High > p.Low {
+			// A step the noise can see, not one integer of a wide range.
+			x, _ := set.Float(p.Name)
+			for _, d := range []float64{-guidedMinStep, guidedMinStep} {
+				var y float64
+				if p.Log && p.Low > 0 {
+					y = x * math.Pow(p.High/p.Low, d)
+				} else {
+					y = x + d*(p.High-p.Low)
+				}
+				if v := roundInt(y, p); float64(v) != x {
+					alts = append(alts, v)
+				}
+			}
+		} else if vals := g.values[i]; vals != nil {
 			j := slices.IndexFunc(vals, func(v any) bool { return fmt.Sprint(v) == fmt.Sprint(set[p.Name]) })
 			for _, d := range []int{-1, 1} {
 				if j+d >= 0 && j+d < len(vals) && j >= 0 {
@@ -594,7 +616,7 @@ func (g *guide) ranked(n int) []*cand {
 	}
 	var open []kc
 	for _, c := range g.cands {
-		if c.measured || c.pending || c.never || g.pStart(c.crit) < confidentFail {
+		if c.measured || c.pending || c.never || g.pStart(c.crit) < confidentFail || g.indistinct(c) {
 			continue
 		}
 		open = append(open, kc{c, g.expected(c)})
@@ -605,6 +627,48 @@ func (g *guide) ranked(n int) []*cand {
 		out = append(out, open[i].c)
 	}
 	return out
+}
+
+// indistinct reports whether c is, to the noise, a configuration already
+// measured or running: near it (near) and not forecast to beat it by more
+// than guidedNoise.
+func (g *guide) indistinct(c *cand) bool {
+	mc := math.NaN()
+	for _, m := range g.cands {
+		if m == c || (!m.measured && !m.pending) || !g.near(c, m) {
+			continue
+		}
+		ref := m.mu
+		if !m.measured {
+			ref = g.mean(m)
+		}
+		if math.IsNaN(mc) {
+			mc = g.mean(c)
+		}
+		if mc <= (1+guidedNoise)*ref {
+			return true
+		}
+	}
+	return false
+}
+
+// near reports whether a and b differ only in range settings, each by
+// less than guidedMinStep of its range.
+func (g *guide) near(a, b *cand) bool {
+	ranged := false
+	for i, p := range g.params {
+		if (p.Kind == space.KindInt || p.Kind == space.KindFloat) && p.High > p.Low {
+			if math.Abs(a.coords[i]-b.coords[i]) >= guidedMinStep {
+				return false
+			}
+			ranged = true
+			continue
+		}
+		if fmt.Sprint(a.set[p.Name]) != fmt.Sprint(b.set[p.Name]) {
+			return false
+		}
+	}
+	return ranged
 }
 
 // bestMeasured is the best measured utility (0 when none met the SLOs).
