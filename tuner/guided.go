@@ -215,6 +215,7 @@ type cand struct {
 	mu       float64 // measured utility (0: failed or missed the SLOs)
 	started  bool    // the engine started (ok, or failed after starting)
 	skipped  bool    // counted among the launches saved
+	pred     float64 // the corrected forecast when proposed (mean), 0 when not
 }
 
 // guide is the guided sampler's state; Sampler serialises its calls.
@@ -236,8 +237,11 @@ type guide struct {
 	fallback *Sampler
 	stopped  bool
 	saved    int
-	params   []space.Param
-	values   [][]any // each parameter's values when discrete, else nil
+	// inNoise counts the latest measurements in a row that came within
+	// guidedNoise of their corrected forecast.
+	inNoise int
+	params  []space.Param
+	values  [][]any // each parameter's values when discrete, else nil
 }
 
 // newGuide forecasts the space of sp (GOMAXPROCS at once).
@@ -629,6 +633,19 @@ func (g *guide) ranked(n int) []*cand {
 	return out
 }
 
+// bestOpenMean is the best corrected forecast (mean) among the
+// configurations ranked may still propose.
+func (g *guide) bestOpenMean() float64 {
+	best := 0.0
+	for _, c := range g.cands {
+		if c.measured || c.pending || c.never || g.pStart(c.crit) < confidentFail || g.indistinct(c) {
+			continue
+		}
+		best = math.Max(best, g.mean(c))
+	}
+	return best
+}
+
 // indistinct reports whether c is, to the noise, a configuration already
 // measured or running: near it (near) and not forecast to beat it by more
 // than guidedNoise.
@@ -701,6 +718,17 @@ func (g *guide) ask() (Proposal, error) {
 			n, 100*g.expected(c)/best, 100*guidedNoise))
 		return Proposal{}, ErrExhausted
 	}
+	if best, n := g.bestMeasured(); n >= guidedMinTrials && best > 0 && g.inNoise >= guidedMinTrials {
+		// The forecast has been right to the noise lately: when it
+		// promises no more than the noise anywhere, a launch can only
+		// measure the noise.
+		if gain := g.bestOpenMean()/best - 1; gain <= guidedNoise {
+			g.stopped = true
+			g.note(fmt.Sprintf("guided: stopping after %d measured trials: the best forecast of an unmeasured configuration is %+.2f%% of the best measured, and the last %d measurements came within the %.0f%% noise of their forecasts",
+				n, 100*gain, g.inNoise, 100*guidedNoise))
+			return Proposal{}, ErrExhausted
+		}
+	}
 	// Configurations the ranking by value alone would have launched first
 	// and the learned boundary says will not start: launches saved.
 	mc := g.mean(c)
@@ -711,6 +739,7 @@ func (g *guide) ask() (Proposal, error) {
 		}
 	}
 	c.pending = true
+	c.pred = mc
 	id := g.next
 	g.next++
 	g.ids[id] = c
@@ -757,6 +786,11 @@ func (g *guide) tell(id int, score float64, failed bool) {
 	}
 	delete(g.ids, id)
 	g.record(c, score, failed)
+	if c.pred > 0 && c.mu > 0 && math.Abs(c.mu/c.pred-1) <= guidedNoise {
+		g.inNoise++
+	} else {
+		g.inNoise = 0
+	}
 	g.refit()
 	if c.started {
 		g.checkAgreement(c)

@@ -158,7 +158,7 @@ func TestGuidedProposalsApart(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("trials %v", got)
+	t.Logf("trials %v; notes %q", got, notes)
 	if len(trials) >= 14 || !strings.Contains(strings.Join(notes, "\n"), "guided: stopping after") {
 		t.Errorf("%d trials, no early stop: %q", len(trials), notes)
 	}
