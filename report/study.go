@@ -394,10 +394,16 @@ func (s *Study) recommendation(v *view) {
 	}
 	r.Why = fmt.Sprintf("The highest %s among the configurations whose every run met the SLO, over %s, at %s.",
 		metricTitle(best.Metric), runs, p.Label)
+	if d := best.Disagreement(); d != "" {
+		r.Why += " Note: " + d + "."
+	}
 	if ru := rec.RunnerUp; ru != nil {
 		// recommend writes the same figure (Candidate.Figure).
 		u := &runnerUp{Trial: ru.Trial, Differs: differs(best.Settings, ru.Settings)}
 		u.Figure, u.CI, _ = ru.Figure(best.Metric)
+		if d := ru.Disagreement(); d != "" {
+			u.CI += " (" + d + ")"
+		}
 		u.Verdict = "cannot be told apart from the recommendation at 95%: either will do"
 		if rec.Separated {
 			u.Verdict = "the recommendation is better at 95%"

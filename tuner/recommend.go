@@ -3,7 +3,9 @@ package tuner
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
+	"strings"
 
 	"gonum.org/v1/gonum/stat/distuv"
 
@@ -192,6 +194,32 @@ func (c Candidate) Figure(metric string) (value, ci string, ok bool) {
 		ci = FormatCI(metric, iv)
 	}
 	return value, ci, true
+}
+
+// runsApart is how far apart, relatively, a candidate's runs may lie
+// before they disagree beyond their noise: a repeated run moves the
+// throughput by about guidedNoise, and four of that is the range of a
+// handful of such runs.
+const runsApart = 4 * guidedNoise
+
+// Disagreement says, when the candidate's runs lie further apart than
+// their noise explains (a bimodal configuration: one run 3.66, another
+// 2.45), which values, for recommend and the report to show; "" when they
+// agree or with one run.
+func (c Candidate) Disagreement() string {
+	if len(c.Values) < 2 {
+		return ""
+	}
+	lo, hi := slices.Min(c.Values), slices.Max(c.Values)
+	if math.Abs(hi-lo) <= runsApart*math.Max(math.Abs(lo), math.Abs(hi)) {
+		return ""
+	}
+	vals := make([]string, len(c.Values))
+	for i, v := range c.Values {
+		vals[i] = fmt.Sprintf("%.4g", v)
+	}
+	return fmt.Sprintf("its %d runs disagree beyond their noise (%s: %s, %.0f%% apart, more than the %.0f%% repeated runs differ by): the configuration may be bimodal; its interval is wide for that reason",
+		len(c.Values), c.Metric, strings.Join(vals, ", "), 100*math.Abs(hi-lo)/math.Max(math.Abs(lo), math.Abs(hi)), 100*runsApart)
 }
 
 // FormatCI writes a 95% interval of metric: "[2801, 2920]", "[$0.112, $0.118]".

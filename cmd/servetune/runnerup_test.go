@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/servetune/servetune/store"
@@ -102,11 +103,16 @@ func TestRunnerUpOneFigure(t *testing.T) {
 		t.Fatal(err)
 	}
 	recFig := regexp.MustCompile(`runner-up: trial (\d+), output_throughput_per_gpu=([^;]+);`).FindStringSubmatch(rec)
-	repFig := regexp.MustCompile(`Runner-up: trial (\d+), ([^;]+); it`).FindStringSubmatch(string(md))
+	repFig := regexp.MustCompile(`Runner-up: trial (\d+), ([^;(]+?)(?: \(|;)`).FindStringSubmatch(string(md))
 	if recFig == nil || repFig == nil {
 		t.Fatalf("no runner-up line:\n%s\n%s", rec, md)
 	}
 	t.Logf("recommend: trial %s, %s; report: trial %s, %s", recFig[1], recFig[2], repFig[1], repFig[2])
+	// Its runs (one at the second level, two at the first) disagree
+	// beyond the noise: both say so.
+	if !strings.Contains(rec, "runs disagree beyond their noise") || !strings.Contains(string(md), "runs disagree beyond their noise") {
+		t.Errorf("the split runs are not said:\n%s\n%s", rec, md)
+	}
 	if recFig[1] != repFig[1] || recFig[2] != repFig[2] {
 		t.Errorf("recommend says trial %s, %s; the report trial %s, %s", recFig[1], recFig[2], repFig[1], repFig[2])
 	}

@@ -618,6 +618,14 @@ func writeRecommendation(w io.Writer, sp *tuner.Spec, rec tuner.Recommendation, 
 		value, ci, _ := ru.Figure(best.Metric)
 		fmt.Fprintf(w, "# runner-up: trial %d, %s=%s; %s\n#   %s\n", ru.Trial, best.Metric, strings.TrimSpace(value+" "+ci), sep, settingsLine(ru.Settings))
 	}
+	for _, c := range []*tuner.Candidate{&rec.Best, rec.RunnerUp} {
+		if c == nil {
+			continue
+		}
+		if d := c.Disagreement(); d != "" {
+			fmt.Fprint(w, "# "+wrap(fmt.Sprintf("trial %d: %s", c.Trial, d), 100, "#   ")[4:])
+		}
+	}
 	if verdict != nil {
 		fmt.Fprint(w, "# "+wrap(verdict.String(), 100, "#   ")[4:])
 	}
