@@ -619,7 +619,11 @@ func (s *Study) facts(v *view) {
 		rep += ", from " + s.Source
 	}
 	add("report by", rep+" at "+v.Generated)
-	add("reproduce", fmt.Sprintf("servetune tune %s.yaml --fresh (the spec below; same seed, same sampler)", st.Name))
+	// The study keeps its spec's text, not the path it was read from: the
+	// file to run is the text below, saved.
+	file := st.Name + ".yaml"
+	add("reproduce", fmt.Sprintf("save the study spec below as %s (fill in any redacted secret), then run: %s (same seed, same sampler)",
+		file, engine.ShellJoin([]string{"servetune", "tune", file, "--fresh"})))
 	v.SpecText = st.Spec
 }
 
