@@ -64,6 +64,7 @@ func newChart(title, x, y string) *chart {
 	p.Title.TextStyle.Font = font.From(sans, 12)
 	p.Title.Padding = vg.Points(6)
 	for _, a := range []*plot.Axis{&p.X, &p.Y} {
+		a.Tick.Marker = distinctTicks{}
 		a.Label.TextStyle.Font = font.From(sans, 10.5)
 		a.Tick.Label.Font = font.From(sans, 9.5)
 		a.Padding = vg.Points(2)
@@ -135,6 +136,39 @@ func (c *chart) limit(y float64, label string) {
 	if y > 0 && !math.IsInf(y, 0) {
 		c.hlines = append(c.hlines, hline{y, label})
 	}
+}
+
+// distinctTicks are gonum's default ticks labelled with as many decimals
+// as it takes for neighbouring labels to differ: over a narrow range (an
+// objective from 2.60 to 2.64) the default labels read 2.6, 2.6, 2.6.
+type distinctTicks struct{}
+
+func (distinctTicks) Ticks(lo, hi float64) []plot.Tick {
+	ticks := plot.DefaultTicks{}.Ticks(lo, hi)
+	var major []int
+	for i, t := range ticks {
+		if t.Label != "" {
+			major = append(major, i)
+		}
+	}
+	for dec := 0; dec <= 12; dec++ {
+		labels := make([]string, len(major))
+		distinct := true
+		for j, i := range major {
+			labels[j] = strconv.FormatFloat(ticks[i].Value, 'f', dec, 64)
+			if labels[j] == "-0" {
+				labels[j] = "0"
+			}
+			distinct = distinct && (j == 0 || labels[j] != labels[j-1])
+		}
+		if distinct {
+			for j, i := range major {
+				ticks[i].Label = labels[j]
+			}
+			break
+		}
+	}
+	return ticks
 }
 
 // ticksAt puts the x axis's ticks on exactly these values (the measured

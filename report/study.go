@@ -330,13 +330,6 @@ func fmtMetric(m string, v float64) string {
 	return tuner.Format(m, v)
 }
 
-func fmtCI(m string, ci [2]float64) string {
-	if m == "cost_per_mtok" {
-		return fmt.Sprintf("[$%.3g, $%.3g]", ci[0], ci[1])
-	}
-	return fmt.Sprintf("[%.4g, %.4g]", ci[0], ci[1])
-}
-
 // SettingsLine writes settings as k=v in name order.
 func SettingsLine(s space.Settings) string { return s.Line() }
 
@@ -408,15 +401,11 @@ func (s *Study) recommendation(v *view) {
 		r.Commands = append(r.Commands, command{"docker", engine.ShellJoin(sp.ServeArgv(p, "docker"))})
 	}
 	for _, m := range recommendMetrics {
-		mean, ci, ok := best.MetricCI(m)
+		value, ci, ok := best.Figure(m)
 		if !ok {
 			continue
 		}
-		f := figure{Name: metricTitle(m), Value: fmtMetric(m, mean)}
-		if best.Runs() > 1 {
-			f.CI = fmtCI(m, ci)
-		}
-		r.Figures = append(r.Figures, f)
+		r.Figures = append(r.Figures, figure{Name: metricTitle(m), Value: value, CI: ci})
 	}
 	runs := "one run"
 	if best.Runs() > 1 {
@@ -424,10 +413,15 @@ func (s *Study) recommendation(v *view) {
 	}
 	r.Why = fmt.Sprintf("The highest %s among the configurations whose every run met the SLO, over %s, at %s.",
 		metricTitle(best.Metric), runs, p.Label)
+	if d := best.Disagreement(); d != "" {
+		r.Why += " Note: " + d + "."
+	}
 	if ru := rec.RunnerUp; ru != nil {
-		u := &runnerUp{Trial: ru.Trial, Figure: fmtMetric(best.Metric, ru.Mean), Differs: differs(best.Settings, ru.Settings)}
-		if ru.Runs() > 1 {
-			u.CI = fmtCI(best.Metric, ru.CI)
+		// recommend writes the same figure (Candidate.Figure).
+		u := &runnerUp{Trial: ru.Trial, Differs: differs(best.Settings, ru.Settings)}
+		u.Figure, u.CI, _ = ru.Figure(best.Metric)
+		if d := ru.Disagreement(); d != "" {
+			u.CI += " (" + d + ")"
 		}
 		u.Verdict = "cannot be told apart from the recommendation at 95%: either will do"
 		if rec.Separated {
@@ -647,7 +641,11 @@ func (s *Study) facts(v *view) {
 		rep += ", from " + s.Source
 	}
 	add("report by", rep+" at "+v.Generated)
-	add("reproduce", fmt.Sprintf("servetune tune %s.yaml --fresh (the spec below; same seed, same sampler)", st.Name))
+	// The study keeps its spec's text, not the path it was read from: the
+	// file to run is the text below, saved.
+	file := st.Name + ".yaml"
+	add("reproduce", fmt.Sprintf("save the study spec below as %s (fill in any redacted secret), then run: %s (same seed, same sampler)",
+		file, engine.ShellJoin([]string{"servetune", "tune", file, "--fresh"})))
 	v.SpecText = st.Spec
 }
 

@@ -437,6 +437,16 @@ func (s *Study) effectCharts() (charted, []charted, []effectRow) {
 				if _, isLog := c.p.X.Scale.(plot.LogScale); isLog {
 					c.ticksAt(niceTicks(xs))
 				}
+			} else if vs, err := p.Values(); err == nil && len(vs) <= 8 {
+				// A stepped range's own values (0.80, 0.85, ...), not
+				// the default ticks between them (0.81, 0.87, 0.93).
+				var at []float64
+				for _, v := range vs {
+					if f, ok := toFloat(v); ok {
+						at = append(at, f)
+					}
+				}
+				c.ticksAt(at)
 			}
 		}
 		c.scatter(xys, glyph(colMet, draw.CircleGlyph{}, 2.4), "")

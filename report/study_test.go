@@ -181,3 +181,53 @@ func TestReportDiagnosesRecommendation(t *testing.T) {
 		}
 	}
 }
+
+// TestTicksDiffer: tick labels over a narrow range carry the digits that
+// tell them apart (gonum's defaults read 2.6, 2.6, 2.6 from 2.60 to 2.64),
+// and no more than a wide range needs.
+func TestTicksDiffer(t *testing.T) {
+	for _, tc := range []struct {
+		lo, hi float64
+		want   []string
+	}{
+		{2.6, 2.64, []string{"2.60", "2.62", "2.64"}},
+		{2861, 2875, []string{"2862", "2868", "2874"}},
+		{0, 1000, []string{"0", "500", "1000"}},
+	} {
+		var got []string
+		for _, tk := range (distinctTicks{}).Ticks(tc.lo, tc.hi) {
+			if tk.Label != "" {
+				got = append(got, tk.Label)
+			}
+		}
+		if strings.Join(got, " ") != strings.Join(tc.want, " ") {
+			t.Errorf("ticks over [%g, %g]: %q, want %q", tc.lo, tc.hi, got, tc.want)
+		}
+	}
+}
+
+// TestReportReproduce: the reproduce line names no file the study was
+// never read from (the store keeps the spec's text, not its path): it says
+// to save the spec shown and run it.
+func TestReportReproduce(t *testing.T) {
+	ctx := context.Background()
+	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.CreateStudy(ctx, store.Study{Name: "small", Spec: smallSpec, Seed: 3}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Load(ctx, db, "small")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var md bytes.Buffer
+	if err := s.WriteMarkdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(md.String(), "save the study spec below as small.yaml") || !strings.Contains(md.String(), "servetune tune small.yaml --fresh") {
+		t.Errorf("reproduce line:\n%s", md.String())
+	}
+}

@@ -61,6 +61,14 @@ const (
 	// least guidedMinTrials measurements.
 	guidedNoise     = 0.02
 	guidedMinTrials = 3
+	// guidedMinStep: a configuration whose listed settings equal those of
+	// a measured (or running) one and whose every range setting lies
+	// within this share of its range (log-scaled for a log range) is not
+	// proposed unless its forecast beats that measurement by more than
+	// guidedNoise: one request more in a range of 500 moves throughput
+	// far less than a repeated run does. It is also the step of a range's
+	// neighbours in refinement.
+	guidedMinStep = 1.0 / 16
 	// memSigma is the prior log-spread of the engine's real start-up
 	// reservations around the memory model's (sim constant
 	// memory_overhead): about ±15%.
@@ -229,6 +237,7 @@ type cand struct {
 	mu       float64 // measured utility (0: failed or missed the SLOs)
 	started  bool    // the engine started (ok, or failed after starting)
 	skipped  bool    // counted among the launches saved
+	pred     float64 // the corrected forecast when proposed (mean), 0 when not
 }
 
 // guide is the guided sampler's state; Sampler serialises its calls.
@@ -250,8 +259,11 @@ type guide struct {
 	fallback *Sampler
 	stopped  bool
 	saved    int
-	params   []space.Param
-	values   [][]any // each parameter's values when discrete, else nil
+	// inNoise counts the latest measurements in a row that came within
+	// guidedNoise of their corrected forecast.
+	inNoise int
+	params  []space.Param
+	values  [][]any // each parameter's values when discrete, else nil
 }
 
 // newGuide forecasts the space of sp (GOMAXPROCS at once).
@@ -366,7 +378,21 @@ func (g *guide) neighbours(set space.Settings) []space.Settings {
 	var out []space.Settings
 	for i, p := range g.params {
 		var alts []any
-		if vals := g.values[i]; vals != nil {
+		if p.Kind == space.KindInt && p.High > p.Low {
+			// A step the noise can see, not one integer of a wide range.
+			x, _ := set.Float(p.Name)
+			for _, d := range []float64{-guidedMinStep, guidedMinStep} {
+				var y float64
+				if p.Log && p.Low > 0 {
+					y = x * math.Pow(p.High/p.Low, d)
+				} else {
+					y = x + d*(p.High-p.Low)
+				}
+				if v := roundInt(y, p); float64(v) != x {
+					alts = append(alts, v)
+				}
+			}
+		} else if vals := g.values[i]; vals != nil {
 			j := slices.IndexFunc(vals, func(v any) bool { return fmt.Sprint(v) == fmt.Sprint(set[p.Name]) })
 			for _, d := range []int{-1, 1} {
 				if j+d >= 0 && j+d < len(vals) && j >= 0 {
@@ -617,7 +643,7 @@ func (g *guide) ranked(n int) []*cand {
 	}
 	var open []kc
 	for _, c := range g.cands {
-		if c.measured || c.pending || c.never || g.pStart(c.crit) < confidentFail {
+		if c.measured || c.pending || c.never || g.pStart(c.crit) < confidentFail || g.indistinct(c) {
 			continue
 		}
 		open = append(open, kc{c, g.expected(c)})
@@ -628,6 +654,61 @@ func (g *guide) ranked(n int) []*cand {
 		out = append(out, open[i].c)
 	}
 	return out
+}
+
+// bestOpenMean is the best corrected forecast (mean) among the
+// configurations ranked may still propose.
+func (g *guide) bestOpenMean() float64 {
+	best := 0.0
+	for _, c := range g.cands {
+		if c.measured || c.pending || c.never || g.pStart(c.crit) < confidentFail || g.indistinct(c) {
+			continue
+		}
+		best = math.Max(best, g.mean(c))
+	}
+	return best
+}
+
+// indistinct reports whether c is, to the noise, a configuration already
+// measured or running: near it (near) and not forecast to beat it by more
+// than guidedNoise.
+func (g *guide) indistinct(c *cand) bool {
+	mc := math.NaN()
+	for _, m := range g.cands {
+		if m == c || (!m.measured && !m.pending) || !g.near(c, m) {
+			continue
+		}
+		ref := m.mu
+		if !m.measured {
+			ref = g.mean(m)
+		}
+		if math.IsNaN(mc) {
+			mc = g.mean(c)
+		}
+		if mc <= (1+guidedNoise)*ref {
+			return true
+		}
+	}
+	return false
+}
+
+// near reports whether a and b differ only in range settings, each by
+// less than guidedMinStep of its range.
+func (g *guide) near(a, b *cand) bool {
+	ranged := false
+	for i, p := range g.params {
+		if (p.Kind == space.KindInt || p.Kind == space.KindFloat) && p.High > p.Low {
+			if math.Abs(a.coords[i]-b.coords[i]) >= guidedMinStep {
+				return false
+			}
+			ranged = true
+			continue
+		}
+		if fmt.Sprint(a.set[p.Name]) != fmt.Sprint(b.set[p.Name]) {
+			return false
+		}
+	}
+	return ranged
 }
 
 // bestMeasured is the best measured utility (0 when none met the SLOs).
@@ -660,6 +741,17 @@ func (g *guide) ask() (Proposal, error) {
 			n, 100*g.expected(c)/best, 100*guidedNoise))
 		return Proposal{}, ErrExhausted
 	}
+	if best, n := g.bestMeasured(); n >= guidedMinTrials && best > 0 && g.inNoise >= guidedMinTrials {
+		// The forecast has been right to the noise lately: when it
+		// promises no more than the noise anywhere, a launch can only
+		// measure the noise.
+		if gain := g.bestOpenMean()/best - 1; gain <= guidedNoise {
+			g.stopped = true
+			g.note(fmt.Sprintf("guided: stopping after %d measured trials: the best forecast of an unmeasured configuration is %+.2f%% of the best measured, and the last %d measurements came within the %.0f%% noise of their forecasts",
+				n, 100*gain, g.inNoise, 100*guidedNoise))
+			return Proposal{}, ErrExhausted
+		}
+	}
 	// Configurations the ranking by value alone would have launched first
 	// and the learned boundary says will not start: launches saved.
 	mc := g.mean(c)
@@ -670,6 +762,7 @@ func (g *guide) ask() (Proposal, error) {
 		}
 	}
 	c.pending = true
+	c.pred = mc
 	id := g.next
 	g.next++
 	g.ids[id] = c
@@ -716,6 +809,11 @@ func (g *guide) tell(id int, score float64, failed bool) {
 	}
 	delete(g.ids, id)
 	g.record(c, score, failed)
+	if c.pred > 0 && c.mu > 0 && math.Abs(c.mu/c.pred-1) <= guidedNoise {
+		g.inNoise++
+	} else {
+		g.inNoise = 0
+	}
 	g.refit()
 	if c.started {
 		g.checkAgreement(c)

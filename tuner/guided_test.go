@@ -2,6 +2,7 @@ package tuner
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -133,5 +134,57 @@ func TestForecastKeepsSummariesOnly(t *testing.T) {
 	}
 	if levels == 0 {
 		t.Fatal("no forecast level to look at")
+	}
+}
+
+// guidedRangeSpec searches one wide integer range beside fixed settings,
+// the shape where a step of one request is far inside the noise.
+const guidedRangeSpec = `name: gr
+model: meta-llama/Llama-3.1-8B-Instruct
+engine: vllm
+launcher: {kind: virtual, gpus: [0]}
+hardware: {gpu: H100-SXM}
+space:
+  quantization: [none, fp8]
+  max_running_requests: {int: [16, 256]}
+  max_model_len: 8192
+workload:
+  dataset: {kind: random, input: 512, output: 64}
+  load: {concurrency: [64]}
+  requests_per_level: 64
+  warmup: 0
+slo: {ttft_p99_ms: 5000}
+tuner: {sampler: guided, trials: 14, seed: 1, objective: max output_throughput_per_gpu, confirm: false}
+`
+
+// TestGuidedProposalsApart: the guided sampler does not measure
+// configurations the noise cannot tell apart (max_running_requests 461,
+// 460, 459 of a range 16 to 512; here 16 to 256), and stops once what is left to gain is
+// inside the noise, before its 14 trials.
+func TestGuidedProposalsApart(t *testing.T) {
+	sp := mustSpec(t, guidedRangeSpec)
+	db := openStore(t)
+	var notes []string
+	if _, err := (&Study{Spec: sp, Store: db, OnNote: func(m string) { notes = append(notes, m) }}).Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := db.GetStudy(context.Background(), "gr")
+	trials, _ := db.Trials(context.Background(), st.ID)
+	var got []string
+	for i, a := range trials {
+		qa, _ := a.Settings.String("quantization")
+		ma, _ := a.Settings.Int("max_running_requests")
+		got = append(got, fmt.Sprintf("%s/%d", qa, ma))
+		for _, b := range trials[:i] {
+			qb, _ := b.Settings.String("quantization")
+			mb, _ := b.Settings.Int("max_running_requests")
+			if qa == qb && math.Abs(float64(ma-mb)) < 0.02*(256-16) {
+				t.Errorf("trials %d and %d: %s max_running_requests %d and %d", b.Number, a.Number, qa, mb, ma)
+			}
+		}
+	}
+	t.Logf("trials %v; notes %q", got, notes)
+	if len(trials) >= 14 || !strings.Contains(strings.Join(notes, "\n"), "guided: stopping after") {
+		t.Errorf("%d trials, no early stop: %q", len(trials), notes)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/servetune/servetune/launcher"
 	"github.com/servetune/servetune/measure"
 	"github.com/servetune/servetune/quality"
+	"github.com/servetune/servetune/space"
 	"github.com/servetune/servetune/trial"
 )
 
@@ -26,8 +27,12 @@ type QualityBaseline struct {
 	Items    int             `json:"items"`
 	Result   quality.Result  `json:"result"`
 	// NotApplied says why the gate scores nothing in this study (the
-	// simulated engine's answers are not a model's); "" when it applies.
+	// simulated engine's answers are not a model's, the baseline did not
+	// start); "" when it applies.
 	NotApplied string `json:"not_applied,omitempty"`
+	// Failed is the baseline's failure class and the engine's words when it
+	// did not start or answer, as a failed trial keeps them; "" when it ran.
+	Failed string `json:"failed,omitempty"`
 }
 
 // ParseQualityBaseline reads a stored baseline; ok is false for none.
@@ -41,9 +46,32 @@ func ParseQualityBaseline(text string) (b QualityBaseline, ok bool, err error) {
 	return b, true, nil
 }
 
-// matches reports whether b measured the baseline q asks for.
-func (b QualityBaseline) matches(q *QualitySpec, seed uint64) bool {
-	return b.Seed == seed && b.Items == q.Items && b.Settings.Key() == q.Baseline.Key()
+// matches reports whether b measured the baseline sp asks for.
+func (b QualityBaseline) matches(sp *Spec) bool {
+	return b.Seed == qualitySeed(sp) && b.Items == sp.Quality.Items && b.Settings.Key() == baselineSettings(sp).Key()
+}
+
+// baselineSettings is the configuration the quality baseline launches: the
+// space's fixed values (parameters with one choice) under the baseline's
+// own. A setting the baseline leaves out is the study's, not the engine's
+// default: a baseline naming only quantization must not start at the
+// model's whole context when every trial fixes max_model_len.
+func baselineSettings(sp *Spec) engine.Settings {
+	set := engine.Settings{}
+	for _, p := range sp.Space.Params {
+		switch {
+		case (p.Kind == space.KindCategorical || p.Kind == space.KindBool) && len(p.Choices) == 1:
+			set[p.Name] = p.Choices[0]
+		case p.Kind == space.KindInt && p.Low == p.High:
+			set[p.Name] = int(p.Low)
+		case p.Kind == space.KindFloat && p.Low == p.High:
+			set[p.Name] = p.Low
+		}
+	}
+	for k, v := range sp.Quality.Baseline {
+		set[k] = v
+	}
+	return set
 }
 
 // qualitySeed is the task set's seed of a study: its tuner seed.
@@ -66,8 +94,8 @@ var evalOptions = quality.Options{Concurrency: 16}
 func (r *TrialRunner) EvaluateBaseline(ctx context.Context, gpus []int) (QualityBaseline, error) {
 	sp := r.Spec
 	q := sp.Quality
-	b := QualityBaseline{Settings: q.Baseline, Seed: qualitySeed(sp), Items: q.Items}
-	ls := r.launchSpec(-1, q.Baseline, gpus)
+	b := QualityBaseline{Settings: baselineSettings(sp), Seed: qualitySeed(sp), Items: q.Items}
+	ls := r.launchSpec(-1, b.Settings, gpus)
 	inst, err := sp.Launcher.Launcher.Launch(ctx, ls)
 	if err != nil {
 		return b, fmt.Errorf("launch: %w", err)
@@ -155,7 +183,7 @@ func (r *studyRun) qualityBaseline(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if !stored || !b.matches(q, qualitySeed(sp)) {
+	if !stored || !b.matches(sp) {
 		gpus, group := sp.Launcher.placement()
 		if len(gpus) == 0 {
 			for i := range 64 {
@@ -163,7 +191,8 @@ func (r *studyRun) qualityBaseline(ctx context.Context) error {
 			}
 		}
 		pool := newGPUPool(gpus, group)
-		need := GPUsFor(q.Baseline)
+		set := baselineSettings(sp)
+		need := GPUsFor(set)
 		if need > pool.total {
 			return fmt.Errorf("the baseline needs %d GPUs, the study has %d on one host", need, pool.total)
 		}
@@ -171,11 +200,17 @@ func (r *studyRun) qualityBaseline(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		r.s.note("quality gate: measuring the baseline (%s) on GPUs %v", settingsKey(q.Baseline), ids)
+		r.s.note("quality gate: measuring the baseline (%s) on GPUs %v", settingsKey(set), ids)
 		b, err = qe.EvaluateBaseline(ctx, ids)
 		pool.Release(ids)
 		if err != nil {
-			return err
+			if ctx.Err() != nil {
+				return err
+			}
+			// As a failed trial: kept with the study, said, and the
+			// search goes on without a gate to judge it by.
+			b.Failed = err.Error()
+			b.NotApplied = "the baseline did not start or answer: " + b.Failed
 		}
 		text, err := json.Marshal(b)
 		if err != nil {

@@ -242,3 +242,82 @@ func TestQualitySpec(t *testing.T) {
 		t.Errorf("endpoint launcher with a gate: %v", err)
 	}
 }
+
+// baselineSpec fixes max_model_len in the space: Llama-3.1-8B's own
+// context (131,072 tokens, 16 GiB of KV cache) does not fit an L4 beside
+// its weights, 8,192 does.
+const baselineSpec = `name: qb
+model: meta-llama/Llama-3.1-8B-Instruct
+engine: vllm
+launcher: {kind: virtual, gpus: [0]}
+hardware: {gpu: L4}
+space:
+  quantization: [none, fp8]
+  max_model_len: 8192
+  max_running_requests: {int: [8, 16]}
+workload:
+  dataset: {kind: random, input: 256, output: 32}
+  load: {concurrency: [4]}
+  requests_per_level: 8
+  warmup: 0
+slo: {ttft_p99_ms: 60000}
+tuner: {sampler: grid, trials: 2, seed: 5, confirm: false}
+quality: {baseline: {quantization: none}}
+`
+
+// TestQualityBaselineTakesFixedValues: the baseline names only
+// quantization; it starts with the space's fixed values (max_model_len
+// 8192), not the engine's default context, which does not fit.
+func TestQualityBaselineTakesFixedValues(t *testing.T) {
+	sp := mustSpec(t, baselineSpec)
+	db := openStore(t)
+	var notes []string
+	study := &Study{Spec: sp, Store: db, OnNote: func(m string) { notes = append(notes, m) }}
+	if _, err := study.Run(context.Background()); err != nil {
+		t.Fatalf("%v (notes %q)", err, notes)
+	}
+	st, _ := db.GetStudy(context.Background(), "qb")
+	b, ok, _ := ParseQualityBaseline(st.QualityBaseline)
+	if !ok || b.Failed != "" || !hasInt(b.Settings, "max_model_len", 8192) || b.Settings["quantization"] != "none" {
+		t.Errorf("stored baseline %+v (notes %q)", b, notes)
+	}
+	if _, ranged := b.Settings["max_running_requests"]; ranged {
+		t.Errorf("the baseline took a searched setting: %v", b.Settings)
+	}
+}
+
+// TestQualityBaselineFailsAsATrial: a baseline that cannot start (its own
+// max_model_len does not fit) is stored as failed with the engine's words,
+// said in a note, and the study goes on without the gate.
+func TestQualityBaselineFailsAsATrial(t *testing.T) {
+	sp := mustSpec(t, strings.Replace(baselineSpec, "{quantization: none}", "{quantization: none, max_model_len: 131072}", 1))
+	db := openStore(t)
+	var notes []string
+	study := &Study{Spec: sp, Store: db, OnNote: func(m string) { notes = append(notes, m) }}
+	out, err := study.Run(context.Background())
+	if err != nil {
+		t.Fatalf("the study stopped: %v (notes %q)", err, notes)
+	}
+	st, _ := db.GetStudy(context.Background(), "qb")
+	b, ok, _ := ParseQualityBaseline(st.QualityBaseline)
+	if !ok || !strings.Contains(b.Failed, engine.MsgKVTooSmall) || !strings.Contains(b.NotApplied, "the baseline did not start") {
+		t.Errorf("stored baseline %+v", b)
+	}
+	if joined := strings.Join(notes, "\n"); !strings.Contains(joined, "quality gate not applied: the baseline did not start") {
+		t.Errorf("notes %q", notes)
+	}
+	trials, _ := db.Trials(context.Background(), st.ID)
+	if len(trials) != 2 || out.StudyID != st.ID {
+		t.Fatalf("%d trials after a failed baseline", len(trials))
+	}
+	for _, tr := range trials {
+		if tr.Status != measure.StatusOK || tr.Quality != nil {
+			t.Errorf("trial %d: %s/%s %+v", tr.Number, tr.Status, tr.Failure, tr.Quality)
+		}
+	}
+}
+
+func hasInt(s engine.Settings, name string, want int) bool {
+	v, ok := s.Int(name)
+	return ok && v == want
+}

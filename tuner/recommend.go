@@ -3,6 +3,7 @@ package tuner
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -23,8 +24,8 @@ type Candidate struct {
 	Values   []float64      // the metric at the best SLO-meeting level of each run
 	Mean     float64
 	CI       [2]float64 // 95% interval of the mean (Student's t); [Mean, Mean] with one run
-	// Levels are the points of the recommended level in every run, for
-	// the other figures' intervals.
+	// Levels are the point of every run that gave its value, for every
+	// figure's interval (Figure, MetricCI).
 	Levels []Point
 }
 
@@ -88,16 +89,18 @@ func RecommendStudy(trials []store.Trial, sp *Spec, pref Preference) (Recommenda
 		stable := true
 		for _, run := range append([]store.Trial{t}, runs[t.Number]...) {
 			rp := PointsOf(run.Number, run.Settings, price, run.LoadPoints)
-			v, ok := TrialValue(rp, primary, sp.SLO)
+			at, v, ok := bestPoint(rp, primary, sp.SLO)
 			if !ok {
 				stable = false
 				why.unstable++
 				break
 			}
+			// Every figure of the candidate comes from the levels its value
+			// did: one run, one level (a run whose best level is another
+			// than the search trial's counted that other level in the
+			// ranking and in no figure, or the other way round).
 			c.Values = append(c.Values, v)
-			if best.Index < len(rp) {
-				c.Levels = append(c.Levels, rp[best.Index])
-			}
+			c.Levels = append(c.Levels, rp[at])
 		}
 		if !stable {
 			continue
@@ -241,8 +244,58 @@ func variance(xs []float64) (v, m float64) {
 	return v / float64(len(xs)-1), m
 }
 
+// Figure writes the candidate's metric as recommend and the report show
+// it: "688.6 tok/s/GPU [-306.2, 1683]", the interval over its runs (none
+// with one run); ok is false when no run has it.
+func (c Candidate) Figure(metric string) (value, ci string, ok bool) {
+	mean, iv, ok := c.MetricCI(metric)
+	if !ok {
+		return "", "", false
+	}
+	value = Format(metric, mean)
+	if c.Runs() > 1 {
+		ci = FormatCI(metric, iv)
+	}
+	return value, ci, true
+}
+
+// runsApart is how far apart, relatively, a candidate's runs may lie
+// before they disagree beyond their noise: a repeated run moves the
+// throughput by about guidedNoise, and four of that is the range of a
+// handful of such runs.
+const runsApart = 4 * guidedNoise
+
+// Disagreement says, when the candidate's runs lie further apart than
+// their noise explains (a bimodal configuration: one run 3.66, another
+// 2.45), which values, for recommend and the report to show; "" when they
+// agree or with one run.
+func (c Candidate) Disagreement() string {
+	if len(c.Values) < 2 {
+		return ""
+	}
+	lo, hi := slices.Min(c.Values), slices.Max(c.Values)
+	if math.Abs(hi-lo) <= runsApart*math.Max(math.Abs(lo), math.Abs(hi)) {
+		return ""
+	}
+	vals := make([]string, len(c.Values))
+	for i, v := range c.Values {
+		vals[i] = fmt.Sprintf("%.4g", v)
+	}
+	return fmt.Sprintf("its %d runs disagree beyond their noise (%s: %s, %.0f%% apart, more than the %.0f%% repeated runs differ by): the configuration may be bimodal; its interval is wide for that reason",
+		len(c.Values), c.Metric, strings.Join(vals, ", "), 100*math.Abs(hi-lo)/math.Max(math.Abs(lo), math.Abs(hi)), 100*runsApart)
+}
+
+// FormatCI writes a 95% interval of metric: "[2801, 2920]", "[$0.112, $0.118]".
+func FormatCI(metric string, ci [2]float64) string {
+	if metric == "cost_per_mtok" {
+		return fmt.Sprintf("[$%.3g, $%.3g]", ci[0], ci[1])
+	}
+	return fmt.Sprintf("[%.4g, %.4g]", ci[0], ci[1])
+}
+
 // MetricCI is the mean and 95% interval of metric over the candidate's
-// recommended level in every run; ok is false when no run has it.
+// runs (each at the level that gave its value); ok is false when no run
+// has it.
 func (c Candidate) MetricCI(metric string) (mean float64, ci [2]float64, ok bool) {
 	var xs []float64
 	for _, p := range c.Levels {

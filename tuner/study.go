@@ -35,7 +35,7 @@ type Store interface {
 
 // ErrStudyExists is returned by Run when the study is already in the store
 // and Resume is off.
-var ErrStudyExists = errors.New("study already exists (use --resume to continue it, or another --db)")
+var ErrStudyExists = errors.New("study already exists (use --resume to continue it, --fresh to delete it and start again, or another --db)")
 
 // ErrPreflight is wrapped by Run's error when a check made before the
 // first launch shows that every trial would fail; nothing is stored.

@@ -645,15 +645,6 @@ func candidateMetrics(c tuner.Candidate) map[string]metricCI {
 	return out
 }
 
-// describeCI writes "2861 tok/s/GPU [2801, 2920]" (no interval for one run).
-func describeCI(name string, m metricCI, runs int) string {
-	s := tuner.Format(name, m.Mean)
-	if runs > 1 {
-		s += fmt.Sprintf(" [%.4g, %.4g]", m.CI95[0], m.CI95[1])
-	}
-	return s
-}
-
 // recommendedQuality is what the study's quality gate said of the
 // recommended trial: its verdict, or why the gate scored nothing (the
 // simulated engine); nil without a gate.
@@ -715,11 +706,10 @@ func writeRecommendation(w io.Writer, sp *tuner.Spec, rec tuner.Recommendation, 
 		runs = fmt.Sprintf("%d runs, 95%% CI", best.Runs())
 	}
 	fmt.Fprintf(w, "# %s: trial %d at %s, best %s under SLO %s (%s):\n", sp.Name, p.Trial, pj.Level, pref, sp.SLO, runs)
-	ms := candidateMetrics(best)
 	var parts []string
 	for _, name := range recommendMetrics {
-		if m, ok := ms[name]; ok {
-			parts = append(parts, name+"="+describeCI(name, m, best.Runs()))
+		if value, ci, ok := best.Figure(name); ok {
+			parts = append(parts, name+"="+strings.TrimSpace(value+" "+ci))
 		}
 	}
 	fmt.Fprintf(w, "#   %s\n", strings.Join(parts, "  "))
@@ -733,8 +723,17 @@ func writeRecommendation(w io.Writer, sp *tuner.Spec, rec tuner.Recommendation, 
 		if rec.Separated {
 			sep = "the best is better at 95%"
 		}
-		rm := candidateMetrics(*ru)[best.Metric]
-		fmt.Fprintf(w, "# runner-up: trial %d, %s=%s; %s\n#   %s\n", ru.Trial, best.Metric, describeCI(best.Metric, rm, ru.Runs()), sep, term.Line(settingsLine(ru.Settings)))
+		// The report writes the same figure (Candidate.Figure).
+		value, ci, _ := ru.Figure(best.Metric)
+		fmt.Fprintf(w, "# runner-up: trial %d, %s=%s; %s\n#   %s\n", ru.Trial, best.Metric, strings.TrimSpace(value+" "+ci), sep, term.Line(settingsLine(ru.Settings)))
+	}
+	for _, c := range []*tuner.Candidate{&rec.Best, rec.RunnerUp} {
+		if c == nil {
+			continue
+		}
+		if d := c.Disagreement(); d != "" {
+			fmt.Fprint(w, "# "+wrap(fmt.Sprintf("trial %d: %s", c.Trial, d), 100, "#   ")[4:])
+		}
 	}
 	if verdict != nil {
 		fmt.Fprint(w, "# "+wrap(verdict.String(), 100, "#   ")[4:])
