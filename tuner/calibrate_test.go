@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -96,6 +97,13 @@ func TestCalibrationRecoversPerturbedConstants(t *testing.T) {
 		got, _ := res.Constants.Get(name)
 		start, _ := stock.Get(name)
 		t.Logf("%-22s stock %.4g  truth %.4g  fitted %.4g (%+.1f%%)", name, start, want, got, 100*(got/want-1))
+		// A constant these points cannot see is held, not guessed: under
+		// vLLM's async scheduling the host's step work hides behind a
+		// slower GPU step (sim/steptime.go), so step_overhead_ms moves no
+		// figure here. The errors below still hold the fit to 5%.
+		if slices.Contains(res.Held, name+" (no effect on these points)") {
+			continue
+		}
 		if math.Abs(got/want-1) > 0.10 {
 			t.Errorf("%s: fitted %.4g, truth %.4g: more than 10%% off", name, got, want)
 		}

@@ -288,7 +288,10 @@ func lastLine(s string) string {
 // (--all adds the others, marked), with units; recommend's pick is on it.
 func TestParetoOneDefinition(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "s.db")
-	if code, _, errs := runIn("tune", writeSpec(t, vspec(200, 6)), "--db", db); code != exitOK {
+	// A TTFT limit that max_running_requests 8 at concurrency 32 misses
+	// (its queue), so the front leaves points out.
+	spec := strings.Replace(vspec(200, 6), "ttft_p99_ms: 800", "ttft_p99_ms: 400", 1)
+	if code, _, errs := runIn("tune", writeSpec(t, spec), "--db", db); code != exitOK {
 		t.Fatalf("tune: exit %d: %s", code, errs)
 	}
 	var doc struct {
