@@ -223,8 +223,11 @@ func TestTuneSlurmKillResume(t *testing.T) {
 // failed trial of class scheduler with Slurm's words, and the study goes
 // on to its end.
 func TestTuneSlurmScancel(t *testing.T) {
+	// One longer level, so the trial in flight cannot end before the
+	// scancel lands (on a loaded machine two levels of 96 did).
 	spec, name := slurmSimStudy(t, "gpu_memory_fraction: [0.1, 0.85, 0.9]", "gpu_memory_fraction: [0.85, 0.9]",
-		"trials: 6", "trials: 4")
+		"trials: 6", "trials: 4", "load: {concurrency: [4, 16]}", "load: {concurrency: [16]}",
+		"requests_per_level: 96", "requests_per_level: 480")
 	bin := testengine.Binary(t)
 	db := filepath.Join(t.TempDir(), "t.db")
 	cmd, inFlight, rest := startTuneUntilInFlight(t, bin, spec, "--db", db)
