@@ -55,6 +55,22 @@ type Situation struct {
 	Metrics     []string
 }
 
+// Regimes are the fidelity suite's regimes s sits in: its load regime,
+// then the structural ones it adds (tp>1, moe, long-context).
+func (s Situation) Regimes() []string {
+	regimes := []string{string(s.Regime)}
+	if s.TP > 1 {
+		regimes = append(regimes, "tp>1")
+	}
+	if s.MoE {
+		regimes = append(regimes, "moe")
+	}
+	if s.LongContext {
+		regimes = append(regimes, "long-context")
+	}
+	return regimes
+}
+
 // suiteStat is one regime and metric of the suite's recorded errors.
 type suiteStat struct {
 	N      int     `json:"n"`
@@ -99,16 +115,7 @@ func MetricOfLimit(name string) string {
 // and long-context regimes where s is one; the widest of these. basis
 // says which figure set it.
 func ErrorBand(s Situation) (band float64, basis string) {
-	regimes := []string{string(s.Regime)}
-	if s.TP > 1 {
-		regimes = append(regimes, "tp>1")
-	}
-	if s.MoE {
-		regimes = append(regimes, "moe")
-	}
-	if s.LongContext {
-		regimes = append(regimes, "long-context")
-	}
+	regimes := s.Regimes()
 	metrics := s.Metrics
 	if len(metrics) == 0 {
 		metrics = []string{"throughput"}

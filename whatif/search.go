@@ -419,15 +419,5 @@ func situationOf(slo tuner.SLO, lv measure.Level, m catalog.Model) sim.Situation
 // structural ones it adds (tp>1, moe, long-context), as the fidelity
 // suite names them.
 func describeSituation(s sim.Situation) string {
-	parts := []string{string(s.Regime)}
-	if s.TP > 1 {
-		parts = append(parts, "tp>1")
-	}
-	if s.MoE {
-		parts = append(parts, "moe")
-	}
-	if s.LongContext {
-		parts = append(parts, "long-context")
-	}
-	return strings.Join(parts, ", ")
+	return strings.Join(s.Regimes(), ", ")
 }
