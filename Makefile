@@ -53,7 +53,7 @@ install:
 # How many trials TPE and random search need to reach 99% of the exhaustive
 # optimum of examples/sampler-bench.yaml (median of 30 seeds, virtual time).
 sampler-bench:
-	$(GO) build -o bin/samplerbench ./internal/samplerbench/cmd
+	$(GO) build -o bin/samplerbench ./cmd/samplerbench
 	./bin/samplerbench examples/sampler-bench.yaml
 
 # Real trials (launches) the guided sampler, TPE and random search need to
@@ -62,25 +62,25 @@ sampler-bench:
 # by up to ±30%), and the engines that did not start for memory. Last line:
 # guided-bench: guided=N tpe=M random=R p90_guided=P oom_launches_guided=A oom_launches_tpe=B
 guided-bench:
-	$(GO) build -o bin/guidedbench ./internal/samplerbench/guidedcmd
+	$(GO) build -o bin/guidedbench ./cmd/guidedbench
 	./bin/guidedbench examples/guided-bench.yaml
 
 # The what-if acceptance question: Llama-3.3-70B over five GPU types, 1 to 8
 # GPUs per replica, one engine, 20 req/s of 2,048/256 tokens. The last line
 # is the wall time (the goal: under 60 s on a 2-core machine); the Go
-# benchmark BenchmarkWhatifAcceptance (./whatif) measures the same.
+# benchmark BenchmarkWhatifAcceptance (./internal/model/whatif) measures the same.
 whatif-bench: build
 	./$(BIN) whatif --model meta-llama/Llama-3.3-70B-Instruct --gpus H100-SXM,H200,B200,L40S,A100-80G \
 		--max-gpus 8 --engine vllm --input-len 2048 --output-len 256 \
 		--slo ttft_p99_ms=2000,tpot_p99_ms=50 --target-rps 20 --no-progress
 
 # The simulator against public measurements of real vLLM and SGLang runs
-# (sim/testdata/fidelity/runs.json, docs/fidelity.md): the median and worst
+# (internal/model/sim/testdata/fidelity/runs.json, docs/fidelity.md): the median and worst
 # error per regime and metric, the whole table in bin/fidelity.md; fails
 # when a regime's median is more than 2 points above
-# sim/testdata/fidelity/medians.json (FIDELITY_ARGS=-update records them).
+# internal/model/sim/testdata/fidelity/medians.json (FIDELITY_ARGS=-update records them).
 fidelity:
-	$(GO) build -o bin/fidelity ./internal/fidelity/cmd
+	$(GO) build -o bin/fidelity ./cmd/fidelity
 	./bin/fidelity $(FIDELITY_ARGS)
 
 # Every fuzz target for FUZZTIME (default 30s each); make test runs their

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/servetune/servetune/yamlspec"
+	"github.com/servetune/servetune/internal/yamlspec"
 	"gopkg.in/yaml.v3"
 )
 

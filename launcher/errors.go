@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/servetune/servetune/engine"
+	"github.com/servetune/servetune/internal/serving/engine"
 )
 
 // ExitError reports an engine that ended on its own. errors.Is(err, ErrExited)

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/servetune/servetune/engine"
+	"github.com/servetune/servetune/internal/serving/engine"
 )
 
 // Spec says what to launch for one trial.

@@ -12,8 +12,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/servetune/servetune/engine"
-	"github.com/servetune/servetune/yamlspec"
+	"github.com/servetune/servetune/internal/serving/engine"
+	"github.com/servetune/servetune/internal/yamlspec"
 	"gopkg.in/yaml.v3"
 )
 

@@ -11,8 +11,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/servetune/servetune/engine"
-	"github.com/servetune/servetune/yamlspec"
+	"github.com/servetune/servetune/internal/serving/engine"
+	"github.com/servetune/servetune/internal/yamlspec"
 )
 
 // Kind is a launcher kind a study spec can name in `launcher: {kind: ...}`.

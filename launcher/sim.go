@@ -10,8 +10,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/servetune/servetune/engine"
-	"github.com/servetune/servetune/yamlspec"
+	"github.com/servetune/servetune/internal/serving/engine"
+	"github.com/servetune/servetune/internal/yamlspec"
 )
 
 // Sim launches the simulated engine as a subprocess, `servetune sim serve`,

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/servetune/servetune/engine"
+	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/internal/testengine"
 )
 

@@ -7,11 +7,11 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/servetune/servetune/bench"
-	"github.com/servetune/servetune/catalog"
-	"github.com/servetune/servetune/engine"
-	"github.com/servetune/servetune/sim"
-	"github.com/servetune/servetune/yamlspec"
+	"github.com/servetune/servetune/internal/load/bench"
+	"github.com/servetune/servetune/internal/model/sim"
+	"github.com/servetune/servetune/internal/serving/catalog"
+	"github.com/servetune/servetune/internal/serving/engine"
+	"github.com/servetune/servetune/internal/yamlspec"
 )
 
 // Virtual "launches" the simulated engine in this process on a virtual

@@ -16,7 +16,7 @@ trap 'rm -rf "$ctx"' EXIT
 cd "$root"
 # go-sqlite3 and go-nvml compile to stubs without cgo: the sim needs neither.
 CGO_ENABLED=0 "$go" build -trimpath -tags netgo,osusergo -ldflags "-s -w" -o "$ctx/servetune" ./cmd/servetune
-cp docker/sim.Dockerfile "$ctx/Dockerfile"
+cp scripts/sim.Dockerfile "$ctx/Dockerfile"
 # The label covers the binary and the Dockerfile: either changing rebuilds.
 sum=$(cat "$ctx/servetune" "$ctx/Dockerfile" | sha256sum | cut -c1-16)
 

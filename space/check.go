@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/servetune/servetune/engine"
+	"github.com/servetune/servetune/internal/serving/engine"
 )
 
 // ErrInfeasible is wrapped by every error Check returns: the settings cannot

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/servetune/servetune/engine"
+	"github.com/servetune/servetune/internal/serving/engine"
 )
 
 // ErrBadConstraint is wrapped by errors in constraint expressions.

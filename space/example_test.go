@@ -6,7 +6,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/servetune/servetune/engine"
+	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/space"
 )
 

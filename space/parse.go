@@ -6,8 +6,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/servetune/servetune/engine"
-	"github.com/servetune/servetune/yamlspec"
+	"github.com/servetune/servetune/internal/serving/engine"
+	"github.com/servetune/servetune/internal/yamlspec"
 )
 
 // Parse reads a space from the value of a study spec's `space:` key, a

@@ -3,7 +3,7 @@ package space
 import (
 	"fmt"
 
-	"github.com/servetune/servetune/engine"
+	"github.com/servetune/servetune/internal/serving/engine"
 )
 
 // Settings are one trial's launch settings by neutral name; the engine

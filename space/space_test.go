@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/servetune/servetune/engine"
-	"github.com/servetune/servetune/yamlspec"
+	"github.com/servetune/servetune/internal/serving/engine"
+	"github.com/servetune/servetune/internal/yamlspec"
 	"gopkg.in/yaml.v3"
 )
 

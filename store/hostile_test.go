@@ -6,9 +6,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/servetune/servetune/engine"
 	"github.com/servetune/servetune/internal/hostile"
-	"github.com/servetune/servetune/measure"
+	"github.com/servetune/servetune/internal/load/measure"
+	"github.com/servetune/servetune/internal/serving/engine"
 )
 
 // TestHostileText: every hostile string (quotes, SQL, NUL, invalid UTF-8)

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/servetune/servetune/engine"
-	"github.com/servetune/servetune/measure"
+	"github.com/servetune/servetune/internal/load/measure"
+	"github.com/servetune/servetune/internal/serving/engine"
 )
 
 // killHelperEnv names the database the helper process writes to.

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/servetune/servetune/engine"
 	"github.com/servetune/servetune/internal/proc"
+	"github.com/servetune/servetune/internal/serving/engine"
 )
 
 // TestLease: a study has one live owner. A second run is refused naming

@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/servetune/servetune/engine"
 	"github.com/servetune/servetune/internal/proc"
+	"github.com/servetune/servetune/internal/serving/engine"
 )
 
 // Lease timing: a run renews its lease every LeaseHeartbeat; a lease whose

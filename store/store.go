@@ -15,8 +15,8 @@ import (
 	"time"
 
 	_ "github.com/mattn/go-sqlite3" // registers the "sqlite3" driver
-	"github.com/servetune/servetune/engine"
-	"github.com/servetune/servetune/measure"
+	"github.com/servetune/servetune/internal/load/measure"
+	"github.com/servetune/servetune/internal/serving/engine"
 )
 
 // Store is an open servetune database. Its methods are safe for concurrent

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/servetune/servetune/engine"
-	"github.com/servetune/servetune/measure"
+	"github.com/servetune/servetune/internal/load/measure"
+	"github.com/servetune/servetune/internal/serving/engine"
 )
 
 func openTemp(t testing.TB) (*Store, string) {

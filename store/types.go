@@ -3,8 +3,8 @@ package store
 import (
 	"time"
 
-	"github.com/servetune/servetune/engine"
-	"github.com/servetune/servetune/measure"
+	"github.com/servetune/servetune/internal/load/measure"
+	"github.com/servetune/servetune/internal/serving/engine"
 )
 
 // Study statuses.

@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/servetune/servetune/bench"
-	"github.com/servetune/servetune/engine"
+	"github.com/servetune/servetune/internal/load/bench"
+	"github.com/servetune/servetune/internal/load/measure"
+	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/internal/testengine"
 	"github.com/servetune/servetune/launcher"
-	"github.com/servetune/servetune/measure"
 )
 
 // TestTimeScaleKeepsClientOverheadOnce: the simulated engine 50 times

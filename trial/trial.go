@@ -9,12 +9,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/servetune/servetune/bench"
-	"github.com/servetune/servetune/engine"
-	"github.com/servetune/servetune/gpu"
+	"github.com/servetune/servetune/internal/load/bench"
+	"github.com/servetune/servetune/internal/load/gpu"
+	"github.com/servetune/servetune/internal/load/measure"
 	"github.com/servetune/servetune/internal/redact"
+	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/launcher"
-	"github.com/servetune/servetune/measure"
 )
 
 // exitGrace bounds the wait for an engine's exit to be reported after a

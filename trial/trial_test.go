@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/servetune/servetune/bench"
-	"github.com/servetune/servetune/engine"
-	"github.com/servetune/servetune/gpu"
+	"github.com/servetune/servetune/internal/load/bench"
+	"github.com/servetune/servetune/internal/load/gpu"
+	"github.com/servetune/servetune/internal/load/measure"
+	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/launcher"
-	"github.com/servetune/servetune/measure"
 )
 
 func plan(t *testing.T, mode string, env ...string) Plan {

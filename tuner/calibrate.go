@@ -4,9 +4,9 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/servetune/servetune/calibrate"
+	"github.com/servetune/servetune/internal/load/measure"
+	"github.com/servetune/servetune/internal/model/calibrate"
 	"github.com/servetune/servetune/launcher"
-	"github.com/servetune/servetune/measure"
 	"github.com/servetune/servetune/space"
 	"github.com/servetune/servetune/store"
 )

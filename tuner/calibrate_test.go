@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/servetune/servetune/calibrate"
-	"github.com/servetune/servetune/engine"
-	"github.com/servetune/servetune/sim"
+	"github.com/servetune/servetune/internal/model/calibrate"
+	"github.com/servetune/servetune/internal/model/sim"
+	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/store"
 )
 
@@ -99,7 +99,7 @@ func TestCalibrationRecoversPerturbedConstants(t *testing.T) {
 		t.Logf("%-22s stock %.4g  truth %.4g  fitted %.4g (%+.1f%%)", name, start, want, got, 100*(got/want-1))
 		// A constant these points cannot see is held, not guessed: under
 		// vLLM's async scheduling the host's step work hides behind a
-		// slower GPU step (sim/steptime.go), so step_overhead_ms moves no
+		// slower GPU step (internal/model/sim/steptime.go), so step_overhead_ms moves no
 		// figure here. The errors below still hold the fit to 5%.
 		if slices.Contains(res.Held, name+" (no effect on these points)") {
 			continue

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/servetune/servetune/sim"
+	"github.com/servetune/servetune/internal/model/sim"
 	"github.com/servetune/servetune/space"
 )
 

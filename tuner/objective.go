@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/servetune/servetune/measure"
+	"github.com/servetune/servetune/internal/load/measure"
 	"github.com/servetune/servetune/space"
 )
 

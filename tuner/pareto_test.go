@@ -5,7 +5,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/servetune/servetune/measure"
+	"github.com/servetune/servetune/internal/load/measure"
 )
 
 // pt builds a point with the given output throughput, GPUs and p99 TTFT.

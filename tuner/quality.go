@@ -9,11 +9,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/servetune/servetune/bench"
-	"github.com/servetune/servetune/engine"
+	"github.com/servetune/servetune/internal/load/bench"
+	"github.com/servetune/servetune/internal/load/measure"
+	"github.com/servetune/servetune/internal/load/quality"
+	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/launcher"
-	"github.com/servetune/servetune/measure"
-	"github.com/servetune/servetune/quality"
 	"github.com/servetune/servetune/space"
 	"github.com/servetune/servetune/trial"
 )

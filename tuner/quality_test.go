@@ -13,11 +13,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/servetune/servetune/engine"
+	"github.com/servetune/servetune/internal/load/measure"
+	"github.com/servetune/servetune/internal/load/quality"
+	"github.com/servetune/servetune/internal/model/sim"
+	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/launcher"
-	"github.com/servetune/servetune/measure"
-	"github.com/servetune/servetune/quality"
-	"github.com/servetune/servetune/sim"
 	"github.com/servetune/servetune/store"
 )
 

@@ -9,7 +9,7 @@ import (
 
 	"gonum.org/v1/gonum/stat/distuv"
 
-	"github.com/servetune/servetune/measure"
+	"github.com/servetune/servetune/internal/load/measure"
 	"github.com/servetune/servetune/space"
 	"github.com/servetune/servetune/store"
 )

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/servetune/servetune/measure"
+	"github.com/servetune/servetune/internal/load/measure"
 	"github.com/servetune/servetune/space"
 	"github.com/servetune/servetune/store"
 )

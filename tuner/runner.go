@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 
-	"github.com/servetune/servetune/catalog"
-	"github.com/servetune/servetune/engine"
-	"github.com/servetune/servetune/gpu"
+	"github.com/servetune/servetune/internal/load/gpu"
+	"github.com/servetune/servetune/internal/load/measure"
+	"github.com/servetune/servetune/internal/model/sim"
+	"github.com/servetune/servetune/internal/serving/catalog"
+	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/launcher"
-	"github.com/servetune/servetune/measure"
-	"github.com/servetune/servetune/sim"
 	"github.com/servetune/servetune/space"
 	"github.com/servetune/servetune/trial"
 )

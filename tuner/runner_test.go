@@ -6,10 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/servetune/servetune/engine"
+	"github.com/servetune/servetune/internal/load/measure"
+	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/launcher"
 	"github.com/servetune/servetune/launcher/docker"
-	"github.com/servetune/servetune/measure"
 	"github.com/servetune/servetune/space"
 )
 

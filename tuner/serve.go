@@ -1,8 +1,8 @@
 package tuner
 
 import (
-	"github.com/servetune/servetune/engine"
 	"github.com/servetune/servetune/internal/redact"
+	"github.com/servetune/servetune/internal/serving/engine"
 )
 
 // ServeArgv is the command that serves point p of the study in format

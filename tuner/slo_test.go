@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/servetune/servetune/measure"
+	"github.com/servetune/servetune/internal/load/measure"
 )
 
 // TestSLOErrorRate: by default a level with any failed request misses the

@@ -15,14 +15,14 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/servetune/servetune/bench"
-	"github.com/servetune/servetune/catalog"
-	"github.com/servetune/servetune/engine"
+	"github.com/servetune/servetune/internal/load/bench"
+	"github.com/servetune/servetune/internal/load/measure"
+	"github.com/servetune/servetune/internal/load/quality"
+	"github.com/servetune/servetune/internal/serving/catalog"
+	"github.com/servetune/servetune/internal/serving/engine"
+	"github.com/servetune/servetune/internal/yamlspec"
 	"github.com/servetune/servetune/launcher"
-	"github.com/servetune/servetune/measure"
-	"github.com/servetune/servetune/quality"
 	"github.com/servetune/servetune/space"
-	"github.com/servetune/servetune/yamlspec"
 )
 
 // Spec is a parsed and validated study spec (docs/architecture.md, "The study spec").

@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/servetune/servetune/catalog"
-	"github.com/servetune/servetune/engine"
+	"github.com/servetune/servetune/internal/serving/catalog"
+	"github.com/servetune/servetune/internal/serving/engine"
+	"github.com/servetune/servetune/internal/yamlspec"
 	"github.com/servetune/servetune/launcher"
-	"github.com/servetune/servetune/yamlspec"
 )
 
 const goodSpec = `name: s1

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/servetune/servetune/engine"
+	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/launcher"
 )
 

@@ -13,9 +13,9 @@ import (
 	"github.com/servetune/servetune/launcher"
 	_ "github.com/servetune/servetune/launcher/kinds" // the launcher kinds of the specs these tests parse
 
-	"github.com/servetune/servetune/engine"
-	"github.com/servetune/servetune/gpu"
-	"github.com/servetune/servetune/measure"
+	"github.com/servetune/servetune/internal/load/gpu"
+	"github.com/servetune/servetune/internal/load/measure"
+	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/space"
 	"github.com/servetune/servetune/store"
 	"github.com/servetune/servetune/trial"

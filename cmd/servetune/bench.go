@@ -16,12 +16,12 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/servetune/servetune/bench"
-	"github.com/servetune/servetune/engine"
+	"github.com/servetune/servetune/internal/load/bench"
+	"github.com/servetune/servetune/internal/load/measure"
+	"github.com/servetune/servetune/internal/present/report"
 	"github.com/servetune/servetune/internal/redact"
+	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/internal/term"
-	"github.com/servetune/servetune/measure"
-	"github.com/servetune/servetune/report"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )

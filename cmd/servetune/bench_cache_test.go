@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/servetune/servetune/measure"
+	"github.com/servetune/servetune/internal/load/measure"
 )
 
 // TestBenchFreshPromptsPerLevel is the issue's case against `sim serve`

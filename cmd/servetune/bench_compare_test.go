@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/servetune/servetune/measure"
+	"github.com/servetune/servetune/internal/load/measure"
 )
 
 // writeResult writes a one-level result file measured at load l, with

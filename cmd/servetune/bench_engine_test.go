@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/servetune/servetune/measure"
+	"github.com/servetune/servetune/internal/load/measure"
 )
 
 // TestBenchEngineTableLabelsBuckets: a scraped server percentile is

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/servetune/servetune/measure"
+	"github.com/servetune/servetune/internal/load/measure"
 )
 
 // streamServer streams n tokens per request, one per chunk, every gap, with

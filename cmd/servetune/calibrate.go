@@ -14,10 +14,10 @@ import (
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
 
-	"github.com/servetune/servetune/calibrate"
-	"github.com/servetune/servetune/catalog"
-	"github.com/servetune/servetune/engine"
-	"github.com/servetune/servetune/sim"
+	"github.com/servetune/servetune/internal/model/calibrate"
+	"github.com/servetune/servetune/internal/model/sim"
+	"github.com/servetune/servetune/internal/serving/catalog"
+	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/tuner"
 )
 

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/servetune/servetune/sim"
+	"github.com/servetune/servetune/internal/model/sim"
 )
 
 // calibStudy is a small virtual study against a simulated engine whose

@@ -5,8 +5,8 @@ import (
 	"os"
 	"strings"
 
-	"github.com/servetune/servetune/diagnose"
-	"github.com/servetune/servetune/measure"
+	"github.com/servetune/servetune/internal/load/measure"
+	"github.com/servetune/servetune/internal/present/diagnose"
 	"github.com/servetune/servetune/tuner"
 	"github.com/spf13/cobra"
 )

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/servetune/servetune/diagnose"
-	"github.com/servetune/servetune/measure"
+	"github.com/servetune/servetune/internal/load/measure"
+	"github.com/servetune/servetune/internal/present/diagnose"
 )
 
 // startSimServe runs `servetune sim serve` in this process until the test

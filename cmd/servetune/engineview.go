@@ -9,11 +9,11 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/servetune/servetune/diagnose"
-	"github.com/servetune/servetune/engine"
-	"github.com/servetune/servetune/gpu"
+	"github.com/servetune/servetune/internal/load/gpu"
+	"github.com/servetune/servetune/internal/load/measure"
+	"github.com/servetune/servetune/internal/present/diagnose"
+	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/internal/term"
-	"github.com/servetune/servetune/measure"
 )
 
 // printEngine writes what the engine reported during a level (its

@@ -11,10 +11,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/servetune/servetune/bench"
+	"github.com/servetune/servetune/internal/load/bench"
+	"github.com/servetune/servetune/internal/load/quality"
 	"github.com/servetune/servetune/internal/redact"
 	"github.com/servetune/servetune/internal/term"
-	"github.com/servetune/servetune/quality"
 )
 
 func init() { subcommands = append(subcommands, newEvalCmd) }

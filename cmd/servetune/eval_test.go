@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/servetune/servetune/quality"
+	"github.com/servetune/servetune/internal/load/quality"
 )
 
 // knownServer answers the seeded task set over loopback HTTP, right except

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/servetune/servetune/gpu"
+	"github.com/servetune/servetune/internal/load/gpu"
 )
 
 func init() { subcommands = append(subcommands, newGPUsCmd) }

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/servetune/servetune/gpu"
+	"github.com/servetune/servetune/internal/load/gpu"
 )
 
 func TestGPUsCommand(t *testing.T) {

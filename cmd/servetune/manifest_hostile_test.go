@@ -16,7 +16,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
-	"github.com/servetune/servetune/kube"
+	"github.com/servetune/servetune/internal/serving/kube"
 )
 
 // TestRecommendManifestsHostile: a local model whose directory name holds
@@ -31,7 +31,7 @@ func TestRecommendManifestsHostile(t *testing.T) {
 	if err := os.MkdirAll(model, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := os.ReadFile("../../catalog/testdata/llama-3.1-8b.json")
+	cfg, err := os.ReadFile("../../internal/serving/catalog/testdata/llama-3.1-8b.json")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/servetune/servetune/engine"
-	"github.com/servetune/servetune/measure"
+	"github.com/servetune/servetune/internal/load/measure"
+	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/trial"
 	"github.com/servetune/servetune/tuner"
 )

@@ -10,8 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/servetune/servetune/engine"
-	"github.com/servetune/servetune/kube"
+	"github.com/servetune/servetune/internal/serving/engine"
+	"github.com/servetune/servetune/internal/serving/kube"
 )
 
 // manifestDocs splits a YAML stream into its documents without comments.

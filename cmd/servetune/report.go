@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/servetune/servetune/report"
+	"github.com/servetune/servetune/internal/present/report"
 )
 
 func init() { subcommands = append(subcommands, newReportCmd) }

@@ -10,9 +10,9 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/servetune/servetune/engine"
 	"github.com/servetune/servetune/internal/browser"
-	"github.com/servetune/servetune/report"
+	"github.com/servetune/servetune/internal/present/report"
+	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/store"
 	"github.com/servetune/servetune/tuner"
 )

@@ -11,11 +11,11 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/servetune/servetune/bench"
-	"github.com/servetune/servetune/catalog"
-	"github.com/servetune/servetune/engine"
-	"github.com/servetune/servetune/measure"
-	"github.com/servetune/servetune/sim"
+	"github.com/servetune/servetune/internal/load/bench"
+	"github.com/servetune/servetune/internal/load/measure"
+	"github.com/servetune/servetune/internal/model/sim"
+	"github.com/servetune/servetune/internal/serving/catalog"
+	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -181,7 +181,7 @@ func constantsName(cfg sim.Config) string {
 	if cfg.Calibration != "" {
 		return "calibration " + cfg.Calibration
 	}
-	return "stock (sim/constants.go)"
+	return "stock (internal/model/sim/constants.go)"
 }
 
 func quantName(q string) string {

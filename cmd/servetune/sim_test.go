@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/servetune/servetune/catalog"
+	"github.com/servetune/servetune/internal/serving/catalog"
 )
 
 // TestSimEstimateHelpListsCatalog: docs/spec.md sends readers to `sim
@@ -234,7 +234,7 @@ func TestSimRunDurationCLI(t *testing.T) {
 // something else (DeepSeek-V3 read as a dense 38B model once).
 func TestUnmodelledModelRefused(t *testing.T) {
 	dir := t.TempDir()
-	raw, err := os.ReadFile("../../catalog/testdata/deepseek-v3.json")
+	raw, err := os.ReadFile("../../internal/serving/catalog/testdata/deepseek-v3.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +269,7 @@ func TestUnmodelledModelRefused(t *testing.T) {
 	}
 	// A Mixtral-style config.json is modelled: its experts count in the weights.
 	mix := t.TempDir()
-	raw, err = os.ReadFile("../../catalog/testdata/mixtral-8x7b.json")
+	raw, err = os.ReadFile("../../internal/serving/catalog/testdata/mixtral-8x7b.json")
 	if err != nil {
 		t.Fatal(err)
 	}

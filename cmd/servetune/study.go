@@ -15,12 +15,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/servetune/servetune/diagnose"
-	"github.com/servetune/servetune/engine"
+	"github.com/servetune/servetune/internal/load/measure"
+	"github.com/servetune/servetune/internal/present/diagnose"
+	"github.com/servetune/servetune/internal/serving/engine"
+	"github.com/servetune/servetune/internal/serving/kube"
 	"github.com/servetune/servetune/internal/term"
 	"github.com/servetune/servetune/internal/yamlenc"
-	"github.com/servetune/servetune/kube"
-	"github.com/servetune/servetune/measure"
 	"github.com/servetune/servetune/space"
 	"github.com/servetune/servetune/store"
 	"github.com/servetune/servetune/tuner"

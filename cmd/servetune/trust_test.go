@@ -249,7 +249,7 @@ func TestTuneLocalModel(t *testing.T) {
 	if err := os.MkdirAll(model, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := os.ReadFile("../../catalog/testdata/llama-3.1-8b.json")
+	cfg, err := os.ReadFile("../../internal/serving/catalog/testdata/llama-3.1-8b.json")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,14 +15,14 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/servetune/servetune/engine"
+	"github.com/servetune/servetune/internal/load/measure"
+	"github.com/servetune/servetune/internal/present/ui"
+	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/internal/term"
 	"github.com/servetune/servetune/launcher"
-	"github.com/servetune/servetune/measure"
 	"github.com/servetune/servetune/space"
 	"github.com/servetune/servetune/store"
 	"github.com/servetune/servetune/tuner"
-	"github.com/servetune/servetune/ui"
 )
 
 func init() { subcommands = append(subcommands, newTuneCmd) }

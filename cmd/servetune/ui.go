@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/servetune/servetune/ui"
+	"github.com/servetune/servetune/internal/present/ui"
 )
 
 func init() { subcommands = append(subcommands, newUICmd) }

@@ -8,7 +8,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/servetune/servetune/measure"
+	"github.com/servetune/servetune/internal/load/measure"
 	"github.com/servetune/servetune/store"
 )
 

@@ -16,11 +16,11 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/servetune/servetune/catalog"
-	"github.com/servetune/servetune/engine"
-	"github.com/servetune/servetune/sim"
+	"github.com/servetune/servetune/internal/model/sim"
+	"github.com/servetune/servetune/internal/model/whatif"
+	"github.com/servetune/servetune/internal/serving/catalog"
+	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/tuner"
-	"github.com/servetune/servetune/whatif"
 )
 
 func init() { subcommands = append(subcommands, newWhatifCmd) }
@@ -397,7 +397,7 @@ func printWhatif(w io.Writer, rep *whatif.Report) {
 			fmt.Fprintf(w, "  %s x%d %s: %s\n", r.GPU, r.GPUsPerReplica, r.Engine, r.Reason)
 		}
 	}
-	fmt.Fprintln(w, "\nerror bands (the simulator's expected error in each row's regime, sim/doc.go):")
+	fmt.Fprintln(w, "\nerror bands (the simulator's expected error in each row's regime, internal/model/sim/doc.go):")
 	seen := map[string]bool{}
 	for _, r := range rep.Rows {
 		if r.Rank > 0 && !seen[r.BandBasis] {

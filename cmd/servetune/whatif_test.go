@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/servetune/servetune/sim"
-	"github.com/servetune/servetune/whatif"
+	"github.com/servetune/servetune/internal/model/sim"
+	"github.com/servetune/servetune/internal/model/whatif"
 )
 
 // TestWhatifCLI asks a small question end to end: the table, the prices

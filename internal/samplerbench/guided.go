@@ -10,10 +10,10 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/servetune/servetune/engine"
+	"github.com/servetune/servetune/internal/load/measure"
+	"github.com/servetune/servetune/internal/model/sim"
+	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/launcher"
-	"github.com/servetune/servetune/measure"
-	"github.com/servetune/servetune/sim"
 	"github.com/servetune/servetune/space"
 	"github.com/servetune/servetune/trial"
 	"github.com/servetune/servetune/tuner"

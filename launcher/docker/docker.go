@@ -23,7 +23,7 @@ import (
 	"github.com/docker/docker/pkg/stdcopy"
 	"github.com/docker/go-connections/nat"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
-	"github.com/servetune/servetune/engine"
+	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/launcher"
 )
 

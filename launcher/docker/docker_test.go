@@ -13,9 +13,9 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/client"
-	"github.com/servetune/servetune/engine"
+	"github.com/servetune/servetune/internal/load/measure"
+	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/launcher"
-	"github.com/servetune/servetune/measure"
 	"github.com/servetune/servetune/trial"
 )
 

@@ -10,9 +10,9 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/servetune/servetune/engine"
+	"github.com/servetune/servetune/internal/serving/engine"
+	"github.com/servetune/servetune/internal/yamlspec"
 	"github.com/servetune/servetune/launcher"
-	"github.com/servetune/servetune/yamlspec"
 )
 
 // HostGPUStride separates the GPU numbers of the hosts of a multi-host

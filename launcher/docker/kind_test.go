@@ -7,9 +7,9 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/servetune/servetune/engine"
+	"github.com/servetune/servetune/internal/serving/engine"
+	"github.com/servetune/servetune/internal/yamlspec"
 	"github.com/servetune/servetune/launcher"
-	"github.com/servetune/servetune/yamlspec"
 )
 
 // decodeSection reads a launcher section through the registry.

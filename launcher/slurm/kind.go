@@ -9,8 +9,8 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/servetune/servetune/internal/yamlspec"
 	"github.com/servetune/servetune/launcher"
-	"github.com/servetune/servetune/yamlspec"
 )
 
 func init() {

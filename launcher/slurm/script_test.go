@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/servetune/servetune/engine"
 	"github.com/servetune/servetune/internal/hostile"
+	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/launcher"
 )
 

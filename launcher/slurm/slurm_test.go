@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/servetune/servetune/engine"
 	"github.com/servetune/servetune/internal/proc"
+	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/internal/testengine"
 	"github.com/servetune/servetune/launcher"
 	"github.com/servetune/servetune/trial"

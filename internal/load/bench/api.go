@@ -1,0 +1,101 @@
+package bench
+
+import (
+	"context"
+	"math/rand/v2"
+	"net/http"
+	"time"
+
+	"github.com/servetune/servetune/internal/load/gpu"
+	"github.com/servetune/servetune/internal/load/measure"
+)
+
+// Target is an OpenAI-compatible endpoint.
+type Target struct {
+	BaseURL  string      // e.g. http://127.0.0.1:8000
+	Model    string      // model name sent in requests
+	Endpoint string      // "completions" (default) or "chat"
+	Headers  http.Header // extra headers
+	APIKey   string      // Bearer token; never written anywhere
+}
+
+// Config is one benchmark run at one load level.
+type Config struct {
+	Target      Target
+	Dataset     DatasetSpec
+	Requests    []measure.Request // pre-generated requests; overrides Dataset when set
+	Load        measure.Load
+	NumRequests int           // count-bound run (ignored when Duration > 0)
+	Duration    time.Duration // duration-bound run
+	Warmup      int           // warm-up requests at the run's concurrency, excluded
+	Timeout     time.Duration // per request
+	Seed        uint64
+	Summary     measure.SummaryOptions
+	Progress    func(done, total int) // optional; called from one goroutine; total 0 = duration-bound
+	// Waiting, optional, is told every second of the requests in flight
+	// and the oldest one's age (measure.Phase.Waiting).
+	Waiting func(inflight int, oldest time.Duration)
+	NoAlign bool // do not re-size synthetic prompts with the server's /tokenize
+	// ResetPrefixCache empties the server's prefix cache before the level
+	// is sent (ResetPrefixCache; HTTP targets only); meta's
+	// prefix_cache_reset says how, or why not.
+	ResetPrefixCache bool
+	KeepEOS          bool // send ignore_eos=false (default: ignore_eos on)
+	// Transport runs the requests; nil = HTTP to Target. The simulated
+	// engine's virtual clock (sim.Virtual) is the other one.
+	Transport Transport
+
+	// ScrapeMetrics reads the engine's Prometheus /metrics (Target's base
+	// URL) every MetricsInterval (scrape.DefaultInterval when 0) during
+	// the measured phase into Summary.Engine. A transport that reports
+	// its engine itself (the simulator's) fills Summary.Engine anyway.
+	ScrapeMetrics   bool
+	MetricsInterval time.Duration
+	// GPU, when set, samples GPUs through NVML during the measured phase
+	// into Summary.GPU and Result.GPU.
+	GPU *GPUWatch
+}
+
+// GPUWatch says which GPUs a run samples, and how often.
+type GPUWatch struct {
+	Reader   gpu.Reader
+	GPUs     []int         // NVML indices
+	Interval time.Duration // default gpu.DefaultInterval
+}
+
+// Transport runs the phases of a run against an engine. Run owns the
+// request stream (the dataset, the arrival schedule, the seeds); a
+// transport only sends what a phase gives it and records what happened.
+type Transport interface {
+	// Align resizes synthetic prompts to the engine's tokenizer where it
+	// can and says how ("exact", "fit", "off", ...), for meta.
+	Align(ctx context.Context, reqs []measure.Request, rng *rand.Rand) string
+	// Send runs one phase and returns one record per request it sent,
+	// in send order, and the instant their offsets count from. When ctx
+	// ends it returns what it has.
+	Send(ctx context.Context, p measure.Phase) ([]measure.Record, time.Time)
+}
+
+// lengthsOnly is implemented by transports that never read prompt text
+// (the simulated engine in virtual time): Run then generates lengths only.
+type lengthsOnly interface {
+	LengthsOnly() bool
+}
+
+// Result is the outcome of Run.
+type Result struct {
+	Summary measure.Summary
+	Records []measure.Record
+	// Start is the instant (with its monotonic reading) that the measured
+	// records' offsets count from.
+	Start time.Time
+	// GPU holds the samples of Config.GPU's GPUs during the measured phase.
+	GPU []gpu.Sample
+}
+
+// engineReporter is implemented by transports that report their engine's
+// metrics themselves (the simulated engine): those of the last measured
+// phase.
+type engineReporter interface {
+	EngineMetrics() *measure.EngineMetrics
+}

@@ -1,0 +1,125 @@
+package fidelity
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestSuiteFile checks the repository's suite: it loads, every source says
+// where it is and which split it belongs to, and every run's configuration
+// is one the simulator accepts.
+func TestSuiteFile(t *testing.T) {
+	s, err := Load("../sim/testdata/fidelity/runs.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	engines := map[string]int{}
+	for _, r := range s.Runs {
+		if _, err := s.config(r); err != nil {
+			t.Errorf("run %q: %v", r.ID, err)
+		}
+		engines[r.Engine]++
+	}
+	t.Logf("%d runs from %d sources, by engine %v", len(s.Runs), len(s.Sources), engines)
+	if _, err := ReadRecorded("../sim/testdata/fidelity/medians.json"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLoadRejectsBadRuns(t *testing.T) {
+	good := `{"sources": {"s": {"what": "w", "url": "https://example.org", "split": "fit"}}, "runs": [
+		{"id": "a", "source": "s", "engine": "vllm", "version": "1", "gpu": "H100-SXM", "model": "meta-llama/Llama-3.1-8B-Instruct",
+		 "tp": 1, "flags": [], "workload": {"in": 32, "out": 16, "requests": 4}, "stat": "mean", "measured": {"e2e_ms": 100}, "regimes": ["light"]}]}`
+	tests := []struct{ name, from, to, want string }{
+		{"good", "", "", ""},
+		{"split", `"split": "fit"`, `"split": "train"`, `split "train"`},
+		{"no where", `"url": "https://example.org", `, ``, "want a url"},
+		{"unknown source", `"source": "s"`, `"source": "x"`, `unknown source "x"`},
+		{"engine", `"engine": "vllm"`, `"engine": "trt"`, `engine "trt"`},
+		{"no figure", `"measured": {"e2e_ms": 100}`, `"measured": {}`, "no measured figure"},
+		{"regime", `"regimes": ["light"]`, `"regimes": ["busy"]`, `regime "busy"`},
+		{"both loads", `"requests": 4`, `"requests": 4, "stages": [[2, 10]]`, "either Poisson stages or a request count"},
+		{"unknown field", `"stat": "mean"`, `"stat": "mean", "colour": 1`, "unknown field"},
+	}
+	for _, tt := range tests {
+		path := filepath.Join(t.TempDir(), "runs.json")
+		if err := os.WriteFile(path, []byte(strings.Replace(good, tt.from, tt.to, 1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Load(path)
+		if tt.want == "" {
+			if err != nil {
+				t.Errorf("%s: %v", tt.name, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: err %v, want %q", tt.name, err, tt.want)
+		}
+	}
+}
+
+func TestCheckSlack(t *testing.T) {
+	rec := Recorded{Regimes: Table{"moderate": {"itl": {N: 3, Median: 0.05}}, "light": {"e2e": {N: 2, Median: 0.03}}}}
+	ok := Table{"moderate": {"itl": {N: 3, Median: 0.069}}, "light": {"e2e": {N: 2, Median: 0.01}}}
+	if bad := Check(ok, rec); len(bad) > 0 {
+		t.Errorf("within the slack: %v", bad)
+	}
+	worse := Table{"moderate": {"itl": {N: 3, Median: 0.071, Run: "r1"}}}
+	bad := Check(worse, rec)
+	if len(bad) != 2 || !strings.Contains(bad[0]+bad[1], "moderate itl: median error 7.1%, recorded 5.0%") ||
+		!strings.Contains(bad[0]+bad[1], "light e2e: recorded (2 runs) but no longer measured") {
+		t.Errorf("Check = %q", bad)
+	}
+}
+
+// TestMainRecordsThenCatchesDrift runs the command's whole path on a small
+// suite through the real simulator: record the medians, check against them
+// (passes), then against medians 3 points better than measured (fails).
+func TestMainRecordsThenCatchesDrift(t *testing.T) {
+	dir := t.TempDir()
+	suite := filepath.Join(dir, "runs.json")
+	os.WriteFile(suite, []byte(`{"sources": {"s": {"what": "w", "url": "https://example.org", "split": "held-out"}}, "runs": [
+		{"id": "a", "source": "s", "engine": "vllm", "version": "1", "gpu": "H100-SXM", "model": "meta-llama/Llama-3.1-8B-Instruct",
+		 "tp": 1, "flags": ["--max-model-len", "4096"], "workload": {"in": 32, "out": 128, "requests": 8}, "stat": "mean",
+		 "measured": {"e2e_ms": 900, "itl_ms": 7}, "regimes": ["light"]},
+		{"id": "b", "source": "s", "engine": "sglang", "version": "1", "gpu": "H200", "model": "meta-llama/Llama-3.1-8B-Instruct",
+		 "tp": 1, "flags": ["--context-length", "4096"], "workload": {"in": 512, "out": 64, "stages": [[4, 40]]}, "stat": "median",
+		 "measured": {"ttft_ms": 40, "itl_ms": 6, "output_tok_s": 250}, "regimes": ["moderate"]}]}`), 0o644)
+	medians, table := filepath.Join(dir, "medians.json"), filepath.Join(dir, "out", "table.md")
+	var out, errs bytes.Buffer
+	if code := Main(&out, &errs, suite, medians, table, true); code != 0 {
+		t.Fatalf("update: exit %d: %s", code, errs.String())
+	}
+	if code := Main(&out, &errs, suite, medians, table, false); code != 0 {
+		t.Fatalf("check against its own record: exit %d: %s", code, errs.String())
+	}
+	for _, want := range []string{"light", "moderate", "throughput", "held-out"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, out.String())
+		}
+	}
+	if b, err := os.ReadFile(table); err != nil || !strings.Contains(string(b), "| a | s (held-out) |") {
+		t.Errorf("table file: %v\n%s", err, b)
+	}
+	rec, err := ReadRecorded(medians)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := rec.Regimes["light"]["e2e"]
+	st.Median -= 0.03
+	rec.Regimes["light"]["e2e"] = st
+	b, _ := json.Marshal(rec)
+	os.WriteFile(medians, b, 0o644)
+	errs.Reset()
+	if code := Main(&out, &errs, suite, medians, "", false); code != 1 || !strings.Contains(errs.String(), "light e2e: median error") {
+		t.Errorf("drift: exit %d, stderr %q", code, errs.String())
+	}
+	if code := Main(&out, &errs, filepath.Join(dir, "none.json"), medians, "", false); code != 2 {
+		t.Errorf("missing suite: exit %d", code)
+	}
+}

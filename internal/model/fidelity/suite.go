@@ -1,0 +1,381 @@
+// Package fidelity runs the simulated engine on public measurements of real
+// vLLM and SGLang runs (internal/model/sim/testdata/fidelity/runs.json) and reports its
+// error per regime and metric: the fidelity suite of docs/fidelity.md. The
+// medians it measured last are recorded beside the runs (medians.json);
+// Check fails when a regime's median gets worse by more than Slack.
+package fidelity
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/servetune/servetune/internal/load/measure"
+	"github.com/servetune/servetune/internal/model/sim"
+	"github.com/servetune/servetune/internal/serving/engine"
+)
+
+// Metrics are the figures a run measured (or the simulator predicted), in
+// milliseconds and output tokens per second; 0 means not measured.
+type Metrics struct {
+	TTFT       float64 `json:"ttft_ms,omitempty"`
+	ITL        float64 `json:"itl_ms,omitempty"` // time per output token after the first
+	E2E        float64 `json:"e2e_ms,omitempty"`
+	Throughput float64 `json:"output_tok_s,omitempty"`
+}
+
+// The metrics by name, in the table's order.
+var metricNames = []string{"ttft", "itl", "e2e", "throughput"}
+
+func (m Metrics) get(name string) float64 {
+	switch name {
+	case "ttft":
+		return m.TTFT
+	case "itl":
+		return m.ITL
+	case "e2e":
+		return m.E2E
+	default:
+		return m.Throughput
+	}
+}
+
+// Source is where runs come from, with the split: "fit" sources are the
+// ones the simulator's constants were chosen against, "held-out" ones were
+// not looked at while choosing them.
+type Source struct {
+	What   string `json:"what"`
+	URL    string `json:"url,omitempty"`
+	Repo   string `json:"repo,omitempty"`
+	Path   string `json:"path,omitempty"`
+	Commit string `json:"commit,omitempty"`
+	Split  string `json:"split"`
+}
+
+// Workload is what a run sent: fixed mean lengths, and either Poisson
+// stages ([rate per second, requests], one after another), or Requests
+// under a concurrency cap (0: all at once, offline).
+type Workload struct {
+	In          int          `json:"in"`
+	Out         int          `json:"out"`
+	Stages      [][2]float64 `json:"stages,omitempty"`
+	Requests    int          `json:"requests,omitempty"`
+	Concurrency int          `json:"concurrency,omitempty"`
+}
+
+// Run is one public measurement.
+type Run struct {
+	ID          string   `json:"id"`
+	Source      string   `json:"source"`
+	Engine      string   `json:"engine"`
+	Version     string   `json:"version"`
+	GPU         string   `json:"gpu"`
+	Model       string   `json:"model"`
+	ModelConfig string   `json:"model_config,omitempty"` // a config.json beside runs.json
+	TP          int      `json:"tp"`
+	Flags       []string `json:"flags"`
+	// VersionFlags state the engine version's defaults where they differ
+	// from the simulated engine's (async scheduling off before vLLM made
+	// it the default, say).
+	VersionFlags []string `json:"version_flags,omitempty"`
+	Workload     Workload `json:"workload"`
+	Stat         string   `json:"stat"` // "mean" or "median"
+	Measured     Metrics  `json:"measured"`
+	// Regimes are the load regimes the run stands for (light, moderate,
+	// saturation, offline) and long-context; tp and moe are added from
+	// the configuration.
+	Regimes []string `json:"regimes"`
+	Note    string   `json:"note,omitempty"`
+}
+
+// Suite is runs.json.
+type Suite struct {
+	About   string            `json:"about"`
+	Sources map[string]Source `json:"sources"`
+	Runs    []Run             `json:"runs"`
+	dir     string
+}
+
+// The load regimes a run names; RegimeTP and RegimeMoE come from the
+// configuration.
+var loadRegimes = []string{"light", "moderate", "saturation", "offline", "long-context"}
+
+// Derived regimes and the whole suite.
+const (
+	RegimeTP  = "tp>1"
+	RegimeMoE = "moe"
+	All       = "all"
+)
+
+// Load reads and checks a suite file.
+func Load(path string) (*Suite, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var s Suite
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&s); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	s.dir = filepath.Dir(path)
+	if err := s.check(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &s, nil
+}
+
+func (s *Suite) check() error {
+	for name, src := range s.Sources {
+		if src.Split != "fit" && src.Split != "held-out" {
+			return fmt.Errorf("source %q: split %q, want fit or held-out", name, src.Split)
+		}
+		if src.URL == "" && (src.Repo == "" || src.Path == "" || src.Commit == "") {
+			return fmt.Errorf("source %q: want a url, or repo, path and commit", name)
+		}
+	}
+	seen := map[string]bool{}
+	for _, r := range s.Runs {
+		switch {
+		case r.ID == "" || seen[r.ID]:
+			return fmt.Errorf("run %q: empty or repeated id", r.ID)
+		case s.Sources[r.Source].Split == "":
+			return fmt.Errorf("run %q: unknown source %q", r.ID, r.Source)
+		case r.Engine != "vllm" && r.Engine != "sglang":
+			return fmt.Errorf("run %q: engine %q, want vllm or sglang", r.ID, r.Engine)
+		case r.Version == "" || r.GPU == "" || r.Model == "" || r.TP < 1:
+			return fmt.Errorf("run %q: version, gpu, model and tp are required", r.ID)
+		case r.Stat != "mean" && r.Stat != "median":
+			return fmt.Errorf("run %q: stat %q, want mean or median", r.ID, r.Stat)
+		case r.Workload.In < 1 || r.Workload.Out < 1:
+			return fmt.Errorf("run %q: workload lengths must be positive", r.ID)
+		case (len(r.Workload.Stages) > 0) == (r.Workload.Requests > 0):
+			return fmt.Errorf("run %q: want either Poisson stages or a request count", r.ID)
+		case r.Measured == Metrics{}:
+			return fmt.Errorf("run %q: no measured figure", r.ID)
+		}
+		for _, st := range r.Workload.Stages {
+			if !(st[0] > 0) || st[1] < 1 || st[1] != math.Trunc(st[1]) {
+				return fmt.Errorf("run %q: stage %v: want a positive rate and a whole number of requests", r.ID, st)
+			}
+		}
+		if len(r.Regimes) == 0 {
+			return fmt.Errorf("run %q: no regime", r.ID)
+		}
+		for _, g := range r.Regimes {
+			if !slices.Contains(loadRegimes, g) {
+				return fmt.Errorf("run %q: regime %q, want one of %s", r.ID, g, strings.Join(loadRegimes, ", "))
+			}
+		}
+		seen[r.ID] = true
+	}
+	return nil
+}
+
+// Result is one run's prediction and its errors.
+type Result struct {
+	Run       Run
+	Split     string
+	Regimes   []string
+	Predicted Metrics
+	// Err maps a metric to (predicted - measured) / measured.
+	Err map[string]float64
+}
+
+// config builds the simulator's configuration of a run: its engine flags,
+// with the GPU, TP size, engine and model config by setting name.
+func (s *Suite) config(r Run) (sim.Config, error) {
+	c, err := engine.ParseCommand(slices.Concat([]string{r.Model}, r.Flags, r.VersionFlags), nil)
+	if err != nil {
+		return sim.Config{}, err
+	}
+	c.Settings["tensor_parallel"] = r.TP
+	modelConfig := ""
+	if r.ModelConfig != "" {
+		modelConfig = filepath.Join(s.dir, r.ModelConfig)
+	}
+	return sim.FromSettings(engine.Engine(r.Engine), c.Model, modelConfig, r.GPU, 0, c.Settings)
+}
+
+// Simulate runs one measurement through the simulated engine in virtual
+// time with the simulator's stock constants.
+func (s *Suite) Simulate(r Run) (Result, error) {
+	cfg, err := s.config(r)
+	if err != nil {
+		return Result{}, fmt.Errorf("run %q: %w", r.ID, err)
+	}
+	w := r.Workload
+	var sched []time.Duration
+	n := w.Requests
+	if len(w.Stages) > 0 {
+		// Poisson stages back to back, the seed fixed by the run's id.
+		h := fnv.New64a()
+		h.Write([]byte(r.ID))
+		rng := rand.New(rand.NewPCG(1, h.Sum64()))
+		var t float64
+		for _, st := range w.Stages {
+			for range int(st[1]) {
+				t += rng.ExpFloat64() / st[0]
+				sched = append(sched, time.Duration(t*1e9))
+			}
+		}
+		n = len(sched)
+	} else {
+		sched = make([]time.Duration, n)
+	}
+	reqs := make([]measure.Request, n)
+	for i := range reqs {
+		reqs[i] = measure.Request{Index: i, PromptTokens: w.In, MaxTokens: w.Out, PrefixID: -1}
+	}
+	recs, err := sim.RunVirtualSchedule(cfg, reqs, sched, w.Concurrency)
+	if err != nil {
+		return Result{}, fmt.Errorf("run %q: %w", r.ID, err)
+	}
+	sum := measure.Summarize(recs, measure.SummaryOptions{Bootstrap: 1})
+	if sum.Failed > 0 {
+		return Result{}, fmt.Errorf("run %q: %d of %d simulated requests failed", r.ID, sum.Failed, n)
+	}
+	var p Metrics
+	if r.Stat == "median" {
+		p = Metrics{TTFT: sum.TTFT.Median, ITL: sum.TPOT.Median, E2E: sum.E2EL.Median}
+	} else {
+		// The mean time per output token as the runs define it:
+		// (E2E mean - TTFT mean) / (output - 1).
+		p = Metrics{TTFT: sum.TTFT.Mean, E2E: sum.E2EL.Mean}
+		if w.Out > 1 {
+			p.ITL = (sum.E2EL.Mean - sum.TTFT.Mean) / float64(w.Out-1)
+		}
+	}
+	p.Throughput = sum.OutputThroughput
+	res := Result{Run: r, Split: s.Sources[r.Source].Split, Predicted: p, Err: map[string]float64{}}
+	res.Regimes = append(res.Regimes, r.Regimes...)
+	if r.TP > 1 {
+		res.Regimes = append(res.Regimes, RegimeTP)
+	}
+	if cfg.Model.MoE() {
+		res.Regimes = append(res.Regimes, RegimeMoE)
+	}
+	for _, name := range metricNames {
+		if real := r.Measured.get(name); real > 0 {
+			res.Err[name] = p.get(name)/real - 1
+		}
+	}
+	return res, nil
+}
+
+// Simulate runs every measurement.
+func (s *Suite) SimulateAll() ([]Result, error) {
+	var out []Result
+	var errs []error
+	for _, r := range s.Runs {
+		res, err := s.Simulate(r)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out = append(out, res)
+	}
+	return out, errors.Join(errs...)
+}
+
+// Stat is the error of one metric over one regime's runs.
+type Stat struct {
+	N      int     `json:"n"`
+	Median float64 `json:"median_abs"` // median absolute relative error
+	Bias   float64 `json:"median"`     // median signed error
+	Worst  float64 `json:"worst_abs"`
+	P90    float64 `json:"p90_abs"`
+	Run    string  `json:"-"` // the worst run
+}
+
+// Table maps a regime (or All) and a metric to its Stat.
+type Table map[string]map[string]Stat
+
+// Regimes returns the regimes of t in a stable order: the load regimes,
+// then tp>1, moe and all.
+func (t Table) Regimes() []string {
+	var out []string
+	for _, g := range append(append([]string{}, loadRegimes...), RegimeTP, RegimeMoE, All) {
+		if _, ok := t[g]; ok {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// Tabulate gathers the results' errors by regime and metric; split ""
+// takes every run, else only the runs of that split.
+func Tabulate(results []Result, split string) Table {
+	errs := map[string]map[string][]float64{}
+	worst := map[string]map[string]string{}
+	add := func(g, m string, e float64, id string) {
+		if errs[g] == nil {
+			errs[g], worst[g] = map[string][]float64{}, map[string]string{}
+		}
+		if len(errs[g][m]) == 0 || math.Abs(e) > maxAbs(errs[g][m]) {
+			worst[g][m] = id
+		}
+		errs[g][m] = append(errs[g][m], e)
+	}
+	for _, r := range results {
+		if split != "" && r.Split != split {
+			continue
+		}
+		for _, m := range metricNames {
+			e, ok := r.Err[m]
+			if !ok {
+				continue
+			}
+			for _, g := range r.Regimes {
+				add(g, m, e, r.Run.ID)
+			}
+			add(All, m, e, r.Run.ID)
+		}
+	}
+	t := Table{}
+	for g, byMetric := range errs {
+		t[g] = map[string]Stat{}
+		for m, es := range byMetric {
+			abs := make([]float64, len(es))
+			for i, e := range es {
+				abs[i] = math.Abs(e)
+			}
+			t[g][m] = Stat{N: len(es), Median: median(abs), Bias: median(es), Worst: maxAbs(es),
+				P90: quantile(abs, 0.9), Run: worst[g][m]}
+		}
+	}
+	return t
+}
+
+func maxAbs(xs []float64) float64 {
+	var m float64
+	for _, x := range xs {
+		m = math.Max(m, math.Abs(x))
+	}
+	return m
+}
+
+func median(xs []float64) float64 { return quantile(xs, 0.5) }
+
+// quantile interpolates linearly between order statistics.
+func quantile(xs []float64, q float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	pos := q * float64(len(s)-1)
+	lo := int(math.Floor(pos))
+	hi := min(lo+1, len(s)-1)
+	return s[lo] + (s[hi]-s[lo])*(pos-float64(lo))
+}

@@ -1,0 +1,473 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/servetune/servetune/internal/serving/catalog"
+	"github.com/servetune/servetune/internal/serving/engine"
+)
+
+// ErrBadArgs is wrapped by every configuration error: a bad command line
+// (engine.ErrBadArgs) or settings the engine would refuse.
+var ErrBadArgs = engine.ErrBadArgs
+
+// Config is one simulated engine: the model, the hardware and the launch
+// settings, with the engine's defaults filled in. Build it with ParseArgs
+// (the engine's own command line) or fill it by hand and call Normalize.
+type Config struct {
+	Engine engine.Engine
+	// ModelID is the id the server answers to (served_model_name, else the
+	// model argument).
+	ModelID string
+	Model   catalog.Model
+	GPU     catalog.GPU
+	NumGPUs int
+
+	TP, PP, DP int
+
+	// The settings by neutral name (engine.Names: the engines' flags are in
+	// the engine package's table).
+	MaxNumSeqs       int // max_running_requests
+	MaxBatchedTokens int // max_batched_tokens (SGLang: the prefill chunk)
+	MaxPrefillTokens int // max_prefill_tokens (SGLang only; 0 for vLLM)
+	// MemFraction is gpu_memory_fraction: for vLLM the share of total
+	// memory for everything, for SGLang the share for weights
+	// and the KV pool): not the same quantity.
+	MemFraction    float64
+	MaxModelLen    int
+	Quantization   string // "", fp8, awq, gptq
+	KVCacheDType   string // auto, fp8, fp8_e4m3, fp8_e5m2
+	PrefixCaching  bool
+	ChunkedPrefill bool
+	MixedChunk     bool // mixed_chunk (SGLang): prefill and decode in one batch
+	// SyncScheduling is async_scheduling off (vLLM): the host's per-step
+	// work runs between the GPU's steps instead of beside them.
+	SyncScheduling bool
+	BlockSize      int  // block_size (SGLang: page size)
+	EnforceEager   bool // cuda_graphs off
+	CUDAGraphMaxBS int
+
+	// Constants are the efficiency constants of the step-time model; zero
+	// fields take the stock values (StockConstants). A calibration
+	// profile sets them (sim_calibration).
+	Constants Constants
+	// Calibration names the profile the constants came from ("" = stock).
+	Calibration string
+
+	// Sim-only.
+	TimeScale float64       // the server runs TimeScale times faster than simulated time
+	LoadTime  time.Duration // simulated start-up before /health turns ready
+	Host      string
+	Port      int
+	APIKey    string `json:"-"` // api_key; never logged
+}
+
+// ParseArgs builds a Config from an engine command line: vLLM's (`[serve]
+// MODEL [flags]` or `--model MODEL [flags]`) or SGLang's (`--model-path
+// MODEL [flags]`), plus the simulator's own flags, with the SERVETUNE_SIM_*
+// variables from env (os.Getenv, or nil for none) where the line does not
+// give them (engine.ParseCommand). The engine is the sim_engine setting, else
+// SGLang when an SGLang-only flag is present, else vLLM. Unknown flags are
+// rejected, as the engines' own argument parsers do.
+func ParseArgs(args []string, env func(string) string) (Config, error) {
+	c, err := engine.ParseCommand(args, env)
+	if err != nil {
+		return Config{}, err
+	}
+	return FromCommand(c)
+}
+
+// FromCommand builds a Config from a command line read by
+// engine.ParseCommand.
+func FromCommand(c engine.Command) (Config, error) {
+	e := c.Engine
+	if e == "" {
+		e = engine.VLLM
+	}
+	modelConfig, _ := c.Settings.String("sim_model_config")
+	gpu, _ := c.Settings.String("sim_gpu")
+	numGPUs, _ := c.Settings.Int("sim_num_gpus")
+	return FromSettings(e, c.Model, modelConfig, gpu, numGPUs, c.Settings)
+}
+
+// FromSettings builds a Config for engine e serving model on numGPUs GPUs of
+// the catalog's gpu ("" = the simulator's default, 0 GPUs = as many as the
+// parallel settings need) with settings s by neutral name (engine.Names, and
+// the server and sim settings of engine.ParseCommand). modelConfig, when
+// not "", is a Hugging Face config.json for a model outside the catalog.
+// The tuner's memory precheck and the virtual launcher build configs this
+// way, without a command line.
+func FromSettings(e engine.Engine, model, modelConfig, gpu string, numGPUs int, s engine.Settings) (Config, error) {
+	if !e.Valid() {
+		return Config{}, fmt.Errorf("%w: engine %q: want vllm or sglang", ErrBadArgs, e)
+	}
+	if model == "" {
+		return Config{}, fmt.Errorf("%w: no model (give MODEL, --model or --model-path)", ErrBadArgs)
+	}
+	cfg := Config{Engine: e, NumGPUs: numGPUs, TimeScale: 1, LoadTime: -1, Host: defaultHost, Port: defaultPort,
+		PrefixCaching: true, ChunkedPrefill: true}
+	var err error
+	if modelConfig != "" {
+		cfg.Model, err = catalog.LoadHFConfig(modelConfig, model)
+	} else {
+		cfg.Model, _, err = catalog.ResolveModel(model)
+	}
+	if err != nil {
+		return Config{}, fmt.Errorf("%w: %w", ErrBadArgs, err)
+	}
+	cfg.ModelID = model
+	if gpu == "" {
+		gpu = defaultGPU
+	}
+	if cfg.GPU, err = catalog.LookupGPU(gpu); err != nil {
+		return Config{}, fmt.Errorf("%w: %w", ErrBadArgs, err)
+	}
+	if v, ok := s.Float("sim_time_scale"); ok && !(v > 0) {
+		return Config{}, fmt.Errorf("%w: %s %v: must be a positive number", ErrBadArgs, engine.Flag(e, "sim_time_scale"), v)
+	}
+	cfg.apply(s)
+	if path, ok := s.String("sim_calibration"); ok && path != "" {
+		force, _ := s.Bool("sim_force_calibration")
+		if err := cfg.UseProfile(path, force); err != nil {
+			return Config{}, fmt.Errorf("%w: %w", ErrBadArgs, err)
+		}
+	}
+	if cfg.Engine == engine.SGLang && cfg.MaxBatchedTokens == -1 {
+		cfg.ChunkedPrefill, cfg.MaxBatchedTokens = false, 0
+	}
+	if err := cfg.Normalize(); err != nil {
+		return Config{}, err
+	}
+	return cfg, nil
+}
+
+// UseProfile takes c's constants from the calibration profile at path,
+// which must have been measured on c's GPU and engine unless force.
+func (c *Config) UseProfile(path string, force bool) error {
+	p, err := LoadProfile(path)
+	if err != nil {
+		return err
+	}
+	return c.ApplyProfile(p, path, force)
+}
+
+// ApplyProfile takes c's constants from profile p (read from name, for
+// messages), which must have been measured on c's GPU and engine unless
+// force.
+func (c *Config) ApplyProfile(p Profile, name string, force bool) error {
+	if err := p.Check(c.GPU.ID, c.Engine, force); err != nil {
+		return fmt.Errorf("calibration %s: %w", name, err)
+	}
+	c.Constants = p.Constants
+	c.Calibration = fmt.Sprintf("%s (%s)", name, p.What())
+	return nil
+}
+
+// apply copies settings by neutral name into c's fields. Names the
+// simulator does not model are ignored (the engine would take them).
+func (c *Config) apply(s engine.Settings) {
+	ints := map[string]*int{
+		"tensor_parallel": &c.TP, "pipeline_parallel": &c.PP, "data_parallel": &c.DP,
+		"max_running_requests": &c.MaxNumSeqs, "max_batched_tokens": &c.MaxBatchedTokens,
+		"max_prefill_tokens": &c.MaxPrefillTokens, "max_model_len": &c.MaxModelLen,
+		"block_size": &c.BlockSize, "cuda_graph_max_bs": &c.CUDAGraphMaxBS, "port": &c.Port,
+		"sim_num_gpus": &c.NumGPUs,
+	}
+	for name, p := range ints {
+		if v, ok := s.Int(name); ok {
+			*p = v
+		}
+	}
+	if v, ok := s.Float("gpu_memory_fraction"); ok {
+		c.MemFraction = v
+	}
+	if v, ok := s.Float("sim_time_scale"); ok {
+		c.TimeScale = v
+	}
+	if v, ok := s["sim_load_time"].(time.Duration); ok {
+		c.LoadTime = v
+	}
+	if v, ok := s.String("quantization"); ok {
+		c.Quantization = strings.ToLower(v)
+	}
+	if v, ok := s.String("kv_cache_dtype"); ok {
+		c.KVCacheDType = strings.ToLower(v)
+	}
+	if v, ok := s.String("served_model_name"); ok && v != "" {
+		c.ModelID = v
+	}
+	if v, ok := s.String("host"); ok && v != "" {
+		c.Host = v
+	}
+	if v, ok := s.String("api_key"); ok {
+		c.APIKey = v
+	}
+	if v, ok := s.Bool("prefix_caching"); ok {
+		c.PrefixCaching = v
+	}
+	if v, ok := s.Bool("chunked_prefill"); ok {
+		c.ChunkedPrefill = v
+	}
+	if v, ok := s.Bool("cuda_graphs"); ok {
+		c.EnforceEager = !v
+	}
+	if v, ok := s.Bool("async_scheduling"); ok {
+		c.SyncScheduling = !v
+	}
+	if v, ok := s.Bool("mixed_chunk"); ok {
+		c.MixedChunk = v
+	}
+}
+
+// bad is a configuration error, wrapping ErrBadArgs.
+func bad(format string, a ...any) error {
+	return fmt.Errorf("%w: %s", ErrBadArgs, fmt.Sprintf(format, a...))
+}
+
+// Normalize fills the engine's defaults into unset (zero) fields and
+// validates the result; errors wrap ErrBadArgs and name the bad setting,
+// in the engine's own words where it has them.
+func (c *Config) Normalize() error {
+	if c.Engine == "" {
+		c.Engine = engine.VLLM
+	}
+	if !c.Engine.Valid() {
+		return bad("engine %q: want vllm or sglang", c.Engine)
+	}
+	if err := c.Model.Validate(); err != nil {
+		return bad("%v", err)
+	}
+	if err := c.Model.Simulable(); err != nil {
+		// The weights are sized all the same: they answer "how many GPUs"
+		// before any simulation.
+		w := *c
+		if w.Quantization == "" || w.Quantization == "none" {
+			w.Quantization = w.Model.Quantization
+		}
+		q := w.Quantization
+		if q == "" {
+			q = "16-bit"
+		}
+		return bad("%v; its weights alone are %.1f GiB at %s", err, w.weightsBytes()/GiB, q)
+	}
+	if c.GPU.ID == "" {
+		g, err := catalog.LookupGPU(defaultGPU)
+		if err != nil {
+			return err
+		}
+		c.GPU = g
+	}
+	if c.GPU.MemoryGiB <= 0 || c.GPU.HBMTBps <= 0 || c.GPU.BF16TFLOPS <= 0 {
+		return bad("GPU %q: memory, bandwidth and BF16 rate must be positive", c.GPU.ID)
+	}
+	if c.ModelID == "" {
+		c.ModelID = c.Model.ID
+	}
+	if err := c.Constants.validate(); err != nil {
+		return bad("%v", err)
+	}
+	c.Constants = c.Constants.WithDefaults(c.Engine)
+	if err := c.normalizeParallel(); err != nil {
+		return err
+	}
+	var err error
+	if c.Engine == engine.SGLang {
+		err = c.sglangDefaults()
+	} else {
+		err = c.vllmDefaults()
+	}
+	if err != nil {
+		return err
+	}
+	return c.validate()
+}
+
+// normalizeParallel defaults the parallel degrees to 1 and checks them
+// against the model and the GPUs.
+func (c *Config) normalizeParallel() error {
+	for _, v := range []struct {
+		name string
+		p    *int
+	}{{"tensor parallel size", &c.TP}, {"pipeline parallel size", &c.PP}, {"data parallel size", &c.DP}} {
+		if *v.p == 0 {
+			*v.p = 1
+		}
+		if *v.p < 0 {
+			return bad("%s must be positive, got %d", v.name, *v.p)
+		}
+	}
+	if c.Model.Heads%c.TP != 0 {
+		return bad("Total number of attention heads (%d) must be divisible by tensor parallel size (%d).", c.Model.Heads, c.TP)
+	}
+	if c.Model.KVHeads < c.TP && c.TP%c.Model.KVHeads != 0 || c.Model.KVHeads >= c.TP && c.Model.KVHeads%c.TP != 0 {
+		return bad("number of KV heads (%d) and tensor parallel size (%d) do not divide one another", c.Model.KVHeads, c.TP)
+	}
+	if c.Model.Layers%c.PP != 0 && c.PP > c.Model.Layers {
+		return bad("pipeline parallel size %d exceeds the %d layers", c.PP, c.Model.Layers)
+	}
+	world := c.TP * c.PP * c.DP
+	if c.NumGPUs == 0 {
+		c.NumGPUs = world
+	}
+	if c.NumGPUs < 0 {
+		return bad("%s must be positive, got %d", engine.Flag(c.Engine, "sim_num_gpus"), c.NumGPUs)
+	}
+	if world > c.NumGPUs {
+		return bad("World size (%d) is larger than the number of available GPUs (%d) in this node.", world, c.NumGPUs)
+	}
+	return nil
+}
+
+// vllmDefaults fills vLLM V1's defaults and applies its start-up checks.
+func (c *Config) vllmDefaults() error {
+	large := c.GPU.MemoryGiB >= vllmLargeGPUThresholdGiB && !strings.HasPrefix(c.GPU.ID, "A100")
+	if c.MaxNumSeqs == 0 {
+		c.MaxNumSeqs = vllmSmallMaxNumSeqs
+		if large {
+			c.MaxNumSeqs = vllmLargeMaxNumSeqs
+		}
+	}
+	if c.MaxModelLen == 0 {
+		c.MaxModelLen = c.Model.MaxPosition
+	}
+	if c.MaxBatchedTokens == 0 {
+		switch {
+		case !c.ChunkedPrefill:
+			c.MaxBatchedTokens = max(c.MaxModelLen, vllmSmallBatchedTokens)
+		case large:
+			c.MaxBatchedTokens = vllmLargeBatchedTokens
+		default:
+			c.MaxBatchedTokens = vllmSmallBatchedTokens
+		}
+	}
+	if c.MemFraction == 0 {
+		c.MemFraction = vllmDefaultUtilization
+	}
+	if c.BlockSize == 0 {
+		c.BlockSize = vllmDefaultBlockSize
+	}
+	if c.CUDAGraphMaxBS == 0 {
+		c.CUDAGraphMaxBS = vllmMaxCaptureSize
+	}
+	if c.MaxBatchedTokens < c.MaxNumSeqs {
+		return bad("max_num_batched_tokens (%d) must be greater than or equal to max_num_seqs (%d).", c.MaxBatchedTokens, c.MaxNumSeqs)
+	}
+	if !c.ChunkedPrefill && c.MaxBatchedTokens < c.MaxModelLen {
+		return bad("max_num_batched_tokens (%d) is smaller than max_model_len (%d). This effectively limits the maximum sequence length to max_num_batched_tokens and makes vLLM reject longer sequences. Please increase max_num_batched_tokens or decrease max_model_len.", c.MaxBatchedTokens, c.MaxModelLen)
+	}
+	return nil
+}
+
+// sglangDefaults fills SGLang's defaults. MaxNumSeqs 0 stays: Estimate
+// derives it from the KV pool, as SGLang does.
+func (c *Config) sglangDefaults() error {
+	if c.MaxModelLen == 0 {
+		c.MaxModelLen = c.Model.MaxPosition
+	}
+	if c.MaxBatchedTokens == 0 {
+		c.MaxBatchedTokens = sglangDefaultChunkedPrefill
+		if !c.ChunkedPrefill {
+			c.MaxBatchedTokens = max(c.MaxModelLen, sglangDefaultMaxPrefill)
+		}
+	}
+	if c.MaxPrefillTokens == 0 {
+		c.MaxPrefillTokens = sglangDefaultMaxPrefill
+	}
+	if c.MemFraction == 0 {
+		c.MemFraction = sglangDefaultMemFraction(c.TP)
+	}
+	if c.BlockSize == 0 {
+		c.BlockSize = 1
+	}
+	if c.CUDAGraphMaxBS == 0 {
+		c.CUDAGraphMaxBS = sglangDefaultCUDAGraphMaxBS
+	}
+	return nil
+}
+
+// validate checks the filled-in settings both engines share.
+func (c *Config) validate() error {
+	if c.MaxModelLen > c.Model.MaxPosition && c.Model.MaxPosition > 0 {
+		return bad("User-specified max_model_len (%d) is greater than the derived max_model_len (max_position_embeddings=%d in model's config.json).", c.MaxModelLen, c.Model.MaxPosition)
+	}
+	for _, v := range []struct {
+		name string
+		val  int
+	}{{"max_model_len", c.MaxModelLen}, {"max_num_batched_tokens", c.MaxBatchedTokens}, {"block_size", c.BlockSize}} {
+		if v.val <= 0 {
+			return bad("%s must be positive, got %d", v.name, v.val)
+		}
+	}
+	if c.MaxNumSeqs < 0 {
+		return bad("max_num_seqs must be positive, got %d", c.MaxNumSeqs)
+	}
+	if !(c.MemFraction > 0 && c.MemFraction <= 1) {
+		return bad("memory fraction %v: must be in (0, 1]", c.MemFraction)
+	}
+	switch c.Quantization {
+	case "", "none":
+		c.Quantization = c.Model.Quantization
+	case "fp8", "awq", "gptq", "awq_marlin", "gptq_marlin":
+		c.Quantization = strings.TrimSuffix(c.Quantization, "_marlin")
+		if c.Model.Quantization != "" && c.Model.Quantization != c.Quantization {
+			return bad("Quantization method specified in the model config (%s) does not match the quantization method specified in the `quantization` argument (%s).", c.Model.Quantization, c.Quantization)
+		}
+	default:
+		return bad("%s %q: the simulator models fp8, awq and gptq", engine.Flag(c.Engine, "quantization"), c.Quantization)
+	}
+	switch c.KVCacheDType {
+	case "", "auto":
+		c.KVCacheDType = "auto"
+	case "fp8", "fp8_e4m3", "fp8_e5m2":
+	default:
+		return bad("%s %q: want auto, fp8, fp8_e4m3 or fp8_e5m2", engine.Flag(c.Engine, "kv_cache_dtype"), c.KVCacheDType)
+	}
+	if c.TimeScale == 0 {
+		c.TimeScale = 1
+	}
+	if !(c.TimeScale > 0) || math.IsInf(c.TimeScale, 0) {
+		return bad("%s %v: must be a positive number", engine.Flag(c.Engine, "sim_time_scale"), c.TimeScale)
+	}
+	if c.LoadTime < 0 {
+		c.LoadTime = defaultLoadTime
+	}
+	if c.Port < 0 || c.Port > 65535 {
+		return bad("%s %d: out of range", engine.Flag(c.Engine, "port"), c.Port)
+	}
+	return nil
+}
+
+// weightsBytes is the whole model's weights: quantized linear layers,
+// 16-bit embeddings and LM head.
+func (c *Config) weightsBytes() float64 {
+	return c.Model.LinearParams()*c.weightBytesPerElem() + c.Model.EmbeddingParams()*bytesBF16
+}
+
+// weightBytesPerElem is the storage size of a quantized linear weight.
+func (c *Config) weightBytesPerElem() float64 {
+	switch c.Quantization {
+	case "fp8":
+		return bytesFP8
+	case "awq", "gptq":
+		return bytesInt4
+	default:
+		return bytesBF16
+	}
+}
+
+// kvBytesPerElem is the KV cache element size.
+func (c *Config) kvBytesPerElem() float64 {
+	if strings.HasPrefix(c.KVCacheDType, "fp8") {
+		return 1
+	}
+	return 2
+}
+
+// kvHeadsPerGPU is the KV heads one TP rank stores: kv/tp, or one replicated
+// head when there are fewer KV heads than ranks.
+func (c *Config) kvHeadsPerGPU() int {
+	return max(1, c.Model.KVHeads/c.TP)
+}

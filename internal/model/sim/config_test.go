@@ -1,0 +1,174 @@
+package sim
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/servetune/servetune/internal/serving/engine"
+)
+
+func TestParseArgs(t *testing.T) {
+	env := map[string]string{}
+	getenv := func(k string) string { return env[k] }
+	tests := []struct {
+		name  string
+		args  []string
+		env   map[string]string
+		check func(t *testing.T, c Config)
+	}{
+		{"vllm positional", []string{"serve", "meta-llama/Llama-3.1-8B-Instruct", "-tp", "2", "--max-num-seqs=64", "--gpu-memory-utilization", "0.85"}, nil,
+			func(t *testing.T, c Config) {
+				if c.Engine != engine.VLLM || c.TP != 2 || c.MaxNumSeqs != 64 || c.MemFraction != 0.85 || c.NumGPUs != 2 || c.MaxBatchedTokens != 8192 {
+					t.Errorf("%+v", c)
+				}
+			}},
+		{"vllm --model with sim env", []string{"--model", "llama-3.1-8b", "--enforce-eager", "--no-enable-prefix-caching", "--disable-log-requests"},
+			map[string]string{engine.EnvSimGPU: "A100-80G", engine.EnvSimNumGPUs: "4", engine.EnvSimTimeScale: "10"},
+			func(t *testing.T, c Config) {
+				// A100: the small defaults (256 seqs, 2048 tokens).
+				if c.GPU.ID != "A100-80G" || c.NumGPUs != 4 || c.TimeScale != 10 || !c.EnforceEager || c.PrefixCaching || c.MaxNumSeqs != 256 || c.MaxBatchedTokens != 2048 {
+					t.Errorf("%+v", c)
+				}
+			}},
+		{"flag beats env", []string{"llama-3.1-8b", "--gpu", "H200"}, map[string]string{engine.EnvSimGPU: "L4"},
+			func(t *testing.T, c Config) {
+				if c.GPU.ID != "H200" {
+					t.Errorf("GPU %s", c.GPU.ID)
+				}
+			}},
+		{"sglang", []string{"--model-path", "Qwen/Qwen2.5-7B-Instruct", "--tp-size", "2", "--mem-fraction-static", "0.8", "--max-running-requests", "128", "--chunked-prefill-size", "4096", "--disable-radix-cache", "--context-length", "8192", "--port", "30000"}, nil,
+			func(t *testing.T, c Config) {
+				if c.Engine != engine.SGLang || c.TP != 2 || c.MemFraction != 0.8 || c.MaxNumSeqs != 128 || c.MaxBatchedTokens != 4096 || c.PrefixCaching || c.MaxModelLen != 8192 || c.Port != 30000 || c.BlockSize != 1 {
+					t.Errorf("%+v", c)
+				}
+			}},
+		{"sglang defaults and --model from the launcher", []string{"--model", "qwen2.5-7b", "--engine", "sglang", "--tp-size", "4"}, nil,
+			func(t *testing.T, c Config) {
+				if c.Engine != engine.SGLang || c.MemFraction != 0.85 || !c.ChunkedPrefill || c.MaxBatchedTokens != sglangDefaultChunkedPrefill {
+					t.Errorf("%+v", c)
+				}
+			}},
+		{"sglang chunked prefill off", []string{"--model-path", "qwen2.5-7b", "--chunked-prefill-size", "-1", "--context-length", "4096"}, nil,
+			func(t *testing.T, c Config) {
+				if c.ChunkedPrefill || c.MaxBatchedTokens < 4096 {
+					t.Errorf("%+v", c)
+				}
+			}},
+		{"fp8 id and kv", []string{"meta-llama/Llama-3.3-70B-Instruct-FP8", "-tp", "4", "--kv-cache-dtype", "fp8"}, nil,
+			func(t *testing.T, c Config) {
+				if c.Quantization != "fp8" || c.kvBytesPerElem() != 1 || c.ModelID != "meta-llama/Llama-3.3-70B-Instruct-FP8" {
+					t.Errorf("%+v", c)
+				}
+			}},
+		{"served name and load time", []string{"llama-3.1-8b", "--served-model-name", "m", "--sim-load-time", "250ms"}, nil,
+			func(t *testing.T, c Config) {
+				if c.ModelID != "m" || c.LoadTime != 250*time.Millisecond {
+					t.Errorf("%+v", c)
+				}
+			}},
+		{"model config file", []string{"my/model", "--model-config", "../../serving/catalog/testdata/qwen3-30b-a3b.json"}, nil,
+			func(t *testing.T, c Config) {
+				if !c.Model.MoE() || c.Model.ID != "my/model" {
+					t.Errorf("%+v", c.Model)
+				}
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clear(env)
+			for k, v := range tt.env {
+				env[k] = v
+			}
+			c, err := ParseArgs(tt.args, getenv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.check(t, c)
+		})
+	}
+}
+
+func TestParseArgsErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no model", []string{"--max-num-seqs", "8"}, "no model"},
+		{"unknown flag", []string{"llama-3.1-8b", "--max-num-seq", "8"}, "unrecognized arguments: --max-num-seq"},
+		{"missing value", []string{"llama-3.1-8b", "--max-model-len"}, "expected one argument"},
+		{"bad int", []string{"llama-3.1-8b", "--max-num-seqs", "many"}, "invalid int value"},
+		{"mixed engines", []string{"llama-3.1-8b", "--max-num-seqs", "8", "--tp-size", "2"}, "mixed"},
+		{"tp divides heads", []string{"llama-3.1-8b", "-tp", "3", "--num-gpus", "3"}, "divisible by tensor parallel size"},
+		{"too few GPUs", []string{"llama-3.1-8b", "-tp", "4", "--num-gpus", "2"}, "World size (4) is larger than the number of available GPUs (2)"},
+		{"budget below seqs", []string{"llama-3.1-8b", "--max-num-seqs", "512", "--max-num-batched-tokens", "256"}, "must be greater than or equal to max_num_seqs"},
+		{"len over model", []string{"qwen2.5-7b", "--max-model-len", "100000"}, "greater than the derived max_model_len"},
+		{"quant mismatch", []string{"meta-llama/Llama-3.3-70B-Instruct-FP8", "-q", "awq"}, "does not match"},
+		{"unknown quant", []string{"llama-3.1-8b", "-q", "bitsandbytes"}, "models fp8, awq and gptq"},
+		{"bad kv dtype", []string{"llama-3.1-8b", "--kv-cache-dtype", "int4"}, "kv-cache-dtype"},
+		{"bad time scale", []string{"llama-3.1-8b", "--time-scale", "0"}, "--time-scale"},
+		{"bad fraction", []string{"llama-3.1-8b", "--gpu-memory-utilization", "1.5"}, "memory fraction"},
+		{"two models", []string{"a", "b"}, "unrecognized arguments: b"},
+		{"bool with value", []string{"llama-3.1-8b", "--enforce-eager=yes"}, "ignored explicit argument"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseArgs(tt.args, nil)
+			if err == nil || !strings.Contains(err.Error(), tt.want) || !errors.Is(err, ErrBadArgs) {
+				t.Fatalf("err = %v, want ErrBadArgs mentioning %q", err, tt.want)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("multi-line error: %q", err)
+			}
+		})
+	}
+}
+
+func TestAPIKeyNeverInErrors(t *testing.T) {
+	_, err := ParseArgs([]string{"llama-3.1-8b", "--api-key", "sk-secret-123", "--max-num-seqs", "x"}, nil)
+	if err == nil || strings.Contains(err.Error(), "sk-secret-123") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func FuzzParseArgs(f *testing.F) {
+	f.Add("llama-3.1-8b --max-num-seqs 8 -tp 2")
+	f.Add("--model-path qwen2.5-7b --tp-size 2 --mem-fraction-static 0.8")
+	f.Add("serve llama-3.1-8b --max-model-len=4096 --kv-cache-dtype fp8 --gpu L4")
+	f.Fuzz(func(t *testing.T, line string) {
+		cfg, err := ParseArgs(strings.Fields(line), nil)
+		if err != nil {
+			if !errors.Is(err, ErrBadArgs) && !errors.Is(err, ErrOOM) {
+				t.Fatalf("error not classified: %v", err)
+			}
+			return
+		}
+		if cfg.TP < 1 || cfg.MaxModelLen < 1 || cfg.BlockSize < 1 || cfg.MaxBatchedTokens < 1 || cfg.TimeScale <= 0 {
+			t.Fatalf("accepted an unusable config: %+v", cfg)
+		}
+		_, _ = Estimate(cfg)
+	})
+}
+
+func TestCountTokens(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int
+	}{
+		{"", 0}, {"a", 1}, {"four", 1}, {"hello", 2}, {"a b  c\n", 3}, {"abcdefghi", 3}, {"héllo", 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			if got := CountTokens(tt.in); got != tt.want || len(TokenIDs(tt.in, 100)) != tt.want {
+				t.Errorf("CountTokens(%q) = %d, ids %d, want %d", tt.in, got, len(TokenIDs(tt.in, 100)), tt.want)
+			}
+		})
+	}
+	for i := range 40 {
+		if CountTokens(outputText(i)) != 1 {
+			t.Fatalf("output token %d %q is not one token", i, outputText(i))
+		}
+	}
+}

@@ -1,0 +1,294 @@
+package sim
+
+import (
+	"testing"
+	"time"
+
+	"github.com/servetune/servetune/internal/load/measure"
+)
+
+// smallKV returns a config whose KV cache holds few tokens, so that the
+// scheduler's limits bind in small tests.
+func smallKV(t *testing.T, extra ...string) (Config, MemoryEstimate) {
+	t.Helper()
+	// 8B on an L4 (22.49 GiB) at 0.95: ~4 GiB of KV, ~33k tokens.
+	cfg := mustParse(t, append([]string{"llama-3.1-8b", "--gpu", "L4", "--gpu-memory-utilization", "0.95", "--max-model-len", "4096", "--max-num-seqs", "256"}, extra...)...)
+	est, err := Estimate(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg, est
+}
+
+func TestPreemptionWhenKVRunsOut(t *testing.T) {
+	cfg, est := smallKV(t)
+	// 64 requests of 1000 + 1000 tokens need ~128k tokens of KV: far more
+	// than the cache, so running requests must be preempted and recomputed.
+	recs, err := RunVirtualSchedule(cfg, fixedReqs(64, 1000, 1000), make([]time.Duration, 64), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newCore(cfg, est)
+	var done int
+	for i := range 64 {
+		c.add(&seq{id: i, prompt: 1000, maxOut: 1000, prefixID: -1})
+	}
+	for steps := 0; done < 64 && steps < 1e6; steps++ {
+		if b, _ := c.schedule(); b.tokens == 0 {
+			t.Fatal("stalled")
+		}
+		c.commit(0, func(_ *seq, last bool) {
+			if last {
+				done++
+			}
+		})
+		if c.usedBlocks > c.totalBlocks {
+			t.Fatalf("used %d blocks of %d", c.usedBlocks, c.totalBlocks)
+		}
+	}
+	if c.preemptions == 0 {
+		t.Errorf("no preemption with %d KV tokens for 128k tokens of demand", est.KVCacheTokens)
+	}
+	if c.usedBlocks != 0 {
+		t.Errorf("%d blocks leaked", c.usedBlocks)
+	}
+	for i, r := range recs {
+		if r.OutputTokens != 1000 {
+			t.Fatalf("record %d: %d tokens", i, r.OutputTokens)
+		}
+	}
+	t.Logf("%d preemptions", c.preemptions)
+}
+
+func TestPrefixCachingHits(t *testing.T) {
+	reqs := make([]measure.Request, 200)
+	for i := range reqs {
+		reqs[i] = measure.Request{Index: i, PromptTokens: 2048 + 64, MaxTokens: 16, PrefixID: i % 4, PrefixTokens: 2048}
+	}
+	sched := make([]time.Duration, len(reqs))
+	for i := range sched {
+		sched[i] = time.Duration(i) * 20 * time.Millisecond
+	}
+	ttft := func(args ...string) float64 {
+		cfg := mustParse(t, append([]string{"llama-3.1-8b", "--max-model-len", "4096"}, args...)...)
+		recs, err := RunVirtualSchedule(cfg, reqs, sched, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return measure.Summarize(recs, measure.SummaryOptions{Bootstrap: 1}).TTFT.Median
+	}
+	on, off := ttft(), ttft("--no-enable-prefix-caching")
+	t.Logf("median TTFT: prefix caching %.1f ms, off %.1f ms", on, off)
+	if on > 0.5*off {
+		t.Errorf("prefix caching should cut TTFT of 2048-token shared prefixes: %.1f vs %.1f ms", on, off)
+	}
+}
+
+func TestSGLangPrefillFirst(t *testing.T) {
+	// engine.SGLang (no mixed chunk) pauses decoding while it prefills new
+	// requests; vLLM mixes them. With a stream of long prompts arriving,
+	// SGLang's decode gaps (p99 ITL) are the larger.
+	reqs := fixedReqs(60, 3000, 200)
+	sched := make([]time.Duration, len(reqs))
+	for i := range sched {
+		sched[i] = time.Duration(i) * 150 * time.Millisecond
+	}
+	itl := func(args ...string) measure.Summary {
+		recs, err := RunVirtualSchedule(mustParse(t, args...), reqs, sched, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return measure.Summarize(recs, measure.SummaryOptions{Bootstrap: 1})
+	}
+	v := itl("llama-3.1-8b", "--max-model-len", "4096", "--max-num-batched-tokens", "2048")
+	s := itl("--model-path", "llama-3.1-8b", "--context-length", "4096", "--chunked-prefill-size", "2048")
+	t.Logf("p99 ITL: vLLM %.1f ms, engine.SGLang %.1f ms; median TTFT vLLM %.1f, engine.SGLang %.1f", v.ITL.P99, s.ITL.P99, v.TTFT.Median, s.TTFT.Median)
+	if s.Completed != 60 || v.Completed != 60 {
+		t.Fatalf("completed %d / %d", s.Completed, v.Completed)
+	}
+	if s.ITL.P99 <= v.ITL.P99 {
+		t.Errorf("SGLang's prefill batches should stall decodes longer than vLLM's mixed batches")
+	}
+	if s.TTFT.Median >= v.TTFT.Median {
+		t.Errorf("engine.SGLang prefill-first should not have the larger TTFT")
+	}
+}
+
+func TestDataParallelSplitsLoad(t *testing.T) {
+	one := run(t, []string{"llama-3.1-8b", "--max-model-len", "4096"}, 400, 512, 128, 0)
+	two := run(t, []string{"llama-3.1-8b", "--max-model-len", "4096", "-dp", "2"}, 400, 512, 128, 0)
+	t.Logf("DP1 %.0f tok/s, DP2 %.0f tok/s", one.OutputThroughput, two.OutputThroughput)
+	if two.OutputThroughput < 1.5*one.OutputThroughput {
+		t.Errorf("two replicas should nearly double throughput: %.0f vs %.0f", two.OutputThroughput, one.OutputThroughput)
+	}
+}
+
+// TestPrefixQueriesCountedOnce: a request that waits at the head of the
+// queue for KV blocks is looked up in the prefix cache on every step, but
+// its tokens count once among the queries (as its hits do), so the
+// /metrics hit rate is not diluted by waiting.
+func TestPrefixQueriesCountedOnce(t *testing.T) {
+	cfg, est := smallKV(t)
+	c := newCore(cfg, est)
+	// The first request takes most of the cache; the second cannot be
+	// admitted until it finishes.
+	bigPrompt := (est.KVBlocks - 4) * cfg.BlockSize
+	c.add(&seq{id: 0, prompt: bigPrompt - 64, maxOut: 64, prefixID: -1})
+	c.add(&seq{id: 1, prompt: 1000, maxOut: 4, prefixID: -1})
+	done, steps := 0, 0
+	for ; done < 2 && steps < 1e5; steps++ {
+		if b, _ := c.schedule(); b.tokens == 0 {
+			t.Fatal("stalled")
+		}
+		c.commit(0, func(_ *seq, last bool) {
+			if last {
+				done++
+			}
+		})
+	}
+	if want := int64(bigPrompt - 64 + 1000); c.prefixQueries != want {
+		t.Errorf("prefix cache queries %d tokens, want %d (each prompt once) after %d steps", c.prefixQueries, want, steps)
+	}
+}
+
+// TestQueueTimeEndsWhenScheduled: a request's queue time runs from its
+// arrival to the start of the step that first schedules it (vLLM's
+// request_queue_time), not to that step's end; the step itself is prefill.
+func TestQueueTimeEndsWhenScheduled(t *testing.T) {
+	cfg, est := smallKV(t)
+	c := newCore(cfg, est)
+	s := &seq{id: 0, prompt: 1000, maxOut: 4, prefixID: -1, arrival: 0.5}
+	c.add(s)
+	now := 1.0 // the engine was busy until 1.0
+	b, secs := c.schedule()
+	if b.tokens == 0 || secs <= 0 {
+		t.Fatalf("nothing scheduled: %+v %v", b, secs)
+	}
+	now += secs
+	c.commit(now, func(*seq, bool) {})
+	if d := s.queuedFor - 0.5; d > 1e-9 || d < -1e-9 {
+		t.Errorf("queued for %.4f s, want 0.5 (arrival 0.5 to step start 1.0; the step took %.4f s)", s.queuedFor, secs)
+	}
+}
+
+// TestKVUsageExcludesCachedFreePrefixes: once every request has finished,
+// the prefix blocks left in the cache are reusable, not in use: the KV usage
+// the engine reports drops to zero (vLLM counts them in its free queue),
+// while the blocks themselves stay cached for the next request.
+func TestKVUsageExcludesCachedFreePrefixes(t *testing.T) {
+	cfg, est := smallKV(t)
+	c := newCore(cfg, est)
+	for i := range 4 {
+		c.add(&seq{id: i, prompt: 2048 + 64, maxOut: 8, prefixID: i, prefixTokens: 2048})
+	}
+	peak := 0.0
+	for done, steps := 0, 0; done < 4; steps++ {
+		if steps > 1e5 {
+			t.Fatal("stalled")
+		}
+		if b, _ := c.schedule(); b.tokens == 0 {
+			t.Fatal("stalled")
+		}
+		c.commit(0, func(_ *seq, last bool) {
+			if last {
+				done++
+			}
+		})
+		peak = max(peak, c.kvUsage())
+	}
+	if c.usedBlocks == 0 || c.evictable != c.usedBlocks {
+		t.Fatalf("want only cached, unreferenced prefix blocks left: used %d, evictable %d", c.usedBlocks, c.evictable)
+	}
+	if u := c.kvUsage(); u != 0 {
+		t.Errorf("KV usage %.4f with no request running (%d cached-but-free prefix blocks counted as used)", u, c.evictable)
+	}
+	if peak <= 0 {
+		t.Errorf("KV usage never rose while 4 requests of 2112 tokens ran")
+	}
+}
+
+// checkBlocks verifies the core's block accounting: every used block is
+// owned by a running sequence or held by one cache entry, the evictable
+// count is the blocks of the entries nothing references, and each entry's
+// references are the sequences borrowing it.
+func checkBlocks(t *testing.T, c *core, step int) {
+	t.Helper()
+	used, evictable := 0, 0
+	refs := map[*prefixEntry]int{}
+	for _, s := range c.running {
+		used += s.blocks
+		if s.prefix != nil {
+			refs[s.prefix]++
+			if s.shared > s.prefix.blocks {
+				t.Fatalf("step %d: a sequence borrows %d blocks of an entry of %d", step, s.shared, s.prefix.blocks)
+			}
+		}
+		if s.own != nil {
+			t.Fatalf("step %d: a running sequence still has cached own blocks", step)
+		}
+	}
+	for e := range c.entries {
+		used += e.blocks
+		if e.refs == 0 {
+			evictable += e.blocks
+		}
+		if e.refs != refs[e] {
+			t.Fatalf("step %d: entry has %d refs, %d sequences borrow it", step, e.refs, refs[e])
+		}
+		if e.owner != nil && e.owner.own != e {
+			t.Fatalf("step %d: own entry not held by its owner", step)
+		}
+	}
+	if used != c.usedBlocks || evictable != c.evictable || c.usedBlocks > c.totalBlocks {
+		t.Fatalf("step %d: used %d (counted %d), evictable %d (counted %d), total %d", step, c.usedBlocks, used, c.evictable, evictable, c.totalBlocks)
+	}
+}
+
+// TestBlockAccounting drives the scheduler through prefix sharing, partial
+// hits, preemption with cached own blocks and eviction under pressure, and
+// checks the block accounting after every step, for both engines.
+func TestBlockAccounting(t *testing.T) {
+	for _, eng := range []string{"vllm", "sglang"} {
+		cfg, est := smallKV(t)
+		if eng == "sglang" {
+			cfg = mustParse(t, "--model-path", "llama-3.1-8b", "--gpu", "L4", "--mem-fraction-static", "0.85",
+				"--context-length", "4096", "--max-running-requests", "256")
+			var err error
+			if est, err = Estimate(cfg); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c := newCore(cfg, est)
+		n := 0
+		add := func(k int) {
+			for range k {
+				prompt := 300 + (n*37)%900
+				c.add(&seq{id: n, prompt: prompt, maxOut: 200 + (n*53)%600, prefixID: n % 3, prefixTokens: []int{256, 512, 100}[n%3]})
+				n++
+			}
+		}
+		add(40)
+		done := 0
+		for step := 0; done < n && step < 1e6; step++ {
+			if step%50 == 0 && n < 200 {
+				add(20)
+			}
+			if b, _ := c.schedule(); b.tokens == 0 {
+				t.Fatalf("%s: stalled at step %d", eng, step)
+			}
+			c.commit(float64(step), func(_ *seq, last bool) {
+				if last {
+					done++
+				}
+			})
+			checkBlocks(t, c, step)
+		}
+		if done != n {
+			t.Fatalf("%s: %d of %d finished", eng, done, n)
+		}
+		if eng == "vllm" && c.preemptions == 0 {
+			t.Errorf("%s: no preemption: the test does not exercise cached own blocks", eng)
+		}
+		t.Logf("%s: %d requests, %d preemptions, prefix hits %d of %d prompt tokens", eng, n, c.preemptions, c.prefixHits, c.prefixQueries)
+	}
+}

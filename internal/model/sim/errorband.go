@@ -1,0 +1,188 @@
+package sim
+
+import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// Regime is the load a prediction sits in, named as the fidelity suite
+// (internal/model/sim/testdata/fidelity/runs.json, docs/fidelity.md) names its runs'.
+type Regime string
+
+// The load regimes of the fidelity suite.
+const (
+	RegimeLight      Regime = "light"      // a few requests in flight
+	RegimeModerate   Regime = "moderate"   // Poisson load, batches of tens
+	RegimeSaturation Regime = "saturation" // batches of hundreds, queues forming
+	RegimeOffline    Regime = "offline"    // every request at once
+)
+
+// LightLoad and ModerateLoad are the most requests in flight (by Little's
+// law) of a light and of a moderate load: the suite's light runs hold 1-8,
+// its moderate ones 15-50.
+const (
+	LightLoad    = 8
+	ModerateLoad = 64
+)
+
+// RegimeOf is the load regime of a Poisson load with inflight requests in
+// flight on average.
+func RegimeOf(inflight float64) Regime {
+	switch {
+	case inflight <= LightLoad:
+		return RegimeLight
+	case inflight <= ModerateLoad:
+		return RegimeModerate
+	default:
+		return RegimeSaturation
+	}
+}
+
+// LongContext is the fewest prompt and output tokens a request holds for
+// its prediction to count in the suite's long-context regime.
+const LongContext = 2048
+
+// Situation is what a prediction's error depends on: its load regime,
+// the structure of the configuration, and the metrics its verdict rests
+// on (the suite's names: ttft, itl, e2e, throughput).
+type Situation struct {
+	Regime      Regime
+	TP          int
+	MoE         bool
+	LongContext bool // requests of LongContext tokens or more
+	Metrics     []string
+}
+
+// Regimes are the fidelity suite's regimes s sits in: its load regime,
+// then the structural ones it adds (tp>1, moe, long-context).
+func (s Situation) Regimes() []string {
+	regimes := []string{string(s.Regime)}
+	if s.TP > 1 {
+		regimes = append(regimes, "tp>1")
+	}
+	if s.MoE {
+		regimes = append(regimes, "moe")
+	}
+	if s.LongContext {
+		regimes = append(regimes, "long-context")
+	}
+	return regimes
+}
+
+// suiteStat is one regime and metric of the suite's recorded errors.
+type suiteStat struct {
+	N      int     `json:"n"`
+	Median float64 `json:"median_abs"`
+	P90    float64 `json:"p90_abs"`
+}
+
+//go:embed testdata/fidelity/medians.json
+var suiteMedians []byte
+
+// suite is the fidelity suite's recorded errors by regime and metric
+// (medians.json, which make fidelity checks and records).
+var suite = func() map[string]map[string]suiteStat {
+	var f struct {
+		Regimes map[string]map[string]suiteStat `json:"regimes"`
+	}
+	if err := json.Unmarshal(suiteMedians, &f); err != nil {
+		panic("sim: testdata/fidelity/medians.json: " + err.Error())
+	}
+	return f.Regimes
+}()
+
+// MetricOfLimit maps an SLO metric (ttft_p99_ms, tpot_p50, e2el_mean_ms...)
+// to the suite's metric, "" when it has none.
+func MetricOfLimit(name string) string {
+	switch {
+	case strings.HasPrefix(name, "ttft"):
+		return "ttft"
+	case strings.HasPrefix(name, "tpot"), strings.HasPrefix(name, "itl"):
+		return "itl"
+	case strings.HasPrefix(name, "e2e"):
+		return "e2e"
+	}
+	return ""
+}
+
+// ErrorBand is the simulator's expected relative error (0.1 = ±10%) of a
+// prediction in situation s with stock constants, from the fidelity
+// suite's measured error: for each metric the verdict rests on, the p90
+// absolute error of the suite's runs in s's load regime (of the whole
+// suite where that regime has no run of the metric), and in the tp>1, moe
+// and long-context regimes where s is one; the widest of these. basis
+// says which figure set it.
+func ErrorBand(s Situation) (band float64, basis string) {
+	regimes := s.Regimes()
+	metrics := s.Metrics
+	if len(metrics) == 0 {
+		metrics = []string{"throughput"}
+	}
+	for _, m := range metrics {
+		for _, g := range regimes {
+			st, ok := suite[g][m]
+			where := g
+			if !ok {
+				if g != string(s.Regime) {
+					continue // a structural regime without the metric adds nothing
+				}
+				if st, ok = suite["all"][m]; !ok {
+					continue
+				}
+				where = "all runs (none " + g + ")"
+			}
+			if st.P90 > band {
+				band = st.P90
+				basis = fmt.Sprintf("fidelity suite: p90 %s error %.0f%% over %d %s runs (docs/fidelity.md)", m, 100*st.P90, st.N, where)
+			}
+		}
+	}
+	if basis == "" {
+		// The suite measures none of the metrics: its widest p90.
+		for m, st := range suite["all"] {
+			if st.P90 > band {
+				band = st.P90
+				basis = fmt.Sprintf("fidelity suite: p90 %s error %.0f%% over %d runs, the widest (docs/fidelity.md)", m, 100*st.P90, st.N)
+			}
+		}
+	}
+	return band, basis
+}
+
+// CalibratedBand is the error band of a prediction made with profile p:
+// the largest error left after p's fit on any metric the verdict rests on
+// (the profile's ttft_*, tpot_*/itl_*, e2el_* errors for s.Metrics), at
+// least 5% (the fit is in-sample: other configurations than the measured
+// ones carry more). A metric of the verdict that the fit did not measure
+// takes the stock band's figure for it. Throughput is not such a metric:
+// the fit's load points are throughputs, and their latencies are what it
+// fits.
+func CalibratedBand(p Profile, s Situation) (band float64, basis string) {
+	band, basis = 0.05, "calibrated: at least 5%"
+	for _, m := range s.Metrics {
+		if m == "throughput" {
+			continue
+		}
+		fitted := false
+		for _, e := range p.Errors {
+			if MetricOfLimit(e.Metric) != m {
+				continue
+			}
+			fitted = true
+			if e.MaxAfter > band {
+				band = e.MaxAfter
+				basis = fmt.Sprintf("calibrated: the largest %s error left by the profile's fit (%s)", e.Metric, p.What())
+			}
+		}
+		if !fitted {
+			one := s
+			one.Metrics = []string{m}
+			if b, why := ErrorBand(one); b > band {
+				band, basis = b, "calibrated, but its fit measured no "+m+": "+why
+			}
+		}
+	}
+	return band, basis
+}

@@ -1,0 +1,165 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/servetune/servetune/internal/serving/engine"
+)
+
+// ErrOOM is wrapped by every StartupError: the config does not fit in memory.
+var ErrOOM = errors.New("does not fit in GPU memory")
+
+// StartupError is a start-up failure. Error returns the engine's own message
+// (what the real engine would print last), so it can be logged as is.
+type StartupError struct {
+	Engine  engine.Engine
+	Message string
+}
+
+func (e *StartupError) Error() string { return e.Message }
+
+// Unwrap makes errors.Is(err, ErrOOM) true.
+func (e *StartupError) Unwrap() error { return ErrOOM }
+
+// MemoryEstimate is the per-GPU memory breakdown the engine computes at
+// start-up. Sizes are GiB; it is also the JSON of `sim estimate`.
+type MemoryEstimate struct {
+	Engine       engine.Engine `json:"engine"`
+	GPU          string        `json:"gpu"`
+	TotalGiB     float64       `json:"total_gib"`     // memory the engine sees
+	RequestedGiB float64       `json:"requested_gib"` // vLLM: total*utilisation; SGLang: total*mem_fraction_static
+	WeightsGiB   float64       `json:"weights_gib"`
+	// ActivationGiB is vLLM's profiled peak of a dummy forward and sampler
+	// pass; for SGLang the estimate of what the reserve must hold.
+	ActivationGiB  float64 `json:"activation_gib"`
+	NonTorchGiB    float64 `json:"non_torch_gib"`
+	CUDAGraphGiB   float64 `json:"cuda_graph_gib"`
+	KVCacheGiB     float64 `json:"kv_cache_gib"`
+	KVCacheTokens  int     `json:"kv_cache_tokens"`
+	KVBlocks       int     `json:"kv_blocks"`
+	BlockSize      int     `json:"block_size"`
+	KVBytesPerTok  float64 `json:"kv_bytes_per_token"` // per GPU
+	MaxModelLen    int     `json:"max_model_len"`
+	MaxNumSeqs     int     `json:"max_num_seqs"`
+	MaxConcurrency float64 `json:"max_concurrency"` // requests of max_model_len tokens that fit at once
+}
+
+// Estimate computes the start-up memory accounting of cfg on one GPU of its
+// TP group. When the config does not fit, the error is a *StartupError with
+// the engine's own message (errors.Is(err, ErrOOM)); the estimate returned
+// with it still has every term filled in, for reports.
+func Estimate(cfg Config) (MemoryEstimate, error) {
+	if err := cfg.Normalize(); err != nil {
+		return MemoryEstimate{}, err
+	}
+	m := cfg.Model
+	shard := float64(cfg.TP * cfg.PP)
+	total := cfg.GPU.MemoryGiB * GiB
+
+	// Weights: quantized linear layers, 16-bit embeddings and LM head, all
+	// sharded over TP (vocab-parallel embeddings) and PP (layers).
+	weights := cfg.weightsBytes() / shard
+
+	kvPerTok := 2 * float64(m.Layers) / float64(cfg.PP) * float64(cfg.kvHeadsPerGPU()) * float64(m.HeadDim) * cfg.kvBytesPerElem()
+
+	est := MemoryEstimate{
+		Engine: cfg.Engine, GPU: cfg.GPU.ID, TotalGiB: cfg.GPU.MemoryGiB,
+		WeightsGiB: weights / GiB, BlockSize: cfg.BlockSize, KVBytesPerTok: kvPerTok,
+		MaxModelLen: cfg.MaxModelLen,
+	}
+	scale := cfg.Constants.MemoryOverhead // the reservations' scale (constants.go)
+	if !cfg.EnforceEager {
+		est.CUDAGraphGiB = scale * cudaGraphBytesPerLayer * float64(m.Layers) / float64(cfg.PP) / GiB
+	}
+	if weights > total {
+		return est, &StartupError{Engine: cfg.Engine, Message: fmt.Sprintf(
+			"torch.OutOfMemoryError: %s Tried to allocate %.2f GiB. GPU 0 has a total capacity of %.2f GiB of which %.2f GiB is free.",
+			engine.MsgCUDAOOM, weights/GiB, total/GiB, math.Max(0, total-weights)/GiB)}
+	}
+
+	var kv float64
+	switch cfg.Engine {
+	case engine.VLLM:
+		requested := total * cfg.MemFraction
+		act := scale * activationPeak(cfg)
+		nonTorch := scale * vllmNonTorchTP1
+		if cfg.TP*cfg.PP > 1 {
+			nonTorch = scale * vllmNonTorchTPN
+		}
+		kv = requested - weights - act - nonTorch
+		est.RequestedGiB, est.ActivationGiB, est.NonTorchGiB = requested/GiB, act/GiB, nonTorch/GiB
+		est.MaxNumSeqs = cfg.MaxNumSeqs
+	case engine.SGLang:
+		requested := total * cfg.MemFraction
+		ctxBytes := scale * sglangContextBytes
+		est.RequestedGiB, est.NonTorchGiB = requested/GiB, ctxBytes/GiB
+		// max_total_tokens = (free after weights - total*(1-frac)) / bytes per token.
+		kv = (total - ctxBytes - weights) - total*(1-cfg.MemFraction)
+		est.ActivationGiB = scale * activationPeak(cfg) / GiB
+	}
+	if kv <= 0 {
+		est.KVCacheGiB = kv / GiB
+		msg := engine.MsgNoCacheBlocks
+		if cfg.Engine == engine.SGLang {
+			msg = engine.MsgSGLangNotEnough
+		}
+		return est, &StartupError{Engine: cfg.Engine, Message: msg}
+	}
+	blockBytes := kvPerTok * float64(cfg.BlockSize)
+	est.KVBlocks = int(kv / blockBytes)
+	est.KVCacheTokens = est.KVBlocks * cfg.BlockSize
+	est.KVCacheGiB = float64(est.KVBlocks) * blockBytes / GiB
+	est.MaxConcurrency = float64(est.KVCacheTokens) / float64(cfg.MaxModelLen)
+
+	switch cfg.Engine {
+	case engine.VLLM:
+		need := kvPerTok * float64(cfg.MaxModelLen)
+		if need > kv {
+			estLen := int(kv/kvPerTok) / cfg.BlockSize * cfg.BlockSize
+			return est, &StartupError{Engine: cfg.Engine, Message: fmt.Sprintf(
+				"To serve at least one request with the models's max seq len (%d), (%.2f GiB %s (%.2f GiB). Based on the available memory, the estimated maximum model length is %d. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",
+				cfg.MaxModelLen, need/GiB, engine.MsgKVTooSmall, kv/GiB, estLen)}
+		}
+		// CUDA graphs are captured in the 1 - utilisation headroom.
+		if headroom := total * (1 - cfg.MemFraction); est.CUDAGraphGiB*GiB > headroom {
+			return est, &StartupError{Engine: cfg.Engine, Message: fmt.Sprintf(
+				"torch.OutOfMemoryError: %s Tried to allocate %.2f GiB during CUDA graph capture. GPU 0 has a total capacity of %.2f GiB of which %.2f GiB is free.",
+				engine.MsgCUDAOOM, est.CUDAGraphGiB, total/GiB, headroom/GiB)}
+		}
+	case engine.SGLang:
+		// SGLang: max_running_requests defaults from the pool size.
+		if cfg.MaxNumSeqs == 0 {
+			est.MaxNumSeqs = min(sglangMaxRunningCap, max(2048, est.KVCacheTokens/cfg.MaxModelLen*512))
+		} else {
+			est.MaxNumSeqs = cfg.MaxNumSeqs
+		}
+		// The reserve must hold activations and CUDA graphs.
+		if reserve := total * (1 - cfg.MemFraction); (est.ActivationGiB+est.CUDAGraphGiB)*GiB > reserve {
+			return est, &StartupError{Engine: cfg.Engine, Message: fmt.Sprintf(
+				"torch.OutOfMemoryError: %s Tried to allocate %.2f GiB during CUDA graph capture. GPU 0 has a total capacity of %.2f GiB of which %.2f GiB is free.",
+				engine.MsgCUDAOOM, est.ActivationGiB+est.CUDAGraphGiB, total/GiB, reserve/GiB)}
+		}
+	}
+	return est, nil
+}
+
+// activationPeak is vLLM's profiled peak of the dummy run: the forward pass
+// over max_num_batched_tokens tokens (gate_up output plus a few hidden-size
+// buffers) and the sampler over max_num_seqs rows of fp32 logits.
+func activationPeak(cfg Config) float64 {
+	m := cfg.Model
+	tokens := float64(cfg.MaxBatchedTokens)
+	seqs := float64(cfg.MaxNumSeqs)
+	if seqs == 0 { // SGLang default: the cuda-graph batch is what it samples at once
+		seqs = float64(cfg.CUDAGraphMaxBS)
+	}
+	inter := float64(m.Intermediate)
+	if m.MoE() {
+		inter *= float64(m.ExpertsPerTok)
+	}
+	forward := tokens * (2*inter/float64(cfg.TP) + activationHiddenCopies*float64(m.Hidden)) * bytesBF16
+	sampler := samplerLogitCopies * seqs * float64(m.Vocab) * 4
+	return forward + sampler
+}

@@ -1,0 +1,119 @@
+package sim
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/servetune/servetune/internal/serving/engine"
+)
+
+func mustParse(t testing.TB, args ...string) Config {
+	t.Helper()
+	cfg, err := ParseArgs(args, nil)
+	if err != nil {
+		t.Fatalf("ParseArgs(%q): %v", args, err)
+	}
+	return cfg
+}
+
+// TestMemoryMatchesVLLM checks the memory model against the llm-d-benchmark
+// measurements of docs/reference.md (Engines).
+func TestMemoryMatchesVLLM(t *testing.T) {
+	tests := []struct {
+		name       string
+		args       []string
+		weights    float64
+		kv         float64
+		tol        float64 // relative tolerance on KV
+		wantErrMsg string
+	}{
+		{"llama-8b bf16 tp1", []string{"meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "16000"}, 14.99, 51.38, 0.05, ""},
+		{"llama-70b fp8 tp2", []string{"meta-llama/Llama-3.3-70B-Instruct", "--quantization", "fp8", "-tp", "2", "--max-model-len", "16000"}, 33.88, 32.0, 0.08, ""},
+		{"llama-70b fp8 id tp2", []string{"--model", "meta-llama/Llama-3.3-70B-Instruct-FP8", "--tensor-parallel-size=2", "--max-model-len", "16000"}, 33.88, 32.0, 0.08, ""},
+		{"qwen3-32b bf16 tp1", []string{"Qwen/Qwen3-32B", "--max-model-len", "16000"}, 61.03, 4.45, 0.08, ""},
+		{"llama-70b fp8 tp1", []string{"meta-llama/Llama-3.3-70B-Instruct", "--quantization", "fp8", "--max-model-len", "16000"}, 67.72, 0, 0, "No available memory for the cache blocks"},
+		{"qwen3-32b at 32000", []string{"Qwen/Qwen3-32B", "--max-model-len", "32000"}, 61.03, 0, 0, "KV cache is needed, which is larger than the available KV cache memory"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := mustParse(t, append(tt.args, "--gpu", "H100-SXM")...)
+			est, err := Estimate(cfg)
+			t.Logf("weights %.2f act %.2f non-torch %.2f kv %.2f GiB (%d tokens), max concurrency %.2f",
+				est.WeightsGiB, est.ActivationGiB, est.NonTorchGiB, est.KVCacheGiB, est.KVCacheTokens, est.MaxConcurrency)
+			if math.Abs(est.WeightsGiB-tt.weights)/tt.weights > 0.01 {
+				t.Errorf("weights = %.2f GiB, want %.2f", est.WeightsGiB, tt.weights)
+			}
+			if tt.wantErrMsg != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErrMsg) || !errors.Is(err, ErrOOM) || !isOOM(err.Error()) {
+					t.Fatalf("err = %v, want OOM with %q", err, tt.wantErrMsg)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if math.Abs(est.KVCacheGiB-tt.kv)/tt.kv > tt.tol {
+				t.Errorf("KV = %.2f GiB, want %.2f within %.0f%%", est.KVCacheGiB, tt.kv, tt.tol*100)
+			}
+		})
+	}
+}
+
+func TestMemoryTradeOffs(t *testing.T) {
+	kv := func(args ...string) MemoryEstimate {
+		est, err := Estimate(mustParse(t, append([]string{"llama-3.1-8b", "--max-model-len", "8192"}, args...)...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return est
+	}
+	base := kv()
+	tests := []struct {
+		name string
+		est  MemoryEstimate
+		more bool // more KV tokens than base
+	}{
+		{"fp8 kv doubles tokens", kv("--kv-cache-dtype", "fp8"), true},
+		{"lower utilisation", kv("--gpu-memory-utilization", "0.7"), false},
+		{"more seqs costs sampler memory", kv("--max-num-seqs", "2048", "--max-num-batched-tokens", "8192"), false},
+		{"tp2 splits weights and kv heads", kv("-tp", "2"), true},
+		{"fp8 weights", kv("--quantization", "fp8"), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.est.KVCacheTokens > base.KVCacheTokens; got != tt.more {
+				t.Errorf("KV tokens %d vs base %d", tt.est.KVCacheTokens, base.KVCacheTokens)
+			}
+		})
+	}
+	if r := float64(tests[0].est.KVCacheTokens) / float64(base.KVCacheTokens); math.Abs(r-2) > 0.01 {
+		t.Errorf("fp8 KV ratio = %.3f, want 2", r)
+	}
+}
+
+func TestSGLangMemory(t *testing.T) {
+	cfg := mustParse(t, "--model-path", "llama-3.1-8b", "--mem-fraction-static", "0.88", "--context-length", "16000")
+	if cfg.Engine != engine.SGLang {
+		t.Fatalf("engine = %s", cfg.Engine)
+	}
+	est, err := Estimate(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// (79.18 - 0.3 - 14.96) - 79.18*0.12 = 54.42 GiB, page size 1.
+	if math.Abs(est.KVCacheGiB-54.42) > 0.1 || est.BlockSize != 1 {
+		t.Errorf("engine.SGLang KV = %.2f GiB (block %d), want 54.42", est.KVCacheGiB, est.BlockSize)
+	}
+	_, err = Estimate(mustParse(t, "--model-path", "llama-3.1-8b", "--mem-fraction-static", "0.15"))
+	if err == nil || !strings.Contains(err.Error(), engine.MsgSGLangNotEnough) {
+		t.Errorf("err = %v, want %q", err, engine.MsgSGLangNotEnough)
+	}
+}
+
+// isOOM is whether the one classifier reads msg as out of memory.
+func isOOM(msg string) bool {
+	_, ok := engine.OOMLine(msg)
+	return ok
+}

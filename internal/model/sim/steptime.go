@@ -1,0 +1,288 @@
+package sim
+
+import (
+	"math"
+	"time"
+
+	"github.com/servetune/servetune/internal/serving/engine"
+)
+
+// batchShape is what one engine step computes, in aggregate: enough for the
+// step-time model to be O(1) per step whatever the batch size.
+type batchShape struct {
+	tokens        int     // tokens through the GEMMs (prefill chunk tokens + one per decode)
+	seqs          int     // sequences scheduled
+	sampled       int     // sequences that produce logits this step
+	decodeCtx     float64 // sum over decode sequences of the context attended
+	prefillTokens int
+	prefillPairs  float64 // sum over prefill chunks of n*(c0 + (n+1)/2): causal query-key pairs
+	prefillKV     float64 // sum over prefill chunks of c0+n: KV tokens read
+}
+
+// gemm is one linear layer on one GPU.
+type gemm struct {
+	weights float64 // elements per GPU
+	in, out float64 // activation widths per GPU
+}
+
+// stepModel holds the per-GPU figures of one config so that a step's time is
+// a handful of multiply-adds.
+type stepModel struct {
+	layers        float64
+	gemms         []gemm
+	wBytes        float64 // bytes per linear weight element
+	gemmRate      float64 // achievable FLOP/s of the linear layers
+	bf16Rate      float64 // achievable BF16 FLOP/s (LM head)
+	attnRate      float64 // achievable FLOP/s of attention
+	bw            float64 // achievable HBM bytes/s
+	qPerGPU       float64
+	kvPerGPU      float64
+	headDim       float64
+	kvElem        float64
+	hidden        float64
+	moe           bool
+	experts, topK float64
+	expertW       float64 // elements of one expert's MLP per GPU
+	lmHeadW       float64 // elements per GPU
+	actBytes      float64 // bytes per token per layer of the memory-bound kernels between the GEMMs
+	vocab         float64
+	tp            int
+	arLatency     float64 // seconds
+	arBandwidth   float64 // bytes/s
+	pp            int
+	eager         bool
+	graphMaxBS    int
+	cpuBase       float64 // seconds
+	perSeq        float64 // seconds per scheduled sequence
+	async         bool    // the host's step work runs beside the GPU's (vLLM's async scheduling)
+	kernels       float64 // seconds of kernel overhead per step (kernelOverhead x kernels)
+}
+
+func newStepModel(cfg Config) stepModel {
+	m := cfg.Model
+	g := cfg.GPU
+	k := cfg.Constants.WithDefaults(cfg.Engine)
+	tp := float64(cfg.TP)
+	h, d := float64(m.Hidden), float64(m.HeadDim)
+	q, kv := float64(m.Heads)/tp, float64(cfg.kvHeadsPerGPU())
+	s := stepModel{
+		layers:     float64(m.Layers),
+		wBytes:     cfg.weightBytesPerElem(),
+		bf16Rate:   g.BF16TFLOPS * 1e12 * k.BF16GEMMEfficiency,
+		attnRate:   g.BF16TFLOPS * 1e12 * k.AttentionEfficiency,
+		bw:         g.HBMTBps * 1e12 * k.HBMEfficiency,
+		qPerGPU:    q,
+		kvPerGPU:   kv,
+		headDim:    d,
+		kvElem:     cfg.kvBytesPerElem(),
+		hidden:     h,
+		moe:        m.MoE(),
+		experts:    float64(m.Experts),
+		topK:       float64(m.ExpertsPerTok),
+		expertW:    3 * h * float64(m.Intermediate) / tp,
+		lmHeadW:    float64(m.Vocab) * h / tp,
+		vocab:      float64(m.Vocab),
+		tp:         cfg.TP,
+		pp:         cfg.PP,
+		eager:      cfg.EnforceEager,
+		graphMaxBS: cfg.CUDAGraphMaxBS,
+		async:      cfg.Engine == engine.VLLM && !cfg.SyncScheduling,
+	}
+	inter := float64(m.Intermediate) / tp
+	s.gemms = []gemm{
+		{weights: h * d * (q + 2*kv), in: h, out: d * (q + 2*kv)}, // QKV
+		{weights: q * d * h, in: q * d, out: h},                   // O
+	}
+	if !s.moe {
+		s.gemms = append(s.gemms,
+			gemm{weights: 2 * h * inter, in: h, out: 2 * inter}, // gate_up
+			gemm{weights: inter * h, in: inter, out: h},         // down
+		)
+	}
+	// The kernels between the GEMMs (constants.go, "Memory-bound work
+	// between the GEMMs") read and write every token's activations and
+	// hide behind nothing: two fused residual add + RMSNorm (read x and
+	// the residual, write both), rotary embedding of q and k (read and
+	// write), the KV-cache write (read k and v, write them in the cache's
+	// dtype) and SiLU-and-mul (read the gate_up output, write half of it;
+	// once per routed expert for MoE).
+	silu := 3 * inter * bytesBF16
+	if s.moe {
+		silu *= s.topK
+	}
+	s.actBytes = 2*4*h*bytesBF16 + 2*2*(q+kv)*d*bytesBF16 + 2*kv*d*(bytesBF16+s.kvElem) + silu
+	perLayer := float64(denseKernelsPerLayer)
+	if s.moe {
+		perLayer += moeExtraKernels
+	}
+	switch {
+	case cfg.Quantization == "fp8" && g.HasFP8():
+		s.gemmRate = g.FP8TFLOPS * 1e12 * k.FP8GEMMEfficiency
+		// W8A8 with dynamic per-token scales quantizes each dense
+		// linear's input in a kernel of its own: read bf16, write fp8
+		// (the fused MoE kernel quantizes its experts' inputs itself).
+		for _, gm := range s.gemms {
+			s.actBytes += gm.in * (bytesBF16 + bytesFP8)
+			perLayer++
+		}
+	case cfg.Quantization == "awq" || cfg.Quantization == "gptq":
+		s.gemmRate = g.BF16TFLOPS * 1e12 * k.W4A16GEMMEfficiency
+	default: // bf16, or fp8 weight-only on GPUs without FP8 tensor cores
+		s.gemmRate = s.bf16Rate
+	}
+	// The link figures serve the TP all-reduces and the pipeline hops.
+	if cfg.TP > 1 || cfg.PP > 1 {
+		lat := allReduceLatencyNVLink
+		if !g.NVLink() {
+			lat = allReduceLatencyPCIe
+		}
+		s.arLatency = lookupLatency(lat, cfg.TP).Seconds()
+		s.arBandwidth = g.LinkGBps * 1e9 * k.LinkEfficiency
+	}
+	s.cpuBase = k.StepOverheadMs / 1e3
+	s.perSeq = k.PerSeqOverheadUs / 1e6
+	s.kernels = k.KernelOverheadUs / 1e6 * (s.layers*perLayer + stepKernels)
+	return s
+}
+
+// lookupLatency returns the all-reduce latency for tp, taking the next
+// larger measured size when tp itself was not measured.
+func lookupLatency(table map[int]time.Duration, tp int) time.Duration {
+	best, bestTP := time.Duration(0), math.MaxInt
+	largest, largestTP := time.Duration(0), 0
+	for k, v := range table {
+		if k >= tp && k < bestTP {
+			best, bestTP = v, k
+		}
+		if k > largestTP {
+			largest, largestTP = v, k
+		}
+	}
+	if bestTP == math.MaxInt {
+		return largest
+	}
+	return best
+}
+
+// roofline is the time of one operation: compute- or memory-bound.
+func roofline(flops, rate, bytes, bw float64) float64 {
+	return math.Max(flops/rate, bytes/bw)
+}
+
+// allReduce is the ring all-reduce time of n bytes: alpha + 2(t-1)/t * n / beta.
+func (s *stepModel) allReduce(n float64) float64 {
+	if s.tp <= 1 {
+		return 0
+	}
+	t := float64(s.tp)
+	return s.arLatency + 2*(t-1)/t*n/s.arBandwidth
+}
+
+// stepSeconds is the wall time of one engine step (GPU plus the CPU work that
+// does not overlap it), in seconds.
+func (s *stepModel) stepSeconds(b batchShape) float64 {
+	if b.tokens == 0 {
+		return 0
+	}
+	T := float64(b.tokens)
+	layer := s.tokenwise(T)
+	kvTokBytes := 2 * s.kvPerGPU * s.headDim * s.kvElem // one token's K and V in one layer
+	if b.decodeCtx > 0 {
+		flops := 4 * s.headDim * s.qPerGPU * b.decodeCtx
+		layer += roofline(flops, s.attnRate, b.decodeCtx*kvTokBytes, s.bw)
+	}
+	if b.prefillTokens > 0 {
+		flops := 4 * s.headDim * s.qPerGPU * b.prefillPairs
+		bytes := b.prefillKV*kvTokBytes + float64(b.prefillTokens)*2*s.qPerGPU*s.headDim*bytesBF16
+		layer += roofline(flops, s.attnRate, bytes, s.bw)
+	}
+	layer += 2 * s.allReduce(T*s.hidden*bytesBF16)
+	// Without a CUDA graph the CPU launches each layer's kernels; launches
+	// hide behind GPU work longer than themselves.
+	if s.eager || b.tokens > s.graphMaxBS {
+		layer = math.Max(layer, eagerLaunchPerLayer.Seconds())
+	}
+	gpu := s.layers * layer
+	if b.sampled > 0 {
+		n := float64(b.sampled)
+		gpu += roofline(2*n*s.lmHeadW, s.bf16Rate, s.lmHeadW*bytesBF16+n*s.vocab/float64(s.tp)*4, s.bw)
+		if s.tp > 1 { // gather the vocab-parallel logits
+			gpu += s.arLatency + n*s.vocab*4*(float64(s.tp)-1)/float64(s.tp)/s.arBandwidth
+		}
+	}
+	// Pipeline stages run one after another for a given batch; the
+	// activations hop between stages over the link.
+	if s.pp > 1 {
+		gpu += float64(s.pp-1) * (s.arLatency + T*s.hidden*bytesBF16/math.Max(s.arBandwidth, 1e9))
+	}
+	gpu += s.kernels
+	host := s.cpuBase + float64(b.seqs)*s.perSeq
+	if s.async {
+		// vLLM's async scheduler prepares step N+1 while the GPU runs
+		// step N (constants.go, stepOverheadVLLM): the slower of the two
+		// sets the cadence.
+		return math.Max(gpu, host)
+	}
+	return gpu + host
+}
+
+// tokenwise is the time of one layer's work that scales with the tokens
+// of a step alone, in seconds: the linear layers (MoE experts and router
+// included) by roofline, and the memory-bound kernels between them
+// (actBytes), which overlap nothing.
+func (s *stepModel) tokenwise(T float64) float64 {
+	t := T * s.actBytes / s.bw
+	for _, g := range s.gemms {
+		flops := 2 * T * g.weights
+		bytes := g.weights*s.wBytes + T*(g.in+g.out)*bytesBF16
+		t += roofline(flops, s.gemmRate, bytes, s.bw)
+	}
+	if s.moe {
+		// Experts touched by T tokens routed top-k of E: E*(1-(1-k/E)^T).
+		touched := s.experts * (1 - math.Pow(1-s.topK/s.experts, T))
+		flops := 2 * T * s.topK * s.expertW
+		bytes := touched*s.expertW*s.wBytes + T*s.topK*(s.hidden+2*s.expertW/(3*s.hidden))*bytesBF16
+		t += roofline(flops, s.gemmRate, bytes, s.bw)
+		t += roofline(2*T*s.hidden*s.experts, s.bf16Rate, s.hidden*s.experts*bytesBF16, s.bw) // router
+	}
+	return t
+}
+
+// StepTimes are representative step times of a config, for `sim estimate`.
+type StepTimes struct {
+	// Prefill maps a prefill chunk size in tokens (one sequence, empty
+	// cache) to its step time in milliseconds.
+	Prefill map[int]float64 `json:"prefill_ms"`
+	// Decode maps a decode batch size to its step time in milliseconds, at
+	// DecodeContext tokens of context per sequence.
+	Decode        map[int]float64 `json:"decode_ms"`
+	DecodeContext int             `json:"decode_context"`
+}
+
+// EstimateStepTimes returns prefill step times at a few chunk sizes and
+// decode step times at a few batch sizes (context ctx tokens each).
+func EstimateStepTimes(cfg Config, ctx int) (StepTimes, error) {
+	if err := cfg.Normalize(); err != nil {
+		return StepTimes{}, err
+	}
+	s := newStepModel(cfg)
+	out := StepTimes{Prefill: map[int]float64{}, Decode: map[int]float64{}, DecodeContext: ctx}
+	for _, n := range []int{128, 512, 2048, 8192} {
+		out.Prefill[n] = 1e3 * s.stepSeconds(prefillShape(0, n, true))
+	}
+	for _, bs := range []int{1, 8, 32, 128, 256} {
+		out.Decode[bs] = 1e3 * s.stepSeconds(batchShape{tokens: bs, seqs: bs, sampled: bs, decodeCtx: float64(bs * ctx)})
+	}
+	return out, nil
+}
+
+// prefillShape is one prefill chunk of n tokens after c0 cached tokens.
+func prefillShape(c0, n int, sampled bool) batchShape {
+	b := batchShape{tokens: n, seqs: 1, prefillTokens: n}
+	b.prefillPairs = float64(n) * (float64(c0) + float64(n+1)/2)
+	b.prefillKV = float64(c0 + n)
+	if sampled {
+		b.sampled = 1
+	}
+	return b
+}

@@ -1,0 +1,382 @@
+package sim
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/servetune/servetune/internal/load/measure"
+)
+
+// ErrNoRequests is returned by RunVirtual for an empty workload.
+var ErrNoRequests = errors.New("no requests to run")
+
+// Virtual is the simulated engine on a virtual clock: a benchmark transport
+// (bench.Config.Transport) that runs each phase through the engine's core
+// in simulated time, thousands of requests in milliseconds, and records
+// what a client would have measured against the real engine. The engine
+// persists across phases, as a server does across load levels: its prefix
+// cache stays warm and its clock runs on. Not safe for concurrent use.
+type Virtual struct {
+	cfg   Config
+	est   MemoryEstimate
+	cores []*core
+	now   float64 // the virtual clock, seconds since the engine started
+
+	watch  *engineWatch           // the measured phase in progress
+	engine *measure.EngineMetrics // what the engine reported of the last measured phase
+}
+
+// NewVirtual starts a simulated engine. The error is a *StartupError with
+// the engine's own message when cfg does not fit in memory.
+func NewVirtual(cfg Config) (*Virtual, error) {
+	if err := cfg.Normalize(); err != nil {
+		return nil, err
+	}
+	est, err := Estimate(cfg)
+	if err != nil {
+		return nil, err
+	}
+	v := &Virtual{cfg: cfg, est: est, cores: make([]*core, cfg.DP)}
+	for i := range v.cores {
+		v.cores[i] = newCore(cfg, est)
+	}
+	return v, nil
+}
+
+// Estimate is the engine's start-up memory accounting.
+func (v *Virtual) Estimate() MemoryEstimate { return v.est }
+
+// Align leaves prompts as they are: the simulator counts the tokens a
+// request says it has, exactly.
+func (v *Virtual) Align(context.Context, []measure.Request, *rand.Rand) string {
+	return "exact (virtual)"
+}
+
+// EngineMetrics is what the engine reported during the last measured
+// (not warm-up) phase, the figures a scrape of its /metrics gives a real
+// engine's (bench.Run puts them in the level's summary); nil before one.
+func (v *Virtual) EngineMetrics() *measure.EngineMetrics { return v.engine }
+
+// LengthsOnly tells the benchmark that prompt text is never read.
+func (v *Virtual) LengthsOnly() bool { return true }
+
+// Send runs one phase in virtual time and returns its records, offsets
+// counted from the phase's start on the virtual clock, and the real instant
+// it ran at. Requests are sent at their intended offsets (Phase.Next), or
+// when a slot frees under the concurrency cap; one Chunk per emitted stream
+// message (one token per engine step), First/Last at the steps that
+// produced the first and last tokens. Requests that do not fit
+// max_model_len fail with http_4xx as the engine's 400 would. The phase
+// runs until every request it sent has finished; when ctx ends, those
+// unfinished are failed as cancelled at once, as a client's abort would.
+func (v *Virtual) Send(ctx context.Context, p measure.Phase) ([]measure.Record, time.Time) {
+	wall := time.Now()
+	r := virtualRun{v: v, p: p, base: v.now}
+	if !p.Warmup {
+		v.watch = newEngineWatch(v)
+	}
+	r.run(ctx)
+	if v.watch != nil {
+		v.engine, v.watch = v.watch.metrics(v.cores, v.now), nil
+	}
+	if p.Progress != nil && len(r.recs) > 0 {
+		p.Progress(len(r.recs), p.Total())
+	}
+	return r.recs, wall
+}
+
+// virtualRun is one phase on the virtual clock.
+type virtualRun struct {
+	v        *Virtual
+	p        measure.Phase
+	base     float64 // the clock at the phase's start
+	recs     []measure.Record
+	seqs     []*seq
+	rank     []int // the data-parallel rank each request went to
+	busy     []bool
+	ends     []float64
+	inflight int
+	// entering are sent requests still in the server's front end, in
+	// send order (the overhead is one constant, so the first is next to
+	// reach the engine); enterAt[i] is when entering[i] does.
+	entering []*seq
+	enterAt  []float64
+	// The next request to send, drawn from the phase ahead of time.
+	next      measure.Request
+	nextSched time.Duration
+	hasNext   bool
+	sent      int
+}
+
+// offset is a virtual instant as an offset from the phase's start.
+func (r *virtualRun) offset(sec float64) time.Duration {
+	return time.Duration(math.Round((sec - r.base) * 1e9))
+}
+
+// draw takes the next request of the phase, if any.
+func (r *virtualRun) draw() {
+	r.hasNext = false
+	if (r.p.Duration == 0 || r.p.Count > 0) && r.sent >= r.p.Count {
+		return
+	}
+	var sched time.Duration
+	if r.p.Next != nil {
+		sched = r.p.Next()
+	}
+	if r.p.Duration > 0 && sched >= r.p.Duration {
+		return
+	}
+	r.next, r.nextSched, r.hasNext = r.p.Request(r.sent), sched, true
+}
+
+func (r *virtualRun) run(ctx context.Context) {
+	v := r.v
+	r.busy = make([]bool, len(v.cores))
+	r.ends = make([]float64, len(v.cores))
+	r.draw()
+	for n := 0; ; n++ {
+		// A cancelled run stops at once: draining a deep queue in
+		// virtual time took seconds after a signal.
+		if n%64 == 0 && ctx.Err() != nil {
+			r.abortUnfinished(measure.ErrCancelled, "the run was cancelled")
+			return
+		}
+		tArr := math.Inf(1)
+		if r.hasNext && (r.p.MaxConcurrency == 0 || r.inflight < r.p.MaxConcurrency) {
+			tArr = math.Max(r.base+r.nextSched.Seconds(), v.now)
+			if r.p.Duration > 0 && tArr-r.base >= r.p.Duration.Seconds() {
+				r.hasNext = false // the free slot came too late
+				tArr = math.Inf(1)
+			}
+		}
+		tStep, k := math.Inf(1), -1
+		for i := range v.cores {
+			if r.busy[i] && r.ends[i] < tStep {
+				tStep, k = r.ends[i], i
+			}
+		}
+		tEnter := math.Inf(1)
+		if len(r.entering) > 0 {
+			tEnter = r.enterAt[0]
+		}
+		switch {
+		case tEnter <= tArr && tEnter <= tStep && !math.IsInf(tEnter, 1):
+			r.advance(tEnter)
+			s := r.entering[0]
+			r.entering, r.enterAt = r.entering[1:], r.enterAt[1:]
+			r.enter(s)
+		case tArr <= tStep && !math.IsInf(tArr, 1):
+			if ctx.Err() != nil {
+				r.hasNext = false
+				continue
+			}
+			r.advance(tArr)
+			r.arrive()
+			r.sent++
+			r.draw()
+		case k >= 0:
+			r.advance(tStep)
+			v.cores[k].commit(v.now, r.emit)
+			r.start(k)
+		default:
+			r.stalled()
+			if w := v.watch; w != nil {
+				w.sample(v.cores)
+			}
+			return
+		}
+		if w := v.watch; w != nil {
+			w.sample(v.cores)
+		}
+	}
+}
+
+// advance moves the virtual clock to t, integrating the engine's gauges.
+func (r *virtualRun) advance(t float64) {
+	if w := r.v.watch; w != nil {
+		w.advance(t)
+	}
+	r.v.now = t
+}
+
+// arrive sends the drawn request at the current instant.
+func (r *virtualRun) arrive() {
+	v, q := r.v, r.next
+	rec := measure.Record{Index: q.Index, Warmup: r.p.Warmup, Sched: r.nextSched, Send: r.offset(v.now)}
+	prompt := q.PromptTokens
+	if prompt <= 0 {
+		prompt = CountTokens(q.Prompt)
+	}
+	rec.PromptTokens = prompt
+	maxOut := q.MaxTokens
+	if maxOut <= 0 {
+		maxOut = v.cfg.MaxModelLen - prompt
+	}
+	id := len(r.recs)
+	if prompt+maxOut > v.cfg.MaxModelLen || prompt <= 0 || maxOut < 1 {
+		// The messages sim serve answers with (server.go).
+		rec.Status, rec.Error = 400, measure.ErrHTTP4xx
+		switch {
+		case prompt <= 0:
+			rec.ErrorMsg = "The decoder prompt cannot be empty"
+		case maxOut < 1:
+			rec.ErrorMsg = fmt.Sprintf("max_tokens must be at least 1, got %d.", maxOut)
+		default:
+			rec.ErrorMsg = contextLengthMessage(v.cfg.MaxModelLen, prompt, maxOut)
+		}
+		rec.End = rec.Send
+		r.recs = append(r.recs, rec)
+		r.seqs = append(r.seqs, nil)
+		r.rank = append(r.rank, -1)
+		return
+	}
+	rec.Status = 200
+	rec.Chunks = make([]measure.Chunk, 0, maxOut)
+	r.recs = append(r.recs, rec)
+	s := &seq{id: id, prompt: prompt, maxOut: maxOut, prefixID: -1, arrival: v.now}
+	if q.PrefixTokens > 0 && q.PrefixID >= 0 {
+		s.prefixID, s.prefixTokens = q.PrefixID, q.PrefixTokens
+	}
+	r.seqs = append(r.seqs, s)
+	r.rank = append(r.rank, -1)
+	r.inflight++
+	if d := v.cfg.Constants.FrontendOverheadMs / 1e3; d > 0 {
+		r.entering = append(r.entering, s)
+		r.enterAt = append(r.enterAt, v.now+d)
+		return
+	}
+	r.enter(s)
+}
+
+// enter hands s, through the server's front end, to the least loaded
+// engine core.
+func (r *virtualRun) enter(s *seq) {
+	v := r.v
+	s.arrival = v.now
+	best := 0
+	for j := range v.cores {
+		if v.cores[j].load() < v.cores[best].load() {
+			best = j
+		}
+	}
+	r.rank[s.id] = best
+	v.cores[best].add(s)
+	if !r.busy[best] {
+		r.start(best)
+	}
+}
+
+// emit records one sampled token of s.
+func (r *virtualRun) emit(s *seq, last bool) {
+	rec := &r.recs[s.id]
+	at := r.offset(r.v.now)
+	if s.generated == 1 {
+		rec.First = at
+	}
+	rec.Last, rec.End = at, at
+	rec.OutputTokens = s.generated
+	rec.Chunks = append(rec.Chunks, measure.Chunk{At: at, Tokens: 1})
+	if w := r.v.watch; w != nil {
+		w.token(s, r.v.now, last)
+	}
+	if last {
+		r.inflight--
+	}
+}
+
+// errStalled is the message of a request the engine never finished: the
+// model can hold it, yet no step would ever schedule it.
+const errStalled = "the simulated engine stalled with this request unfinished"
+
+// stalled fails the requests still unfinished when nothing is left to run
+// (a scheduler that can make no progress), so that they count and the
+// engine's queues are empty for the next phase.
+func (r *virtualRun) stalled() { r.abortUnfinished(measure.ErrTimeout, errStalled) }
+
+// abortUnfinished fails every unfinished request with class and msg and
+// takes it off the engine.
+func (r *virtualRun) abortUnfinished(class measure.ErrorClass, msg string) {
+	for i, s := range r.seqs {
+		if s == nil || s.done {
+			continue
+		}
+		if k := r.rank[i]; k >= 0 {
+			r.v.cores[k].abort(s)
+		}
+		rec := &r.recs[i]
+		rec.End = r.offset(r.v.now)
+		rec.Fail(class, msg)
+	}
+}
+
+// start plans core k's next step.
+func (r *virtualRun) start(k int) {
+	b, secs := r.v.cores[k].schedule()
+	if b.tokens == 0 {
+		r.busy[k] = false
+		return
+	}
+	r.busy[k], r.ends[k] = true, r.v.now+secs
+}
+
+// RunVirtual runs reqs once each against a fresh simulated engine in
+// virtual time on load's arrival process (seeded with seed: the stream
+// bench.Run uses for arrivals) and returns one record per request, in the
+// order of reqs. The error is a *StartupError when cfg does not fit in
+// memory. It is the simulator's own entry point for tests and tools;
+// benchmarks go through bench.Run with a Virtual transport.
+func RunVirtual(cfg Config, reqs []measure.Request, load measure.Load, seed uint64) ([]measure.Record, error) {
+	sched := load.Schedule(rand.New(rand.NewPCG(seed, 2)), len(reqs))
+	return RunVirtualSchedule(cfg, reqs, sched, load.MaxConcurrency)
+}
+
+// RunVirtualSchedule is RunVirtual with explicit intended send offsets
+// (sched[i] for reqs[i]) and a client concurrency cap (0 = none).
+func RunVirtualSchedule(cfg Config, reqs []measure.Request, sched []time.Duration, maxConcurrency int) ([]measure.Record, error) {
+	if len(reqs) == 0 {
+		return nil, ErrNoRequests
+	}
+	if len(sched) != len(reqs) {
+		return nil, fmt.Errorf("%d send times for %d requests", len(sched), len(reqs))
+	}
+	if maxConcurrency < 0 {
+		return nil, fmt.Errorf("negative concurrency cap %d", maxConcurrency)
+	}
+	v, err := NewVirtual(cfg)
+	if err != nil {
+		return nil, err
+	}
+	order := make([]int, len(reqs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(sched[a], sched[b]) })
+	k := 0
+	recs, _ := v.Send(context.Background(), measure.Phase{
+		Count: len(reqs), MaxConcurrency: maxConcurrency,
+		Next:    func() time.Duration { k++; return sched[order[k-1]] },
+		Request: func(i int) measure.Request { return reqs[order[i]] },
+	})
+	out := make([]measure.Record, len(reqs))
+	for i := range recs {
+		out[order[i]] = recs[i]
+	}
+	for i := range out {
+		if out[i].ErrorMsg == errStalled {
+			return out, fmt.Errorf("simulation stalled with request %d unfinished", i)
+		}
+	}
+	return out, nil
+}
+
+// contextLengthMessage is vLLM's 400 message for a request that does not fit.
+func contextLengthMessage(maxLen, prompt, maxOut int) string {
+	return fmt.Sprintf("This model's maximum context length is %d tokens. However, you requested %d tokens (%d in the messages, %d in the completion). Please reduce the length of the messages or completion.",
+		maxLen, prompt+maxOut, prompt, maxOut)
+}

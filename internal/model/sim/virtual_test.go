@@ -1,0 +1,133 @@
+package sim
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/servetune/servetune/internal/load/measure"
+)
+
+func fixedReqs(n, in, out int) []measure.Request {
+	reqs := make([]measure.Request, n)
+	for i := range reqs {
+		reqs[i] = measure.Request{Index: i, PromptTokens: in, MaxTokens: out, PrefixID: -1}
+	}
+	return reqs
+}
+
+func TestRunVirtualBasics(t *testing.T) {
+	cfg := mustParse(t, "llama-3.1-8b", "--max-model-len", "4096")
+	reqs := fixedReqs(50, 512, 64)
+	sched := make([]time.Duration, len(reqs))
+	recs, err := RunVirtualSchedule(cfg, reqs, sched, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range recs {
+		if r.Error != "" || r.OutputTokens != 64 || len(r.Chunks) != 64 || r.PromptTokens != 512 {
+			t.Fatalf("record %d: %+v", i, r)
+		}
+		if !(r.Send <= r.First && r.First <= r.Last && r.Last <= r.End) {
+			t.Fatalf("record %d: times out of order: %+v", i, r)
+		}
+		if i >= 8 && r.Send == 0 {
+			t.Fatalf("record %d sent at 0 despite the concurrency cap", i)
+		}
+	}
+	// TTFT of the first request: one prefill step of 512 tokens.
+	ttft := recs[0].First - recs[0].Send
+	if ttft < 5*time.Millisecond || ttft > 50*time.Millisecond {
+		t.Errorf("TTFT %v for 512 tokens on H100", ttft)
+	}
+	tpot := (recs[0].Last - recs[0].First) / 63
+	if tpot < 4*time.Millisecond || tpot > 15*time.Millisecond {
+		t.Errorf("TPOT %v for 8B at batch 8", tpot)
+	}
+	t.Logf("TTFT %v TPOT %v", ttft, tpot)
+
+	// Too long for max_model_len: 400.
+	recs, err = RunVirtualSchedule(cfg, fixedReqs(1, 4000, 200), []time.Duration{0}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if recs[0].Error != measure.ErrHTTP4xx || recs[0].Status != 400 {
+		t.Errorf("over-long request: %+v", recs[0])
+	}
+}
+
+func TestRunVirtualDeterministic(t *testing.T) {
+	cfg := mustParse(t, "llama-3.1-8b", "--max-model-len", "4096")
+	reqs := fixedReqs(200, 300, 50)
+	sched := make([]time.Duration, len(reqs))
+	for i := range sched {
+		sched[i] = time.Duration(i) * 7 * time.Millisecond
+	}
+	a, _ := RunVirtualSchedule(cfg, reqs, sched, 0)
+	b, _ := RunVirtualSchedule(cfg, reqs, sched, 0)
+	for i := range a {
+		if a[i].First != b[i].First || a[i].Last != b[i].Last {
+			t.Fatalf("record %d differs between identical runs", i)
+		}
+	}
+}
+
+// TestRunVirtualNoMaxTokensTooLong: without max_tokens the output may use
+// what the context leaves; a prompt that leaves nothing is the engine's 400,
+// as sim serve answers it, never a request run past max_model_len.
+func TestRunVirtualNoMaxTokensTooLong(t *testing.T) {
+	cfg := mustParse(t, "llama-3.1-8b", "--max-model-len", "4096")
+	for _, prompt := range []int{4096, 5000} {
+		recs, err := RunVirtualSchedule(cfg, fixedReqs(1, prompt, 0), []time.Duration{0}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if recs[0].Error != measure.ErrHTTP4xx || recs[0].Status != 400 || recs[0].OutputTokens != 0 {
+			t.Errorf("prompt %d without max_tokens: %+v", prompt, recs[0])
+		}
+	}
+	// Room left: the output fills the context.
+	recs, err := RunVirtualSchedule(cfg, fixedReqs(1, 4000, 0), []time.Duration{0}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if recs[0].Error != "" || recs[0].OutputTokens != 96 {
+		t.Errorf("prompt 4000 without max_tokens: %d tokens, error %q", recs[0].OutputTokens, recs[0].Error)
+	}
+}
+
+// TestVirtualCancelStopsAtOnce: a phase whose context ends fails its
+// unfinished requests as cancelled instead of running them to their end in
+// virtual time (a deep queue took seconds to drain after a signal).
+func TestVirtualCancelStopsAtOnce(t *testing.T) {
+	cfg := mustParse(t, "llama-3.1-8b", "--max-model-len", "4096")
+	v, err := NewVirtual(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	reqs := fixedReqs(2000, 512, 256)
+	recs, _ := v.Send(ctx, measure.Phase{Count: len(reqs),
+		Next: func() time.Duration { return 0 },
+		Request: func(i int) measure.Request {
+			if i == 1000 {
+				cancel() // a signal with 1,000 requests queued
+			}
+			return reqs[i]
+		}})
+	done, cancelled := 0, 0
+	for _, r := range recs {
+		switch r.Error {
+		case measure.ErrNone:
+			done++
+		case measure.ErrCancelled:
+			cancelled++
+		default:
+			t.Fatalf("record %d: %s %s", r.Index, r.Error, r.ErrorMsg)
+		}
+	}
+	if len(recs) > 1001 || cancelled < 900 {
+		t.Errorf("%d requests sent, %d finished, %d cancelled: want the queue failed as cancelled", len(recs), done, cancelled)
+	}
+}

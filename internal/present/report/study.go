@@ -1,0 +1,670 @@
+package report
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"html/template"
+	"math"
+	"sort"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/servetune/servetune/internal/load/measure"
+	"github.com/servetune/servetune/internal/present/diagnose"
+	"github.com/servetune/servetune/internal/serving/engine"
+	"github.com/servetune/servetune/space"
+	"github.com/servetune/servetune/store"
+	"github.com/servetune/servetune/tuner"
+)
+
+// Study is what a study report is made from: the stored study, its spec
+// and trials, and what is known besides.
+type Study struct {
+	Stored store.Study
+	Spec   *tuner.Spec
+	Trials []store.Trial
+	Source string    // where it was read from (the database path), for the reader
+	Tool   string    // the servetune writing the report
+	Now    time.Time // when the report is written
+	// GPU is each trial's GPU telemetry by trial number, for the trials
+	// that have any (NVML on the machine that ran them).
+	GPU map[int]GPUUse
+	// Findings are diagnoses of the measurements with their evidence,
+	// shown right after the recommendation when there are any. Nothing
+	// produces them yet: the diagnosis rules (engine metrics, telemetry)
+	// add theirs here (docs/architecture.md, "Where to add").
+	Findings []Finding
+}
+
+// Finding is one diagnosis: what was seen, the numbers that show it, and
+// what to change.
+type Finding struct {
+	Trial    int    // -1: the whole study
+	Level    string // "" for the whole trial
+	Severity string // "info" or "warn"
+	Title    string
+	Evidence string
+	Advice   string
+}
+
+// GPUUse summarises a trial's GPU samples: means over every sample of
+// every GPU (NaN where no sample had the reading).
+type GPUUse struct {
+	Samples    int
+	PowerW     float64
+	UtilPct    float64
+	MemUsedGiB float64
+	EnergyJ    float64 // the largest energy counter reading of any GPU since the trial's start
+}
+
+// ErrNoStudy is returned by Load for a name the database lacks.
+var ErrNoStudy = errors.New("no such study")
+
+// Load reads study name from db with everything a report shows.
+func Load(ctx context.Context, db *store.Store, name string) (*Study, error) {
+	st, err := db.GetStudy(ctx, name)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("%w: %q", ErrNoStudy, name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	sp, err := tuner.ParseSpec([]byte(st.Spec), name+".yaml (stored)")
+	if err != nil {
+		return nil, fmt.Errorf("stored spec of %s: %w", name, err)
+	}
+	trials, err := db.Trials(ctx, st.ID)
+	if err != nil {
+		return nil, err
+	}
+	s := &Study{Stored: st, Spec: sp, Trials: trials, Now: time.Now(), GPU: map[int]GPUUse{}}
+	s.Findings = append(diagnoseRecommended(sp, trials), clientFindings(trials)...)
+	for _, t := range trials {
+		samples, err := db.GPUSamples(ctx, t.ID)
+		if err != nil {
+			return nil, err
+		}
+		if len(samples) > 0 {
+			s.GPU[t.Number] = summarizeGPU(samples)
+		}
+	}
+	return s, nil
+}
+
+// diagnoseRecommended explains the recommended configuration's levels
+// (package diagnose): what bound each one, with its evidence and the
+// engine's flag to change.
+func diagnoseRecommended(sp *tuner.Spec, trials []store.Trial) []Finding {
+	rec, err := tuner.RecommendStudy(trials, sp, tuner.PreferThroughput)
+	if err != nil {
+		return nil
+	}
+	var out []Finding
+	for _, t := range trials {
+		if t.Number != rec.Best.Trial {
+			continue
+		}
+		for _, f := range diagnose.Levels(sp.Engine, t.Settings, t.LoadPoints) {
+			sev := "info"
+			if f.Severity != diagnose.Info {
+				sev = "warn"
+			}
+			var ev []string
+			for _, e := range f.Evidence {
+				ev = append(ev, e.String())
+			}
+			out = append(out, Finding{Trial: t.Number, Level: f.Level, Severity: sev, Title: f.Summary,
+				Evidence: strings.Join(ev, ", "), Advice: sentence(f.Advice)})
+		}
+	}
+	return out
+}
+
+// clientFindings names every level whose benchmark client fell behind
+// (measure.Client): its figures are partly the client's.
+func clientFindings(trials []store.Trial) []Finding {
+	var out []Finding
+	for _, t := range trials {
+		for _, lp := range t.LoadPoints {
+			c := lp.Summary.Client
+			if c == nil || !c.Suspect {
+				continue
+			}
+			out = append(out, Finding{Trial: t.Number, Level: lp.Label, Severity: "warn", Title: "Suspect level: the benchmark client fell behind",
+				Evidence: fmt.Sprintf("%s (send lateness p50 %.1f ms, p99 %.1f ms; loop lag p99 %.1f ms; client CPU %.2f cores).",
+					sentence(c.Why), c.SendLatenessP50, c.SendLatenessP99, c.LoopLagP99, c.CPU),
+				Advice: "Its latencies and throughput are partly the client's: measure it again on a machine the client has to itself."})
+		}
+	}
+	return out
+}
+
+// sentence starts s with a capital letter and ends it with a full stop.
+func sentence(s string) string {
+	if s == "" {
+		return s
+	}
+	r := []rune(s)
+	r[0] = unicode.ToUpper(r[0])
+	if !strings.HasSuffix(s, ".") {
+		r = append(r, '.')
+	}
+	return string(r)
+}
+
+func summarizeGPU(samples []store.GPUSample) GPUUse {
+	u := GPUUse{Samples: len(samples), EnergyJ: math.NaN()}
+	mean := func(get func(store.GPUSample) float64) float64 {
+		sum, n := 0.0, 0
+		for _, s := range samples {
+			if v := get(s); !math.IsNaN(v) {
+				sum += v
+				n++
+			}
+		}
+		if n == 0 {
+			return math.NaN()
+		}
+		return sum / float64(n)
+	}
+	u.PowerW = mean(func(s store.GPUSample) float64 { return s.PowerW })
+	u.UtilPct = mean(func(s store.GPUSample) float64 { return s.UtilPct })
+	u.MemUsedGiB = mean(func(s store.GPUSample) float64 { return float64(s.MemUsedBytes) / (1 << 30) })
+	for _, s := range samples {
+		if !math.IsNaN(s.EnergyJ) && (math.IsNaN(u.EnergyJ) || s.EnergyJ > u.EnergyJ) {
+			u.EnergyJ = s.EnergyJ
+		}
+	}
+	return u
+}
+
+// view is everything the study templates print, computed once.
+type view struct {
+	Name, Status, Model, Engine string
+	Generated, Tool             string
+	Counts                      string
+	Rec                         *recView
+	NoRec                       string
+	Findings                    []Finding
+	SLO                         string
+
+	Pareto, Cost, TTFT, TPOT, History, Effects charted
+	ParamCharts                                []charted
+	FrontHead                                  []string
+	Front                                      []frontRow
+	EffectRows                                 []effectRow
+	EffectMethod                               string
+	FailClasses                                []failClass
+	Failed                                     []failedTrial
+	ReqFailures                                []reqFailure
+	Interrupted                                []int
+	Running                                    []int
+	Reruns                                     []rerun
+	GPU                                        []gpuRow
+	Facts                                      []fact
+	SpecText                                   string
+	Trials                                     []trialRow
+}
+
+// charted is a chart's SVG (HTML) and its caption.
+type charted struct {
+	SVG     template.HTML
+	Caption string
+}
+
+type recView struct {
+	Trial, Runs       int
+	Level             string
+	Commands          []command
+	Figures           []figure
+	Settings          string
+	Why               string
+	RunnerUp          *runnerUp
+	MeasuredPerMetric string
+}
+
+type command struct{ Label, Line string }
+
+type figure struct{ Name, Value, CI string }
+
+type runnerUp struct {
+	Trial      int
+	Figure, CI string
+	Verdict    string
+	Differs    string // the settings in which it differs from the best
+}
+
+type frontRow struct {
+	Trial    int
+	Level    string
+	Values   []string
+	Settings string
+	Chosen   bool
+	// Same are other trials measured with exactly these figures at this
+	// level (settings that did not matter at this load).
+	Same string
+}
+
+type effectRow struct {
+	Param  string
+	Eta2   string
+	Groups int
+	N      int
+}
+
+type failClass struct {
+	Class  string
+	Count  int
+	Trials string
+}
+
+type failedTrial struct {
+	Trial    int
+	Class    string
+	Settings string
+	Message  string
+	LogTail  string
+	Confirms string
+}
+
+type reqFailure struct {
+	Trial   int
+	Level   string
+	Class   string
+	Count   int
+	Message string
+}
+
+type rerun struct{ Trial, Times int }
+
+type gpuRow struct {
+	Trial                    int
+	Samples                  int
+	Power, Util, Mem, Energy string
+}
+
+type fact struct{ Key, Value string }
+
+type trialRow struct {
+	Number    int
+	Kind      string
+	Status    string
+	Objective string
+	GPUs      string
+	Duration  string
+	Settings  string
+}
+
+// recommendMetrics are the figures the recommendation shows with their
+// intervals.
+var recommendMetrics = []string{"output_throughput_per_gpu", "goodput_per_gpu", "tokens_per_user", "ttft_p99", "tpot_p99", "e2el_p99", "cost_per_mtok"}
+
+// metricTitle is a metric's name for a reader.
+func metricTitle(m string) string {
+	switch m {
+	case "output_throughput_per_gpu":
+		return "output tokens/s per GPU"
+	case "output_throughput":
+		return "output tokens/s"
+	case "goodput_per_gpu":
+		return "goodput per GPU"
+	case "request_goodput":
+		return "goodput"
+	case "tokens_per_user":
+		return "tokens/s per user"
+	case "cost_per_mtok":
+		return "cost per million output tokens"
+	}
+	if metric, stat, ok := strings.Cut(m, "_"); ok {
+		return stat + " " + strings.ToUpper(metric)
+	}
+	return m
+}
+
+func fmtMetric(m string, v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "–"
+	}
+	return tuner.Format(m, v)
+}
+
+// SettingsLine writes settings as k=v in name order.
+func SettingsLine(s space.Settings) string { return s.Line() }
+
+// differs lists the settings of b that differ from a.
+func differs(a, b space.Settings) string {
+	d := space.Settings{}
+	for k, v := range b {
+		if fmt.Sprint(a[k]) != fmt.Sprint(v) {
+			d[k] = v
+		}
+	}
+	if len(d) == 0 {
+		return "the same settings"
+	}
+	return SettingsLine(d)
+}
+
+func (s *Study) build() *view {
+	sp := s.Spec
+	v := &view{Name: s.Stored.Name, Status: s.Stored.Status, Model: sp.Model, Engine: string(sp.Engine),
+		Generated: s.Now.UTC().Format("2006-01-02 15:04 MST"), Tool: s.Tool, SLO: sp.SLO.String(), Findings: s.Findings}
+	v.Counts = s.counts()
+	s.recommendation(v)
+	pts := tuner.StoredPoints(s.Trials, sp.Hardware.PricePerGPUHour)
+	s.frontTable(v, pts)
+	s.charts(v, pts)
+	s.failures(v)
+	s.facts(v)
+	s.trialRows(v)
+	return v
+}
+
+func (s *Study) counts() string {
+	var search, confirm, ok, failed, other int
+	for _, t := range s.Trials {
+		if t.Confirms != nil {
+			confirm++
+		} else {
+			search++
+		}
+		switch t.Status {
+		case measure.StatusOK:
+			ok++
+		case measure.StatusFailed:
+			failed++
+		default:
+			other++
+		}
+	}
+	c := fmt.Sprintf("%d trials (%d search, %d confirmation runs): %d ok, %d failed", len(s.Trials), search, confirm, ok, failed)
+	if other > 0 {
+		c += fmt.Sprintf(", %d interrupted or running", other)
+	}
+	return c
+}
+
+func (s *Study) recommendation(v *view) {
+	sp := s.Spec
+	rec, err := tuner.RecommendStudy(s.Trials, sp, tuner.PreferThroughput)
+	if err != nil {
+		v.NoRec = fmt.Sprintf("No recommendation: %v (SLO %s). See the failures and the Pareto chart below for how close the trials came.", err, sp.SLO)
+		return
+	}
+	best := rec.Best
+	p := best.Point
+	r := &recView{Trial: p.Trial, Level: p.Label, Runs: best.Runs(), Settings: SettingsLine(p.Settings)}
+	r.Commands = append(r.Commands, command{string(sp.Engine), engine.ShellJoin(sp.ServeArgv(p, string(sp.Engine)))})
+	if sp.Image() != "" || sp.Launcher.Kind == "docker" {
+		r.Commands = append(r.Commands, command{"docker", engine.ShellJoin(sp.ServeArgv(p, "docker"))})
+	}
+	for _, m := range recommendMetrics {
+		value, ci, ok := best.Figure(m)
+		if !ok {
+			continue
+		}
+		r.Figures = append(r.Figures, figure{Name: metricTitle(m), Value: value, CI: ci})
+	}
+	runs := "one run"
+	if best.Runs() > 1 {
+		runs = fmt.Sprintf("%d runs (the search trial and its confirmation runs)", best.Runs())
+	}
+	r.Why = fmt.Sprintf("The highest %s among the configurations whose every run met the SLO, over %s, at %s.",
+		metricTitle(best.Metric), runs, p.Label)
+	if d := best.Disagreement(); d != "" {
+		r.Why += " Note: " + d + "."
+	}
+	if ru := rec.RunnerUp; ru != nil {
+		// recommend writes the same figure (Candidate.Figure).
+		u := &runnerUp{Trial: ru.Trial, Differs: differs(best.Settings, ru.Settings)}
+		u.Figure, u.CI, _ = ru.Figure(best.Metric)
+		if d := ru.Disagreement(); d != "" {
+			u.CI += " (" + d + ")"
+		}
+		u.Verdict = "cannot be told apart from the recommendation at 95%: either will do"
+		if rec.Separated {
+			u.Verdict = "the recommendation is better at 95%"
+		}
+		r.RunnerUp = u
+	}
+	v.Rec = r
+}
+
+// frontTable lists the Pareto front over the study's objectives among the
+// points that meet the SLOs, marking the recommended point.
+func (s *Study) frontTable(v *view, pts []tuner.Point) {
+	sp := s.Spec
+	var met []tuner.Point
+	for _, p := range pts {
+		if sp.SLO.Met(p) {
+			met = append(met, p)
+		}
+	}
+	front := tuner.Front(met, sp.Objectives)
+	metrics := []string{}
+	seen := map[string]bool{}
+	for _, o := range sp.Objectives {
+		if !seen[o.Metric] {
+			metrics = append(metrics, o.Metric)
+			seen[o.Metric] = true
+		}
+	}
+	for _, m := range []string{"ttft_p99", "tpot_p99"} {
+		if !seen[m] {
+			metrics = append(metrics, m)
+		}
+	}
+	v.FrontHead = make([]string, len(metrics))
+	for i, m := range metrics {
+		v.FrontHead[i] = shortTitle(m)
+	}
+	if len(metrics) == 0 {
+		return
+	}
+	sort.SliceStable(front, func(i, j int) bool {
+		a, _ := front[i].Metric(metrics[0])
+		b, _ := front[j].Metric(metrics[0])
+		return a > b
+	})
+	index := map[string]int{} // level and figures -> row
+	for _, p := range front {
+		row := frontRow{Trial: p.Trial, Level: p.Label, Settings: SettingsLine(p.Settings)}
+		if v.Rec != nil && v.Rec.Trial == p.Trial && v.Rec.Level == p.Label {
+			row.Chosen = true
+		}
+		if p.Summary.Suspect() {
+			row.Level += " (suspect: client fell behind)"
+		}
+		for _, m := range metrics {
+			x, ok := p.Metric(m)
+			if !ok {
+				row.Values = append(row.Values, "–")
+				continue
+			}
+			row.Values = append(row.Values, fmt.Sprintf("%.4g", x))
+		}
+		key := p.Label + "|" + strings.Join(row.Values, "|")
+		if i, ok := index[key]; ok {
+			r := &v.Front[i]
+			other := p.Trial
+			if row.Chosen { // the recommended trial heads its row
+				other = r.Trial
+				r.Trial, r.Settings, r.Chosen = row.Trial, row.Settings, true
+			}
+			if r.Same != "" {
+				r.Same += ", "
+			}
+			r.Same += fmt.Sprint(other)
+			continue
+		}
+		index[key] = len(v.Front)
+		v.Front = append(v.Front, row)
+	}
+}
+
+// shortTitle is a metric's column heading with its unit.
+func shortTitle(m string) string {
+	switch m {
+	case "output_throughput_per_gpu":
+		return "tok/s/GPU"
+	case "tokens_per_user":
+		return "tok/s per user"
+	case "cost_per_mtok":
+		return "$/Mtok"
+	case "goodput_per_gpu":
+		return "goodput (req/s/GPU)"
+	}
+	return fmt.Sprintf("%s (%s)", metricTitle(m), tuner.Unit(m))
+}
+
+func (s *Study) failures(v *view) {
+	counts := map[engine.Failure][]int{}
+	for _, t := range s.Trials {
+		switch t.Status {
+		case measure.StatusFailed:
+			counts[t.Failure] = append(counts[t.Failure], t.Number)
+			ft := failedTrial{Trial: t.Number, Class: string(t.Failure), Settings: SettingsLine(t.Settings),
+				Message: t.FailureMsg, LogTail: t.LogTail}
+			if t.Confirms != nil {
+				ft.Confirms = fmt.Sprintf("confirmation run of trial %d", *t.Confirms)
+			}
+			v.Failed = append(v.Failed, ft)
+		case measure.StatusInterrupted:
+			v.Interrupted = append(v.Interrupted, t.Number)
+		case measure.StatusRunning:
+			v.Running = append(v.Running, t.Number)
+		}
+		if t.Reruns > 0 {
+			v.Reruns = append(v.Reruns, rerun{t.Number, t.Reruns})
+		}
+		for _, lp := range t.LoadPoints {
+			for _, c := range measure.ErrorClasses {
+				if n := lp.Summary.Errors[string(c)]; n > 0 {
+					v.ReqFailures = append(v.ReqFailures, reqFailure{Trial: t.Number, Level: lp.Label, Class: string(c),
+						Count: n, Message: lp.Summary.ErrorMessages[string(c)]})
+				}
+			}
+		}
+	}
+	for _, f := range engine.Failures {
+		if ns := counts[f]; len(ns) > 0 {
+			v.FailClasses = append(v.FailClasses, failClass{Class: string(f), Count: len(ns), Trials: intList(ns)})
+		}
+	}
+	var nums []int
+	for n := range s.GPU {
+		nums = append(nums, n)
+	}
+	sort.Ints(nums)
+	for _, n := range nums {
+		u := s.GPU[n]
+		v.GPU = append(v.GPU, gpuRow{Trial: n, Samples: u.Samples, Power: orDash("%.0f W", u.PowerW),
+			Util: orDash("%.0f%%", u.UtilPct), Mem: orDash("%.1f GiB", u.MemUsedGiB), Energy: orDash("%.0f J", u.EnergyJ)})
+	}
+}
+
+func orDash(format string, x float64) string {
+	if math.IsNaN(x) {
+		return "–"
+	}
+	return fmt.Sprintf(format, x)
+}
+
+func intList(ns []int) string {
+	parts := make([]string, len(ns))
+	for i, n := range ns {
+		parts[i] = fmt.Sprint(n)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func (s *Study) facts(v *view) {
+	sp, st := s.Spec, s.Stored
+	add := func(k, val string) { v.Facts = append(v.Facts, fact{k, val}) }
+	add("study", fmt.Sprintf("%s (%s)", st.Name, st.Status))
+	when := st.Started.Local().Format("2006-01-02 15:04:05 MST")
+	if !st.Finished.IsZero() {
+		when += fmt.Sprintf(" to %s (%s)", st.Finished.Local().Format("15:04:05"), tuner.ShortDuration(st.Finished.Sub(st.Started)))
+	}
+	add("run", when)
+	add("model", sp.Model)
+	image := sp.Image()
+	if image == "" {
+		image = "none (" + sp.Launcher.Kind + " launcher)"
+	}
+	add("engine", fmt.Sprintf("%s, launcher %s, image %s", sp.Engine, sp.Launcher.Kind, image))
+	hw := sp.Hardware.GPU
+	if hw == "" {
+		hw = "not given"
+	}
+	if len(sp.Launcher.GPUs) > 0 {
+		hw += fmt.Sprintf(", GPUs %v", sp.Launcher.GPUs)
+	}
+	add("hardware", hw)
+	price := "none (no cost figures)"
+	if sp.Hardware.PricePerGPUHour > 0 {
+		src := sp.Hardware.PriceSource
+		if src == "spec" {
+			src = "from the spec, as of " + st.Started.Format("2006-01-02")
+		}
+		price = fmt.Sprintf("$%.2f per GPU-hour (%s)", sp.Hardware.PricePerGPUHour, src)
+	}
+	add("price", price)
+	objs := make([]string, len(sp.Objectives))
+	for i, o := range sp.Objectives {
+		objs[i] = o.String()
+	}
+	add("search", fmt.Sprintf("sampler %s, %d trials, seed %d, objective %s, confirmation %d×%d",
+		sp.Tuner.Sampler, sp.Tuner.Trials, sp.Tuner.Seed, sp.Tuner.Objective, sp.Tuner.Confirm.Top, sp.Tuner.Confirm.Runs))
+	add("Pareto objectives", strings.Join(objs, ", "))
+	add("SLO", sp.SLO.String())
+	w := sp.Workload
+	var levels []string
+	for _, l := range w.Levels {
+		lab, _, _ := l.Label()
+		levels = append(levels, lab)
+	}
+	load := strings.Join(levels, ", ")
+	if w.Capacity {
+		load = fmt.Sprintf("capacity search up to concurrency %d", w.MaxConcurrency)
+	}
+	add("workload", fmt.Sprintf("%s dataset, %d requests per level after %d warm-up, levels: %s", w.Dataset.Kind, w.RequestsPerLevel, w.Warmup, load))
+	tool := st.Tool
+	if tool == "" {
+		tool = "not recorded (stored before servetune kept it)"
+	}
+	add("run by", tool)
+	rep := s.Tool
+	if s.Source != "" {
+		rep += ", from " + s.Source
+	}
+	add("report by", rep+" at "+v.Generated)
+	// The study keeps its spec's text, not the path it was read from: the
+	// file to run is the text below, saved.
+	file := st.Name + ".yaml"
+	add("reproduce", fmt.Sprintf("save the study spec below as %s (fill in any redacted secret), then run: %s (same seed, same sampler)",
+		file, engine.ShellJoin([]string{"servetune", "tune", file, "--fresh"})))
+	v.SpecText = st.Spec
+}
+
+func (s *Study) trialRows(v *view) {
+	obj := s.Spec.Tuner.Objective
+	for _, t := range s.Trials {
+		r := trialRow{Number: t.Number, Kind: "search", Status: string(t.Status), Objective: "–", GPUs: fmt.Sprint(t.GPUs), Settings: SettingsLine(t.Settings)}
+		if t.Confirms != nil {
+			r.Kind = fmt.Sprintf("confirms %d", *t.Confirms)
+		}
+		if t.Failure != "" {
+			r.Status += "/" + string(t.Failure)
+		}
+		if t.Objective != nil {
+			r.Objective = tuner.Format(obj.Metric, *t.Objective)
+		}
+		if !t.Finished.IsZero() {
+			r.Duration = tuner.ShortDuration(t.Finished.Sub(t.Started))
+		}
+		v.Trials = append(v.Trials, r)
+	}
+}
