@@ -25,7 +25,7 @@ import (
 	"github.com/servetune/servetune/space"
 )
 
-// Spec is a parsed and validated study spec (docs/architecture.md, "The study spec").
+// Spec is a parsed and validated study spec (docs/spec.md).
 type Spec struct {
 	File  string // path the spec was read from, for messages
 	Text  string // the YAML as given, stored with the study

@@ -20,7 +20,7 @@ import (
 	_ "github.com/servetune/servetune/launcher/kinds" // every launcher kind a study may name
 )
 
-// Exit codes (docs/architecture.md, CLI contract).
+// Exit codes (docs/reliability.md, and the README says the same).
 const (
 	exitOK      = 0
 	exitFailed  = 1 // the run failed

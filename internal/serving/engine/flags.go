@@ -13,7 +13,7 @@ import (
 // This file is the one table of engine command-line flags: every flag of
 // vLLM and SGLang servetune renders or reads, by neutral setting name, and
 // the simulated engine's own flags. Names drift between engine releases:
-// change them here only (docs/architecture.md, "Adding an engine flag").
+// change them here only (docs/architecture.md, "Where to add").
 
 // Type is the kind of value a setting takes.
 type Type int
