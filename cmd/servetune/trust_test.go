@@ -338,7 +338,7 @@ func TestQuickstartReproducible(t *testing.T) {
 	}
 	// What is timed on the real clock: a trial's wall time, the elapsed
 	// time and the ETA of the progress line.
-	elapsed := regexp.MustCompile(` ok \d+ms|, [^,\]]+ elapsed(, ETA [^\]]+|, done)`)
+	elapsed := regexp.MustCompile(` ok (\d+ms|\d+(\.\d+)?s)|, [^,\]]+ elapsed(, ETA [^\]]+|, done)`)
 	var dbs []string
 	once := func(busy bool) string {
 		stop := make(chan struct{})
