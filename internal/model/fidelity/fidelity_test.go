@@ -42,6 +42,8 @@ func TestLoadRejectsBadRuns(t *testing.T) {
 		{"engine", `"engine": "vllm"`, `"engine": "trt"`, `engine "trt"`},
 		{"no figure", `"measured": {"e2e_ms": 100}`, `"measured": {}`, "no measured figure"},
 		{"regime", `"regimes": ["light"]`, `"regimes": ["busy"]`, `regime "busy"`},
+		{"run split", `"regimes": ["light"]`, `"regimes": ["light"], "split": "test"`, `split "test"`},
+		{"run held out", `"regimes": ["light"]`, `"regimes": ["light"], "split": "held-out"`, ""},
 		{"both loads", `"requests": 4`, `"requests": 4, "stages": [[2, 10]]`, "either Poisson stages or a request count"},
 		{"unknown field", `"stat": "mean"`, `"stat": "mean", "colour": 1`, "unknown field"},
 	}

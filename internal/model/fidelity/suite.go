@@ -94,7 +94,11 @@ type Run struct {
 	// saturation, offline) and long-context; tp and moe are added from
 	// the configuration.
 	Regimes []string `json:"regimes"`
-	Note    string   `json:"note,omitempty"`
+	// Split overrides the source's split for this run: "held-out" for a
+	// run of a fit source that no constant was chosen against (one added
+	// after the fit, on other GPUs or models).
+	Split string `json:"split,omitempty"`
+	Note  string `json:"note,omitempty"`
 }
 
 // Suite is runs.json.
@@ -163,6 +167,8 @@ func (s *Suite) check() error {
 			return fmt.Errorf("run %q: want either Poisson stages or a request count", r.ID)
 		case r.Measured == Metrics{}:
 			return fmt.Errorf("run %q: no measured figure", r.ID)
+		case r.Split != "" && r.Split != "fit" && r.Split != "held-out":
+			return fmt.Errorf("run %q: split %q, want fit or held-out", r.ID, r.Split)
 		}
 		for _, st := range r.Workload.Stages {
 			if !(st[0] > 0) || st[1] < 1 || st[1] != math.Trunc(st[1]) {
@@ -258,6 +264,9 @@ func (s *Suite) Simulate(r Run) (Result, error) {
 	}
 	p.Throughput = sum.OutputThroughput
 	res := Result{Run: r, Split: s.Sources[r.Source].Split, Predicted: p, Err: map[string]float64{}}
+	if r.Split != "" {
+		res.Split = r.Split
+	}
 	res.Regimes = append(res.Regimes, r.Regimes...)
 	if r.TP > 1 {
 		res.Regimes = append(res.Regimes, RegimeTP)
