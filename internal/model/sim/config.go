@@ -107,18 +107,29 @@ func FromSettings(e engine.Engine, model, modelConfig, gpu string, numGPUs int, 
 	if model == "" {
 		return Config{}, fmt.Errorf("%w: no model (give MODEL, --model or --model-path)", ErrBadArgs)
 	}
-	cfg := Config{Engine: e, NumGPUs: numGPUs, TimeScale: 1, LoadTime: -1, Host: defaultHost, Port: defaultPort,
-		PrefixCaching: true, ChunkedPrefill: true}
+	var m catalog.Model
 	var err error
 	if modelConfig != "" {
-		cfg.Model, err = catalog.LoadHFConfig(modelConfig, model)
+		m, err = catalog.LoadHFConfig(modelConfig, model)
 	} else {
-		cfg.Model, _, err = catalog.ResolveModel(model)
+		m, _, err = catalog.ResolveModel(model)
 	}
 	if err != nil {
 		return Config{}, fmt.Errorf("%w: %w", ErrBadArgs, err)
 	}
-	cfg.ModelID = model
+	return FromModel(e, model, m, gpu, numGPUs, s)
+}
+
+// FromModel is FromSettings for a model already read: a config.json's
+// content parsed by catalog.ParseHFConfig (a stored study's), or a catalog
+// entry. model is the id the server answers to.
+func FromModel(e engine.Engine, model string, m catalog.Model, gpu string, numGPUs int, s engine.Settings) (Config, error) {
+	if !e.Valid() {
+		return Config{}, fmt.Errorf("%w: engine %q: want vllm or sglang", ErrBadArgs, e)
+	}
+	cfg := Config{Engine: e, Model: m, ModelID: model, NumGPUs: numGPUs, TimeScale: 1, LoadTime: -1, Host: defaultHost,
+		Port: defaultPort, PrefixCaching: true, ChunkedPrefill: true}
+	var err error
 	if gpu == "" {
 		gpu = defaultGPU
 	}

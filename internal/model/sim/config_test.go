@@ -1,13 +1,16 @@
 package sim
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/servetune/servetune/internal/serving/catalog"
 	"github.com/servetune/servetune/internal/serving/engine"
 )
 
@@ -245,5 +248,31 @@ func TestSettingsRoundTrip(t *testing.T) {
 		if _, err := engine.Render(tc.e, tunable); err != nil {
 			t.Errorf("%s: %v", tc.e, err)
 		}
+	}
+}
+
+// TestFromModel: a model passed by content builds the engine its
+// config.json's path does.
+func TestFromModel(t *testing.T) {
+	const path = "../../serving/catalog/testdata/qwen3-30b-a3b.json"
+	set := engine.Settings{"tensor_parallel": 2, "max_model_len": 8192}
+	want, err := FromSettings(engine.VLLM, "my/model", path, "H100-SXM", 0, set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := catalog.ParseHFConfig(bytes.NewReader(raw), "my/model")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := FromModel(engine.VLLM, "my/model", m, "H100-SXM", 0, set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("FromModel\n%+v, FromSettings\n%+v", got, want)
 	}
 }
