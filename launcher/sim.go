@@ -45,7 +45,17 @@ var (
 )
 
 // TimeScale is how many times faster than real time the engine runs.
-func (s *Sim) TimeScale() float64 { return max(s.Scale, 1) }
+func (s *Sim) TimeScale() float64 { return SimTimeScale(s.Scale) }
+
+// SimTimeScale is the one reading of a simulated engine's time_scale that
+// TimeScaler reports (the sim, docker and slurm kinds): the scale the
+// engine is started with (engine.SimEnv), 1 when unset.
+func SimTimeScale(scale float64) float64 {
+	if scale > 0 {
+		return scale
+	}
+	return 1
+}
 
 // Launch starts `servetune sim serve` for spec.
 func (s *Sim) Launch(ctx context.Context, spec Spec) (Instance, error) {

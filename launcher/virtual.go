@@ -23,6 +23,9 @@ import (
 type Virtual struct {
 	GPU         string // catalog GPU; "" = the simulator's default
 	ModelConfig string // a Hugging Face config.json for a model the catalog lacks
+	// Model, when set, is the model as already read (a stored study's
+	// config.json, catalog.ParseHFConfig), in place of ModelConfig.
+	Model *catalog.Model
 	// Calibration is a calibration profile (sim.Profile) for the
 	// simulator's constants; it must match the GPU and engine unless
 	// ForceCalibration.
@@ -79,7 +82,13 @@ func (v *Virtual) Config(spec Spec) (sim.Config, error) {
 	if n == 0 {
 		n = set.GPUs()
 	}
-	cfg, err := sim.FromSettings(spec.Engine, spec.Model, v.ModelConfig, v.GPU, n, set)
+	var cfg sim.Config
+	var err error
+	if v.Model != nil {
+		cfg, err = sim.FromModel(spec.Engine, spec.Model, *v.Model, v.GPU, n, set)
+	} else {
+		cfg, err = sim.FromSettings(spec.Engine, spec.Model, v.ModelConfig, v.GPU, n, set)
+	}
 	if err != nil {
 		return cfg, err
 	}

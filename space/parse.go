@@ -108,10 +108,8 @@ func (p parser) space(node *yaml.Node) (Space, error) {
 		if err != nil {
 			return sp, p.wrap(n, "space.constraints", err)
 		}
-		for _, name := range c.Names() {
-			if _, ok := sp.Param(name); !ok {
-				return sp, p.errf(n, "space.constraints", "%q is not a parameter of this space", name)
-			}
+		if err := sp.constrains(c); err != nil {
+			return sp, p.wrap(n, "space.constraints", err)
 		}
 		sp.Constraints = append(sp.Constraints, c)
 	}

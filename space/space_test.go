@@ -393,3 +393,46 @@ func FuzzParseConstraint(f *testing.F) {
 		}
 	})
 }
+
+// TestNewIsParse: a space built in Go is the space its spec text parses
+// to, and New refuses what Parse refuses.
+func TestNewIsParse(t *testing.T) {
+	var doc yaml.Node
+	src := "tensor_parallel: [1, 2]\nprefix_caching: [true, false]\ngpu_memory_fraction: [0.85, 0.9]\nquantization: [none, fp8]\nmax_model_len: 4096\n" +
+		"constraints: [\"tensor_parallel <= 2\"]\n"
+	if err := yaml.Unmarshal([]byte(src), &doc); err != nil {
+		t.Fatal(err)
+	}
+	want, err := Parse(doc.Content[0], "s.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := New([]Param{Choices("tensor_parallel", 1, 2), Choices("prefix_caching", true, false),
+		Choices("gpu_memory_fraction", 0.85, 0.9), Choices("quantization", "none", "fp8"), Choices("max_model_len", 4096)},
+		"tensor_parallel <= 2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range want.Params {
+		want.Params[i].Line = 0
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("New\n%+v, Parse\n%+v", got, want)
+	}
+	for _, tc := range []struct {
+		params      []Param
+		constraints []string
+		want        string
+	}{
+		{[]Param{Choices("max_num_seqs", 64)}, nil, "did you mean max_running_requests"},
+		{[]Param{Choices("tensor_parallel", 1), Choices("tensor_parallel", 2)}, nil, "given twice"},
+		{[]Param{Choices("tensor_parallel", 1, 1)}, nil, "listed twice"},
+		{[]Param{Choices("gpu_memory_fraction", 1.5)}, nil, "gpu_memory_fraction"},
+		{[]Param{Choices[int]("tensor_parallel")}, nil, "empty list"},
+		{[]Param{Choices("tensor_parallel", 1)}, []string{"pipeline_parallel <= 2"}, "not a parameter of this space"},
+	} {
+		if _, err := New(tc.params, tc.constraints...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v %v: %v, want %q", tc.params, tc.constraints, err, tc.want)
+		}
+	}
+}

@@ -178,11 +178,10 @@ func Run(ctx context.Context, p Plan) Result {
 
 // runner is one trial in progress.
 type runner struct {
-	p     Plan
-	scale float64 // the engine's time scale (1 = real time)
-	res   Result
-	inst  launcher.Instance
-	exit  launcher.Exiter // nil when the instance cannot report an exit
+	p    Plan
+	res  Result
+	inst launcher.Instance
+	exit launcher.Exiter // nil when the instance cannot report an exit
 }
 
 func newRunner(p Plan) *runner {
@@ -195,11 +194,7 @@ func newRunner(p Plan) *runner {
 	if p.StopTimeout <= 0 {
 		p.StopTimeout = launcher.DefaultStopTimeout
 	}
-	r := &runner{p: p, scale: 1, res: Result{Started: time.Now()}}
-	if ts, ok := p.Launcher.(launcher.TimeScaler); ok && ts.TimeScale() > 0 {
-		r.scale = ts.TimeScale()
-	}
-	return r
+	return &runner{p: p, res: Result{Started: time.Now()}}
 }
 
 func (r *runner) run(ctx context.Context) (out Result) {
@@ -437,16 +432,16 @@ func (p Plan) SeedIndex(i int) int {
 	return i
 }
 
-// measure runs load level i, converting loads and limits to the real clock
-// and the results back to the engine's time.
+// measure runs load level i, in the engine's time: the benchmark sends
+// on the real clock and summarises in the engine's (bench.Config.TimeScale).
 func (r *runner) measure(mctx context.Context, i int, load measure.Load) (measure.Level, error) {
-	p, k := r.p, r.scale
+	p := r.p
 	label, _, _ := load.Label()
 	cfg := p.BenchConfig(i, load)
 	cfg.Target.BaseURL = r.inst.Endpoint()
-	cfg.Load.Rate *= k
-	cfg.Timeout = time.Duration(float64(p.Timeout) / k) // engine time to real time
-	cfg.Summary.Goodput = measure.SLO{TTFTms: p.Goodput.TTFTms / k, TPOTms: p.Goodput.TPOTms / k, E2ELms: p.Goodput.E2ELms / k}
+	if ts, ok := p.Launcher.(launcher.TimeScaler); ok {
+		cfg.TimeScale = ts.TimeScale()
+	}
 	cfg.ScrapeMetrics = p.ScrapeMetrics
 	if p.GPUs != nil && len(p.Spec.GPUs) > 0 {
 		cfg.GPU = &bench.GPUWatch{Reader: p.GPUs, GPUs: p.Spec.GPUs, Interval: p.GPUInterval}
@@ -463,23 +458,6 @@ func (r *runner) measure(mctx context.Context, i int, load measure.Load) (measur
 	}
 	if err != nil {
 		return measure.Level{}, err
-	}
-	if k != 1 {
-		// Back to the engine's time, from its own clock where it reports
-		// one, so that this machine's overhead is not multiplied by k.
-		old := res.Summary
-		measure.EngineTime(res.Records, k)
-		res.Summary = measure.Summarize(res.Records, measure.SummaryOptions{Goodput: p.Goodput, Seed: p.Seed, Bootstrap: p.Bootstrap})
-		res.Summary.Meta, res.Summary.MaxConcurrency = old.Meta, load.MaxConcurrency
-		// The server's histograms ran on its real clock too.
-		res.Summary.Engine, res.Summary.GPU = old.Engine, old.GPU
-		// The client's lateness stays on its own clock, judged against
-		// the TTFT it measured there (the ratio is the same in k's time).
-		res.Summary.Client = old.Client
-		res.Summary.Engine.Scale(k)
-		if !load.Unlimited() {
-			res.Summary.RequestRate = load.Rate
-		}
 	}
 	lv := measure.NewLevel(load, res.Summary, res.Records)
 	if p.OnLevel != nil {

@@ -182,8 +182,8 @@ type scaled struct {
 func (s scaled) TimeScale() float64 { return s.k }
 
 // TestRunTimeScale: with an engine k times faster than real time (the
-// launcher says so), the load, the per-request timeout and the goodput
-// limits sent to the benchmark are converted to real time.
+// launcher says so), the benchmark gets the level in the engine's time
+// and the time scale (it sends on the real clock: bench.TestRealClock).
 func TestRunTimeScale(t *testing.T) {
 	p := plan(t, "ok")
 	p.Launcher = scaled{p.Launcher, 10}
@@ -197,8 +197,9 @@ func TestRunTimeScale(t *testing.T) {
 	if res := Run(context.Background(), p); res.Status != measure.StatusOK {
 		t.Fatalf("status %s/%s: %s", res.Status, res.Failure, res.Message)
 	}
-	if got.Load.Rate != 20 || got.Timeout != 500*time.Millisecond || got.Summary.Goodput.TTFTms != 50 {
-		t.Errorf("sent rate %v, timeout %v, goodput TTFT %v ms; want 20/s, 500ms, 50 ms", got.Load.Rate, got.Timeout, got.Summary.Goodput.TTFTms)
+	if got.TimeScale != 10 || got.Load.Rate != 2 || got.Timeout != p.Timeout || got.Summary.Goodput.TTFTms != 500 {
+		t.Errorf("time scale %v, rate %v, timeout %v, goodput TTFT %v ms; want 10, 2/s, %v, 500 ms",
+			got.TimeScale, got.Load.Rate, got.Timeout, got.Summary.Goodput.TTFTms, p.Timeout)
 	}
 }
 

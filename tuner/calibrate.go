@@ -3,9 +3,11 @@ package tuner
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/servetune/servetune/internal/load/measure"
 	"github.com/servetune/servetune/internal/model/calibrate"
+	"github.com/servetune/servetune/internal/serving/catalog"
 	"github.com/servetune/servetune/launcher"
 	"github.com/servetune/servetune/space"
 	"github.com/servetune/servetune/store"
@@ -28,6 +30,15 @@ func CalibrationRuns(sp *Spec, trials []store.Trial) (runs []calibrate.Run, skip
 	}
 	r := &TrialRunner{Spec: sp}
 	v := &launcher.Virtual{GPU: sp.Hardware.GPU, ModelConfig: sp.Launcher.ModelConfig}
+	if sp.ModelConfigText != "" {
+		// The config.json the study stored: the engine that was measured,
+		// whether or not the model's files are still there.
+		m, err := catalog.ParseHFConfig(strings.NewReader(sp.ModelConfigText), sp.Model)
+		if err != nil {
+			return nil, 0, err
+		}
+		v.Model = &m
+	}
 	for _, t := range trials {
 		if t.Status != measure.StatusOK || len(t.LoadPoints) == 0 {
 			continue

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -86,11 +84,12 @@ func runCalibrate(cmd *cobra.Command, name string, o *calibrateOptions) error {
 	if err != nil {
 		return usageErrorf("study %s: %v", name, err)
 	}
-	cleanup, err := storedModelConfig(st)
-	if err != nil {
-		return failedError(err)
+	if sp.ModelConfigText == "" {
+		// The model's files are gone (the stored spec then names no
+		// config): replay the config.json the study stored, so the
+		// simulator models the engine that was measured.
+		sp.ModelConfigText = st.study.ModelConfig
 	}
-	defer cleanup()
 	runs, skipped, err := tuner.CalibrationRuns(sp, st.trials)
 	if errors.Is(err, calibrate.ErrNoPoints) {
 		return usageErrorf("study %s has no trial with measured load points to calibrate from", name)
@@ -127,33 +126,6 @@ func runCalibrate(cmd *cobra.Command, name string, o *calibrateOptions) error {
 		fmt.Fprintln(w, "the engine version is unknown: give --engine-version so the profile says what it was measured on")
 	}
 	return nil
-}
-
-// storedModelConfig points a local model's study at the config.json the
-// study stored when the model's files are gone (the stored spec then
-// names no config, since none is found at the model's path), so the replay
-// models the engine that was measured; cleanup removes the copy.
-func storedModelConfig(st *storedStudy) (cleanup func(), err error) {
-	sp := st.spec
-	cleanup = func() {}
-	if st.study.ModelConfig == "" {
-		return cleanup, nil
-	}
-	if _, err := os.Stat(sp.Launcher.ModelConfig); sp.Launcher.ModelConfig != "" && err == nil {
-		return cleanup, nil
-	}
-	dir, err := os.MkdirTemp("", "servetune-calibrate")
-	if err != nil {
-		return cleanup, err
-	}
-	cleanup = func() { os.RemoveAll(dir) }
-	p := filepath.Join(dir, "config.json")
-	if err := os.WriteFile(p, []byte(st.study.ModelConfig), 0o600); err != nil {
-		cleanup()
-		return func() {}, err
-	}
-	sp.ModelConfig, sp.Launcher.ModelConfig = p, p
-	return cleanup, nil
 }
 
 // calibrationStart is the fit's start: the stock constants, or those of

@@ -288,13 +288,13 @@ func runSimVirtual(cmd *cobra.Command, cfg sim.Config, f *benchFlags) error {
 		for k, v := range map[string]any{
 			"tool": "servetune " + version, "level": li, "endpoint": "sim (virtual time)",
 			"engine": string(cfg.Engine), "gpu": cfg.GPU.ID, "num_gpus": cfg.NumGPUs,
-			"engine_settings": simSettings(cfg), "constants": constantsName(cfg),
+			"engine_settings": cfg.Settings(), "constants": constantsName(cfg),
 		} {
 			s.Meta[k] = v
 		}
 		delete(s.Meta, "base_url")
 		sums = append(sums, s)
-		findings := benchFindings(l.load, s, cfg.Engine, simSettings(cfg))
+		findings := benchFindings(l.load, s, cfg.Engine, cfg.Settings())
 		if len(findings) > 0 {
 			s.Meta["findings"] = findings
 		}
@@ -306,17 +306,6 @@ func runSimVirtual(cmd *cobra.Command, cfg sim.Config, f *benchFlags) error {
 		}
 	}
 	return out.finish(sums)
-}
-
-// simSettings are the engine settings recorded in a result's meta.
-func simSettings(c sim.Config) map[string]any {
-	return map[string]any{
-		"tensor_parallel": c.TP, "pipeline_parallel": c.PP, "data_parallel": c.DP,
-		"max_running_requests": c.MaxNumSeqs, "max_batched_tokens": c.MaxBatchedTokens,
-		"gpu_memory_fraction": c.MemFraction, "max_model_len": c.MaxModelLen,
-		"quantization": quantName(c.Quantization), "kv_cache_dtype": c.KVCacheDType,
-		"prefix_caching": c.PrefixCaching, "block_size": c.BlockSize, "enforce_eager": c.EnforceEager,
-	}
 }
 
 func newSimServeCmd() *cobra.Command {

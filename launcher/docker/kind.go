@@ -95,7 +95,7 @@ func (h *Hosts) HostOf(gpu int) int {
 func (h *Hosts) LocalGPUs() bool { return h.local }
 
 // TimeScale is the simulated engine's time scale (1 for real engines).
-func (h *Hosts) TimeScale() float64 { return h.scale }
+func (h *Hosts) TimeScale() float64 { return launcher.SimTimeScale(h.scale) }
 
 // Reap removes the study's containers from every host that keep does not
 // spare. A host it cannot reach is an error.

@@ -73,7 +73,7 @@ func (s *Slurm) TimeScale() float64 {
 	if !s.Simulated {
 		return 1
 	}
-	return max(s.Scale, 1)
+	return launcher.SimTimeScale(s.Scale)
 }
 
 // Reap cancels the jobs earlier runs of study left, but those keep spares.

@@ -54,6 +54,13 @@ type Config struct {
 	// GPU, when set, samples GPUs through NVML during the measured phase
 	// into Summary.GPU and Result.GPU.
 	GPU *GPUWatch
+
+	// TimeScale is how many times faster than real time the engine runs
+	// (a time-scaled simulated engine; 0 = 1). Everything above is in the
+	// engine's time, and so are the records and the summary Run returns:
+	// Run sends at Load.Rate x TimeScale with Timeout and Duration
+	// divided by it, then converts what it measured (measure.EngineTime).
+	TimeScale float64
 }
 
 // GPUWatch says which GPUs a run samples, and how often.

@@ -49,9 +49,9 @@ func startClientProbe() *clientProbe {
 }
 
 // stop ends the probe and judges the level: late is each request's send
-// lateness, sum the level's summary.
-func (p *clientProbe) stop(late []time.Duration, sum measure.Summary) *measure.Client {
+// lateness, ttftP99 and e2elP50 the level's latencies (ms, this clock's).
+func (p *clientProbe) stop(late []time.Duration, ttftP99, e2elP50 float64) *measure.Client {
 	close(p.quit)
 	p.wg.Wait()
-	return measure.NewClient(late, p.lags, selfstats.CPUTime()-p.cpu0, time.Since(p.start), sum.TTFT.P99, sum.E2EL.Median)
+	return measure.NewClient(late, p.lags, selfstats.CPUTime()-p.cpu0, time.Since(p.start), ttftP99, e2elP50)
 }

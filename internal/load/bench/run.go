@@ -121,6 +121,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	k, load := cfg.scale(), cfg.Load // the engine's time, for the summary
+	cfg = cfg.realClock()
 	tr := cfg.Transport
 	if tr == nil {
 		h := newHTTPTransport(cfg.Target, cfg.Load.MaxConcurrency, !cfg.KeepEOS)
@@ -197,13 +199,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	why := stopReason(tr)
 	seen := w.stop()
 
-	sum := measure.Summarize(records, cfg.Summary)
+	sum := summarize(records, cfg.Summary, k)
 	if timed {
-		sum.Client = probe.stop(lr.Lateness(), sum)
+		// The client's lateness is on its own clock: judged against the
+		// latencies as it saw them.
+		sum.Client = probe.stop(lr.Lateness(), sum.TTFT.P99/k, sum.E2EL.Median/k)
 	}
-	sum.MaxConcurrency = cfg.Load.MaxConcurrency
-	if !cfg.Load.Unlimited() {
-		sum.RequestRate = cfg.Load.Rate
+	sum.MaxConcurrency = load.MaxConcurrency
+	if !load.Unlimited() {
+		sum.RequestRate = load.Rate
 	}
 	sum.Meta = runMeta(cfg, start, align, len(warm), records)
 	if reset != "" {
@@ -211,6 +215,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	describe(&sum, cfg, start)
 	sum.Engine = seen.engine
+	sum.Engine.Scale(k)
 	if seen.engineErr != nil {
 		// Why the level has no engine metrics (or fewer readings).
 		sum.Meta["engine_metrics_error"] = redact.Text(seen.engineErr.Error()) // the URL may hold a password

@@ -107,18 +107,29 @@ func FromSettings(e engine.Engine, model, modelConfig, gpu string, numGPUs int, 
 	if model == "" {
 		return Config{}, fmt.Errorf("%w: no model (give MODEL, --model or --model-path)", ErrBadArgs)
 	}
-	cfg := Config{Engine: e, NumGPUs: numGPUs, TimeScale: 1, LoadTime: -1, Host: defaultHost, Port: defaultPort,
-		PrefixCaching: true, ChunkedPrefill: true}
+	var m catalog.Model
 	var err error
 	if modelConfig != "" {
-		cfg.Model, err = catalog.LoadHFConfig(modelConfig, model)
+		m, err = catalog.LoadHFConfig(modelConfig, model)
 	} else {
-		cfg.Model, _, err = catalog.ResolveModel(model)
+		m, _, err = catalog.ResolveModel(model)
 	}
 	if err != nil {
 		return Config{}, fmt.Errorf("%w: %w", ErrBadArgs, err)
 	}
-	cfg.ModelID = model
+	return FromModel(e, model, m, gpu, numGPUs, s)
+}
+
+// FromModel is FromSettings for a model already read: a config.json's
+// content parsed by catalog.ParseHFConfig (a stored study's), or a catalog
+// entry. model is the id the server answers to.
+func FromModel(e engine.Engine, model string, m catalog.Model, gpu string, numGPUs int, s engine.Settings) (Config, error) {
+	if !e.Valid() {
+		return Config{}, fmt.Errorf("%w: engine %q: want vllm or sglang", ErrBadArgs, e)
+	}
+	cfg := Config{Engine: e, Model: m, ModelID: model, NumGPUs: numGPUs, TimeScale: 1, LoadTime: -1, Host: defaultHost,
+		Port: defaultPort, PrefixCaching: true, ChunkedPrefill: true}
+	var err error
 	if gpu == "" {
 		gpu = defaultGPU
 	}
@@ -166,60 +177,130 @@ func (c *Config) ApplyProfile(p Profile, name string, force bool) error {
 	return nil
 }
 
-// apply copies settings by neutral name into c's fields. Names the
-// simulator does not model are ignored (the engine would take them).
-func (c *Config) apply(s engine.Settings) {
-	ints := map[string]*int{
-		"tensor_parallel": &c.TP, "pipeline_parallel": &c.PP, "data_parallel": &c.DP,
-		"max_running_requests": &c.MaxNumSeqs, "max_batched_tokens": &c.MaxBatchedTokens,
-		"max_prefill_tokens": &c.MaxPrefillTokens, "max_model_len": &c.MaxModelLen,
-		"block_size": &c.BlockSize, "cuda_graph_max_bs": &c.CUDAGraphMaxBS, "port": &c.Port,
-		"sim_num_gpus": &c.NumGPUs,
+// setting is one launch setting the simulator models, by neutral name
+// (engine.Names, and the server and sim settings of engine.ParseCommand):
+// how its value reads from settings, where it goes in a Config, and what a
+// Config holds for it. apply and Settings both walk settings, so a name is
+// read and written back in one place.
+type setting struct {
+	name string
+	// server marks the server's and the simulator's own settings (address,
+	// key, time scale): applied, never among Config.Settings.
+	server bool
+	parse  func(s engine.Settings, name string) (any, bool)
+	apply  func(c *Config, v any)
+	// value is what c holds; ok is false when it holds nothing to write
+	// (an unset number, which Normalize fills with the engine's default).
+	value func(c *Config) (v any, ok bool)
+}
+
+// settings is the one table of what the simulator reads from settings.
+// Names it does not list are ignored (the engine would take them).
+var settings = []setting{
+	field("tensor_parallel", engine.Settings.Int, func(c *Config) *int { return &c.TP }),
+	field("pipeline_parallel", engine.Settings.Int, func(c *Config) *int { return &c.PP }),
+	field("data_parallel", engine.Settings.Int, func(c *Config) *int { return &c.DP }),
+	field("max_running_requests", engine.Settings.Int, func(c *Config) *int { return &c.MaxNumSeqs }),
+	field("max_batched_tokens", engine.Settings.Int, func(c *Config) *int { return &c.MaxBatchedTokens }),
+	field("max_prefill_tokens", engine.Settings.Int, func(c *Config) *int { return &c.MaxPrefillTokens }),
+	field("gpu_memory_fraction", engine.Settings.Float, func(c *Config) *float64 { return &c.MemFraction }),
+	field("max_model_len", engine.Settings.Int, func(c *Config) *int { return &c.MaxModelLen }),
+	{name: "quantization", parse: text, apply: func(c *Config, v any) { c.Quantization = strings.ToLower(v.(string)) },
+		value: func(c *Config) (any, bool) {
+			if c.Quantization == "" {
+				return "none", true // the engine table's word for unquantized
+			}
+			return c.Quantization, true
+		}},
+	{name: "kv_cache_dtype", parse: text, apply: func(c *Config, v any) { c.KVCacheDType = strings.ToLower(v.(string)) },
+		value: func(c *Config) (any, bool) { return c.KVCacheDType, c.KVCacheDType != "" }},
+	switched("prefix_caching", false, func(c *Config) *bool { return &c.PrefixCaching }),
+	switched("chunked_prefill", false, func(c *Config) *bool { return &c.ChunkedPrefill }),
+	field("block_size", engine.Settings.Int, func(c *Config) *int { return &c.BlockSize }),
+	switched("cuda_graphs", true, func(c *Config) *bool { return &c.EnforceEager }),
+	field("cuda_graph_max_bs", engine.Settings.Int, func(c *Config) *int { return &c.CUDAGraphMaxBS }),
+	switched("mixed_chunk", false, func(c *Config) *bool { return &c.MixedChunk }),
+	switched("async_scheduling", true, func(c *Config) *bool { return &c.SyncScheduling }),
+
+	server(field("port", engine.Settings.Int, func(c *Config) *int { return &c.Port })),
+	server(field("sim_num_gpus", engine.Settings.Int, func(c *Config) *int { return &c.NumGPUs })),
+	server(field("sim_time_scale", engine.Settings.Float, func(c *Config) *float64 { return &c.TimeScale })),
+	{name: "sim_load_time", server: true,
+		parse: func(s engine.Settings, name string) (any, bool) { v, ok := s[name].(time.Duration); return v, ok },
+		apply: func(c *Config, v any) { c.LoadTime = v.(time.Duration) },
+		value: func(c *Config) (any, bool) { return c.LoadTime, c.LoadTime >= 0 }},
+	// An empty name or address keeps the model's id and the default host.
+	server(nonEmpty("served_model_name", func(c *Config) *string { return &c.ModelID })),
+	server(nonEmpty("host", func(c *Config) *string { return &c.Host })),
+	server(field("api_key", engine.Settings.String, func(c *Config) *string { return &c.APIKey })),
+}
+
+// field is a setting held as is in the field at returns (an int, a float
+// or a string); its zero value is unset.
+func field[T comparable](name string, read func(engine.Settings, string) (T, bool), at func(*Config) *T) setting {
+	return setting{name: name,
+		parse: func(s engine.Settings, name string) (any, bool) { return boxed(read(s, name)) },
+		apply: func(c *Config, v any) { *at(c) = v.(T) },
+		value: func(c *Config) (any, bool) {
+			var zero T
+			return *at(c), *at(c) != zero
+		}}
+}
+
+// switched is a bool setting held in the field at returns, negated when
+// the field says the opposite (EnforceEager is cuda_graphs off).
+func switched(name string, negated bool, at func(*Config) *bool) setting {
+	return setting{name: name,
+		parse: func(s engine.Settings, name string) (any, bool) { return boxed(s.Bool(name)) },
+		apply: func(c *Config, v any) { *at(c) = v.(bool) != negated },
+		value: func(c *Config) (any, bool) { return *at(c) != negated, true }}
+}
+
+// nonEmpty is a string setting that an empty value leaves as it was.
+func nonEmpty(name string, at func(*Config) *string) setting {
+	st := field(name, engine.Settings.String, at)
+	parse := st.parse
+	st.parse = func(s engine.Settings, name string) (any, bool) {
+		v, ok := parse(s, name)
+		return v, ok && v != ""
 	}
-	for name, p := range ints {
-		if v, ok := s.Int(name); ok {
-			*p = v
+	return st
+}
+
+func server(st setting) setting { st.server = true; return st }
+
+func text(s engine.Settings, name string) (any, bool) { return boxed(s.String(name)) }
+
+func boxed[T any](v T, ok bool) (any, bool) { return v, ok }
+
+// apply copies settings by neutral name into c's fields.
+func (c *Config) apply(s engine.Settings) {
+	for _, st := range settings {
+		if v, ok := st.parse(s, st.name); ok {
+			st.apply(c, v)
 		}
 	}
-	if v, ok := s.Float("gpu_memory_fraction"); ok {
-		c.MemFraction = v
+}
+
+// Settings are c's engine settings by neutral name, as apply reads them
+// (FromSettings on them builds the same engine): each setting c holds a
+// value for that the engine's flag table knows for c's engine (tunable,
+// or a flag of c's engine). The server's and the simulator's own settings
+// are left out.
+func (c *Config) Settings() engine.Settings {
+	out := engine.Settings{}
+	for _, st := range settings {
+		if st.server {
+			continue
+		}
+		if _, tunable := engine.TypeOf(st.name); !tunable && engine.Flag(c.Engine, st.name) == "" {
+			continue
+		}
+		if v, ok := st.value(c); ok {
+			out[st.name] = v
+		}
 	}
-	if v, ok := s.Float("sim_time_scale"); ok {
-		c.TimeScale = v
-	}
-	if v, ok := s["sim_load_time"].(time.Duration); ok {
-		c.LoadTime = v
-	}
-	if v, ok := s.String("quantization"); ok {
-		c.Quantization = strings.ToLower(v)
-	}
-	if v, ok := s.String("kv_cache_dtype"); ok {
-		c.KVCacheDType = strings.ToLower(v)
-	}
-	if v, ok := s.String("served_model_name"); ok && v != "" {
-		c.ModelID = v
-	}
-	if v, ok := s.String("host"); ok && v != "" {
-		c.Host = v
-	}
-	if v, ok := s.String("api_key"); ok {
-		c.APIKey = v
-	}
-	if v, ok := s.Bool("prefix_caching"); ok {
-		c.PrefixCaching = v
-	}
-	if v, ok := s.Bool("chunked_prefill"); ok {
-		c.ChunkedPrefill = v
-	}
-	if v, ok := s.Bool("cuda_graphs"); ok {
-		c.EnforceEager = !v
-	}
-	if v, ok := s.Bool("async_scheduling"); ok {
-		c.SyncScheduling = !v
-	}
-	if v, ok := s.Bool("mixed_chunk"); ok {
-		c.MixedChunk = v
-	}
+	return out
 }
 
 // bad is a configuration error, wrapping ErrBadArgs.

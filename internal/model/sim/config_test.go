@@ -1,11 +1,16 @@
 package sim
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
+	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/servetune/servetune/internal/serving/catalog"
 	"github.com/servetune/servetune/internal/serving/engine"
 )
 
@@ -170,5 +175,104 @@ func TestCountTokens(t *testing.T) {
 		if CountTokens(outputText(i)) != 1 {
 			t.Fatalf("output token %d %q is not one token", i, outputText(i))
 		}
+	}
+}
+
+// TestSettingsRoundTrip: every setting of the table reads back what it
+// wrote, and a Config's Settings build the same Config again; every name
+// they hold is one the engine's flag table knows for the engine.
+func TestSettingsRoundTrip(t *testing.T) {
+	samples := []any{7, 0.7, "fp8", true, false, 250 * time.Millisecond}
+	for _, st := range settings {
+		if engine.Flag(engine.VLLM, st.name) == "" && engine.Flag(engine.SGLang, st.name) == "" {
+			if _, ok := engine.TypeOf(st.name); !ok {
+				t.Errorf("%s: not a setting of the engine's flag table", st.name)
+			}
+		}
+		read := 0
+		for _, v := range samples {
+			got, ok := st.parse(engine.Settings{st.name: v}, st.name)
+			if !ok {
+				continue
+			}
+			read++
+			var c Config
+			st.apply(&c, got)
+			back, ok := st.value(&c)
+			if !ok || fmt.Sprint(back) != fmt.Sprint(v) { // a float setting reads 7 as 7.0
+				t.Errorf("%s: %v applied reads back %v (%v)", st.name, v, back, ok)
+			}
+		}
+		if read == 0 {
+			t.Errorf("%s: reads none of %v", st.name, samples)
+		}
+	}
+	for _, tc := range []struct {
+		e   engine.Engine
+		set engine.Settings
+	}{
+		{engine.VLLM, engine.Settings{}},
+		{engine.VLLM, engine.Settings{"tensor_parallel": 2, "max_running_requests": 64, "max_batched_tokens": 8192,
+			"gpu_memory_fraction": 0.85, "max_model_len": 8192, "kv_cache_dtype": "fp8", "prefix_caching": false,
+			"chunked_prefill": false, "block_size": 32, "cuda_graphs": false, "async_scheduling": false}},
+		{engine.SGLang, engine.Settings{}},
+		{engine.SGLang, engine.Settings{"tensor_parallel": 2, "max_running_requests": 128, "max_batched_tokens": 4096,
+			"max_prefill_tokens": 8192, "gpu_memory_fraction": 0.8, "quantization": "fp8", "mixed_chunk": true,
+			"cuda_graph_max_bs": 64, "chunked_prefill": false}},
+	} {
+		c, err := FromSettings(tc.e, "meta-llama/Llama-3.1-8B-Instruct", "", "H100-SXM", 0, tc.set)
+		if err != nil {
+			t.Fatalf("%s %v: %v", tc.e, tc.set, err)
+		}
+		set := c.Settings()
+		for name, v := range tc.set {
+			if set[name] != v {
+				t.Errorf("%s: %s %v renders %v", tc.e, name, v, set[name])
+			}
+		}
+		again, err := FromSettings(tc.e, "meta-llama/Llama-3.1-8B-Instruct", "", "H100-SXM", 0, set)
+		if err != nil {
+			t.Fatalf("%s: %v: %v", tc.e, set, err)
+		}
+		if !reflect.DeepEqual(again, c) {
+			t.Errorf("%s: %v builds\n%+v, want\n%+v", tc.e, set, again, c)
+		}
+		tunable := engine.Settings{}
+		for name, v := range set {
+			if _, ok := engine.TypeOf(name); ok {
+				tunable[name] = v
+			} else if engine.Flag(tc.e, name) == "" {
+				t.Errorf("%s: %s has no flag of this engine", tc.e, name)
+			}
+		}
+		if _, err := engine.Render(tc.e, tunable); err != nil {
+			t.Errorf("%s: %v", tc.e, err)
+		}
+	}
+}
+
+// TestFromModel: a model passed by content builds the engine its
+// config.json's path does.
+func TestFromModel(t *testing.T) {
+	const path = "../../serving/catalog/testdata/qwen3-30b-a3b.json"
+	set := engine.Settings{"tensor_parallel": 2, "max_model_len": 8192}
+	want, err := FromSettings(engine.VLLM, "my/model", path, "H100-SXM", 0, set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := catalog.ParseHFConfig(bytes.NewReader(raw), "my/model")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := FromModel(engine.VLLM, "my/model", m, "H100-SXM", 0, set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("FromModel\n%+v, FromSettings\n%+v", got, want)
 	}
 }

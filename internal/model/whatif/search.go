@@ -7,11 +7,8 @@ import (
 	"math"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
-
-	"gopkg.in/yaml.v3"
 
 	"github.com/servetune/servetune/internal/load/measure"
 	"github.com/servetune/servetune/internal/model/sim"
@@ -224,36 +221,31 @@ func contains(v []string, s string) bool {
 // memory settings, each trial a capacity search over the Poisson rate,
 // maximising that rate.
 func studySpec(o Options, m catalog.Model, c candidate, tps []int) (*tuner.Spec, error) {
-	var b strings.Builder
-	constraints := []string{`"max_batched_tokens >= max_running_requests"`}
-	fmt.Fprintf(&b, "tensor_parallel: [%s]\n", itoa(tps))
+	params := []space.Param{space.Choices("tensor_parallel", tps...)}
+	constraints := []string{"max_batched_tokens >= max_running_requests"}
 	if c.n > 1 && tps[0] < c.n {
 		pps := []int{1}
 		for pp := 2; pp <= min(c.n, 4); pp *= 2 {
 			pps = append(pps, pp)
 		}
-		fmt.Fprintf(&b, "pipeline_parallel: [%s]\n", itoa(pps))
-		constraints = append(constraints, fmt.Sprintf(`"tensor_parallel * pipeline_parallel <= %d"`, c.n))
+		params = append(params, space.Choices("pipeline_parallel", pps...))
+		constraints = append(constraints, fmt.Sprintf("tensor_parallel * pipeline_parallel <= %d", c.n))
 	}
-	fmt.Fprintf(&b, "max_running_requests: [%s]\n", itoa(runningChoices))
-	fmt.Fprintf(&b, "max_batched_tokens: [%s]\n", itoa(batchedChoices))
-	mem := make([]string, len(memChoices))
+	mem := make([]float64, len(memChoices))
 	for i, f := range memChoices {
 		if c.engine == engine.SGLang {
 			f -= 0.05 // SGLang's fraction covers weights and KV only
 		}
-		mem[i] = strconv.FormatFloat(math.Round(f*100)/100, 'g', -1, 64)
+		mem[i] = math.Round(f*100) / 100
 	}
-	fmt.Fprintf(&b, "gpu_memory_fraction: [%s]\n", strings.Join(mem, ", "))
-	fmt.Fprintf(&b, "kv_cache_dtype: [%s]\n", strings.Join(o.KVCacheDTypes, ", "))
-	fmt.Fprintf(&b, "quantization: [%s]\n", strings.Join(o.Quantizations, ", "))
-	fmt.Fprintf(&b, "max_model_len: %d\n", o.MaxModelLen)
-	fmt.Fprintf(&b, "constraints: [%s]\n", strings.Join(constraints, ", "))
-	var doc yaml.Node
-	if err := yaml.Unmarshal([]byte(b.String()), &doc); err != nil {
-		return nil, err
-	}
-	spc, err := space.Parse(doc.Content[0], "whatif")
+	params = append(params,
+		space.Choices("max_running_requests", runningChoices...),
+		space.Choices("max_batched_tokens", batchedChoices...),
+		space.Choices("gpu_memory_fraction", mem...),
+		space.Choices("kv_cache_dtype", o.KVCacheDTypes...),
+		space.Choices("quantization", o.Quantizations...),
+		space.Choices("max_model_len", o.MaxModelLen))
+	spc, err := space.New(params, constraints...)
 	if err != nil {
 		return nil, err
 	}
@@ -266,7 +258,7 @@ func studySpec(o Options, m catalog.Model, c candidate, tps []int) (*tuner.Spec,
 	// costs at most 12 probes.
 	const start = 4
 	sp := &tuner.Spec{
-		File: "whatif", Text: fmt.Sprintf("whatif %s on %s\n%s", o.Model, c.name(), b.String()),
+		File: "whatif", Text: fmt.Sprintf("whatif %s on %s", o.Model, c.name()),
 		Name: "whatif-" + strings.ReplaceAll(c.name(), " ", "-"), Model: o.Model, ModelConfig: v.ModelConfig,
 		Engine: c.engine,
 		Launcher: tuner.LauncherSpec{Common: launcher.Common{Kind: "virtual", Engine: c.engine, Model: o.Model,

@@ -9,7 +9,6 @@ import (
 	"runtime"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -659,13 +658,4 @@ func launcherFor(o Options, c candidate) *launcher.Virtual {
 		v.Calibration, v.ForceCalibration = c.cal.Name, o.Force
 	}
 	return v
-}
-
-// itoa joins ints for a YAML list.
-func itoa(v []int) string {
-	s := make([]string, len(v))
-	for i, x := range v {
-		s[i] = strconv.Itoa(x)
-	}
-	return strings.Join(s, ", ")
 }
