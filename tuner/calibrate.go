@@ -3,6 +3,7 @@ package tuner
 import (
 	"errors"
 	"fmt"
+	"github.com/servetune/servetune/tuner/spec"
 
 	"github.com/servetune/servetune/internal/load/measure"
 	"github.com/servetune/servetune/internal/model/calibrate"
@@ -22,7 +23,7 @@ var ErrNoGPU = errors.New("the study names no hardware.gpu: the simulator needs 
 // level with the exact benchmark the trial sent (workload, seed, load; in
 // the engine's time). A trial whose settings the simulator cannot model
 // is left out and counted in skipped.
-func CalibrationRuns(sp *Spec, trials []store.Trial) (runs []calibrate.Run, skipped int, err error) {
+func CalibrationRuns(sp *spec.Spec, trials []store.Trial) (runs []calibrate.Run, skipped int, err error) {
 	if sp.Hardware.GPU == "" {
 		return nil, 0, ErrNoGPU
 	}
@@ -38,7 +39,7 @@ func CalibrationRuns(sp *Spec, trials []store.Trial) (runs []calibrate.Run, skip
 		}
 		gpus := t.GPUs
 		if len(gpus) == 0 {
-			gpus = make([]int, GPUsFor(t.Settings))
+			gpus = make([]int, spec.GPUsFor(t.Settings))
 		}
 		run, err := r.calibrationRun(v, fmt.Sprintf("trial %d", t.Number), t.Number, replica, t.Settings, gpus, t.LoadPoints)
 		if err != nil {

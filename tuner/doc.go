@@ -36,7 +36,7 @@
 //
 // Concurrency: a Sampler is safe for concurrent use and owns its seeded
 // random source, so one seed proposes the same settings in the same order
-// in any program; Front, Recommend and the spec parser are pure functions.
+// in any program; recommend.Front, recommend.Recommend and the spec parser are pure functions.
 // A Study's Run drives its own worker goroutines and waits for them before
 // it returns.
 package tuner

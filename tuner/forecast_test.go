@@ -2,6 +2,7 @@ package tuner
 
 import (
 	"context"
+	"github.com/servetune/servetune/tuner/spec"
 	"testing"
 
 	"github.com/servetune/servetune/internal/model/sim"
@@ -14,7 +15,7 @@ import (
 // probe used to send rate x 30 s requests, and every forecast kept every
 // record of every probe: a guided study of a 24B model reached 12.7 GB.)
 func TestForecastBounded(t *testing.T) {
-	sp, err := ParseSpec([]byte(`name: f
+	sp, err := spec.ParseSpec([]byte(`name: f
 model: meta-llama/Llama-3.1-8B-Instruct
 engine: vllm
 launcher: {kind: virtual}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/servetune/servetune/tuner/recommend"
+	"github.com/servetune/servetune/tuner/spec"
 	"math"
 	"runtime"
 	"slices"
@@ -22,11 +24,6 @@ import (
 	"github.com/servetune/servetune/space"
 	"github.com/servetune/servetune/trial"
 )
-
-// SamplerGuided ranks the space with the simulated engine in virtual time
-// and measures the best forecast first (docs/architecture.md, "Guided
-// search").
-const SamplerGuided = "guided"
 
 // The guided sampler's rules. Each is a stated choice, not a fit to one
 // benchmark.
@@ -59,7 +56,7 @@ const (
 	// measurement by less than guidedNoise (a repeated run of one
 	// configuration moves its throughput by about this much) after at
 	// least guidedMinTrials measurements.
-	guidedNoise     = 0.02
+	guidedNoise     = recommend.Noise
 	guidedMinTrials = 3
 	// guidedMinStep: a configuration whose listed settings equal those of
 	// a measured (or running) one and whose every range setting lies
@@ -83,7 +80,7 @@ const (
 
 // Forecastable says whether the simulator can forecast sp: a catalog GPU
 // and a model it knows (the catalog, or a config.json). nil when it can.
-func Forecastable(sp *Spec) error {
+func Forecastable(sp *spec.Spec) error {
 	if sp.Hardware.GPU == "" {
 		return errors.New("the study names no hardware.gpu, so the simulator has no GPU to forecast on")
 	}
@@ -116,20 +113,20 @@ type Forecast struct {
 	// when it ran.
 	Failure string
 	// Best is the level that gave Value.
-	Best *Point
-	pts  []Point
+	Best *recommend.Point
+	pts  []recommend.Point
 }
 
 // forecaster runs configurations of a study in virtual time.
 type forecaster struct {
-	base *Spec // the study spec with a virtual launcher, no precheck, no quality gate
+	base *spec.Spec // the study spec with a virtual launcher, no precheck, no quality gate
 	// The study's calibration profile, when its launcher is virtual.
 	calibration string
 	force       bool
 	requests    atomic.Int64 // requests simulated, all forecasts together
 }
 
-func newForecaster(sp *Spec) *forecaster {
+func newForecaster(sp *spec.Spec) *forecaster {
 	vs := *sp
 	vs.Tuner.Precheck = false
 	vs.Quality = nil
@@ -177,10 +174,10 @@ func (f *forecaster) run(ctx context.Context, set space.Settings, c sim.Constant
 	for i := range res.Levels {
 		res.Levels[i].Records = nil
 	}
-	pts := PointsOf(0, set, vs.Hardware.PricePerGPUHour, res.Levels)
+	pts := recommend.PointsOf(0, set, vs.Hardware.PricePerGPUHour, res.Levels)
 	fc.pts = pts
 	var best int
-	best, fc.Value, fc.Met = bestPoint(pts, vs.Tuner.Objective, vs.SLO)
+	best, fc.Value, fc.Met = recommend.BestPoint(pts, vs.Tuner.Objective, vs.SLO)
 	if !fc.Met {
 		best = len(pts) - 1 // the heaviest level, to show how far off it is
 	}
@@ -243,7 +240,7 @@ type cand struct {
 // guide is the guided sampler's state; Sampler serialises its calls.
 type guide struct {
 	ctx   context.Context
-	sp    *Spec
+	sp    *spec.Spec
 	f     *forecaster
 	c     sim.Constants // the refit constants (zero = the launcher's)
 	cands []*cand
@@ -267,7 +264,7 @@ type guide struct {
 }
 
 // newGuide forecasts the space of sp (GOMAXPROCS at once).
-func newGuide(ctx context.Context, sp *Spec, note func(string)) (*guide, error) {
+func newGuide(ctx context.Context, sp *spec.Spec, note func(string)) (*guide, error) {
 	if err := Forecastable(sp); err != nil {
 		return nil, fmt.Errorf("sampler guided: %w", err)
 	}
@@ -474,15 +471,15 @@ func (g *guide) pStart(crit float64) float64 {
 }
 
 // view is one load level as the guide models it: the objective's utility
-// whatever the SLOs, and the metric of each SLO limit (ms).
+// whatever the SLOs, and the metric of each recommend.SLO limit (ms).
 type view struct {
 	u   float64
 	lat []float64
-	bad bool // failed or unsustained requests: meets no SLO
+	bad bool // failed or unsustained requests: meets no recommend.SLO
 }
 
 // views are the levels of pts.
-func (g *guide) views(pts []Point) []view {
+func (g *guide) views(pts []recommend.Point) []view {
 	obj := g.sp.Tuner.Objective
 	out := make([]view, len(pts))
 	for i, p := range pts {
@@ -506,7 +503,7 @@ func (g *guide) views(pts []Point) []view {
 }
 
 // local is the residual model at c: the measured to forecast log-ratios
-// of the objective (ku) and of each SLO metric (klat) over the measured
+// of the objective (ku) and of each recommend.SLO metric (klat) over the measured
 // configurations, weighted by a Gaussian kernel in the unit cube and
 // shrunk towards 1 (the model) far from them; rho in [0, 1) is the share
 // of the weight that is evidence.
@@ -568,7 +565,7 @@ func clampLog(r float64) float64 { return math.Max(-math.Log(4), math.Min(math.L
 const modelSigma = 0.3
 
 // levelOdds are c's levels under the residual model: the corrected
-// utility of each and the chance that it meets every SLO limit (each
+// utility of each and the chance that it meets every recommend.SLO limit (each
 // corrected metric log-normal around its forecast with spread sigma).
 func (g *guide) levelOdds(c *cand) (u, pMet []float64, sigma float64) {
 	ku, klat, rho := g.local(c)
@@ -793,7 +790,7 @@ func (g *guide) observe(c *cand, res trial.Result) {
 	if res.Status != measure.StatusOK || len(res.Levels) == 0 {
 		return
 	}
-	c.mv = g.views(PointsOf(0, c.set, g.sp.Hardware.PricePerGPUHour, res.Levels))
+	c.mv = g.views(recommend.PointsOf(0, c.set, g.sp.Hardware.PricePerGPUHour, res.Levels))
 	r := &TrialRunner{Spec: g.f.base}
 	run, err := r.calibrationRun(g.f.virtual(sim.Constants{}), c.key, 0, 0, c.set, nil, res.Levels)
 	if err == nil {
@@ -820,7 +817,7 @@ func (g *guide) tell(id int, score float64, failed bool) {
 	}
 }
 
-// record marks c measured with the objective's score (Objective.score).
+// record marks c measured with the objective's score (recommend.Objective.Score).
 func (g *guide) record(c *cand, score float64, failed bool) {
 	c.pending, c.measured = false, true
 	c.mu = 0
@@ -895,7 +892,7 @@ func (g *guide) checkAgreement(c *cand) {
 
 // startFallback hands the search to TPE, taught every measurement so far.
 func (g *guide) startFallback() {
-	s, err := NewSampler(SamplerTPE, g.sp.Space, g.sp.Tuner.Seed)
+	s, err := NewSampler(spec.SamplerTPE, g.sp.Space, g.sp.Tuner.Seed)
 	if err != nil {
 		return
 	}
@@ -960,7 +957,7 @@ type DryRun struct {
 
 // Forecast ranks sp's space in virtual time without launching anything:
 // what `tune --dry-run` prints and what the guided sampler starts from.
-func ForecastSpace(ctx context.Context, sp *Spec) (DryRun, error) {
+func ForecastSpace(ctx context.Context, sp *spec.Spec) (DryRun, error) {
 	g, err := newGuide(ctx, sp, nil)
 	if err != nil {
 		return DryRun{}, err

@@ -3,6 +3,7 @@ package tuner
 import (
 	"context"
 	"fmt"
+	"github.com/servetune/servetune/tuner/spec"
 	"math"
 	"strings"
 	"testing"
@@ -46,22 +47,22 @@ space: {max_running_requests: [16, 64]}
 workload: {dataset: {kind: random, input: 64, output: 8}, load: {concurrency: [2]}, requests_per_level: 4}
 tuner: {trials: 2TUNER}
 `
-	parse := func(hw, tuner string) (*Spec, error) {
+	parse := func(hw, tuner string) (*spec.Spec, error) {
 		src := strings.NewReplacer("HW", hw, "TUNER", tuner).Replace(base)
-		return ParseSpec([]byte(src), "s.yaml")
+		return spec.ParseSpec([]byte(src), "s.yaml")
 	}
 	sp, err := parse("hardware: {gpu: H100-SXM}", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sp.Tuner.Sampler != SamplerGuided {
+	if sp.Tuner.Sampler != spec.SamplerGuided {
 		t.Errorf("catalog model and GPU: sampler %q, want guided", sp.Tuner.Sampler)
 	}
 	sp, err = parse("", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sp.Tuner.Sampler != SamplerTPE {
+	if sp.Tuner.Sampler != spec.SamplerTPE {
 		t.Errorf("no hardware.gpu: sampler %q, want tpe", sp.Tuner.Sampler)
 	}
 	_, err = parse("", ", sampler: guided")
@@ -74,7 +75,7 @@ tuner: {trials: 2TUNER}
 // simulator does not reproduce hand the search to TPE; an agreeing one in
 // between starts the count again.
 func TestGuidedFallbackRule(t *testing.T) {
-	sp, err := ParseSpec([]byte(`name: s
+	sp, err := spec.ParseSpec([]byte(`name: s
 model: meta-llama/Llama-3.1-8B-Instruct
 engine: vllm
 launcher: {kind: virtual}

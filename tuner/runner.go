@@ -3,6 +3,8 @@ package tuner
 import (
 	"context"
 	"errors"
+	"github.com/servetune/servetune/tuner/recommend"
+	"github.com/servetune/servetune/tuner/spec"
 
 	"github.com/servetune/servetune/internal/load/gpu"
 	"github.com/servetune/servetune/internal/load/measure"
@@ -18,7 +20,7 @@ import (
 // the space's constraints and the simulator's memory model, and runs the
 // trial with the spec's launcher.
 type TrialRunner struct {
-	Spec     *Spec
+	Spec     *spec.Spec
 	Bench    trial.BenchFunc                                 // default bench.Run
 	GPUs     gpu.Reader                                      // NVML telemetry of real GPUs; nil = none
 	Progress func(number int, level string, done, total int) // optional
@@ -86,7 +88,7 @@ func (r *TrialRunner) EvaluateReplica(ctx context.Context, number, replica int, 
 func (r *TrialRunner) plan(ls launcher.Spec, replica int) trial.Plan {
 	sp := r.Spec
 	plan := trial.Plan{
-		Launcher:         sp.Launcher.Launcher,
+		Launcher:         launcherOf(sp),
 		Spec:             ls,
 		ReadyTimeout:     sp.Launcher.ReadyTimeout,
 		Dataset:          sp.Workload.Dataset,
@@ -104,7 +106,9 @@ func (r *TrialRunner) plan(ls launcher.Spec, replica int) trial.Plan {
 	if sp.Workload.Capacity {
 		slo := sp.SLO
 		plan.Capacity = &trial.Capacity{MaxConcurrency: sp.Workload.MaxConcurrency,
-			Met: func(s measure.Summary) bool { return slo.Met(Point{GPUs: 1, Level: measure.Level{Summary: s}}) }}
+			Met: func(s measure.Summary) bool {
+				return slo.Met(recommend.Point{GPUs: 1, Level: measure.Level{Summary: s}})
+			}}
 		if w := sp.Workload; w.CapacityRate {
 			plan.Capacity.Rate = &trial.RateSearch{Start: w.StartRate, Min: w.StartRate / 1024, Max: w.MaxRate,
 				Precision: w.RatePrecision, Burstiness: w.Burstiness, MinSpan: w.ProbeSpan}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/servetune/servetune/tuner/spec"
 	"math"
 	"math/rand/v2"
 	"strconv"
@@ -15,14 +16,6 @@ import (
 
 	"github.com/servetune/servetune/space"
 	"github.com/servetune/servetune/trial"
-)
-
-// Sampler kinds a spec may name.
-const (
-	SamplerTPE    = "tpe"
-	SamplerRandom = "random"
-	SamplerCMAES  = "cmaes"
-	SamplerGrid   = "grid"
 )
 
 // ErrExhausted is returned by Ask when a grid sampler has proposed every point.
@@ -49,8 +42,8 @@ type Sampler struct {
 // NewStudySampler builds the sampler of study sp: NewSampler's kinds, and
 // the guided sampler, which forecasts the space first (seconds to a
 // minute; ctx bounds it) and reports what it decides through note.
-func NewStudySampler(ctx context.Context, sp *Spec, note func(string)) (*Sampler, error) {
-	if sp.Tuner.Sampler != SamplerGuided {
+func NewStudySampler(ctx context.Context, sp *spec.Spec, note func(string)) (*Sampler, error) {
+	if sp.Tuner.Sampler != spec.SamplerGuided {
 		return NewSampler(sp.Tuner.Sampler, sp.Space, sp.Tuner.Seed)
 	}
 	// The guided sampler forecasts latencies; the simulated engine fails
@@ -61,7 +54,7 @@ func NewStudySampler(ctx context.Context, sp *Spec, note func(string)) (*Sampler
 	if err != nil {
 		return nil, err
 	}
-	return &Sampler{kind: SamplerGuided, params: sp.Space.Params, seed: sp.Tuner.Seed, seen: map[string]bool{}, guide: g}, nil
+	return &Sampler{kind: spec.SamplerGuided, params: sp.Space.Params, seed: sp.Tuner.Seed, seen: map[string]bool{}, guide: g}, nil
 }
 
 // NewSampler builds a seeded sampler of the given kind over sp.
@@ -70,16 +63,16 @@ func NewSampler(kind string, sp space.Space, seed int64) (*Sampler, error) {
 		random: newRandomSampler(seed ^ 0x7ea5)}
 	var opts []goptuna.StudyOption
 	switch kind {
-	case SamplerTPE, "":
-		s.kind = SamplerTPE
+	case spec.SamplerTPE, "":
+		s.kind = spec.SamplerTPE
 		opts = append(opts, goptuna.StudyOptionSampler(&startupSampler{
 			startup: tpeStartupTrials,
 			random:  newRandomSampler(seed),
 			next:    newTPESampler(seed),
 		}))
-	case SamplerRandom:
+	case spec.SamplerRandom:
 		opts = append(opts, goptuna.StudyOptionSampler(newRandomSampler(seed)))
-	case SamplerCMAES:
+	case spec.SamplerCMAES:
 		numeric := map[string]any{}
 		for _, p := range sp.Params {
 			if p.Kind == space.KindInt || p.Kind == space.KindFloat {
@@ -93,7 +86,7 @@ func NewSampler(kind string, sp space.Space, seed int64) (*Sampler, error) {
 			goptuna.StudyOptionSampler(newRandomSampler(seed)),
 			goptuna.StudyOptionRelativeSampler(cmaes.NewSampler(cmaes.SamplerOptionSeed(seed))),
 			goptuna.StudyOptionDefineSearchSpace(numeric))
-	case SamplerGrid:
+	case spec.SamplerGrid:
 		grid, err := sp.Grid()
 		if err != nil {
 			return nil, fmt.Errorf("sampler grid: %w", err)

@@ -1,6 +1,7 @@
 package tuner
 
 import (
+	"github.com/servetune/servetune/tuner/spec"
 	"testing"
 
 	"github.com/servetune/servetune/space"
@@ -27,7 +28,7 @@ func score(s space.Settings) (float64, bool) {
 }
 
 func TestSamplerProposesInRange(t *testing.T) {
-	for _, kind := range []string{SamplerTPE, SamplerRandom, SamplerCMAES} {
+	for _, kind := range []string{spec.SamplerTPE, spec.SamplerRandom, spec.SamplerCMAES} {
 		t.Run(kind, func(t *testing.T) {
 			s, err := NewSampler(kind, testSpace(), 7)
 			if err != nil {
@@ -59,7 +60,7 @@ func TestSamplerProposesInRange(t *testing.T) {
 
 func TestSamplerSeeded(t *testing.T) {
 	run := func() []space.Settings {
-		s, err := NewSampler(SamplerTPE, testSpace(), 3)
+		s, err := NewSampler(spec.SamplerTPE, testSpace(), 3)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -109,14 +110,14 @@ func TestSamplerAvoidsFailures(t *testing.T) {
 		}
 		return bad
 	}
-	tpe, random := count(SamplerTPE), count(SamplerRandom)
+	tpe, random := count(spec.SamplerTPE), count(spec.SamplerRandom)
 	if tpe >= random || tpe > 5 {
 		t.Errorf("failing choice proposed in the last 25 trials: tpe %d, random %d", tpe, random)
 	}
 }
 
 func TestSamplerReplay(t *testing.T) {
-	s, err := NewSampler(SamplerTPE, testSpace(), 1)
+	s, err := NewSampler(spec.SamplerTPE, testSpace(), 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/servetune/servetune/tuner/recommend"
+	"github.com/servetune/servetune/tuner/spec"
 	"math"
 	"sort"
 	"strings"
@@ -41,17 +43,13 @@ var ErrStudyExists = errors.New("study already exists (use --resume to continue 
 // first launch shows that every trial would fail; nothing is stored.
 var ErrPreflight = errors.New("the study cannot run")
 
-// ErrSpecChanged is wrapped by Run's error when a resumed study's spec is
-// not the one it was started with.
-var ErrSpecChanged = errors.New("the study spec changed")
-
 // TrialReport is what Study tells its observer about a finished trial.
 type TrialReport struct {
 	Number   int
 	Settings space.Settings
 	GPUs     []int
 	Result   trial.Result
-	Value    *float64 // the sampler's objective; nil when the trial failed or met no SLO
+	Value    *float64 // the sampler's objective; nil when the trial failed or met no recommend.SLO
 	Best     *float64 // best value of the study so far
 	Done     int      // trials finished, this one included
 	Total    int      // trials the study runs
@@ -64,11 +62,11 @@ type TrialReport struct {
 // Study runs a tuning study end to end: it owns the run, from the stored
 // study to the engines it leaves behind. Set the fields, then call Run once.
 type Study struct {
-	Spec   *Spec
+	Spec   *spec.Spec
 	Store  Store
 	Resume bool // continue a stored study: re-run interrupted trials, replay finished ones
 	// ForceSpec lets a resume take a changed spec when the change keeps the
-	// stored trials comparable (ResumeCheck).
+	// stored trials comparable (spec.ResumeCheck).
 	ForceSpec bool
 	// Tool names the program running the study ("servetune v1.2"), stored
 	// with a new study for its report.
@@ -107,17 +105,7 @@ type job struct {
 // Parallelism is how many trials the study runs at once: as many of its
 // smallest configuration as its GPUs hold, at most tuner.parallel, and one
 // when it lists no GPUs.
-func (s *Study) Parallelism() int {
-	gpus, _ := s.Spec.Launcher.placement()
-	if len(gpus) == 0 {
-		return 1
-	}
-	n := len(gpus) / max(minGPUs(s.Spec.Space), 1)
-	if p := s.Spec.Tuner.Parallel; p > 0 && p < n {
-		n = p
-	}
-	return max(n, 1)
-}
+func (s *Study) Parallelism() int { return s.Spec.Parallelism() }
 
 func (s *Study) note(format string, a ...any) {
 	if s.OnNote != nil {
@@ -136,7 +124,7 @@ func (s *Study) Run(ctx context.Context) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, err
 	}
-	if sp.Tuner.Sampler == SamplerGuided {
+	if sp.Tuner.Sampler == spec.SamplerGuided {
 		s.note("guided: forecasting the space in virtual time before the first trial")
 	}
 	sampler, err := NewStudySampler(ctx, sp, func(msg string) { s.note("%s", msg) })
@@ -231,7 +219,7 @@ func (s *Study) open(ctx context.Context) (*store.Run, []store.Trial, error) {
 		store.BeginOptions{Resume: s.Resume, Check: func(old store.Study) error {
 			update, err := s.resumeCheck(old, text)
 			if update {
-				changed = SpecDiff(old.Spec, text)
+				changed = spec.SpecDiff(old.Spec, text)
 			}
 			return err
 		}, UpdateSpec: true})
@@ -245,14 +233,14 @@ func (s *Study) open(ctx context.Context) (*store.Run, []store.Trial, error) {
 }
 
 // resumeCheck decides whether the stored study old may be resumed with the
-// spec text: the spec's keys (ResumeCheck), then the model's identity
-// (ModelCheck).
+// spec text: the spec's keys (spec.ResumeCheck), then the model's identity
+// (spec.ModelCheck).
 func (s *Study) resumeCheck(old store.Study, text string) (bool, error) {
-	update, err := ResumeCheck(old.Spec, text, s.ForceSpec)
+	update, err := spec.ResumeCheck(old.Spec, text, s.ForceSpec)
 	if err != nil {
 		return false, err
 	}
-	if err := ModelCheck(old.ModelConfig, s.Spec.ModelConfigText); err != nil {
+	if err := spec.ModelCheck(old.ModelConfig, s.Spec.ModelConfigText); err != nil {
 		return false, err
 	}
 	return update, nil
@@ -264,7 +252,7 @@ func (s *Study) openError(err error) error {
 		return fmt.Errorf("open study %q: refused", s.Spec.Name)
 	case errors.Is(err, store.ErrExists):
 		return fmt.Errorf("%q: %w", s.Spec.Name, ErrStudyExists)
-	case errors.Is(err, ErrSpecChanged):
+	case errors.Is(err, spec.ErrSpecChanged):
 		return err
 	}
 	return fmt.Errorf("open study: %w", err)
@@ -373,16 +361,16 @@ func (r *studyRun) replay(stored []store.Trial) error {
 		r.done++
 		v, ok := 0.0, false
 		if t.Status == measure.StatusOK {
-			v, ok = TrialValue(PointsOf(t.Number, t.Settings, sp.Hardware.PricePerGPUHour, t.LoadPoints), obj, sp.SLO)
+			v, ok = recommend.TrialValue(recommend.PointsOf(t.Number, t.Settings, sp.Hardware.PricePerGPUHour, t.LoadPoints), obj, sp.SLO)
 		}
-		if ok && (r.best == nil || obj.better(v, *r.best)) {
+		if ok && (r.best == nil || obj.Better(v, *r.best)) {
 			r.best = &v
 		}
 		if !sp.Space.Holds(t.Settings) {
 			skipped++
 			continue
 		}
-		if err := r.sampler.Replay(t.Settings, obj.score(v), !ok); err != nil {
+		if err := r.sampler.Replay(t.Settings, obj.Score(v), !ok); err != nil {
 			return fmt.Errorf("replay trial %d: %w", t.Number, err)
 		}
 	}
@@ -432,7 +420,7 @@ func (r *studyRun) stopped(ctx context.Context) bool {
 // dispatch starts trials until the count is reached, the grid is
 // exhausted, ctx ends or a trial cannot be stored, then waits for them.
 func (r *studyRun) dispatch(ctx context.Context, next func() (job, bool)) {
-	gpus, group := r.s.Spec.Launcher.placement()
+	gpus, group := r.s.Spec.Launcher.Placement()
 	if len(gpus) == 0 {
 		// Without listed GPUs trials run one at a time on indices 0..n-1.
 		for i := range 64 {
@@ -463,7 +451,7 @@ func (r *studyRun) dispatch(ctx context.Context, next func() (job, bool)) {
 			<-sem
 			break
 		}
-		need := GPUsFor(j.settings)
+		need := spec.GPUsFor(j.settings)
 		var ids []int
 		var early *trial.Result
 		if need > pool.total {
@@ -565,15 +553,15 @@ func (r *studyRun) finish(ctx context.Context, j job, gpus []int, res trial.Resu
 		// rather than leave it running.
 		res = trial.Failed(engine.FailLaunchError, "trial interrupted")
 	}
-	pts := PointsOf(j.number, j.settings, sp.Hardware.PricePerGPUHour, res.Levels)
+	pts := recommend.PointsOf(j.number, j.settings, sp.Hardware.PricePerGPUHour, res.Levels)
 	var value *float64
 	if res.Status == measure.StatusOK {
-		if v, ok := TrialValue(pts, sp.Tuner.Objective, sp.SLO); ok {
+		if v, ok := recommend.TrialValue(pts, sp.Tuner.Objective, sp.SLO); ok {
 			value = &v
 		}
 	}
 	err := r.run.FinishTrial(context.WithoutCancel(ctx), storeResult(j.number, res, value))
-	score := sp.Tuner.Objective.score(deref(value))
+	score := sp.Tuner.Objective.Score(deref(value))
 	var tell func() error
 	switch {
 	case j.confirms != nil: // measures a candidate again: the sampler's model stays as it learnt
@@ -616,7 +604,7 @@ func (r *studyRun) finish(ctx context.Context, j job, gpus []int, res trial.Resu
 	} else {
 		r.out.Failed++
 	}
-	if value != nil && j.confirms == nil && (r.best == nil || sp.Tuner.Objective.better(*value, *r.best)) {
+	if value != nil && j.confirms == nil && (r.best == nil || sp.Tuner.Objective.Better(*value, *r.best)) {
 		v := *value
 		r.best = &v
 	}
@@ -690,29 +678,6 @@ func storeResult(number int, res trial.Result, value *float64) store.TrialResult
 	return tr
 }
 
-// PointsOf turns a trial's measured levels into Pareto points.
-func PointsOf(number int, settings space.Settings, price float64, levels []measure.Level) []Point {
-	pts := make([]Point, 0, len(levels))
-	for i, lv := range levels {
-		pts = append(pts, Point{Trial: number, Index: i, Settings: settings, GPUs: GPUsFor(settings),
-			Price: price, Level: lv})
-	}
-	return pts
-}
-
-// StoredPoints returns the (trial, load level) points of stored search
-// trials with status ok, in trial and level order (confirmation runs
-// measure the same configurations again: RecommendStudy reads them).
-func StoredPoints(trials []store.Trial, price float64) []Point {
-	var pts []Point
-	for _, t := range trials {
-		if t.Status == measure.StatusOK && t.Confirms == nil && t.Unreadable == "" {
-			pts = append(pts, PointsOf(t.Number, t.Settings, price, t.LoadPoints)...)
-		}
-	}
-	return pts
-}
-
 // Elapsed is a helper for progress lines: a trial's wall time.
 func Elapsed(r trial.Result) time.Duration { return r.Finished.Sub(r.Started).Round(time.Millisecond) }
 
@@ -761,7 +726,7 @@ func (r *TrialRunner) anyFits() error {
 	if n, err := sp.Space.Size(); err == nil && n <= maxFitChecks {
 		points, _ = sp.Space.Grid()
 	} else {
-		smp, err := NewSampler(SamplerRandom, sp.Space, sp.Tuner.Seed)
+		smp, err := NewSampler(spec.SamplerRandom, sp.Space, sp.Tuner.Seed)
 		if err != nil {
 			return nil
 		}
@@ -776,12 +741,12 @@ func (r *TrialRunner) anyFits() error {
 	if len(points) == 0 {
 		return nil // nothing to judge by: the trials will tell
 	}
-	gpus, group := sp.Launcher.placement()
+	gpus, group := sp.Launcher.Placement()
 	most := newGPUPool(gpus, group).total
 	reasons := map[string]int{}
 	first := map[string]space.Settings{}
 	for _, set := range points {
-		n := GPUsFor(set)
+		n := spec.GPUsFor(set)
 		if most > 0 {
 			n = min(n, most)
 		}
@@ -882,7 +847,7 @@ func replicaOf(t store.Trial, trials []store.Trial) int {
 
 // confirmCandidates are the top configurations by the objective among the
 // search trials, best first, one trial per configuration.
-func confirmCandidates(trials []store.Trial, sp *Spec, top int) []store.Trial {
+func confirmCandidates(trials []store.Trial, sp *spec.Spec, top int) []store.Trial {
 	type cand struct {
 		t store.Trial
 		v float64
@@ -893,14 +858,14 @@ func confirmCandidates(trials []store.Trial, sp *Spec, top int) []store.Trial {
 		if t.Confirms != nil || t.Status != measure.StatusOK || t.Unreadable != "" || seen[t.Settings.Key()] {
 			continue
 		}
-		v, ok := TrialValue(PointsOf(t.Number, t.Settings, sp.Hardware.PricePerGPUHour, t.LoadPoints), sp.Tuner.Objective, sp.SLO)
+		v, ok := recommend.TrialValue(recommend.PointsOf(t.Number, t.Settings, sp.Hardware.PricePerGPUHour, t.LoadPoints), sp.Tuner.Objective, sp.SLO)
 		if !ok {
 			continue
 		}
 		seen[t.Settings.Key()] = true
 		cs = append(cs, cand{t, v})
 	}
-	sort.SliceStable(cs, func(i, j int) bool { return sp.Tuner.Objective.better(cs[i].v, cs[j].v) })
+	sort.SliceStable(cs, func(i, j int) bool { return sp.Tuner.Objective.Better(cs[i].v, cs[j].v) })
 	var out []store.Trial
 	for i := 0; i < len(cs) && i < top; i++ {
 		out = append(out, cs[i].t)

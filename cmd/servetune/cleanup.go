@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/servetune/servetune/tuner/spec"
 	"io"
 	"strings"
 
@@ -44,7 +45,7 @@ func newCleanupCmd() *cobra.Command {
 				return usageErrorf("cleanup: --study and --all exclude each other")
 			}
 			if specFile != "" {
-				sp, err := tuner.ParseSpecFile(specFile)
+				sp, err := spec.ParseSpecFile(specFile)
 				if err != nil {
 					return usageError(err)
 				}

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/servetune/servetune/tuner/recommend"
+	"github.com/servetune/servetune/tuner/spec"
 	"io"
 	"strings"
 	"text/tabwriter"
@@ -16,7 +18,7 @@ const dryRunTop = 10
 
 // runDryRun prints the simulator's ranking of sp's space: what a guided
 // study would measure first. Nothing is launched and no database opened.
-func runDryRun(ctx context.Context, sp *tuner.Spec, w io.Writer) error {
+func runDryRun(ctx context.Context, sp *spec.Spec, w io.Writer) error {
 	if err := tuner.Forecastable(sp); err != nil {
 		return usageErrorf("--dry-run: the simulator cannot forecast this study: %v", err)
 	}
@@ -44,7 +46,7 @@ func runDryRun(ctx context.Context, sp *tuner.Spec, w io.Writer) error {
 		}
 		val, load, ttft, tpot := "misses SLOs", "-", "-", "-"
 		if f.Met {
-			val = tuner.Format(obj.Metric, f.Value)
+			val = recommend.Format(obj.Metric, f.Value)
 		}
 		if f.Failure != "" {
 			val = "fails: " + f.Failure

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"github.com/servetune/servetune/tuner/recommend"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,7 +15,6 @@ import (
 	"github.com/servetune/servetune/internal/present/report"
 	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/store"
-	"github.com/servetune/servetune/tuner"
 )
 
 // quickstartDB runs the quick-start study (virtual time, seconds) into a
@@ -42,7 +42,7 @@ func recommendedCommand(t *testing.T, db, name string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, err := tuner.RecommendStudy(st.Trials, st.Spec, tuner.PreferThroughput)
+	rec, err := recommend.RecommendStudy(st.Trials, st.Spec.Terms(), recommend.PreferThroughput)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/servetune/servetune/tuner/spec"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -10,8 +11,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/servetune/servetune/tuner"
 )
 
 // TestTuneAbsurdSpecs: specs a careless hand writes are refused in under
@@ -75,7 +74,7 @@ func TestTuneAbsurdSpecs(t *testing.T) {
 	}
 }
 
-func parseSpecForTest(path string) (any, error) { return tuner.ParseSpecFile(path) }
+func parseSpecForTest(path string) (any, error) { return spec.ParseSpecFile(path) }
 
 // TestTuneSecretsAtRest: a credential given as an engine flag's value
 // (extra_args) reaches the engine but never the database, the output or

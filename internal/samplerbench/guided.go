@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/servetune/servetune/tuner/recommend"
+	"github.com/servetune/servetune/tuner/spec"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -27,7 +29,7 @@ import (
 type Reality struct {
 	Seed      int64
 	Constants sim.Constants
-	spec      *tuner.Spec // the study spec on the perturbed virtual engine, no precheck
+	spec      *spec.Spec // the study spec on the perturbed virtual engine, no precheck
 
 	mu      sync.Mutex
 	results map[string]trial.Result
@@ -36,7 +38,7 @@ type Reality struct {
 // NewReality perturbs engine e's stock constants: each is multiplied by a
 // factor drawn uniformly from [1-spread, 1+spread] (seeded), within its
 // range.
-func NewReality(sp *tuner.Spec, seed int64, spread float64) (*Reality, error) {
+func NewReality(sp *spec.Spec, seed int64, spread float64) (*Reality, error) {
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x7ea1))
 	c := sim.StockConstants(sp.Engine)
 	for _, name := range sim.ConstantNames() {
@@ -78,7 +80,7 @@ func (r *Reality) Value(set space.Settings, res trial.Result) (float64, bool) {
 		return 0, false
 	}
 	sp := r.spec
-	return tuner.TrialValue(tuner.PointsOf(0, set, sp.Hardware.PricePerGPUHour, res.Levels), sp.Tuner.Objective, sp.SLO)
+	return recommend.TrialValue(recommend.PointsOf(0, set, sp.Hardware.PricePerGPUHour, res.Levels), sp.Tuner.Objective, sp.SLO)
 }
 
 // Optimum measures every configuration of the space on the reality.
@@ -149,7 +151,7 @@ type Search struct {
 // it they launch every proposal, as a tuner without a model of the engine
 // does. The guided sampler decides with its learned boundary and launches
 // what it proposes.
-func SearchReality(ctx context.Context, sp *tuner.Spec, r *Reality, kind string, seed int64, target float64, budget int, precheck bool, note func(string)) (Search, error) {
+func SearchReality(ctx context.Context, sp *spec.Spec, r *Reality, kind string, seed int64, target float64, budget int, precheck bool, note func(string)) (Search, error) {
 	ss := *sp
 	ss.Tuner.Sampler, ss.Tuner.Seed = kind, seed
 	s, err := tuner.NewStudySampler(ctx, &ss, note)
@@ -157,7 +159,7 @@ func SearchReality(ctx context.Context, sp *tuner.Spec, r *Reality, kind string,
 		return Search{}, err
 	}
 	var pre *tuner.TrialRunner
-	if kind != tuner.SamplerGuided && precheck {
+	if kind != spec.SamplerGuided && precheck {
 		pre = &tuner.TrialRunner{Spec: &ss}
 	}
 	var out Search

@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"context"
+	"github.com/servetune/servetune/tuner/spec"
 	"os"
 	"path/filepath"
 	"strings"
@@ -156,7 +157,7 @@ func TestReportDiagnosesRecommendation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sp, err := tuner.ParseSpec([]byte(strings.Replace(string(src), "trials: 24", "trials: 6", 1)), "quickstart.yaml")
+	sp, err := spec.ParseSpec([]byte(strings.Replace(string(src), "trials: 24", "trials: 6", 1)), "quickstart.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/servetune/servetune/store"
 
 	_ "github.com/servetune/servetune/launcher/kinds" // the spec's virtual launcher
+	_ "github.com/servetune/servetune/tuner"          // the spec parser's runtime, as in the servetune binary
 )
 
 const hubSpec = `name: big
