@@ -96,7 +96,7 @@ func (r *TrialRunner) EvaluateBaseline(ctx context.Context, gpus []int) (Quality
 	sp := r.Spec
 	q := sp.Quality
 	b := QualityBaseline{Settings: baselineSettings(sp), Seed: qualitySeed(sp), Items: q.Items}
-	ls := r.launchSpec(-1, b.Settings, gpus)
+	ls := r.LaunchSpec(-1, b.Settings, gpus)
 	inst, err := launcherOf(sp).Launch(ctx, ls)
 	if err != nil {
 		return b, fmt.Errorf("launch: %w", err)

@@ -107,7 +107,7 @@ func TestPrecheckSeesExtraArgs(t *testing.T) {
 	sp := mustSpec(t, src)
 	set := space.Settings{"tensor_parallel": 1, "max_running_requests": 8, "gpu_memory_fraction": 0.95}
 	r := &TrialRunner{Spec: sp}
-	ls := r.launchSpec(0, set, []int{0})
+	ls := r.LaunchSpec(0, set, []int{0})
 	if err := r.checkContext(ls).Fits(set); err != nil {
 		t.Errorf("precheck with --max-model-len 4096: %v", err)
 	}

@@ -1,6 +1,10 @@
 package tuner
 
 import (
+	"errors"
+	"fmt"
+
+	"github.com/servetune/servetune/internal/serving/catalog"
 	"gopkg.in/yaml.v3"
 
 	"github.com/servetune/servetune/internal/yamlspec"
@@ -30,4 +34,23 @@ func decodeLauncher(d *yamlspec.Decoder, n *yaml.Node, sp *spec.Spec) spec.Launc
 func launcherOf(sp *spec.Spec) launcher.Launcher {
 	l, _ := sp.Launcher.Launcher.(launcher.Launcher)
 	return l
+}
+
+// Forecastable says whether the simulator can forecast sp: a catalog GPU
+// and a model it knows (the catalog, or a config.json). nil when it can.
+func Forecastable(sp *spec.Spec) error {
+	if sp.Hardware.GPU == "" {
+		return errors.New("the study names no hardware.gpu, so the simulator has no GPU to forecast on")
+	}
+	if _, err := catalog.LookupGPU(sp.Hardware.GPU); err != nil {
+		return fmt.Errorf("hardware.gpu: %w", err)
+	}
+	m, err := (&TrialRunner{Spec: sp}).model()
+	if err == nil {
+		err = m.Simulable()
+	}
+	if err != nil {
+		return fmt.Errorf("model: %w", err)
+	}
+	return nil
 }

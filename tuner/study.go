@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/servetune/servetune/tuner/memory"
 	"github.com/servetune/servetune/tuner/recommend"
+	"github.com/servetune/servetune/tuner/sampler"
 	"github.com/servetune/servetune/tuner/spec"
 	"math"
 	"sort"
@@ -127,7 +129,7 @@ func (s *Study) Run(ctx context.Context) (Outcome, error) {
 	if sp.Tuner.Sampler == spec.SamplerGuided {
 		s.note("guided: forecasting the space in virtual time before the first trial")
 	}
-	sampler, err := NewStudySampler(ctx, sp, func(msg string) { s.note("%s", msg) })
+	smp, err := sampler.ForStudy(ctx, sp, func(msg string) { s.note("%s", msg) })
 	if err != nil {
 		status := store.StudyFailed
 		if ctx.Err() != nil {
@@ -139,7 +141,7 @@ func (s *Study) Run(ctx context.Context) (Outcome, error) {
 	if s.OnBegin != nil {
 		s.OnBegin(s.Resume, len(stored))
 	}
-	r := &studyRun{s: s, sampler: sampler, run: run, out: Outcome{StudyID: run.Study.ID}, total: sp.Tuner.Trials}
+	r := &studyRun{s: s, sampler: smp, run: run, out: Outcome{StudyID: run.Study.ID}, total: sp.Tuner.Trials}
 	if d, ok := sp.Launcher.Launcher.(launcher.Deterministic); ok && d.Deterministic() {
 		r.ordered = true
 		r.order.init()
@@ -168,7 +170,7 @@ func (s *Study) Run(ctx context.Context) (Outcome, error) {
 	}
 	r.enqueue(stored)
 	r.dispatch(ctx, r.searchJob)
-	if sum := sampler.Summary(); sum != "" {
+	if sum := smp.Summary(); sum != "" {
 		s.note("%s", sum)
 	}
 	if ctx.Err() == nil && !r.stopped(ctx) {
@@ -297,7 +299,7 @@ func (s *Study) evaluator(self proc.Owner) (Evaluator, func()) {
 // studyRun is the state of one Run.
 type studyRun struct {
 	s       *Study
-	sampler *Sampler
+	sampler sampler.Sampler
 	run     *store.Run
 	eval    Evaluator
 	total   int
@@ -515,7 +517,7 @@ func (r *studyRun) searchJob() (job, bool) {
 		return j, true
 	}
 	p, err := r.sampler.Ask()
-	if errors.Is(err, ErrExhausted) {
+	if errors.Is(err, sampler.ErrExhausted) {
 		return job{}, false
 	}
 	if err != nil {
@@ -726,7 +728,7 @@ func (r *TrialRunner) anyFits() error {
 	if n, err := sp.Space.Size(); err == nil && n <= maxFitChecks {
 		points, _ = sp.Space.Grid()
 	} else {
-		smp, err := NewSampler(spec.SamplerRandom, sp.Space, sp.Tuner.Seed)
+		smp, err := sampler.New(spec.SamplerRandom, sp.Space, sp.Tuner.Seed)
 		if err != nil {
 			return nil
 		}
@@ -750,13 +752,13 @@ func (r *TrialRunner) anyFits() error {
 		if most > 0 {
 			n = min(n, most)
 		}
-		ls := r.launchSpec(0, set, make([]int, n))
+		ls := r.LaunchSpec(0, set, make([]int, n))
 		err := sp.Space.Check(set, r.checkContext(ls))
 		if err == nil {
 			return nil
 		}
 		msg := err.Error()
-		if m, ok := oomMessage(err); ok {
+		if m, ok := memory.OOM(err); ok {
 			msg = m
 		}
 		if reasons[msg] == 0 {
@@ -799,7 +801,7 @@ func (r *studyRun) confirm(ctx context.Context) {
 		have := map[int]bool{}
 		for _, t := range trials {
 			if t.Confirms != nil && *t.Confirms == cand.Number && t.Status != measure.StatusInterrupted {
-				have[replicaOf(t, trials)] = true
+				have[ReplicaOf(t, trials)] = true
 			}
 		}
 		for k := 1; k <= c.Runs; k++ {
@@ -815,7 +817,7 @@ func (r *studyRun) confirm(ctx context.Context) {
 	for _, t := range trials {
 		if t.Confirms != nil && (t.Status == measure.StatusInterrupted || t.Status == measure.StatusRunning) {
 			n := *t.Confirms
-			jobs = append(jobs, job{number: t.Number, settings: t.Settings, confirms: &n, replica: replicaOf(t, trials)})
+			jobs = append(jobs, job{number: t.Number, settings: t.Settings, confirms: &n, replica: ReplicaOf(t, trials)})
 		}
 	}
 	if len(jobs) == 0 {
@@ -833,9 +835,9 @@ func (r *studyRun) confirm(ctx context.Context) {
 	})
 }
 
-// replicaOf is which confirmation run t is: its rank among the runs of the
+// ReplicaOf is which confirmation run t is: its rank among the runs of the
 // same trial, by number.
-func replicaOf(t store.Trial, trials []store.Trial) int {
+func ReplicaOf(t store.Trial, trials []store.Trial) int {
 	k := 0
 	for _, u := range trials {
 		if u.Confirms != nil && *u.Confirms == *t.Confirms && u.Number <= t.Number {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/servetune/servetune/tuner/recommend"
+	"github.com/servetune/servetune/tuner/sampler"
 	"github.com/servetune/servetune/tuner/spec"
 	"path/filepath"
 	"strings"
@@ -431,7 +432,7 @@ func TestStudyResumeGridNoDuplicate(t *testing.T) {
 	}
 	// What the killed run did: the grid's first point finished, its second
 	// was in flight.
-	g, err := NewSampler(spec.SamplerGrid, sp.Space, sp.Tuner.Seed)
+	g, err := sampler.New(spec.SamplerGrid, sp.Space, sp.Tuner.Seed)
 	if err != nil {
 		t.Fatal(err)
 	}

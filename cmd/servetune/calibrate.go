@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/servetune/servetune/tuner/guided"
 	"io"
 	"os"
 	"path/filepath"
@@ -18,7 +19,6 @@ import (
 	"github.com/servetune/servetune/internal/model/sim"
 	"github.com/servetune/servetune/internal/serving/catalog"
 	"github.com/servetune/servetune/internal/serving/engine"
-	"github.com/servetune/servetune/tuner"
 )
 
 func init() { subcommands = append(subcommands, newCalibrateCmd) }
@@ -80,7 +80,7 @@ func runCalibrate(cmd *cobra.Command, name string, o *calibrateOptions) error {
 	}
 	sp := st.spec
 	if sp.Hardware.GPU == "" {
-		return usageErrorf("study %s: %v", name, tuner.ErrNoGPU)
+		return usageErrorf("study %s: %v", name, guided.ErrNoGPU)
 	}
 	gpu, err := catalog.LookupGPU(sp.Hardware.GPU)
 	if err != nil {
@@ -91,7 +91,7 @@ func runCalibrate(cmd *cobra.Command, name string, o *calibrateOptions) error {
 		return failedError(err)
 	}
 	defer cleanup()
-	runs, skipped, err := tuner.CalibrationRuns(sp, st.trials)
+	runs, skipped, err := guided.CalibrationRuns(sp, st.trials)
 	if errors.Is(err, calibrate.ErrNoPoints) {
 		return usageErrorf("study %s has no trial with measured load points to calibrate from", name)
 	}

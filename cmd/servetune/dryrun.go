@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/servetune/servetune/tuner/guided"
 	"github.com/servetune/servetune/tuner/recommend"
 	"github.com/servetune/servetune/tuner/spec"
 	"io"
@@ -23,7 +24,7 @@ func runDryRun(ctx context.Context, sp *spec.Spec, w io.Writer) error {
 		return usageErrorf("--dry-run: the simulator cannot forecast this study: %v", err)
 	}
 	start := time.Now()
-	d, err := tuner.ForecastSpace(ctx, sp)
+	d, err := guided.ForecastSpace(ctx, sp)
 	if err != nil {
 		return err
 	}

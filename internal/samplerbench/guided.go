@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	_ "github.com/servetune/servetune/tuner/guided" // the guided sampler SearchReality measures
 	"github.com/servetune/servetune/tuner/recommend"
+	"github.com/servetune/servetune/tuner/sampler"
 	"github.com/servetune/servetune/tuner/spec"
 	"math"
 	"math/rand/v2"
@@ -154,7 +156,7 @@ type Search struct {
 func SearchReality(ctx context.Context, sp *spec.Spec, r *Reality, kind string, seed int64, target float64, budget int, precheck bool, note func(string)) (Search, error) {
 	ss := *sp
 	ss.Tuner.Sampler, ss.Tuner.Seed = kind, seed
-	s, err := tuner.NewStudySampler(ctx, &ss, note)
+	s, err := sampler.ForStudy(ctx, &ss, note)
 	if err != nil {
 		return Search{}, err
 	}
@@ -165,7 +167,7 @@ func SearchReality(ctx context.Context, sp *spec.Spec, r *Reality, kind string, 
 	var out Search
 	for proposals := 0; out.Trials < budget && proposals < 4*budget; proposals++ {
 		p, err := s.Ask()
-		if errors.Is(err, tuner.ErrExhausted) {
+		if errors.Is(err, sampler.ErrExhausted) {
 			out.Stopped = true
 			break
 		}

@@ -2,13 +2,13 @@ package samplerbench
 
 import (
 	"context"
+	"github.com/servetune/servetune/tuner/sampler"
 	"github.com/servetune/servetune/tuner/spec"
 	"math"
 	"path/filepath"
 	"testing"
 
 	"github.com/servetune/servetune/space"
-	"github.com/servetune/servetune/tuner"
 )
 
 // bowl is a toy objective on a discrete 8×8×3 space with an infeasible
@@ -103,7 +103,7 @@ func TestMedian(t *testing.T) {
 func BenchmarkSamplerAskTellTPE(b *testing.B) {
 	sp, f := bowl()
 	for b.Loop() {
-		s, err := tuner.NewSampler(spec.SamplerTPE, sp, 1)
+		s, err := sampler.New(spec.SamplerTPE, sp, 1)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -68,7 +68,7 @@ func TestParseSpecGood(t *testing.T) {
 }
 
 func TestParseSpecExamples(t *testing.T) {
-	files, err := filepath.Glob("../examples/*.yaml")
+	files, err := filepath.Glob("../../examples/*.yaml")
 	if err != nil || len(files) < 3 {
 		t.Fatalf("examples: %v %v", files, err)
 	}

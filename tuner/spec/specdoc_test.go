@@ -62,7 +62,7 @@ tuner: {objective: max request_rate}
 // launcher kinds' keys and the engine settings, and fails when
 // docs/spec.md does not name one.
 func TestSpecDocCoversEveryKey(t *testing.T) {
-	doc, err := os.ReadFile("../docs/spec.md")
+	doc, err := os.ReadFile("../../docs/spec.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestSpecDocCoversEveryKey(t *testing.T) {
 	}
 	defer func() { *spec.OnSpecFields = nil }()
 	srcs := map[string]string{}
-	examples, _ := filepath.Glob("../examples/*.yaml")
+	examples, _ := filepath.Glob("../../examples/*.yaml")
 	for _, f := range examples {
 		b, err := os.ReadFile(f)
 		if err != nil {

@@ -1,4 +1,4 @@
-package tuner
+package sampler
 
 import (
 	"github.com/servetune/servetune/tuner/spec"
@@ -30,7 +30,7 @@ func score(s space.Settings) (float64, bool) {
 func TestSamplerProposesInRange(t *testing.T) {
 	for _, kind := range []string{spec.SamplerTPE, spec.SamplerRandom, spec.SamplerCMAES} {
 		t.Run(kind, func(t *testing.T) {
-			s, err := NewSampler(kind, testSpace(), 7)
+			s, err := New(kind, testSpace(), 7)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -60,7 +60,7 @@ func TestSamplerProposesInRange(t *testing.T) {
 
 func TestSamplerSeeded(t *testing.T) {
 	run := func() []space.Settings {
-		s, err := NewSampler(spec.SamplerTPE, testSpace(), 3)
+		s, err := New(spec.SamplerTPE, testSpace(), 3)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -90,7 +90,7 @@ func TestSamplerSeeded(t *testing.T) {
 // less often than random search once it has learned.
 func TestSamplerAvoidsFailures(t *testing.T) {
 	count := func(kind string) int {
-		s, err := NewSampler(kind, testSpace(), 11)
+		s, err := New(kind, testSpace(), 11)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -117,7 +117,7 @@ func TestSamplerAvoidsFailures(t *testing.T) {
 }
 
 func TestSamplerReplay(t *testing.T) {
-	s, err := NewSampler(spec.SamplerTPE, testSpace(), 1)
+	s, err := New(spec.SamplerTPE, testSpace(), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestSamplerReplay(t *testing.T) {
 	if err := s.Replay(bad, 1, false); err == nil {
 		t.Fatal("replayed a value outside the choices")
 	}
-	trials, _ := s.study.GetTrials()
+	trials, _ := s.(*optuna).study.GetTrials()
 	if len(trials) < 2 {
 		t.Fatalf("study has %d trials after two replays", len(trials))
 	}

@@ -1,8 +1,9 @@
-package tuner
+package guided
 
 import (
 	"context"
 	"fmt"
+	"github.com/servetune/servetune/tuner"
 	"github.com/servetune/servetune/tuner/spec"
 	"math"
 	"strings"
@@ -166,7 +167,7 @@ func TestGuidedProposalsApart(t *testing.T) {
 	sp := mustSpec(t, guidedRangeSpec)
 	db := openStore(t)
 	var notes []string
-	if _, err := (&Study{Spec: sp, Store: db, OnNote: func(m string) { notes = append(notes, m) }}).Run(context.Background()); err != nil {
+	if _, err := (&tuner.Study{Spec: sp, Store: db, OnNote: func(m string) { notes = append(notes, m) }}).Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	st, _ := db.GetStudy(context.Background(), "gr")

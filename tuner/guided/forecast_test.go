@@ -1,7 +1,8 @@
-package tuner
+package guided
 
 import (
 	"context"
+	"github.com/servetune/servetune/tuner"
 	"github.com/servetune/servetune/tuner/spec"
 	"testing"
 
@@ -38,11 +39,11 @@ tuner: {trials: 2}
 	}
 	// The capacity is far above the rate (68 req/s) at which a 30 s probe
 	// reaches the bound, so the bound is what holds the count.
-	if fc.Best.Summary.RequestRate < 4*forecastProbeRequests/30 {
+	if fc.Best.Summary.RequestRate < 4*tuner.ForecastProbeRequests/30 {
 		t.Fatalf("capacity %.1f req/s: too low to test the bound", fc.Best.Summary.RequestRate)
 	}
 	n := f.requests.Load()
-	if limit := int64(len(fc.pts) * forecastProbeRequests); n > limit || n == 0 {
+	if limit := int64(len(fc.pts) * tuner.ForecastProbeRequests); n > limit || n == 0 {
 		t.Errorf("%d probes simulated %d requests, want at most %d", len(fc.pts), n, limit)
 	}
 	for _, p := range fc.pts {

@@ -1,8 +1,9 @@
-package tuner
+package guided
 
 import (
 	"errors"
 	"fmt"
+	"github.com/servetune/servetune/tuner"
 	"github.com/servetune/servetune/tuner/spec"
 
 	"github.com/servetune/servetune/internal/load/measure"
@@ -27,7 +28,7 @@ func CalibrationRuns(sp *spec.Spec, trials []store.Trial) (runs []calibrate.Run,
 	if sp.Hardware.GPU == "" {
 		return nil, 0, ErrNoGPU
 	}
-	r := &TrialRunner{Spec: sp}
+	r := &tuner.TrialRunner{Spec: sp}
 	v := &launcher.Virtual{GPU: sp.Hardware.GPU, ModelConfig: sp.Launcher.ModelConfig}
 	for _, t := range trials {
 		if t.Status != measure.StatusOK || len(t.LoadPoints) == 0 {
@@ -35,13 +36,13 @@ func CalibrationRuns(sp *spec.Spec, trials []store.Trial) (runs []calibrate.Run,
 		}
 		replica := 0
 		if t.Confirms != nil {
-			replica = replicaOf(t, trials)
+			replica = tuner.ReplicaOf(t, trials)
 		}
 		gpus := t.GPUs
 		if len(gpus) == 0 {
 			gpus = make([]int, spec.GPUsFor(t.Settings))
 		}
-		run, err := r.calibrationRun(v, fmt.Sprintf("trial %d", t.Number), t.Number, replica, t.Settings, gpus, t.LoadPoints)
+		run, err := calibrationRun(r, v, fmt.Sprintf("trial %d", t.Number), t.Number, replica, t.Settings, gpus, t.LoadPoints)
 		if err != nil {
 			skipped++
 			continue
@@ -57,13 +58,13 @@ func CalibrationRuns(sp *spec.Spec, trials []store.Trial) (runs []calibrate.Run,
 // calibrationRun is one trial's measured levels as a calibration run: the
 // engine as v simulates it (the trial's settings and extra flags on gpus)
 // and each level with the exact benchmark the trial sent.
-func (r *TrialRunner) calibrationRun(v *launcher.Virtual, name string, number, replica int, set space.Settings, gpus []int, levels []measure.Level) (calibrate.Run, error) {
-	ls := r.launchSpec(number, set, gpus)
+func calibrationRun(r *tuner.TrialRunner, v *launcher.Virtual, name string, number, replica int, set space.Settings, gpus []int, levels []measure.Level) (calibrate.Run, error) {
+	ls := r.LaunchSpec(number, set, gpus)
 	cfg, err := v.Config(ls)
 	if err != nil {
 		return calibrate.Run{}, err
 	}
-	plan := r.plan(ls, replica)
+	plan := r.Plan(ls, replica)
 	run := calibrate.Run{Name: name, Config: cfg}
 	for i, lv := range levels {
 		run.Levels = append(run.Levels, calibrate.Level{Bench: plan.BenchConfig(plan.SeedIndex(i), lv.Load), Measured: lv.Summary})

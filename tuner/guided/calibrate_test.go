@@ -1,7 +1,8 @@
-package tuner
+package guided
 
 import (
 	"context"
+	"github.com/servetune/servetune/tuner"
 	"math"
 	"path/filepath"
 	"slices"
@@ -73,7 +74,7 @@ func TestCalibrationRecoversPerturbedConstants(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	out, err := (&Study{Spec: sp, Store: db}).Run(ctx)
+	out, err := (&tuner.Study{Spec: sp, Store: db}).Run(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
