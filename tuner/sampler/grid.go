@@ -11,7 +11,12 @@ import (
 )
 
 func init() {
-	Register(Kind{Name: spec.SamplerGrid, New: newGrid})
+	Register(Kind{Name: spec.SamplerGrid, New: newGrid, Check: func(sp *spec.Spec) error {
+		if _, err := sp.Space.Size(); err != nil {
+			return fmt.Errorf("needs a discrete space: %w", err)
+		}
+		return nil
+	}})
 }
 
 // grid proposes every point of a discrete space once, in a seeded order.

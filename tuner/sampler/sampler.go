@@ -57,6 +57,9 @@ type Kind struct {
 	Name  string
 	New   func(sp space.Space, seed int64) (Sampler, error)
 	Study func(ctx context.Context, sp *spec.Spec, note func(string)) (Sampler, error)
+	// Check, when set, is the spec parser's check of a study naming the
+	// kind: its error reads after the kind's name ("needs ...").
+	Check func(sp *spec.Spec) error
 }
 
 var (
@@ -72,6 +75,7 @@ func Register(k Kind) {
 		panic(fmt.Sprintf("sampler: bad or duplicate kind %q", k.Name))
 	}
 	kinds[k.Name] = k
+	spec.RegisterSampler(k.Name, k.Check)
 }
 
 // Kinds returns the registered kinds' names, sorted.

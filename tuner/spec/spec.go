@@ -743,10 +743,8 @@ func (p *specParser) tuner(n *yaml.Node, t *TunerSpec) {
 	if x := f["sampler"]; x != nil {
 		p.samplerGiven = true
 		t.Sampler = p.Str(x, "tuner.sampler")
-		switch t.Sampler {
-		case SamplerTPE, SamplerRandom, SamplerCMAES, SamplerGrid, SamplerGuided:
-		default:
-			p.Fail(x, "tuner.sampler", "%q: want guided, tpe, random, cmaes or grid", t.Sampler)
+		if _, ok := samplerCheck(t.Sampler); !ok {
+			p.Fail(x, "tuner.sampler", "%q: want %s", t.Sampler, samplerNames())
 		}
 	}
 	if x := f["trials"]; x != nil {
@@ -973,20 +971,9 @@ func (p *specParser) check(sp *Spec, top map[string]*yaml.Node) {
 		}
 	}
 	p.defaultSampler(sp, top)
-	if sp.Tuner.Sampler == SamplerCMAES {
-		numeric := 0
-		for _, q := range sp.Space.Params {
-			if q.Kind == space.KindInt || q.Kind == space.KindFloat {
-				numeric++
-			}
-		}
-		if numeric < 2 {
-			p.Fail(top["tuner"], "tuner.sampler", "cmaes needs at least 2 numeric parameters, the space has %d", numeric)
-		}
-	}
-	if sp.Tuner.Sampler == SamplerGrid {
-		if _, err := sp.Space.Size(); err != nil {
-			p.Fail(top["tuner"], "tuner.sampler", "grid needs a discrete space: %v", err)
+	if check, _ := samplerCheck(sp.Tuner.Sampler); check != nil {
+		if err := check(sp); err != nil {
+			p.Fail(top["tuner"], "tuner.sampler", "%s %v", sp.Tuner.Sampler, err)
 		}
 	}
 	for _, o := range append(append([]recommend.Objective(nil), sp.Objectives...), sp.Tuner.Objective) {
