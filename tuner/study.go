@@ -51,7 +51,7 @@ type TrialReport struct {
 	Settings space.Settings
 	GPUs     []int
 	Result   trial.Result
-	Value    *float64 // the sampler's objective; nil when the trial failed or met no recommend.SLO
+	Value    *float64 // the sampler's objective; nil when the trial failed or met no SLO
 	Best     *float64 // best value of the study so far
 	Done     int      // trials finished, this one included
 	Total    int      // trials the study runs

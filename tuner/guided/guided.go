@@ -441,11 +441,11 @@ func (g *guide) pStart(crit float64) float64 {
 }
 
 // view is one load level as the guide models it: the objective's utility
-// whatever the SLOs, and the metric of each recommend.SLO limit (ms).
+// whatever the SLOs, and the metric of each SLO limit (ms).
 type view struct {
 	u   float64
 	lat []float64
-	bad bool // failed or unsustained requests: meets no recommend.SLO
+	bad bool // failed or unsustained requests: meets no SLO
 }
 
 // views are the levels of pts.
@@ -473,7 +473,7 @@ func (g *guide) views(pts []recommend.Point) []view {
 }
 
 // local is the residual model at c: the measured to forecast log-ratios
-// of the objective (ku) and of each recommend.SLO metric (klat) over the measured
+// of the objective (ku) and of each SLO metric (klat) over the measured
 // configurations, weighted by a Gaussian kernel in the unit cube and
 // shrunk towards 1 (the model) far from them; rho in [0, 1) is the share
 // of the weight that is evidence.
@@ -535,7 +535,7 @@ func clampLog(r float64) float64 { return math.Max(-math.Log(4), math.Min(math.L
 const modelSigma = 0.3
 
 // levelOdds are c's levels under the residual model: the corrected
-// utility of each and the chance that it meets every recommend.SLO limit (each
+// utility of each and the chance that it meets every SLO limit (each
 // corrected metric log-normal around its forecast with spread sigma).
 func (g *guide) levelOdds(c *cand) (u, pMet []float64, sigma float64) {
 	ku, klat, rho := g.local(c)
