@@ -118,10 +118,10 @@ type Runtime struct {
 	Forecastable func(sp *Spec) error
 }
 
-var runtime Runtime
+var installed Runtime
 
 // SetRuntime installs the runtime the parser calls (package tuner's).
-func SetRuntime(r Runtime) { runtime = r }
+func SetRuntime(r Runtime) { installed = r }
 
 // Placement returns the study's GPUs and their host grouping: the
 // launcher's own (a launcher.Placer), else launcher.gpus on one host.
@@ -375,11 +375,11 @@ func (p *specParser) parse(root *yaml.Node) *Spec {
 	if p.Failed() {
 		return nil
 	}
-	if runtime.Launcher == nil {
+	if installed.Launcher == nil {
 		p.Fail(top["launcher"], "launcher", "no launcher kinds in this program (package tuner sets them)")
 		return nil
 	}
-	sp.Launcher = runtime.Launcher(&p.Decoder, top["launcher"], sp)
+	sp.Launcher = installed.Launcher(&p.Decoder, top["launcher"], sp)
 	if p.Failed() {
 		return nil
 	}
@@ -932,7 +932,7 @@ func (p *specParser) whatif(n *yaml.Node) *WhatifSpec {
 func (p *specParser) defaultSampler(sp *Spec, top map[string]*yaml.Node) {
 	fixed := sp.Launcher.fixedSettings()
 	given := p.samplerGiven
-	err := runtime.Forecastable(sp)
+	err := installed.Forecastable(sp)
 	switch {
 	case !given && err == nil && !fixed:
 		sp.Tuner.Sampler = SamplerGuided
