@@ -1,8 +1,10 @@
-// Package tuner runs tuning studies: it parses the study spec, proposes
-// engine launch settings with a seeded sampler (TPE by default; random,
-// CMA-ES, grid), evaluates them as trials on disjoint GPU sets, stores every
-// trial, and reads the results back as a Pareto front and a recommendation
-// under the user's SLOs.
+// Package tuner runs tuning studies: it proposes engine launch settings
+// with the spec's seeded sampler (tuner/sampler; the default is guided,
+// tuner/guided, when the simulator can forecast the study, else TPE;
+// random, CMA-ES and grid on request), evaluates them as trials on
+// disjoint GPU sets, and stores every trial. The spec is tuner/spec's;
+// ranking what was stored (Pareto front, recommendation under the SLOs)
+// is tuner/recommend's.
 //
 // A Study owns its run: it opens the stored study (Store.Begin), removes
 // what a killed run of it left running when its launcher can (a
@@ -23,20 +25,23 @@
 // "max goodput_per_gpu": the best request goodput per GPU over the trial's
 // load levels. The Pareto front runs over every (trial, load level) point.
 //
+// Package tuner also sets the spec parser's runtime (spec.SetRuntime: the
+// launcher kinds and Forecastable), so a program that parses specs links
+// it.
+//
 // Example:
 //
-//	sp, err := tuner.ParseSpecFile("examples/quickstart.yaml")
+//	sp, err := spec.ParseSpecFile("examples/quickstart.yaml")
 //	if err != nil {
 //		return err // a *yamlspec.Error: file:line: field: problem
 //	}
 //	db, _ := store.Open(ctx, ":memory:")
 //	out, err := (&tuner.Study{Spec: sp, Store: db}).Run(ctx)
 //	trials, _ := db.Trials(ctx, out.StudyID)
-//	best, err := tuner.Recommend(tuner.StoredPoints(trials, sp.Hardware.PricePerGPUHour), sp.Objectives, sp.SLO, tuner.PreferThroughput)
+//	best, err := recommend.RecommendStudy(trials, sp.Terms(), recommend.PreferThroughput)
 //
-// Concurrency: a Sampler is safe for concurrent use and owns its seeded
-// random source, so one seed proposes the same settings in the same order
-// in any program; Front, Recommend and the spec parser are pure functions.
-// A Study's Run drives its own worker goroutines and waits for them before
-// it returns.
+// Concurrency: every sampler is safe for concurrent use and owns its
+// seeded random source, so one seed proposes the same settings in the same
+// order in any program. A Study's Run drives its own worker goroutines and
+// waits for them before it returns.
 package tuner

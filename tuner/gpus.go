@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"sync"
-
-	"github.com/servetune/servetune/launcher"
 )
 
 // gpuPool hands out disjoint sets of GPU indices to trials running at the
@@ -104,15 +102,6 @@ func (p *gpuPool) hosts() int {
 		seen[p.groupOf(g)] = true
 	}
 	return len(seen)
-}
-
-// placement returns the study's GPUs and their host grouping: the
-// launcher's own (launcher.Placer), else launcher.gpus on one host.
-func (l LauncherSpec) placement() ([]int, func(int) int) {
-	if pl, ok := l.Launcher.(launcher.Placer); ok {
-		return pl.GPUs(), pl.HostOf
-	}
-	return l.GPUs, nil
 }
 
 // Release returns gpus to the pool.

@@ -16,6 +16,7 @@ import (
 	"github.com/servetune/servetune/launcher"
 	"github.com/servetune/servetune/space"
 	"github.com/servetune/servetune/trial"
+	"github.com/servetune/servetune/tuner/spec"
 )
 
 // QualityBaseline is the quality gate's measurement of the baseline
@@ -47,7 +48,7 @@ func ParseQualityBaseline(text string) (b QualityBaseline, ok bool, err error) {
 }
 
 // matches reports whether b measured the baseline sp asks for.
-func (b QualityBaseline) matches(sp *Spec) bool {
+func (b QualityBaseline) matches(sp *spec.Spec) bool {
 	return b.Seed == qualitySeed(sp) && b.Items == sp.Quality.Items && b.Settings.Key() == baselineSettings(sp).Key()
 }
 
@@ -56,7 +57,7 @@ func (b QualityBaseline) matches(sp *Spec) bool {
 // own. A setting the baseline leaves out is the study's, not the engine's
 // default: a baseline naming only quantization must not start at the
 // model's whole context when every trial fixes max_model_len.
-func baselineSettings(sp *Spec) engine.Settings {
+func baselineSettings(sp *spec.Spec) engine.Settings {
 	set := engine.Settings{}
 	for _, p := range sp.Space.Params {
 		switch {
@@ -75,7 +76,7 @@ func baselineSettings(sp *Spec) engine.Settings {
 }
 
 // qualitySeed is the task set's seed of a study: its tuner seed.
-func qualitySeed(sp *Spec) uint64 { return uint64(sp.Tuner.Seed) }
+func qualitySeed(sp *spec.Spec) uint64 { return uint64(sp.Tuner.Seed) }
 
 // qualityEvaluator is an Evaluator that can run the quality gate
 // (TrialRunner): measure the baseline, then judge every search trial.
@@ -95,8 +96,8 @@ func (r *TrialRunner) EvaluateBaseline(ctx context.Context, gpus []int) (Quality
 	sp := r.Spec
 	q := sp.Quality
 	b := QualityBaseline{Settings: baselineSettings(sp), Seed: qualitySeed(sp), Items: q.Items}
-	ls := r.launchSpec(-1, b.Settings, gpus)
-	inst, err := sp.Launcher.Launcher.Launch(ctx, ls)
+	ls := r.LaunchSpec(-1, b.Settings, gpus)
+	inst, err := launcherOf(sp).Launch(ctx, ls)
 	if err != nil {
 		return b, fmt.Errorf("launch: %w", err)
 	}
@@ -184,7 +185,7 @@ func (r *studyRun) qualityBaseline(ctx context.Context) error {
 		return err
 	}
 	if !stored || !b.matches(sp) {
-		gpus, group := sp.Launcher.placement()
+		gpus, group := sp.Launcher.Placement()
 		if len(gpus) == 0 {
 			for i := range 64 {
 				gpus = append(gpus, i)
@@ -192,7 +193,7 @@ func (r *studyRun) qualityBaseline(ctx context.Context) error {
 		}
 		pool := newGPUPool(gpus, group)
 		set := baselineSettings(sp)
-		need := GPUsFor(set)
+		need := spec.GPUsFor(set)
 		if need > pool.total {
 			return fmt.Errorf("the baseline needs %d GPUs, the study has %d on one host", need, pool.total)
 		}

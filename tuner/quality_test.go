@@ -19,6 +19,8 @@ import (
 	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/launcher"
 	"github.com/servetune/servetune/store"
+	"github.com/servetune/servetune/tuner/recommend"
+	"github.com/servetune/servetune/tuner/spec"
 )
 
 // knownQuality launches, for each trial, the simulated engine on the real
@@ -165,7 +167,7 @@ func TestQualityGateStudy(t *testing.T) {
 	fast := fp8.LoadPoints[0].Summary.OutputThroughput
 	slow := none.LoadPoints[0].Summary.OutputThroughput
 	t.Logf("output tok/s: fp8 %.0f (quality_fail), none %.0f", fast, slow)
-	rec, err := RecommendStudy(trials, sp, PreferThroughput)
+	rec, err := recommend.RecommendStudy(trials, sp.Terms(), recommend.PreferThroughput)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,13 +234,13 @@ func TestQualitySpec(t *testing.T) {
 		{"baseline: {quantization: none}", "baseline: {quantization: none, tensor_parallel: 2}", "quality.baseline: needs 2 GPUs"},
 		{"items: 60}", "items: 60, seed: 1}", "quality"},
 	} {
-		_, err := ParseSpec([]byte(strings.Replace(qualitySpec, tc.from, tc.to, 1)), "g.yaml")
+		_, err := spec.ParseSpec([]byte(strings.Replace(qualitySpec, tc.from, tc.to, 1)), "g.yaml")
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: err %v, want %q", tc.to, err, tc.want)
 		}
 	}
 	fixed := strings.Replace(qualitySpec, "quantization: [none, fp8]", "quantization: none", 1)
-	if _, err := ParseSpec([]byte(strings.Replace(fixed, "launcher: {kind: sim, gpus: [0]}", `launcher: {kind: endpoint, base_url: "http://127.0.0.1:1"}`, 1)), "g.yaml"); err == nil || !strings.Contains(err.Error(), "cannot start the baseline") {
+	if _, err := spec.ParseSpec([]byte(strings.Replace(fixed, "launcher: {kind: sim, gpus: [0]}", `launcher: {kind: endpoint, base_url: "http://127.0.0.1:1"}`, 1)), "g.yaml"); err == nil || !strings.Contains(err.Error(), "cannot start the baseline") {
 		t.Errorf("endpoint launcher with a gate: %v", err)
 	}
 }

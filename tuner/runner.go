@@ -2,23 +2,24 @@ package tuner
 
 import (
 	"context"
-	"errors"
 
 	"github.com/servetune/servetune/internal/load/gpu"
 	"github.com/servetune/servetune/internal/load/measure"
-	"github.com/servetune/servetune/internal/model/sim"
 	"github.com/servetune/servetune/internal/serving/catalog"
 	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/launcher"
 	"github.com/servetune/servetune/space"
 	"github.com/servetune/servetune/trial"
+	"github.com/servetune/servetune/tuner/memory"
+	"github.com/servetune/servetune/tuner/recommend"
+	"github.com/servetune/servetune/tuner/spec"
 )
 
 // TrialRunner is the production Evaluator: it checks the settings against
 // the space's constraints and the simulator's memory model, and runs the
 // trial with the spec's launcher.
 type TrialRunner struct {
-	Spec     *Spec
+	Spec     *spec.Spec
 	Bench    trial.BenchFunc                                 // default bench.Run
 	GPUs     gpu.Reader                                      // NVML telemetry of real GPUs; nil = none
 	Progress func(number int, level string, done, total int) // optional
@@ -28,7 +29,7 @@ type TrialRunner struct {
 	// Owner labels the engines with the study's run (launcher.Spec.Owner).
 	Owner string
 	// Forecast keeps only each level's summary and sends at most
-	// forecastProbeRequests per rate probe: what the guided sampler's
+	// ForecastProbeRequests per rate probe: what the guided sampler's
 	// forecasts need, in bounded memory and time.
 	Forecast bool
 
@@ -37,11 +38,11 @@ type TrialRunner struct {
 
 var _ Evaluator = (*TrialRunner)(nil)
 
-// launchSpec is what trial number launches with set on gpus. SGLang serves
+// LaunchSpec is what trial number launches with set on gpus. SGLang serves
 // its Prometheus metrics only when asked (vLLM always does): the trial asks,
 // so the engine's own figures are read during each level. The stored and
 // recommended settings stay the sampler's.
-func (r *TrialRunner) launchSpec(number int, set space.Settings, gpus []int) launcher.Spec {
+func (r *TrialRunner) LaunchSpec(number int, set space.Settings, gpus []int) launcher.Spec {
 	sp := r.Spec
 	if sp.Engine == engine.SGLang {
 		if _, ok := set["enable_metrics"]; !ok {
@@ -64,29 +65,29 @@ func (r *TrialRunner) Evaluate(ctx context.Context, number int, set space.Settin
 // confirmation run draws another.
 func (r *TrialRunner) EvaluateReplica(ctx context.Context, number, replica int, set space.Settings, gpus []int) trial.Result {
 	sp := r.Spec
-	ls := r.launchSpec(number, set, gpus)
+	ls := r.LaunchSpec(number, set, gpus)
 	if err := sp.Space.Check(set, r.checkContext(ls)); err != nil {
 		// Rejected before launch, memory precheck included: infeasible, as
 		// docs/spec.md says (oom is kept for engines that ran out of memory
 		// when started). The memory model's message is the engine's own.
-		if msg, ok := oomMessage(err); ok {
+		if msg, ok := memory.OOM(err); ok {
 			return trial.Failed(engine.FailInfeasible, "memory precheck: "+msg)
 		}
 		return trial.Failed(engine.FailInfeasible, err.Error())
 	}
-	plan := r.plan(ls, replica)
+	plan := r.Plan(ls, replica)
 	if r.Progress != nil {
 		plan.Progress = func(level string, done, total int) { r.Progress(number, level, done, total) }
 	}
 	return trial.Run(ctx, plan)
 }
 
-// plan is the trial plan of launch spec ls as confirmation run replica (0
+// Plan is the trial plan of launch spec ls as confirmation run replica (0
 // = a search trial).
-func (r *TrialRunner) plan(ls launcher.Spec, replica int) trial.Plan {
+func (r *TrialRunner) Plan(ls launcher.Spec, replica int) trial.Plan {
 	sp := r.Spec
 	plan := trial.Plan{
-		Launcher:         sp.Launcher.Launcher,
+		Launcher:         launcherOf(sp),
 		Spec:             ls,
 		ReadyTimeout:     sp.Launcher.ReadyTimeout,
 		Dataset:          sp.Workload.Dataset,
@@ -104,12 +105,14 @@ func (r *TrialRunner) plan(ls launcher.Spec, replica int) trial.Plan {
 	if sp.Workload.Capacity {
 		slo := sp.SLO
 		plan.Capacity = &trial.Capacity{MaxConcurrency: sp.Workload.MaxConcurrency,
-			Met: func(s measure.Summary) bool { return slo.Met(Point{GPUs: 1, Level: measure.Level{Summary: s}}) }}
+			Met: func(s measure.Summary) bool {
+				return slo.Met(recommend.Point{GPUs: 1, Level: measure.Level{Summary: s}})
+			}}
 		if w := sp.Workload; w.CapacityRate {
 			plan.Capacity.Rate = &trial.RateSearch{Start: w.StartRate, Min: w.StartRate / 1024, Max: w.MaxRate,
 				Precision: w.RatePrecision, Burstiness: w.Burstiness, MinSpan: w.ProbeSpan}
 			if r.Forecast {
-				plan.Capacity.Rate.MaxRequests = forecastProbeRequests
+				plan.Capacity.Rate.MaxRequests = ForecastProbeRequests
 			}
 		}
 	}
@@ -117,6 +120,13 @@ func (r *TrialRunner) plan(ls launcher.Spec, replica int) trial.Plan {
 	r.qualityPlan(&plan, replica)
 	return plan
 }
+
+// ForecastProbeRequests bounds the requests of one rate probe of a
+// forecast: the probe span (30 s by default) at 68 req/s. A probe
+// above that rate sends for less long, which still shows the queue
+// of a rate well past the capacity; one forecast of a capacity search
+// simulates at most its probes (about 15) times this.
+const ForecastProbeRequests = 2048
 
 // WorkloadSeed is the seed of the workload of confirmation run replica (0
 // for the search trials) of a study seeded seed. Level i of a trial is
@@ -153,34 +163,15 @@ func (r *TrialRunner) model() (catalog.Model, error) {
 	return catalog.LookupModel(r.Spec.Model)
 }
 
-// fits runs the simulator's start-up memory accounting for the trial, from
-// its settings (and the extra flags) directly.
+// fits runs the simulator's start-up memory accounting for the trial
+// (memory.Fits).
 func (r *TrialRunner) fits(ls launcher.Spec) error {
-	v := &launcher.Virtual{GPU: r.Spec.Hardware.GPU, ModelConfig: r.Spec.Launcher.ModelConfig}
-	cfg, err := v.Config(ls)
-	if err != nil {
-		return nil // settings the simulator does not model: let the engine decide
-	}
-	_, err = sim.Estimate(cfg)
-	return err
-}
-
-// oomMessage returns the engine's message when err is the memory model's
-// start-up failure.
-func oomMessage(err error) (string, bool) {
-	var se *sim.StartupError
-	if errors.As(err, &se) {
-		return se.Message, true
-	}
-	if errors.Is(err, sim.ErrOOM) {
-		return err.Error(), true
-	}
-	return "", false
+	return memory.Fits(r.Spec.Hardware.GPU, r.Spec.Launcher.ModelConfig, ls)
 }
 
 // Refuses reports whether the trial of set would end before launching:
 // the space's constraints or, with tuner.precheck, the memory model.
 func (r *TrialRunner) Refuses(set space.Settings) bool {
-	ls := r.launchSpec(0, set, nil)
+	ls := r.LaunchSpec(0, set, nil)
 	return r.Spec.Space.Check(set, r.checkContext(ls)) != nil
 }

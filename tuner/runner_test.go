@@ -11,10 +11,34 @@ import (
 	"github.com/servetune/servetune/launcher"
 	"github.com/servetune/servetune/launcher/docker"
 	"github.com/servetune/servetune/space"
+	"github.com/servetune/servetune/tuner/spec"
 )
 
 // TestSpecLaunchers: each launcher kind decodes its section of the spec
 // into its launcher (the kinds are registered by launcher/kinds).
+// goodSpec is a study on the sim launcher (tuner/spec/spec_test.go has the same).
+const goodSpec = `name: s1
+model: meta-llama/Llama-3.1-8B-Instruct
+engine: vllm
+launcher:
+  kind: sim
+  gpus: [0, 1]
+  ready_timeout: 30s
+  time_scale: 50
+hardware: {gpu: H100-SXM, price_per_gpu_hour: 2.5}
+space:
+  tensor_parallel: [1, 2]
+  max_running_requests: {int: [16, 256], log: true}
+workload:
+  dataset: {kind: random, input: 512, output: {uniform: [32, 64]}}
+  load: {concurrency: [1, 8]}
+  requests_per_level: 20
+  warmup: 2
+slo: {ttft_p99_ms: 500, tpot_p99_ms: 50}
+objectives: [max output_throughput_per_gpu, min ttft_p99]
+tuner: {sampler: random, trials: 5, seed: 7}
+`
+
 func TestSpecLaunchers(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -49,11 +73,11 @@ func TestSpecLaunchers(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			src := strings.Replace(goodSpec, "kind: sim\n  gpus: [0, 1]\n  ready_timeout: 30s\n  time_scale: 50", tc.replace, 1)
-			sp, err := ParseSpec([]byte(src), "l.yaml")
+			sp, err := spec.ParseSpec([]byte(src), "l.yaml")
 			if err != nil {
 				t.Fatal(err)
 			}
-			tc.check(t, sp.Launcher.Launcher)
+			tc.check(t, launcherOf(sp))
 		})
 	}
 }
@@ -83,7 +107,7 @@ func TestPrecheckSeesExtraArgs(t *testing.T) {
 	sp := mustSpec(t, src)
 	set := space.Settings{"tensor_parallel": 1, "max_running_requests": 8, "gpu_memory_fraction": 0.95}
 	r := &TrialRunner{Spec: sp}
-	ls := r.launchSpec(0, set, []int{0})
+	ls := r.LaunchSpec(0, set, []int{0})
 	if err := r.checkContext(ls).Fits(set); err != nil {
 		t.Errorf("precheck with --max-model-len 4096: %v", err)
 	}

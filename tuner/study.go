@@ -18,6 +18,10 @@ import (
 	"github.com/servetune/servetune/space"
 	"github.com/servetune/servetune/store"
 	"github.com/servetune/servetune/trial"
+	"github.com/servetune/servetune/tuner/memory"
+	"github.com/servetune/servetune/tuner/recommend"
+	"github.com/servetune/servetune/tuner/sampler"
+	"github.com/servetune/servetune/tuner/spec"
 )
 
 // Evaluator runs one trial: TrialRunner (the spec's launcher, the
@@ -41,10 +45,6 @@ var ErrStudyExists = errors.New("study already exists (use --resume to continue 
 // first launch shows that every trial would fail; nothing is stored.
 var ErrPreflight = errors.New("the study cannot run")
 
-// ErrSpecChanged is wrapped by Run's error when a resumed study's spec is
-// not the one it was started with.
-var ErrSpecChanged = errors.New("the study spec changed")
-
 // TrialReport is what Study tells its observer about a finished trial.
 type TrialReport struct {
 	Number   int
@@ -64,11 +64,11 @@ type TrialReport struct {
 // Study runs a tuning study end to end: it owns the run, from the stored
 // study to the engines it leaves behind. Set the fields, then call Run once.
 type Study struct {
-	Spec   *Spec
+	Spec   *spec.Spec
 	Store  Store
 	Resume bool // continue a stored study: re-run interrupted trials, replay finished ones
 	// ForceSpec lets a resume take a changed spec when the change keeps the
-	// stored trials comparable (ResumeCheck).
+	// stored trials comparable (spec.ResumeCheck).
 	ForceSpec bool
 	// Tool names the program running the study ("servetune v1.2"), stored
 	// with a new study for its report.
@@ -107,17 +107,7 @@ type job struct {
 // Parallelism is how many trials the study runs at once: as many of its
 // smallest configuration as its GPUs hold, at most tuner.parallel, and one
 // when it lists no GPUs.
-func (s *Study) Parallelism() int {
-	gpus, _ := s.Spec.Launcher.placement()
-	if len(gpus) == 0 {
-		return 1
-	}
-	n := len(gpus) / max(minGPUs(s.Spec.Space), 1)
-	if p := s.Spec.Tuner.Parallel; p > 0 && p < n {
-		n = p
-	}
-	return max(n, 1)
-}
+func (s *Study) Parallelism() int { return s.Spec.Parallelism() }
 
 func (s *Study) note(format string, a ...any) {
 	if s.OnNote != nil {
@@ -136,10 +126,10 @@ func (s *Study) Run(ctx context.Context) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, err
 	}
-	if sp.Tuner.Sampler == SamplerGuided {
+	if sp.Tuner.Sampler == spec.SamplerGuided {
 		s.note("guided: forecasting the space in virtual time before the first trial")
 	}
-	sampler, err := NewStudySampler(ctx, sp, func(msg string) { s.note("%s", msg) })
+	smp, err := sampler.ForStudy(ctx, sp, func(msg string) { s.note("%s", msg) })
 	if err != nil {
 		status := store.StudyFailed
 		if ctx.Err() != nil {
@@ -151,7 +141,7 @@ func (s *Study) Run(ctx context.Context) (Outcome, error) {
 	if s.OnBegin != nil {
 		s.OnBegin(s.Resume, len(stored))
 	}
-	r := &studyRun{s: s, sampler: sampler, run: run, out: Outcome{StudyID: run.Study.ID}, total: sp.Tuner.Trials}
+	r := &studyRun{s: s, sampler: smp, run: run, out: Outcome{StudyID: run.Study.ID}, total: sp.Tuner.Trials}
 	if d, ok := sp.Launcher.Launcher.(launcher.Deterministic); ok && d.Deterministic() {
 		r.ordered = true
 		r.order.init()
@@ -180,7 +170,7 @@ func (s *Study) Run(ctx context.Context) (Outcome, error) {
 	}
 	r.enqueue(stored)
 	r.dispatch(ctx, r.searchJob)
-	if sum := sampler.Summary(); sum != "" {
+	if sum := smp.Summary(); sum != "" {
 		s.note("%s", sum)
 	}
 	if ctx.Err() == nil && !r.stopped(ctx) {
@@ -231,7 +221,7 @@ func (s *Study) open(ctx context.Context) (*store.Run, []store.Trial, error) {
 		store.BeginOptions{Resume: s.Resume, Check: func(old store.Study) error {
 			update, err := s.resumeCheck(old, text)
 			if update {
-				changed = SpecDiff(old.Spec, text)
+				changed = spec.SpecDiff(old.Spec, text)
 			}
 			return err
 		}, UpdateSpec: true})
@@ -245,14 +235,14 @@ func (s *Study) open(ctx context.Context) (*store.Run, []store.Trial, error) {
 }
 
 // resumeCheck decides whether the stored study old may be resumed with the
-// spec text: the spec's keys (ResumeCheck), then the model's identity
-// (ModelCheck).
+// spec text: the spec's keys (spec.ResumeCheck), then the model's identity
+// (spec.ModelCheck).
 func (s *Study) resumeCheck(old store.Study, text string) (bool, error) {
-	update, err := ResumeCheck(old.Spec, text, s.ForceSpec)
+	update, err := spec.ResumeCheck(old.Spec, text, s.ForceSpec)
 	if err != nil {
 		return false, err
 	}
-	if err := ModelCheck(old.ModelConfig, s.Spec.ModelConfigText); err != nil {
+	if err := spec.ModelCheck(old.ModelConfig, s.Spec.ModelConfigText); err != nil {
 		return false, err
 	}
 	return update, nil
@@ -264,7 +254,7 @@ func (s *Study) openError(err error) error {
 		return fmt.Errorf("open study %q: refused", s.Spec.Name)
 	case errors.Is(err, store.ErrExists):
 		return fmt.Errorf("%q: %w", s.Spec.Name, ErrStudyExists)
-	case errors.Is(err, ErrSpecChanged):
+	case errors.Is(err, spec.ErrSpecChanged):
 		return err
 	}
 	return fmt.Errorf("open study: %w", err)
@@ -309,7 +299,7 @@ func (s *Study) evaluator(self proc.Owner) (Evaluator, func()) {
 // studyRun is the state of one Run.
 type studyRun struct {
 	s       *Study
-	sampler *Sampler
+	sampler sampler.Sampler
 	run     *store.Run
 	eval    Evaluator
 	total   int
@@ -373,16 +363,16 @@ func (r *studyRun) replay(stored []store.Trial) error {
 		r.done++
 		v, ok := 0.0, false
 		if t.Status == measure.StatusOK {
-			v, ok = TrialValue(PointsOf(t.Number, t.Settings, sp.Hardware.PricePerGPUHour, t.LoadPoints), obj, sp.SLO)
+			v, ok = recommend.TrialValue(recommend.PointsOf(t.Number, t.Settings, sp.Hardware.PricePerGPUHour, t.LoadPoints), obj, sp.SLO)
 		}
-		if ok && (r.best == nil || obj.better(v, *r.best)) {
+		if ok && (r.best == nil || obj.Better(v, *r.best)) {
 			r.best = &v
 		}
 		if !sp.Space.Holds(t.Settings) {
 			skipped++
 			continue
 		}
-		if err := r.sampler.Replay(t.Settings, obj.score(v), !ok); err != nil {
+		if err := r.sampler.Replay(t.Settings, obj.Score(v), !ok); err != nil {
 			return fmt.Errorf("replay trial %d: %w", t.Number, err)
 		}
 	}
@@ -432,7 +422,7 @@ func (r *studyRun) stopped(ctx context.Context) bool {
 // dispatch starts trials until the count is reached, the grid is
 // exhausted, ctx ends or a trial cannot be stored, then waits for them.
 func (r *studyRun) dispatch(ctx context.Context, next func() (job, bool)) {
-	gpus, group := r.s.Spec.Launcher.placement()
+	gpus, group := r.s.Spec.Launcher.Placement()
 	if len(gpus) == 0 {
 		// Without listed GPUs trials run one at a time on indices 0..n-1.
 		for i := range 64 {
@@ -463,7 +453,7 @@ func (r *studyRun) dispatch(ctx context.Context, next func() (job, bool)) {
 			<-sem
 			break
 		}
-		need := GPUsFor(j.settings)
+		need := spec.GPUsFor(j.settings)
 		var ids []int
 		var early *trial.Result
 		if need > pool.total {
@@ -527,7 +517,7 @@ func (r *studyRun) searchJob() (job, bool) {
 		return j, true
 	}
 	p, err := r.sampler.Ask()
-	if errors.Is(err, ErrExhausted) {
+	if errors.Is(err, sampler.ErrExhausted) {
 		return job{}, false
 	}
 	if err != nil {
@@ -565,15 +555,15 @@ func (r *studyRun) finish(ctx context.Context, j job, gpus []int, res trial.Resu
 		// rather than leave it running.
 		res = trial.Failed(engine.FailLaunchError, "trial interrupted")
 	}
-	pts := PointsOf(j.number, j.settings, sp.Hardware.PricePerGPUHour, res.Levels)
+	pts := recommend.PointsOf(j.number, j.settings, sp.Hardware.PricePerGPUHour, res.Levels)
 	var value *float64
 	if res.Status == measure.StatusOK {
-		if v, ok := TrialValue(pts, sp.Tuner.Objective, sp.SLO); ok {
+		if v, ok := recommend.TrialValue(pts, sp.Tuner.Objective, sp.SLO); ok {
 			value = &v
 		}
 	}
 	err := r.run.FinishTrial(context.WithoutCancel(ctx), storeResult(j.number, res, value))
-	score := sp.Tuner.Objective.score(deref(value))
+	score := sp.Tuner.Objective.Score(deref(value))
 	var tell func() error
 	switch {
 	case j.confirms != nil: // measures a candidate again: the sampler's model stays as it learnt
@@ -616,7 +606,7 @@ func (r *studyRun) finish(ctx context.Context, j job, gpus []int, res trial.Resu
 	} else {
 		r.out.Failed++
 	}
-	if value != nil && j.confirms == nil && (r.best == nil || sp.Tuner.Objective.better(*value, *r.best)) {
+	if value != nil && j.confirms == nil && (r.best == nil || sp.Tuner.Objective.Better(*value, *r.best)) {
 		v := *value
 		r.best = &v
 	}
@@ -690,29 +680,6 @@ func storeResult(number int, res trial.Result, value *float64) store.TrialResult
 	return tr
 }
 
-// PointsOf turns a trial's measured levels into Pareto points.
-func PointsOf(number int, settings space.Settings, price float64, levels []measure.Level) []Point {
-	pts := make([]Point, 0, len(levels))
-	for i, lv := range levels {
-		pts = append(pts, Point{Trial: number, Index: i, Settings: settings, GPUs: GPUsFor(settings),
-			Price: price, Level: lv})
-	}
-	return pts
-}
-
-// StoredPoints returns the (trial, load level) points of stored search
-// trials with status ok, in trial and level order (confirmation runs
-// measure the same configurations again: RecommendStudy reads them).
-func StoredPoints(trials []store.Trial, price float64) []Point {
-	var pts []Point
-	for _, t := range trials {
-		if t.Status == measure.StatusOK && t.Confirms == nil && t.Unreadable == "" {
-			pts = append(pts, PointsOf(t.Number, t.Settings, price, t.LoadPoints)...)
-		}
-	}
-	return pts
-}
-
 // Elapsed is a helper for progress lines: a trial's wall time.
 func Elapsed(r trial.Result) time.Duration { return r.Finished.Sub(r.Started).Round(time.Millisecond) }
 
@@ -761,7 +728,7 @@ func (r *TrialRunner) anyFits() error {
 	if n, err := sp.Space.Size(); err == nil && n <= maxFitChecks {
 		points, _ = sp.Space.Grid()
 	} else {
-		smp, err := NewSampler(SamplerRandom, sp.Space, sp.Tuner.Seed)
+		smp, err := sampler.New(spec.SamplerRandom, sp.Space, sp.Tuner.Seed)
 		if err != nil {
 			return nil
 		}
@@ -776,22 +743,22 @@ func (r *TrialRunner) anyFits() error {
 	if len(points) == 0 {
 		return nil // nothing to judge by: the trials will tell
 	}
-	gpus, group := sp.Launcher.placement()
+	gpus, group := sp.Launcher.Placement()
 	most := newGPUPool(gpus, group).total
 	reasons := map[string]int{}
 	first := map[string]space.Settings{}
 	for _, set := range points {
-		n := GPUsFor(set)
+		n := spec.GPUsFor(set)
 		if most > 0 {
 			n = min(n, most)
 		}
-		ls := r.launchSpec(0, set, make([]int, n))
+		ls := r.LaunchSpec(0, set, make([]int, n))
 		err := sp.Space.Check(set, r.checkContext(ls))
 		if err == nil {
 			return nil
 		}
 		msg := err.Error()
-		if m, ok := oomMessage(err); ok {
+		if m, ok := memory.OOM(err); ok {
 			msg = m
 		}
 		if reasons[msg] == 0 {
@@ -834,7 +801,7 @@ func (r *studyRun) confirm(ctx context.Context) {
 		have := map[int]bool{}
 		for _, t := range trials {
 			if t.Confirms != nil && *t.Confirms == cand.Number && t.Status != measure.StatusInterrupted {
-				have[replicaOf(t, trials)] = true
+				have[ReplicaOf(t, trials)] = true
 			}
 		}
 		for k := 1; k <= c.Runs; k++ {
@@ -850,7 +817,7 @@ func (r *studyRun) confirm(ctx context.Context) {
 	for _, t := range trials {
 		if t.Confirms != nil && (t.Status == measure.StatusInterrupted || t.Status == measure.StatusRunning) {
 			n := *t.Confirms
-			jobs = append(jobs, job{number: t.Number, settings: t.Settings, confirms: &n, replica: replicaOf(t, trials)})
+			jobs = append(jobs, job{number: t.Number, settings: t.Settings, confirms: &n, replica: ReplicaOf(t, trials)})
 		}
 	}
 	if len(jobs) == 0 {
@@ -868,9 +835,9 @@ func (r *studyRun) confirm(ctx context.Context) {
 	})
 }
 
-// replicaOf is which confirmation run t is: its rank among the runs of the
+// ReplicaOf is which confirmation run t is: its rank among the runs of the
 // same trial, by number.
-func replicaOf(t store.Trial, trials []store.Trial) int {
+func ReplicaOf(t store.Trial, trials []store.Trial) int {
 	k := 0
 	for _, u := range trials {
 		if u.Confirms != nil && *u.Confirms == *t.Confirms && u.Number <= t.Number {
@@ -882,7 +849,7 @@ func replicaOf(t store.Trial, trials []store.Trial) int {
 
 // confirmCandidates are the top configurations by the objective among the
 // search trials, best first, one trial per configuration.
-func confirmCandidates(trials []store.Trial, sp *Spec, top int) []store.Trial {
+func confirmCandidates(trials []store.Trial, sp *spec.Spec, top int) []store.Trial {
 	type cand struct {
 		t store.Trial
 		v float64
@@ -893,14 +860,14 @@ func confirmCandidates(trials []store.Trial, sp *Spec, top int) []store.Trial {
 		if t.Confirms != nil || t.Status != measure.StatusOK || t.Unreadable != "" || seen[t.Settings.Key()] {
 			continue
 		}
-		v, ok := TrialValue(PointsOf(t.Number, t.Settings, sp.Hardware.PricePerGPUHour, t.LoadPoints), sp.Tuner.Objective, sp.SLO)
+		v, ok := recommend.TrialValue(recommend.PointsOf(t.Number, t.Settings, sp.Hardware.PricePerGPUHour, t.LoadPoints), sp.Tuner.Objective, sp.SLO)
 		if !ok {
 			continue
 		}
 		seen[t.Settings.Key()] = true
 		cs = append(cs, cand{t, v})
 	}
-	sort.SliceStable(cs, func(i, j int) bool { return sp.Tuner.Objective.better(cs[i].v, cs[j].v) })
+	sort.SliceStable(cs, func(i, j int) bool { return sp.Tuner.Objective.Better(cs[i].v, cs[j].v) })
 	var out []store.Trial
 	for i := 0; i < len(cs) && i < top; i++ {
 		out = append(out, cs[i].t)

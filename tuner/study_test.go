@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/servetune/servetune/tuner/recommend"
+	"github.com/servetune/servetune/tuner/sampler"
+	"github.com/servetune/servetune/tuner/spec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -50,9 +53,9 @@ func openStore(t *testing.T) *store.Store {
 	return db
 }
 
-func mustSpec(t *testing.T, src string) *Spec {
+func mustSpec(t *testing.T, src string) *spec.Spec {
 	t.Helper()
-	sp, err := ParseSpec([]byte(src), "vt.yaml")
+	sp, err := spec.ParseSpec([]byte(src), "vt.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,11 +104,11 @@ func TestStudyRunVirtual(t *testing.T) {
 	if oom == 0 || oom == len(trials) {
 		t.Errorf("%d of %d trials out of memory; want some and not all", oom, len(trials))
 	}
-	pts := StoredPoints(trials, sp.Hardware.PricePerGPUHour)
-	if len(Front(pts, sp.Objectives)) == 0 {
+	pts := recommend.StoredPoints(trials, sp.Hardware.PricePerGPUHour)
+	if len(recommend.Front(pts, sp.Objectives)) == 0 {
 		t.Error("empty Pareto front")
 	}
-	if _, err := Recommend(pts, sp.Objectives, sp.SLO, PreferCost); err != nil {
+	if _, err := recommend.Recommend(pts, sp.Objectives, sp.SLO, recommend.PreferCost); err != nil {
 		t.Error(err)
 	}
 	// The same study again is refused without resume.
@@ -297,7 +300,7 @@ func TestStudyReap(t *testing.T) {
 		note(fmt.Sprintf("trial %d", n))
 		return trial.Failed(engine.FailCrash, "test")
 	})
-	sp.Launcher.Launcher = reaping{sp.Launcher.Launcher, func() error { note("reap"); return nil }}
+	sp.Launcher.Launcher = reaping{launcherOf(sp), func() error { note("reap"); return nil }}
 	for _, resume := range []bool{false, true} {
 		if _, err := (&Study{Spec: sp, Store: db, Eval: eval, Resume: resume}).Run(t.Context()); err != nil {
 			t.Fatalf("resume=%v: %v", resume, err)
@@ -309,7 +312,7 @@ func TestStudyReap(t *testing.T) {
 
 	other := mustSpec(t, strings.Replace(studySpec, "name: vt", "name: vt2", 1))
 	boom := errors.New("daemon unreachable")
-	other.Launcher.Launcher = reaping{other.Launcher.Launcher, func() error { return boom }}
+	other.Launcher.Launcher = reaping{launcherOf(other), func() error { return boom }}
 	_, err := (&Study{Spec: other, Store: db, Eval: eval}).Run(t.Context())
 	if !errors.Is(err, boom) || len(events) != 6 {
 		t.Errorf("err %v, events %v", err, events)
@@ -429,7 +432,7 @@ func TestStudyResumeGridNoDuplicate(t *testing.T) {
 	}
 	// What the killed run did: the grid's first point finished, its second
 	// was in flight.
-	g, err := NewSampler(SamplerGrid, sp.Space, sp.Tuner.Seed)
+	g, err := sampler.New(spec.SamplerGrid, sp.Space, sp.Tuner.Seed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -560,8 +563,8 @@ tuner: {sampler: grid, trials: 2, seed: 1, objective: max request_rate, confirm:
 	}
 	caps := map[int]float64{}
 	for _, tr := range trials {
-		pts := PointsOf(tr.Number, tr.Settings, 0, tr.LoadPoints)
-		v, ok := TrialValue(pts, sp.Tuner.Objective, sp.SLO)
+		pts := recommend.PointsOf(tr.Number, tr.Settings, 0, tr.LoadPoints)
+		v, ok := recommend.TrialValue(pts, sp.Tuner.Objective, sp.SLO)
 		if !ok {
 			t.Fatalf("trial %d (%v): no level met the SLOs", tr.Number, tr.Settings)
 		}

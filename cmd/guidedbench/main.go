@@ -25,7 +25,7 @@ import (
 
 	"github.com/servetune/servetune/internal/samplerbench"
 	"github.com/servetune/servetune/launcher"
-	"github.com/servetune/servetune/tuner"
+	"github.com/servetune/servetune/tuner/spec"
 )
 
 func main() {
@@ -50,7 +50,7 @@ func main() {
 }
 
 func run(ctx context.Context, path string, realities int, spread float64, budget int, frac float64, kinds []string, precheck, verbose bool, out io.Writer) error {
-	sp, err := tuner.ParseSpecFile(path)
+	sp, err := spec.ParseSpecFile(path)
 	if err != nil {
 		return err
 	}

@@ -31,6 +31,8 @@ import (
 	"github.com/servetune/servetune/launcher"
 	"github.com/servetune/servetune/space"
 	"github.com/servetune/servetune/tuner"
+	"github.com/servetune/servetune/tuner/recommend"
+	"github.com/servetune/servetune/tuner/spec"
 )
 
 func main() {
@@ -53,7 +55,7 @@ func main() {
 }
 
 func run(ctx context.Context, path string, seeds, budget int, frac float64, cacheDir string, kinds []string, out io.Writer) error {
-	sp, err := tuner.ParseSpecFile(path)
+	sp, err := spec.ParseSpecFile(path)
 	if err != nil {
 		return err
 	}
@@ -67,7 +69,7 @@ func run(ctx context.Context, path string, seeds, budget int, frac float64, cach
 		if res.Status != measure.StatusOK {
 			return 0, true
 		}
-		v, ok := tuner.TrialValue(tuner.PointsOf(0, s, sp.Hardware.PricePerGPUHour, res.Levels), sp.Tuner.Objective, sp.SLO)
+		v, ok := recommend.TrialValue(recommend.PointsOf(0, s, sp.Hardware.PricePerGPUHour, res.Levels), sp.Tuner.Objective, sp.SLO)
 		return v, !ok
 	})
 	cache := ""

@@ -16,7 +16,7 @@ import (
 	"github.com/servetune/servetune/internal/model/sim"
 	"github.com/servetune/servetune/internal/serving/catalog"
 	"github.com/servetune/servetune/internal/serving/engine"
-	"github.com/servetune/servetune/tuner"
+	"github.com/servetune/servetune/tuner/guided"
 )
 
 func init() { subcommands = append(subcommands, newCalibrateCmd) }
@@ -78,7 +78,7 @@ func runCalibrate(cmd *cobra.Command, name string, o *calibrateOptions) error {
 	}
 	sp := st.spec
 	if sp.Hardware.GPU == "" {
-		return usageErrorf("study %s: %v", name, tuner.ErrNoGPU)
+		return usageErrorf("study %s: %v", name, guided.ErrNoGPU)
 	}
 	gpu, err := catalog.LookupGPU(sp.Hardware.GPU)
 	if err != nil {
@@ -90,7 +90,7 @@ func runCalibrate(cmd *cobra.Command, name string, o *calibrateOptions) error {
 		// simulator models the engine that was measured.
 		sp.ModelConfigText = st.study.ModelConfig
 	}
-	runs, skipped, err := tuner.CalibrationRuns(sp, st.trials)
+	runs, skipped, err := guided.CalibrationRuns(sp, st.trials)
 	if errors.Is(err, calibrate.ErrNoPoints) {
 		return usageErrorf("study %s has no trial with measured load points to calibrate from", name)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/servetune/servetune/internal/proc"
 	"github.com/servetune/servetune/launcher"
 	"github.com/servetune/servetune/tuner"
+	"github.com/servetune/servetune/tuner/spec"
 )
 
 func init() { subcommands = append(subcommands, newCleanupCmd) }
@@ -44,7 +45,7 @@ func newCleanupCmd() *cobra.Command {
 				return usageErrorf("cleanup: --study and --all exclude each other")
 			}
 			if specFile != "" {
-				sp, err := tuner.ParseSpecFile(specFile)
+				sp, err := spec.ParseSpecFile(specFile)
 				if err != nil {
 					return usageError(err)
 				}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/servetune/servetune/internal/load/measure"
 	"github.com/servetune/servetune/internal/present/diagnose"
-	"github.com/servetune/servetune/tuner"
+	"github.com/servetune/servetune/tuner/recommend"
 	"github.com/spf13/cobra"
 )
 
@@ -99,7 +99,7 @@ func diagnoseResult(path string) (string, []diagnose.Finding, error) {
 // configuration at its recommended level, or on every level of trial n
 // (n >= 0).
 func diagnoseStudy(cmd *cobra.Command, dbPath, name string, n int, prefer string) (string, []diagnose.Finding, error) {
-	pref, err := tuner.ParsePreference(prefer)
+	pref, err := recommend.ParsePreference(prefer)
 	if err != nil {
 		return "", nil, usageErrorf("--prefer: %v", err)
 	}
@@ -109,7 +109,7 @@ func diagnoseStudy(cmd *cobra.Command, dbPath, name string, n int, prefer string
 	}
 	sp := ss.spec
 	if n < 0 {
-		rec, err := tuner.RecommendStudy(ss.trials, sp, pref)
+		rec, err := recommend.RecommendStudy(ss.trials, sp.Terms(), pref)
 		if err != nil {
 			return "", nil, failedError(fmt.Errorf("study %s: %w (name one with --trial N)", name, err))
 		}

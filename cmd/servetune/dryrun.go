@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/servetune/servetune/tuner"
+	"github.com/servetune/servetune/tuner/guided"
+	"github.com/servetune/servetune/tuner/recommend"
+	"github.com/servetune/servetune/tuner/spec"
 )
 
 // dryRunTop is how many forecasts `tune --dry-run` lists.
@@ -16,12 +19,12 @@ const dryRunTop = 10
 
 // runDryRun prints the simulator's ranking of sp's space: what a guided
 // study would measure first. Nothing is launched and no database opened.
-func runDryRun(ctx context.Context, sp *tuner.Spec, w io.Writer) error {
+func runDryRun(ctx context.Context, sp *spec.Spec, w io.Writer) error {
 	if err := tuner.Forecastable(sp); err != nil {
 		return usageErrorf("--dry-run: the simulator cannot forecast this study: %v", err)
 	}
 	start := time.Now()
-	d, err := tuner.ForecastSpace(ctx, sp)
+	d, err := guided.ForecastSpace(ctx, sp)
 	if err != nil {
 		return err
 	}
@@ -44,7 +47,7 @@ func runDryRun(ctx context.Context, sp *tuner.Spec, w io.Writer) error {
 		}
 		val, load, ttft, tpot := "misses SLOs", "-", "-", "-"
 		if f.Met {
-			val = tuner.Format(obj.Metric, f.Value)
+			val = recommend.Format(obj.Metric, f.Value)
 		}
 		if f.Failure != "" {
 			val = "fails: " + f.Failure

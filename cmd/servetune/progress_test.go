@@ -10,6 +10,7 @@ import (
 	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/trial"
 	"github.com/servetune/servetune/tuner"
+	"github.com/servetune/servetune/tuner/spec"
 )
 
 func TestProgressBar(t *testing.T) {
@@ -45,7 +46,7 @@ func TestProgressBar(t *testing.T) {
 // and an ETA from the finished trials' durations over what remains (the
 // confirmation runs included).
 func TestStudyClock(t *testing.T) {
-	sp := &tuner.Spec{Tuner: tuner.TunerSpec{Trials: 4, Confirm: tuner.Confirm{Top: 1, Runs: 2}}}
+	sp := &spec.Spec{Tuner: spec.TunerSpec{Trials: 4, Confirm: spec.Confirm{Top: 1, Runs: 2}}}
 	c := &studyClock{start: time.Now().Add(-90 * time.Second), sp: sp, parallel: 1}
 	t0 := time.Now()
 	rep := func(done, total int, took time.Duration, confirms *int) tuner.TrialReport {
@@ -70,7 +71,7 @@ func TestStudyClock(t *testing.T) {
 // finished the ETA is unknown (it said 0 s with minutes to go), and after
 // one it rests on the launched trials only.
 func TestStudyClockRejections(t *testing.T) {
-	sp := &tuner.Spec{Tuner: tuner.TunerSpec{Trials: 10}}
+	sp := &spec.Spec{Tuner: spec.TunerSpec{Trials: 10}}
 	c := &studyClock{start: time.Now().Add(-time.Minute), sp: sp, parallel: 1}
 	t0 := time.Now()
 	rejected := tuner.TrialReport{Total: 10, Result: trial.Result{Status: measure.StatusFailed, Failure: engine.FailInfeasible, Started: t0, Finished: t0}}

@@ -14,7 +14,7 @@ import (
 	"github.com/servetune/servetune/internal/present/report"
 	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/store"
-	"github.com/servetune/servetune/tuner"
+	"github.com/servetune/servetune/tuner/recommend"
 )
 
 // quickstartDB runs the quick-start study (virtual time, seconds) into a
@@ -42,7 +42,7 @@ func recommendedCommand(t *testing.T, db, name string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, err := tuner.RecommendStudy(st.Trials, st.Spec, tuner.PreferThroughput)
+	rec, err := recommend.RecommendStudy(st.Trials, st.Spec.Terms(), recommend.PreferThroughput)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/servetune/servetune/tuner"
+	"github.com/servetune/servetune/tuner/spec"
 )
 
 // TestTuneAbsurdSpecs: specs a careless hand writes are refused in under
@@ -75,7 +75,7 @@ func TestTuneAbsurdSpecs(t *testing.T) {
 	}
 }
 
-func parseSpecForTest(path string) (any, error) { return tuner.ParseSpecFile(path) }
+func parseSpecForTest(path string) (any, error) { return spec.ParseSpecFile(path) }
 
 // TestTuneSecretsAtRest: a credential given as an engine flag's value
 // (extra_args) reaches the engine but never the database, the output or

@@ -24,6 +24,8 @@ import (
 	"github.com/servetune/servetune/space"
 	"github.com/servetune/servetune/store"
 	"github.com/servetune/servetune/tuner"
+	"github.com/servetune/servetune/tuner/recommend"
+	"github.com/servetune/servetune/tuner/spec"
 )
 
 // The read-only study commands: studies, trials, pareto, recommend.
@@ -83,7 +85,7 @@ func writable(path string) error {
 // storedStudy is one study read back with its spec and trials.
 type storedStudy struct {
 	study  store.Study
-	spec   *tuner.Spec
+	spec   *spec.Spec
 	trials []store.Trial
 }
 
@@ -100,7 +102,7 @@ func loadStudy(ctx context.Context, dbPath, name string) (*storedStudy, error) {
 	if err != nil {
 		return nil, failedError(err)
 	}
-	sp, err := tuner.ParseSpec([]byte(st.Spec), name+".yaml (stored)")
+	sp, err := spec.ParseSpec([]byte(st.Spec), name+".yaml (stored)")
 	if err != nil {
 		return nil, failedError(fmt.Errorf("stored spec of %s: %w", name, err))
 	}
@@ -248,7 +250,7 @@ func newTrialsCmd() *cobra.Command {
 				if r.GPUs == nil {
 					r.GPUs = []int{}
 				}
-				n := float64(tuner.GPUsFor(t.Settings))
+				n := float64(spec.GPUsFor(t.Settings))
 				for _, lp := range t.LoadPoints {
 					s := lp.Summary
 					r.Levels = append(r.Levels, levelJSON{Level: lp.Label, Completed: s.Completed, Failed: s.Failed,
@@ -272,12 +274,12 @@ func newTrialsCmd() *cobra.Command {
 			// words below, where any trial has them.
 			failures := map[int]string{}
 			for _, t := range ss.trials {
-				if f := tuner.RequestFailures(t.LoadPoints); f != "" && t.Status != measure.StatusFailed {
+				if f := recommend.RequestFailures(t.LoadPoints); f != "" && t.Status != measure.StatusFailed {
 					failures[t.Number] = f
 				}
 			}
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintf(tw, "#\tSTATUS\tOBJECTIVE (%s, %s)\tCONFIRMS\tGPUS\t", obj, tuner.Unit(obj.Metric))
+			fmt.Fprintf(tw, "#\tSTATUS\tOBJECTIVE (%s, %s)\tCONFIRMS\tGPUS\t", obj, recommend.Unit(obj.Metric))
 			if len(failures) > 0 {
 				fmt.Fprint(tw, "FAILED REQUESTS\t")
 			}
@@ -419,7 +421,7 @@ type pointJSON struct {
 var pointMetrics = []string{"output_throughput_per_gpu", "tokens_per_user", "request_goodput", "goodput_per_gpu",
 	"ttft_p99", "tpot_p99", "e2el_p99", "cost_per_mtok", "output_tokens_per_joule"}
 
-func toPointJSON(p tuner.Point, sp *tuner.Spec) pointJSON {
+func toPointJSON(p recommend.Point, sp *spec.Spec) pointJSON {
 	label := p.Label
 	m := map[string]float64{}
 	names := append([]string(nil), pointMetrics...)
@@ -447,7 +449,7 @@ func newParetoCmd() *cobra.Command {
 				return err
 			}
 			sp := ss.spec
-			pts := tuner.StoredPoints(ss.trials, sp.Hardware.PricePerGPUHour)
+			pts := recommend.StoredPoints(ss.trials, sp.Hardware.PricePerGPUHour)
 			if !all {
 				// The one definition: a point that misses the SLOs is no
 				// candidate (--all shows them, marked).
@@ -459,7 +461,7 @@ func newParetoCmd() *cobra.Command {
 				}
 				pts = kept
 			}
-			front := tuner.Front(pts, sp.Objectives)
+			front := recommend.Front(pts, sp.Objectives)
 			rows := make([]pointJSON, 0, len(front))
 			for _, p := range front {
 				rows = append(rows, toPointJSON(p, sp))
@@ -476,7 +478,7 @@ func newParetoCmd() *cobra.Command {
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 			fmt.Fprint(tw, "TRIAL\tLEVEL\tSLO")
 			for _, o := range sp.Objectives {
-				fmt.Fprintf(tw, "\t%s (%s)", strings.ToUpper(o.Metric), tuner.Unit(o.Metric))
+				fmt.Fprintf(tw, "\t%s (%s)", strings.ToUpper(o.Metric), recommend.Unit(o.Metric))
 			}
 			// Energy where NVML measured it (and no objective shows it already).
 			energy := false
@@ -528,7 +530,7 @@ func newRecommendCmd() *cobra.Command {
 		Short: "Print the best measured configuration under the SLOs as a serve command",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			pref, err := tuner.ParsePreference(prefer)
+			pref, err := recommend.ParsePreference(prefer)
 			if err != nil {
 				return usageErrorf("--prefer: %v", err)
 			}
@@ -545,7 +547,7 @@ func newRecommendCmd() *cobra.Command {
 			if format == "" {
 				format = string(sp.Engine)
 			}
-			rec, err := tuner.RecommendStudy(ss.trials, sp, pref)
+			rec, err := recommend.RecommendStudy(ss.trials, sp.Terms(), pref)
 			if err != nil {
 				return failedError(fmt.Errorf("study %s: %w", sp.Name, err))
 			}
@@ -568,7 +570,7 @@ func newRecommendCmd() *cobra.Command {
 // warnSuspect warns, on stderr so that every format's output stays
 // whole, when a run of the recommended point was measured by a client
 // that fell behind (measure.Client): its figures are partly the client's.
-func warnSuspect(w io.Writer, rec tuner.Recommendation) {
+func warnSuspect(w io.Writer, rec recommend.Recommendation) {
 	for _, p := range rec.Best.Levels {
 		if c := p.Summary.Client; c != nil && c.Suspect {
 			fmt.Fprintf(w, "warning: trial %d at %s is suspect: %s; measure it again on a machine the client has to itself\n", p.Trial, p.Label, c.Why)
@@ -579,7 +581,7 @@ func warnSuspect(w io.Writer, rec tuner.Recommendation) {
 // writeManifests writes the recommendation as Kubernetes manifests (k8s:
 // a Deployment and a Service; kserve: a ServingRuntime and an
 // InferenceService), headed by comments on where it comes from.
-func writeManifests(w io.Writer, sp *tuner.Spec, rec tuner.Recommendation, pref tuner.Preference, format, hfSecret, modelClaim string) error {
+func writeManifests(w io.Writer, sp *spec.Spec, rec recommend.Recommendation, pref recommend.Preference, format, hfSecret, modelClaim string) error {
 	p := rec.Best.Point
 	s := kube.Serve{Engine: sp.Engine, Model: sp.Model, Settings: p.Settings, Extra: sp.Space.Extra, GPUs: p.GPUs,
 		GPU: sp.Hardware.GPU, HFSecret: hfSecret, Study: sp.Name, Trial: p.Trial,
@@ -621,8 +623,10 @@ func writeManifests(w io.Writer, sp *tuner.Spec, rec tuner.Recommendation, pref 
 }
 
 // serveArgv returns the command that serves the recommendation, secret
-// flags' values redacted (tuner.Spec.ServeArgv).
-func serveArgv(sp *tuner.Spec, p tuner.Point, format string) []string { return sp.ServeArgv(p, format) }
+// flags' values redacted (spec.Spec.ServeArgv).
+func serveArgv(sp *spec.Spec, p recommend.Point, format string) []string {
+	return sp.ServeArgv(p, format)
+}
 
 // recommendMetrics are the figures a recommendation shows, with their
 // intervals over the configuration's runs.
@@ -635,11 +639,11 @@ type metricCI struct {
 	Unit string     `json:"unit"`
 }
 
-func candidateMetrics(c tuner.Candidate) map[string]metricCI {
+func candidateMetrics(c recommend.Candidate) map[string]metricCI {
 	out := map[string]metricCI{}
 	for _, name := range recommendMetrics {
 		if m, ci, ok := c.MetricCI(name); ok {
-			out[name] = metricCI{Mean: m, CI95: ci, Unit: tuner.Unit(name)}
+			out[name] = metricCI{Mean: m, CI95: ci, Unit: recommend.Unit(name)}
 		}
 	}
 	return out
@@ -648,7 +652,7 @@ func candidateMetrics(c tuner.Candidate) map[string]metricCI {
 // recommendedQuality is what the study's quality gate said of the
 // recommended trial: its verdict, or why the gate scored nothing (the
 // simulated engine); nil without a gate.
-func recommendedQuality(sp *tuner.Spec, st store.Study, trials []store.Trial, number int) *measure.Quality {
+func recommendedQuality(sp *spec.Spec, st store.Study, trials []store.Trial, number int) *measure.Quality {
 	if sp.Quality == nil {
 		return nil
 	}
@@ -663,7 +667,7 @@ func recommendedQuality(sp *tuner.Spec, st store.Study, trials []store.Trial, nu
 	return &measure.Quality{Reason: "this trial was not checked (measured before the study had its gate)"}
 }
 
-func writeRecommendation(w io.Writer, sp *tuner.Spec, rec tuner.Recommendation, pref tuner.Preference, format string, verdict *measure.Quality) error {
+func writeRecommendation(w io.Writer, sp *spec.Spec, rec recommend.Recommendation, pref recommend.Preference, format string, verdict *measure.Quality) error {
 	best := rec.Best
 	p := best.Point
 	pj := toPointJSON(p, sp)
@@ -681,7 +685,7 @@ func writeRecommendation(w io.Writer, sp *tuner.Spec, rec tuner.Recommendation, 
 		if verdict != nil {
 			doc["quality"] = verdict
 		}
-		if f := tuner.RequestFailures([]measure.Level{p.Level}); f != "" {
+		if f := recommend.RequestFailures([]measure.Level{p.Level}); f != "" {
 			doc["failed_requests"] = f
 		}
 		if findings == nil {
@@ -713,7 +717,7 @@ func writeRecommendation(w io.Writer, sp *tuner.Spec, rec tuner.Recommendation, 
 		}
 	}
 	fmt.Fprintf(w, "#   %s\n", strings.Join(parts, "  "))
-	if f := tuner.RequestFailures([]measure.Level{p.Level}); f != "" {
+	if f := recommend.RequestFailures([]measure.Level{p.Level}); f != "" {
 		// Within slo.error_rate, yet the user serves a configuration
 		// that fails requests at this load.
 		fmt.Fprintf(w, "#   at this level %s\n", f)
@@ -727,7 +731,7 @@ func writeRecommendation(w io.Writer, sp *tuner.Spec, rec tuner.Recommendation, 
 		value, ci, _ := ru.Figure(best.Metric)
 		fmt.Fprintf(w, "# runner-up: trial %d, %s=%s; %s\n#   %s\n", ru.Trial, best.Metric, strings.TrimSpace(value+" "+ci), sep, term.Line(settingsLine(ru.Settings)))
 	}
-	for _, c := range []*tuner.Candidate{&rec.Best, rec.RunnerUp} {
+	for _, c := range []*recommend.Candidate{&rec.Best, rec.RunnerUp} {
 		if c == nil {
 			continue
 		}

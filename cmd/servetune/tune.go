@@ -23,6 +23,8 @@ import (
 	"github.com/servetune/servetune/space"
 	"github.com/servetune/servetune/store"
 	"github.com/servetune/servetune/tuner"
+	"github.com/servetune/servetune/tuner/recommend"
+	"github.com/servetune/servetune/tuner/spec"
 )
 
 func init() { subcommands = append(subcommands, newTuneCmd) }
@@ -59,7 +61,7 @@ know, a space where nothing fits in memory) is checked, before anything is
 launched. One process owns a study at a time.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			sp, err := tuner.ParseSpecFile(args[0])
+			sp, err := spec.ParseSpecFile(args[0])
 			if err != nil {
 				return usageError(err)
 			}
@@ -81,7 +83,7 @@ launched. One process owns a study at a time.`,
 	return cmd
 }
 
-func runTune(ctx context.Context, sp *tuner.Spec, o tuneOptions, stdout, stderr io.Writer) error {
+func runTune(ctx context.Context, sp *spec.Spec, o tuneOptions, stdout, stderr io.Writer) error {
 	db, err := openDBForWrite(ctx, o.db)
 	if err != nil {
 		return err
@@ -138,7 +140,7 @@ func runTune(ctx context.Context, sp *tuner.Spec, o tuneOptions, stdout, stderr 
 	}
 	var owned *store.OwnedError
 	switch {
-	case errors.Is(err, tuner.ErrStudyExists), errors.Is(err, tuner.ErrSpecChanged), errors.Is(err, tuner.ErrPreflight),
+	case errors.Is(err, tuner.ErrStudyExists), errors.Is(err, spec.ErrSpecChanged), errors.Is(err, tuner.ErrPreflight),
 		errors.As(err, &owned), errors.Is(err, store.ErrNotFound):
 		return usageError(err)
 	case ctx.Err() != nil:
@@ -158,7 +160,7 @@ func runTune(ctx context.Context, sp *tuner.Spec, o tuneOptions, stdout, stderr 
 	if !anyOK(trials) {
 		return failedError(fmt.Errorf("study %s: no trial succeeded: %s", sp.Name, failureSummary(trials)))
 	}
-	rec, err := tuner.RecommendStudy(trials, sp, tuner.PreferThroughput)
+	rec, err := recommend.RecommendStudy(trials, sp.Terms(), recommend.PreferThroughput)
 	if err != nil {
 		fmt.Fprintf(stdout, "no recommendation: %v\n", err)
 		return nil
@@ -167,7 +169,7 @@ func runTune(ctx context.Context, sp *tuner.Spec, o tuneOptions, stdout, stderr 
 	if err != nil {
 		return failedError(err)
 	}
-	return writeRecommendation(stdout, sp, rec, tuner.PreferThroughput, string(sp.Engine), recommendedQuality(sp, st, trials, rec.Best.Point.Trial))
+	return writeRecommendation(stdout, sp, rec, recommend.PreferThroughput, string(sp.Engine), recommendedQuality(sp, st, trials, rec.Best.Point.Trial))
 }
 
 func anyOK(trials []store.Trial) bool {
@@ -209,7 +211,7 @@ func failureSummary(trials []store.Trial) string {
 // SIGTERM, what the study is doing before it exits, and makes a second
 // Ctrl-C exit at once (status 130) for a user who cannot wait for the
 // engines to stop. The returned function ends the watch and waits for it.
-func watchInterrupt(ctx context.Context, stderr io.Writer, sp *tuner.Spec) (stop func()) {
+func watchInterrupt(ctx context.Context, stderr io.Writer, sp *spec.Spec) (stop func()) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -324,7 +326,7 @@ func settingsLine(s space.Settings) string { return s.Line() }
 // Calls are serialised by Study (OnFinish).
 type studyClock struct {
 	start     time.Time
-	sp        *tuner.Spec
+	sp        *spec.Spec
 	parallel  int
 	durations []time.Duration
 }
@@ -343,9 +345,9 @@ func (c *studyClock) finished(r tuner.TrialReport) string {
 	if r.Confirms != nil {
 		count, remaining = "confirm "+count, r.Total-r.Done
 	}
-	s := fmt.Sprintf("[%s, %s elapsed", count, tuner.ShortDuration(time.Since(c.start)))
-	if eta, ok := tuner.ETA(c.durations, remaining, c.parallel); ok {
-		s += ", ETA " + tuner.ShortDuration(eta)
+	s := fmt.Sprintf("[%s, %s elapsed", count, spec.ShortDuration(time.Since(c.start)))
+	if eta, ok := spec.ETA(c.durations, remaining, c.parallel); ok {
+		s += ", ETA " + spec.ShortDuration(eta)
 	} else if remaining <= 0 {
 		s += ", done"
 	} else {
@@ -355,7 +357,7 @@ func (c *studyClock) finished(r tuner.TrialReport) string {
 }
 
 // trialLine is the one line printed when a trial ends.
-func trialLine(r tuner.TrialReport, obj tuner.Objective) string {
+func trialLine(r tuner.TrialReport, obj recommend.Objective) string {
 	var b strings.Builder
 	if r.Confirms != nil {
 		fmt.Fprintf(&b, "trial %d (run %d of trial %d) %s", r.Number, r.Replica+1, *r.Confirms, r.Result.Status)
@@ -367,13 +369,13 @@ func trialLine(r tuner.TrialReport, obj tuner.Objective) string {
 	}
 	fmt.Fprintf(&b, " %s", tuner.Elapsed(r.Result))
 	if r.Value != nil {
-		fmt.Fprintf(&b, " %s=%s", obj.Metric, tuner.Format(obj.Metric, *r.Value))
+		fmt.Fprintf(&b, " %s=%s", obj.Metric, recommend.Format(obj.Metric, *r.Value))
 	}
 	if r.Best != nil && r.Confirms == nil {
-		fmt.Fprintf(&b, " best=%s", tuner.Format(obj.Metric, *r.Best))
+		fmt.Fprintf(&b, " best=%s", recommend.Format(obj.Metric, *r.Best))
 	}
 	fmt.Fprintf(&b, "  %s", settingsLine(r.Settings))
-	if f := tuner.RequestFailures(r.Result.Levels); f != "" && r.Result.Status != measure.StatusFailed {
+	if f := recommend.RequestFailures(r.Result.Levels); f != "" && r.Result.Status != measure.StatusFailed {
 		fmt.Fprintf(&b, "  [%s]", f)
 	}
 	if r.Result.Message != "" {

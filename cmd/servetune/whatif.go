@@ -20,7 +20,8 @@ import (
 	"github.com/servetune/servetune/internal/model/whatif"
 	"github.com/servetune/servetune/internal/serving/catalog"
 	"github.com/servetune/servetune/internal/serving/engine"
-	"github.com/servetune/servetune/tuner"
+	"github.com/servetune/servetune/tuner/recommend"
+	"github.com/servetune/servetune/tuner/spec"
 )
 
 func init() { subcommands = append(subcommands, newWhatifCmd) }
@@ -97,9 +98,9 @@ study spec's model, workload, slo and whatif: section (docs/spec.md); flags win.
 // error is a usage error.
 // whatifSpecOptions reads the options of a study spec's model, workload,
 // SLOs and whatif section (`whatif --spec`); flags override them.
-func whatifSpecOptions(path string) (whatif.Options, *tuner.Spec, error) {
+func whatifSpecOptions(path string) (whatif.Options, *spec.Spec, error) {
 	var o whatif.Options
-	sp, err := tuner.ParseSpecFile(path)
+	sp, err := spec.ParseSpecFile(path)
 	if err != nil {
 		return o, nil, err
 	}
@@ -179,7 +180,7 @@ func whatifLoadAndPrices(fl *pflag.FlagSet, f *whatifFlags, o *whatif.Options) e
 
 func whatifOptions(fl *pflag.FlagSet, f *whatifFlags) (whatif.Options, error) {
 	var o whatif.Options
-	var sp *tuner.Spec
+	var sp *spec.Spec
 	if f.spec != "" {
 		var err error
 		if o, sp, err = whatifSpecOptions(f.spec); err != nil {
@@ -227,7 +228,7 @@ func whatifOptions(fl *pflag.FlagSet, f *whatifFlags) (whatif.Options, error) {
 		if f.slo == "" {
 			return o, errors.New("--slo: give the latency limits, e.g. ttft_p99_ms=2000,tpot_p99_ms=50")
 		}
-		slo, err := tuner.ParseSLO(f.slo)
+		slo, err := recommend.ParseSLO(f.slo)
 		if err != nil {
 			return o, fmt.Errorf("--slo: %w", err)
 		}

@@ -17,6 +17,10 @@ import (
 	"github.com/servetune/servetune/space"
 	"github.com/servetune/servetune/trial"
 	"github.com/servetune/servetune/tuner"
+	_ "github.com/servetune/servetune/tuner/guided" // the guided sampler SearchReality measures
+	"github.com/servetune/servetune/tuner/recommend"
+	"github.com/servetune/servetune/tuner/sampler"
+	"github.com/servetune/servetune/tuner/spec"
 )
 
 // Reality is a stand-in for a real engine in the guided benchmark: the
@@ -27,7 +31,7 @@ import (
 type Reality struct {
 	Seed      int64
 	Constants sim.Constants
-	spec      *tuner.Spec // the study spec on the perturbed virtual engine, no precheck
+	spec      *spec.Spec // the study spec on the perturbed virtual engine, no precheck
 
 	mu      sync.Mutex
 	results map[string]trial.Result
@@ -36,7 +40,7 @@ type Reality struct {
 // NewReality perturbs engine e's stock constants: each is multiplied by a
 // factor drawn uniformly from [1-spread, 1+spread] (seeded), within its
 // range.
-func NewReality(sp *tuner.Spec, seed int64, spread float64) (*Reality, error) {
+func NewReality(sp *spec.Spec, seed int64, spread float64) (*Reality, error) {
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x7ea1))
 	c := sim.StockConstants(sp.Engine)
 	for _, name := range sim.ConstantNames() {
@@ -78,7 +82,7 @@ func (r *Reality) Value(set space.Settings, res trial.Result) (float64, bool) {
 		return 0, false
 	}
 	sp := r.spec
-	return tuner.TrialValue(tuner.PointsOf(0, set, sp.Hardware.PricePerGPUHour, res.Levels), sp.Tuner.Objective, sp.SLO)
+	return recommend.TrialValue(recommend.PointsOf(0, set, sp.Hardware.PricePerGPUHour, res.Levels), sp.Tuner.Objective, sp.SLO)
 }
 
 // Optimum measures every configuration of the space on the reality.
@@ -149,21 +153,21 @@ type Search struct {
 // it they launch every proposal, as a tuner without a model of the engine
 // does. The guided sampler decides with its learned boundary and launches
 // what it proposes.
-func SearchReality(ctx context.Context, sp *tuner.Spec, r *Reality, kind string, seed int64, target float64, budget int, precheck bool, note func(string)) (Search, error) {
+func SearchReality(ctx context.Context, sp *spec.Spec, r *Reality, kind string, seed int64, target float64, budget int, precheck bool, note func(string)) (Search, error) {
 	ss := *sp
 	ss.Tuner.Sampler, ss.Tuner.Seed = kind, seed
-	s, err := tuner.NewStudySampler(ctx, &ss, note)
+	s, err := sampler.ForStudy(ctx, &ss, note)
 	if err != nil {
 		return Search{}, err
 	}
 	var pre *tuner.TrialRunner
-	if kind != tuner.SamplerGuided && precheck {
+	if kind != spec.SamplerGuided && precheck {
 		pre = &tuner.TrialRunner{Spec: &ss}
 	}
 	var out Search
 	for proposals := 0; out.Trials < budget && proposals < 4*budget; proposals++ {
 		p, err := s.Ask()
-		if errors.Is(err, tuner.ErrExhausted) {
+		if errors.Is(err, sampler.ErrExhausted) {
 			out.Stopped = true
 			break
 		}

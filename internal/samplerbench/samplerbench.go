@@ -17,7 +17,7 @@ import (
 	"sync"
 
 	"github.com/servetune/servetune/space"
-	"github.com/servetune/servetune/tuner"
+	"github.com/servetune/servetune/tuner/sampler"
 )
 
 // ObjectiveFunc scores one configuration: higher is better; failed means
@@ -119,13 +119,13 @@ func Exhaustive(ctx context.Context, sp space.Space, f *Memo, frac float64, para
 // returns how many trials it needed to reach target; budget+1 when it did
 // not within budget.
 func TrialsToReach(kind string, sp space.Space, seed int64, f *Memo, target float64, budget int) (int, error) {
-	s, err := tuner.NewSampler(kind, sp, seed)
+	s, err := sampler.New(kind, sp, seed)
 	if err != nil {
 		return 0, err
 	}
 	for n := 1; n <= budget; n++ {
 		p, err := s.Ask()
-		if errors.Is(err, tuner.ErrExhausted) {
+		if errors.Is(err, sampler.ErrExhausted) {
 			break
 		}
 		if err != nil {

@@ -7,7 +7,8 @@ import (
 	"testing"
 
 	"github.com/servetune/servetune/space"
-	"github.com/servetune/servetune/tuner"
+	"github.com/servetune/servetune/tuner/sampler"
+	"github.com/servetune/servetune/tuner/spec"
 )
 
 // bowl is a toy objective on a discrete 8×8×3 space with an infeasible
@@ -54,7 +55,7 @@ func TestExhaustiveAndTrialsToReach(t *testing.T) {
 	if opt.Configs != 192 || opt.Value != 105 || opt.Near != 5 || opt.Failed != 76 || calls != 192 {
 		t.Fatalf("optimum %+v after %d calls", opt, calls)
 	}
-	for _, kind := range []string{tuner.SamplerTPE, tuner.SamplerRandom} {
+	for _, kind := range []string{spec.SamplerTPE, spec.SamplerRandom} {
 		n, err := TrialsToReach(kind, sp, 1, memo, 0.99*opt.Value, 300)
 		if err != nil {
 			t.Fatal(err)
@@ -102,7 +103,7 @@ func TestMedian(t *testing.T) {
 func BenchmarkSamplerAskTellTPE(b *testing.B) {
 	sp, f := bowl()
 	for b.Loop() {
-		s, err := tuner.NewSampler(tuner.SamplerTPE, sp, 1)
+		s, err := sampler.New(spec.SamplerTPE, sp, 1)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -25,7 +25,7 @@
 //		fmt.Printf("%s: %.1f%% -> %.1f%%\n", e.Metric, 100*e.Before, 100*e.After)
 //	}
 //
-// tuner.CalibrationRuns builds the runs of a stored study; `servetune
+// guided.CalibrationRuns (tuner/guided) builds the runs of a stored study; `servetune
 // calibrate` writes the result as a sim.Profile. Fit is deterministic for
 // given runs and start, and safe to call concurrently.
 package calibrate

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/servetune/servetune/internal/load/bench"
-	"github.com/servetune/servetune/tuner"
+	"github.com/servetune/servetune/tuner/recommend"
 )
 
 // acceptance is the what-if issue's acceptance question: Llama-3.3-70B
@@ -16,7 +16,7 @@ func acceptance() Options {
 	return Options{
 		Model: "meta-llama/Llama-3.3-70B-Instruct", GPUs: []string{"H100-SXM", "H200", "B200", "L40S", "A100-80G"}, MaxGPUs: 8,
 		Dataset:   bench.DatasetSpec{Kind: bench.DatasetRandom, Input: fixed(2048), Output: fixed(256)},
-		SLO:       tuner.SLO{{Metric: "ttft_p99", Max: 2000}, {Metric: "tpot_p99", Max: 50}},
+		SLO:       recommend.SLO{{Metric: "ttft_p99", Max: 2000}, {Metric: "tpot_p99", Max: 50}},
 		TargetRPS: 20, ReservedDiscount: 0.4,
 	}
 }

@@ -30,7 +30,7 @@
 //		Model: "meta-llama/Llama-3.3-70B-Instruct", GPUs: []string{"H100-SXM", "H200", "B200"},
 //		Dataset: bench.DatasetSpec{Kind: bench.DatasetRandom, Input: bench.Dist{Kind: bench.DistFixed, Value: 2048},
 //			Output: bench.Dist{Kind: bench.DistFixed, Value: 256}},
-//		SLO:       tuner.SLO{{Metric: "ttft_p99", Max: 2000}, {Metric: "tpot_p99", Max: 50}},
+//		SLO:       recommend.SLO{{Metric: "ttft_p99", Max: 2000}, {Metric: "tpot_p99", Max: 50}},
 //		TargetRPS: 20, ReservedDiscount: 0.4,
 //	})
 //	if errors.Is(err, whatif.ErrInput) { ... } // a bad option

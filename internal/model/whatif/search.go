@@ -19,6 +19,8 @@ import (
 	"github.com/servetune/servetune/store"
 	"github.com/servetune/servetune/trial"
 	"github.com/servetune/servetune/tuner"
+	"github.com/servetune/servetune/tuner/recommend"
+	"github.com/servetune/servetune/tuner/spec"
 )
 
 // The settings a candidate's search ranges over, beside the layout and
@@ -220,7 +222,7 @@ func contains(v []string, s string) bool {
 // its GPU, a space over the layout of n GPUs and the engine's batching and
 // memory settings, each trial a capacity search over the Poisson rate,
 // maximising that rate.
-func studySpec(o Options, m catalog.Model, c candidate, tps []int) (*tuner.Spec, error) {
+func studySpec(o Options, m catalog.Model, c candidate, tps []int) (*spec.Spec, error) {
 	params := []space.Param{space.Choices("tensor_parallel", tps...)}
 	constraints := []string{"max_batched_tokens >= max_running_requests"}
 	if c.n > 1 && tps[0] < c.n {
@@ -257,21 +259,20 @@ func studySpec(o Options, m catalog.Model, c candidate, tps []int) (*tuner.Spec,
 	// absurd one); doubling from it to any capacity up to MaxRequestRate
 	// costs at most 12 probes.
 	const start = 4
-	sp := &tuner.Spec{
+	sp := &spec.Spec{
 		File: "whatif", Text: fmt.Sprintf("whatif %s on %s", o.Model, c.name()),
 		Name: "whatif-" + strings.ReplaceAll(c.name(), " ", "-"), Model: o.Model, ModelConfig: v.ModelConfig,
-		Engine: c.engine,
-		Launcher: tuner.LauncherSpec{Common: launcher.Common{Kind: "virtual", Engine: c.engine, Model: o.Model,
-			ModelConfig: v.ModelConfig, GPU: c.gpu.ID}, Launcher: v},
-		Hardware: tuner.Hardware{GPU: c.gpu.ID},
+		Engine:   c.engine,
+		Launcher: spec.LauncherSpec{Kind: "virtual", ModelConfig: v.ModelConfig, Launcher: v},
+		Hardware: spec.Hardware{GPU: c.gpu.ID},
 		Space:    spc,
-		Workload: tuner.Workload{Dataset: o.Dataset, Capacity: true, CapacityRate: true, StartRate: start,
-			MaxRate: tuner.MaxRequestRate, RatePrecision: o.Precision, RequestsPerLevel: o.RequestsPerLevel, Timeout: 10 * time.Minute,
+		Workload: spec.Workload{Dataset: o.Dataset, Capacity: true, CapacityRate: true, StartRate: start,
+			MaxRate: spec.MaxRequestRate, RatePrecision: o.Precision, RequestsPerLevel: o.RequestsPerLevel, Timeout: 10 * time.Minute,
 			ProbeSpan: o.ProbeSpan},
 		SLO:        o.SLO,
-		Objectives: []tuner.Objective{{Metric: "request_rate", Maximize: true}},
-		Tuner: tuner.TunerSpec{Sampler: tuner.SamplerTPE, Trials: o.Trials, Seed: o.Seed,
-			Objective: tuner.Objective{Metric: "request_rate", Maximize: true}, Precheck: true},
+		Objectives: []recommend.Objective{{Metric: "request_rate", Maximize: true}},
+		Tuner: spec.TunerSpec{Sampler: spec.SamplerTPE, Trials: o.Trials, Seed: o.Seed,
+			Objective: recommend.Objective{Metric: "request_rate", Maximize: true}, Precheck: true},
 	}
 	if m.Vocab == 0 {
 		return nil, errors.New("model without a vocabulary")
@@ -308,7 +309,7 @@ func withLayout(set space.Settings, n int) space.Settings {
 }
 
 // bestTrial is the trial with the highest capacity and its capacity level.
-func bestTrial(sp *tuner.Spec, trials []store.Trial) (store.Trial, measure.Level, bool) {
+func bestTrial(sp *spec.Spec, trials []store.Trial) (store.Trial, measure.Level, bool) {
 	var best store.Trial
 	var level measure.Level
 	bestV, found := 0.0, false
@@ -316,7 +317,7 @@ func bestTrial(sp *tuner.Spec, trials []store.Trial) (store.Trial, measure.Level
 		if t.Status != measure.StatusOK {
 			continue
 		}
-		for i, p := range tuner.PointsOf(t.Number, t.Settings, 0, t.LoadPoints) {
+		for i, p := range recommend.PointsOf(t.Number, t.Settings, 0, t.LoadPoints) {
 			if !sp.SLO.Met(p) {
 				continue
 			}
@@ -330,7 +331,7 @@ func bestTrial(sp *tuner.Spec, trials []store.Trial) (store.Trial, measure.Level
 
 // noCapacity says why no trial met the SLOs: the failures when none ran,
 // else what the lowest rate probed measured against the limits.
-func noCapacity(sp *tuner.Spec, trials []store.Trial) string {
+func noCapacity(sp *spec.Spec, trials []store.Trial) string {
 	fails := map[string]int{}
 	var low *measure.Level
 	for _, t := range trials {
@@ -356,8 +357,8 @@ func noCapacity(sp *tuner.Spec, trials []store.Trial) string {
 }
 
 // missed lists the limits a level misses: "tpot_p99 50.9 ms > 50".
-func missed(slo tuner.SLO, lv measure.Level) string {
-	p := tuner.Point{GPUs: 1, Level: lv}
+func missed(slo recommend.SLO, lv measure.Level) string {
+	p := recommend.Point{GPUs: 1, Level: lv}
 	var out []string
 	if lv.Summary.Failed > 0 {
 		out = append(out, fmt.Sprintf("%d requests failed", lv.Summary.Failed))
@@ -372,12 +373,12 @@ func missed(slo tuner.SLO, lv measure.Level) string {
 
 // closer reports whether a is nearer to meeting the SLOs than b: its
 // worst limit is less far past its bound.
-func closer(slo tuner.SLO, a, b measure.Level) bool {
+func closer(slo recommend.SLO, a, b measure.Level) bool {
 	return worstRatio(slo, a) < worstRatio(slo, b)
 }
 
-func worstRatio(slo tuner.SLO, lv measure.Level) float64 {
-	p := tuner.Point{GPUs: 1, Level: lv}
+func worstRatio(slo recommend.SLO, lv measure.Level) float64 {
+	p := recommend.Point{GPUs: 1, Level: lv}
 	w := 0.0
 	for _, l := range slo {
 		if v, ok := p.Metric(l.Metric); ok {
@@ -392,7 +393,7 @@ func worstRatio(slo tuner.SLO, lv measure.Level) float64 {
 // mean end-to-end latency), long context by the requests' mean length,
 // and the metrics its verdict rests on: every SLO limit's, and the
 // throughput that capacity is.
-func situationOf(slo tuner.SLO, lv measure.Level, m catalog.Model) sim.Situation {
+func situationOf(slo recommend.SLO, lv measure.Level, m catalog.Model) sim.Situation {
 	s := lv.Summary
 	sit := sim.Situation{Regime: sim.RegimeOf(lv.Load.Rate * s.E2EL.Mean / 1000), MoE: m.MoE()}
 	if s.Completed > 0 {

@@ -18,7 +18,8 @@ import (
 	"github.com/servetune/servetune/internal/serving/catalog"
 	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/launcher"
-	"github.com/servetune/servetune/tuner"
+	"github.com/servetune/servetune/tuner/recommend"
+	"github.com/servetune/servetune/tuner/spec"
 )
 
 // HoursPerMonth turns hourly prices into monthly ones: 8,760 hours a year
@@ -39,7 +40,7 @@ type Options struct {
 	MaxGPUs int             // GPUs per replica: 1, 2, 4, 8 up to this (default 8)
 	Engines []engine.Engine // default vLLM
 	Dataset bench.DatasetSpec
-	SLO     tuner.SLO
+	SLO     recommend.SLO
 	// TargetRPS is the peak request rate to serve; 0 ranks rows by $ per
 	// million output tokens instead of $ per month.
 	TargetRPS float64
@@ -305,7 +306,7 @@ func (o *Options) searchDefaults() error {
 		o.Precision = 0.04
 	}
 	if o.ProbeSpan == 0 {
-		o.ProbeSpan = tuner.DefaultProbeSpan
+		o.ProbeSpan = spec.DefaultProbeSpan
 	}
 	if o.Workers <= 0 {
 		o.Workers = runtime.GOMAXPROCS(0)
@@ -586,7 +587,7 @@ func (r *Row) cost(o Options, price float64) {
 		}
 	} else {
 		r.MonthlyCost = hourly * HoursPerMonth
-		r.CostPerMTok = tuner.CostPerMTok(price, r.GPUsPerReplica, r.OutputTokensPerSPerGPU*float64(r.GPUsPerReplica))
+		r.CostPerMTok = recommend.CostPerMTok(price, r.GPUsPerReplica, r.OutputTokensPerSPerGPU*float64(r.GPUsPerReplica))
 	}
 	r.MonthlyCostReserved = r.MonthlyCost * (1 - o.ReservedDiscount)
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/servetune/servetune/internal/load/bench"
 	"github.com/servetune/servetune/internal/model/sim"
 	"github.com/servetune/servetune/internal/serving/engine"
-	"github.com/servetune/servetune/tuner"
+	"github.com/servetune/servetune/tuner/recommend"
 )
 
 func fixed(n int) bench.Dist { return bench.Dist{Kind: bench.DistFixed, Value: n} }
@@ -23,7 +23,7 @@ func small() Options {
 	return Options{
 		Model: "meta-llama/Llama-3.1-8B-Instruct", GPUs: []string{"H100-SXM", "L4"}, MaxGPUs: 2,
 		Dataset:   bench.DatasetSpec{Kind: bench.DatasetRandom, Input: fixed(512), Output: fixed(64)},
-		SLO:       tuner.SLO{{Metric: "ttft_p99", Max: 1000}, {Metric: "tpot_p99", Max: 40}},
+		SLO:       recommend.SLO{{Metric: "ttft_p99", Max: 1000}, {Metric: "tpot_p99", Max: 40}},
 		TargetRPS: 30, ReservedDiscount: 0.4, Trials: 4, RequestsPerLevel: 60, Precision: 0.1,
 		Prices: map[string]float64{"L4": 0.7}, PriceDate: "2026-02-01",
 	}

@@ -13,6 +13,7 @@ import (
 	_ "github.com/servetune/servetune/launcher/kinds" // the virtual launcher
 	"github.com/servetune/servetune/store"
 	"github.com/servetune/servetune/tuner"
+	"github.com/servetune/servetune/tuner/spec"
 )
 
 // big200 is a 200-trial study: the quick start's space and workload with
@@ -28,14 +29,14 @@ var big200 = struct {
 func study200(tb testing.TB) *Study {
 	tb.Helper()
 	big200.once.Do(func() {
-		spec, err := os.ReadFile(filepath.Join("..", "..", "..", "examples", "quickstart.yaml"))
+		src, err := os.ReadFile(filepath.Join("..", "..", "..", "examples", "quickstart.yaml"))
 		if err != nil {
 			big200.err = err
 			return
 		}
-		text := strings.Replace(string(spec), "trials: 24", "trials: 200", 1)
+		text := strings.Replace(string(src), "trials: 24", "trials: 200", 1)
 		text = strings.Replace(text, "requests_per_level: 400", "requests_per_level: 200", 1)
-		sp, err := tuner.ParseSpec([]byte(text), "big.yaml")
+		sp, err := spec.ParseSpec([]byte(text), "big.yaml")
 		if err != nil {
 			big200.err = err
 			return

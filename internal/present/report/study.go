@@ -16,14 +16,15 @@ import (
 	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/space"
 	"github.com/servetune/servetune/store"
-	"github.com/servetune/servetune/tuner"
+	"github.com/servetune/servetune/tuner/recommend"
+	"github.com/servetune/servetune/tuner/spec"
 )
 
 // Study is what a study report is made from: the stored study, its spec
 // and trials, and what is known besides.
 type Study struct {
 	Stored store.Study
-	Spec   *tuner.Spec
+	Spec   *spec.Spec
 	Trials []store.Trial
 	Source string    // where it was read from (the database path), for the reader
 	Tool   string    // the servetune writing the report
@@ -71,7 +72,7 @@ func Load(ctx context.Context, db *store.Store, name string) (*Study, error) {
 	if err != nil {
 		return nil, err
 	}
-	sp, err := tuner.ParseSpec([]byte(st.Spec), name+".yaml (stored)")
+	sp, err := spec.ParseSpec([]byte(st.Spec), name+".yaml (stored)")
 	if err != nil {
 		return nil, fmt.Errorf("stored spec of %s: %w", name, err)
 	}
@@ -96,8 +97,8 @@ func Load(ctx context.Context, db *store.Store, name string) (*Study, error) {
 // diagnoseRecommended explains the recommended configuration's levels
 // (package diagnose): what bound each one, with its evidence and the
 // engine's flag to change.
-func diagnoseRecommended(sp *tuner.Spec, trials []store.Trial) []Finding {
-	rec, err := tuner.RecommendStudy(trials, sp, tuner.PreferThroughput)
+func diagnoseRecommended(sp *spec.Spec, trials []store.Trial) []Finding {
+	rec, err := recommend.RecommendStudy(trials, sp.Terms(), recommend.PreferThroughput)
 	if err != nil {
 		return nil
 	}
@@ -327,7 +328,7 @@ func fmtMetric(m string, v float64) string {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return "–"
 	}
-	return tuner.Format(m, v)
+	return recommend.Format(m, v)
 }
 
 // SettingsLine writes settings as k=v in name order.
@@ -353,7 +354,7 @@ func (s *Study) build() *view {
 		Generated: s.Now.UTC().Format("2006-01-02 15:04 MST"), Tool: s.Tool, SLO: sp.SLO.String(), Findings: s.Findings}
 	v.Counts = s.counts()
 	s.recommendation(v)
-	pts := tuner.StoredPoints(s.Trials, sp.Hardware.PricePerGPUHour)
+	pts := recommend.StoredPoints(s.Trials, sp.Hardware.PricePerGPUHour)
 	s.frontTable(v, pts)
 	s.charts(v, pts)
 	s.failures(v)
@@ -388,7 +389,7 @@ func (s *Study) counts() string {
 
 func (s *Study) recommendation(v *view) {
 	sp := s.Spec
-	rec, err := tuner.RecommendStudy(s.Trials, sp, tuner.PreferThroughput)
+	rec, err := recommend.RecommendStudy(s.Trials, sp.Terms(), recommend.PreferThroughput)
 	if err != nil {
 		v.NoRec = fmt.Sprintf("No recommendation: %v (SLO %s). See the failures and the Pareto chart below for how close the trials came.", err, sp.SLO)
 		return
@@ -434,15 +435,15 @@ func (s *Study) recommendation(v *view) {
 
 // frontTable lists the Pareto front over the study's objectives among the
 // points that meet the SLOs, marking the recommended point.
-func (s *Study) frontTable(v *view, pts []tuner.Point) {
+func (s *Study) frontTable(v *view, pts []recommend.Point) {
 	sp := s.Spec
-	var met []tuner.Point
+	var met []recommend.Point
 	for _, p := range pts {
 		if sp.SLO.Met(p) {
 			met = append(met, p)
 		}
 	}
-	front := tuner.Front(met, sp.Objectives)
+	front := recommend.Front(met, sp.Objectives)
 	metrics := []string{}
 	seen := map[string]bool{}
 	for _, o := range sp.Objectives {
@@ -516,7 +517,7 @@ func shortTitle(m string) string {
 	case "goodput_per_gpu":
 		return "goodput (req/s/GPU)"
 	}
-	return fmt.Sprintf("%s (%s)", metricTitle(m), tuner.Unit(m))
+	return fmt.Sprintf("%s (%s)", metricTitle(m), recommend.Unit(m))
 }
 
 func (s *Study) failures(v *view) {
@@ -586,7 +587,7 @@ func (s *Study) facts(v *view) {
 	add("study", fmt.Sprintf("%s (%s)", st.Name, st.Status))
 	when := st.Started.Local().Format("2006-01-02 15:04:05 MST")
 	if !st.Finished.IsZero() {
-		when += fmt.Sprintf(" to %s (%s)", st.Finished.Local().Format("15:04:05"), tuner.ShortDuration(st.Finished.Sub(st.Started)))
+		when += fmt.Sprintf(" to %s (%s)", st.Finished.Local().Format("15:04:05"), spec.ShortDuration(st.Finished.Sub(st.Started)))
 	}
 	add("run", when)
 	add("model", sp.Model)
@@ -660,10 +661,10 @@ func (s *Study) trialRows(v *view) {
 			r.Status += "/" + string(t.Failure)
 		}
 		if t.Objective != nil {
-			r.Objective = tuner.Format(obj.Metric, *t.Objective)
+			r.Objective = recommend.Format(obj.Metric, *t.Objective)
 		}
 		if !t.Finished.IsZero() {
-			r.Duration = tuner.ShortDuration(t.Finished.Sub(t.Started))
+			r.Duration = spec.ShortDuration(t.Finished.Sub(t.Started))
 		}
 		v.Trials = append(v.Trials, r)
 	}

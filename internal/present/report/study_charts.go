@@ -14,7 +14,7 @@ import (
 
 	"github.com/servetune/servetune/internal/load/measure"
 	"github.com/servetune/servetune/space"
-	"github.com/servetune/servetune/tuner"
+	"github.com/servetune/servetune/tuner/recommend"
 )
 
 // Chart sizes in points (the SVG scales to the page).
@@ -27,10 +27,10 @@ const (
 // charts: beyond eight lines nobody tells them apart.
 const maxLatencyTrials = 8
 
-func (s *Study) charts(v *view, pts []tuner.Point) {
+func (s *Study) charts(v *view, pts []recommend.Point) {
 	sp := s.Spec
 	confirmPts := s.confirmationPoints()
-	var chosen *tuner.Point
+	var chosen *recommend.Point
 	if v.Rec != nil {
 		for i := range pts {
 			if pts[i].Trial == v.Rec.Trial && pts[i].Label == v.Rec.Level {
@@ -57,9 +57,9 @@ func (s *Study) charts(v *view, pts []tuner.Point) {
 // ParetoChart is the throughput-against-interactivity chart of the
 // report, for pages that show it alone (the dashboard).
 func (s *Study) ParetoChart() template.HTML {
-	pts := tuner.StoredPoints(s.Trials, s.Spec.Hardware.PricePerGPUHour)
-	var chosen *tuner.Point
-	if rec, err := tuner.RecommendStudy(s.Trials, s.Spec, tuner.PreferThroughput); err == nil {
+	pts := recommend.StoredPoints(s.Trials, s.Spec.Hardware.PricePerGPUHour)
+	var chosen *recommend.Point
+	if rec, err := recommend.RecommendStudy(s.Trials, s.Spec.Terms(), recommend.PreferThroughput); err == nil {
 		p := rec.Best.Point
 		chosen = &p
 	}
@@ -68,17 +68,17 @@ func (s *Study) ParetoChart() template.HTML {
 }
 
 // confirmationPoints are the measured points of the confirmation runs.
-func (s *Study) confirmationPoints() []tuner.Point {
-	var pts []tuner.Point
+func (s *Study) confirmationPoints() []recommend.Point {
+	var pts []recommend.Point
 	for _, t := range s.Trials {
 		if t.Confirms != nil && t.Status == measure.StatusOK {
-			pts = append(pts, tuner.PointsOf(t.Number, t.Settings, s.Spec.Hardware.PricePerGPUHour, t.LoadPoints)...)
+			pts = append(pts, recommend.PointsOf(t.Number, t.Settings, s.Spec.Hardware.PricePerGPUHour, t.LoadPoints)...)
 		}
 	}
 	return pts
 }
 
-func xyOf(p tuner.Point, xm, ym string) (plotter.XY, bool) {
+func xyOf(p recommend.Point, xm, ym string) (plotter.XY, bool) {
 	x, okx := p.Metric(xm)
 	y, oky := p.Metric(ym)
 	if !okx || !oky || math.IsNaN(x) || math.IsNaN(y) || math.IsInf(x, 0) || math.IsInf(y, 0) {
@@ -90,10 +90,10 @@ func xyOf(p tuner.Point, xm, ym string) (plotter.XY, bool) {
 // frontChart plots every measured point of two metrics (x is maximised;
 // y maximised or minimised), SLO misses grey, the front of the points
 // that meet the SLOs drawn, the recommended point marked.
-func (s *Study) frontChart(title, xl, yl string, pts, confirm []tuner.Point, chosen *tuner.Point, xm, ym string, yMax bool) charted {
+func (s *Study) frontChart(title, xl, yl string, pts, confirm []recommend.Point, chosen *recommend.Point, xm, ym string, yMax bool) charted {
 	c := newChart(title, xl, yl)
 	var met, miss, conf plotter.XYs
-	var metPts []tuner.Point
+	var metPts []recommend.Point
 	for _, p := range pts {
 		xy, ok := xyOf(p, xm, ym)
 		if !ok {
@@ -114,7 +114,7 @@ func (s *Study) frontChart(title, xl, yl string, pts, confirm []tuner.Point, cho
 	c.scatter(miss, glyph(colMiss, draw.CircleGlyph{}, 2.6), fmt.Sprintf("misses the SLO (%d)", len(miss)))
 	c.scatter(met, glyph(colMet, draw.CircleGlyph{}, 2.6), fmt.Sprintf("meets the SLO (%d)", len(met)))
 	c.scatter(conf, glyph(colConfirm, draw.RingGlyph{}, 3), fmt.Sprintf("confirmation runs (%d)", len(conf)))
-	front := tuner.Front(metPts, []tuner.Objective{{Metric: xm, Maximize: true}, {Metric: ym, Maximize: yMax}})
+	front := recommend.Front(metPts, []recommend.Objective{{Metric: xm, Maximize: true}, {Metric: ym, Maximize: yMax}})
 	var fl plotter.XYs
 	for _, p := range front {
 		if xy, ok := xyOf(p, xm, ym); ok {
@@ -138,7 +138,7 @@ func (s *Study) frontChart(title, xl, yl string, pts, confirm []tuner.Point, cho
 
 // latencyCharts plot the SLO's TTFT and TPOT percentile against the
 // offered load for the trials on the study's Pareto front.
-func (s *Study) latencyCharts(pts []tuner.Point) (ttft, tpot charted) {
+func (s *Study) latencyCharts(pts []recommend.Point) (ttft, tpot charted) {
 	trials, also, byTrial := s.latencyTrials(pts)
 	return s.latencyChart("ttft", "ttft_p99", trials, also, byTrial), s.latencyChart("tpot", "tpot_p99", trials, also, byTrial)
 }
@@ -147,17 +147,17 @@ func (s *Study) latencyCharts(pts []tuner.Point) (ttft, tpot charted) {
 // recommended one, then the Pareto front's by the primary objective, at
 // most maxLatencyTrials; trials whose every level measured the same are
 // drawn once (also lists them by the drawn trial).
-func (s *Study) latencyTrials(pts []tuner.Point) (trials []int, also map[int][]int, byTrial map[int][]tuner.Point) {
+func (s *Study) latencyTrials(pts []recommend.Point) (trials []int, also map[int][]int, byTrial map[int][]recommend.Point) {
 	sp := s.Spec
-	var met []tuner.Point
+	var met []recommend.Point
 	for _, p := range pts {
 		if sp.SLO.Met(p) {
 			met = append(met, p)
 		}
 	}
-	front := tuner.Front(met, sp.Objectives)
+	front := recommend.Front(met, sp.Objectives)
 	seen := map[int]bool{}
-	if rec, err := tuner.RecommendStudy(s.Trials, sp, tuner.PreferThroughput); err == nil {
+	if rec, err := recommend.RecommendStudy(s.Trials, sp.Terms(), recommend.PreferThroughput); err == nil {
 		trials = append(trials, rec.Best.Trial)
 		seen[rec.Best.Trial] = true
 	}
@@ -210,7 +210,7 @@ func (s *Study) latencyTrials(pts []tuner.Point) (trials []int, also map[int][]i
 	for _, tn := range trials {
 		seen[tn] = true
 	}
-	byTrial = map[int][]tuner.Point{}
+	byTrial = map[int][]recommend.Point{}
 	for _, p := range pts {
 		if seen[p.Trial] {
 			byTrial[p.Trial] = append(byTrial[p.Trial], p)
@@ -221,7 +221,7 @@ func (s *Study) latencyTrials(pts []tuner.Point) (trials []int, also map[int][]i
 
 // latencyChart draws one SLO latency (prefix ttft or tpot; fallback when
 // the SLO has no such limit) against load for the chosen trials.
-func (s *Study) latencyChart(prefix, fallback string, trials []int, also map[int][]int, byTrial map[int][]tuner.Point) charted {
+func (s *Study) latencyChart(prefix, fallback string, trials []int, also map[int][]int, byTrial map[int][]recommend.Point) charted {
 	sp := s.Spec
 	metric, limit := fallback, 0.0
 	for _, l := range sp.SLO {
@@ -280,7 +280,7 @@ func (s *Study) latencyChart(prefix, fallback string, trials []int, also map[int
 
 // recTrialSet is the recommended trial, when there is one.
 func (s *Study) recTrialSet() []int {
-	if rec, err := tuner.RecommendStudy(s.Trials, s.Spec, tuner.PreferThroughput); err == nil {
+	if rec, err := recommend.RecommendStudy(s.Trials, s.Spec.Terms(), recommend.PreferThroughput); err == nil {
 		return []int{rec.Best.Trial}
 	}
 	return nil
@@ -290,7 +290,7 @@ func (s *Study) recTrialSet() []int {
 // so far.
 func (s *Study) historyChart() charted {
 	obj := s.Spec.Tuner.Objective
-	c := newChart("Search history", "trial", fmt.Sprintf("%s (%s)", metricTitle(obj.Metric), tuner.Unit(obj.Metric)))
+	c := newChart("Search history", "trial", fmt.Sprintf("%s (%s)", metricTitle(obj.Metric), recommend.Unit(obj.Metric)))
 	var got, conf, best plotter.XYs
 	var none []float64
 	var cur *float64
@@ -404,7 +404,7 @@ func (s *Study) effectCharts() (charted, []charted, []effectRow) {
 		Caption: fmt.Sprintf("Over the %d search trials with a value.", len(vals))}
 	var scatters []charted
 	for _, p := range params {
-		c := newChart(p.Name, p.Name, fmt.Sprintf("%s (%s)", metricTitle(obj.Metric), tuner.Unit(obj.Metric)))
+		c := newChart(p.Name, p.Name, fmt.Sprintf("%s (%s)", metricTitle(obj.Metric), recommend.Unit(obj.Metric)))
 		var xys plotter.XYs
 		col := cols[p.Name]
 		switch p.Kind {

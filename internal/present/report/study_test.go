@@ -10,10 +10,10 @@ import (
 
 	"github.com/servetune/servetune/internal/load/measure"
 	"github.com/servetune/servetune/internal/serving/engine"
+	_ "github.com/servetune/servetune/launcher/kinds" // the quick start's virtual launcher
 	"github.com/servetune/servetune/store"
 	"github.com/servetune/servetune/tuner"
-
-	_ "github.com/servetune/servetune/launcher/kinds" // the quick start's virtual launcher
+	"github.com/servetune/servetune/tuner/spec"
 )
 
 const smallSpec = `name: small
@@ -156,7 +156,7 @@ func TestReportDiagnosesRecommendation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sp, err := tuner.ParseSpec([]byte(strings.Replace(string(src), "trials: 24", "trials: 6", 1)), "quickstart.yaml")
+	sp, err := spec.ParseSpec([]byte(strings.Replace(string(src), "trials: 24", "trials: 6", 1)), "quickstart.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

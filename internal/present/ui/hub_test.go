@@ -17,9 +17,9 @@ import (
 
 	"github.com/servetune/servetune/internal/load/measure"
 	"github.com/servetune/servetune/internal/serving/engine"
-	"github.com/servetune/servetune/store"
-
 	_ "github.com/servetune/servetune/launcher/kinds" // the spec's virtual launcher
+	"github.com/servetune/servetune/store"
+	_ "github.com/servetune/servetune/tuner" // the spec parser's runtime, as in the servetune binary
 )
 
 const hubSpec = `name: big

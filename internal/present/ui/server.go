@@ -21,7 +21,8 @@ import (
 	"github.com/servetune/servetune/internal/load/measure"
 	"github.com/servetune/servetune/internal/present/report"
 	"github.com/servetune/servetune/store"
-	"github.com/servetune/servetune/tuner"
+	"github.com/servetune/servetune/tuner/recommend"
+	"github.com/servetune/servetune/tuner/spec"
 )
 
 // Server serves the dashboard over DB.
@@ -441,7 +442,7 @@ type studySource struct {
 	name        string
 	waiting     bool
 	st          store.Study
-	sp          *tuner.Spec
+	sp          *spec.Spec
 	trials      []store.Trial
 	recommended string
 	pareto      template.HTML
@@ -456,7 +457,7 @@ func (x *studySource) load(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	sp, err := tuner.ParseSpec([]byte(st.Spec), x.name+".yaml (stored)")
+	sp, err := spec.ParseSpec([]byte(st.Spec), x.name+".yaml (stored)")
 	if err != nil {
 		return fmt.Errorf("stored spec of %s: %w", x.name, err)
 	}
@@ -465,8 +466,8 @@ func (x *studySource) load(ctx context.Context) error {
 		return err
 	}
 	x.waiting, x.st, x.sp, x.trials, x.recommended = false, st, sp, trials, ""
-	if rec, err := tuner.RecommendStudy(trials, sp, tuner.PreferThroughput); err == nil {
-		x.recommended = fmt.Sprintf("trial %d, %s output at %s", rec.Best.Trial, tuner.Format(rec.Best.Metric, rec.Best.Mean), rec.Best.Point.Label)
+	if rec, err := recommend.RecommendStudy(trials, sp.Terms(), recommend.PreferThroughput); err == nil {
+		x.recommended = fmt.Sprintf("trial %d, %s output at %s", rec.Best.Trial, recommend.Format(rec.Best.Metric, rec.Best.Mean), rec.Best.Point.Label)
 	}
 	x.pareto = (&report.Study{Stored: st, Spec: sp, Trials: trials}).ParetoChart()
 	return nil
@@ -501,11 +502,11 @@ func (x *studySource) view(now time.Time) ([]frag, bool, error) {
 			row.Kind = fmt.Sprintf("confirms %d", *t.Confirms)
 		}
 		if t.Objective != nil && !math.IsNaN(*t.Objective) {
-			row.Value = tuner.Format(obj.Metric, *t.Objective)
+			row.Value = recommend.Format(obj.Metric, *t.Objective)
 		}
 		switch {
 		case t.Status == measure.StatusRunning:
-			rt := runningTrial{Number: t.Number, Settings: row.Settings, GPUs: t.GPUs, For: tuner.ShortDuration(now.Sub(t.Started))}
+			rt := runningTrial{Number: t.Number, Settings: row.Settings, GPUs: t.GPUs, For: spec.ShortDuration(now.Sub(t.Started))}
 			if lt, ok := live[t.Number]; ok {
 				rt.Level, rt.Done, rt.Total, rt.Levels, rt.HasLive = lt.Level, lt.Done, lt.Total, lt.Levels, true
 			}
@@ -513,7 +514,7 @@ func (x *studySource) view(now time.Time) ([]frag, bool, error) {
 			row.Took = "running " + rt.For
 		case !t.Finished.IsZero():
 			d := t.Finished.Sub(t.Started)
-			row.Took = tuner.ShortDuration(d)
+			row.Took = spec.ShortDuration(d)
 			if t.Status == measure.StatusOK || t.Status == measure.StatusFailed {
 				durations = append(durations, d)
 				v.Done++
@@ -530,17 +531,17 @@ func (x *studySource) view(now time.Time) ([]frag, bool, error) {
 	}
 	sort.Slice(v.Running, func(i, j int) bool { return v.Running[i].Number < v.Running[j].Number })
 	if best != nil {
-		v.Best = tuner.Format(obj.Metric, *best)
+		v.Best = recommend.Format(obj.Metric, *best)
 	}
 	end := now
 	if !st.Finished.IsZero() {
 		end = st.Finished
 	}
-	v.Elapsed = tuner.ShortDuration(end.Sub(st.Started))
+	v.Elapsed = spec.ShortDuration(end.Sub(st.Started))
 	running := st.Status == store.StudyRunning
 	if running {
-		if eta, ok := tuner.ETA(durations, v.Planned-v.Done, (&tuner.Study{Spec: sp}).Parallelism()); ok {
-			v.ETA = tuner.ShortDuration(eta)
+		if eta, ok := spec.ETA(durations, v.Planned-v.Done, sp.Parallelism()); ok {
+			v.ETA = spec.ShortDuration(eta)
 		}
 	}
 	v.Recommended = x.recommended

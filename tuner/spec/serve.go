@@ -1,21 +1,22 @@
-package tuner
+package spec
 
 import (
 	"github.com/servetune/servetune/internal/redact"
 	"github.com/servetune/servetune/internal/serving/engine"
+	"github.com/servetune/servetune/tuner/recommend"
 )
 
 // ServeArgv is the command that serves point p of the study in format
 // "vllm", "sglang" or "docker" (the study's engine in its image). The
 // space's extra flags are the spec engine's, so another engine's command
 // leaves them out.
-func (sp *Spec) ServeArgv(p Point, format string) []string {
+func (sp *Spec) ServeArgv(p recommend.Point, format string) []string {
 	// It is printed, exported and stored in reports: secret flags' values
 	// (an API key in extra_args) are redacted.
 	return redact.Args(sp.serveArgv(p, format))
 }
 
-func (sp *Spec) serveArgv(p Point, format string) []string {
+func (sp *Spec) serveArgv(p recommend.Point, format string) []string {
 	extra := func(e engine.Engine) []string {
 		if sp.Engine == e {
 			return sp.Space.Extra
@@ -38,4 +39,9 @@ func (sp *Spec) Image() string {
 		return d.Image()
 	}
 	return ""
+}
+
+// Terms are what ranking the study's measurements reads of the spec.
+func (sp *Spec) Terms() recommend.Terms {
+	return recommend.Terms{Objectives: sp.Objectives, SLO: sp.SLO, Price: sp.Hardware.PricePerGPUHour, Space: sp.Space}
 }

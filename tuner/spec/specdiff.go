@@ -1,9 +1,10 @@
-package tuner
+package spec
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -12,6 +13,10 @@ import (
 
 	"gopkg.in/yaml.v3"
 )
+
+// ErrSpecChanged is wrapped by Run's error when a resumed study's spec is
+// not the one it was started with.
+var ErrSpecChanged = errors.New("the study spec changed")
 
 // SpecDiff returns the dotted keys whose values differ between two study
 // spec texts (a key present in one only counts), sorted. Lists are

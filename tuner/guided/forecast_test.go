@@ -1,4 +1,4 @@
-package tuner
+package guided
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 
 	"github.com/servetune/servetune/internal/model/sim"
 	"github.com/servetune/servetune/space"
+	"github.com/servetune/servetune/tuner"
+	"github.com/servetune/servetune/tuner/spec"
 )
 
 // TestForecastBounded: one forecast of a capacity search over the request
@@ -14,7 +16,7 @@ import (
 // probe used to send rate x 30 s requests, and every forecast kept every
 // record of every probe: a guided study of a 24B model reached 12.7 GB.)
 func TestForecastBounded(t *testing.T) {
-	sp, err := ParseSpec([]byte(`name: f
+	sp, err := spec.ParseSpec([]byte(`name: f
 model: meta-llama/Llama-3.1-8B-Instruct
 engine: vllm
 launcher: {kind: virtual}
@@ -37,11 +39,11 @@ tuner: {trials: 2}
 	}
 	// The capacity is far above the rate (68 req/s) at which a 30 s probe
 	// reaches the bound, so the bound is what holds the count.
-	if fc.Best.Summary.RequestRate < 4*forecastProbeRequests/30 {
+	if fc.Best.Summary.RequestRate < 4*tuner.ForecastProbeRequests/30 {
 		t.Fatalf("capacity %.1f req/s: too low to test the bound", fc.Best.Summary.RequestRate)
 	}
 	n := f.requests.Load()
-	if limit := int64(len(fc.pts) * forecastProbeRequests); n > limit || n == 0 {
+	if limit := int64(len(fc.pts) * tuner.ForecastProbeRequests); n > limit || n == 0 {
 		t.Errorf("%d probes simulated %d requests, want at most %d", len(fc.pts), n, limit)
 	}
 	for _, p := range fc.pts {

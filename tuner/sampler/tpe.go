@@ -1,4 +1,4 @@
-package tuner
+package sampler
 
 import (
 	"math"
@@ -8,7 +8,19 @@ import (
 	"sync"
 
 	"github.com/c-bata/goptuna"
+	"github.com/servetune/servetune/space"
+	"github.com/servetune/servetune/tuner/spec"
 )
+
+func init() {
+	Register(Kind{Name: spec.SamplerTPE, New: func(sp space.Space, seed int64) (Sampler, error) {
+		return newOptuna(spec.SamplerTPE, sp, seed, goptuna.StudyOptionSampler(&startupSampler{
+			startup: tpeStartupTrials,
+			random:  newRandomSampler(seed),
+			next:    newTPESampler(seed),
+		}))
+	}})
+}
 
 // tpeSampler is the Tree-structured Parzen Estimator (Bergstra et al.,
 // "Algorithms for Hyper-Parameter Optimization", NeurIPS 2011), one
@@ -296,4 +308,34 @@ func (s *tpeSampler) categorical(good, bad []observation, k int) float64 {
 		}
 	}
 	return float64(best)
+}
+
+// tpeStartupTrials is how many random proposals TPE makes before modelling.
+const tpeStartupTrials = 10
+
+// startupSampler proposes with random until startup trials are complete,
+// then hands over to next (the TPE).
+type startupSampler struct {
+	startup int
+	random  goptuna.Sampler
+	next    goptuna.Sampler
+}
+
+func (s *startupSampler) Sample(st *goptuna.Study, t goptuna.FrozenTrial, name string, d any) (float64, error) {
+	trials, err := st.GetTrials()
+	if err != nil {
+		return 0, err
+	}
+	done := 0
+	for _, x := range trials {
+		if x.State == goptuna.TrialStateComplete {
+			if _, ok := x.InternalParams[name]; ok {
+				done++
+			}
+		}
+	}
+	if done < s.startup {
+		return s.random.Sample(st, t, name, d)
+	}
+	return s.next.Sample(st, t, name, d)
 }

@@ -1,4 +1,4 @@
-package tuner
+package recommend
 
 import (
 	"fmt"
@@ -49,9 +49,9 @@ type Recommendation struct {
 // compete (a single lucky measurement does not win); a configuration any
 // of whose runs missed the SLOs does not compete either. The recommended
 // point is the search trial's best level on the Pareto front (Recommend).
-func RecommendStudy(trials []store.Trial, sp *Spec, pref Preference) (Recommendation, error) {
+func RecommendStudy(trials []store.Trial, sp Terms, pref Preference) (Recommendation, error) {
 	rank := pref.objectives()
-	price := sp.Hardware.PricePerGPUHour
+	price := sp.Price
 	if pref == PreferCost && price <= 0 {
 		rank = PreferThroughput.objectives()
 	}
@@ -89,7 +89,7 @@ func RecommendStudy(trials []store.Trial, sp *Spec, pref Preference) (Recommenda
 		stable := true
 		for _, run := range append([]store.Trial{t}, runs[t.Number]...) {
 			rp := PointsOf(run.Number, run.Settings, price, run.LoadPoints)
-			at, v, ok := bestPoint(rp, primary, sp.SLO)
+			at, v, ok := BestPoint(rp, primary, sp.SLO)
 			if !ok {
 				stable = false
 				why.unstable++
@@ -126,7 +126,7 @@ func RecommendStudy(trials []store.Trial, sp *Spec, pref Preference) (Recommenda
 	}
 	sort.SliceStable(cands, func(i, j int) bool {
 		if cands[i].Mean != cands[j].Mean {
-			return primary.better(cands[i].Mean, cands[j].Mean)
+			return primary.Better(cands[i].Mean, cands[j].Mean)
 		}
 		return cands[i].Trial < cands[j].Trial
 	})
@@ -261,9 +261,9 @@ func (c Candidate) Figure(metric string) (value, ci string, ok bool) {
 
 // runsApart is how far apart, relatively, a candidate's runs may lie
 // before they disagree beyond their noise: a repeated run moves the
-// throughput by about guidedNoise, and four of that is the range of a
+// throughput by about Noise, and four of that is the range of a
 // handful of such runs.
-const runsApart = 4 * guidedNoise
+const runsApart = 4 * Noise
 
 // Disagreement says, when the candidate's runs lie further apart than
 // their noise explains (a bimodal configuration: one run 3.66, another

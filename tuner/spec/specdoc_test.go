@@ -1,6 +1,10 @@
-package tuner
+package spec_test
 
 import (
+	_ "github.com/servetune/servetune/launcher/kinds" // the launcher kinds of the specs these tests parse
+	_ "github.com/servetune/servetune/tuner"          // the spec parser's runtime
+	"github.com/servetune/servetune/tuner/recommend"
+	"github.com/servetune/servetune/tuner/spec"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -58,14 +62,14 @@ tuner: {objective: max request_rate}
 // launcher kinds' keys and the engine settings, and fails when
 // docs/spec.md does not name one.
 func TestSpecDocCoversEveryKey(t *testing.T) {
-	doc, err := os.ReadFile("../docs/spec.md")
+	doc, err := os.ReadFile("../../docs/spec.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	text := string(doc)
 	keys := map[string]bool{}
 	dist := regexp.MustCompile(`^workload\.dataset(\.mix\.spec)?\.(input|output)(\.(lognormal|normal))?$`)
-	onSpecFields = func(field string, allowed []string) {
+	*spec.OnSpecFields = func(field string, allowed []string) {
 		for _, k := range allowed {
 			switch {
 			case field == "":
@@ -79,9 +83,9 @@ func TestSpecDocCoversEveryKey(t *testing.T) {
 			}
 		}
 	}
-	defer func() { onSpecFields = nil }()
+	defer func() { *spec.OnSpecFields = nil }()
 	srcs := map[string]string{}
-	examples, _ := filepath.Glob("../examples/*.yaml")
+	examples, _ := filepath.Glob("../../examples/*.yaml")
 	for _, f := range examples {
 		b, err := os.ReadFile(f)
 		if err != nil {
@@ -93,7 +97,7 @@ func TestSpecDocCoversEveryKey(t *testing.T) {
 		srcs[string(rune('a'+i))+".yaml"] = s
 	}
 	for name, src := range srcs {
-		if _, err := ParseSpec([]byte(src), name); err != nil {
+		if _, err := spec.ParseSpec([]byte(src), name); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
@@ -112,7 +116,7 @@ func TestSpecDocCoversEveryKey(t *testing.T) {
 	for _, n := range engine.Names() {
 		keys[n] = true
 	}
-	for _, m := range Metrics {
+	for _, m := range recommend.Metrics {
 		if i := strings.LastIndex(m, "_"); strings.HasPrefix(m, "ttft") || strings.HasPrefix(m, "tpot") || strings.HasPrefix(m, "itl") || strings.HasPrefix(m, "e2el") {
 			keys[m[:i]+"_*"] = true
 			continue

@@ -1,4 +1,4 @@
-package tuner
+package guided
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/servetune/servetune/internal/model/sim"
 	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/store"
+	"github.com/servetune/servetune/tuner"
 )
 
 // recoverySpec is a study whose trials and levels excite each efficiency
@@ -73,7 +74,7 @@ func TestCalibrationRecoversPerturbedConstants(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	out, err := (&Study{Spec: sp, Store: db}).Run(ctx)
+	out, err := (&tuner.Study{Spec: sp, Store: db}).Run(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

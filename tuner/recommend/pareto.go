@@ -1,4 +1,4 @@
-package tuner
+package recommend
 
 import (
 	"errors"
@@ -34,10 +34,10 @@ func Front(pts []Point, objs []Objective) []Point {
 	dominates := func(a, b []float64) bool {
 		strict := false
 		for i, o := range objs {
-			if o.better(b[i], a[i]) {
+			if o.Better(b[i], a[i]) {
 				return false
 			}
-			if o.better(a[i], b[i]) {
+			if o.Better(a[i], b[i]) {
 				strict = true
 			}
 		}
@@ -127,7 +127,7 @@ func Recommend(pts []Point, objs []Objective, slo SLO, pref Preference) (Point, 
 				return ha
 			}
 			if a != b {
-				return o.better(a, b)
+				return o.Better(a, b)
 			}
 		}
 		if front[i].Trial != front[j].Trial {

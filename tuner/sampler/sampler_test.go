@@ -1,9 +1,10 @@
-package tuner
+package sampler
 
 import (
 	"testing"
 
 	"github.com/servetune/servetune/space"
+	"github.com/servetune/servetune/tuner/spec"
 )
 
 func testSpace() space.Space {
@@ -27,9 +28,9 @@ func score(s space.Settings) (float64, bool) {
 }
 
 func TestSamplerProposesInRange(t *testing.T) {
-	for _, kind := range []string{SamplerTPE, SamplerRandom, SamplerCMAES} {
+	for _, kind := range []string{spec.SamplerTPE, spec.SamplerRandom, spec.SamplerCMAES} {
 		t.Run(kind, func(t *testing.T) {
-			s, err := NewSampler(kind, testSpace(), 7)
+			s, err := New(kind, testSpace(), 7)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -59,7 +60,7 @@ func TestSamplerProposesInRange(t *testing.T) {
 
 func TestSamplerSeeded(t *testing.T) {
 	run := func() []space.Settings {
-		s, err := NewSampler(SamplerTPE, testSpace(), 3)
+		s, err := New(spec.SamplerTPE, testSpace(), 3)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -89,7 +90,7 @@ func TestSamplerSeeded(t *testing.T) {
 // less often than random search once it has learned.
 func TestSamplerAvoidsFailures(t *testing.T) {
 	count := func(kind string) int {
-		s, err := NewSampler(kind, testSpace(), 11)
+		s, err := New(kind, testSpace(), 11)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -109,14 +110,14 @@ func TestSamplerAvoidsFailures(t *testing.T) {
 		}
 		return bad
 	}
-	tpe, random := count(SamplerTPE), count(SamplerRandom)
+	tpe, random := count(spec.SamplerTPE), count(spec.SamplerRandom)
 	if tpe >= random || tpe > 5 {
 		t.Errorf("failing choice proposed in the last 25 trials: tpe %d, random %d", tpe, random)
 	}
 }
 
 func TestSamplerReplay(t *testing.T) {
-	s, err := NewSampler(SamplerTPE, testSpace(), 1)
+	s, err := New(spec.SamplerTPE, testSpace(), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +135,7 @@ func TestSamplerReplay(t *testing.T) {
 	if err := s.Replay(bad, 1, false); err == nil {
 		t.Fatal("replayed a value outside the choices")
 	}
-	trials, _ := s.study.GetTrials()
+	trials, _ := s.(*optuna).study.GetTrials()
 	if len(trials) < 2 {
 		t.Fatalf("study has %d trials after two replays", len(trials))
 	}

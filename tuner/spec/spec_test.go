@@ -1,7 +1,10 @@
-package tuner
+package spec_test
 
 import (
 	"errors"
+	_ "github.com/servetune/servetune/launcher/kinds" // the launcher kinds of the specs these tests parse
+	_ "github.com/servetune/servetune/tuner"          // the spec parser's runtime
+	"github.com/servetune/servetune/tuner/spec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -37,7 +40,7 @@ tuner: {sampler: random, trials: 5, seed: 7}
 `
 
 func TestParseSpecGood(t *testing.T) {
-	sp, err := ParseSpec([]byte(goodSpec), "s1.yaml")
+	sp, err := spec.ParseSpec([]byte(goodSpec), "s1.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +59,7 @@ func TestParseSpecGood(t *testing.T) {
 	if len(sp.SLO) != 2 || sp.SLO.Goodput().TTFTms != 500 {
 		t.Errorf("slo = %v", sp.SLO)
 	}
-	if sp.Tuner.Sampler != SamplerRandom || sp.Tuner.Trials != 5 || sp.Tuner.Seed != 7 || sp.Tuner.Objective.Metric != "goodput_per_gpu" {
+	if sp.Tuner.Sampler != spec.SamplerRandom || sp.Tuner.Trials != 5 || sp.Tuner.Seed != 7 || sp.Tuner.Objective.Metric != "goodput_per_gpu" {
 		t.Errorf("tuner = %+v", sp.Tuner)
 	}
 	if sp.Text != goodSpec {
@@ -65,13 +68,13 @@ func TestParseSpecGood(t *testing.T) {
 }
 
 func TestParseSpecExamples(t *testing.T) {
-	files, err := filepath.Glob("../examples/*.yaml")
+	files, err := filepath.Glob("../../examples/*.yaml")
 	if err != nil || len(files) < 3 {
 		t.Fatalf("examples: %v %v", files, err)
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			if _, err := ParseSpecFile(f); err != nil {
+			if _, err := spec.ParseSpecFile(f); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -115,7 +118,7 @@ func TestParseSpecBad(t *testing.T) {
 			if src == goodSpec {
 				t.Fatalf("replacement %q not applied", tc.old)
 			}
-			_, err := ParseSpec([]byte(src), "bad.yaml")
+			_, err := spec.ParseSpec([]byte(src), "bad.yaml")
 			var se *yamlspec.Error
 			if !errors.As(err, &se) {
 				t.Fatalf("err = %v (%T), want *yamlspec.Error", err, err)
@@ -143,7 +146,7 @@ func FuzzParseSpec(f *testing.F) {
 	f.Add([]byte("name: x\n"))
 	f.Add([]byte("space: {tensor_parallel: [1, 2]}\nworkload: {load: {capacity: true}}"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		sp, err := ParseSpec(data, "f.yaml")
+		sp, err := spec.ParseSpec(data, "f.yaml")
 		if err != nil {
 			var se *yamlspec.Error
 			if !errors.As(err, &se) {
@@ -163,11 +166,11 @@ func TestParseSpecEndpoint(t *testing.T) {
 		"tensor_parallel: [1, 2]", "tensor_parallel: 1",
 		"max_running_requests: {int: [16, 256], log: true}", "max_running_requests: 256",
 	).Replace(goodSpec)
-	if _, err := ParseSpec([]byte(src), "ep.yaml"); err != nil {
+	if _, err := spec.ParseSpec([]byte(src), "ep.yaml"); err != nil {
 		t.Fatalf("fixed settings with an endpoint: %v", err)
 	}
 	bad := strings.Replace(src, "tensor_parallel: 1", "tensor_parallel: [1, 2]", 1)
-	if _, err := ParseSpec([]byte(bad), "ep.yaml"); err == nil || !strings.Contains(err.Error(), "ep.yaml:9: space.tensor_parallel: the endpoint launcher") {
+	if _, err := spec.ParseSpec([]byte(bad), "ep.yaml"); err == nil || !strings.Contains(err.Error(), "ep.yaml:9: space.tensor_parallel: the endpoint launcher") {
 		t.Fatalf("searched setting with an endpoint: %v", err)
 	}
 }
@@ -181,7 +184,7 @@ var dockerHostsSpec = strings.Replace(goodSpec, "kind: sim\n  gpus: [0, 1]\n", `
 `, 1)
 
 func TestParseSpecDockerHosts(t *testing.T) {
-	sp, err := ParseSpec([]byte(dockerHostsSpec), "h.yaml")
+	sp, err := spec.ParseSpec([]byte(dockerHostsSpec), "h.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +195,7 @@ func TestParseSpecDockerHosts(t *testing.T) {
 	if sp.Launcher.Launcher.(launcher.LocalGPUs).LocalGPUs() {
 		t.Error("GPUs of remote hosts read as local")
 	}
-	if p := (&Study{Spec: sp}).Parallelism(); p != 3 {
+	if p := sp.Parallelism(); p != 3 {
 		t.Errorf("Parallelism = %d, want 3 (TP1 on each of 3 GPUs)", p)
 	}
 
@@ -204,7 +207,7 @@ func TestParseSpecDockerHosts(t *testing.T) {
 	}
 	for _, tc := range bad {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := ParseSpec([]byte(strings.Replace(goodSpec, tc.old, tc.new, 1)), "bad.yaml")
+			_, err := spec.ParseSpec([]byte(strings.Replace(goodSpec, tc.old, tc.new, 1)), "bad.yaml")
 			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "pw") {
 				t.Fatalf("err = %v, want %q", err, tc.want)
 			}
@@ -223,7 +226,7 @@ func TestParseSpecDockerHosts(t *testing.T) {
 			if src == dockerHostsSpec {
 				t.Fatalf("replacement %q not applied", tc.old)
 			}
-			if _, err := ParseSpec([]byte(src), "bad.yaml"); err == nil || !strings.Contains(err.Error(), tc.want) {
+			if _, err := spec.ParseSpec([]byte(src), "bad.yaml"); err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want %q", err, tc.want)
 			}
 		})
@@ -234,17 +237,17 @@ func TestParseSpecDockerHosts(t *testing.T) {
 // spec gives none, and is rejected when there is neither.
 func TestSpecCostPrice(t *testing.T) {
 	cost := strings.Replace(goodSpec, "objectives: [max output_throughput_per_gpu, min ttft_p99]", "objectives: [max output_throughput_per_gpu, min cost_per_mtok]", 1)
-	sp, err := ParseSpec([]byte(strings.Replace(cost, ", price_per_gpu_hour: 2.5", "", 1)), "c.yaml")
+	sp, err := spec.ParseSpec([]byte(strings.Replace(cost, ", price_per_gpu_hour: 2.5", "", 1)), "c.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if g, _ := catalog.LookupGPU("H100-SXM"); sp.Hardware.PricePerGPUHour != g.Price.PerGPUHour || g.Price.PerGPUHour <= 0 {
 		t.Errorf("price = %v, want the catalog's %v", sp.Hardware.PricePerGPUHour, g.Price.PerGPUHour)
 	}
-	if sp, _ := ParseSpec([]byte(cost), "c.yaml"); sp.Hardware.PricePerGPUHour != 2.5 {
+	if sp, _ := spec.ParseSpec([]byte(cost), "c.yaml"); sp.Hardware.PricePerGPUHour != 2.5 {
 		t.Errorf("the spec's own price lost: %v", sp.Hardware.PricePerGPUHour)
 	}
-	_, err = ParseSpec([]byte(strings.Replace(cost, "hardware: {gpu: H100-SXM, price_per_gpu_hour: 2.5}\n", "", 1)), "c.yaml")
+	_, err = spec.ParseSpec([]byte(strings.Replace(cost, "hardware: {gpu: H100-SXM, price_per_gpu_hour: 2.5}\n", "", 1)), "c.yaml")
 	if err == nil || !strings.Contains(err.Error(), "cost_per_mtok needs hardware.price_per_gpu_hour") {
 		t.Errorf("no price, no GPU: %v", err)
 	}

@@ -1,4 +1,4 @@
-package tuner
+package recommend
 
 import (
 	"errors"
@@ -180,8 +180,8 @@ func TestObjectiveScore(t *testing.T) {
 		{Objective{"ttft_p99", false}, 100, 200},
 		{Objective{"cost_per_mtok", false}, 0.5, 2},
 	} {
-		if !(tc.obj.score(tc.a) > tc.obj.score(tc.b)) {
-			t.Errorf("%s: score(%g)=%g not above score(%g)=%g", tc.obj, tc.a, tc.obj.score(tc.a), tc.b, tc.obj.score(tc.b))
+		if !(tc.obj.Score(tc.a) > tc.obj.Score(tc.b)) {
+			t.Errorf("%s: score(%g)=%g not above score(%g)=%g", tc.obj, tc.a, tc.obj.Score(tc.a), tc.b, tc.obj.Score(tc.b))
 		}
 	}
 }

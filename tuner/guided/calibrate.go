@@ -1,4 +1,4 @@
-package tuner
+package guided
 
 import (
 	"errors"
@@ -11,6 +11,8 @@ import (
 	"github.com/servetune/servetune/launcher"
 	"github.com/servetune/servetune/space"
 	"github.com/servetune/servetune/store"
+	"github.com/servetune/servetune/tuner"
+	"github.com/servetune/servetune/tuner/spec"
 )
 
 // ErrNoGPU is returned by CalibrationRuns for a study that names no GPU:
@@ -24,11 +26,11 @@ var ErrNoGPU = errors.New("the study names no hardware.gpu: the simulator needs 
 // level with the exact benchmark the trial sent (workload, seed, load; in
 // the engine's time). A trial whose settings the simulator cannot model
 // is left out and counted in skipped.
-func CalibrationRuns(sp *Spec, trials []store.Trial) (runs []calibrate.Run, skipped int, err error) {
+func CalibrationRuns(sp *spec.Spec, trials []store.Trial) (runs []calibrate.Run, skipped int, err error) {
 	if sp.Hardware.GPU == "" {
 		return nil, 0, ErrNoGPU
 	}
-	r := &TrialRunner{Spec: sp}
+	r := &tuner.TrialRunner{Spec: sp}
 	v := &launcher.Virtual{GPU: sp.Hardware.GPU, ModelConfig: sp.Launcher.ModelConfig}
 	if sp.ModelConfigText != "" {
 		// The config.json the study stored: the engine that was measured,
@@ -45,13 +47,13 @@ func CalibrationRuns(sp *Spec, trials []store.Trial) (runs []calibrate.Run, skip
 		}
 		replica := 0
 		if t.Confirms != nil {
-			replica = replicaOf(t, trials)
+			replica = tuner.ReplicaOf(t, trials)
 		}
 		gpus := t.GPUs
 		if len(gpus) == 0 {
-			gpus = make([]int, GPUsFor(t.Settings))
+			gpus = make([]int, spec.GPUsFor(t.Settings))
 		}
-		run, err := r.calibrationRun(v, fmt.Sprintf("trial %d", t.Number), t.Number, replica, t.Settings, gpus, t.LoadPoints)
+		run, err := calibrationRun(r, v, fmt.Sprintf("trial %d", t.Number), t.Number, replica, t.Settings, gpus, t.LoadPoints)
 		if err != nil {
 			skipped++
 			continue
@@ -67,13 +69,13 @@ func CalibrationRuns(sp *Spec, trials []store.Trial) (runs []calibrate.Run, skip
 // calibrationRun is one trial's measured levels as a calibration run: the
 // engine as v simulates it (the trial's settings and extra flags on gpus)
 // and each level with the exact benchmark the trial sent.
-func (r *TrialRunner) calibrationRun(v *launcher.Virtual, name string, number, replica int, set space.Settings, gpus []int, levels []measure.Level) (calibrate.Run, error) {
-	ls := r.launchSpec(number, set, gpus)
+func calibrationRun(r *tuner.TrialRunner, v *launcher.Virtual, name string, number, replica int, set space.Settings, gpus []int, levels []measure.Level) (calibrate.Run, error) {
+	ls := r.LaunchSpec(number, set, gpus)
 	cfg, err := v.Config(ls)
 	if err != nil {
 		return calibrate.Run{}, err
 	}
-	plan := r.plan(ls, replica)
+	plan := r.Plan(ls, replica)
 	run := calibrate.Run{Name: name, Config: cfg}
 	for i, lv := range levels {
 		run.Levels = append(run.Levels, calibrate.Level{Bench: plan.BenchConfig(plan.SeedIndex(i), lv.Load), Measured: lv.Summary})

@@ -1,4 +1,4 @@
-package tuner
+package guided
 
 import (
 	"context"
@@ -11,22 +11,18 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/c-bata/goptuna"
-
 	"github.com/servetune/servetune/internal/load/measure"
 	"github.com/servetune/servetune/internal/model/calibrate"
 	"github.com/servetune/servetune/internal/model/sim"
-	"github.com/servetune/servetune/internal/serving/catalog"
 	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/launcher"
 	"github.com/servetune/servetune/space"
 	"github.com/servetune/servetune/trial"
+	"github.com/servetune/servetune/tuner"
+	"github.com/servetune/servetune/tuner/recommend"
+	"github.com/servetune/servetune/tuner/sampler"
+	"github.com/servetune/servetune/tuner/spec"
 )
-
-// SamplerGuided ranks the space with the simulated engine in virtual time
-// and measures the best forecast first (docs/architecture.md, "Guided
-// search").
-const SamplerGuided = "guided"
 
 // The guided sampler's rules. Each is a stated choice, not a fit to one
 // benchmark.
@@ -37,12 +33,6 @@ const (
 	guidedExhaustive = 1024
 	guidedSample     = 384
 	guidedRefine     = 8
-	// forecastProbeRequests bounds the requests of one rate probe of a
-	// forecast: the probe span (30 s by default) at 68 req/s. A probe
-	// above that rate sends for less long, which still shows the queue
-	// of a rate well past the capacity; one forecast of a capacity search
-	// simulates at most its probes (about 15) times this.
-	forecastProbeRequests = 2048
 	// guidedRerank: forecasts redone under the refit constants after each
 	// measurement (the best by the current ranking); the rest keep theirs.
 	guidedRerank = 24
@@ -59,7 +49,7 @@ const (
 	// measurement by less than guidedNoise (a repeated run of one
 	// configuration moves its throughput by about this much) after at
 	// least guidedMinTrials measurements.
-	guidedNoise     = 0.02
+	guidedNoise     = recommend.Noise
 	guidedMinTrials = 3
 	// guidedMinStep: a configuration whose listed settings equal those of
 	// a measured (or running) one and whose every range setting lies
@@ -81,25 +71,6 @@ const (
 	guidedIDBase = 1 << 30
 )
 
-// Forecastable says whether the simulator can forecast sp: a catalog GPU
-// and a model it knows (the catalog, or a config.json). nil when it can.
-func Forecastable(sp *Spec) error {
-	if sp.Hardware.GPU == "" {
-		return errors.New("the study names no hardware.gpu, so the simulator has no GPU to forecast on")
-	}
-	if _, err := catalog.LookupGPU(sp.Hardware.GPU); err != nil {
-		return fmt.Errorf("hardware.gpu: %w", err)
-	}
-	m, err := (&TrialRunner{Spec: sp}).model()
-	if err == nil {
-		err = m.Simulable()
-	}
-	if err != nil {
-		return fmt.Errorf("model: %w", err)
-	}
-	return nil
-}
-
 // Forecast is the simulator's view of one configuration.
 type Forecast struct {
 	Settings space.Settings
@@ -116,20 +87,20 @@ type Forecast struct {
 	// when it ran.
 	Failure string
 	// Best is the level that gave Value.
-	Best *Point
-	pts  []Point
+	Best *recommend.Point
+	pts  []recommend.Point
 }
 
 // forecaster runs configurations of a study in virtual time.
 type forecaster struct {
-	base *Spec // the study spec with a virtual launcher, no precheck, no quality gate
+	base *spec.Spec // the study spec with a virtual launcher, no precheck, no quality gate
 	// The study's calibration profile, when its launcher is virtual.
 	calibration string
 	force       bool
 	requests    atomic.Int64 // requests simulated, all forecasts together
 }
 
-func newForecaster(sp *Spec) *forecaster {
+func newForecaster(sp *spec.Spec) *forecaster {
 	vs := *sp
 	vs.Tuner.Precheck = false
 	vs.Quality = nil
@@ -158,7 +129,7 @@ func (f *forecaster) run(ctx context.Context, set space.Settings, c sim.Constant
 	}
 	vs := *f.base
 	vs.Launcher.Launcher = f.virtual(c)
-	res := (&TrialRunner{Spec: &vs, Bootstrap: 1, Forecast: true}).Evaluate(ctx, 0, set, nil)
+	res := (&tuner.TrialRunner{Spec: &vs, Bootstrap: 1, Forecast: true}).Evaluate(ctx, 0, set, nil)
 	for _, lv := range res.Levels {
 		f.requests.Add(int64(lv.Summary.Completed + lv.Summary.Failed))
 	}
@@ -177,10 +148,10 @@ func (f *forecaster) run(ctx context.Context, set space.Settings, c sim.Constant
 	for i := range res.Levels {
 		res.Levels[i].Records = nil
 	}
-	pts := PointsOf(0, set, vs.Hardware.PricePerGPUHour, res.Levels)
+	pts := recommend.PointsOf(0, set, vs.Hardware.PricePerGPUHour, res.Levels)
 	fc.pts = pts
 	var best int
-	best, fc.Value, fc.Met = bestPoint(pts, vs.Tuner.Objective, vs.SLO)
+	best, fc.Value, fc.Met = recommend.BestPoint(pts, vs.Tuner.Objective, vs.SLO)
 	if !fc.Met {
 		best = len(pts) - 1 // the heaviest level, to show how far off it is
 	}
@@ -193,7 +164,7 @@ func (f *forecaster) run(ctx context.Context, set space.Settings, c sim.Constant
 // critical is the largest memory_overhead scale at which set starts by the
 // memory model (bisection: the reservations only grow with it).
 func (f *forecaster) critical(set space.Settings) float64 {
-	ls := (&TrialRunner{Spec: f.base}).launchSpec(0, set, nil)
+	ls := (&tuner.TrialRunner{Spec: f.base}).LaunchSpec(0, set, nil)
 	cfg, err := f.virtual(sim.Constants{}).Config(ls)
 	if err != nil {
 		return math.Inf(1) // settings the simulator does not model: the engine decides
@@ -243,7 +214,7 @@ type cand struct {
 // guide is the guided sampler's state; Sampler serialises its calls.
 type guide struct {
 	ctx   context.Context
-	sp    *Spec
+	sp    *spec.Spec
 	f     *forecaster
 	c     sim.Constants // the refit constants (zero = the launcher's)
 	cands []*cand
@@ -256,7 +227,7 @@ type guide struct {
 	runs     []calibrate.Run
 	refits   int
 	disagree int
-	fallback *Sampler
+	fallback sampler.Sampler
 	stopped  bool
 	saved    int
 	// inNoise counts the latest measurements in a row that came within
@@ -267,8 +238,8 @@ type guide struct {
 }
 
 // newGuide forecasts the space of sp (GOMAXPROCS at once).
-func newGuide(ctx context.Context, sp *Spec, note func(string)) (*guide, error) {
-	if err := Forecastable(sp); err != nil {
+func newGuide(ctx context.Context, sp *spec.Spec, note func(string)) (*guide, error) {
+	if err := tuner.Forecastable(sp); err != nil {
 		return nil, fmt.Errorf("sampler guided: %w", err)
 	}
 	if note == nil {
@@ -304,15 +275,11 @@ func newGuide(ctx context.Context, sp *Spec, note func(string)) (*guide, error) 
 // sample draws n distinct configurations (seeded; fewer when the space is
 // smaller).
 func (g *guide) sample(seed int64, n int) []space.Settings {
-	rs := newRandomSampler(seed ^ 0x6a1ded)
+	draw := sampler.Uniform(seed^0x6a1ded, g.params)
 	seen := map[string]bool{}
 	var out []space.Settings
 	for try := 0; len(out) < n && try < 20*n; try++ {
-		set := make(space.Settings, len(g.params))
-		for _, p := range g.params {
-			ir, _ := rs.Sample(nil, goptuna.FrozenTrial{}, p.Name, distribution(p))
-			set[p.Name] = external(p, ir)
-		}
+		set := draw()
 		if k := set.Key(); !seen[k] {
 			seen[k] = true
 			out = append(out, set)
@@ -388,7 +355,7 @@ func (g *guide) neighbours(set space.Settings) []space.Settings {
 				} else {
 					y = x + d*(p.High-p.Low)
 				}
-				if v := roundInt(y, p); float64(v) != x {
+				if v := sampler.RoundInt(y, p); float64(v) != x {
 					alts = append(alts, v)
 				}
 			}
@@ -403,9 +370,9 @@ func (g *guide) neighbours(set space.Settings) []space.Settings {
 			for _, f := range []float64{1 / 1.25, 1.25} {
 				y := math.Min(math.Max(x*f, p.Low), p.High)
 				if p.Kind == space.KindInt {
-					alts = append(alts, roundInt(y, p))
+					alts = append(alts, sampler.RoundInt(y, p))
 				} else {
-					alts = append(alts, roundFloat(y))
+					alts = append(alts, sampler.RoundFloat(y))
 				}
 			}
 		}
@@ -482,7 +449,7 @@ type view struct {
 }
 
 // views are the levels of pts.
-func (g *guide) views(pts []Point) []view {
+func (g *guide) views(pts []recommend.Point) []view {
 	obj := g.sp.Tuner.Objective
 	out := make([]view, len(pts))
 	for i, p := range pts {
@@ -723,23 +690,23 @@ func (g *guide) bestMeasured() (best float64, n int) {
 }
 
 // ask proposes the open candidate of the highest expected utility; it
-// returns ErrExhausted when none is left or when the best one's predicted
+// returns sampler.ErrExhausted when none is left or when the best one's predicted
 // gain over the best measurement is inside the noise.
-func (g *guide) ask() (Proposal, error) {
+func (g *guide) ask() (sampler.Proposal, error) {
 	if g.stopped {
-		return Proposal{}, ErrExhausted
+		return sampler.Proposal{}, sampler.ErrExhausted
 	}
 	top := g.ranked(1)
 	if len(top) == 0 {
 		g.note("guided: every configuration of the space is measured, pending or predicted not to start")
-		return Proposal{}, ErrExhausted
+		return sampler.Proposal{}, sampler.ErrExhausted
 	}
 	c := top[0]
 	if best, n := g.bestMeasured(); n >= guidedMinTrials && best > 0 && g.expected(c) < guidedNoise*best {
 		g.stopped = true
 		g.note(fmt.Sprintf("guided: stopping after %d measured trials: the largest expected gain of an unmeasured configuration is %.2f%% of the best measured, inside the %.0f%% noise of a measurement",
 			n, 100*g.expected(c)/best, 100*guidedNoise))
-		return Proposal{}, ErrExhausted
+		return sampler.Proposal{}, sampler.ErrExhausted
 	}
 	if best, n := g.bestMeasured(); n >= guidedMinTrials && best > 0 && g.inNoise >= guidedMinTrials {
 		// The forecast has been right to the noise lately: when it
@@ -749,7 +716,7 @@ func (g *guide) ask() (Proposal, error) {
 			g.stopped = true
 			g.note(fmt.Sprintf("guided: stopping after %d measured trials: the best forecast of an unmeasured configuration is %+.2f%% of the best measured, and the last %d measurements came within the %.0f%% noise of their forecasts",
 				n, 100*gain, g.inNoise, 100*guidedNoise))
-			return Proposal{}, ErrExhausted
+			return sampler.Proposal{}, sampler.ErrExhausted
 		}
 	}
 	// Configurations the ranking by value alone would have launched first
@@ -766,7 +733,7 @@ func (g *guide) ask() (Proposal, error) {
 	id := g.next
 	g.next++
 	g.ids[id] = c
-	return Proposal{ID: id, Settings: c.set.Clone()}, nil
+	return sampler.Proposal{ID: id, Settings: c.set.Clone()}, nil
 }
 
 // observe learns from a finished trial of c: the start-up boundary from
@@ -793,9 +760,9 @@ func (g *guide) observe(c *cand, res trial.Result) {
 	if res.Status != measure.StatusOK || len(res.Levels) == 0 {
 		return
 	}
-	c.mv = g.views(PointsOf(0, c.set, g.sp.Hardware.PricePerGPUHour, res.Levels))
-	r := &TrialRunner{Spec: g.f.base}
-	run, err := r.calibrationRun(g.f.virtual(sim.Constants{}), c.key, 0, 0, c.set, nil, res.Levels)
+	c.mv = g.views(recommend.PointsOf(0, c.set, g.sp.Hardware.PricePerGPUHour, res.Levels))
+	r := &tuner.TrialRunner{Spec: g.f.base}
+	run, err := calibrationRun(r, g.f.virtual(sim.Constants{}), c.key, 0, 0, c.set, nil, res.Levels)
 	if err == nil {
 		g.runs = append(g.runs, run)
 	}
@@ -820,7 +787,7 @@ func (g *guide) tell(id int, score float64, failed bool) {
 	}
 }
 
-// record marks c measured with the objective's score (Objective.score).
+// record marks c measured with the objective's score (recommend.Objective.Score).
 func (g *guide) record(c *cand, score float64, failed bool) {
 	c.pending, c.measured = false, true
 	c.mu = 0
@@ -895,7 +862,7 @@ func (g *guide) checkAgreement(c *cand) {
 
 // startFallback hands the search to TPE, taught every measurement so far.
 func (g *guide) startFallback() {
-	s, err := NewSampler(SamplerTPE, g.sp.Space, g.sp.Tuner.Seed)
+	s, err := sampler.New(spec.SamplerTPE, g.sp.Space, g.sp.Tuner.Seed)
 	if err != nil {
 		return
 	}
@@ -960,7 +927,7 @@ type DryRun struct {
 
 // Forecast ranks sp's space in virtual time without launching anything:
 // what `tune --dry-run` prints and what the guided sampler starts from.
-func ForecastSpace(ctx context.Context, sp *Spec) (DryRun, error) {
+func ForecastSpace(ctx context.Context, sp *spec.Spec) (DryRun, error) {
 	g, err := newGuide(ctx, sp, nil)
 	if err != nil {
 		return DryRun{}, err

@@ -1,4 +1,4 @@
-package tuner
+package recommend
 
 import (
 	"errors"
@@ -177,7 +177,7 @@ func ParseObjective(s string) (Objective, error) {
 
 // score maps a value of o's metric to the sampler's "higher is better"
 // scale: the value itself when maximising, its negation when minimising.
-func (o Objective) score(v float64) float64 {
+func (o Objective) Score(v float64) float64 {
 	if o.Maximize {
 		return v
 	}
@@ -185,7 +185,7 @@ func (o Objective) score(v float64) float64 {
 }
 
 // better reports whether a is strictly better than b under o.
-func (o Objective) better(a, b float64) bool {
+func (o Objective) Better(a, b float64) bool {
 	if o.Maximize {
 		return a > b
 	}
@@ -345,12 +345,12 @@ func (slo SLO) String() string {
 // in it that met the limits were served by a configuration that does not).
 // ok is false when no level qualifies.
 func TrialValue(points []Point, obj Objective, slo SLO) (v float64, ok bool) {
-	_, v, ok = bestPoint(points, obj, slo)
+	_, v, ok = BestPoint(points, obj, slo)
 	return v, ok
 }
 
-// bestPoint is the point of points that gives TrialValue, and its value.
-func bestPoint(points []Point, obj Objective, slo SLO) (best int, v float64, ok bool) {
+// BestPoint is the point of points that gives TrialValue, and its value.
+func BestPoint(points []Point, obj Objective, slo SLO) (best int, v float64, ok bool) {
 	for i, p := range points {
 		if !slo.Met(p) {
 			continue
@@ -359,7 +359,7 @@ func bestPoint(points []Point, obj Objective, slo SLO) (best int, v float64, ok 
 		if !has {
 			continue
 		}
-		if !ok || obj.better(m, v) {
+		if !ok || obj.Better(m, v) {
 			best, v, ok = i, m, true
 		}
 	}

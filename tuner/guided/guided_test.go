@@ -1,4 +1,4 @@
-package tuner
+package guided
 
 import (
 	"context"
@@ -6,6 +6,9 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/servetune/servetune/tuner"
+	"github.com/servetune/servetune/tuner/spec"
 )
 
 // TestGuidedStartBoundary: the chance to start follows what the study
@@ -46,22 +49,22 @@ space: {max_running_requests: [16, 64]}
 workload: {dataset: {kind: random, input: 64, output: 8}, load: {concurrency: [2]}, requests_per_level: 4}
 tuner: {trials: 2TUNER}
 `
-	parse := func(hw, tuner string) (*Spec, error) {
+	parse := func(hw, tuner string) (*spec.Spec, error) {
 		src := strings.NewReplacer("HW", hw, "TUNER", tuner).Replace(base)
-		return ParseSpec([]byte(src), "s.yaml")
+		return spec.ParseSpec([]byte(src), "s.yaml")
 	}
 	sp, err := parse("hardware: {gpu: H100-SXM}", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sp.Tuner.Sampler != SamplerGuided {
+	if sp.Tuner.Sampler != spec.SamplerGuided {
 		t.Errorf("catalog model and GPU: sampler %q, want guided", sp.Tuner.Sampler)
 	}
 	sp, err = parse("", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sp.Tuner.Sampler != SamplerTPE {
+	if sp.Tuner.Sampler != spec.SamplerTPE {
 		t.Errorf("no hardware.gpu: sampler %q, want tpe", sp.Tuner.Sampler)
 	}
 	_, err = parse("", ", sampler: guided")
@@ -74,7 +77,7 @@ tuner: {trials: 2TUNER}
 // simulator does not reproduce hand the search to TPE; an agreeing one in
 // between starts the count again.
 func TestGuidedFallbackRule(t *testing.T) {
-	sp, err := ParseSpec([]byte(`name: s
+	sp, err := spec.ParseSpec([]byte(`name: s
 model: meta-llama/Llama-3.1-8B-Instruct
 engine: vllm
 launcher: {kind: virtual}
@@ -165,7 +168,7 @@ func TestGuidedProposalsApart(t *testing.T) {
 	sp := mustSpec(t, guidedRangeSpec)
 	db := openStore(t)
 	var notes []string
-	if _, err := (&Study{Spec: sp, Store: db, OnNote: func(m string) { notes = append(notes, m) }}).Run(context.Background()); err != nil {
+	if _, err := (&tuner.Study{Spec: sp, Store: db, OnNote: func(m string) { notes = append(notes, m) }}).Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	st, _ := db.GetStudy(context.Background(), "gr")

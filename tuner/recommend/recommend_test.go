@@ -1,4 +1,4 @@
-package tuner
+package recommend
 
 import (
 	"strings"
@@ -26,7 +26,16 @@ func ip(n int) *int { return &n }
 // carry a 95% interval, and the runner-up is named and said to be
 // inseparable or not.
 func TestRecommendStudy(t *testing.T) {
-	sp := mustSpec(t, strings.Replace(studySpec, "max_running_requests: [8, 64]", "max_running_requests: [8, 16, 32, 64]", 1))
+	sp := Terms{
+		Objectives: []Objective{{Metric: "output_throughput_per_gpu", Maximize: true}, {Metric: "tokens_per_user", Maximize: true}},
+		SLO:        SLO{{Metric: "ttft_p99", Max: 2000}},
+		Price:      3,
+		Space: space.Space{Params: []space.Param{
+			{Name: "tensor_parallel", Kind: space.KindCategorical, Choices: []any{1, 2}},
+			{Name: "max_running_requests", Kind: space.KindCategorical, Choices: []any{8, 16, 32, 64}},
+			{Name: "gpu_memory_fraction", Kind: space.KindCategorical, Choices: []any{0.1, 0.9}},
+		}},
+	}
 	trials := []store.Trial{
 		storedTrial(0, nil, 8, 1000, 100),
 		storedTrial(1, nil, 64, 1300, 100), // lucky: its runs are lower

@@ -1,4 +1,4 @@
-package tuner
+package spec
 
 import (
 	"bytes"
@@ -21,8 +21,20 @@ import (
 	"github.com/servetune/servetune/internal/serving/catalog"
 	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/internal/yamlspec"
-	"github.com/servetune/servetune/launcher"
 	"github.com/servetune/servetune/space"
+	"github.com/servetune/servetune/tuner/recommend"
+)
+
+// Sampler kinds a spec may name (tuner.sampler).
+const (
+	SamplerTPE    = "tpe"
+	SamplerRandom = "random"
+	SamplerCMAES  = "cmaes"
+	SamplerGrid   = "grid"
+	// SamplerGuided ranks the space with the simulated engine in virtual
+	// time and measures the best forecast first (docs/architecture.md,
+	// "Guided search").
+	SamplerGuided = "guided"
 )
 
 // Spec is a parsed and validated study spec (docs/spec.md).
@@ -41,8 +53,8 @@ type Spec struct {
 	Hardware        Hardware
 	Space           space.Space
 	Workload        Workload
-	SLO             SLO
-	Objectives      []Objective // for the Pareto front
+	SLO             recommend.SLO
+	Objectives      []recommend.Objective // for the Pareto front
 	Tuner           TunerSpec
 	Quality         *QualitySpec // the quality gate; nil without one
 	// Whatif holds the spec's what-if question (`servetune whatif --spec`),
@@ -82,8 +94,85 @@ type WhatifSpec struct {
 // LauncherSpec says how trials start engines: the launcher section's
 // common keys, and the launcher its kind built from the rest.
 type LauncherSpec struct {
-	launcher.Common
-	Launcher launcher.Launcher
+	Kind         string
+	GPUs         []int         // launcher.gpus: the GPUs trials may use (one host)
+	ReadyTimeout time.Duration // launcher.ready_timeout: launch to healthy
+	Env          []string      // launcher.env: variable names passed to the engine
+	ModelConfig  string        // a Hugging Face config.json for a model the catalog lacks
+	// Launcher is the launcher.Launcher the kind built. The spec names no
+	// launcher type, so that what only reads stored studies (report, ui)
+	// links no launcher; its capabilities are asked by type assertion.
+	Launcher any
+}
+
+// Runtime is what parsing a spec needs from the packages that run studies:
+// the launcher kinds (launcher.Decode) and the simulator's reach
+// (Forecastable). Package tuner sets it in its init (SetRuntime), so a
+// program that parses specs links it.
+type Runtime struct {
+	// Launcher decodes the launcher section for the study facts in sp
+	// (engine, model, hardware.gpu, name), recording problems in d.
+	Launcher func(d *yamlspec.Decoder, n *yaml.Node, sp *Spec) LauncherSpec
+	// Forecastable says whether the simulator can forecast sp (nil when
+	// it can): the guided sampler's condition.
+	Forecastable func(sp *Spec) error
+}
+
+var installed Runtime
+
+// SetRuntime installs the runtime the parser calls (package tuner's).
+func SetRuntime(r Runtime) { installed = r }
+
+// Placement returns the study's GPUs and their host grouping: the
+// launcher's own (a launcher.Placer), else launcher.gpus on one host.
+func (l LauncherSpec) Placement() ([]int, func(int) int) {
+	if pl, ok := l.Launcher.(interface {
+		GPUs() []int
+		HostOf(gpu int) int
+	}); ok {
+		return pl.GPUs(), pl.HostOf
+	}
+	return l.GPUs, nil
+}
+
+// hostGPUs returns the GPUs of the largest host the launcher offers and
+// how many hosts there are (0, 0 when it lists no GPUs).
+func (l LauncherSpec) hostGPUs() (largest, hosts int) {
+	gpus, group := l.Placement()
+	sizes := map[int]int{}
+	for _, g := range gpus {
+		h := 0
+		if group != nil {
+			h = group(g)
+		}
+		sizes[h]++
+	}
+	for _, n := range sizes {
+		largest = max(largest, n)
+	}
+	return largest, len(sizes)
+}
+
+// fixedSettings says whether the launcher cannot change engine settings
+// (a launcher.FixedEngine).
+func (l LauncherSpec) fixedSettings() bool {
+	f, ok := l.Launcher.(interface{ FixedSettings() bool })
+	return ok && f.FixedSettings()
+}
+
+// Parallelism is how many trials the study runs at once: as many of its
+// smallest configuration as its GPUs hold, at most tuner.parallel, and one
+// when it lists no GPUs.
+func (sp *Spec) Parallelism() int {
+	gpus, _ := sp.Launcher.Placement()
+	if len(gpus) == 0 {
+		return 1
+	}
+	n := len(gpus) / max(minGPUs(sp.Space), 1)
+	if p := sp.Tuner.Parallel; p > 0 && p < n {
+		n = p
+	}
+	return max(n, 1)
 }
 
 // Hardware describes the GPUs, for the simulator and for costs.
@@ -121,10 +210,10 @@ type TunerSpec struct {
 	Sampler   string
 	Trials    int
 	Seed      int64
-	Objective Objective // the scalar the sampler optimises
-	Parallel  int       // most trials at once; 0 = as many as the GPUs allow
-	Precheck  bool      // reject configurations the memory model says do not fit, without launching
-	Confirm   Confirm   // confirmation runs of the final candidates
+	Objective recommend.Objective // the scalar the sampler optimises
+	Parallel  int                 // most trials at once; 0 = as many as the GPUs allow
+	Precheck  bool                // reject configurations the memory model says do not fit, without launching
+	Confirm   Confirm             // confirmation runs of the final candidates
 	// Enqueue are configurations to measure first, before the sampler's
 	// proposals (the Go API only: a caller that knows good starting
 	// points, such as a what-if search). They count toward Trials and the
@@ -286,8 +375,11 @@ func (p *specParser) parse(root *yaml.Node) *Spec {
 	if p.Failed() {
 		return nil
 	}
-	sp.Launcher.Launcher, sp.Launcher.Common = launcher.Decode(&p.Decoder, top["launcher"], launcher.Common{
-		Engine: sp.Engine, Model: sp.Model, ModelConfig: sp.ModelConfig, GPU: sp.Hardware.GPU, Study: sp.Name})
+	if installed.Launcher == nil {
+		p.Fail(top["launcher"], "launcher", "no launcher kinds in this program (package tuner sets them)")
+		return nil
+	}
+	sp.Launcher = installed.Launcher(&p.Decoder, top["launcher"], sp)
 	if p.Failed() {
 		return nil
 	}
@@ -301,18 +393,18 @@ func (p *specParser) parse(root *yaml.Node) *Spec {
 	if n := top["slo"]; n != nil {
 		sp.SLO = p.slo(n)
 	}
-	sp.Objectives = []Objective{{"output_throughput_per_gpu", true}, {"tokens_per_user", true}}
+	sp.Objectives = []recommend.Objective{{Metric: "output_throughput_per_gpu", Maximize: true}, {Metric: "tokens_per_user", Maximize: true}}
 	if n := top["objectives"]; n != nil {
 		sp.Objectives = nil
 		for _, o := range p.Seq(n, "objectives") {
-			obj, err := ParseObjective(p.Str(o, "objectives"))
+			obj, err := recommend.ParseObjective(p.Str(o, "objectives"))
 			if !p.Failed() && err != nil {
 				p.Fail(o, "objectives", "%v", err)
 			}
 			sp.Objectives = append(sp.Objectives, obj)
 		}
 	}
-	sp.Tuner = TunerSpec{Sampler: SamplerTPE, Trials: 20, Seed: 1, Objective: Objective{"goodput_per_gpu", true}, Precheck: true, Confirm: DefaultConfirm}
+	sp.Tuner = TunerSpec{Sampler: SamplerTPE, Trials: 20, Seed: 1, Objective: recommend.Objective{Metric: "goodput_per_gpu", Maximize: true}, Precheck: true, Confirm: DefaultConfirm}
 	if n := top["tuner"]; n != nil {
 		p.tuner(n, &sp.Tuner)
 	}
@@ -621,69 +713,27 @@ func (p *specParser) capacity(f map[string]*yaml.Node, w *Workload, maxConc int,
 	}
 }
 
-var sloRE = regexp.MustCompile(`^(ttft|tpot|itl|e2el)_(mean|p50|p90|p95|p99)_ms$`)
-
-// ParseSLO reads SLO limits written as a spec's slo keys with values:
-// "ttft_p99_ms=2000,tpot_p99_ms=50" (also ':' for '=').
-func ParseSLO(expr string) (SLO, error) {
-	var slo SLO
-	for _, part := range strings.Split(expr, ",") {
-		part = strings.TrimSpace(part)
-		if part == "" {
-			continue
-		}
-		k, v, ok := strings.Cut(part, "=")
-		if !ok {
-			k, v, ok = strings.Cut(part, ":")
-		}
-		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
-		if ok && k == ErrorRate {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil || !(f >= 0 && f < 1) {
-				return nil, fmt.Errorf("SLO %q: the error rate is a share of requests, at least 0 and below 1 (0.01 accepts 1%%)", part)
-			}
-			slo = append(slo, Limit{Metric: ErrorRate, Max: f})
-			continue
-		}
-		if !ok || !sloRE.MatchString(k) {
-			return nil, fmt.Errorf("SLO %q: want METRIC_STAT_ms=LIMIT, METRIC ttft|tpot|itl|e2el, STAT mean|p50|p90|p95|p99, e.g. ttft_p99_ms=2000", part)
-		}
-		f, err := strconv.ParseFloat(v, 64)
-		if err != nil || !(f > 0) || math.IsInf(f, 0) {
-			return nil, fmt.Errorf("SLO %q: the limit must be a positive number of milliseconds", part)
-		}
-		slo = append(slo, Limit{Metric: strings.TrimSuffix(k, "_ms"), Max: f})
-	}
-	if len(slo) == 0 {
-		return nil, fmt.Errorf("SLO %q: no limit (e.g. ttft_p99_ms=2000,tpot_p99_ms=50)", expr)
-	}
-	if err := slo.once(); err != nil {
-		return nil, fmt.Errorf("SLO %q: %w", expr, err)
-	}
-	return slo, nil
-}
-
-func (p *specParser) slo(n *yaml.Node) SLO {
+func (p *specParser) slo(n *yaml.Node) recommend.SLO {
 	if n.Kind != yaml.MappingNode {
 		p.Fail(n, "slo", "want a mapping like {ttft_p99_ms: 500}")
 		return nil
 	}
-	var slo SLO
+	var slo recommend.SLO
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
-		if k.Value == ErrorRate {
-			f := p.Number(v, "slo."+ErrorRate)
+		if k.Value == recommend.ErrorRate {
+			f := p.Number(v, "slo."+recommend.ErrorRate)
 			if !p.Failed() && !(f >= 0 && f < 1) {
-				p.Fail(v, "slo."+ErrorRate, "%g: want the share of requests that may fail, at least 0 and below 1 (0.01 accepts 1%%)", f)
+				p.Fail(v, "slo."+recommend.ErrorRate, "%g: want the share of requests that may fail, at least 0 and below 1 (0.01 accepts 1%%)", f)
 			}
-			slo = append(slo, Limit{Metric: ErrorRate, Max: f})
+			slo = append(slo, recommend.Limit{Metric: recommend.ErrorRate, Max: f})
 			continue
 		}
-		if !sloRE.MatchString(k.Value) {
+		if !recommend.LimitName(k.Value) {
 			p.Fail(k, "slo."+k.Value, "unknown limit (want METRIC_STAT_ms, METRIC ttft|tpot|itl|e2el, STAT mean|p50|p90|p95|p99, or error_rate)")
 			return nil
 		}
-		slo = append(slo, Limit{Metric: strings.TrimSuffix(k.Value, "_ms"), Max: p.Positive(v, "slo."+k.Value)})
+		slo = append(slo, recommend.Limit{Metric: strings.TrimSuffix(k.Value, "_ms"), Max: p.Positive(v, "slo."+k.Value)})
 	}
 	return slo
 }
@@ -693,10 +743,8 @@ func (p *specParser) tuner(n *yaml.Node, t *TunerSpec) {
 	if x := f["sampler"]; x != nil {
 		p.samplerGiven = true
 		t.Sampler = p.Str(x, "tuner.sampler")
-		switch t.Sampler {
-		case SamplerTPE, SamplerRandom, SamplerCMAES, SamplerGrid, SamplerGuided:
-		default:
-			p.Fail(x, "tuner.sampler", "%q: want guided, tpe, random, cmaes or grid", t.Sampler)
+		if _, ok := samplerCheck(t.Sampler); !ok {
+			p.Fail(x, "tuner.sampler", "%q: want %s", t.Sampler, samplerNames())
 		}
 	}
 	if x := f["trials"]; x != nil {
@@ -706,7 +754,7 @@ func (p *specParser) tuner(n *yaml.Node, t *TunerSpec) {
 		t.Seed = int64(p.IntIn(x, "tuner.seed", 0, 1<<53))
 	}
 	if x := f["objective"]; x != nil {
-		o, err := ParseObjective(p.Str(x, "tuner.objective"))
+		o, err := recommend.ParseObjective(p.Str(x, "tuner.objective"))
 		if !p.Failed() && err != nil {
 			p.Fail(x, "tuner.objective", "%v", err)
 		}
@@ -882,12 +930,9 @@ func (p *specParser) whatif(n *yaml.Node) *WhatifSpec {
 // change settings; TPE otherwise. A spec naming guided for a study the
 // simulator cannot forecast is refused.
 func (p *specParser) defaultSampler(sp *Spec, top map[string]*yaml.Node) {
-	fixed := false
-	if f, ok := sp.Launcher.Launcher.(launcher.FixedEngine); ok && f.FixedSettings() {
-		fixed = true
-	}
+	fixed := sp.Launcher.fixedSettings()
 	given := p.samplerGiven
-	err := Forecastable(sp)
+	err := installed.Forecastable(sp)
 	switch {
 	case !given && err == nil && !fixed:
 		sp.Tuner.Sampler = SamplerGuided
@@ -898,14 +943,15 @@ func (p *specParser) defaultSampler(sp *Spec, top map[string]*yaml.Node) {
 
 func (p *specParser) check(sp *Spec, top map[string]*yaml.Node) {
 	need := minGPUs(sp.Space)
-	if pool := newGPUPool(sp.Launcher.placement()); pool.size() > 0 && need > pool.total {
-		if pool.hosts() > 1 {
-			p.Fail(yamlspec.KeyNode(top["launcher"], "hosts"), "launcher.hosts", "the smallest configuration of the space needs %d GPUs on one host, the largest host lists %d", need, pool.total)
+	largest, hosts := sp.Launcher.hostGPUs()
+	if largest > 0 && need > largest {
+		if hosts > 1 {
+			p.Fail(yamlspec.KeyNode(top["launcher"], "hosts"), "launcher.hosts", "the smallest configuration of the space needs %d GPUs on one host, the largest host lists %d", need, largest)
 		} else {
-			p.Fail(yamlspec.KeyNode(top["launcher"], "gpus"), "launcher.gpus", "the smallest configuration of the space needs %d GPUs, only %d listed", need, pool.total)
+			p.Fail(yamlspec.KeyNode(top["launcher"], "gpus"), "launcher.gpus", "the smallest configuration of the space needs %d GPUs, only %d listed", need, largest)
 		}
 	}
-	if f, ok := sp.Launcher.Launcher.(launcher.FixedEngine); ok && f.FixedSettings() {
+	if sp.Launcher.fixedSettings() {
 		for _, q := range sp.Space.Params {
 			if q.Kind != space.KindCategorical || len(q.Choices) != 1 {
 				p.Fail(yamlspec.KeyNode(top["space"], q.Name), "space."+q.Name,
@@ -918,30 +964,19 @@ func (p *specParser) check(sp *Spec, top map[string]*yaml.Node) {
 		p.Fail(top["workload"], "workload.load.capacity", "a capacity search needs slo limits")
 	}
 	if q := sp.Quality; q != nil {
-		if f, ok := sp.Launcher.Launcher.(launcher.FixedEngine); ok && f.FixedSettings() {
+		if sp.Launcher.fixedSettings() {
 			p.Fail(top["quality"], "quality", "the %s launcher cannot start the baseline configuration", sp.Launcher.Kind)
-		} else if pool := newGPUPool(sp.Launcher.placement()); pool.size() > 0 && GPUsFor(q.Baseline) > pool.total {
-			p.Fail(yamlspec.KeyNode(top["quality"], "baseline"), "quality.baseline", "needs %d GPUs on one host, the study has %d", GPUsFor(q.Baseline), pool.total)
+		} else if largest > 0 && GPUsFor(q.Baseline) > largest {
+			p.Fail(yamlspec.KeyNode(top["quality"], "baseline"), "quality.baseline", "needs %d GPUs on one host, the study has %d", GPUsFor(q.Baseline), largest)
 		}
 	}
 	p.defaultSampler(sp, top)
-	if sp.Tuner.Sampler == SamplerCMAES {
-		numeric := 0
-		for _, q := range sp.Space.Params {
-			if q.Kind == space.KindInt || q.Kind == space.KindFloat {
-				numeric++
-			}
-		}
-		if numeric < 2 {
-			p.Fail(top["tuner"], "tuner.sampler", "cmaes needs at least 2 numeric parameters, the space has %d", numeric)
+	if check, _ := samplerCheck(sp.Tuner.Sampler); check != nil {
+		if err := check(sp); err != nil {
+			p.Fail(top["tuner"], "tuner.sampler", "%s %v", sp.Tuner.Sampler, err)
 		}
 	}
-	if sp.Tuner.Sampler == SamplerGrid {
-		if _, err := sp.Space.Size(); err != nil {
-			p.Fail(top["tuner"], "tuner.sampler", "grid needs a discrete space: %v", err)
-		}
-	}
-	for _, o := range append(append([]Objective(nil), sp.Objectives...), sp.Tuner.Objective) {
+	for _, o := range append(append([]recommend.Objective(nil), sp.Objectives...), sp.Tuner.Objective) {
 		if o.Metric == "cost_per_mtok" && sp.Hardware.PricePerGPUHour <= 0 {
 			p.Fail(top["objectives"], "objectives", "cost_per_mtok needs hardware.price_per_gpu_hour (or a catalog GPU in hardware.gpu)")
 		}

@@ -1,0 +1,107 @@
+package guided
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/servetune/servetune/space"
+	"github.com/servetune/servetune/trial"
+	"github.com/servetune/servetune/tuner/sampler"
+	"github.com/servetune/servetune/tuner/spec"
+)
+
+func init() {
+	sampler.Register(sampler.Kind{Name: spec.SamplerGuided, Study: New})
+}
+
+// Sampler is the guided sampler: the guide's proposals, then TPE's once
+// the forecasts disagree with the measurements (startFallback).
+type Sampler struct {
+	mu sync.Mutex
+	g  *guide
+}
+
+// New forecasts the space of study sp (seconds to a minute; ctx bounds it)
+// and returns the guided sampler, which reports what it decides through
+// note.
+func New(ctx context.Context, sp *spec.Spec, note func(string)) (sampler.Sampler, error) {
+	// The guided sampler forecasts latencies; the simulated engine fails
+	// no request, so it weighs the latency limits only.
+	gs := *sp
+	gs.SLO = sp.SLO.Latency()
+	g, err := newGuide(ctx, &gs, note)
+	if err != nil {
+		return nil, err
+	}
+	return &Sampler{g: g}, nil
+}
+
+// Kind is "guided".
+func (s *Sampler) Kind() string { return spec.SamplerGuided }
+
+// Ask proposes the best forecast, or TPE's proposal after the fallback.
+func (s *Sampler) Ask() (sampler.Proposal, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.g.fallback != nil {
+		return s.g.fallback.Ask()
+	}
+	return s.g.ask()
+}
+
+// Observe takes whether the engine started and the levels to refit to.
+func (s *Sampler) Observe(id int, res trial.Result) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c := s.g.ids[id]; c != nil {
+		s.g.observe(c, res)
+	}
+}
+
+// Summary says what the guide did: refits, fallback, trials saved.
+func (s *Sampler) Summary() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.g.summary()
+}
+
+// Tell records a proposal's value; after the fallback, TPE learns it too.
+func (s *Sampler) Tell(id int, value float64, failed bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g := s.g
+	if id < guidedIDBase {
+		if g.fallback == nil {
+			return fmt.Errorf("sampler guided: no proposal %d", id)
+		}
+		return g.fallback.Tell(id, value, failed)
+	}
+	c := g.ids[id]
+	g.tell(id, value, failed)
+	if g.fallback != nil && c != nil {
+		return g.fallback.Replay(c.set, value, failed)
+	}
+	return nil
+}
+
+// Replay records a stored trial of a resumed study.
+func (s *Sampler) Replay(set space.Settings, value float64, failed bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.g.replay(set, value, failed)
+	if s.g.fallback != nil {
+		return s.g.fallback.Replay(set, value, failed)
+	}
+	return nil
+}
+
+// Reserve marks an interrupted trial's settings as proposed.
+func (s *Sampler) Reserve(set space.Settings) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.g.reserve(set)
+	if s.g.fallback != nil {
+		s.g.fallback.Reserve(set)
+	}
+}

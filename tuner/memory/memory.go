@@ -1,0 +1,39 @@
+// Package memory is a trial's start-up memory check before launch
+// (tuner.precheck): the simulator's memory model (sim.Estimate) on the
+// trial's settings and extra flags, as the engine would start them.
+package memory
+
+import (
+	"errors"
+
+	"github.com/servetune/servetune/internal/model/sim"
+	"github.com/servetune/servetune/launcher"
+)
+
+// Fits runs the simulator's start-up memory accounting for launch spec ls
+// on gpu (the study's hardware.gpu) with the model's config.json
+// (modelConfig, "" for a catalog model), from its settings (and the extra
+// flags) directly. Settings the simulator does not model fit: the engine
+// decides.
+func Fits(gpu, modelConfig string, ls launcher.Spec) error {
+	v := &launcher.Virtual{GPU: gpu, ModelConfig: modelConfig}
+	cfg, err := v.Config(ls)
+	if err != nil {
+		return nil // settings the simulator does not model: let the engine decide
+	}
+	_, err = sim.Estimate(cfg)
+	return err
+}
+
+// OOM returns the engine's message when err is the memory model's start-up
+// failure.
+func OOM(err error) (string, bool) {
+	var se *sim.StartupError
+	if errors.As(err, &se) {
+		return se.Message, true
+	}
+	if errors.Is(err, sim.ErrOOM) {
+		return err.Error(), true
+	}
+	return "", false
+}

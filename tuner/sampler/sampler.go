@@ -1,0 +1,124 @@
+package sampler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/servetune/servetune/space"
+	"github.com/servetune/servetune/trial"
+	"github.com/servetune/servetune/tuner/spec"
+)
+
+// ErrExhausted is returned by Ask when a grid sampler has proposed every point.
+var ErrExhausted = errors.New("search space exhausted")
+
+// Sampler proposes settings and learns from results (ask and tell). Values
+// told are "higher is better"; a failed trial is told as failed and ranks
+// below every success, so the sampler moves away from it. Implementations
+// are safe for concurrent use and own their seeded random source, so one
+// seed proposes the same settings in the same order in any program.
+type Sampler interface {
+	// Kind is the sampler's name in a spec (tuner.sampler).
+	Kind() string
+	// Ask proposes the next settings.
+	Ask() (Proposal, error)
+	// Observe gives a proposal's whole result before Tell: whether the
+	// engine started, and the measured levels (the guided sampler refits
+	// the simulator to them; other kinds ignore it).
+	Observe(id int, res trial.Result)
+	// Tell reports the value of a proposal (higher is better), or that it
+	// failed.
+	Tell(id int, value float64, failed bool) error
+	// Replay records an already evaluated point (from a resumed study) so
+	// the sampler continues from it.
+	Replay(set space.Settings, value float64, failed bool) error
+	// Reserve marks set as proposed without a result yet: an interrupted
+	// trial of a resumed study that runs again, so that Ask does not
+	// propose it while it runs. Its result comes later through Replay.
+	Reserve(set space.Settings)
+	// Summary is a line on what the sampler did ("" for kinds with
+	// nothing to say).
+	Summary() string
+}
+
+// Proposal is one point the sampler asks to evaluate.
+type Proposal struct {
+	ID       int // the sampler's handle for Tell
+	Settings space.Settings
+}
+
+// Kind is a sampler a spec can name. A kind registers itself in its file's
+// (or package's) init: New builds it over a space, or Study, for kinds that
+// need the whole study (the guided sampler forecasts it), from the spec.
+type Kind struct {
+	Name  string
+	New   func(sp space.Space, seed int64) (Sampler, error)
+	Study func(ctx context.Context, sp *spec.Spec, note func(string)) (Sampler, error)
+	// Check, when set, is the spec parser's check of a study naming the
+	// kind: its error reads after the kind's name ("needs ...").
+	Check func(sp *spec.Spec) error
+}
+
+var (
+	kindsMu sync.RWMutex
+	kinds   = map[string]Kind{}
+)
+
+// Register adds a sampler kind; a second kind of the same name panics.
+func Register(k Kind) {
+	kindsMu.Lock()
+	defer kindsMu.Unlock()
+	if _, dup := kinds[k.Name]; dup || k.Name == "" || (k.New == nil) == (k.Study == nil) {
+		panic(fmt.Sprintf("sampler: bad or duplicate kind %q", k.Name))
+	}
+	kinds[k.Name] = k
+	spec.RegisterSampler(k.Name, k.Check)
+}
+
+// Kinds returns the registered kinds' names, sorted.
+func Kinds() []string {
+	kindsMu.RLock()
+	defer kindsMu.RUnlock()
+	var out []string
+	for name := range kinds {
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func lookup(name string) (Kind, bool) {
+	kindsMu.RLock()
+	defer kindsMu.RUnlock()
+	k, ok := kinds[name]
+	return k, ok
+}
+
+// ForStudy builds the sampler of study sp (its tuner.sampler and seed). A
+// kind that forecasts the study first (guided: seconds to a minute; ctx
+// bounds it) reports what it decides through note.
+func ForStudy(ctx context.Context, sp *spec.Spec, note func(string)) (Sampler, error) {
+	k, ok := lookup(sp.Tuner.Sampler)
+	if !ok {
+		return nil, fmt.Errorf("sampler %q is not in this program (want one of %v)", sp.Tuner.Sampler, Kinds())
+	}
+	if k.Study != nil {
+		return k.Study(ctx, sp, note)
+	}
+	return k.New(sp.Space, sp.Tuner.Seed)
+}
+
+// New builds a seeded sampler of the given kind ("" is TPE) over sp.
+func New(kind string, sp space.Space, seed int64) (Sampler, error) {
+	if kind == "" {
+		kind = spec.SamplerTPE
+	}
+	k, ok := lookup(kind)
+	if !ok || k.New == nil {
+		return nil, fmt.Errorf("sampler %q: want tpe, random, cmaes or grid", kind)
+	}
+	return k.New(sp, seed)
+}

@@ -1,0 +1,5 @@
+package spec
+
+// OnSpecFields lets the spec reference's test see every mapping the parser
+// checks.
+var OnSpecFields = &onSpecFields
