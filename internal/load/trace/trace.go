@@ -1,0 +1,160 @@
+package trace
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+)
+
+// Format names a trace file format.
+type Format string
+
+// The formats Read understands (the package doc describes each).
+const (
+	FormatMooncake Format = "mooncake"
+	FormatAzure    Format = "azure"
+	FormatBurstGPT Format = "burstgpt"
+	FormatJSONL    Format = "jsonl"
+)
+
+// Formats lists every format, in the order help text shows them.
+var Formats = []Format{FormatMooncake, FormatAzure, FormatBurstGPT, FormatJSONL}
+
+// ParseFormat returns the format named s, or an error naming the known ones.
+func ParseFormat(s string) (Format, error) {
+	for _, f := range Formats {
+		if string(f) == s {
+			return f, nil
+		}
+	}
+	names := make([]string, len(Formats))
+	for i, f := range Formats {
+		names[i] = string(f)
+	}
+	return "", fmt.Errorf("unknown trace format %q (known: %s)", s, strings.Join(names, ", "))
+}
+
+// MooncakeBlockSize is the number of tokens one Mooncake hash id stands for.
+const MooncakeBlockSize = 512
+
+// Request is one request of a trace.
+type Request struct {
+	// Offset is the send time from the start of the (windowed, compressed)
+	// trace.
+	Offset time.Duration
+	// Input and Output are the prompt's and the answer's token counts.
+	Input, Output int
+	// HashIDs name the prompt's token blocks in order, BlockSize tokens
+	// each (the last may be partial); equal ids are equal blocks. Nil when
+	// the format has none.
+	HashIDs   []int64
+	BlockSize int
+}
+
+// Options select and reshape the requests Read returns.
+type Options struct {
+	// Speed compresses time: each offset is divided by it (0 means 1).
+	Speed float64
+	// Start and Duration pick a window of the trace in its own time, from
+	// the first request: requests with Start <= offset < Start+Duration
+	// (Duration 0: to the end). Offsets are re-based to Start.
+	Start, Duration time.Duration
+	// Max keeps at most this many requests (0: all).
+	Max int
+}
+
+// Error is a problem with a trace file: one line naming the file, the line
+// (1-based; 0 when the problem is not on one line) and the problem.
+type Error struct {
+	File string
+	Line int
+	Msg  string
+}
+
+func (e *Error) Error() string {
+	if e.Line == 0 {
+		return fmt.Sprintf("%s: %s", e.File, e.Msg)
+	}
+	return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
+}
+
+// Load reads the trace file at path (see Read).
+func Load(path string, f Format, o Options) ([]Request, error) {
+	file, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer file.Close()
+	return Read(file, path, f, o)
+}
+
+// raw is one parsed line before the options apply: its timestamp in the
+// format's own time and the line it came from.
+type raw struct {
+	at   time.Duration
+	line int
+	req  Request
+}
+
+// Read parses a trace of format f from r; name is the file's name in errors.
+func Read(r io.Reader, name string, f Format, o Options) ([]Request, error) {
+	if _, err := ParseFormat(string(f)); err != nil {
+		return nil, &Error{File: name, Msg: err.Error()}
+	}
+	if o.Speed < 0 {
+		return nil, &Error{File: name, Msg: fmt.Sprintf("speed %g is negative", o.Speed)}
+	}
+	if o.Start < 0 || o.Duration < 0 || o.Max < 0 {
+		return nil, &Error{File: name, Msg: "start, duration and max must not be negative"}
+	}
+	var rows []raw
+	var err error
+	switch f {
+	case FormatMooncake, FormatJSONL:
+		rows, err = readJSONL(r, f)
+	case FormatAzure, FormatBurstGPT:
+		rows, err = readCSV(r, f)
+	}
+	if err != nil {
+		if e, ok := err.(*Error); ok {
+			e.File = name
+			return nil, e
+		}
+		return nil, &Error{File: name, Msg: err.Error()}
+	}
+	for i := 1; i < len(rows); i++ {
+		if rows[i].at < rows[i-1].at {
+			return nil, &Error{File: name, Line: rows[i].line, Msg: fmt.Sprintf(
+				"timestamp goes back: %v before line %d's", rows[i-1].at-rows[i].at, rows[i-1].line)}
+		}
+	}
+	return apply(rows, o), nil
+}
+
+// apply windows, re-bases, compresses and caps the parsed rows.
+func apply(rows []raw, o Options) []Request {
+	speed := o.Speed
+	if speed == 0 {
+		speed = 1
+	}
+	var out []Request
+	if len(rows) == 0 {
+		return out
+	}
+	t0 := rows[0].at
+	for _, row := range rows {
+		off := row.at - t0
+		if off < o.Start || (o.Duration > 0 && off >= o.Start+o.Duration) {
+			continue
+		}
+		if o.Max > 0 && len(out) == o.Max {
+			break
+		}
+		q := row.req
+		q.Offset = time.Duration(float64(off-o.Start) / speed)
+		out = append(out, q)
+	}
+	return out
+}
