@@ -34,7 +34,9 @@ func readJSONL(r io.Reader, f Format) ([]raw, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), maxLine)
 	var rows []raw
-	for n := 1; sc.Scan(); n++ {
+	n := 0
+	for sc.Scan() {
+		n++
 		b := bytes.TrimSpace(sc.Bytes())
 		if len(b) == 0 {
 			continue
@@ -47,7 +49,7 @@ func readJSONL(r io.Reader, f Format) ([]raw, error) {
 		rows = append(rows, row)
 	}
 	if err := sc.Err(); err != nil {
-		return nil, &Error{Line: len(rows) + 1, Msg: err.Error()}
+		return nil, &Error{Line: n + 1, Msg: err.Error()}
 	}
 	return rows, nil
 }

@@ -83,12 +83,13 @@ func mix(z uint64) uint64 {
 	return z ^ (z >> 31)
 }
 
-// Shared counts, per request, the prompt tokens in blocks an earlier
-// request of reqs already named: what a prefix cache that kept every block
-// could reuse (a block counts only while the prompt's prefix so far was all
-// seen before, as caches match prefixes).
+// Shared counts, per request, the prompt tokens an earlier request of reqs
+// already sent: what a prefix cache that kept everything could reuse. A
+// block counts as far as an earlier prompt held it (the last block of a
+// prompt may be partial), and only while the prompt so far was all sent
+// before, as caches match prefixes.
 func Shared(reqs []Request) []int {
-	seen := map[int64]bool{}
+	held := map[int64]int{} // block id -> the most of its tokens sent
 	out := make([]int, len(reqs))
 	for i, q := range reqs {
 		prefix := true
@@ -97,14 +98,13 @@ func Shared(reqs []Request) []int {
 			if n <= 0 {
 				break
 			}
-			if prefix && seen[id] && n == q.BlockSize {
-				out[i] += n
-			} else {
-				prefix = false
+			if prefix {
+				out[i] += min(n, held[id])
+				prefix = held[id] >= n
 			}
 		}
-		for _, id := range q.HashIDs {
-			seen[id] = true
+		for j, id := range q.HashIDs {
+			held[id] = max(held[id], min(q.BlockSize, q.Input-j*q.BlockSize))
 		}
 	}
 	return out

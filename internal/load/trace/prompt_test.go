@@ -113,10 +113,12 @@ func TestShared(t *testing.T) {
 		{Input: 1024, HashIDs: []int64{1, 2}, BlockSize: 512},
 		{Input: 1500, HashIDs: []int64{1, 2, 3}, BlockSize: 512},
 		{Input: 1024, HashIDs: []int64{4, 2}, BlockSize: 512}, // 2 follows another prefix
-		{Input: 1000, HashIDs: []int64{1, 3}, BlockSize: 512}, // 3's second half is partial
+		{Input: 1000, HashIDs: []int64{1, 3}, BlockSize: 512}, // 3 was sent in part: 476 of 488
 		{Input: 100},
+		{Input: 1100, HashIDs: []int64{1, 3, 5}, BlockSize: 512}, // 488 of 3 were sent, 5 is new
+		{Input: 1100, HashIDs: []int64{1, 3, 5}, BlockSize: 512}, // all of it
 	}
-	if got, want := Shared(reqs), []int{0, 1024, 0, 512, 0}; !slices.Equal(got, want) {
+	if got, want := Shared(reqs), []int{0, 1024, 0, 512 + 476, 0, 512 + 488, 1100}; !slices.Equal(got, want) {
 		t.Errorf("Shared = %v, want %v", got, want)
 	}
 }

@@ -38,8 +38,9 @@ const spin = 1500 * time.Microsecond
 
 // Run calls send(i, intended) for each request, each in its own goroutine,
 // as close after its intended time as the clock allows, never waiting for
-// an earlier send to return (an open loop); it returns when every send has
-// returned, or, once ctx is done, without starting more (ctx.Err()). The
+// an earlier send to return (an open loop). Once ctx is done it starts no
+// more and returns ctx.Err(); either way it returns after every send it
+// started has returned. The
 // caller stamps the actual send time inside send: its lateness is that
 // minus intended.
 func (s Schedule) Run(ctx context.Context, start time.Time, send func(i int, intended time.Time)) error {

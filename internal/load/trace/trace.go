@@ -3,6 +3,7 @@ package trace
 import (
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 	"time"
@@ -65,6 +66,9 @@ type Options struct {
 	Max int
 }
 
+// A window that holds no request yields none, without an error: the
+// caller, which knows what the window was for, says so.
+
 // Error is a problem with a trace file: one line naming the file, the line
 // (1-based; 0 when the problem is not on one line) and the problem.
 type Error struct {
@@ -103,8 +107,8 @@ func Read(r io.Reader, name string, f Format, o Options) ([]Request, error) {
 	if _, err := ParseFormat(string(f)); err != nil {
 		return nil, &Error{File: name, Msg: err.Error()}
 	}
-	if o.Speed < 0 {
-		return nil, &Error{File: name, Msg: fmt.Sprintf("speed %g is negative", o.Speed)}
+	if o.Speed < 0 || math.IsNaN(o.Speed) || math.IsInf(o.Speed, 0) {
+		return nil, &Error{File: name, Msg: fmt.Sprintf("speed %g is not a positive number", o.Speed)}
 	}
 	if o.Start < 0 || o.Duration < 0 || o.Max < 0 {
 		return nil, &Error{File: name, Msg: "start, duration and max must not be negative"}

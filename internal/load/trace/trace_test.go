@@ -2,6 +2,7 @@ package trace
 
 import (
 	"errors"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -109,6 +110,11 @@ func TestOptions(t *testing.T) {
 	}
 	if _, err := Read(strings.NewReader(""), "t", "sharegpt", Options{}); err == nil || !strings.Contains(err.Error(), `unknown trace format "sharegpt"`) {
 		t.Errorf("unknown format: %v", err)
+	}
+	for _, o := range []Options{{Speed: -1}, {Speed: math.Inf(1)}, {Start: -time.Second}, {Duration: -1}, {Max: -1}} {
+		if _, err := Read(strings.NewReader(""), "t", FormatJSONL, o); err == nil {
+			t.Errorf("%+v: no error", o)
+		}
 	}
 	if _, err := ParseFormat("azure"); err != nil {
 		t.Error(err)
