@@ -24,15 +24,15 @@ var (
 // being in the layout.
 var azureLayouts = []string{"2006-01-02 15:04:05", "2006-01-02 15:04:05Z07:00", "2006-01-02 15:04:05 Z07:00"}
 
-func readCSV(r io.Reader, f Format) ([]raw, error) {
+func readCSV(r io.Reader, f Format, add func(raw) (bool, error)) error {
 	cr := csv.NewReader(r)
 	cr.ReuseRecord = true
 	header, err := cr.Read()
 	if err == io.EOF {
-		return nil, &Error{Line: 1, Msg: "empty file: no header"}
+		return &Error{Line: 1, Msg: "empty file: no header"}
 	}
 	if err != nil {
-		return nil, csvProblem(err)
+		return csvProblem(err)
 	}
 	header = slices.Clone(header) // the reader reuses its record
 	need, may := azureCols, []string(nil)
@@ -43,31 +43,30 @@ func readCSV(r io.Reader, f Format) ([]raw, error) {
 	for i, h := range header {
 		h = strings.TrimSpace(strings.TrimPrefix(h, "\ufeff"))
 		if !slices.Contains(need, h) && !slices.Contains(may, h) {
-			return nil, &Error{Line: 1, Msg: fmt.Sprintf("unknown column %q (%s has %s)", h, f, strings.Join(slices.Concat(need, may), ", "))}
+			return &Error{Line: 1, Msg: fmt.Sprintf("unknown column %q (%s has %s)", h, f, strings.Join(slices.Concat(need, may), ", "))}
 		}
 		if _, dup := col[h]; dup {
-			return nil, &Error{Line: 1, Msg: fmt.Sprintf("column %q twice", h)}
+			return &Error{Line: 1, Msg: fmt.Sprintf("column %q twice", h)}
 		}
 		col[h] = i
 	}
 	for _, h := range need {
 		if _, ok := col[h]; !ok {
-			return nil, &Error{Line: 1, Msg: fmt.Sprintf("missing column %q", h)}
+			return &Error{Line: 1, Msg: fmt.Sprintf("missing column %q", h)}
 		}
 	}
 	tsCol, inCol, outCol := col["TIMESTAMP"], col["ContextTokens"], col["GeneratedTokens"]
 	if f == FormatBurstGPT {
 		tsCol, inCol, outCol = col["Timestamp"], col["Request tokens"], col["Response tokens"]
 	}
-	var rows []raw
 	var origin time.Time
-	for {
+	for first := true; ; first = false {
 		rec, err := cr.Read()
 		if err == io.EOF {
-			return rows, nil
+			return nil
 		}
 		if err != nil {
-			return nil, csvProblem(err)
+			return csvProblem(err)
 		}
 		line, _ := cr.FieldPos(0)
 		fail := func(format string, a ...any) error {
@@ -78,9 +77,9 @@ func readCSV(r io.Reader, f Format) ([]raw, error) {
 		if f == FormatAzure {
 			t, err := azureTime(ts)
 			if err != nil {
-				return nil, fail("TIMESTAMP %q: not a time like 2023-11-16 18:15:46.6805900", ts)
+				return fail("TIMESTAMP %q: not a time like 2023-11-16 18:15:46.6805900", ts)
 			}
-			if len(rows) == 0 {
+			if first {
 				origin = t
 			}
 			// Times before the first are kept negative so the order
@@ -92,21 +91,23 @@ func readCSV(r io.Reader, f Format) ([]raw, error) {
 				at, err = duration(v, float64(time.Second))
 			}
 			if err != nil {
-				return nil, fail("Timestamp %q: not seconds", ts)
+				return fail("Timestamp %q: not seconds", ts)
 			}
 		}
 		in, err := count(rec[inCol])
 		if err != nil {
-			return nil, fail("%s: %v", header[inCol], err)
+			return fail("%s: %v", header[inCol], err)
 		}
 		out, err := count(rec[outCol])
 		if err != nil {
-			return nil, fail("%s: %v", header[outCol], err)
+			return fail("%s: %v", header[outCol], err)
 		}
 		if err := lengths(header[inCol], in, header[outCol], out); err != nil {
-			return nil, fail("%v", err)
+			return fail("%v", err)
 		}
-		rows = append(rows, raw{at: at, line: line, req: Request{Input: in, Output: out}})
+		if done, err := add(raw{at: at, line: line, req: Request{Input: in, Output: out}}); done || err != nil {
+			return err
+		}
 	}
 }
 

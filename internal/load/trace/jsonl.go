@@ -30,10 +30,9 @@ type plainLine struct {
 // maxLine bounds one JSON line (a 2M-token prompt's hash ids fit).
 const maxLine = 64 << 20
 
-func readJSONL(r io.Reader, f Format) ([]raw, error) {
+func readJSONL(r io.Reader, f Format, add func(raw) (bool, error)) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), maxLine)
-	var rows []raw
 	n := 0
 	for sc.Scan() {
 		n++
@@ -43,15 +42,17 @@ func readJSONL(r io.Reader, f Format) ([]raw, error) {
 		}
 		row, err := jsonRow(b, f)
 		if err != nil {
-			return nil, &Error{Line: n, Msg: err.Error()}
+			return &Error{Line: n, Msg: err.Error()}
 		}
 		row.line = n
-		rows = append(rows, row)
+		if done, err := add(row); done || err != nil {
+			return err
+		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, &Error{Line: n + 1, Msg: err.Error()}
+		return &Error{Line: n + 1, Msg: err.Error()}
 	}
-	return rows, nil
+	return nil
 }
 
 func jsonRow(b []byte, f Format) (raw, error) {

@@ -103,6 +103,9 @@ type raw struct {
 }
 
 // Read parses a trace of format f from r; name is the file's name in errors.
+// It stops reading at the end of the window or at Max requests (the
+// timestamps being in order, nothing later can be kept), so a window of a
+// week-long trace costs what the window holds.
 func Read(r io.Reader, name string, f Format, o Options) ([]Request, error) {
 	if _, err := ParseFormat(string(f)); err != nil {
 		return nil, &Error{File: name, Msg: err.Error()}
@@ -113,13 +116,16 @@ func Read(r io.Reader, name string, f Format, o Options) ([]Request, error) {
 	if o.Start < 0 || o.Duration < 0 || o.Max < 0 {
 		return nil, &Error{File: name, Msg: "start, duration and max must not be negative"}
 	}
-	var rows []raw
+	c := &collector{o: o, speed: o.Speed}
+	if c.speed == 0 {
+		c.speed = 1
+	}
 	var err error
 	switch f {
 	case FormatMooncake, FormatJSONL:
-		rows, err = readJSONL(r, f)
+		err = readJSONL(r, f, c.add)
 	case FormatAzure, FormatBurstGPT:
-		rows, err = readCSV(r, f)
+		err = readCSV(r, f, c.add)
 	}
 	if err != nil {
 		if e, ok := err.(*Error); ok {
@@ -128,37 +134,37 @@ func Read(r io.Reader, name string, f Format, o Options) ([]Request, error) {
 		}
 		return nil, &Error{File: name, Msg: err.Error()}
 	}
-	for i := 1; i < len(rows); i++ {
-		if rows[i].at < rows[i-1].at {
-			return nil, &Error{File: name, Line: rows[i].line, Msg: fmt.Sprintf(
-				"timestamp goes back: %v before line %d's", rows[i-1].at-rows[i].at, rows[i-1].line)}
-		}
-	}
-	return apply(rows, o), nil
+	return c.out, nil
 }
 
-// apply windows, re-bases, compresses and caps the parsed rows.
-func apply(rows []raw, o Options) []Request {
-	speed := o.Speed
-	if speed == 0 {
-		speed = 1
+// collector checks the order of the parsed rows and windows, re-bases,
+// compresses and caps them as they come.
+type collector struct {
+	o     Options
+	speed float64
+	first time.Duration
+	prev  *raw
+	out   []Request
+}
+
+// add takes the next row; done when no later row can be kept.
+func (c *collector) add(row raw) (done bool, err error) {
+	if c.prev == nil {
+		c.first = row.at
+	} else if row.at < c.prev.at {
+		return true, &Error{Line: row.line, Msg: fmt.Sprintf(
+			"timestamp goes back: %v before line %d's", c.prev.at-row.at, c.prev.line)}
 	}
-	var out []Request
-	if len(rows) == 0 {
-		return out
+	c.prev = &row
+	off := row.at - c.first
+	if c.o.Duration > 0 && off >= c.o.Start+c.o.Duration {
+		return true, nil
 	}
-	t0 := rows[0].at
-	for _, row := range rows {
-		off := row.at - t0
-		if off < o.Start || (o.Duration > 0 && off >= o.Start+o.Duration) {
-			continue
-		}
-		if o.Max > 0 && len(out) == o.Max {
-			break
-		}
-		q := row.req
-		q.Offset = time.Duration(float64(off-o.Start) / speed)
-		out = append(out, q)
+	if off < c.o.Start {
+		return false, nil
 	}
-	return out
+	q := row.req
+	q.Offset = time.Duration(float64(off-c.o.Start) / c.speed)
+	c.out = append(c.out, q)
+	return c.o.Max > 0 && len(c.out) == c.o.Max, nil
 }

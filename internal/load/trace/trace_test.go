@@ -121,6 +121,25 @@ func TestOptions(t *testing.T) {
 	}
 }
 
+// Reading stops at the window's end and at Max: a week-long trace's first
+// minutes cost what they hold, and what lies after them is not read.
+func TestReadStopsAtTheWindow(t *testing.T) {
+	text := "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n" +
+		"0,ChatGPT,1,2,3,API log\n1,ChatGPT,1,2,3,API log\n2,ChatGPT,1,2,3,API log\n\"broken\n"
+	for _, c := range []struct {
+		o Options
+		n int
+	}{{Options{Duration: 2 * time.Second}, 2}, {Options{Max: 2}, 2}, {Options{Start: time.Second, Duration: time.Second}, 1}} {
+		reqs, err := Read(strings.NewReader(text), "t", FormatBurstGPT, c.o)
+		if err != nil || len(reqs) != c.n {
+			t.Errorf("%+v: %d requests, %v; want %d", c.o, len(reqs), err, c.n)
+		}
+	}
+	if _, err := Read(strings.NewReader(text), "t", FormatBurstGPT, Options{Duration: 5 * time.Second}); err == nil {
+		t.Error("a window past the broken line read no error")
+	}
+}
+
 func equalRequest(a, b Request) bool {
 	return a.Offset == b.Offset && a.Input == b.Input && a.Output == b.Output &&
 		a.BlockSize == b.BlockSize && slices.Equal(a.HashIDs, b.HashIDs)
