@@ -2,6 +2,8 @@ package trace
 
 import (
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -120,5 +122,37 @@ func TestShared(t *testing.T) {
 	}
 	if got, want := Shared(reqs), []int{0, 1024, 0, 512 + 476, 0, 512 + 488, 1100}; !slices.Equal(got, want) {
 		t.Errorf("Shared = %v, want %v", got, want)
+	}
+}
+
+func TestText(t *testing.T) {
+	reqs := []Request{
+		{Input: 600, HashIDs: []int64{1, 2}, BlockSize: 512},
+		{Input: 600, HashIDs: []int64{1, 3}, BlockSize: 512},
+	}
+	ps := Prompts(reqs, 5)
+	a, b := Text(ps[0]), Text(ps[1])
+	if n := len(strings.Fields(a)); n != 600 {
+		t.Fatalf("%d words, want 600", n)
+	}
+	shared := Text(ps[0][:512])
+	if !strings.HasPrefix(a, shared) || !strings.HasPrefix(b, shared) || a == b {
+		t.Error("the shared block's text is not shared, or the rest is")
+	}
+	if len(words) < 200 || len(slices.Compact(slices.Sorted(slices.Values(words)))) != len(words) {
+		t.Errorf("%d words, or some twice", len(words))
+	}
+}
+
+// A Mooncake line longer than bufio's default 64 KiB is read.
+func TestLongLine(t *testing.T) {
+	ids := make([]string, 20000)
+	for i := range ids {
+		ids[i] = strconv.Itoa(100000 + i)
+	}
+	line := `{"timestamp": 0, "input_length": 10240000, "output_length": 1, "hash_ids": [` + strings.Join(ids, ", ") + `]}`
+	reqs, err := Read(strings.NewReader(line), "t", FormatMooncake, Options{})
+	if err != nil || len(reqs) != 1 || len(reqs[0].HashIDs) != 20000 {
+		t.Fatalf("%d requests, %v", len(reqs), err)
 	}
 }
