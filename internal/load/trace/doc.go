@@ -2,9 +2,11 @@
 // conversations that replay them: one Request per trace line (its offset from
 // the trace's start, input and output tokens, and, where the trace has them,
 // the hash ids of its prompt's token blocks), a Schedule that sends each at
-// its time, prompts whose token blocks repeat exactly where the trace's
-// blocks repeat, and multi-turn Conversations whose turns carry the whole
-// history. It is pure data and timing; the HTTP driving is internal/load/bench's.
+// its time, Prompts whose token blocks repeat exactly where the trace's
+// blocks repeat (as token ids, or as words by Text; Shared counts what a
+// prefix cache could reuse), and multi-turn Conversations whose turns carry
+// the whole history. It is pure data and timing; the HTTP driving is
+// internal/load/bench's.
 //
 // The formats, as their publishers define them:
 //
