@@ -485,17 +485,7 @@ func metricErrors(metrics []string, pts []point, before, after []float64) []sim.
 		if len(b) == 0 {
 			continue
 		}
-		out = append(out, sim.MetricError{Metric: m, Points: len(b), Before: median(b), After: median(a), MaxAfter: slices.Max(a)})
+		out = append(out, sim.MetricError{Metric: m, Points: len(b), Before: measure.Median(b), After: measure.Median(a), MaxAfter: slices.Max(a)})
 	}
 	return out
-}
-
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	sort.Float64s(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }
