@@ -452,8 +452,8 @@ func (s *Store) startTrial(ctx context.Context, check guard, studyID int64, numb
 // validResult checks the fields a CHECK constraint would reject, so the
 // message names the problem.
 func validResult(r TrialResult) error {
-	if !slices.Contains([]measure.Status{measure.StatusOK, measure.StatusFailed, measure.StatusPruned, measure.StatusInterrupted}, r.Status) {
-		return fmt.Errorf("%w: trial status %q (want ok, failed, pruned or interrupted)", ErrInvalid, r.Status)
+	if !slices.Contains([]measure.Status{measure.StatusOK, measure.StatusFailed, measure.StatusInterrupted}, r.Status) {
+		return fmt.Errorf("%w: trial status %q (want ok, failed or interrupted)", ErrInvalid, r.Status)
 	}
 	if !r.Failure.Valid() {
 		return fmt.Errorf("%w: failure class %q", ErrInvalid, r.Failure)
