@@ -301,24 +301,11 @@ type trialRow struct {
 // intervals.
 var recommendMetrics = []string{"output_throughput_per_gpu", "goodput_per_gpu", "tokens_per_user", "ttft_p99", "tpot_p99", "e2el_p99", "cost_per_mtok"}
 
-// metricTitle is a metric's name for a reader.
+// metricTitle is a metric's name for a reader (the metric table's
+// Title; the name itself for one the table lacks).
 func metricTitle(m string) string {
-	switch m {
-	case "output_throughput_per_gpu":
-		return "output tokens/s per GPU"
-	case "output_throughput":
-		return "output tokens/s"
-	case "goodput_per_gpu":
-		return "goodput per GPU"
-	case "request_goodput":
-		return "goodput"
-	case "tokens_per_user":
-		return "tokens/s per user"
-	case "cost_per_mtok":
-		return "cost per million output tokens"
-	}
-	if metric, stat, ok := strings.Cut(m, "_"); ok {
-		return stat + " " + strings.ToUpper(metric)
+	if mt, ok := measure.LookupMetric(m); ok {
+		return mt.Title
 	}
 	return m
 }
@@ -506,17 +493,10 @@ func (s *Study) frontTable(v *view, pts []tuner.Point) {
 
 // shortTitle is a metric's column heading with its unit.
 func shortTitle(m string) string {
-	switch m {
-	case "output_throughput_per_gpu":
-		return "tok/s/GPU"
-	case "tokens_per_user":
-		return "tok/s per user"
-	case "cost_per_mtok":
-		return "$/Mtok"
-	case "goodput_per_gpu":
-		return "goodput (req/s/GPU)"
+	if mt, ok := measure.LookupMetric(m); ok {
+		return mt.Heading
 	}
-	return fmt.Sprintf("%s (%s)", metricTitle(m), tuner.Unit(m))
+	return fmt.Sprintf("%s (%s)", m, tuner.Unit(m))
 }
 
 func (s *Study) failures(v *view) {
