@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/servetune/servetune/internal/load/gpu"
 	"github.com/servetune/servetune/internal/load/measure"
 	"github.com/servetune/servetune/internal/present/diagnose"
 	"github.com/servetune/servetune/internal/serving/engine"
@@ -29,8 +30,10 @@ type Study struct {
 	Tool   string    // the servetune writing the report
 	Now    time.Time // when the report is written
 	// GPU is each trial's GPU telemetry by trial number, for the trials
-	// that have any (NVML on the machine that ran them).
-	GPU map[int]GPUUse
+	// that have any (NVML on the machine that ran them), summarised as a
+	// level's is (gpu.Usage: power the sum of the GPUs' means, energy the
+	// sum over GPUs).
+	GPU map[int]*measure.GPUUsage
 	// Findings are diagnoses of the measurements with their evidence,
 	// shown right after the recommendation when there are any. Nothing
 	// produces them yet: the diagnosis rules (engine metrics, telemetry)
@@ -47,16 +50,6 @@ type Finding struct {
 	Title    string
 	Evidence string
 	Advice   string
-}
-
-// GPUUse summarises a trial's GPU samples: means over every sample of
-// every GPU (NaN where no sample had the reading).
-type GPUUse struct {
-	Samples    int
-	PowerW     float64
-	UtilPct    float64
-	MemUsedGiB float64
-	EnergyJ    float64 // the largest energy counter reading of any GPU since the trial's start
 }
 
 // ErrNoStudy is returned by Load for a name the database lacks.
@@ -79,15 +72,15 @@ func Load(ctx context.Context, db *store.Store, name string) (*Study, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Study{Stored: st, Spec: sp, Trials: trials, Now: time.Now(), GPU: map[int]GPUUse{}}
+	s := &Study{Stored: st, Spec: sp, Trials: trials, Now: time.Now(), GPU: map[int]*measure.GPUUsage{}}
 	s.Findings = append(diagnoseRecommended(sp, trials), clientFindings(trials)...)
 	for _, t := range trials {
 		samples, err := db.GPUSamples(ctx, t.ID)
 		if err != nil {
 			return nil, err
 		}
-		if len(samples) > 0 {
-			s.GPU[t.Number] = summarizeGPU(samples)
+		if u := gpu.Usage(samples, 0); u != nil {
+			s.GPU[t.Number] = u
 		}
 	}
 	return s, nil
@@ -152,32 +145,6 @@ func sentence(s string) string {
 		r = append(r, '.')
 	}
 	return string(r)
-}
-
-func summarizeGPU(samples []store.GPUSample) GPUUse {
-	u := GPUUse{Samples: len(samples), EnergyJ: math.NaN()}
-	mean := func(get func(store.GPUSample) float64) float64 {
-		sum, n := 0.0, 0
-		for _, s := range samples {
-			if v := get(s); !math.IsNaN(v) {
-				sum += v
-				n++
-			}
-		}
-		if n == 0 {
-			return math.NaN()
-		}
-		return sum / float64(n)
-	}
-	u.PowerW = mean(func(s store.GPUSample) float64 { return s.PowerW })
-	u.UtilPct = mean(func(s store.GPUSample) float64 { return s.UtilPct })
-	u.MemUsedGiB = mean(func(s store.GPUSample) float64 { return float64(s.MemUsedBytes) / (1 << 30) })
-	for _, s := range samples {
-		if !math.IsNaN(s.EnergyJ) && (math.IsNaN(u.EnergyJ) || s.EnergyJ > u.EnergyJ) {
-			u.EnergyJ = s.EnergyJ
-		}
-	}
-	return u
 }
 
 // view is everything the study templates print, computed once.
@@ -280,8 +247,7 @@ type reqFailure struct {
 type rerun struct{ Trial, Times int }
 
 type gpuRow struct {
-	Trial                    int
-	Samples                  int
+	Trial, GPUs, Samples     int
 	Power, Util, Mem, Energy string
 }
 
@@ -540,13 +506,15 @@ func (s *Study) failures(v *view) {
 	sort.Ints(nums)
 	for _, n := range nums {
 		u := s.GPU[n]
-		v.GPU = append(v.GPU, gpuRow{Trial: n, Samples: u.Samples, Power: orDash("%.0f W", u.PowerW),
-			Util: orDash("%.0f%%", u.UtilPct), Mem: orDash("%.1f GiB", u.MemUsedGiB), Energy: orDash("%.0f J", u.EnergyJ)})
+		// Zero is a reading NVML did not give (gpu.Sample).
+		v.GPU = append(v.GPU, gpuRow{Trial: n, GPUs: u.GPUs, Samples: u.Samples, Power: orDash("%.0f W", u.MeanPowerW),
+			Util: orDash("%.0f%%", u.MeanUtilPct), Mem: orDash("%.1f GiB", float64(u.PeakMemUsedBytes)/(1<<30)),
+			Energy: orDash("%.0f J", u.EnergyJ)})
 	}
 }
 
 func orDash(format string, x float64) string {
-	if math.IsNaN(x) {
+	if math.IsNaN(x) || x == 0 {
 		return "–"
 	}
 	return fmt.Sprintf(format, x)
