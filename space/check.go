@@ -9,7 +9,8 @@ import (
 )
 
 // ErrInfeasible is wrapped by every error Check returns: the settings cannot
-// run, so a tuner records the trial as pruned without launching anything.
+// run, so a tuner records the trial as failed/infeasible without launching
+// anything.
 var ErrInfeasible = errors.New("infeasible settings")
 
 // Context holds the facts constraints are checked against.

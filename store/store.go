@@ -15,6 +15,7 @@ import (
 	"time"
 
 	_ "github.com/mattn/go-sqlite3" // registers the "sqlite3" driver
+	"github.com/servetune/servetune/internal/load/gpu"
 	"github.com/servetune/servetune/internal/load/measure"
 	"github.com/servetune/servetune/internal/serving/engine"
 )
@@ -452,8 +453,8 @@ func (s *Store) startTrial(ctx context.Context, check guard, studyID int64, numb
 // validResult checks the fields a CHECK constraint would reject, so the
 // message names the problem.
 func validResult(r TrialResult) error {
-	if !slices.Contains([]measure.Status{measure.StatusOK, measure.StatusFailed, measure.StatusPruned, measure.StatusInterrupted}, r.Status) {
-		return fmt.Errorf("%w: trial status %q (want ok, failed, pruned or interrupted)", ErrInvalid, r.Status)
+	if !slices.Contains([]measure.Status{measure.StatusOK, measure.StatusFailed, measure.StatusInterrupted}, r.Status) {
+		return fmt.Errorf("%w: trial status %q (want ok, failed or interrupted)", ErrInvalid, r.Status)
 	}
 	if !r.Failure.Valid() {
 		return fmt.Errorf("%w: failure class %q", ErrInvalid, r.Failure)
@@ -500,13 +501,14 @@ func (s *Store) finishTrial(ctx context.Context, g guard, r TrialResult) error {
 			}
 		}
 		var trialID int64
+		var started sql.NullString
 		err := tx.QueryRowContext(ctx,
 			`UPDATE trials SET status = ?, failure = ?, failure_msg = ?, log_tail = ?, objective = ?, finished = ?,
 			   pending_ns = ?, launch_ns = ?, quality = ?
-			 WHERE study_id = ? AND number = ? AND status = 'running' RETURNING id`,
+			 WHERE study_id = ? AND number = ? AND status = 'running' RETURNING id, started`,
 			r.Status, r.Failure, Redact(r.FailureMsg), Redact(r.LogTail), objective, formatTime(r.Finished),
 			nullDuration(r.Pending), nullDuration(r.Launch), quality,
-			r.StudyID, r.Number).Scan(&trialID)
+			r.StudyID, r.Number).Scan(&trialID, &started)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("trial %d of study %d: %w", r.Number, r.StudyID, ErrNotRunning)
 		}
@@ -516,7 +518,11 @@ func (s *Store) finishTrial(ctx context.Context, g guard, r TrialResult) error {
 		if err := insertRequests(ctx, tx, trialID, r.LoadPoints); err != nil {
 			return err
 		}
-		if err := insertGPUSamples(ctx, tx, trialID, r.GPU); err != nil {
+		t0, err := parseTime(started)
+		if err != nil {
+			return err
+		}
+		if err := insertGPUSamples(ctx, tx, trialID, t0, r.GPU); err != nil {
 			return err
 		}
 		return insertLoadPoints(ctx, tx, trialID, r.LoadPoints)
@@ -598,7 +604,11 @@ func insertRequests(ctx context.Context, tx *sql.Tx, trialID int64, levels []mea
 	return nil
 }
 
-func insertGPUSamples(ctx context.Context, tx *sql.Tx, trialID int64, samples []GPUSample) error {
+// insertGPUSamples stores samples as offsets from the trial's start t0,
+// energy as joules since the GPU's first counter reading (NULL where
+// NVML gave none: a zero counter, or one that went back), and a zero
+// temperature as NULL (a reading NVML did not give).
+func insertGPUSamples(ctx context.Context, tx *sql.Tx, trialID int64, t0 time.Time, samples []gpu.Sample) error {
 	if len(samples) == 0 {
 		return nil
 	}
@@ -608,9 +618,23 @@ func insertGPUSamples(ctx context.Context, tx *sql.Tx, trialID int64, samples []
 		return err
 	}
 	defer stmt.Close()
+	first := map[int]uint64{} // each GPU's first energy counter reading
 	for _, g := range samples {
-		if _, err := stmt.ExecContext(ctx, trialID, int64(g.T), g.GPU, nullFloat(g.PowerW), g.MemUsedBytes,
-			nullFloat(g.UtilPct), g.SMClockMHz, nullFloat(g.EnergyJ), nullFloat(g.TempC)); err != nil {
+		energy := math.NaN()
+		if g.EnergyMilliJ != 0 {
+			if _, ok := first[g.GPU]; !ok {
+				first[g.GPU] = g.EnergyMilliJ
+			}
+			if g.EnergyMilliJ >= first[g.GPU] {
+				energy = float64(g.EnergyMilliJ-first[g.GPU]) / 1000
+			}
+		}
+		temp := math.NaN()
+		if g.TempC != 0 {
+			temp = float64(g.TempC)
+		}
+		if _, err := stmt.ExecContext(ctx, trialID, int64(g.Time.Sub(t0)), g.GPU, nullFloat(g.PowerW), int64(g.MemUsed),
+			nullFloat(g.UtilGPU), int64(g.SMClockMHz), nullFloat(energy), nullFloat(temp)); err != nil {
 			return fmt.Errorf("gpu sample: %w", err)
 		}
 	}
@@ -851,38 +875,48 @@ func (s *Store) Requests(ctx context.Context, trialID int64, level string) ([]me
 	return out, nil
 }
 
-// GPUSamples returns a trial's GPU samples ordered by GPU and time.
-func (s *Store) GPUSamples(ctx context.Context, trialID int64) ([]GPUSample, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT t_ns, gpu, power_w, mem_used_bytes, util_pct, sm_clock_mhz, energy_j, temp_c
-		FROM gpu_samples WHERE trial_id = ? ORDER BY gpu, t_ns`, trialID)
+// GPUSamples returns a trial's GPU samples ordered by GPU and time, as
+// NVML gave them (gpu.Sample: a zero field is one it did not give). Times
+// are the trial's start plus the stored offset; an energy counter reads
+// 1 mJ more than the energy since the GPU's first reading, so that the
+// first is not taken for a missing one (only differences of the counter
+// mean anything).
+func (s *Store) GPUSamples(ctx context.Context, trialID int64) ([]gpu.Sample, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT g.t_ns, g.gpu, g.power_w, g.mem_used_bytes, g.util_pct, g.sm_clock_mhz,
+		g.energy_j, g.temp_c, t.started FROM gpu_samples g JOIN trials t ON t.id = g.trial_id
+		WHERE g.trial_id = ? ORDER BY g.gpu, g.t_ns`, trialID)
 	if err != nil {
 		return nil, fmt.Errorf("store: gpu samples: %w", err)
 	}
 	defer rows.Close()
-	var out []GPUSample
+	var out []gpu.Sample
 	for rows.Next() {
-		var g GPUSample
-		var t int64
+		var g gpu.Sample
+		var t, mem, clock int64
 		var power, util, energy, temp sql.NullFloat64
-		if err := rows.Scan(&t, &g.GPU, &power, &g.MemUsedBytes, &util, &g.SMClockMHz, &energy, &temp); err != nil {
+		var started sql.NullString
+		if err := rows.Scan(&t, &g.GPU, &power, &mem, &util, &clock, &energy, &temp, &started); err != nil {
 			return nil, fmt.Errorf("store: gpu samples: %w", err)
 		}
-		g.T = time.Duration(t)
-		g.PowerW, g.UtilPct, g.EnergyJ, g.TempC = orNaN(power), orNaN(util), orNaN(energy), orNaN(temp)
+		t0, err := parseTime(started)
+		if err != nil {
+			return nil, fmt.Errorf("store: gpu samples: %w", err)
+		}
+		g.Time = t0.Add(time.Duration(t))
+		g.MemUsed, g.SMClockMHz = uint64(max(mem, 0)), uint32(max(clock, 0))
+		g.PowerW, g.UtilGPU = power.Float64, util.Float64
+		if energy.Valid && energy.Float64 >= 0 {
+			g.EnergyMilliJ = uint64(math.Round(1000*energy.Float64)) + 1
+		}
+		if temp.Valid && temp.Float64 > 0 {
+			g.TempC = uint32(math.Round(temp.Float64))
+		}
 		out = append(out, g)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("store: gpu samples: %w", err)
 	}
 	return out, nil
-}
-
-// orNaN reads back a NULL metric as NaN, the way it was given.
-func orNaN(v sql.NullFloat64) float64 {
-	if !v.Valid {
-		return math.NaN()
-	}
-	return v.Float64
 }
 
 // NextTrialNumber returns one more than the highest trial number of the

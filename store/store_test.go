@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/servetune/servetune/internal/load/gpu"
 	"github.com/servetune/servetune/internal/load/measure"
 	"github.com/servetune/servetune/internal/serving/engine"
 )
@@ -58,6 +59,28 @@ func summary(completed int, thr float64) measure.Summary {
 	}
 }
 
+// gpuT0 is the first GPU sample's instant in result.
+var gpuT0 = time.Date(2026, 3, 1, 12, 0, 0, 123456789, time.UTC)
+
+// sameGPU reports whether samples read back are want as stored: the same
+// instants and readings, the energy counter the same up to an offset.
+func sameGPU(got, want []gpu.Sample) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	for i := range got {
+		g, w := got[i], want[i]
+		if !g.Time.Equal(w.Time) || g.EnergyMilliJ-got[0].EnergyMilliJ != w.EnergyMilliJ-want[0].EnergyMilliJ {
+			return false
+		}
+		g.Time, g.EnergyMilliJ, w.EnergyMilliJ, w.MemTotal, w.UtilMem = w.Time, 0, 0, 0, 0
+		if g != w {
+			return false
+		}
+	}
+	return true
+}
+
 // result builds a finished trial with two load levels of perLevel requests.
 func result(studyID int64, number, perLevel int) TrialResult {
 	rng := rand.New(rand.NewPCG(uint64(number), 1))
@@ -69,9 +92,9 @@ func result(studyID int64, number, perLevel int) TrialResult {
 			measure.NewLevel(measure.Load{MaxConcurrency: 8}, summary(perLevel-1, 1000), records(rng, perLevel)),
 			measure.NewLevel(measure.Load{MaxConcurrency: 32}, summary(perLevel-1, 3000), records(rng, perLevel)),
 		},
-		GPU: []GPUSample{
-			{T: 0, GPU: 0, PowerW: 350.5, MemUsedBytes: 70 << 30, UtilPct: 97, SMClockMHz: 1980, EnergyJ: 0},
-			{T: time.Second, GPU: 0, PowerW: 690, MemUsedBytes: 71 << 30, UtilPct: 100, SMClockMHz: 1755, EnergyJ: 520.25},
+		GPU: []gpu.Sample{
+			{Time: gpuT0, GPU: 0, PowerW: 350.5, MemUsed: 70 << 30, UtilGPU: 97, SMClockMHz: 1980, EnergyMilliJ: 9_000_000},
+			{Time: gpuT0.Add(time.Second), GPU: 0, PowerW: 690, MemUsed: 71 << 30, UtilGPU: 100, SMClockMHz: 1755, EnergyMilliJ: 9_520_250},
 		},
 	}
 }
@@ -342,20 +365,21 @@ func TestRoundTrip(t *testing.T) {
 		t.Errorf("requests differ: got %d, first %+v want %+v", len(reqs), reqs[0], res.LoadPoints[1].Records[0])
 	}
 	samples, err := s.GPUSamples(ctx, tr.ID)
-	if err != nil || !reflect.DeepEqual(samples, res.GPU) {
+	if err != nil || !sameGPU(samples, res.GPU) {
 		t.Errorf("gpu samples %+v, %v", samples, err)
 	}
-	// A metric the GPU does not report is NULL in the file and NaN again on reading.
+	// A metric the GPU does not report is NULL in the file and zero, as
+	// NVML leaves it (gpu.Sample), on reading.
 	if err := s.StartTrial(ctx, st.ID, 1, settings, []int{0}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.FinishTrial(ctx, TrialResult{StudyID: st.ID, Number: 1, Status: measure.StatusOK,
-		GPU: []GPUSample{{GPU: 0, PowerW: math.NaN(), UtilPct: 50, EnergyJ: math.Inf(1)}}}); err != nil {
+		GPU: []gpu.Sample{{GPU: 0, PowerW: math.NaN(), UtilGPU: 50}}}); err != nil {
 		t.Fatal(err)
 	}
 	if tr1, err := s.Trial(ctx, st.ID, 1); err != nil {
 		t.Fatal(err)
-	} else if g, err := s.GPUSamples(ctx, tr1.ID); err != nil || len(g) != 1 || !math.IsNaN(g[0].PowerW) || !math.IsNaN(g[0].EnergyJ) || g[0].UtilPct != 50 {
+	} else if g, err := s.GPUSamples(ctx, tr1.ID); err != nil || len(g) != 1 || g[0].PowerW != 0 || g[0].EnergyMilliJ != 0 || g[0].TempC != 0 || g[0].UtilGPU != 50 {
 		t.Errorf("NaN sample read back as %+v, %v", g, err)
 	}
 	if one, err := s.Trial(ctx, st.ID, 0); err != nil || one.ID != tr.ID {
@@ -906,5 +930,51 @@ func TestEngineMetricsGPUAndQualityRoundTrip(t *testing.T) {
 	run.End(ctx, StudyFinished)
 	if got, _ := s.GetStudy(ctx, "q"); got.QualityBaseline != `{"accuracy_pct":99.25}` {
 		t.Errorf("quality baseline %q", got.QualityBaseline)
+	}
+}
+
+// TestGPUEnergyUnknown: a sample whose energy counter was not read (NVML
+// leaves it zero) stores unknown energy and reads back zero again, and
+// never turns into the difference of an unsigned wrap-around or into the
+// counter since the driver loaded; the others read back as a counter
+// whose differences are the energy.
+func TestGPUEnergyUnknown(t *testing.T) {
+	s, _ := openTemp(t)
+	ctx := context.Background()
+	st, err := s.CreateStudy(ctx, Study{Name: "g", Spec: "x", Status: StudyRunning})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.StartTrial(ctx, st.ID, 0, engine.Settings{}, []int{0, 1}); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	if err := s.FinishTrial(ctx, TrialResult{StudyID: st.ID, Number: 0, Status: measure.StatusOK, GPU: []gpu.Sample{
+		{Time: t0, GPU: 0, PowerW: 100},                                           // energy not read
+		{Time: t0.Add(time.Second), GPU: 0, PowerW: 200, EnergyMilliJ: 5_000_000}, // first reading
+		{Time: t0.Add(2 * time.Second), GPU: 0, PowerW: 300, EnergyMilliJ: 5_300_000},
+		{Time: t0.Add(3 * time.Second), GPU: 0, PowerW: 300}, // read failed
+		{Time: t0, GPU: 1, PowerW: 100, EnergyMilliJ: 1_000},
+		{Time: t0.Add(time.Second), GPU: 1, PowerW: 100}, // read failed
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := s.Trial(ctx, st.ID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.GPUSamples(ctx, tr.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e []string
+	for _, g := range got {
+		e = append(e, fmt.Sprint(g.EnergyMilliJ))
+	}
+	if s := strings.Join(e, " "); s != "0 1 300001 0 1 0" {
+		t.Errorf("energy counters %s, want 0 1 300001 0 1 0", s)
+	}
+	if j := gpu.EnergyJoules(got); j != 300 {
+		t.Errorf("energy %v J, want 300", j)
 	}
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"time"
 
+	"github.com/servetune/servetune/internal/load/gpu"
 	"github.com/servetune/servetune/internal/load/measure"
 	"github.com/servetune/servetune/internal/serving/engine"
 )
@@ -71,18 +72,6 @@ type Trial struct {
 	Unreadable string
 }
 
-// GPUSample is one telemetry sample of one GPU during a trial.
-type GPUSample struct {
-	T            time.Duration // offset from the trial's start
-	GPU          int           // NVML index
-	PowerW       float64       // NaN when the GPU does not report it (stored as NULL)
-	MemUsedBytes int64
-	UtilPct      float64 // share of time a kernel ran, percent; NaN when unknown
-	SMClockMHz   int
-	EnergyJ      float64 // energy since the trial's start, joules; NaN when unknown
-	TempC        float64 // GPU temperature, Celsius; NaN when unknown
-}
-
 // TrialResult is everything a finished trial stores, written in one transaction.
 type TrialResult struct {
 	StudyID    int64
@@ -98,6 +87,9 @@ type TrialResult struct {
 	// LoadPoints are the measured levels, each with its per-request
 	// records.
 	LoadPoints []measure.Level
-	GPU        []GPUSample
-	Quality    *measure.Quality // the quality gate's verdict, when it ran
+	// GPU is the trial's GPU telemetry as NVML read it; stored as offsets
+	// from the trial's start and energy since each GPU's first counter
+	// reading (GPUSamples).
+	GPU     []gpu.Sample
+	Quality *measure.Quality // the quality gate's verdict, when it ran
 }

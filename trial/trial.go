@@ -121,8 +121,7 @@ func Sustained(recs []measure.Record) bool {
 		for i, r := range rs {
 			v[i] = (r.First - r.Send).Seconds()
 		}
-		sort.Float64s(v)
-		return v[len(v)/2]
+		return measure.Median(v)
 	}
 	second, last := med(ok[quarter:2*quarter]), med(ok[len(ok)-quarter:])
 	return last <= 2*second+0.5

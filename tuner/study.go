@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"sort"
 	"strings"
 	"sync"
@@ -651,33 +650,11 @@ func deref(v *float64) float64 {
 
 // storeResult converts a trial result into the store's one-transaction row.
 func storeResult(number int, res trial.Result, value *float64) store.TrialResult {
-	tr := store.TrialResult{
+	return store.TrialResult{
 		Number: number, Status: res.Status, Failure: res.Failure, FailureMsg: res.Message,
 		LogTail: res.LogTail, Objective: value, Finished: res.Finished, LoadPoints: res.Levels,
-		Pending: res.Pending, Launch: res.Launch, Quality: res.Quality,
+		Pending: res.Pending, Launch: res.Launch, Quality: res.Quality, GPU: res.GPU,
 	}
-	first := map[int]uint64{} // energy counter at the first reading of each GPU
-	for _, g := range res.GPU {
-		// A zero counter is a reading NVML did not give (gpu.Sample):
-		// unknown energy, and no base for the later samples.
-		energy := math.NaN()
-		if g.EnergyMilliJ != 0 {
-			if _, ok := first[g.GPU]; !ok {
-				first[g.GPU] = g.EnergyMilliJ
-			}
-			if g.EnergyMilliJ >= first[g.GPU] {
-				energy = float64(g.EnergyMilliJ-first[g.GPU]) / 1000
-			}
-		}
-		temp := math.NaN() // a zero reading is one NVML did not give
-		if g.TempC != 0 {
-			temp = float64(g.TempC)
-		}
-		tr.GPU = append(tr.GPU, store.GPUSample{T: g.Time.Sub(res.Started), GPU: g.GPU, PowerW: g.PowerW,
-			MemUsedBytes: int64(g.MemUsed), UtilPct: g.UtilGPU, SMClockMHz: int(g.SMClockMHz),
-			EnergyJ: energy, TempC: temp})
-	}
-	return tr
 }
 
 // Elapsed is a helper for progress lines: a trial's wall time.

@@ -23,6 +23,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/servetune/servetune/internal/load/measure"
 	"github.com/servetune/servetune/internal/samplerbench"
 	"github.com/servetune/servetune/launcher"
 	"github.com/servetune/servetune/tuner/spec"
@@ -88,7 +89,7 @@ func run(ctx context.Context, path string, realities int, spread float64, budget
 	}
 	fmt.Fprintf(out, "%d realities in %s\n", realities, time.Since(start).Round(time.Second))
 	fmt.Fprintf(out, "guided-bench: guided=%g tpe=%g random=%g p90_guided=%g oom_launches_guided=%d oom_launches_tpe=%d\n",
-		samplerbench.Median(trials["guided"]), samplerbench.Median(trials["tpe"]), samplerbench.Median(trials["random"]),
-		samplerbench.Percentile(trials["guided"], 90), oom["guided"], oom["tpe"])
+		measure.Median(trials["guided"]), measure.Median(trials["tpe"]), measure.Median(trials["random"]),
+		measure.PercentileOf(trials["guided"], 90), oom["guided"], oom["tpe"])
 	return nil
 }

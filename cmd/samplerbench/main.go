@@ -102,7 +102,7 @@ func run(ctx context.Context, path string, seeds, budget int, frac float64, cach
 			}
 			counts = append(counts, n)
 		}
-		medians[kind] = samplerbench.Median(counts)
+		medians[kind] = measure.Median(counts)
 		fmt.Fprintf(out, "%-7s trials to reach %g%% by seed: %v  median %g\n", kind, frac*100, counts, medians[kind])
 	}
 	var b strings.Builder

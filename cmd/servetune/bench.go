@@ -315,16 +315,11 @@ func parseGoodput(s string) (measure.SLO, error) {
 		if !ok || err != nil || ms <= 0 || math.IsInf(ms, 0) || math.IsNaN(ms) {
 			return slo, fmt.Errorf("%q: want ttft:MS, tpot:MS or e2el:MS with MS > 0", part)
 		}
-		switch strings.ToLower(strings.TrimSpace(k)) {
-		case "ttft":
-			slo.TTFTms = ms
-		case "tpot":
-			slo.TPOTms = ms
-		case "e2el":
-			slo.E2ELms = ms
-		default:
+		limit := slo.Limit(strings.ToLower(strings.TrimSpace(k)))
+		if limit == nil {
 			return slo, fmt.Errorf("%q: unknown metric %q (ttft, tpot, e2el)", part, k)
 		}
+		*limit = ms
 	}
 	return slo, nil
 }

@@ -98,7 +98,7 @@ func printGPU(w io.Writer, u *measure.GPUUsage) {
 	if u == nil {
 		return
 	}
-	fmt.Fprintf(w, "GPU (%d, %d samples): energy %.0f J, %.2f output tok/J, mean power %.0f W, mean util %.0f%%, peak memory %.1f GiB, SM %.0f MHz, peak %.0f C\n",
+	fmt.Fprintf(w, "GPU (%d, %d samples): energy %.0f J (sum of GPUs), %.2f output tok/J, power %.0f W (sum of GPUs' means), mean util %.0f%%, peak memory %.1f GiB (fullest GPU), SM %.0f MHz, peak %.0f C\n",
 		u.GPUs, u.Samples, u.EnergyJ, u.OutputTokensPerJoule, u.MeanPowerW, u.MeanUtilPct,
 		float64(u.PeakMemUsedBytes)/(1<<30), u.MeanSMClockMHz, u.PeakTempC)
 }

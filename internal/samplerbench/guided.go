@@ -7,7 +7,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
-	"slices"
 	"sync"
 
 	"github.com/servetune/servetune/internal/load/measure"
@@ -212,17 +211,6 @@ func SearchReality(ctx context.Context, sp *spec.Spec, r *Reality, kind string, 
 	}
 	out.Trials = budget + 1
 	return out, nil
-}
-
-// Percentile returns the p-th percentile (nearest rank) of xs.
-func Percentile(xs []int, p float64) float64 {
-	if len(xs) == 0 {
-		return math.NaN()
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	k := int(math.Ceil(p/100*float64(len(s)))) - 1
-	return float64(s[max(0, min(k, len(s)-1))])
 }
 
 // String is a search's figures for the per-reality lines.

@@ -13,7 +13,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 
 	"github.com/servetune/servetune/space"
@@ -140,19 +139,6 @@ func TrialsToReach(kind string, sp space.Space, seed int64, f *Memo, target floa
 		}
 	}
 	return budget + 1, nil
-}
-
-// Median returns the median of xs (the mean of the middle two for even n).
-func Median(xs []int) float64 {
-	if len(xs) == 0 {
-		return math.NaN()
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return float64(s[len(s)/2])
-	}
-	return float64(s[len(s)/2-1]+s[len(s)/2]) / 2
 }
 
 // memoFile is the on-disk form of a Memo.

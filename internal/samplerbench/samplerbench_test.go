@@ -2,7 +2,6 @@ package samplerbench
 
 import (
 	"context"
-	"math"
 	"path/filepath"
 	"testing"
 
@@ -78,25 +77,6 @@ func TestExhaustiveAndTrialsToReach(t *testing.T) {
 	}
 	if v, failed := m2.Eval(space.Settings{"max_running_requests": 5, "max_batched_tokens": 3.0, "quantization": "fp8"}); failed || v != 105 {
 		t.Errorf("cached peak = %g, %v", v, failed)
-	}
-}
-
-func TestMedian(t *testing.T) {
-	tests := []struct {
-		in   []int
-		want float64
-	}{
-		{[]int{3}, 3},
-		{[]int{5, 1, 3}, 3},
-		{[]int{4, 1, 3, 2}, 2.5},
-	}
-	for _, tc := range tests {
-		if got := Median(tc.in); got != tc.want {
-			t.Errorf("Median(%v) = %g, want %g", tc.in, got, tc.want)
-		}
-	}
-	if !math.IsNaN(Median(nil)) {
-		t.Error("Median(nil) is not NaN")
 	}
 }
 

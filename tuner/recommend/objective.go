@@ -3,7 +3,7 @@ package recommend
 import (
 	"errors"
 	"fmt"
-	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -25,35 +25,14 @@ type Point struct {
 	measure.Level                // the load as run (Load) and what was measured (Summary)
 }
 
-// Metric names a Point can be ranked by. Latency metrics are milliseconds;
-// throughputs are per second; cost_per_mtok is $ per million output tokens.
-var Metrics = []string{
-	"output_throughput", "output_throughput_per_gpu",
-	"total_token_throughput", "total_token_throughput_per_gpu",
-	"request_throughput", "request_goodput", "goodput_per_gpu",
-	"request_rate", "request_rate_per_gpu",
-	"tokens_per_user", "cost_per_mtok", "output_tokens_per_joule",
-	"ttft_mean", "ttft_p50", "ttft_p90", "ttft_p95", "ttft_p99",
-	"tpot_mean", "tpot_p50", "tpot_p90", "tpot_p95", "tpot_p99",
-	"itl_mean", "itl_p50", "itl_p90", "itl_p95", "itl_p99",
-	"e2el_mean", "e2el_p50", "e2el_p90", "e2el_p95", "e2el_p99",
-}
+// Metrics are the names a Point can be ranked by: the metric table's
+// (internal/load/measure/metric.go), with its units.
+var Metrics = measure.MetricNames()
 
 // Unit is how a metric is measured, for output: "tok/s/GPU", "ms", ...
 func Unit(metric string) string {
-	switch {
-	case strings.HasSuffix(metric, "_per_gpu") && (strings.Contains(metric, "goodput") || strings.HasPrefix(metric, "request_")):
-		return "req/s/GPU"
-	case strings.HasSuffix(metric, "_per_gpu"):
-		return "tok/s/GPU"
-	case metric == "request_throughput" || metric == "request_goodput" || metric == "request_rate":
-		return "req/s"
-	case metric == "cost_per_mtok":
-		return "$/Mtok"
-	case metric == "output_tokens_per_joule":
-		return "tok/J"
-	case strings.Contains(metric, "throughput") || metric == "tokens_per_user":
-		return "tok/s"
+	if m, ok := measure.LookupMetric(metric); ok {
+		return m.Unit
 	}
 	return "ms"
 }
@@ -67,77 +46,22 @@ func Format(metric string, v float64) string {
 }
 
 // KnownMetric reports whether name is one of Metrics.
-func KnownMetric(name string) bool {
-	for _, m := range Metrics {
-		if m == name {
-			return true
-		}
-	}
-	return false
-}
+func KnownMetric(name string) bool { return slices.Contains(Metrics, name) }
 
-// CostPerMTok is the $ per million output tokens of gpus GPUs at price $ per
-// GPU-hour producing outputPerSec output tokens per second. It is +Inf when
-// nothing was produced and 0 when the price is unknown.
+// CostPerMTok is measure.CostPerMTok: $ per million output tokens.
 func CostPerMTok(price float64, gpus int, outputPerSec float64) float64 {
-	if price <= 0 {
-		return 0
-	}
-	if outputPerSec <= 0 {
-		return math.Inf(1)
-	}
-	return price * float64(gpus) / (outputPerSec * 3600) * 1e6
+	return measure.CostPerMTok(price, gpus, outputPerSec)
 }
 
-// Metric returns the named metric of p. ok is false for a metric the point
-// has no value for (no completed request).
+// Metric returns the named metric of p (the metric table's reading); ok
+// is false for a metric the point has no value for (no completed
+// request) or an unknown name.
 func (p Point) Metric(name string) (v float64, ok bool) {
-	s := p.Summary
-	gpus := float64(max(p.GPUs, 1))
-	switch name {
-	case "output_throughput":
-		return s.OutputThroughput, true
-	case "output_throughput_per_gpu":
-		return s.OutputThroughput / gpus, true
-	case "total_token_throughput":
-		return s.TotalTokenThroughput, true
-	case "total_token_throughput_per_gpu":
-		return s.TotalTokenThroughput / gpus, true
-	case "request_throughput":
-		return s.RequestThroughput, true
-	case "request_goodput":
-		return s.RequestGoodput, true
-	case "goodput_per_gpu":
-		return s.RequestGoodput / gpus, true
-	case "request_rate", "request_rate_per_gpu":
-		// The offered load of an open-loop level: what a capacity search
-		// over the rate maximises.
-		if p.Load.Unlimited() {
-			return 0, false
-		}
-		if name == "request_rate_per_gpu" {
-			return p.Load.Rate / gpus, true
-		}
-		return p.Load.Rate, true
-	case "tokens_per_user":
-		// Interactivity: the decode speed one user sees.
-		if s.TPOT.N == 0 || s.TPOT.Median <= 0 {
-			return 0, false
-		}
-		return 1000 / s.TPOT.Median, true
-	case "cost_per_mtok":
-		if p.Price <= 0 {
-			return 0, false
-		}
-		return CostPerMTok(p.Price, max(p.GPUs, 1), s.OutputThroughput), true
-	case "output_tokens_per_joule":
-		// Only where NVML measured the level's energy.
-		if s.GPU == nil || s.GPU.EnergyJ <= 0 {
-			return 0, false
-		}
-		return s.GPU.OutputTokensPerJoule, true
+	m, found := measure.LookupMetric(name)
+	if !found {
+		return 0, false
 	}
-	return s.Latency(name)
+	return m.Read(measure.Subject{Level: p.Level, GPUs: p.GPUs, Price: p.Price})
 }
 
 // Objective is one direction of interest, e.g. "max output_throughput_per_gpu".
@@ -310,13 +234,10 @@ func (slo SLO) Goodput() measure.SLO {
 		}
 	}
 	for _, l := range slo.Latency() {
-		switch {
-		case strings.HasPrefix(l.Metric, "ttft_"):
-			tight(&g.TTFTms, l.Max)
-		case strings.HasPrefix(l.Metric, "tpot_"):
-			tight(&g.TPOTms, l.Max)
-		case strings.HasPrefix(l.Metric, "e2el_"):
-			tight(&g.E2ELms, l.Max)
+		if m, ok := measure.LookupMetric(l.Metric); ok {
+			if p := g.Limit(m.Series); p != nil {
+				tight(p, l.Max)
+			}
 		}
 	}
 	return g

@@ -7,8 +7,6 @@ import (
 	"sort"
 	"strings"
 
-	"gonum.org/v1/gonum/stat/distuv"
-
 	"github.com/servetune/servetune/internal/load/measure"
 	"github.com/servetune/servetune/space"
 	"github.com/servetune/servetune/store"
@@ -105,7 +103,7 @@ func RecommendStudy(trials []store.Trial, sp Terms, pref Preference) (Recommenda
 		if !stable {
 			continue
 		}
-		c.Mean, c.CI = meanCI(c.Values)
+		c.Mean, c.CI = measure.MeanCI(c.Values)
 		cands = append(cands, c)
 	}
 	confirmed := false
@@ -134,7 +132,10 @@ func RecommendStudy(trials []store.Trial, sp Terms, pref Preference) (Recommenda
 	if len(cands) > 1 {
 		ru := cands[1]
 		rec.RunnerUp = &ru
-		rec.Separated = separated(cands[0].Values, ru.Values)
+		// Separated at 95%: Welch's interval of the difference excludes
+		// 0 (with one run on either side nothing is known of the noise).
+		_, ci, ok := measure.Welch(cands[0].Values, ru.Values)
+		rec.Separated = ok && (ci[0] > 0 || ci[1] < 0)
 	}
 	return rec, nil
 }
@@ -190,58 +191,6 @@ func (n *noFeasible) err(slo SLO) error {
 		return ErrNoFeasible
 	}
 	return fmt.Errorf("%w: %s", ErrNoFeasible, strings.Join(parts, "; "))
-}
-
-// meanCI is the mean of xs and the 95% interval of it by Student's t.
-func meanCI(xs []float64) (float64, [2]float64) {
-	n := float64(len(xs))
-	m := 0.0
-	for _, x := range xs {
-		m += x
-	}
-	m /= n
-	if len(xs) < 2 {
-		return m, [2]float64{m, m}
-	}
-	ss := 0.0
-	for _, x := range xs {
-		ss += (x - m) * (x - m)
-	}
-	se := math.Sqrt(ss / (n - 1) / n)
-	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: n - 1}.Quantile(0.975)
-	return m, [2]float64{m - t*se, m + t*se}
-}
-
-// separated reports whether the means of a and b differ at 95% (Welch's
-// interval of the difference excludes 0). With one measurement on either
-// side nothing is known of the noise: not separated unless they differ and
-// the other side is exact.
-func separated(a, b []float64) bool {
-	if len(a) < 2 || len(b) < 2 {
-		return false
-	}
-	va, ma := variance(a)
-	vb, mb := variance(b)
-	na, nb := float64(len(a)), float64(len(b))
-	sa, sb := va/na, vb/nb
-	se := math.Sqrt(sa + sb)
-	if se == 0 {
-		return ma != mb
-	}
-	df := (sa + sb) * (sa + sb) / (sa*sa/(na-1) + sb*sb/(nb-1))
-	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: df}.Quantile(0.975)
-	return math.Abs(ma-mb) > t*se
-}
-
-func variance(xs []float64) (v, m float64) {
-	for _, x := range xs {
-		m += x
-	}
-	m /= float64(len(xs))
-	for _, x := range xs {
-		v += (x - m) * (x - m)
-	}
-	return v / float64(len(xs)-1), m
 }
 
 // Figure writes the candidate's metric as recommend and the report show
@@ -306,6 +255,6 @@ func (c Candidate) MetricCI(metric string) (mean float64, ci [2]float64, ok bool
 	if len(xs) == 0 {
 		return 0, ci, false
 	}
-	mean, ci = meanCI(xs)
+	mean, ci = measure.MeanCI(xs)
 	return mean, ci, true
 }

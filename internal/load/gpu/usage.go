@@ -8,7 +8,9 @@ import (
 // order) and the output tokens the level produced: energy (each GPU's
 // energy counter where it has one, else its power readings integrated
 // over time), output tokens per joule, power, utilisation, memory, SM
-// clock and temperature. It returns nil for no sample.
+// clock and temperature. It returns nil for no sample. It is the one
+// summary of GPU samples (the report's per trial too): energy and power
+// are sums over GPUs, power of each GPU's mean (measure.GPUUsage).
 func Usage(samples []Sample, outputTokens int) *measure.GPUUsage {
 	if len(samples) == 0 {
 		return nil

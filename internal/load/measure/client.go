@@ -3,7 +3,6 @@ package measure
 import (
 	"fmt"
 	"math"
-	"slices"
 	"time"
 )
 
@@ -60,9 +59,9 @@ const ProbeEvery = 5 * time.Millisecond
 // p99 TTFT and median E2EL in milliseconds.
 func NewClient(late, lags []time.Duration, cpu, wall time.Duration, ttftP99, e2elP50 float64) *Client {
 	c := &Client{
-		SendLatenessP50: pct(late, 0.50),
-		SendLatenessP99: pct(late, 0.99),
-		LoopLagP99:      pct(lags, 0.99),
+		SendLatenessP50: pct(late, 50),
+		SendLatenessP99: pct(late, 99),
+		LoopLagP99:      pct(lags, 99),
 	}
 	for _, l := range lags {
 		c.LoopLagMax = max(c.LoopLagMax, math.Round(1000*ms(l))/1000)
@@ -88,15 +87,13 @@ func (c *Client) Judge(ttftP99, e2elP50 float64) {
 	}
 }
 
-// pct is the q-quantile of ds in milliseconds (nearest rank), 0 when empty.
-func pct(ds []time.Duration, q float64) float64 {
+// pct is the p-th percentile of ds in milliseconds (PercentileOf), rounded to
+// the microsecond, 0 when empty.
+func pct(ds []time.Duration, p float64) float64 {
 	if len(ds) == 0 {
 		return 0
 	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	i := int(math.Ceil(q*float64(len(s)))) - 1
-	return math.Round(1000*ms(s[max(i, 0)])) / 1000
+	return math.Round(1000*PercentileOf(ds, p)/float64(time.Millisecond)) / 1000
 }
 
 // Suspect reports whether the level's client fell behind (Client.Suspect).

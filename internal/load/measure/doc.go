@@ -6,7 +6,10 @@
 // the trial, the store and the tuner (Level). It also holds the phase a
 // benchmark transport runs (Phase), the trial statuses (Status), and the
 // summary's file formats: vLLM's flat JSON keys, CSV, per-request JSON
-// lines, and Compare.
+// lines, and Compare. It is the one home of the metric vocabulary (the
+// metric table, metric.go: every metric's name, unit, direction and
+// reading) and of the statistics (stats.go: percentiles by linear
+// interpolation, the median, bootstrap, Student's and Welch's intervals).
 //
 // Metrics follow vLLM's definitions (docs/architecture.md, "Metrics"):
 // TTFT = t_first − t_send, E2EL = t_last − t_send, TPOT = (E2EL −

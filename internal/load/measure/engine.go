@@ -111,7 +111,11 @@ func (m *EngineMetrics) Scale(k float64) {
 	}
 }
 
-// GPUUsage is what NVML saw of the level's GPUs while it was measured.
+// GPUUsage is what NVML saw of the level's GPUs while it was measured
+// (gpu.Usage, the one summary of GPU samples: a level's, and a trial's in
+// the report). Over GPUs, power and energy are sums (the GPUs serve one
+// engine together); utilisation and clock are means over every sample of
+// every GPU; peaks are the one GPU's highest.
 type GPUUsage struct {
 	GPUs    int `json:"gpus"`
 	Samples int `json:"samples"`
@@ -121,7 +125,7 @@ type GPUUsage struct {
 	EnergyJ float64 `json:"energy_j"`
 	// OutputTokensPerJoule is the level's output tokens over EnergyJ.
 	OutputTokensPerJoule float64 `json:"output_tokens_per_joule"`
-	MeanPowerW           float64 `json:"mean_power_w"` // summed over GPUs
+	MeanPowerW           float64 `json:"mean_power_w"` // the sum over GPUs of each GPU's mean power
 	PeakPowerW           float64 `json:"peak_power_w"` // the highest one GPU drew
 	MeanUtilPct          float64 `json:"mean_util_pct"`
 	MeanMemUtilPct       float64 `json:"mean_mem_util_pct"`

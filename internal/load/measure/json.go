@@ -7,21 +7,20 @@ import (
 	"strings"
 )
 
-// statFields lists the latency metrics of a Summary under their JSON
-// names: vLLM's ttft, tpot, itl, e2el and e2el_including_client_queue,
-// then servetune's additions.
+// statFields lists the latency series of a Summary under their JSON
+// names (latencySeries, the metric table's).
 func (s *Summary) statFields() []struct {
 	name string
 	st   *Stats
 } {
-	return []struct {
+	out := make([]struct {
 		name string
 		st   *Stats
-	}{
-		{"ttft", &s.TTFT}, {"tpot", &s.TPOT}, {"itl", &s.ITL}, {"e2el", &s.E2EL},
-		{"e2el_including_client_queue", &s.E2ELSched},
-		{"itl_per_token", &s.ITLPerToken}, {"queue", &s.Queue}, {"ttft_from_sched", &s.TTFTSched},
+	}, len(latencySeries))
+	for i, sr := range latencySeries {
+		out[i].name, out[i].st = sr.name, sr.stats(s)
 	}
+	return out
 }
 
 // statKeys are the statistics written per metric, by key prefix. vLLM
@@ -118,13 +117,13 @@ func (s Summary) MarshalJSON() ([]byte, error) {
 		stats = append(stats, struct {
 			name string
 			st   *Stats
-		}{"client_queue_time", &s.Queue})
+		}{clientQueueSeries.name, clientQueueSeries.stats(&s)})
 	}
 	for _, f := range stats {
 		for _, kv := range statKeys(f.st) {
 			fmt.Fprintf(&b, ",%q:%s", kv.k+"_"+f.name+"_ms", num(*kv.v))
 		}
-		if f.name == "client_queue_time" {
+		if f.name == clientQueueSeries.name {
 			continue
 		}
 		st := f.st

@@ -107,12 +107,20 @@ func Compare(base, new Summary, rng *rand.Rand, b int) ([]Diff, error) {
 	if b <= 0 {
 		b = DefaultBootstrap
 	}
-	pairs := []struct {
+	var pairs []struct {
 		name   string
 		bs, ns []float64
-	}{
-		{"ttft", base.Samples.TTFT, new.Samples.TTFT}, {"tpot", base.Samples.TPOT, new.Samples.TPOT},
-		{"itl", base.Samples.ITL, new.Samples.ITL}, {"e2el", base.Samples.E2EL, new.Samples.E2EL},
+		gaps   bool // ITL: clustered by request (Samples.ITLCounts)
+	}
+	var probe Summary
+	for _, sr := range latencySeries {
+		if sr.samples != nil {
+			pairs = append(pairs, struct {
+				name   string
+				bs, ns []float64
+				gaps   bool
+			}{sr.name, sr.samples(base.Samples), sr.samples(new.Samples), sr.stats(&probe) == &probe.ITL})
+		}
 	}
 	var out []Diff
 	for _, p := range pairs {
@@ -129,7 +137,7 @@ func Compare(base, new Summary, rng *rand.Rand, b int) ([]Diff, error) {
 			if d.Base != 0 {
 				d.RelPct = 100 * d.Delta / d.Base
 			}
-			if p.name == "itl" && base.Samples.ITLCounts != nil && new.Samples.ITLCounts != nil {
+			if p.gaps && base.Samples.ITLCounts != nil && new.Samples.ITLCounts != nil {
 				// Whole requests are resampled; the per-chunk bootstrap
 				// below (files without counts) is too narrow. Each resample
 				// copies every gap, so at most 1,000 of them: ~2 s for

@@ -12,6 +12,96 @@ import (
 // intervals when SummaryOptions.Bootstrap is 0.
 const DefaultBootstrap = 2000
 
+// The statistics every package uses, one definition each (a check in
+// stats_test.go keeps other packages from defining their own):
+//
+//   - percentiles: linear interpolation between the closest ranks
+//     (Hyndman and Fan's type 7, numpy.percentile's default, the method
+//     vLLM's benchmark uses): Percentile on sorted values, PercentileOf on
+//     any, Median their 50th;
+//   - bootstrap 95% intervals of a percentile (BootstrapCI,
+//     BootstrapDiffCI, ClusterBootstrapDiffCI);
+//   - Student's t 95% interval of a mean (MeanCI) and Welch's of a
+//     difference of means (Welch).
+
+// Number is a value the statistics accept.
+type Number interface {
+	~int | ~int64 | ~float64
+}
+
+// PercentileOf returns the p-th percentile (0..100) of xs, in any order,
+// by Percentile's estimator; NaN for no values. xs is not changed.
+func PercentileOf[T Number](xs []T, p float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	s := make([]float64, len(xs))
+	for i, x := range xs {
+		s[i] = float64(x)
+	}
+	slices.Sort(s)
+	return Percentile(s, p)
+}
+
+// Median is the 50th percentile of xs (the mean of the middle two for an
+// even count); NaN for no values. xs is not changed.
+func Median[T Number](xs []T) float64 { return PercentileOf(xs, 50) }
+
+// MeanCI is the mean of xs and its 95% interval by Student's t
+// ([mean, mean] for fewer than two values: nothing is known of the
+// noise). The mean of no values is NaN.
+func MeanCI(xs []float64) (mean float64, ci [2]float64) {
+	if len(xs) == 0 {
+		return math.NaN(), [2]float64{math.NaN(), math.NaN()}
+	}
+	v, m := sampleVariance(xs)
+	if len(xs) < 2 {
+		return m, [2]float64{m, m}
+	}
+	n := float64(len(xs))
+	se := math.Sqrt(v / n)
+	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: n - 1}.Quantile(0.975)
+	return m, [2]float64{m - t*se, m + t*se}
+}
+
+// Welch is the difference of the means of a and b (mean(a) − mean(b)) and
+// its 95% interval by Welch's t (unequal variances, Welch–Satterthwaite
+// degrees of freedom). ok is false with fewer than two values on either
+// side. Samples without spread give the exact difference as the interval.
+func Welch(a, b []float64) (diff float64, ci [2]float64, ok bool) {
+	if len(a) < 2 || len(b) < 2 {
+		return 0, ci, false
+	}
+	va, ma := sampleVariance(a)
+	vb, mb := sampleVariance(b)
+	na, nb := float64(len(a)), float64(len(b))
+	sa, sb := va/na, vb/nb
+	se := math.Sqrt(sa + sb)
+	diff = ma - mb
+	if se == 0 {
+		return diff, [2]float64{diff, diff}, true
+	}
+	df := (sa + sb) * (sa + sb) / (sa*sa/(na-1) + sb*sb/(nb-1))
+	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: df}.Quantile(0.975)
+	return diff, [2]float64{diff - t*se, diff + t*se}, true
+}
+
+// sampleVariance is the unbiased variance of xs (0 for one value) and
+// their mean.
+func sampleVariance(xs []float64) (v, m float64) {
+	for _, x := range xs {
+		m += x
+	}
+	m /= float64(len(xs))
+	if len(xs) < 2 {
+		return 0, m
+	}
+	for _, x := range xs {
+		v += (x - m) * (x - m)
+	}
+	return v / float64(len(xs)-1), m
+}
+
 // Percentile returns the p-th percentile (0..100) of sorted values with
 // linear interpolation between closest ranks, as numpy.percentile does (the
 // method vLLM's benchmark uses). It returns 0 for no values.

@@ -1,9 +1,16 @@
 package measure
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
 	"math"
 	"math/rand/v2"
+	"path/filepath"
+	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -280,5 +287,108 @@ func TestClusterBootstrapWiderForCorrelatedGaps(t *testing.T) {
 	}
 	if bad := ClusterBootstrapDiffCI(bv, []int{1}, nv, nc, 50, rng, 10); bad != [2]float64{} {
 		t.Errorf("counts not adding up: %v, want no interval", bad)
+	}
+}
+
+// sources parses every non-test Go file of the module (testdata and .git
+// skipped), keyed by the path from the module root.
+func sources(t *testing.T) (*token.FileSet, map[string]*ast.File) {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Dir(filepath.Dir(filepath.Dir(filepath.Dir(file)))) // the module root, above internal/load/measure
+	fset := token.NewFileSet()
+	files := map[string]*ast.File{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, p, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		files[filepath.ToSlash(rel)] = f
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fset, files
+}
+
+// TestStatisticsDefinedOnce: no package but this one defines a median,
+// percentile, quantile, variance, Welch, mean-interval or bootstrap
+// helper (methods on a type of their own, such as a histogram's
+// quantile, are another estimator's and allowed).
+func TestStatisticsDefinedOnce(t *testing.T) {
+	words := []string{"median", "percentile", "quantile", "variance", "welch", "meanci", "bootstrap", "stddev"}
+	fset, files := sources(t)
+	for path, f := range files {
+		if strings.HasPrefix(path, "internal/load/measure/") {
+			continue
+		}
+		for _, d := range f.Decls {
+			fd, ok := d.(*ast.FuncDecl)
+			if !ok || fd.Recv != nil {
+				continue
+			}
+			name := strings.ToLower(fd.Name.Name)
+			for _, w := range words {
+				if strings.Contains(name, w) {
+					t.Errorf("%s: func %s: use internal/load/measure's statistics", fset.Position(fd.Pos()), fd.Name.Name)
+				}
+			}
+		}
+	}
+}
+
+func TestMedianAndPercentileOf(t *testing.T) {
+	for _, tc := range []struct {
+		in   []int
+		want float64
+	}{{[]int{3}, 3}, {[]int{5, 1, 3}, 3}, {[]int{4, 1, 3, 2}, 2.5}} {
+		in := slices.Clone(tc.in)
+		if got := Median(in); got != tc.want {
+			t.Errorf("Median(%v) = %g, want %g", tc.in, got, tc.want)
+		}
+		if !slices.Equal(in, tc.in) {
+			t.Errorf("Median reordered its input: %v", in)
+		}
+	}
+	if !math.IsNaN(Median([]float64(nil))) || !math.IsNaN(PercentileOf([]int(nil), 90)) {
+		t.Error("the median of nothing is not NaN")
+	}
+	// Linear interpolation between closest ranks (numpy's default).
+	if got := PercentileOf([]float64{10, 1, 2, 3, 4, 5, 6, 7, 8, 9}, 90); math.Abs(got-9.1) > 1e-12 {
+		t.Errorf("p90 of 1..10 = %g, want 9.1", got)
+	}
+}
+
+func TestMeanCIAndWelch(t *testing.T) {
+	m, ci := MeanCI([]float64{1, 2, 3})
+	// mean 2, s = 1, se = 1/√3, t(0.975, 2) = 4.302653
+	if h := 4.302653 / math.Sqrt(3); m != 2 || math.Abs(ci[0]-(2-h)) > 1e-5 || math.Abs(ci[1]-(2+h)) > 1e-5 {
+		t.Errorf("MeanCI = %v %v", m, ci)
+	}
+	if m, ci := MeanCI([]float64{5}); m != 5 || ci != [2]float64{5, 5} {
+		t.Errorf("MeanCI of one value = %v %v", m, ci)
+	}
+	if _, _, ok := Welch([]float64{1}, []float64{1, 2}); ok {
+		t.Error("Welch with one value on a side")
+	}
+	if d, ci, ok := Welch([]float64{3, 3}, []float64{1, 1}); !ok || d != 2 || ci != [2]float64{2, 2} {
+		t.Errorf("Welch of exact samples = %v %v %v", d, ci, ok)
+	}
+	// Equal sizes and variances: Welch's df is 2n-2 and the interval
+	// Student's pooled one: diff 1, se √(2/3), t(0.975, 4) = 2.776445.
+	d, ci, ok := Welch([]float64{2, 3, 4}, []float64{1, 2, 3})
+	if h := 2.776445 * math.Sqrt(2.0/3); !ok || d != 1 || math.Abs(ci[0]-(1-h)) > 1e-5 || math.Abs(ci[1]-(1+h)) > 1e-5 {
+		t.Errorf("Welch = %v %v %v", d, ci, ok)
 	}
 }

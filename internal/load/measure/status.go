@@ -8,6 +8,5 @@ const (
 	StatusRunning     Status = "running"     // started, not finished (or its process died)
 	StatusOK          Status = "ok"          // measured
 	StatusFailed      Status = "failed"      // a failure class says why (engine.Failure)
-	StatusPruned      Status = "pruned"      // rejected before launch
 	StatusInterrupted Status = "interrupted" // the study was stopped mid-trial; a resume re-runs it
 )

@@ -5,7 +5,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"time"
 )
 
@@ -389,43 +388,4 @@ func (s *Summary) DominantError() (class string, n int, msg string) {
 		}
 	}
 	return class, n, s.ErrorMessages[class]
-}
-
-// Latency is a latency statistic by name, METRIC_STAT with METRIC ttft,
-// tpot, itl or e2el and STAT mean, p50 (or median), p90, p95 or p99, in
-// ms; ok is false for another name or a metric with no sample.
-func (s *Summary) Latency(name string) (ms float64, ok bool) {
-	metric, stat, found := strings.Cut(name, "_")
-	if !found {
-		return 0, false
-	}
-	var st Stats
-	switch metric {
-	case "ttft":
-		st = s.TTFT
-	case "tpot":
-		st = s.TPOT
-	case "itl":
-		st = s.ITL
-	case "e2el":
-		st = s.E2EL
-	default:
-		return 0, false
-	}
-	if st.N == 0 {
-		return 0, false
-	}
-	switch stat {
-	case "mean":
-		return st.Mean, true
-	case "p50", "median":
-		return st.P50, true
-	case "p90":
-		return st.P90, true
-	case "p95":
-		return st.P95, true
-	case "p99":
-		return st.P99, true
-	}
-	return 0, false
 }

@@ -128,11 +128,11 @@ func Metric(s measure.Summary, name string) (float64, bool) {
 	return v, ok && v > 0
 }
 
-// ValidMetric checks a compared metric's name.
+// ValidMetric checks a compared metric's name: a latency metric of the
+// metric table (measure.Summary.Latency reads it).
 func ValidMetric(name string) error {
-	metric, stat, _ := strings.Cut(name, "_")
-	if !slices.Contains([]string{"ttft", "tpot", "itl", "e2el"}, metric) || !slices.Contains([]string{"mean", "p50", "median", "p90", "p95", "p99"}, stat) {
-		return fmt.Errorf("metric %q: want ttft, tpot, itl or e2el with _mean, _p50, _p90, _p95 or _p99", name)
+	if m, ok := measure.LookupMetric(name); !ok || m.Series == "" {
+		return fmt.Errorf("metric %q: want %s", name, measure.LatencyMetrics())
 	}
 	return nil
 }
@@ -485,17 +485,7 @@ func metricErrors(metrics []string, pts []point, before, after []float64) []sim.
 		if len(b) == 0 {
 			continue
 		}
-		out = append(out, sim.MetricError{Metric: m, Points: len(b), Before: median(b), After: median(a), MaxAfter: slices.Max(a)})
+		out = append(out, sim.MetricError{Metric: m, Points: len(b), Before: measure.Median(b), After: measure.Median(a), MaxAfter: slices.Max(a)})
 	}
 	return out
-}
-
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	sort.Float64s(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }

@@ -15,7 +15,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -359,8 +358,8 @@ func Tabulate(results []Result, split string) Table {
 			for i, e := range es {
 				abs[i] = math.Abs(e)
 			}
-			t[g][m] = Stat{N: len(es), Median: median(abs), Bias: median(es), Worst: maxAbs(es),
-				P90: quantile(abs, 0.9), Run: worst[g][m]}
+			t[g][m] = Stat{N: len(es), Median: measure.Median(abs), Bias: measure.Median(es), Worst: maxAbs(es),
+				P90: measure.PercentileOf(abs, 90), Run: worst[g][m]}
 		}
 	}
 	return t
@@ -372,19 +371,4 @@ func maxAbs(xs []float64) float64 {
 		m = math.Max(m, math.Abs(x))
 	}
 	return m
-}
-
-func median(xs []float64) float64 { return quantile(xs, 0.5) }
-
-// quantile interpolates linearly between order statistics.
-func quantile(xs []float64, q float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	pos := q * float64(len(s)-1)
-	lo := int(math.Floor(pos))
-	hi := min(lo+1, len(s)-1)
-	return s[lo] + (s[hi]-s[lo])*(pos-float64(lo))
 }

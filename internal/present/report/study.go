@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/servetune/servetune/internal/load/gpu"
 	"github.com/servetune/servetune/internal/load/measure"
 	"github.com/servetune/servetune/internal/present/diagnose"
 	"github.com/servetune/servetune/internal/serving/engine"
@@ -30,8 +31,10 @@ type Study struct {
 	Tool   string    // the servetune writing the report
 	Now    time.Time // when the report is written
 	// GPU is each trial's GPU telemetry by trial number, for the trials
-	// that have any (NVML on the machine that ran them).
-	GPU map[int]GPUUse
+	// that have any (NVML on the machine that ran them), summarised as a
+	// level's is (gpu.Usage: power the sum of the GPUs' means, energy the
+	// sum over GPUs).
+	GPU map[int]*measure.GPUUsage
 	// Findings are diagnoses of the measurements with their evidence,
 	// shown right after the recommendation when there are any. Nothing
 	// produces them yet: the diagnosis rules (engine metrics, telemetry)
@@ -48,16 +51,6 @@ type Finding struct {
 	Title    string
 	Evidence string
 	Advice   string
-}
-
-// GPUUse summarises a trial's GPU samples: means over every sample of
-// every GPU (NaN where no sample had the reading).
-type GPUUse struct {
-	Samples    int
-	PowerW     float64
-	UtilPct    float64
-	MemUsedGiB float64
-	EnergyJ    float64 // the largest energy counter reading of any GPU since the trial's start
 }
 
 // ErrNoStudy is returned by Load for a name the database lacks.
@@ -80,15 +73,15 @@ func Load(ctx context.Context, db *store.Store, name string) (*Study, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Study{Stored: st, Spec: sp, Trials: trials, Now: time.Now(), GPU: map[int]GPUUse{}}
+	s := &Study{Stored: st, Spec: sp, Trials: trials, Now: time.Now(), GPU: map[int]*measure.GPUUsage{}}
 	s.Findings = append(diagnoseRecommended(sp, trials), clientFindings(trials)...)
 	for _, t := range trials {
 		samples, err := db.GPUSamples(ctx, t.ID)
 		if err != nil {
 			return nil, err
 		}
-		if len(samples) > 0 {
-			s.GPU[t.Number] = summarizeGPU(samples)
+		if u := gpu.Usage(samples, 0); u != nil {
+			s.GPU[t.Number] = u
 		}
 	}
 	return s, nil
@@ -153,32 +146,6 @@ func sentence(s string) string {
 		r = append(r, '.')
 	}
 	return string(r)
-}
-
-func summarizeGPU(samples []store.GPUSample) GPUUse {
-	u := GPUUse{Samples: len(samples), EnergyJ: math.NaN()}
-	mean := func(get func(store.GPUSample) float64) float64 {
-		sum, n := 0.0, 0
-		for _, s := range samples {
-			if v := get(s); !math.IsNaN(v) {
-				sum += v
-				n++
-			}
-		}
-		if n == 0 {
-			return math.NaN()
-		}
-		return sum / float64(n)
-	}
-	u.PowerW = mean(func(s store.GPUSample) float64 { return s.PowerW })
-	u.UtilPct = mean(func(s store.GPUSample) float64 { return s.UtilPct })
-	u.MemUsedGiB = mean(func(s store.GPUSample) float64 { return float64(s.MemUsedBytes) / (1 << 30) })
-	for _, s := range samples {
-		if !math.IsNaN(s.EnergyJ) && (math.IsNaN(u.EnergyJ) || s.EnergyJ > u.EnergyJ) {
-			u.EnergyJ = s.EnergyJ
-		}
-	}
-	return u
 }
 
 // view is everything the study templates print, computed once.
@@ -281,8 +248,7 @@ type reqFailure struct {
 type rerun struct{ Trial, Times int }
 
 type gpuRow struct {
-	Trial                    int
-	Samples                  int
+	Trial, GPUs, Samples     int
 	Power, Util, Mem, Energy string
 }
 
@@ -302,24 +268,11 @@ type trialRow struct {
 // intervals.
 var recommendMetrics = []string{"output_throughput_per_gpu", "goodput_per_gpu", "tokens_per_user", "ttft_p99", "tpot_p99", "e2el_p99", "cost_per_mtok"}
 
-// metricTitle is a metric's name for a reader.
+// metricTitle is a metric's name for a reader (the metric table's
+// Title; the name itself for one the table lacks).
 func metricTitle(m string) string {
-	switch m {
-	case "output_throughput_per_gpu":
-		return "output tokens/s per GPU"
-	case "output_throughput":
-		return "output tokens/s"
-	case "goodput_per_gpu":
-		return "goodput per GPU"
-	case "request_goodput":
-		return "goodput"
-	case "tokens_per_user":
-		return "tokens/s per user"
-	case "cost_per_mtok":
-		return "cost per million output tokens"
-	}
-	if metric, stat, ok := strings.Cut(m, "_"); ok {
-		return stat + " " + strings.ToUpper(metric)
+	if mt, ok := measure.LookupMetric(m); ok {
+		return mt.Title
 	}
 	return m
 }
@@ -507,17 +460,10 @@ func (s *Study) frontTable(v *view, pts []recommend.Point) {
 
 // shortTitle is a metric's column heading with its unit.
 func shortTitle(m string) string {
-	switch m {
-	case "output_throughput_per_gpu":
-		return "tok/s/GPU"
-	case "tokens_per_user":
-		return "tok/s per user"
-	case "cost_per_mtok":
-		return "$/Mtok"
-	case "goodput_per_gpu":
-		return "goodput (req/s/GPU)"
+	if mt, ok := measure.LookupMetric(m); ok {
+		return mt.Heading
 	}
-	return fmt.Sprintf("%s (%s)", metricTitle(m), recommend.Unit(m))
+	return fmt.Sprintf("%s (%s)", m, recommend.Unit(m))
 }
 
 func (s *Study) failures(v *view) {
@@ -561,13 +507,15 @@ func (s *Study) failures(v *view) {
 	sort.Ints(nums)
 	for _, n := range nums {
 		u := s.GPU[n]
-		v.GPU = append(v.GPU, gpuRow{Trial: n, Samples: u.Samples, Power: orDash("%.0f W", u.PowerW),
-			Util: orDash("%.0f%%", u.UtilPct), Mem: orDash("%.1f GiB", u.MemUsedGiB), Energy: orDash("%.0f J", u.EnergyJ)})
+		// Zero is a reading NVML did not give (gpu.Sample).
+		v.GPU = append(v.GPU, gpuRow{Trial: n, GPUs: u.GPUs, Samples: u.Samples, Power: orDash("%.0f W", u.MeanPowerW),
+			Util: orDash("%.0f%%", u.MeanUtilPct), Mem: orDash("%.1f GiB", float64(u.PeakMemUsedBytes)/(1<<30)),
+			Energy: orDash("%.0f J", u.EnergyJ)})
 	}
 }
 
 func orDash(format string, x float64) string {
-	if math.IsNaN(x) {
+	if math.IsNaN(x) || x == 0 {
 		return "–"
 	}
 	return fmt.Sprintf(format, x)

@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/servetune/servetune/internal/load/gpu"
 	"github.com/servetune/servetune/internal/load/measure"
 	"github.com/servetune/servetune/internal/serving/engine"
 	_ "github.com/servetune/servetune/launcher/kinds" // the quick start's virtual launcher
@@ -76,7 +78,8 @@ func TestStudyReportFailures(t *testing.T) {
 	obj := 9.0
 	must(db.FinishTrial(ctx, store.TrialResult{StudyID: st.ID, Number: 1, Status: measure.StatusOK, Objective: &obj,
 		LoadPoints: []measure.Level{level(0)},
-		GPU:        []store.GPUSample{{GPU: 0, PowerW: 600, UtilPct: 90, MemUsedBytes: 70 << 30, EnergyJ: 6000}}}))
+		GPU: []gpu.Sample{{Time: time.Now(), GPU: 0, PowerW: 600, UtilGPU: 90, MemUsed: 70 << 30, EnergyMilliJ: 1_000_000},
+			{Time: time.Now().Add(10 * time.Second), GPU: 0, PowerW: 600, UtilGPU: 90, MemUsed: 70 << 30, EnergyMilliJ: 7_000_000}}}))
 	must(db.StartTrial(ctx, st.ID, 3, set(3), []int{0}))
 	must(db.FinishTrial(ctx, store.TrialResult{StudyID: st.ID, Number: 3, Status: measure.StatusOK, LoadPoints: []measure.Level{level(3)}}))
 	must(db.StartTrial(ctx, st.ID, 2, set(2), []int{0})) // still running
@@ -93,7 +96,7 @@ func TestStudyReportFailures(t *testing.T) {
 	for _, want := range []string{
 		"END-OF-MESSAGE", "<td>oom</td>", "engine log line",
 		"Re-run after an interruption: trial 1", "Running now (or their process died): trials 2",
-		"HTTP 503: server overloaded", "600 W", "Requests wait while KV has room",
+		"HTTP 503: server overloaded", "600 W", "6000 J", "power (W, sum of GPUs' means)", "Requests wait while KV has room",
 		"Serve trial 1", "servetune test", "catalog 2026-01",
 	} {
 		if !strings.Contains(html.String(), want) {
