@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net/netip"
 	"os"
 	"regexp"
 	"strconv"
@@ -23,6 +22,7 @@ import (
 	"github.com/docker/docker/pkg/stdcopy"
 	"github.com/docker/go-connections/nat"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/servetune/servetune/internal/httpserve"
 	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/launcher"
 )
@@ -300,20 +300,10 @@ func (d *Docker) address() string {
 // publishIP is the Docker host's address the port is published on:
 // loopback unless the engine must be reached from another machine.
 func (d *Docker) publishIP() string {
-	if IsLoopback(d.address()) {
+	if httpserve.IsLoopback(d.address()) {
 		return "127.0.0.1"
 	}
 	return "0.0.0.0"
-}
-
-// IsLoopback reports whether host (a name or IP, no port) is this machine's
-// loopback: localhost or an address in 127.0.0.0/8 or ::1.
-func IsLoopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip, err := netip.ParseAddr(strings.Trim(host, "[]"))
-	return err == nil && ip.IsLoopback()
 }
 
 // sim reports whether the image is the simulated engine's (engine.SimImage),

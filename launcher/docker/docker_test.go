@@ -132,19 +132,6 @@ func TestDockerContainerConfig(t *testing.T) {
 	}
 }
 
-func TestIsLoopback(t *testing.T) {
-	for host, want := range map[string]bool{
-		"127.0.0.1": true, "127.1.2.3": true, "localhost": true, "LocalHost": true, "::1": true, "[::1]": true,
-		"10.0.0.5": false, "gpu-a.internal": false, "0.0.0.0": false, "": false,
-	} {
-		t.Run(host, func(t *testing.T) {
-			if got := IsLoopback(host); got != want {
-				t.Errorf("IsLoopback(%q) = %v, want %v", host, got, want)
-			}
-		})
-	}
-}
-
 func TestContainerName(t *testing.T) {
 	n := containerName(launcher.Spec{Study: "my study/ü", Trial: 3})
 	if !strings.HasPrefix(n, "servetune-my-study-t3-") {

@@ -10,6 +10,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/servetune/servetune/internal/httpserve"
 	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/internal/yamlspec"
 	"github.com/servetune/servetune/launcher"
@@ -142,7 +143,7 @@ func orLocal(host string) string {
 
 // Remote reports whether the engine runs on another machine than this one.
 func (d *Docker) Remote() bool {
-	return d.Address != "" && !IsLoopback(d.Address) || remoteDaemon(d.Host)
+	return d.Address != "" && !httpserve.IsLoopback(d.Address) || remoteDaemon(d.Host)
 }
 
 // remoteDaemon reports whether a DOCKER_HOST value names another machine.
@@ -151,7 +152,7 @@ func remoteDaemon(host string) bool {
 		return false
 	}
 	u, err := url.Parse(host)
-	return err != nil || !IsLoopback(u.Hostname())
+	return err != nil || !httpserve.IsLoopback(u.Hostname())
 }
 
 const remoteAddressHelp = "give the address this machine reaches it at, or 127.0.0.1 with an ssh tunnel (see README, Docker and remote GPU hosts)"
