@@ -7,7 +7,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/servetune/servetune/internal/load/bench"
+	"github.com/servetune/servetune/internal/load/measure"
 	"github.com/servetune/servetune/internal/model/sim"
 	"github.com/servetune/servetune/internal/serving/catalog"
 	"github.com/servetune/servetune/internal/serving/engine"
@@ -117,7 +117,7 @@ func (in *VirtualInstance) Logs() string { return in.failed }
 func (in *VirtualInstance) Stop(context.Context) error { return nil }
 
 // Transport is the engine on its virtual clock, for bench.Config.Transport.
-func (in *VirtualInstance) Transport() bench.Transport { return in.eng }
+func (in *VirtualInstance) Transport() measure.Transport { return in.eng }
 
 func init() {
 	Register(Kind{

@@ -154,7 +154,7 @@ func Failed(class engine.Failure, message string) Result {
 // transporter is implemented by instances that are not reached over HTTP
 // (the simulated engine on a virtual clock).
 type transporter interface {
-	Transport() bench.Transport
+	Transport() measure.Transport
 }
 
 // queued is implemented by instances a batch scheduler queues (a Slurm

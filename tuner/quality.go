@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/servetune/servetune/internal/load/bench"
 	"github.com/servetune/servetune/internal/load/measure"
 	"github.com/servetune/servetune/internal/load/quality"
 	"github.com/servetune/servetune/internal/serving/engine"
@@ -116,7 +115,7 @@ func (r *TrialRunner) EvaluateBaseline(ctx context.Context, gpus []int) (Quality
 		}
 		return b, fmt.Errorf("not ready: %w", err)
 	}
-	if _, virtual := inst.(interface{ Transport() bench.Transport }); virtual {
+	if _, virtual := inst.(interface{ Transport() measure.Transport }); virtual {
 		b.NotApplied = "the virtual launcher's simulated engine generates no text, only timings: there is nothing to score"
 		return b, nil
 	}

@@ -1,8 +1,6 @@
 package bench
 
 import (
-	"context"
-	"math/rand/v2"
 	"net/http"
 	"time"
 
@@ -43,7 +41,7 @@ type Config struct {
 	KeepEOS          bool // send ignore_eos=false (default: ignore_eos on)
 	// Transport runs the requests; nil = HTTP to Target. The simulated
 	// engine's virtual clock (sim.Virtual) is the other one.
-	Transport Transport
+	Transport measure.Transport
 
 	// ScrapeMetrics reads the engine's Prometheus /metrics (Target's base
 	// URL) every MetricsInterval (scrape.DefaultInterval when 0) during
@@ -61,19 +59,6 @@ type GPUWatch struct {
 	Reader   gpu.Reader
 	GPUs     []int         // NVML indices
 	Interval time.Duration // default gpu.DefaultInterval
-}
-
-// Transport runs the phases of a run against an engine. Run owns the
-// request stream (the dataset, the arrival schedule, the seeds); a
-// transport only sends what a phase gives it and records what happened.
-type Transport interface {
-	// Align resizes synthetic prompts to the engine's tokenizer where it
-	// can and says how ("exact", "fit", "off", ...), for meta.
-	Align(ctx context.Context, reqs []measure.Request, rng *rand.Rand) string
-	// Send runs one phase and returns one record per request it sent,
-	// in send order, and the instant their offsets count from. When ctx
-	// ends it returns what it has.
-	Send(ctx context.Context, p measure.Phase) ([]measure.Record, time.Time)
 }
 
 // lengthsOnly is implemented by transports that never read prompt text

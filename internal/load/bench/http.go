@@ -43,7 +43,7 @@ const deadStreak = 32
 // Stopped says why the last phase stopped early, "" when it did not.
 func (h *httpTransport) Stopped() string { return h.stopped }
 
-var _ Transport = (*httpTransport)(nil)
+var _ measure.Transport = (*httpTransport)(nil)
 
 // newHTTPTransport keeps up to maxConcurrency connections (4096 when 0)
 // open so that warm-up connections are reused.

@@ -228,13 +228,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 // watcher observes the engine during a measured phase: its /metrics and
 // its GPUs.
 type watcher struct {
-	tr      Transport
+	tr      measure.Transport
 	scraper *scrape.Scraper
 	gpus    *gpu.Sampler
 }
 
 // watch starts what cfg asks to observe during the measured phase.
-func (cfg Config) watch(ctx context.Context, tr Transport) *watcher {
+func (cfg Config) watch(ctx context.Context, tr measure.Transport) *watcher {
 	w := &watcher{tr: tr}
 	if cfg.ScrapeMetrics && cfg.Transport == nil {
 		h := http.Header{}
@@ -274,7 +274,7 @@ func (w *watcher) stop() seen {
 }
 
 // stopReason is why the transport's last phase stopped sending early.
-func stopReason(tr Transport) string {
+func stopReason(tr measure.Transport) string {
 	if s, ok := tr.(interface{ Stopped() string }); ok {
 		return s.Stopped()
 	}
@@ -291,7 +291,7 @@ type modelLimiter interface {
 // prompt text is built or sent: each such request would be a 400 after
 // building and uploading a prompt that may be gigabytes. The lengths come
 // from the same seeded streams as the requests, without text.
-func (cfg Config) checkLengths(ctx context.Context, tr Transport) error {
+func (cfg Config) checkLengths(ctx context.Context, tr measure.Transport) error {
 	ml, ok := tr.(modelLimiter)
 	if !ok {
 		return nil
