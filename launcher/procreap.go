@@ -13,20 +13,9 @@ import (
 	"time"
 )
 
-// The labels of a local engine process: variables in its environment,
-// which every process it starts inherits (a wrapper script's engine too),
-// so a reaper finds the whole tree of a killed run, not only the direct
-// child that the parent-death signal reaches.
-const (
-	EnvStudy = "SERVETUNE_STUDY"
-	EnvTrial = "SERVETUNE_TRIAL"
-	EnvOwner = "SERVETUNE_OWNER"
-)
-
-// labelEnv is spec's labels as KEY=VALUE.
-func labelEnv(spec Spec) []string {
-	return []string{EnvStudy + "=" + spec.Study, EnvTrial + "=" + strconv.Itoa(spec.Trial), EnvOwner + "=" + spec.Owner}
-}
+// labelEnv is spec's label as the environment variable a local engine
+// carries (EnvLabel).
+func labelEnv(spec Spec) []string { return []string{EnvLabel + "=" + LabelOf(spec).String()} }
 
 // localEngine is one process found with a study label.
 type localEngine struct {
@@ -55,21 +44,20 @@ func findLocalEngines(study string) ([]localEngine, error) {
 		if err != nil {
 			continue
 		}
-		e := localEngine{pid: pid, trial: -1}
+		vars := map[string]string{}
 		for _, kv := range bytes.Split(env, []byte{0}) {
-			k, v, _ := strings.Cut(string(kv), "=")
-			switch k {
-			case EnvStudy:
-				e.study = v
-			case EnvTrial:
-				e.trial, _ = strconv.Atoi(v)
-			case EnvOwner:
-				e.owner = v
+			if k, v, ok := strings.Cut(string(kv), "="); ok && strings.HasPrefix(k, "SERVETUNE_") {
+				vars[k] = v
 			}
 		}
-		if e.study == "" || study != "" && e.study != study {
+		l, ok := ParseLabels(vars) // an older servetune's variables
+		if v, set := vars[EnvLabel]; set {
+			l, ok = Parse(v)
+		}
+		if !ok || study != "" && l.Study != study {
 			continue
 		}
+		e := localEngine{pid: pid, study: l.Study, trial: l.Trial, owner: l.Owner}
 		st, ok := readProcStat(d.Name())
 		if !ok {
 			continue

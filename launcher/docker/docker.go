@@ -27,14 +27,9 @@ import (
 	"github.com/servetune/servetune/launcher"
 )
 
-// Labels every container of ours carries; Reap finds leftovers by them.
-const (
-	LabelManaged = "servetune.managed" // "true"
-	LabelStudy   = "servetune.study"
-	LabelTrial   = "servetune.trial"
-	LabelEngine  = "servetune.engine"
-	LabelOwner   = "servetune.owner" // the run: host/pid/start/run
-)
+// LabelEngine is the label, beside launcher.Label's, that says which
+// engine a container runs.
+const LabelEngine = launcher.LabelPrefix + "engine"
 
 // ErrImageMissing is wrapped by Launch's error when the image is not present
 // on the Docker host. The launcher never pulls: images are tens of GiB and a
@@ -45,8 +40,8 @@ var ErrImageMissing = errors.New("docker image not present")
 //
 // GPUs go to the container by index (launcher.Spec.GPUs) through an nvidia device
 // request, unless NoGPU is set. The container port is published on
-// 127.0.0.1 only, on launcher.Spec.Port or a free port. Containers carry the labels
-// servetune.managed, servetune.study and servetune.trial, and are removed by
+// 127.0.0.1 only, on launcher.Spec.Port or a free port. Containers carry
+// launcher.Label's labels (servetune.io/study, ...), and are removed by
 // Stop; Reap removes what a crash left behind.
 type Docker struct {
 	Image string
@@ -252,14 +247,9 @@ func (d *Docker) containerConfig(spec launcher.Spec) (*container.Config, *contai
 		Entrypoint:   d.Entrypoint,
 		Env:          env,
 		ExposedPorts: nat.PortSet{cp: {}},
-		Labels: map[string]string{
-			LabelManaged: "true",
-			LabelStudy:   spec.Study,
-			LabelTrial:   strconv.Itoa(spec.Trial),
-			LabelEngine:  label,
-			LabelOwner:   spec.Owner,
-		},
+		Labels:       launcher.LabelOf(spec).Labels(),
 	}
+	cfg.Labels[LabelEngine] = label
 	hc := &container.HostConfig{
 		PortBindings: nat.PortMap{cp: {{HostIP: d.publishIP(), HostPort: strconv.Itoa(port)}}},
 	}
