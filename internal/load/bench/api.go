@@ -1,25 +1,16 @@
 package bench
 
 import (
-	"net/http"
 	"time"
 
 	"github.com/servetune/servetune/internal/load/gpu"
 	"github.com/servetune/servetune/internal/load/measure"
+	"github.com/servetune/servetune/internal/load/openai"
 )
-
-// Target is an OpenAI-compatible endpoint.
-type Target struct {
-	BaseURL  string      // e.g. http://127.0.0.1:8000
-	Model    string      // model name sent in requests
-	Endpoint string      // "completions" (default) or "chat"
-	Headers  http.Header // extra headers
-	APIKey   string      // Bearer token; never written anywhere
-}
 
 // Config is one benchmark run at one load level.
 type Config struct {
-	Target      Target
+	Target      openai.Target
 	Dataset     DatasetSpec
 	Requests    []measure.Request // pre-generated requests; overrides Dataset when set
 	Load        measure.Load

@@ -13,6 +13,7 @@ import (
 
 	"github.com/servetune/servetune/internal/load/gpu"
 	"github.com/servetune/servetune/internal/load/measure"
+	"github.com/servetune/servetune/internal/load/openai"
 	"github.com/servetune/servetune/internal/load/scrape"
 	"github.com/servetune/servetune/internal/redact"
 )
@@ -70,7 +71,7 @@ func recycledPrompt(r measure.Request, cycle int) string {
 func (cfg Config) Validate() error {
 	if cfg.Transport == nil {
 		if err := cfg.Target.Validate(); err != nil {
-			return err
+			return fmt.Errorf("%w: %v", ErrBadConfig, err)
 		}
 	}
 	l := cfg.Load
@@ -428,7 +429,7 @@ func (cfg Config) phase(reqs []measure.Request) measure.Phase {
 func describe(sum *measure.Summary, cfg Config, start time.Time) {
 	sum.Date = start.Format("20060102-150405")
 	sum.Backend = "openai"
-	if cfg.Target.Endpoint == EndpointChat {
+	if cfg.Target.Chat() {
 		sum.Backend = "openai-chat"
 	}
 	sum.ModelID, sum.TokenizerID = cfg.Target.Model, cfg.Target.Model
@@ -458,7 +459,7 @@ func runMeta(cfg Config, start time.Time, align string, warm int, records []meas
 	}
 	ep := cfg.Target.Endpoint
 	if ep == "" {
-		ep = EndpointCompletions
+		ep = openai.EndpointCompletions
 	}
 	m := map[string]any{
 		"base_url":         cfg.Target.RedactedURL(),
