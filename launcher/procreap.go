@@ -68,9 +68,9 @@ func findLocalEngines(study string) ([]localEngine, error) {
 	return out, nil
 }
 
-// reapLocal stops the process groups of study's labelled engines that keep
+// ReapLocal stops the process groups of study's labelled engines that keep
 // does not spare: SIGTERM, then SIGKILL after grace.
-func reapLocal(ctx context.Context, kind, study string, keep func(Reaped) bool, grace time.Duration) ([]Reaped, error) {
+func ReapLocal(ctx context.Context, kind, study string, keep func(Reaped) bool, grace time.Duration) ([]Reaped, error) {
 	found, err := findLocalEngines(study)
 	if err != nil {
 		return nil, err
@@ -168,12 +168,7 @@ func readProcStat(pid string) (procStat, bool) {
 // Reap stops the local engine processes that runs of study left (a wrapper
 // script's engine survives its parent's death). keep spares live runs'.
 func (p *Process) Reap(ctx context.Context, study string, keep func(Reaped) bool) ([]Reaped, error) {
-	return reapLocal(ctx, "process", study, keep, OrDefaultDuration(p.StopTimeout, DefaultStopTimeout))
-}
-
-// Reap stops the simulated engines that runs of study left.
-func (s *Sim) Reap(ctx context.Context, study string, keep func(Reaped) bool) ([]Reaped, error) {
-	return reapLocal(ctx, "sim", study, keep, OrDefaultDuration(s.StopTimeout, DefaultStopTimeout))
+	return ReapLocal(ctx, "process", study, keep, OrDefaultDuration(p.StopTimeout, DefaultStopTimeout))
 }
 
 // OrDefaultDuration is d, or def when d is not positive.
@@ -184,9 +179,11 @@ func OrDefaultDuration(d, def time.Duration) time.Duration {
 	return d
 }
 
-// cleanupLocal is the Cleanup of the local kinds: `servetune cleanup`.
-func cleanupLocal(kind string) func(ctx context.Context, _, study string, keep func(Reaped) bool) ([]Reaped, error) {
+// CleanupLocal is the Cleanup of the kinds that run engines as local
+// processes (this package's process kind, launcher/simulated's sim kind):
+// `servetune cleanup`.
+func CleanupLocal(kind string) func(ctx context.Context, _, study string, keep func(Reaped) bool) ([]Reaped, error) {
 	return func(ctx context.Context, _, study string, keep func(Reaped) bool) ([]Reaped, error) {
-		return reapLocal(ctx, kind, study, keep, DefaultStopTimeout)
+		return ReapLocal(ctx, kind, study, keep, DefaultStopTimeout)
 	}
 }

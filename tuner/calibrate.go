@@ -6,7 +6,7 @@ import (
 
 	"github.com/servetune/servetune/internal/load/measure"
 	"github.com/servetune/servetune/internal/model/calibrate"
-	"github.com/servetune/servetune/launcher"
+	"github.com/servetune/servetune/launcher/simulated"
 	"github.com/servetune/servetune/space"
 	"github.com/servetune/servetune/store"
 )
@@ -27,7 +27,7 @@ func CalibrationRuns(sp *Spec, trials []store.Trial) (runs []calibrate.Run, skip
 		return nil, 0, ErrNoGPU
 	}
 	r := &TrialRunner{Spec: sp}
-	v := &launcher.Virtual{GPU: sp.Hardware.GPU, ModelConfig: sp.Launcher.ModelConfig}
+	v := &simulated.Virtual{GPU: sp.Hardware.GPU, ModelConfig: sp.Launcher.ModelConfig}
 	for _, t := range trials {
 		if t.Status != measure.StatusOK || len(t.LoadPoints) == 0 {
 			continue
@@ -56,7 +56,7 @@ func CalibrationRuns(sp *Spec, trials []store.Trial) (runs []calibrate.Run, skip
 // calibrationRun is one trial's measured levels as a calibration run: the
 // engine as v simulates it (the trial's settings and extra flags on gpus)
 // and each level with the exact benchmark the trial sent.
-func (r *TrialRunner) calibrationRun(v *launcher.Virtual, name string, number, replica int, set space.Settings, gpus []int, levels []measure.Level) (calibrate.Run, error) {
+func (r *TrialRunner) calibrationRun(v *simulated.Virtual, name string, number, replica int, set space.Settings, gpus []int, levels []measure.Level) (calibrate.Run, error) {
 	ls := r.launchSpec(number, set, gpus)
 	cfg, err := v.Config(ls)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/servetune/servetune/internal/serving/catalog"
 	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/launcher"
+	"github.com/servetune/servetune/launcher/simulated"
 	"github.com/servetune/servetune/space"
 	"github.com/servetune/servetune/trial"
 )
@@ -156,7 +157,7 @@ func (r *TrialRunner) model() (catalog.Model, error) {
 // fits runs the simulator's start-up memory accounting for the trial, from
 // its settings (and the extra flags) directly.
 func (r *TrialRunner) fits(ls launcher.Spec) error {
-	v := &launcher.Virtual{GPU: r.Spec.Hardware.GPU, ModelConfig: r.Spec.Launcher.ModelConfig}
+	v := &simulated.Virtual{GPU: r.Spec.Hardware.GPU, ModelConfig: r.Spec.Launcher.ModelConfig}
 	cfg, err := v.Config(ls)
 	if err != nil {
 		return nil // settings the simulator does not model: let the engine decide

@@ -14,6 +14,7 @@ import (
 	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/internal/yamlspec"
 	"github.com/servetune/servetune/launcher"
+	"github.com/servetune/servetune/launcher/simulated"
 )
 
 // HostGPUStride separates the GPU numbers of the hosts of a multi-host
@@ -166,7 +167,7 @@ func init() {
 			{Name: "docker_host", Doc: "the Docker daemon: unix://, tcp:// or ssh://[user@]host (default DOCKER_HOST, else the local socket)"},
 			{Name: "address", Doc: "where this machine reaches a remote Docker host's published ports (required for a remote daemon)"},
 			{Name: "hosts", Doc: "several Docker hosts: a list of {docker_host, address, gpus}; trials run in parallel across them"},
-		}, launcher.SimKeys...),
+		}, simulated.SimKeys...),
 		Decode:  decode,
 		Cleanup: cleanup,
 	})
@@ -195,7 +196,7 @@ func decode(d *yamlspec.Decoder, keys map[string]*yaml.Node, c launcher.Common) 
 			}
 		}
 	}
-	scale, load := launcher.DecodeSimKeys(d, keys)
+	scale, load := simulated.DecodeSimKeys(d, keys)
 	mk := func(host, address string) *Docker {
 		dk := &Docker{Image: image, PassEnv: c.Env, Host: host, Address: address, NoGPU: sim}
 		if sim {
@@ -314,7 +315,7 @@ func (h *Hosts) Preflight(ctx context.Context, spec launcher.Spec) error {
 		}
 	}
 	if h.hosts[0].sim() {
-		return launcher.SimPreflight(spec.Model, "", h.gpu)
+		return simulated.SimPreflight(spec.Model, "", h.gpu)
 	}
 	return nil
 }
