@@ -19,15 +19,14 @@
 //     trial; Stop sends SIGTERM to the group, waits StopTimeout, then
 //     SIGKILLs it.
 //   - endpoint: a server someone else runs; nothing is started or stopped.
-//   - sim: `servetune sim serve` as a subprocess, a drop-in for `vllm serve`.
-//   - virtual: the simulated engine in this process on a virtual clock; its
-//     instance hands the benchmark a transport instead of a URL.
+//
+// The simulated engine's kinds, sim and virtual, are launcher/simulated's.
 //
 // launcher/docker is the docker kind (a container per trial, on one or
 // several Docker hosts); launcher/kinds imports every kind. Adding a kind
 // is one package (or file) and one import line there.
 //
-// Instances of Process, Sim and Docker implement Exiter, so a trial tells a
+// Instances of Process, simulated.Sim and Docker implement Exiter, so a trial tells a
 // crash under load from a slow server. Ready returns an *ExitError (wrapping
 // ErrExited, with the exit code and whether the kernel OOM-killed it) when
 // the engine ends first; Logs returns the tail of its output, where engines
@@ -35,7 +34,7 @@
 //
 // Example:
 //
-//	l := &launcher.Sim{GPU: "H100-SXM", Scale: 10}
+//	l := &simulated.Sim{GPU: "H100-SXM", Scale: 10}
 //	in, err := l.Launch(ctx, launcher.Spec{Engine: engine.VLLM, Model: "meta-llama/Llama-3.1-8B-Instruct", GPUs: []int{0}})
 //	if err != nil {
 //		return err
@@ -46,7 +45,7 @@
 //	}
 //	// benchmark in.Endpoint() ...
 //
-// Orphans: on Linux, Process and Sim engines are started with the
+// Orphans: on Linux, Process and simulated.Sim engines are started with the
 // parent-death signal (SIGKILL), so they die with a servetune killed by
 // SIGKILL, when no Stop runs.
 //

@@ -161,7 +161,7 @@ func init() {
 			}
 			return &Process{Command: d.Strings(x, "launcher.command"), PassEnv: c.Env}
 		},
-		Cleanup: cleanupLocal("process"),
+		Cleanup: CleanupLocal("process"),
 	})
 }
 

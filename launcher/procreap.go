@@ -13,20 +13,9 @@ import (
 	"time"
 )
 
-// The labels of a local engine process: variables in its environment,
-// which every process it starts inherits (a wrapper script's engine too),
-// so a reaper finds the whole tree of a killed run, not only the direct
-// child that the parent-death signal reaches.
-const (
-	EnvStudy = "SERVETUNE_STUDY"
-	EnvTrial = "SERVETUNE_TRIAL"
-	EnvOwner = "SERVETUNE_OWNER"
-)
-
-// labelEnv is spec's labels as KEY=VALUE.
-func labelEnv(spec Spec) []string {
-	return []string{EnvStudy + "=" + spec.Study, EnvTrial + "=" + strconv.Itoa(spec.Trial), EnvOwner + "=" + spec.Owner}
-}
+// labelEnv is spec's label as the environment variable a local engine
+// carries (EnvLabel).
+func labelEnv(spec Spec) []string { return []string{EnvLabel + "=" + LabelOf(spec).String()} }
 
 // localEngine is one process found with a study label.
 type localEngine struct {
@@ -55,21 +44,20 @@ func findLocalEngines(study string) ([]localEngine, error) {
 		if err != nil {
 			continue
 		}
-		e := localEngine{pid: pid, trial: -1}
+		vars := map[string]string{}
 		for _, kv := range bytes.Split(env, []byte{0}) {
-			k, v, _ := strings.Cut(string(kv), "=")
-			switch k {
-			case EnvStudy:
-				e.study = v
-			case EnvTrial:
-				e.trial, _ = strconv.Atoi(v)
-			case EnvOwner:
-				e.owner = v
+			if k, v, ok := strings.Cut(string(kv), "="); ok && strings.HasPrefix(k, "SERVETUNE_") {
+				vars[k] = v
 			}
 		}
-		if e.study == "" || study != "" && e.study != study {
+		l, ok := ParseLabels(vars) // an older servetune's variables
+		if v, set := vars[EnvLabel]; set {
+			l, ok = Parse(v)
+		}
+		if !ok || study != "" && l.Study != study {
 			continue
 		}
+		e := localEngine{pid: pid, study: l.Study, trial: l.Trial, owner: l.Owner}
 		st, ok := readProcStat(d.Name())
 		if !ok {
 			continue
@@ -80,9 +68,9 @@ func findLocalEngines(study string) ([]localEngine, error) {
 	return out, nil
 }
 
-// reapLocal stops the process groups of study's labelled engines that keep
+// ReapLocal stops the process groups of study's labelled engines that keep
 // does not spare: SIGTERM, then SIGKILL after grace.
-func reapLocal(ctx context.Context, kind, study string, keep func(Reaped) bool, grace time.Duration) ([]Reaped, error) {
+func ReapLocal(ctx context.Context, kind, study string, keep func(Reaped) bool, grace time.Duration) ([]Reaped, error) {
 	found, err := findLocalEngines(study)
 	if err != nil {
 		return nil, err
@@ -180,12 +168,7 @@ func readProcStat(pid string) (procStat, bool) {
 // Reap stops the local engine processes that runs of study left (a wrapper
 // script's engine survives its parent's death). keep spares live runs'.
 func (p *Process) Reap(ctx context.Context, study string, keep func(Reaped) bool) ([]Reaped, error) {
-	return reapLocal(ctx, "process", study, keep, OrDefaultDuration(p.StopTimeout, DefaultStopTimeout))
-}
-
-// Reap stops the simulated engines that runs of study left.
-func (s *Sim) Reap(ctx context.Context, study string, keep func(Reaped) bool) ([]Reaped, error) {
-	return reapLocal(ctx, "sim", study, keep, OrDefaultDuration(s.StopTimeout, DefaultStopTimeout))
+	return ReapLocal(ctx, "process", study, keep, OrDefaultDuration(p.StopTimeout, DefaultStopTimeout))
 }
 
 // OrDefaultDuration is d, or def when d is not positive.
@@ -196,9 +179,11 @@ func OrDefaultDuration(d, def time.Duration) time.Duration {
 	return d
 }
 
-// cleanupLocal is the Cleanup of the local kinds: `servetune cleanup`.
-func cleanupLocal(kind string) func(ctx context.Context, _, study string, keep func(Reaped) bool) ([]Reaped, error) {
+// CleanupLocal is the Cleanup of the kinds that run engines as local
+// processes (this package's process kind, launcher/simulated's sim kind):
+// `servetune cleanup`.
+func CleanupLocal(kind string) func(ctx context.Context, _, study string, keep func(Reaped) bool) ([]Reaped, error) {
 	return func(ctx context.Context, _, study string, keep func(Reaped) bool) ([]Reaped, error) {
-		return reapLocal(ctx, kind, study, keep, DefaultStopTimeout)
+		return ReapLocal(ctx, kind, study, keep, DefaultStopTimeout)
 	}
 }

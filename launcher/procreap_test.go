@@ -14,12 +14,17 @@ import (
 // TestReapLocalWrapper: a wrapper script that starts its engine without
 // exec leaves the engine behind when the wrapper dies; the reaper finds the
 // engine by its labels and stops its whole process group, and spares what
-// keep spares.
+// keep spares. The dead run's engine carries the variables an older
+// servetune set: its leftovers are reaped too.
 func TestReapLocalWrapper(t *testing.T) {
 	study := fmt.Sprintf("reaptest-%d", os.Getpid())
-	start := func(owner string) *exec.Cmd {
+	start := func(owner string, old bool) *exec.Cmd {
 		cmd := exec.Command("sh", "-c", "sleep 600 & sleep 600 & wait")
-		cmd.Env = append(os.Environ(), labelEnv(Spec{Study: study, Trial: 3, Owner: owner})...)
+		env := labelEnv(Spec{Study: study, Trial: 3, Owner: owner})
+		if old {
+			env = []string{"SERVETUNE_STUDY=" + study, "SERVETUNE_TRIAL=3", "SERVETUNE_OWNER=" + owner}
+		}
+		cmd.Env = append(os.Environ(), env...)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -27,7 +32,7 @@ func TestReapLocalWrapper(t *testing.T) {
 		t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() })
 		return cmd
 	}
-	dead, live := start("dead-run"), start("live-run")
+	dead, live := start("dead-run", true), start("live-run", false)
 	// Both wrappers have started their sleeps (three labelled processes
 	// each) before the dead one dies as it would with its parent.
 	var found []localEngine

@@ -6,10 +6,7 @@ import (
 	"github.com/servetune/servetune/internal/redact"
 )
 
-// Redacted replaces a secret in stored text.
-const Redacted = redact.Redacted
-
-// Redact returns text with credentials replaced by Redacted
+// Redact returns text with credentials replaced by redact.Redacted
 // (internal/redact). The store applies it to every free text it writes
 // (spec, failure message, log tail); it is exported so that other writers
 // (result files) can use it.

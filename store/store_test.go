@@ -17,6 +17,7 @@ import (
 
 	"github.com/servetune/servetune/internal/load/gpu"
 	"github.com/servetune/servetune/internal/load/measure"
+	"github.com/servetune/servetune/internal/redact"
 	"github.com/servetune/servetune/internal/serving/engine"
 )
 
@@ -687,7 +688,7 @@ func TestNoSecretsWritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	tr, _ := s.Trial(ctx, st.ID, 0)
-	if !strings.Contains(tr.LogTail, "api_key="+Redacted) || !strings.Contains(tr.FailureMsg, "Bearer "+Redacted) {
+	if !strings.Contains(tr.LogTail, "api_key="+redact.Redacted) || !strings.Contains(tr.FailureMsg, "Bearer "+redact.Redacted) {
 		t.Errorf("redaction: %q / %q", tr.LogTail, tr.FailureMsg)
 	}
 	if meta := tr.LoadPoints[0].Summary.Meta; meta["endpoint"] != "http://127.0.0.1:8000" || meta["api_key"] != nil {
@@ -710,14 +711,14 @@ func TestNoSecretsWritten(t *testing.T) {
 
 func TestRedact(t *testing.T) {
 	tests := []struct{ in, want string }{
-		{"HF_TOKEN=hf_abcdefghijklmnopqrstu", "HF_TOKEN=" + Redacted},
-		{"using hf_abcdefghijklmnopqrstu now", "using " + Redacted + " now"},
-		{"Authorization: Bearer abc.def-ghi", "Authorization: Bearer " + Redacted},
-		{`{"api_key": "xyz123"}`, `{"api_key": "` + Redacted + `"}`},
-		{"password: hunter2", "password: " + Redacted},
+		{"HF_TOKEN=hf_abcdefghijklmnopqrstu", "HF_TOKEN=" + redact.Redacted},
+		{"using hf_abcdefghijklmnopqrstu now", "using " + redact.Redacted + " now"},
+		{"Authorization: Bearer abc.def-ghi", "Authorization: Bearer " + redact.Redacted},
+		{`{"api_key": "xyz123"}`, `{"api_key": "` + redact.Redacted + `"}`},
+		{"password: hunter2", "password: " + redact.Redacted},
 		{"api_key: ${OPENAI_API_KEY}", "api_key: ${OPENAI_API_KEY}"},
 		{"hf_token: $HF_TOKEN", "hf_token: $HF_TOKEN"},
-		{"OPENAI_API_KEY=sk-abcdefghijklmnopqrstuv", "OPENAI_API_KEY=" + Redacted},
+		{"OPENAI_API_KEY=sk-abcdefghijklmnopqrstuv", "OPENAI_API_KEY=" + redact.Redacted},
 		{"max_batched_tokens: 8192", "max_batched_tokens: 8192"},
 		{"total_tokens=512 prompt_tokens: 12", "total_tokens=512 prompt_tokens: 12"},
 		{"CUDA out of memory. Tried to allocate 2.00 GiB", "CUDA out of memory. Tried to allocate 2.00 GiB"},

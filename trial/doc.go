@@ -15,7 +15,7 @@
 // Example:
 //
 //	res := trial.Run(ctx, trial.Plan{
-//		Launcher:         &launcher.Virtual{GPU: "H100-SXM"},
+//		Launcher:         &simulated.Virtual{GPU: "H100-SXM"},
 //		Spec:             launcher.Spec{Engine: engine.VLLM, Model: model, Settings: settings, GPUs: []int{0}},
 //		ReadyTimeout:     time.Minute,
 //		Dataset:          dataset,

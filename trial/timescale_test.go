@@ -12,6 +12,7 @@ import (
 	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/internal/testengine"
 	"github.com/servetune/servetune/launcher"
+	"github.com/servetune/servetune/launcher/simulated"
 )
 
 // TestTimeScaleKeepsClientOverheadOnce: the simulated engine 50 times
@@ -46,9 +47,9 @@ func TestTimeScaleKeepsClientOverheadOnce(t *testing.T) {
 		}
 		return res.Levels[0]
 	}
-	truthLv := run(&launcher.Sim{Binary: bin, GPU: "H100-SXM", Scale: 1, PollInterval: 20 * time.Millisecond})
-	scaledLv := run(&launcher.Sim{Binary: bin, GPU: "H100-SXM", Scale: 50, PollInterval: 20 * time.Millisecond})
-	virt := run(&launcher.Virtual{GPU: "H100-SXM"}).Summary
+	truthLv := run(&simulated.Sim{Binary: bin, GPU: "H100-SXM", Scale: 1, PollInterval: 20 * time.Millisecond})
+	scaledLv := run(&simulated.Sim{Binary: bin, GPU: "H100-SXM", Scale: 50, PollInterval: 20 * time.Millisecond})
+	virt := run(&simulated.Virtual{GPU: "H100-SXM"}).Summary
 	truth, scaled := truthLv.Summary, scaledLv.Summary
 	t.Logf("TTFT p50/p90/p99 %.1f/%.1f/%.1f ms real time, %.1f/%.1f/%.1f ms at time scale 50 (%.1f/%.1f/%.1f virtual); send lateness p99 %.1f vs %.1f ms; ITL p50 %.2f vs %.2f ms; TPOT p99 %.2f vs %.2f",
 		truth.TTFT.Median, truth.TTFT.P90, truth.TTFT.P99, scaled.TTFT.Median, scaled.TTFT.P90, scaled.TTFT.P99,

@@ -12,6 +12,7 @@ import (
 	"github.com/servetune/servetune/internal/load/bench"
 	"github.com/servetune/servetune/internal/load/gpu"
 	"github.com/servetune/servetune/internal/load/measure"
+	"github.com/servetune/servetune/internal/load/openai"
 	"github.com/servetune/servetune/internal/redact"
 	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/launcher"
@@ -153,7 +154,7 @@ func Failed(class engine.Failure, message string) Result {
 // transporter is implemented by instances that are not reached over HTTP
 // (the simulated engine on a virtual clock).
 type transporter interface {
-	Transport() bench.Transport
+	Transport() measure.Transport
 }
 
 // queued is implemented by instances a batch scheduler queues (a Slurm
@@ -410,7 +411,7 @@ func (p Plan) BenchConfig(i int, load measure.Load) bench.Config {
 		n = max(n, int(math.Min(float64(most), math.Ceil(load.Rate*c.Rate.MinSpan.Seconds()))))
 	}
 	return bench.Config{
-		Target:      bench.Target{Model: p.Spec.Model},
+		Target:      openai.Target{Model: p.Spec.Model},
 		Dataset:     p.Dataset,
 		Load:        load,
 		NumRequests: n,

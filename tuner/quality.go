@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/servetune/servetune/internal/load/bench"
 	"github.com/servetune/servetune/internal/load/measure"
+	"github.com/servetune/servetune/internal/load/openai"
 	"github.com/servetune/servetune/internal/load/quality"
 	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/launcher"
@@ -117,11 +117,11 @@ func (r *TrialRunner) EvaluateBaseline(ctx context.Context, gpus []int) (Quality
 		}
 		return b, fmt.Errorf("not ready: %w", err)
 	}
-	if _, virtual := inst.(interface{ Transport() bench.Transport }); virtual {
+	if _, virtual := inst.(interface{ Transport() measure.Transport }); virtual {
 		b.NotApplied = "the virtual launcher's simulated engine generates no text, only timings: there is nothing to score"
 		return b, nil
 	}
-	res, err := quality.Run(ctx, quality.Target{BaseURL: inst.Endpoint(), Model: sp.Model}, quality.Tasks(b.Seed, b.Items), evalOptions)
+	res, err := quality.Run(ctx, openai.Target{BaseURL: inst.Endpoint(), Model: sp.Model}, quality.Tasks(b.Seed, b.Items), evalOptions)
 	b.Result = res
 	if err != nil {
 		return b, err
@@ -145,7 +145,7 @@ func (r *TrialRunner) qualityCheck() func(ctx context.Context, endpoint string) 
 	return func(ctx context.Context, endpoint string) measure.Quality {
 		// A failed run leaves its unanswered items counted wrong: a server
 		// that cannot answer does not pass.
-		res, _ := quality.Run(ctx, quality.Target{BaseURL: endpoint, Model: sp.Model}, tasks, evalOptions)
+		res, _ := quality.Run(ctx, openai.Target{BaseURL: endpoint, Model: sp.Model}, tasks, evalOptions)
 		v := quality.Judge(res, b.Result, sp.Quality.MaxDropPct)
 		if v.Scored && !v.Pass && res.Errors > 0 {
 			v.Reason = fmt.Sprintf("%d of %d tasks unanswered, the first: %s", res.Errors, res.Items, res.FirstError)

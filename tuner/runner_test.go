@@ -10,6 +10,7 @@ import (
 	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/launcher"
 	"github.com/servetune/servetune/launcher/docker"
+	"github.com/servetune/servetune/launcher/simulated"
 	"github.com/servetune/servetune/space"
 	"github.com/servetune/servetune/tuner/spec"
 )
@@ -46,7 +47,7 @@ func TestSpecLaunchers(t *testing.T) {
 		check   func(t *testing.T, l launcher.Launcher)
 	}{
 		{"sim", "kind: sim\n  gpus: [0, 1]\n  ready_timeout: 30s\n  time_scale: 50", func(t *testing.T, l launcher.Launcher) {
-			s, ok := l.(*launcher.Sim)
+			s, ok := l.(*simulated.Sim)
 			if !ok || s.GPU != "H100-SXM" || s.TimeScale() != 50 {
 				t.Errorf("%#v", l)
 			}
@@ -64,7 +65,7 @@ func TestSpecLaunchers(t *testing.T) {
 			}
 		}},
 		{"virtual", "kind: virtual\n  gpus: [0, 1]", func(t *testing.T, l launcher.Launcher) {
-			v, ok := l.(*launcher.Virtual)
+			v, ok := l.(*simulated.Virtual)
 			if !ok || v.GPU != "H100-SXM" {
 				t.Errorf("%#v", l)
 			}

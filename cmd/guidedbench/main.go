@@ -25,7 +25,7 @@ import (
 
 	"github.com/servetune/servetune/internal/load/measure"
 	"github.com/servetune/servetune/internal/samplerbench"
-	"github.com/servetune/servetune/launcher"
+	"github.com/servetune/servetune/launcher/simulated"
 	"github.com/servetune/servetune/tuner/spec"
 )
 
@@ -55,7 +55,7 @@ func run(ctx context.Context, path string, realities int, spread float64, budget
 	if err != nil {
 		return err
 	}
-	if _, ok := sp.Launcher.Launcher.(*launcher.Virtual); !ok {
+	if _, ok := sp.Launcher.Launcher.(*simulated.Virtual); !ok {
 		return fmt.Errorf("%s: the guided benchmark needs launcher kind virtual, not %s", path, sp.Launcher.Kind)
 	}
 	start := time.Now()

@@ -28,7 +28,7 @@ import (
 
 	"github.com/servetune/servetune/internal/load/measure"
 	"github.com/servetune/servetune/internal/samplerbench"
-	"github.com/servetune/servetune/launcher"
+	"github.com/servetune/servetune/launcher/simulated"
 	"github.com/servetune/servetune/space"
 	"github.com/servetune/servetune/tuner"
 	"github.com/servetune/servetune/tuner/recommend"
@@ -59,7 +59,7 @@ func run(ctx context.Context, path string, seeds, budget int, frac float64, cach
 	if err != nil {
 		return err
 	}
-	if _, ok := sp.Launcher.Launcher.(*launcher.Virtual); !ok {
+	if _, ok := sp.Launcher.Launcher.(*simulated.Virtual); !ok {
 		return fmt.Errorf("%s: the sampler benchmark needs launcher kind virtual, not %s", path, sp.Launcher.Kind)
 	}
 	// Ranking needs no confidence intervals: one bootstrap resample.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/servetune/servetune/internal/load/bench"
 	"github.com/servetune/servetune/internal/load/measure"
+	"github.com/servetune/servetune/internal/load/openai"
 	"github.com/servetune/servetune/internal/present/report"
 	"github.com/servetune/servetune/internal/redact"
 	"github.com/servetune/servetune/internal/serving/engine"
@@ -196,21 +197,21 @@ func buildBenchConfig(f *benchFlags) (bench.Config, []level, error) {
 }
 
 // benchTarget reads the endpoint flags.
-func benchTarget(f *benchFlags) (bench.Target, error) {
+func benchTarget(f *benchFlags) (openai.Target, error) {
 	if f.baseURL == "" {
-		return bench.Target{}, errors.New("--base-url is required")
+		return openai.Target{}, errors.New("--base-url is required")
 	}
 	if f.model == "" {
-		return bench.Target{}, errors.New("--model is required")
+		return openai.Target{}, errors.New("--model is required")
 	}
-	t := bench.Target{BaseURL: f.baseURL, Model: f.model, Endpoint: f.endpoint, Headers: http.Header{}}
-	if f.endpoint != bench.EndpointCompletions && f.endpoint != bench.EndpointChat {
-		return bench.Target{}, fmt.Errorf("--endpoint-type %q: want completions or chat", f.endpoint)
+	t := openai.Target{BaseURL: f.baseURL, Model: f.model, Endpoint: f.endpoint, Headers: http.Header{}}
+	if f.endpoint != openai.EndpointCompletions && f.endpoint != openai.EndpointChat {
+		return openai.Target{}, fmt.Errorf("--endpoint-type %q: want completions or chat", f.endpoint)
 	}
 	if f.apiKeyEnv != "" {
 		key := os.Getenv(f.apiKeyEnv)
 		if key == "" {
-			return bench.Target{}, fmt.Errorf("--api-key-env: environment variable %s is empty or unset", f.apiKeyEnv)
+			return openai.Target{}, fmt.Errorf("--api-key-env: environment variable %s is empty or unset", f.apiKeyEnv)
 		}
 		t.APIKey = key
 	}
@@ -218,12 +219,12 @@ func benchTarget(f *benchFlags) (bench.Target, error) {
 		k, v, ok := strings.Cut(h, ":")
 		k = strings.TrimSpace(k)
 		if !ok || k == "" || strings.ContainsAny(k, " \t\r\n") || strings.ContainsAny(v, "\r\n") {
-			return bench.Target{}, fmt.Errorf("--header %q: want NAME:VALUE", redactHeader(h))
+			return openai.Target{}, fmt.Errorf("--header %q: want NAME:VALUE", redactHeader(h))
 		}
 		t.Headers.Add(k, strings.TrimSpace(v))
 	}
 	if err := t.Validate(); err != nil {
-		return bench.Target{}, fmt.Errorf("--base-url: %w", err)
+		return openai.Target{}, fmt.Errorf("--base-url: %w: %v", bench.ErrBadConfig, err)
 	}
 	return t, nil
 }

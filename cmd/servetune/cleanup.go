@@ -27,7 +27,7 @@ func newCleanupCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cleanup (--study S | --all | --spec STUDY.yaml)",
 		Short: "Remove servetune's leftover engine containers and Slurm jobs",
-		Long: "Remove the containers labelled servetune.managed=true (of one study with --study)\n" +
+		Long: "Remove the containers labelled servetune.io/managed=true (of one study with --study)\n" +
 			"that a crash or Ctrl-C left behind, running or not. The Docker host is --docker-host,\n" +
 			"else DOCKER_HOST, else the local daemon; ssh:// hosts work as with the docker CLI.\n" +
 			"Where Slurm's commands are, cancel this user's servetune jobs (of the study) too.\n" +

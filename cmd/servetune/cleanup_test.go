@@ -13,6 +13,7 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/internal/testengine"
+	"github.com/servetune/servetune/launcher"
 	"github.com/servetune/servetune/launcher/docker"
 )
 
@@ -50,7 +51,7 @@ func TestCleanupStudy(t *testing.T) {
 	defer cancel()
 	study := fmt.Sprintf("cleanup-test-%d-%d", os.Getpid(), time.Now().UnixNano())
 	t.Cleanup(func() { _, _ = docker.Reap(context.Background(), c, "", study, nil) })
-	labels := map[string]string{docker.LabelManaged: "true", docker.LabelStudy: study, docker.LabelTrial: "4"}
+	labels := map[string]string{launcher.LabelManaged: "true", launcher.LabelStudy: study, launcher.LabelTrial: "4"}
 	if _, err := c.ContainerCreate(ctx, &container.Config{Image: engine.SimImage, Labels: labels}, nil, nil, nil, ""); err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +62,7 @@ func TestCleanupStudy(t *testing.T) {
 	if !strings.Contains(out.String(), "removed ") || !strings.Contains(out.String(), "trial 4") {
 		t.Errorf("stdout %q", out.String())
 	}
-	left, err := c.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", docker.LabelStudy+"="+study))})
+	left, err := c.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", launcher.LabelStudy+"="+study))})
 	if err != nil || len(left) != 0 {
 		t.Errorf("left %d containers (%v)", len(left), err)
 	}

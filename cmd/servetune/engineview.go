@@ -3,12 +3,12 @@ package main
 import (
 	"fmt"
 	"io"
-	"net"
 	"net/url"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/servetune/servetune/internal/httpserve"
 	"github.com/servetune/servetune/internal/load/gpu"
 	"github.com/servetune/servetune/internal/load/measure"
 	"github.com/servetune/servetune/internal/present/diagnose"
@@ -148,12 +148,7 @@ func localURL(base string) bool {
 	if err != nil {
 		return false
 	}
-	h := u.Hostname()
-	if h == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
+	return httpserve.IsLoopback(u.Hostname())
 }
 
 // printFindings writes the diagnosis of one level, one finding a line.

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/servetune/servetune/internal/load/bench"
+	"github.com/servetune/servetune/internal/load/openai"
 	"github.com/servetune/servetune/internal/load/quality"
 	"github.com/servetune/servetune/internal/redact"
 	"github.com/servetune/servetune/internal/term"
@@ -68,7 +69,7 @@ placeholder text and says so: it is reported as not scorable (exit 1).`,
 }
 
 func runEval(cmd *cobra.Command, f *evalFlags) error {
-	t := bench.Target{BaseURL: f.baseURL, Model: f.model, Endpoint: f.endpoint}
+	t := openai.Target{BaseURL: f.baseURL, Model: f.model, Endpoint: f.endpoint}
 	switch {
 	case f.baseURL == "":
 		return usageErrorf("--base-url is required")
@@ -82,7 +83,7 @@ func runEval(cmd *cobra.Command, f *evalFlags) error {
 		return usageErrorf("--max-drop-pct %g: must be a number >= 0", f.maxDrop)
 	}
 	if err := t.Validate(); err != nil {
-		return usageErrorf("--base-url/--endpoint-type: %v", err)
+		return usageErrorf("--base-url/--endpoint-type: %v: %v", bench.ErrBadConfig, err)
 	}
 	if f.apiKeyEnv != "" {
 		if t.APIKey = os.Getenv(f.apiKeyEnv); t.APIKey == "" {
@@ -110,7 +111,7 @@ func runEval(cmd *cobra.Command, f *evalFlags) error {
 		defer out.Close()
 	}
 	tasks := quality.Tasks(f.seed, f.items)
-	res, err := quality.Run(cmd.Context(), quality.Target{BaseURL: t.BaseURL, Model: t.Model, Chat: t.Endpoint == bench.EndpointChat, APIKey: t.APIKey},
+	res, err := quality.Run(cmd.Context(), t,
 		tasks, quality.Options{Concurrency: f.concurrency})
 	if err != nil {
 		return failedError(fmt.Errorf("eval %s: %w", t.RedactedURL(), err))
@@ -153,7 +154,7 @@ func readEvalFile(path string) (evalFile, error) {
 	return e, nil
 }
 
-func printEval(w io.Writer, t bench.Target, seed uint64, r quality.Result) {
+func printEval(w io.Writer, t openai.Target, seed uint64, r quality.Result) {
 	fmt.Fprintf(w, "Quality of %s at %s: %d tasks (seed %d), greedy decoding, exact match\n", t.Model, t.RedactedURL(), r.Items, seed)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "KIND\tACCURACY")

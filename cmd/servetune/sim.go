@@ -13,6 +13,7 @@ import (
 
 	"github.com/servetune/servetune/internal/load/bench"
 	"github.com/servetune/servetune/internal/load/measure"
+	"github.com/servetune/servetune/internal/load/openai"
 	"github.com/servetune/servetune/internal/model/sim"
 	"github.com/servetune/servetune/internal/serving/catalog"
 	"github.com/servetune/servetune/internal/serving/engine"
@@ -257,7 +258,7 @@ func newSimRunCmd() *cobra.Command {
 
 func runSimVirtual(cmd *cobra.Command, cfg sim.Config, f *benchFlags) error {
 	// Reuse bench's validation; the target is never contacted.
-	f.baseURL, f.model, f.endpoint, f.timeout = "http://127.0.0.1:1", cfg.ModelID, bench.EndpointCompletions, bench.DefaultTimeout
+	f.baseURL, f.model, f.endpoint, f.timeout = "http://127.0.0.1:1", cfg.ModelID, openai.EndpointCompletions, bench.DefaultTimeout
 	bcfg, levels, err := buildBenchConfig(f)
 	if err != nil {
 		return usageError(err)

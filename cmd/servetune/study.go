@@ -701,10 +701,6 @@ func writeRecommendation(w io.Writer, sp *spec.Spec, rec recommend.Recommendatio
 		return yamlenc.Encode(w, doc) // the command holds the spec's strings
 	}
 	argv := serveArgv(sp, p, format)
-	q := make([]string, len(argv))
-	for i, a := range argv {
-		q[i] = engine.ShellQuote(a)
-	}
 	runs := "1 run"
 	if best.Runs() > 1 {
 		runs = fmt.Sprintf("%d runs, 95%% CI", best.Runs())
@@ -745,7 +741,7 @@ func writeRecommendation(w io.Writer, sp *spec.Spec, rec recommend.Recommendatio
 	for _, f := range findings {
 		fmt.Fprint(w, "# - "+wrap(f.String(), 100, "#   ")[4:])
 	}
-	fmt.Fprintln(w, strings.Join(q, " "))
+	fmt.Fprintln(w, engine.ShellJoin(argv))
 	return nil
 }
 

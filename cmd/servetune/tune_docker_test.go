@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/servetune/servetune/internal/testengine"
+	"github.com/servetune/servetune/launcher"
 )
 
 // requireSimImage makes sure the servetune-sim:dev image is present,
@@ -59,7 +60,7 @@ func TestTuneDockerSim(t *testing.T) {
 	if !strings.Contains(s, `"failure": "oom"`) || !strings.Contains(s, `"status": "ok"`) || !strings.Contains(s, "No available memory") {
 		t.Errorf("trials:\n%s", s)
 	}
-	left, err := exec.Command("docker", "ps", "-aq", "--filter", "label=servetune.study="+name).Output()
+	left, err := exec.Command("docker", "ps", "-aq", "--filter", "label="+launcher.LabelStudy+"="+name).Output()
 	if err != nil || len(bytes.TrimSpace(left)) != 0 {
 		t.Errorf("containers left behind: %q (%v)", left, err)
 	}
@@ -103,7 +104,7 @@ func dockerSimStudy(t *testing.T, edits ...string) (spec, name string) {
 // containersOf lists the containers, in any state, labelled with study.
 func containersOf(t *testing.T, study string) []string {
 	t.Helper()
-	out, err := exec.Command("docker", "ps", "-aq", "--filter", "label=servetune.study="+study).Output()
+	out, err := exec.Command("docker", "ps", "-aq", "--filter", "label="+launcher.LabelStudy+"="+study).Output()
 	if err != nil {
 		t.Fatalf("docker ps: %v", err)
 	}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/servetune/servetune/internal/testengine"
+	"github.com/servetune/servetune/launcher"
 )
 
 func TestMain(m *testing.M) {
@@ -78,13 +78,13 @@ func slurmJobsOf(t *testing.T, study string) []slurmJob {
 	}
 	var jobs []slurmJob
 	for _, j := range doc.Jobs {
-		v, err := url.ParseQuery(strings.TrimPrefix(j.Comment, "servetune:"))
-		if err != nil || v.Get("study") != study {
+		l, ok := launcher.Parse(j.Comment)
+		if !ok || l.Study != study {
 			continue
 		}
 		switch j.State {
 		case "PENDING", "RUNNING", "COMPLETING", "SUSPENDED", "CONFIGURING":
-			jobs = append(jobs, slurmJob{ID: fmt.Sprint(j.ID), Trial: v.Get("trial"), State: j.State, GRES: strings.Join(j.GRES, ",")})
+			jobs = append(jobs, slurmJob{ID: fmt.Sprint(j.ID), Trial: fmt.Sprint(l.Trial), State: j.State, GRES: strings.Join(j.GRES, ",")})
 		}
 	}
 	return jobs

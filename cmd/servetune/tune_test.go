@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/servetune/servetune/internal/testengine"
+	"github.com/servetune/servetune/launcher"
 )
 
 // tuneSpec is a short study on the simulated engine: tiny workload, high
@@ -347,8 +348,15 @@ func labelledProcesses(t *testing.T, study string) int {
 	n := 0
 	for _, e := range entries {
 		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if err == nil && bytes.Contains(env, []byte("\x00SERVETUNE_STUDY="+study+"\x00")) {
-			n++
+		if err != nil {
+			continue
+		}
+		for _, kv := range bytes.Split(env, []byte{0}) {
+			if v, ok := bytes.CutPrefix(kv, []byte(launcher.EnvLabel+"=")); ok {
+				if l, ok := launcher.Parse(string(v)); ok && l.Study == study {
+					n++
+				}
+			}
 		}
 	}
 	return n

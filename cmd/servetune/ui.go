@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/servetune/servetune/internal/httpserve"
 	"github.com/servetune/servetune/internal/present/ui"
 )
 
@@ -52,7 +53,7 @@ func serveUI(ctx context.Context, srv *ui.Server, addr, path string, stdout, std
 	if _, _, err := net.SplitHostPort(addr); err != nil {
 		return usageErrorf("--addr %q: want host:port, e.g. %s", addr, defaultUIAddr)
 	}
-	if !ui.IsLoopback(addr) {
+	if !httpserve.IsLoopback(addr) {
 		fmt.Fprintf(stderr, "warning: the dashboard on %s is reachable from the network without authentication (read-only)\n", addr)
 	}
 	err := srv.Serve(ctx, addr, func(a net.Addr) {
@@ -76,7 +77,7 @@ func startTuneUI(ctx context.Context, srv *ui.Server, addr, study string, stderr
 	go func() {
 		defer close(done)
 		err := srv.Serve(sctx, addr, func(a net.Addr) {
-			if !ui.IsLoopback(addr) {
+			if !httpserve.IsLoopback(addr) {
 				fmt.Fprintf(stderr, "warning: the dashboard on %s is reachable from the network without authentication (read-only)\n", addr)
 			}
 			fmt.Fprintf(stderr, "dashboard: http://%s/study/%s\n", a, study)

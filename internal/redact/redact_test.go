@@ -193,8 +193,12 @@ func TestYAMLHostile(t *testing.T) {
 	}
 }
 
+// markerAlias is a declaration that renames the marker.
+var markerAlias = regexp.MustCompile(`(const|var)\s+\w+(\s+string)?\s*=\s*redact\.Redacted\b`)
+
 // TestOneMarker: Redacted is the only spelling of a redacted value in the
-// code; the others once used appear in no non-test Go file.
+// code; the others once used appear in no non-test Go file, and no other
+// package spells this one or names an alias of it.
 func TestOneMarker(t *testing.T) {
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Dir(filepath.Dir(filepath.Dir(file)))
@@ -212,10 +216,15 @@ func TestOneMarker(t *testing.T) {
 		if err != nil {
 			return err
 		}
+		rel, _ := filepath.Rel(root, p)
 		for _, other := range []string{"<redacted>", "<REDACTED>", `"***"`, `"xxxxx"`} {
 			if bytes.Contains(b, []byte(other)) {
-				rel, _ := filepath.Rel(root, p)
 				t.Errorf("%s spells a redacted value %s; use redact.Redacted", rel, other)
+			}
+		}
+		if filepath.Dir(rel) != filepath.Join("internal", "redact") {
+			if bytes.Contains(b, []byte(Redacted)) || markerAlias.Match(b) {
+				t.Errorf("%s spells or aliases the marker; use redact.Redacted", rel)
 			}
 		}
 		return nil

@@ -12,7 +12,7 @@ import (
 	"github.com/servetune/servetune/internal/load/measure"
 	"github.com/servetune/servetune/internal/model/sim"
 	"github.com/servetune/servetune/internal/serving/engine"
-	"github.com/servetune/servetune/launcher"
+	"github.com/servetune/servetune/launcher/simulated"
 	"github.com/servetune/servetune/space"
 	"github.com/servetune/servetune/trial"
 	"github.com/servetune/servetune/tuner"
@@ -53,7 +53,7 @@ func NewReality(sp *spec.Spec, seed int64, spread float64) (*Reality, error) {
 	rs := *sp
 	rs.Tuner.Precheck = false
 	rs.Quality = nil
-	rs.Launcher.Launcher = &launcher.Virtual{GPU: sp.Hardware.GPU, ModelConfig: sp.Launcher.ModelConfig, Constants: c}
+	rs.Launcher.Launcher = &simulated.Virtual{GPU: sp.Hardware.GPU, ModelConfig: sp.Launcher.ModelConfig, Constants: c}
 	return &Reality{Seed: seed, Constants: c, spec: &rs, results: map[string]trial.Result{}}, nil
 }
 

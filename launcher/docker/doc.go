@@ -3,8 +3,8 @@
 // unix://, tcp://, ssh://[user@]host[:port] as the docker CLI takes them),
 // started as the engines' documentation deploys them (the GPUs by index,
 // the host's IPC namespace, the port on 127.0.0.1 unless Address names a
-// remote host), labelled servetune.managed, servetune.study and
-// servetune.trial, and removed by Stop. Hosts spreads one study over
+// remote host), labelled by launcher.Label (servetune.io/study,
+// servetune.io/trial, ...), and removed by Stop. Hosts spreads one study over
 // several Docker hosts (launcher.hosts) and reaps a study's leftovers on
 // each of them (Reap). The image servetune-sim:dev is the simulated engine
 // and gets no GPU. Images are never pulled: a missing one is

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net/netip"
 	"os"
 	"regexp"
 	"strconv"
@@ -23,18 +22,14 @@ import (
 	"github.com/docker/docker/pkg/stdcopy"
 	"github.com/docker/go-connections/nat"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"github.com/servetune/servetune/internal/httpserve"
 	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/launcher"
 )
 
-// Labels every container of ours carries; Reap finds leftovers by them.
-const (
-	LabelManaged = "servetune.managed" // "true"
-	LabelStudy   = "servetune.study"
-	LabelTrial   = "servetune.trial"
-	LabelEngine  = "servetune.engine"
-	LabelOwner   = "servetune.owner" // the run: host/pid/start/run
-)
+// LabelEngine is the label, beside launcher.Label's, that says which
+// engine a container runs.
+const LabelEngine = launcher.LabelPrefix + "engine"
 
 // ErrImageMissing is wrapped by Launch's error when the image is not present
 // on the Docker host. The launcher never pulls: images are tens of GiB and a
@@ -45,8 +40,8 @@ var ErrImageMissing = errors.New("docker image not present")
 //
 // GPUs go to the container by index (launcher.Spec.GPUs) through an nvidia device
 // request, unless NoGPU is set. The container port is published on
-// 127.0.0.1 only, on launcher.Spec.Port or a free port. Containers carry the labels
-// servetune.managed, servetune.study and servetune.trial, and are removed by
+// 127.0.0.1 only, on launcher.Spec.Port or a free port. Containers carry
+// launcher.Label's labels (servetune.io/study, ...), and are removed by
 // Stop; Reap removes what a crash left behind.
 type Docker struct {
 	Image string
@@ -252,14 +247,9 @@ func (d *Docker) containerConfig(spec launcher.Spec) (*container.Config, *contai
 		Entrypoint:   d.Entrypoint,
 		Env:          env,
 		ExposedPorts: nat.PortSet{cp: {}},
-		Labels: map[string]string{
-			LabelManaged: "true",
-			LabelStudy:   spec.Study,
-			LabelTrial:   strconv.Itoa(spec.Trial),
-			LabelEngine:  label,
-			LabelOwner:   spec.Owner,
-		},
+		Labels:       launcher.LabelOf(spec).Labels(),
 	}
+	cfg.Labels[LabelEngine] = label
 	hc := &container.HostConfig{
 		PortBindings: nat.PortMap{cp: {{HostIP: d.publishIP(), HostPort: strconv.Itoa(port)}}},
 	}
@@ -300,20 +290,10 @@ func (d *Docker) address() string {
 // publishIP is the Docker host's address the port is published on:
 // loopback unless the engine must be reached from another machine.
 func (d *Docker) publishIP() string {
-	if IsLoopback(d.address()) {
+	if httpserve.IsLoopback(d.address()) {
 		return "127.0.0.1"
 	}
 	return "0.0.0.0"
-}
-
-// IsLoopback reports whether host (a name or IP, no port) is this machine's
-// loopback: localhost or an address in 127.0.0.0/8 or ::1.
-func IsLoopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip, err := netip.ParseAddr(strings.Trim(host, "[]"))
-	return err == nil && ip.IsLoopback()
 }
 
 // sim reports whether the image is the simulated engine's (engine.SimImage),

@@ -50,7 +50,7 @@ func TestDockerContainerConfig(t *testing.T) {
 				if len(hc.Mounts) != 1 || hc.Mounts[0].Source != "/data/hf" || hc.Mounts[0].Target != "/root/.cache/huggingface" {
 					t.Errorf("Mounts = %+v", hc.Mounts)
 				}
-				if cfg.Labels[LabelStudy] != "s1" || cfg.Labels[LabelTrial] != "7" || cfg.Labels[LabelManaged] != "true" {
+				if cfg.Labels[launcher.LabelStudy] != "s1" || cfg.Labels[launcher.LabelTrial] != "7" || cfg.Labels[launcher.LabelManaged] != "true" {
 					t.Errorf("Labels = %v", cfg.Labels)
 				}
 				b := hc.PortBindings["8000/tcp"]
@@ -127,19 +127,6 @@ func TestDockerContainerConfig(t *testing.T) {
 			}
 			if tt.check != nil {
 				tt.check(t, cfg, hc)
-			}
-		})
-	}
-}
-
-func TestIsLoopback(t *testing.T) {
-	for host, want := range map[string]bool{
-		"127.0.0.1": true, "127.1.2.3": true, "localhost": true, "LocalHost": true, "::1": true, "[::1]": true,
-		"10.0.0.5": false, "gpu-a.internal": false, "0.0.0.0": false, "": false,
-	} {
-		t.Run(host, func(t *testing.T) {
-			if got := IsLoopback(host); got != want {
-				t.Errorf("IsLoopback(%q) = %v, want %v", host, got, want)
 			}
 		})
 	}
@@ -250,7 +237,7 @@ func TestReap(t *testing.T) {
 		t.Errorf("reaped trials %v, want [1 3]", trials)
 	}
 	left := studyContainers(t, c, study)
-	if len(left) != 1 || left[0].Labels[LabelTrial] != "2" {
+	if len(left) != 1 || left[0].Labels[launcher.LabelTrial] != "2" {
 		t.Errorf("left %d containers, want only trial 2's", len(left))
 	}
 	if _, err := Reap(ctx, c, "", study, nil); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/client"
 	"github.com/servetune/servetune/internal/testengine"
+	"github.com/servetune/servetune/launcher"
 )
 
 func requireDocker(t *testing.T) *client.Client { return testengine.Docker(t) }
@@ -30,12 +31,12 @@ func testStudy(t *testing.T) string {
 }
 
 // studyContainers lists the study's containers the way `docker ps -a
-// --filter label=servetune.study=S` does.
+// --filter label=servetune.io/study=S` does.
 func studyContainers(t *testing.T, c *client.Client, study string) []container.Summary {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	list, err := c.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", LabelStudy+"="+study))})
+	list, err := c.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", launcher.LabelStudy+"="+study))})
 	if err != nil {
 		t.Fatal(err)
 	}

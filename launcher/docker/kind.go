@@ -10,9 +10,11 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/servetune/servetune/internal/httpserve"
 	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/internal/yamlspec"
 	"github.com/servetune/servetune/launcher"
+	"github.com/servetune/servetune/launcher/simulated"
 )
 
 // HostGPUStride separates the GPU numbers of the hosts of a multi-host
@@ -95,7 +97,7 @@ func (h *Hosts) HostOf(gpu int) int {
 func (h *Hosts) LocalGPUs() bool { return h.local }
 
 // TimeScale is the simulated engine's time scale (1 for real engines).
-func (h *Hosts) TimeScale() float64 { return launcher.SimTimeScale(h.scale) }
+func (h *Hosts) TimeScale() float64 { return simulated.SimTimeScale(h.scale) }
 
 // Reap removes the study's containers from every host that keep does not
 // spare. A host it cannot reach is an error.
@@ -142,7 +144,7 @@ func orLocal(host string) string {
 
 // Remote reports whether the engine runs on another machine than this one.
 func (d *Docker) Remote() bool {
-	return d.Address != "" && !IsLoopback(d.Address) || remoteDaemon(d.Host)
+	return d.Address != "" && !httpserve.IsLoopback(d.Address) || remoteDaemon(d.Host)
 }
 
 // remoteDaemon reports whether a DOCKER_HOST value names another machine.
@@ -151,7 +153,7 @@ func remoteDaemon(host string) bool {
 		return false
 	}
 	u, err := url.Parse(host)
-	return err != nil || !IsLoopback(u.Hostname())
+	return err != nil || !httpserve.IsLoopback(u.Hostname())
 }
 
 const remoteAddressHelp = "give the address this machine reaches it at, or 127.0.0.1 with an ssh tunnel (see README, Docker and remote GPU hosts)"
@@ -165,7 +167,7 @@ func init() {
 			{Name: "docker_host", Doc: "the Docker daemon: unix://, tcp:// or ssh://[user@]host (default DOCKER_HOST, else the local socket)"},
 			{Name: "address", Doc: "where this machine reaches a remote Docker host's published ports (required for a remote daemon)"},
 			{Name: "hosts", Doc: "several Docker hosts: a list of {docker_host, address, gpus}; trials run in parallel across them"},
-		}, launcher.SimKeys...),
+		}, simulated.SimKeys...),
 		Decode:  decode,
 		Cleanup: cleanup,
 	})
@@ -194,7 +196,7 @@ func decode(d *yamlspec.Decoder, keys map[string]*yaml.Node, c launcher.Common) 
 			}
 		}
 	}
-	scale, load := launcher.DecodeSimKeys(d, keys)
+	scale, load := simulated.DecodeSimKeys(d, keys)
 	mk := func(host, address string) *Docker {
 		dk := &Docker{Image: image, PassEnv: c.Env, Host: host, Address: address, NoGPU: sim}
 		if sim {
@@ -313,7 +315,7 @@ func (h *Hosts) Preflight(ctx context.Context, spec launcher.Spec) error {
 		}
 	}
 	if h.hosts[0].sim() {
-		return launcher.SimPreflight(spec.Model, "", h.gpu)
+		return simulated.SimPreflight(spec.Model, "", h.gpu)
 	}
 	return nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
@@ -19,30 +18,40 @@ type ContainerReaper interface {
 	ContainerRemove(ctx context.Context, id string, opts container.RemoveOptions) error
 }
 
-// Reap removes the containers servetune left on a Docker host: those labelled
-// servetune.managed=true and, when study is not "", servetune.study=study.
+// Reap removes the containers servetune left on a Docker host: those whose
+// labels launcher.ParseLabels reads (an older servetune's too) and, when
+// study is not "", that name study.
 // Running ones are removed too (a crashed study's engines still hold GPUs)
 // unless keep returns true for them; keep may be nil. It returns what it
 // removed, and every removal error joined.
 func Reap(ctx context.Context, api ContainerReaper, host, study string, keep func(launcher.Reaped) bool) ([]launcher.Reaped, error) {
-	f := filters.NewArgs(filters.Arg("label", LabelManaged+"=true"))
-	if study != "" {
-		f.Add("label", LabelStudy+"="+study)
-	}
-	list, err := api.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
-	if err != nil {
-		return nil, fmt.Errorf("docker: list servetune containers: %w", err)
+	var list []container.Summary
+	seen := map[string]bool{}
+	for _, managed := range []string{launcher.LabelManaged, launcher.OldLabelManaged} {
+		l, err := api.ContainerList(ctx, container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", managed+"=true"))})
+		if err != nil {
+			return nil, fmt.Errorf("docker: list servetune containers: %w", err)
+		}
+		for _, c := range l {
+			if !seen[c.ID] {
+				seen[c.ID] = true
+				list = append(list, c)
+			}
+		}
 	}
 	var out []launcher.Reaped
 	var errs []error
 	for _, c := range list {
-		trial, _ := strconv.Atoi(c.Labels[LabelTrial])
+		l, ok := launcher.ParseLabels(c.Labels)
+		if !ok || study != "" && l.Study != study {
+			continue
+		}
 		name := ""
 		if len(c.Names) > 0 {
 			name = c.Names[0]
 		}
-		r := launcher.Reaped{Kind: "docker", ID: c.ID, Name: name, Host: host, Study: c.Labels[LabelStudy], Trial: trial,
-			Owner: c.Labels[LabelOwner], State: c.State}
+		r := launcher.Reaped{Kind: "docker", ID: c.ID, Name: name, Host: host, Study: l.Study, Trial: l.Trial,
+			Owner: l.Owner, State: c.State}
 		if keep != nil && keep(r) {
 			continue
 		}

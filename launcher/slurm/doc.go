@@ -19,8 +19,10 @@
 //     a list of flags, the exit code an object) are read too;
 //   - scancel cancels.
 //
-// A job is named servetune-STUDY-tN and its comment is "servetune:" and the
-// URL-encoded study, trial and owner (the run, launcher.Spec.Owner). The
+// A job is named servetune-STUDY-tN and its comment is its launcher.Label
+// (servetune.io/study=...&servetune.io/trial=...&servetune.io/owner=...,
+// the owner the run, launcher.Spec.Owner; an older servetune's
+// "servetune:study=..." comment reads too). The
 // reaper (Slurm.Reap, `servetune cleanup --study`) cancels only this
 // user's active jobs whose comment parses and names the study, and spares
 // those of runs still alive (its keep function): never another user's job,

@@ -46,7 +46,7 @@ func TestParseSqueue(t *testing.T) {
 		j.Output != "/tmp/j.out" || j.User != "root" || !j.Started.Equal(time.Unix(1796284499, 0)) || !j.Active() {
 		t.Errorf("running job %+v", j)
 	}
-	if l, ok := parseComment(j.Comment); !ok || l.Study != "x" || l.Trial != 1 || l.Owner != "vm/1/2/ab" {
+	if l, ok := launcher.Parse(j.Comment); !ok || l.Study != "x" || l.Trial != 1 || l.Owner != "vm/1/2/ab" {
 		t.Errorf("comment %q read as %+v, %v", j.Comment, l, ok)
 	}
 	if c := jobs[1]; c.State != "CANCELLED" || c.ExitCode != 128+15 || c.Active() {
@@ -74,7 +74,7 @@ func TestParseSqueue(t *testing.T) {
 func TestComment(t *testing.T) {
 	for _, study := range []string{"llama", "a b&c=d%e", "ünï/codé", ""} {
 		spec := launcher.Spec{Study: study, Trial: 7, Owner: "gpu-a/123/456/beef"}
-		l, ok := parseComment(jobComment(spec))
+		l, ok := launcher.Parse(jobComment(spec))
 		if !ok || l.Study != study || l.Trial != 7 || l.Owner != spec.Owner {
 			t.Errorf("study %q: read back %+v, %v", study, l, ok)
 		}
@@ -83,7 +83,7 @@ func TestComment(t *testing.T) {
 		}
 	}
 	for _, c := range []string{"", "servetune", "servetune:trial=1", "servetune:study=x&trial=one", "my job: servetune:study=x&trial=1", "servetune-x-t1"} {
-		if l, ok := parseComment(c); ok {
+		if l, ok := launcher.Parse(c); ok {
 			t.Errorf("comment %q read as ours: %+v", c, l)
 		}
 	}

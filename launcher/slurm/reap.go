@@ -4,54 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"os/user"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/servetune/servetune/launcher"
 )
 
-// commentPrefix starts the comment of every job servetune submits; the rest
-// is URL-encoded study, trial and owner, so any study name reads back
-// exactly.
-const commentPrefix = "servetune:"
-
-// jobComment is the comment a trial's job carries.
-func jobComment(spec launcher.Spec) string {
-	v := url.Values{}
-	v.Set("study", spec.Study)
-	v.Set("trial", strconv.Itoa(spec.Trial))
-	v.Set("owner", spec.Owner)
-	return commentPrefix + v.Encode()
-}
-
-// label is what a job's comment says about it.
-type label struct {
-	Study, Owner string
-	Trial        int
-}
-
-// parseComment reads a comment jobComment wrote; ok is false for any other
-// comment (another program's job, or a person's).
-func parseComment(c string) (label, bool) {
-	rest, ok := strings.CutPrefix(c, commentPrefix)
-	if !ok {
-		return label{}, false
-	}
-	v, err := url.ParseQuery(rest)
-	if err != nil || !v.Has("study") || !v.Has("trial") {
-		return label{}, false
-	}
-	n, err := strconv.Atoi(v.Get("trial"))
-	if err != nil {
-		return label{}, false
-	}
-	return label{Study: v.Get("study"), Trial: n, Owner: v.Get("owner")}, true
-}
+// jobComment is the comment a trial's job carries: its label
+// (launcher.Label.String), which any study name reads back from exactly.
+func jobComment(spec launcher.Spec) string { return launcher.LabelOf(spec).String() }
 
 var nameUnsafe = regexp.MustCompile(`[^a-zA-Z0-9_.-]+`)
 
@@ -91,7 +55,7 @@ func reap(ctx context.Context, c commands, study string, keep func(launcher.Reap
 		errs []error
 	)
 	for _, j := range jobs {
-		l, ok := parseComment(j.Comment)
+		l, ok := launcher.Parse(j.Comment) // an older servetune's comment too
 		if !ok || !j.Active() || !mine(j) || study != "" && l.Study != study {
 			continue
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/launcher"
+	"github.com/servetune/servetune/launcher/simulated"
 )
 
 // Slurm launches each trial's engine as a Slurm batch job.
@@ -73,7 +74,7 @@ func (s *Slurm) TimeScale() float64 {
 	if !s.Simulated {
 		return 1
 	}
-	return launcher.SimTimeScale(s.Scale)
+	return simulated.SimTimeScale(s.Scale)
 }
 
 // Reap cancels the jobs earlier runs of study left, but those keep spares.
@@ -246,11 +247,11 @@ func jobScript(spec launcher.Spec, addr string, argv, modules []string) string {
 	if len(modules) > 0 {
 		shell += " -l" // a login shell defines `module`
 	}
-	fmt.Fprintf(&b, "%s\n# servetune: trial %d of study %s (launcher/slurm). Generated; removed when the trial ends.\n", shell, spec.Trial, shellQuote(spec.Study))
+	fmt.Fprintf(&b, "%s\n# servetune: trial %d of study %s (launcher/slurm). Generated; removed when the trial ends.\n", shell, spec.Trial, engine.ShellQuote(spec.Study))
 	b.WriteString("set -u\n")
 	b.WriteString(`echo "servetune: slurm job ${SLURM_JOB_ID:-?} on $(hostname), GPUs ${CUDA_VISIBLE_DEVICES:-none}"` + "\n")
 	for _, m := range modules {
-		fmt.Fprintf(&b, "module load %s || { echo servetune: module load %s failed >&2; exit 1; }\n", shellQuote(m), shellQuote(m))
+		fmt.Fprintf(&b, "module load %s || { echo servetune: module load %s failed >&2; exit 1; }\n", engine.ShellQuote(m), engine.ShellQuote(m))
 	}
 	// The port is drawn below the node's ephemeral range (where outgoing
 	// connections take theirs: a client dialling a port nobody listens on
@@ -267,7 +268,7 @@ for _ in $(seq 200); do
 done
 [ -n "$port" ] || { echo "servetune: no free port on $(hostname)" >&2; exit 1; }
 `)
-	fmt.Fprintf(&b, "printf '%%s %%s\\n' \"$(hostname)\" \"$port\" >%s.tmp && mv %s.tmp %s\n", shellQuote(addr), shellQuote(addr), shellQuote(addr))
+	fmt.Fprintf(&b, "printf '%%s %%s\\n' \"$(hostname)\" \"$port\" >%s.tmp && mv %s.tmp %s\n", engine.ShellQuote(addr), engine.ShellQuote(addr), engine.ShellQuote(addr))
 	words := make([]string, len(argv))
 	for i, a := range argv {
 		words[i] = shellWord(a)
@@ -276,7 +277,9 @@ done
 	return b.String()
 }
 
-// shellWord quotes one argument for bash, with {host} the address to bind
+// shellWord quotes one argument for bash (engine.ShellQuote, whose words
+// stay on one line: a study name or model path with a line break cannot end
+// the script's comment or start a command), with {host} the address to bind
 // (all of the node's interfaces: this machine reaches it over the network)
 // and {port} the port the script picked.
 func shellWord(a string) string {
@@ -290,12 +293,12 @@ func shellWord(a string) string {
 		}
 		if i < 0 {
 			if a != "" || b.Len() == 0 {
-				b.WriteString(shellQuote(a))
+				b.WriteString(engine.ShellQuote(a))
 			}
 			return b.String()
 		}
 		if i > 0 {
-			b.WriteString(shellQuote(a[:i]))
+			b.WriteString(engine.ShellQuote(a[:i]))
 		}
 		if ph == hostVar {
 			b.WriteString(`'0.0.0.0'`)
@@ -305,11 +308,6 @@ func shellWord(a string) string {
 		a = a[i+len(ph):]
 	}
 }
-
-// shellQuote quotes s for bash: engine.ShellQuote, whose words stay on
-// one line (a study name or model path with a line break cannot end the
-// script's comment or start a command).
-func shellQuote(s string) string { return engine.ShellQuote(s) }
 
 // files are a job's files in the work dir.
 type files struct{ script, log, addr string }

@@ -55,7 +55,7 @@ func jobsOf(t *testing.T, study string) []Job {
 	}
 	var out []Job
 	for _, j := range jobs {
-		if l, ok := parseComment(j.Comment); ok && l.Study == study {
+		if l, ok := launcher.Parse(j.Comment); ok && l.Study == study {
 			out = append(out, j)
 		}
 	}

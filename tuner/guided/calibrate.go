@@ -8,7 +8,7 @@ import (
 	"github.com/servetune/servetune/internal/load/measure"
 	"github.com/servetune/servetune/internal/model/calibrate"
 	"github.com/servetune/servetune/internal/serving/catalog"
-	"github.com/servetune/servetune/launcher"
+	"github.com/servetune/servetune/launcher/simulated"
 	"github.com/servetune/servetune/space"
 	"github.com/servetune/servetune/store"
 	"github.com/servetune/servetune/tuner"
@@ -31,7 +31,7 @@ func CalibrationRuns(sp *spec.Spec, trials []store.Trial) (runs []calibrate.Run,
 		return nil, 0, ErrNoGPU
 	}
 	r := &tuner.TrialRunner{Spec: sp}
-	v := &launcher.Virtual{GPU: sp.Hardware.GPU, ModelConfig: sp.Launcher.ModelConfig}
+	v := &simulated.Virtual{GPU: sp.Hardware.GPU, ModelConfig: sp.Launcher.ModelConfig}
 	if sp.ModelConfigText != "" {
 		// The config.json the study stored: the engine that was measured,
 		// whether or not the model's files are still there.
@@ -69,7 +69,7 @@ func CalibrationRuns(sp *spec.Spec, trials []store.Trial) (runs []calibrate.Run,
 // calibrationRun is one trial's measured levels as a calibration run: the
 // engine as v simulates it (the trial's settings and extra flags on gpus)
 // and each level with the exact benchmark the trial sent.
-func calibrationRun(r *tuner.TrialRunner, v *launcher.Virtual, name string, number, replica int, set space.Settings, gpus []int, levels []measure.Level) (calibrate.Run, error) {
+func calibrationRun(r *tuner.TrialRunner, v *simulated.Virtual, name string, number, replica int, set space.Settings, gpus []int, levels []measure.Level) (calibrate.Run, error) {
 	ls := r.LaunchSpec(number, set, gpus)
 	cfg, err := v.Config(ls)
 	if err != nil {

@@ -15,7 +15,7 @@ import (
 	"github.com/servetune/servetune/internal/model/calibrate"
 	"github.com/servetune/servetune/internal/model/sim"
 	"github.com/servetune/servetune/internal/serving/engine"
-	"github.com/servetune/servetune/launcher"
+	"github.com/servetune/servetune/launcher/simulated"
 	"github.com/servetune/servetune/space"
 	"github.com/servetune/servetune/trial"
 	"github.com/servetune/servetune/tuner"
@@ -105,14 +105,14 @@ func newForecaster(sp *spec.Spec) *forecaster {
 	vs.Tuner.Precheck = false
 	vs.Quality = nil
 	f := &forecaster{base: &vs}
-	if v, ok := sp.Launcher.Launcher.(*launcher.Virtual); ok {
+	if v, ok := sp.Launcher.Launcher.(*simulated.Virtual); ok {
 		f.calibration, f.force = v.Calibration, v.ForceCalibration
 	}
 	return f
 }
 
-func (f *forecaster) virtual(c sim.Constants) *launcher.Virtual {
-	return &launcher.Virtual{GPU: f.base.Hardware.GPU, ModelConfig: f.base.Launcher.ModelConfig,
+func (f *forecaster) virtual(c sim.Constants) *simulated.Virtual {
+	return &simulated.Virtual{GPU: f.base.Hardware.GPU, ModelConfig: f.base.Launcher.ModelConfig,
 		Calibration: f.calibration, ForceCalibration: f.force, Constants: c}
 }
 

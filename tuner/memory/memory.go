@@ -8,6 +8,7 @@ import (
 
 	"github.com/servetune/servetune/internal/model/sim"
 	"github.com/servetune/servetune/launcher"
+	"github.com/servetune/servetune/launcher/simulated"
 )
 
 // Fits runs the simulator's start-up memory accounting for launch spec ls
@@ -16,7 +17,7 @@ import (
 // flags) directly. Settings the simulator does not model fit: the engine
 // decides.
 func Fits(gpu, modelConfig string, ls launcher.Spec) error {
-	v := &launcher.Virtual{GPU: gpu, ModelConfig: modelConfig}
+	v := &simulated.Virtual{GPU: gpu, ModelConfig: modelConfig}
 	cfg, err := v.Config(ls)
 	if err != nil {
 		return nil // settings the simulator does not model: let the engine decide

@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/servetune/servetune/internal/load/measure"
+	"github.com/servetune/servetune/internal/load/openai"
 )
 
 // tokenizeProbes is how many prompts are sent to /tokenize to fit the
@@ -20,14 +21,14 @@ const tokenizeProbes = 4
 
 // countTokens asks the server's /tokenize (vLLM's API) for prompt's length.
 // ok is false when the server has no usable /tokenize.
-func countTokens(ctx context.Context, hc *http.Client, t Target, prompt string) (n int, ok bool) {
+func countTokens(ctx context.Context, hc *http.Client, t openai.Target, prompt string) (n int, ok bool) {
 	body, _ := json.Marshal(map[string]string{"model": t.Model, "prompt": prompt})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url("/tokenize"), bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.URL("/tokenize"), bytes.NewReader(body))
 	if err != nil {
 		return 0, false
 	}
 	req.Header.Set("Content-Type", "application/json")
-	t.header(req.Header)
+	t.Header(req.Header)
 	resp, err := hc.Do(req)
 	if err != nil {
 		return 0, false
@@ -58,7 +59,7 @@ func countTokens(ctx context.Context, hc *http.Client, t Target, prompt string) 
 // counts and corrects each one (never trimming the shared prefix) until ctx
 // ends. Without /tokenize it changes nothing. The returned note goes into
 // meta.
-func alignPrompts(ctx context.Context, hc *http.Client, t Target, reqs []measure.Request, rng *rand.Rand) string {
+func alignPrompts(ctx context.Context, hc *http.Client, t openai.Target, reqs []measure.Request, rng *rand.Rand) string {
 	var idx []int
 	for i := range reqs {
 		if reqs[i].Synthetic {
@@ -127,7 +128,7 @@ func prefixWords(r *measure.Request) int {
 // stream seeded per request from seed, so the result does not depend on
 // goroutine order. It stops early when ctx ends; counted is how many prompts
 // got a server count, exact how many hit their target.
-func exactAlign(ctx context.Context, hc *http.Client, t Target, reqs []measure.Request, idx []int, seed uint64) (exact, counted int) {
+func exactAlign(ctx context.Context, hc *http.Client, t openai.Target, reqs []measure.Request, idx []int, seed uint64) (exact, counted int) {
 	var mu sync.Mutex
 	work := make(chan int)
 	var wg sync.WaitGroup
@@ -164,7 +165,7 @@ feed:
 // this prompt's own tokens-per-word ratio, small ones a short word at a
 // time. Every round ends with a count, so PromptTokens always matches the
 // prompt sent. ok is false when the server never counted it.
-func alignOne(ctx context.Context, hc *http.Client, t Target, r *measure.Request, rng *rand.Rand) (hit, ok bool) {
+func alignOne(ctx context.Context, hc *http.Client, t openai.Target, r *measure.Request, rng *rand.Rand) (hit, ok bool) {
 	target := r.PromptTokens
 	for round := 0; ; round++ {
 		c, cok := countTokens(ctx, hc, t, r.Prompt)

@@ -8,6 +8,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/servetune/servetune/internal/load/openai"
 )
 
 // tokenizeServer serves vLLM's /tokenize with a tokenizer unlike the word
@@ -60,7 +62,7 @@ func TestAlignPromptsExact(t *testing.T) {
 					prefixes[i] = strings.Join(strings.Fields(r.Prompt)[:r.PrefixTokens], " ")
 				}
 			}
-			note := alignPrompts(context.Background(), srv.Client(), Target{BaseURL: srv.URL, Model: "m"}, reqs, rand.New(rand.NewPCG(2, 2)))
+			note := alignPrompts(context.Background(), srv.Client(), openai.Target{BaseURL: srv.URL, Model: "m"}, reqs, rand.New(rand.NewPCG(2, 2)))
 			if !strings.Contains(note, "40 of 40 prompts exact") {
 				t.Errorf("note = %q", note)
 			}
@@ -86,7 +88,7 @@ func TestAlignPromptsWithoutTokenize(t *testing.T) {
 	defer srv.Close()
 	reqs, _ := DatasetSpec{Kind: DatasetRandom, Input: Dist{Kind: "fixed", Value: 64}, Output: Dist{Kind: "fixed", Value: 8}}.Generate(rand.New(rand.NewPCG(1, 1)), 3)
 	before := reqs[0].Prompt
-	note := alignPrompts(context.Background(), srv.Client(), Target{BaseURL: srv.URL, Model: "m"}, reqs, rand.New(rand.NewPCG(2, 2)))
+	note := alignPrompts(context.Background(), srv.Client(), openai.Target{BaseURL: srv.URL, Model: "m"}, reqs, rand.New(rand.NewPCG(2, 2)))
 	if !strings.Contains(note, "unavailable") || reqs[0].Prompt != before {
 		t.Errorf("note %q; prompt changed: %v", note, reqs[0].Prompt != before)
 	}

@@ -1,27 +1,16 @@
 package bench
 
 import (
-	"context"
-	"math/rand/v2"
-	"net/http"
 	"time"
 
 	"github.com/servetune/servetune/internal/load/gpu"
 	"github.com/servetune/servetune/internal/load/measure"
+	"github.com/servetune/servetune/internal/load/openai"
 )
-
-// Target is an OpenAI-compatible endpoint.
-type Target struct {
-	BaseURL  string      // e.g. http://127.0.0.1:8000
-	Model    string      // model name sent in requests
-	Endpoint string      // "completions" (default) or "chat"
-	Headers  http.Header // extra headers
-	APIKey   string      // Bearer token; never written anywhere
-}
 
 // Config is one benchmark run at one load level.
 type Config struct {
-	Target      Target
+	Target      openai.Target
 	Dataset     DatasetSpec
 	Requests    []measure.Request // pre-generated requests; overrides Dataset when set
 	Load        measure.Load
@@ -43,7 +32,7 @@ type Config struct {
 	KeepEOS          bool // send ignore_eos=false (default: ignore_eos on)
 	// Transport runs the requests; nil = HTTP to Target. The simulated
 	// engine's virtual clock (sim.Virtual) is the other one.
-	Transport Transport
+	Transport measure.Transport
 
 	// ScrapeMetrics reads the engine's Prometheus /metrics (Target's base
 	// URL) every MetricsInterval (scrape.DefaultInterval when 0) during
@@ -68,19 +57,6 @@ type GPUWatch struct {
 	Reader   gpu.Reader
 	GPUs     []int         // NVML indices
 	Interval time.Duration // default gpu.DefaultInterval
-}
-
-// Transport runs the phases of a run against an engine. Run owns the
-// request stream (the dataset, the arrival schedule, the seeds); a
-// transport only sends what a phase gives it and records what happened.
-type Transport interface {
-	// Align resizes synthetic prompts to the engine's tokenizer where it
-	// can and says how ("exact", "fit", "off", ...), for meta.
-	Align(ctx context.Context, reqs []measure.Request, rng *rand.Rand) string
-	// Send runs one phase and returns one record per request it sent,
-	// in send order, and the instant their offsets count from. When ctx
-	// ends it returns what it has.
-	Send(ctx context.Context, p measure.Phase) ([]measure.Record, time.Time)
 }
 
 // lengthsOnly is implemented by transports that never read prompt text

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/servetune/servetune/internal/load/measure"
+	"github.com/servetune/servetune/internal/load/openai"
 )
 
 // BenchmarkClientStream measures the whole client loop (HTTP request, SSE
@@ -26,7 +27,7 @@ func BenchmarkClientStream(b *testing.B) {
 			fs := &fakeServer{Tokens: 1000, Coalesce: mode.coalesce}
 			srv := fs.start(b)
 			hc := newHTTPClient(16)
-			c := newClient(hc, Target{BaseURL: srv.URL, Model: "m"}, true)
+			c := newClient(hc, openai.Target{BaseURL: srv.URL, Model: "m"}, true)
 			req := measure.Request{Prompt: "hello world", MaxTokens: 1000}
 			start := time.Now()
 			b.ReportAllocs()
@@ -59,7 +60,7 @@ func BenchmarkClientStream(b *testing.B) {
 func BenchmarkConcurrentStreams(b *testing.B) {
 	srv := startChild(b, &fakeServer{TTFT: 20 * time.Millisecond, PerToken: 100 * time.Millisecond})
 	cfg := Config{
-		Target:      Target{BaseURL: srv.URL, Model: "m"},
+		Target:      openai.Target{BaseURL: srv.URL, Model: "m"},
 		Dataset:     DatasetSpec{Kind: DatasetRandom, Input: Dist{Value: 8}, Output: Dist{Value: 20}},
 		Load:        measure.Load{MaxConcurrency: 2000},
 		NumRequests: 2000,
@@ -89,7 +90,7 @@ func BenchmarkConcurrentStreams(b *testing.B) {
 func BenchmarkSendLateness(b *testing.B) {
 	srv := startChild(b, &fakeServer{TTFT: time.Millisecond, PerToken: time.Millisecond})
 	cfg := Config{
-		Target:      Target{BaseURL: srv.URL, Model: "m"},
+		Target:      openai.Target{BaseURL: srv.URL, Model: "m"},
 		Dataset:     DatasetSpec{Kind: DatasetRandom, Input: Dist{Value: 8}, Output: Dist{Value: 10}},
 		Load:        measure.Load{Rate: 200},
 		NumRequests: 400,

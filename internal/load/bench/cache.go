@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/servetune/servetune/internal/load/openai"
 )
 
 // cacheResets are the engines' routes that empty their prefix cache, in
@@ -20,15 +22,15 @@ var cacheResets = []struct{ engine, path string }{
 // a load level does not hit prompts an earlier one sent, and says how:
 // "vllm: POST /reset_prefix_cache" when a route answered 2xx, else why
 // none did ("not offered: ..."), ok false. ctx bounds it.
-func ResetPrefixCache(ctx context.Context, t Target) (how string, ok bool) {
+func ResetPrefixCache(ctx context.Context, t openai.Target) (how string, ok bool) {
 	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	var why []string
 	for _, r := range cacheResets {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url(r.path), nil)
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.URL(r.path), nil)
 		if err != nil {
 			return "not offered: " + err.Error(), false
 		}
-		t.header(req.Header)
+		t.Header(req.Header)
 		resp, err := hc.Do(req)
 		if err != nil {
 			why = append(why, fmt.Sprintf("POST %s: %v", r.path, redactErr(err)))

@@ -10,96 +10,15 @@ import (
 	"mime"
 	"net"
 	"net/http"
-	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/servetune/servetune/internal/load/measure"
+	"github.com/servetune/servetune/internal/load/openai"
 	"github.com/servetune/servetune/internal/redact"
 )
-
-// Endpoint kinds of Target.Endpoint.
-const (
-	EndpointCompletions = "completions"
-	EndpointChat        = "chat"
-)
-
-// Validate reports a target that cannot be used.
-func (t Target) Validate() error {
-	u, err := url.Parse(t.BaseURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("%w: base URL %q must be http(s)://host[:port]", ErrBadConfig, redactRawURL(t.BaseURL))
-	}
-	if p := u.Port(); p != "" {
-		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return fmt.Errorf("%w: base URL %q: port %s is not in 1-65535", ErrBadConfig, redactRawURL(t.BaseURL), p)
-		}
-	}
-	if t.Model == "" {
-		return fmt.Errorf("%w: no model name", ErrBadConfig)
-	}
-	switch t.Endpoint {
-	case "", EndpointCompletions, EndpointChat:
-	default:
-		return fmt.Errorf("%w: endpoint type %q must be completions or chat", ErrBadConfig, t.Endpoint)
-	}
-	return nil
-}
-
-// redactRawURL hides what may be a secret in a URL that may not even parse:
-// user information before an '@' and the query.
-func redactRawURL(s string) string {
-	if i := strings.IndexAny(s, "?#"); i >= 0 {
-		s = s[:i] + "?…"
-	}
-	if at := strings.LastIndex(s, "@"); at >= 0 {
-		start := 0
-		if i := strings.Index(s, "://"); i >= 0 && i < at {
-			start = i + 3
-		}
-		s = s[:start] + "…" + s[at:]
-	}
-	return s
-}
-
-// url returns the request URL; a base URL ending in /v1 is accepted too.
-func (t Target) url(path string) string {
-	base := strings.TrimSuffix(strings.TrimSuffix(t.BaseURL, "/"), "/v1")
-	return base + path
-}
-
-// streamPath is the API path of t's endpoint.
-func (t Target) streamPath() string {
-	if t.Endpoint == EndpointChat {
-		return "/v1/chat/completions"
-	}
-	return "/v1/completions"
-}
-
-// header sets auth and extra headers on h.
-func (t Target) header(h http.Header) {
-	for k, vs := range t.Headers {
-		for _, v := range vs {
-			h.Add(k, v)
-		}
-	}
-	if t.APIKey != "" {
-		h.Set("Authorization", "Bearer "+t.APIKey)
-	}
-}
-
-// RedactedURL is the base URL without user info or query, for meta.
-func (t Target) RedactedURL() string {
-	u, err := url.Parse(t.BaseURL)
-	if err != nil {
-		return ""
-	}
-	u.User, u.RawQuery, u.Fragment = nil, "", ""
-	return u.String()
-}
 
 // newTransport returns an HTTP/1.1 transport that keeps up to idle
 // connections open per host so warm-up connections are reused.
@@ -131,14 +50,14 @@ func newHTTPClient(idle int) *http.Client {
 // client sends streaming requests to one target.
 type client struct {
 	hc        *http.Client
-	target    Target
+	target    openai.Target
 	url       string
 	ignoreEOS bool
 	readers   sync.Pool // *SSEReader, one per stream in flight
 }
 
-func newClient(hc *http.Client, t Target, ignoreEOS bool) *client {
-	return &client{hc: hc, target: t, url: t.url(t.streamPath()), ignoreEOS: ignoreEOS,
+func newClient(hc *http.Client, t openai.Target, ignoreEOS bool) *client {
+	return &client{hc: hc, target: t, url: t.URL(t.Path()), ignoreEOS: ignoreEOS,
 		readers: sync.Pool{New: func() any { return &SSEReader{buf: make([]byte, 8<<10)} }}}
 }
 
@@ -169,7 +88,7 @@ func (c *client) body(req measure.Request) ([]byte, error) {
 		Model: c.target.Model, Stream: true, IgnoreEOS: c.ignoreEOS,
 		StreamOptions: streamOptions{IncludeUsage: true, ContinuousUsageStats: true},
 	}
-	if c.target.Endpoint == EndpointChat {
+	if c.target.Chat() {
 		b.Messages = []chatMessage{{Role: "user", Content: req.Prompt}}
 		b.MaxCompletionTokens = req.MaxTokens
 	} else {
@@ -201,7 +120,7 @@ func (c *client) send(ctx context.Context, req measure.Request, body []byte, bod
 	}
 	hreq.Header.Set("Content-Type", "application/json")
 	hreq.Header.Set("Accept", "text/event-stream")
-	c.target.header(hreq.Header)
+	c.target.Header(hreq.Header)
 
 	rec.Send = time.Since(start)
 	resp, err := c.hc.Do(hreq)
@@ -287,31 +206,7 @@ func eventStream(resp *http.Response) (what string, ok bool) {
 // from the server or the transport (a server may echo what it received).
 // Server text is redacted before it is shortened, so that a cut never
 // leaves part of a secret behind.
-func (c *client) redact(msg string) string {
-	msg = redact.Text(msg)
-	if c.target.APIKey != "" {
-		msg = strings.ReplaceAll(msg, c.target.APIKey, redact.Redacted)
-	}
-	for _, vs := range c.target.Headers {
-		for _, v := range vs {
-			if len(v) >= 4 {
-				msg = strings.ReplaceAll(msg, v, redact.Redacted)
-			}
-		}
-	}
-	// Each word of a value too: "Authorization: Bearer KEY" passed as a
-	// header, and a server that echoes KEY alone.
-	for _, vs := range c.target.Headers {
-		for _, v := range vs {
-			for _, w := range strings.Fields(v) {
-				if len(w) >= 4 {
-					msg = strings.ReplaceAll(msg, w, redact.Redacted)
-				}
-			}
-		}
-	}
-	return msg
-}
+func (c *client) redact(msg string) string { return c.target.Scrub(redact.Text(msg)) }
 
 // stream reads the SSE body and classifies the outcome: the event loop
 // here, each chunk's bookkeeping in streamState.add and the end-of-stream

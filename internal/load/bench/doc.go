@@ -24,7 +24,7 @@
 //
 //	in, _ := bench.ParseDist("lognormal:median=1024,sigma=0.6")
 //	res, err := bench.Run(ctx, bench.Config{
-//		Target:      bench.Target{BaseURL: "http://127.0.0.1:8000", Model: "meta-llama/Llama-3.1-8B-Instruct"},
+//		Target:      openai.Target{BaseURL: "http://127.0.0.1:8000", Model: "meta-llama/Llama-3.1-8B-Instruct"},
 //		Dataset:     bench.DatasetSpec{Kind: bench.DatasetRandom, Input: in, Output: bench.Dist{Kind: bench.DistFixed, Value: 128}},
 //		Load:        measure.Load{Rate: 8, MaxConcurrency: 64},
 //		NumRequests: 400,

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/servetune/servetune/internal/load/measure"
+	"github.com/servetune/servetune/internal/load/openai"
 )
 
 // httpTransport sends requests to an OpenAI-compatible server over HTTP/1.1,
@@ -22,7 +23,7 @@ import (
 type httpTransport struct {
 	hc     *http.Client
 	c      *client
-	target Target
+	target openai.Target
 	// stopped says why the last phase stopped sending early ("" when it
 	// did not): the server refused every connection, or this machine ran
 	// out of file descriptors.
@@ -43,11 +44,11 @@ const deadStreak = 32
 // Stopped says why the last phase stopped early, "" when it did not.
 func (h *httpTransport) Stopped() string { return h.stopped }
 
-var _ Transport = (*httpTransport)(nil)
+var _ measure.Transport = (*httpTransport)(nil)
 
 // newHTTPTransport keeps up to maxConcurrency connections (4096 when 0)
 // open so that warm-up connections are reused.
-func newHTTPTransport(t Target, maxConcurrency int, ignoreEOS bool) *httpTransport {
+func newHTTPTransport(t openai.Target, maxConcurrency int, ignoreEOS bool) *httpTransport {
 	idle := maxConcurrency
 	if idle == 0 {
 		idle = 4096
@@ -282,11 +283,11 @@ func sleepUntil(ctx context.Context, timer *time.Timer, t time.Time) bool {
 // MaxModelLen asks the server's /v1/models for the model's max_model_len
 // (vLLM and SGLang report it); 0 when it does not say by ctx's end.
 func (h *httpTransport) MaxModelLen(ctx context.Context) int {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.target.url("/v1/models"), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, h.target.URL("/v1/models"), nil)
 	if err != nil {
 		return 0
 	}
-	h.target.header(req.Header)
+	h.target.Header(req.Header)
 	resp, err := h.hc.Do(req)
 	if err != nil {
 		return 0

@@ -13,6 +13,7 @@ import (
 
 	"github.com/servetune/servetune/internal/load/gpu"
 	"github.com/servetune/servetune/internal/load/measure"
+	"github.com/servetune/servetune/internal/load/openai"
 	"github.com/servetune/servetune/internal/load/scrape"
 	"github.com/servetune/servetune/internal/redact"
 )
@@ -70,7 +71,7 @@ func recycledPrompt(r measure.Request, cycle int) string {
 func (cfg Config) Validate() error {
 	if cfg.Transport == nil {
 		if err := cfg.Target.Validate(); err != nil {
-			return err
+			return fmt.Errorf("%w: %v", ErrBadConfig, err)
 		}
 	}
 	l := cfg.Load
@@ -233,13 +234,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 // watcher observes the engine during a measured phase: its /metrics and
 // its GPUs.
 type watcher struct {
-	tr      Transport
+	tr      measure.Transport
 	scraper *scrape.Scraper
 	gpus    *gpu.Sampler
 }
 
 // watch starts what cfg asks to observe during the measured phase.
-func (cfg Config) watch(ctx context.Context, tr Transport) *watcher {
+func (cfg Config) watch(ctx context.Context, tr measure.Transport) *watcher {
 	w := &watcher{tr: tr}
 	if cfg.ScrapeMetrics && cfg.Transport == nil {
 		h := http.Header{}
@@ -279,7 +280,7 @@ func (w *watcher) stop() seen {
 }
 
 // stopReason is why the transport's last phase stopped sending early.
-func stopReason(tr Transport) string {
+func stopReason(tr measure.Transport) string {
 	if s, ok := tr.(interface{ Stopped() string }); ok {
 		return s.Stopped()
 	}
@@ -296,7 +297,7 @@ type modelLimiter interface {
 // prompt text is built or sent: each such request would be a 400 after
 // building and uploading a prompt that may be gigabytes. The lengths come
 // from the same seeded streams as the requests, without text.
-func (cfg Config) checkLengths(ctx context.Context, tr Transport) error {
+func (cfg Config) checkLengths(ctx context.Context, tr measure.Transport) error {
 	ml, ok := tr.(modelLimiter)
 	if !ok {
 		return nil
@@ -433,7 +434,7 @@ func (cfg Config) phase(reqs []measure.Request) measure.Phase {
 func describe(sum *measure.Summary, cfg Config, start time.Time) {
 	sum.Date = start.Format("20060102-150405")
 	sum.Backend = "openai"
-	if cfg.Target.Endpoint == EndpointChat {
+	if cfg.Target.Chat() {
 		sum.Backend = "openai-chat"
 	}
 	sum.ModelID, sum.TokenizerID = cfg.Target.Model, cfg.Target.Model
@@ -463,7 +464,7 @@ func runMeta(cfg Config, start time.Time, align string, warm int, records []meas
 	}
 	ep := cfg.Target.Endpoint
 	if ep == "" {
-		ep = EndpointCompletions
+		ep = openai.EndpointCompletions
 	}
 	m := map[string]any{
 		"base_url":         cfg.Target.RedactedURL(),

@@ -12,11 +12,12 @@ import (
 	"time"
 
 	"github.com/servetune/servetune/internal/load/measure"
+	"github.com/servetune/servetune/internal/load/openai"
 )
 
 func baseConfig(url string) Config {
 	return Config{
-		Target:  Target{BaseURL: url, Model: "test-model"},
+		Target:  openai.Target{BaseURL: url, Model: "test-model"},
 		Dataset: DatasetSpec{Kind: DatasetRandom, Input: Dist{Kind: DistFixed, Value: 32}, Output: Dist{Kind: DistFixed, Value: 40}},
 		Seed:    1,
 		Timeout: 30 * time.Second,
@@ -46,7 +47,7 @@ func TestRunTiming(t *testing.T) {
 		endpoint     string
 	}{
 		{"one token per chunk", 1, false, 40, ""},
-		{"chat endpoint", 1, false, 40, EndpointChat},
+		{"chat endpoint", 1, false, 40, openai.EndpointChat},
 		{"four tokens per chunk", 4, false, 100, ""},
 		{"four per chunk, usage only at end", 4, true, 100, ""},
 	}
@@ -461,7 +462,7 @@ func TestBadBaseURLRedacted(t *testing.T) {
 		"://user:s3cretpw@",
 		"localhost:8000/v1?api_key=s3cretpw",
 	} {
-		err := Target{BaseURL: u, Model: "m"}.Validate()
+		err := openai.Target{BaseURL: u, Model: "m"}.Validate()
 		if err == nil {
 			t.Errorf("%q accepted", u)
 			continue

@@ -12,17 +12,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/servetune/servetune/internal/redact"
+	"github.com/servetune/servetune/internal/load/openai"
 	"github.com/servetune/servetune/internal/serving/engine"
 )
-
-// Target is the OpenAI-compatible server whose answers are scored.
-type Target struct {
-	BaseURL string // e.g. http://127.0.0.1:8000
-	Model   string
-	Chat    bool   // /v1/chat/completions instead of /v1/completions
-	APIKey  string // sent as Bearer; never written anywhere
-}
 
 // Options tune Run; zero values take the defaults.
 type Options struct {
@@ -56,7 +48,7 @@ var ErrNoAnswer = errors.New("the server answered no task")
 // first newline) and scores the answers by exact match after Normalize.
 // A task the server fails to answer counts wrong; Run fails only when ctx
 // ends or no task was answered at all.
-func Run(ctx context.Context, t Target, tasks []Task, o Options) (Result, error) {
+func Run(ctx context.Context, t openai.Target, tasks []Task, o Options) (Result, error) {
 	if o.Concurrency <= 0 {
 		o.Concurrency = 16
 	}
@@ -153,12 +145,11 @@ type completion struct {
 
 // ask sends one prompt and returns the answer text and whether the server
 // marked it as not a model's.
-func ask(ctx context.Context, hc *http.Client, t Target, prompt string, o Options) (string, bool, error) {
+func ask(ctx context.Context, hc *http.Client, t openai.Target, prompt string, o Options) (string, bool, error) {
 	body := map[string]any{"model": t.Model, "max_tokens": o.MaxTokens, "temperature": 0, "top_p": 1,
 		"stop": []string{"\n"}, "stream": false}
-	path := "/v1/completions"
-	if t.Chat {
-		path = "/v1/chat/completions"
+	path := t.Path()
+	if t.Chat() {
 		body["messages"] = []map[string]string{{"role": "user", "content": prompt}}
 	} else {
 		body["prompt"] = prompt
@@ -169,14 +160,12 @@ func ask(ctx context.Context, hc *http.Client, t Target, prompt string, o Option
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(t.BaseURL, "/")+path, bytes.NewReader(b))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.URL(path), bytes.NewReader(b))
 	if err != nil {
 		return "", false, err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	if t.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+t.APIKey)
-	}
+	t.Header(req.Header)
 	resp, err := hc.Do(req)
 	if err != nil {
 		// The URL carries no secret; the key is a header, never echoed.
@@ -193,9 +182,7 @@ func ask(ctx context.Context, hc *http.Client, t Target, prompt string, o Option
 	}
 	if resp.StatusCode != http.StatusOK {
 		msg := strings.Join(strings.Fields(string(raw)), " ")
-		if t.APIKey != "" {
-			msg = strings.ReplaceAll(msg, t.APIKey, redact.Redacted) // a server that echoes the key
-		}
+		msg = t.Scrub(msg) // a server that echoes the key
 		if len(msg) > 200 {
 			msg = msg[:200] + "..."
 		}
@@ -205,7 +192,7 @@ func ask(ctx context.Context, hc *http.Client, t Target, prompt string, o Option
 	if err := json.Unmarshal(raw, &c); err != nil || len(c.Choices) == 0 {
 		return "", sim, fmt.Errorf("POST %s: not a completion: %.200s", path, raw)
 	}
-	if t.Chat {
+	if t.Chat() {
 		return c.Choices[0].Message.Content, sim, nil
 	}
 	return c.Choices[0].Text, sim, nil

@@ -12,8 +12,8 @@
 // greedy answers item by item.
 //
 //	tasks := quality.Tasks(1, quality.DefaultItems)
-//	base, _ := quality.Run(ctx, quality.Target{BaseURL: baseURL, Model: m}, tasks, quality.Options{})
-//	cand, _ := quality.Run(ctx, quality.Target{BaseURL: fp8URL, Model: m}, tasks, quality.Options{})
+//	base, _ := quality.Run(ctx, openai.Target{BaseURL: baseURL, Model: m}, tasks, quality.Options{})
+//	cand, _ := quality.Run(ctx, openai.Target{BaseURL: fp8URL, Model: m}, tasks, quality.Options{})
 //	v := quality.Judge(cand, base, 1.0) // v.Pass, v.DropPct, v.AgreementPct
 //
 // The simulated engine marks its completions as placeholder text

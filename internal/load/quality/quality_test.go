@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/servetune/servetune/internal/load/openai"
 	"github.com/servetune/servetune/internal/model/sim"
 )
 
@@ -154,11 +155,11 @@ func TestRunKnownAccuracy(t *testing.T) {
 	tenth := newAnswerServer(t, tasks, func(id int) bool { return id%10 == 3 }, nil)
 	oneIn200 := newAnswerServer(t, tasks, func(id int) bool { return id == 17 }, nil)
 
-	base, err := Run(ctx, Target{BaseURL: perfect.URL, Model: "m"}, tasks, Options{})
+	base, err := Run(ctx, openai.Target{BaseURL: perfect.URL, Model: "m"}, tasks, Options{})
 	if err != nil || base.AccuracyPct != 100 || base.Correct != 200 || base.Simulated {
 		t.Fatalf("perfect server: %+v, %v", base, err)
 	}
-	worse, err := Run(ctx, Target{BaseURL: tenth.URL, Model: "m", Chat: true}, tasks, Options{Concurrency: 4})
+	worse, err := Run(ctx, openai.Target{BaseURL: tenth.URL, Model: "m", Endpoint: openai.EndpointChat}, tasks, Options{Concurrency: 4})
 	if err != nil || worse.AccuracyPct != 90 {
 		t.Fatalf("90%% server: %.1f%%, %v", worse.AccuracyPct, err)
 	}
@@ -169,7 +170,7 @@ func TestRunKnownAccuracy(t *testing.T) {
 	if !strings.Contains(v.String(), "fails: accuracy 90.0% vs baseline 100.0% (drop 10.0 points, at most 1.0 allowed)") {
 		t.Errorf("verdict line %q", v)
 	}
-	slight, err := Run(ctx, Target{BaseURL: oneIn200.URL, Model: "m"}, tasks, Options{})
+	slight, err := Run(ctx, openai.Target{BaseURL: oneIn200.URL, Model: "m"}, tasks, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,15 +194,15 @@ func TestRunErrors(t *testing.T) {
 	ctx := context.Background()
 	tasks := Tasks(3, 40)
 	some := newAnswerServer(t, tasks, func(int) bool { return false }, func(id int) bool { return id < 4 })
-	r, err := Run(ctx, Target{BaseURL: some.URL, Model: "m"}, tasks, Options{})
+	r, err := Run(ctx, openai.Target{BaseURL: some.URL, Model: "m"}, tasks, Options{})
 	if err != nil || r.Errors != 4 || r.AccuracyPct != 90 || !strings.Contains(r.FirstError, "500") || !strings.Contains(r.FirstError, "illegal memory access") {
 		t.Errorf("4 failed of 40: %+v, %v", r, err)
 	}
 	none := newAnswerServer(t, tasks, func(int) bool { return false }, func(int) bool { return true })
-	if _, err := Run(ctx, Target{BaseURL: none.URL, Model: "m"}, tasks, Options{}); !errors.Is(err, ErrNoAnswer) {
+	if _, err := Run(ctx, openai.Target{BaseURL: none.URL, Model: "m"}, tasks, Options{}); !errors.Is(err, ErrNoAnswer) {
 		t.Errorf("a server that answers nothing: %v", err)
 	}
-	if _, err := Run(ctx, Target{BaseURL: "http://127.0.0.1:1", Model: "m"}, tasks[:2], Options{}); !errors.Is(err, ErrNoAnswer) || !strings.Contains(err.Error(), "connection refused") {
+	if _, err := Run(ctx, openai.Target{BaseURL: "http://127.0.0.1:1", Model: "m"}, tasks[:2], Options{}); !errors.Is(err, ErrNoAnswer) || !strings.Contains(err.Error(), "connection refused") {
 		t.Errorf("nothing listening: %v", err)
 	}
 }
@@ -227,7 +228,7 @@ func TestSimulatedEngineIsNotScored(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	tasks := Tasks(1, 8)
-	r, err := Run(context.Background(), Target{BaseURL: hs.URL, Model: "llama-3.1-8b"}, tasks, Options{MaxTokens: 8})
+	r, err := Run(context.Background(), openai.Target{BaseURL: hs.URL, Model: "llama-3.1-8b"}, tasks, Options{MaxTokens: 8})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/servetune/servetune/internal/httpserve"
 	"github.com/servetune/servetune/internal/serving/engine"
 )
 
@@ -1135,22 +1136,11 @@ func (s *Server) ListenAndServe(ctx context.Context, addr string, ready func(net
 		ready(ln.Addr())
 	}
 	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: headerTimeout, IdleTimeout: 60 * time.Second}
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- hs.Serve(ln) }()
-	select {
-	case <-ctx.Done():
-	case err := <-serveErr:
-		stopEngine()
-		return fmt.Errorf("serve: %w", err)
-	}
+	err = httpserve.Serve(ctx, hs, ln, 5*time.Second, stopEngine)
 	stopEngine()
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	err = hs.Shutdown(sctx)
-	<-serveErr
 	wg.Wait()
 	if err != nil {
-		return fmt.Errorf("shutdown: %w", err)
+		return err
 	}
 	return runErr
 }

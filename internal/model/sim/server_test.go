@@ -20,6 +20,7 @@ import (
 
 	"github.com/servetune/servetune/internal/load/bench"
 	"github.com/servetune/servetune/internal/load/measure"
+	"github.com/servetune/servetune/internal/load/openai"
 )
 
 // startServer runs a Server on loopback until the test ends.
@@ -233,7 +234,7 @@ func TestServeAgreesWithVirtual(t *testing.T) {
 	load := measure.Load{Rate: 20, MaxConcurrency: 16}
 	const n, seed = 60, 7
 	res, err := bench.Run(context.Background(), bench.Config{
-		Target: bench.Target{BaseURL: url, Model: "llama-3.1-8b"}, Dataset: ds, Load: measure.Load{Rate: load.Rate * scale, MaxConcurrency: load.MaxConcurrency},
+		Target: openai.Target{BaseURL: url, Model: "llama-3.1-8b"}, Dataset: ds, Load: measure.Load{Rate: load.Rate * scale, MaxConcurrency: load.MaxConcurrency},
 		NumRequests: n, Seed: seed, Timeout: time.Minute, NoAlign: true,
 	})
 	if err != nil {

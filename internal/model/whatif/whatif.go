@@ -17,7 +17,7 @@ import (
 	"github.com/servetune/servetune/internal/model/sim"
 	"github.com/servetune/servetune/internal/serving/catalog"
 	"github.com/servetune/servetune/internal/serving/engine"
-	"github.com/servetune/servetune/launcher"
+	"github.com/servetune/servetune/launcher/simulated"
 	"github.com/servetune/servetune/tuner/recommend"
 	"github.com/servetune/servetune/tuner/spec"
 )
@@ -650,8 +650,8 @@ func (rep *Report) Ties() []Row {
 }
 
 // launcherFor is the virtual launcher of a candidate.
-func launcherFor(o Options, c candidate) *launcher.Virtual {
-	v := &launcher.Virtual{GPU: c.gpu.ID}
+func launcherFor(o Options, c candidate) *simulated.Virtual {
+	v := &simulated.Virtual{GPU: c.gpu.ID}
 	if _, cfg, ok := catalog.ModelPath(o.Model); ok {
 		v.ModelConfig = cfg
 	}

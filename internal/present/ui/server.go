@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/servetune/servetune/internal/httpserve"
 	"github.com/servetune/servetune/internal/load/measure"
 	"github.com/servetune/servetune/internal/present/report"
 	"github.com/servetune/servetune/store"
@@ -136,7 +137,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			http.Error(w, fmt.Sprintf("servetune ui: %d connections are open, the most this dashboard serves; close some pages and reload", s.maxConns()), http.StatusServiceUnavailable)
 			return
 		}
-		if s.Loopback && !loopbackHost(r.Host) {
+		if s.Loopback && !httpserve.IsLoopback(r.Host) {
 			http.Error(w, "servetune ui: requests must name this machine's loopback address (got Host "+r.Host+")", http.StatusMisdirectedRequest)
 			return
 		}
@@ -147,18 +148,6 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		h.Set("Cache-Control", "no-store")
 		next.ServeHTTP(w, r)
 	})
-}
-
-func loopbackHost(hostport string) bool {
-	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		host = h
-	}
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(strings.Trim(host, "[]"))
-	return ip != nil && ip.IsLoopback()
 }
 
 func (s *Server) poll() time.Duration {
@@ -569,7 +558,7 @@ func (s *Server) Serve(ctx context.Context, addr string, ready func(net.Addr)) e
 	if err != nil {
 		return err
 	}
-	if ta, ok := ln.Addr().(*net.TCPAddr); ok && ta.IP.IsLoopback() {
+	if httpserve.IsLoopback(ln.Addr().String()) {
 		s.Loopback = true
 	}
 	// No ReadTimeout: it would end the event streams (their read side
@@ -588,28 +577,12 @@ func (s *Server) Serve(ctx context.Context, addr string, ready func(net.Addr)) e
 	if ready != nil {
 		ready(ln.Addr())
 	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
+	err = httpserve.Serve(ctx, srv, ln, 2*time.Second, func() {
+		s.done()
+		close(s.stop) // hubs stop; event streams end with ctx (BaseContext)
+	})
+	if ctx.Err() != nil {
+		return nil // a shutdown that outlasts its grace leaves nothing to report
 	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-	defer cancel()
-	s.done()
-	close(s.stop) // hubs stop; event streams end with ctx (BaseContext)
-	_ = srv.Shutdown(sctx)
-	<-done
-	return nil
-}
-
-// IsLoopback reports whether addr ("host:port") names a loopback host
-// (an empty host listens everywhere: not loopback).
-func IsLoopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil || host == "" {
-		return false
-	}
-	return loopbackHost(host)
+	return err
 }

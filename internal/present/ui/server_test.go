@@ -4,17 +4,6 @@ import (
 	"testing"
 )
 
-func TestIsLoopback(t *testing.T) {
-	for addr, want := range map[string]bool{
-		"127.0.0.1:8080": true, "localhost:8080": true, "[::1]:8080": true, "127.0.0.2:1": true,
-		"0.0.0.0:8080": false, ":8080": false, "10.0.0.7:8080": false, "example.com:80": false, "nonsense": false,
-	} {
-		if got := IsLoopback(addr); got != want {
-			t.Errorf("IsLoopback(%q) = %v, want %v", addr, got, want)
-		}
-	}
-}
-
 // TestLive: a trial's level progress is kept until it finishes, and the
 // levels it finished are counted.
 func TestLive(t *testing.T) {

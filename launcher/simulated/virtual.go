@@ -1,4 +1,4 @@
-package launcher
+package simulated
 
 import (
 	"context"
@@ -7,11 +7,12 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/servetune/servetune/internal/load/bench"
+	"github.com/servetune/servetune/internal/load/measure"
 	"github.com/servetune/servetune/internal/model/sim"
 	"github.com/servetune/servetune/internal/serving/catalog"
 	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/internal/yamlspec"
+	"github.com/servetune/servetune/launcher"
 )
 
 // Virtual "launches" the simulated engine in this process on a virtual
@@ -37,17 +38,17 @@ type Virtual struct {
 	Constants sim.Constants
 }
 
-var _ Launcher = (*Virtual)(nil)
+var _ launcher.Launcher = (*Virtual)(nil)
 
 // Launch builds the simulated engine from spec's settings (and extra
 // flags) directly, with no command line in between.
-func (v *Virtual) Launch(ctx context.Context, spec Spec) (Instance, error) {
+func (v *Virtual) Launch(ctx context.Context, spec launcher.Spec) (launcher.Instance, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	cfg, err := v.Config(spec)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrBadSpec, err)
+		return nil, fmt.Errorf("%w: %w", launcher.ErrBadSpec, err)
 	}
 	eng, err := sim.NewVirtual(cfg)
 	var se *sim.StartupError
@@ -64,7 +65,7 @@ func (v *Virtual) Launch(ctx context.Context, spec Spec) (Instance, error) {
 // Config is the simulator configuration spec launches: its settings, then
 // the settings its extra flags give, on len(spec.GPUs) GPUs (or as many as
 // the parallel settings need).
-func (v *Virtual) Config(spec Spec) (sim.Config, error) {
+func (v *Virtual) Config(spec launcher.Spec) (sim.Config, error) {
 	set := spec.Settings.Clone()
 	if len(spec.Extra) > 0 {
 		extra, err := engine.ParseFlags(spec.Engine, spec.Extra)
@@ -114,7 +115,7 @@ func (in *VirtualInstance) Endpoint() string { return "virtual://sim" }
 // Ready returns at once, or the start-up failure as an exit.
 func (in *VirtualInstance) Ready(context.Context) error {
 	if in.failed != "" {
-		return &ExitError{engine.Exit{Code: 1}}
+		return &launcher.ExitError{Exit: engine.Exit{Code: 1}}
 	}
 	return nil
 }
@@ -126,14 +127,14 @@ func (in *VirtualInstance) Logs() string { return in.failed }
 func (in *VirtualInstance) Stop(context.Context) error { return nil }
 
 // Transport is the engine on its virtual clock, for bench.Config.Transport.
-func (in *VirtualInstance) Transport() bench.Transport { return in.eng }
+func (in *VirtualInstance) Transport() measure.Transport { return in.eng }
 
 func init() {
-	Register(Kind{
+	launcher.Register(launcher.Kind{
 		Name: "virtual",
 		Doc:  "the simulated engine in virtual time, in this process: deterministic, milliseconds per trial (what-if studies, the quick start)",
 		Keys: CalibrationKeys,
-		Decode: func(d *yamlspec.Decoder, keys map[string]*yaml.Node, c Common) Launcher {
+		Decode: func(d *yamlspec.Decoder, keys map[string]*yaml.Node, c launcher.Common) launcher.Launcher {
 			v := &Virtual{GPU: c.GPU, ModelConfig: c.ModelConfig}
 			v.Calibration, v.ForceCalibration = DecodeCalibration(d, keys)
 			return v
@@ -147,7 +148,7 @@ func (v *Virtual) Deterministic() bool { return true }
 
 // Preflight checks that the simulator knows the model and the GPU, and
 // that the calibration profile, if any, is for them.
-func (v *Virtual) Preflight(_ context.Context, spec Spec) error {
+func (v *Virtual) Preflight(_ context.Context, spec launcher.Spec) error {
 	if err := SimPreflight(spec.Model, v.ModelConfig, v.GPU); err != nil {
 		return err
 	}
@@ -156,9 +157,9 @@ func (v *Virtual) Preflight(_ context.Context, spec Spec) error {
 
 // CalibrationKeys are the keys of the simulated engine's launchers that
 // take a calibration profile.
-var CalibrationKeys = []Key{
-	{"calibration", "a calibration profile (servetune calibrate -o FILE) for the simulator's constants; refused for another GPU or engine"},
-	{"force_calibration", "use the calibration profile even on another GPU or engine (default false)"},
+var CalibrationKeys = []launcher.Key{
+	{Name: "calibration", Doc: "a calibration profile (servetune calibrate -o FILE) for the simulator's constants; refused for another GPU or engine"},
+	{Name: "force_calibration", Doc: "use the calibration profile even on another GPU or engine (default false)"},
 }
 
 // DecodeCalibration reads calibration and force_calibration.

@@ -1,4 +1,4 @@
-package launcher
+package simulated
 
 import (
 	"context"
@@ -8,20 +8,21 @@ import (
 
 	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/internal/testengine"
+	"github.com/servetune/servetune/launcher"
 )
 
 func TestSimBadSpec(t *testing.T) {
 	tests := []struct {
 		name string
 		s    Sim
-		spec Spec
+		spec launcher.Spec
 	}{
-		{"no model", Sim{}, Spec{}},
-		{"negative scale", Sim{Scale: -1}, Spec{Model: "m"}},
+		{"no model", Sim{}, launcher.Spec{}},
+		{"negative scale", Sim{Scale: -1}, launcher.Spec{Model: "m"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, err := tt.s.Launch(context.Background(), tt.spec); !errors.Is(err, ErrBadSpec) {
+			if _, err := tt.s.Launch(context.Background(), tt.spec); !errors.Is(err, launcher.ErrBadSpec) {
 				t.Fatalf("Launch = %v, want ErrBadSpec", err)
 			}
 		})
@@ -35,7 +36,7 @@ func TestSimServe(t *testing.T) {
 	s := &Sim{Binary: bin, GPU: "H100-SXM", Scale: 50, LoadTime: 200 * time.Millisecond, PollInterval: 20 * time.Millisecond}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	in, err := s.Launch(ctx, Spec{Model: model, GPUs: []int{0}})
+	in, err := s.Launch(ctx, launcher.Spec{Model: model, GPUs: []int{0}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,16 +56,16 @@ func TestSimStartupOOM(t *testing.T) {
 	s := &Sim{Binary: bin, GPU: "H100-SXM", NumGPUs: 1, Scale: 50, PollInterval: 20 * time.Millisecond}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	in, err := s.Launch(ctx, Spec{Model: "meta-llama/Llama-3.3-70B-Instruct", Extra: []string{"--quantization", "fp8"}})
+	in, err := s.Launch(ctx, launcher.Spec{Model: "meta-llama/Llama-3.3-70B-Instruct", Extra: []string{"--quantization", "fp8"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = in.Stop(context.Background()) })
 	err = in.Ready(ctx)
-	if !errors.Is(err, ErrExited) {
+	if !errors.Is(err, launcher.ErrExited) {
 		t.Fatalf("Ready = %v, want ErrExited\nlogs:\n%s", err, in.Logs())
 	}
-	ex := in.(Exiter)
+	ex := in.(launcher.Exiter)
 	if got, _ := engine.Classify(ex.Exit(), false, in.Logs()); got != engine.FailOOM {
 		t.Errorf("Classify = %q, want oom; exit %d, logs:\n%s", got, ex.Exit().Code, in.Logs())
 	}

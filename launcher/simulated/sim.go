@@ -1,4 +1,4 @@
-package launcher
+package simulated
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/internal/yamlspec"
+	"github.com/servetune/servetune/launcher"
 )
 
 // Sim launches the simulated engine as a subprocess, `servetune sim serve`,
@@ -22,7 +23,7 @@ import (
 type Sim struct {
 	Binary    string        // servetune binary; default os.Executable()
 	GPU       string        // catalog GPU name, e.g. H100-SXM; "" = the sim's default
-	NumGPUs   int           // 0 = len(Spec.GPUs), or the sim's default when that is empty too
+	NumGPUs   int           // 0 = len(launcher.Spec.GPUs), or the sim's default when that is empty too
 	Scale     float64       // time scale: >1 runs faster than real time; 0 = real time
 	LoadTime  time.Duration // simulated start-up time; 0 = the sim's default
 	PassEnv   []string      // names of variables handed to the engine
@@ -33,15 +34,15 @@ type Sim struct {
 	Calibration      string
 	ForceCalibration bool
 
-	StopTimeout  time.Duration // default DefaultStopTimeout
+	StopTimeout  time.Duration // default launcher.DefaultStopTimeout
 	PollInterval time.Duration // default DefaultPollInterval
 	LogBytes     int           // default DefaultLogBytes
 }
 
 var (
-	_ Launcher   = (*Sim)(nil)
-	_ TimeScaler = (*Sim)(nil)
-	_ Reaper     = (*Sim)(nil)
+	_ launcher.Launcher   = (*Sim)(nil)
+	_ launcher.TimeScaler = (*Sim)(nil)
+	_ launcher.Reaper     = (*Sim)(nil)
 )
 
 // TimeScale is how many times faster than real time the engine runs.
@@ -58,12 +59,12 @@ func SimTimeScale(scale float64) float64 {
 }
 
 // Launch starts `servetune sim serve` for spec.
-func (s *Sim) Launch(ctx context.Context, spec Spec) (Instance, error) {
+func (s *Sim) Launch(ctx context.Context, spec launcher.Spec) (launcher.Instance, error) {
 	if spec.Model == "" {
-		return nil, fmt.Errorf("%w: sim launcher needs a model", ErrBadSpec)
+		return nil, fmt.Errorf("%w: sim launcher needs a model", launcher.ErrBadSpec)
 	}
 	if s.NumGPUs < 0 || s.Scale < 0 || s.LoadTime < 0 {
-		return nil, fmt.Errorf("%w: sim launcher: negative GPU count, time scale or load time", ErrBadSpec)
+		return nil, fmt.Errorf("%w: sim launcher: negative GPU count, time scale or load time", launcher.ErrBadSpec)
 	}
 	bin := s.Binary
 	if bin == "" {
@@ -96,7 +97,7 @@ func (s *Sim) Launch(ctx context.Context, spec Spec) (Instance, error) {
 		}
 	}
 	spec.Env = append(env, spec.Env...)
-	p := Process{
+	p := launcher.Process{
 		Command:      cmd,
 		PassEnv:      s.PassEnv,
 		StopTimeout:  s.StopTimeout,
@@ -108,9 +109,9 @@ func (s *Sim) Launch(ctx context.Context, spec Spec) (Instance, error) {
 
 // SimKeys are the keys of the simulated engine's launchers (the sim kind,
 // and docker with the servetune-sim image).
-var SimKeys = []Key{
-	{"time_scale", "how many times faster than real time the simulated engine runs (default 1)"},
-	{"load_time", "simulated start-up time before /health turns ready, e.g. 10s"},
+var SimKeys = []launcher.Key{
+	{Name: "time_scale", Doc: "how many times faster than real time the simulated engine runs (default 1)"},
+	{Name: "load_time", Doc: "simulated start-up time before /health turns ready, e.g. 10s"},
 }
 
 // DecodeSimKeys reads time_scale and load_time.
@@ -126,23 +127,28 @@ func DecodeSimKeys(d *yamlspec.Decoder, keys map[string]*yaml.Node) (scale float
 }
 
 func init() {
-	Register(Kind{
+	launcher.Register(launcher.Kind{
 		Name: "sim",
 		Doc:  "the simulated engine as a subprocess on the real clock (`servetune sim serve`), optionally time-scaled: tests the real path without a GPU",
 		Keys: append(slices.Clone(SimKeys), CalibrationKeys...),
-		Decode: func(d *yamlspec.Decoder, keys map[string]*yaml.Node, c Common) Launcher {
+		Decode: func(d *yamlspec.Decoder, keys map[string]*yaml.Node, c launcher.Common) launcher.Launcher {
 			scale, load := DecodeSimKeys(d, keys)
 			s := &Sim{GPU: c.GPU, Scale: scale, LoadTime: load, PassEnv: c.Env, ModelConf: c.ModelConfig}
 			s.Calibration, s.ForceCalibration = DecodeCalibration(d, keys)
 			return s
 		},
-		Cleanup: cleanupLocal("sim"),
+		Cleanup: launcher.CleanupLocal("sim"),
 	})
+}
+
+// Reap stops the simulated engines that runs of study left.
+func (s *Sim) Reap(ctx context.Context, study string, keep func(launcher.Reaped) bool) ([]launcher.Reaped, error) {
+	return launcher.ReapLocal(ctx, "sim", study, keep, launcher.OrDefaultDuration(s.StopTimeout, launcher.DefaultStopTimeout))
 }
 
 // Preflight checks that the simulator knows the model and the GPU, and
 // that the servetune binary is there.
-func (s *Sim) Preflight(_ context.Context, spec Spec) error {
+func (s *Sim) Preflight(_ context.Context, spec launcher.Spec) error {
 	if s.Binary != "" {
 		if _, err := os.Stat(s.Binary); err != nil {
 			return fmt.Errorf("sim launcher: %w", err)

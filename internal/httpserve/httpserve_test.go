@@ -1,0 +1,109 @@
+package httpserve
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestIsLoopback(t *testing.T) {
+	for host, want := range map[string]bool{
+		"127.0.0.1": true, "127.1.2.3": true, "localhost": true, "LocalHost": true, "::1": true, "[::1]": true,
+		"127.0.0.1:8080": true, "localhost:8080": true, "[::1]:8080": true, "127.0.0.2:1": true,
+		"10.0.0.5": false, "gpu-a.internal": false, "0.0.0.0": false, "": false, "fe80::1%eth0": false,
+		"0.0.0.0:8080": false, ":8080": false, "10.0.0.7:8080": false, "example.com:80": false, "nonsense": false,
+	} {
+		if got := IsLoopback(host); got != want {
+			t.Errorf("IsLoopback(%q) = %v, want %v", host, got, want)
+		}
+	}
+}
+
+// TestServe: a request is served; when ctx ends, stopping runs before the
+// shutdown and Serve returns nil; a listener that fails is serving's error.
+func TestServe(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") })}
+	errc := make(chan error, 1)
+	go func() { errc <- Serve(ctx, srv, ln, time.Second, func() { close(stopped) }) }()
+	resp, err := http.Get("http://" + ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(b) != "ok" {
+		t.Errorf("body %q", b)
+	}
+	cancel()
+	if err := <-errc; err != nil {
+		t.Errorf("Serve after cancel: %v", err)
+	}
+	select {
+	case <-stopped:
+	default:
+		t.Error("stopping not called")
+	}
+
+	ln2, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln2.Close()
+	err = Serve(context.Background(), &http.Server{}, ln2, time.Second, func() { t.Error("stopping called on a serve error") })
+	if err == nil || !strings.HasPrefix(err.Error(), "serve: ") {
+		t.Errorf("Serve on a closed listener: %v", err)
+	}
+}
+
+// TestOneLoopback: this package holds the only loopback test and the only
+// shutdown sequence of an http.Server; no other non-test Go file asks an
+// address IsLoopback, declares a loopback function or shuts a server down.
+func TestOneLoopback(t *testing.T) {
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Dir(filepath.Dir(filepath.Dir(file))) // the module root, above internal/httpserve
+	twins := regexp.MustCompile(`\.IsLoopback\(\)|func (\([^)]*\) )?\w*[Ll]oopback\w*\(|\.Shutdown\(\w+\)`)
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+			return nil
+		}
+		rel, _ := filepath.Rel(root, p)
+		if filepath.Dir(rel) == filepath.Join("internal", "httpserve") {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for _, line := range bytes.Split(b, []byte("\n")) {
+			if m := twins.Find(line); m != nil {
+				t.Errorf("%s: %s: use httpserve.IsLoopback or httpserve.Serve", rel, m)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

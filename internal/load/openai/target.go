@@ -1,0 +1,155 @@
+// Package openai is the one description of an OpenAI-compatible server a
+// request goes to: its base URL, model, endpoint kind, extra headers and
+// API key (never shown: String and GoString redact it). The benchmark
+// client (internal/load/bench) and the quality gate (internal/load/quality)
+// both send to a Target.
+package openai
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/servetune/servetune/internal/redact"
+)
+
+// Endpoint kinds of Target.Endpoint.
+const (
+	EndpointCompletions = "completions"
+	EndpointChat        = "chat"
+)
+
+// Target is an OpenAI-compatible endpoint.
+type Target struct {
+	BaseURL  string      // e.g. http://127.0.0.1:8000 (a trailing /v1 is accepted)
+	Model    string      // model name sent in requests
+	Endpoint string      // "completions" (default) or "chat"
+	Headers  http.Header // extra headers
+	APIKey   string      // Bearer token; never written anywhere
+}
+
+// Validate reports a target that cannot be used (callers wrap the error in
+// their own kind); the base URL in its message is redacted.
+func (t Target) Validate() error {
+	u, err := url.Parse(t.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("base URL %q must be http(s)://host[:port]", RedactRawURL(t.BaseURL))
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("base URL %q: port %s is not in 1-65535", RedactRawURL(t.BaseURL), p)
+		}
+	}
+	if t.Model == "" {
+		return errors.New("no model name")
+	}
+	switch t.Endpoint {
+	case "", EndpointCompletions, EndpointChat:
+	default:
+		return fmt.Errorf("endpoint type %q must be completions or chat", t.Endpoint)
+	}
+	return nil
+}
+
+// Chat reports whether t is the chat endpoint.
+func (t Target) Chat() bool { return t.Endpoint == EndpointChat }
+
+// URL returns the URL of an API path on t's server.
+func (t Target) URL(path string) string {
+	base := strings.TrimSuffix(strings.TrimSuffix(t.BaseURL, "/"), "/v1")
+	return base + path
+}
+
+// Path is the API path of t's endpoint.
+func (t Target) Path() string {
+	if t.Chat() {
+		return "/v1/chat/completions"
+	}
+	return "/v1/completions"
+}
+
+// Header sets the extra headers and the API key on h.
+func (t Target) Header(h http.Header) {
+	for k, vs := range t.Headers {
+		for _, v := range vs {
+			h.Add(k, v)
+		}
+	}
+	if t.APIKey != "" {
+		h.Set("Authorization", "Bearer "+t.APIKey)
+	}
+}
+
+// Scrub replaces in a message that came from the server or the transport
+// what t would not show: the API key and the headers' values, whole and
+// word by word (a server may echo what it received; "Authorization: Bearer
+// KEY" passed as a header, and a server that echoes KEY alone).
+func (t Target) Scrub(msg string) string {
+	if t.APIKey != "" {
+		msg = strings.ReplaceAll(msg, t.APIKey, redact.Redacted)
+	}
+	for _, vs := range t.Headers {
+		for _, v := range vs {
+			if len(v) >= 4 {
+				msg = strings.ReplaceAll(msg, v, redact.Redacted)
+			}
+		}
+	}
+	for _, vs := range t.Headers {
+		for _, v := range vs {
+			for _, w := range strings.Fields(v) {
+				if len(w) >= 4 {
+					msg = strings.ReplaceAll(msg, w, redact.Redacted)
+				}
+			}
+		}
+	}
+	return msg
+}
+
+// RedactedURL is the base URL without user info or query, for meta.
+func (t Target) RedactedURL() string {
+	u, err := url.Parse(t.BaseURL)
+	if err != nil {
+		return ""
+	}
+	u.User, u.RawQuery, u.Fragment = nil, "", ""
+	return u.String()
+}
+
+// String is the model at the redacted base URL: what a log line may show.
+func (t Target) String() string { return t.Model + " at " + t.RedactedURL() }
+
+// GoString is t for %#v with the API key and the headers' values redacted.
+func (t Target) GoString() string {
+	h := make(http.Header, len(t.Headers))
+	for k, vs := range t.Headers {
+		for range vs {
+			h.Add(k, redact.Redacted)
+		}
+	}
+	key := ""
+	if t.APIKey != "" {
+		key = redact.Redacted
+	}
+	return fmt.Sprintf("openai.Target{BaseURL:%q, Model:%q, Endpoint:%q, Headers:%v, APIKey:%q}", RedactRawURL(t.BaseURL), t.Model, t.Endpoint, h, key)
+}
+
+// RedactRawURL hides what may be a secret in a URL that may not even
+// parse: user information before an '@' and the query.
+func RedactRawURL(s string) string {
+	if i := strings.IndexAny(s, "?#"); i >= 0 {
+		s = s[:i] + "?…"
+	}
+	if at := strings.LastIndex(s, "@"); at >= 0 {
+		start := 0
+		if i := strings.Index(s, "://"); i >= 0 && i < at {
+			start = i + 3
+		}
+		s = s[:start] + "…" + s[at:]
+	}
+	return s
+}
