@@ -32,6 +32,10 @@ type Virtual struct {
 	// stock ones) field by field: a guided study's refit model and the
 	// perturbed "realities" of make guided-bench. Not a spec key.
 	Constants sim.Constants
+	// Deviation is what the engine does that the simulator's model
+	// lacks (sim.Deviation): the structural "realities" of make
+	// guided-bench. Not a spec key.
+	Deviation sim.Deviation
 }
 
 var _ Launcher = (*Virtual)(nil)
@@ -90,6 +94,7 @@ func (v *Virtual) Config(spec Spec) (sim.Config, error) {
 			}
 		}
 	}
+	cfg.Deviation = v.Deviation
 	return cfg, nil
 }
 
