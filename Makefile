@@ -59,11 +59,17 @@ sampler-bench:
 # Real trials (launches) the guided sampler, TPE and random search need to
 # reach 99% of the optimum of 10 perturbed "realities" of
 # examples/guided-bench.yaml (the simulated engine with every constant moved
-# by up to ±30%), and the engines that did not start for memory. Last line:
+# by up to ±30%), then of 10 structural ones (the same, each also deviating
+# from the model in kind: internal/samplerbench, StructuralKinds), and the
+# engines that did not start for memory. One line per set:
 # guided-bench: guided=N tpe=M random=R p90_guided=P oom_launches_guided=A oom_launches_tpe=B
+# guided-bench structural: guided=N tpe=M random=R p90_guided=P oom_launches_guided=A oom_launches_tpe=B
+# Each reality takes minutes on 2 cores; run a part with e.g.
+# GUIDED_BENCH_ARGS='-sets structural -from 6 -realities 5'.
+GUIDED_BENCH_ARGS ?=
 guided-bench:
 	$(GO) build -o bin/guidedbench ./cmd/guidedbench
-	./bin/guidedbench examples/guided-bench.yaml
+	./bin/guidedbench $(GUIDED_BENCH_ARGS) examples/guided-bench.yaml
 
 # The what-if acceptance question: Llama-3.3-70B over five GPU types, 1 to 8
 # GPUs per replica, one engine, 20 req/s of 2,048/256 tokens. The last line

@@ -2,15 +2,22 @@
 // search on "realities": the simulated engine with every constant moved by
 // up to ±30% (seeded), so the real optimum and the out-of-memory boundary
 // are not where the stock simulator, the guided sampler's prior, puts
-// them. `make guided-bench` runs it on examples/guided-bench.yaml; its last
-// line is
+// them; and structural realities, which besides deviate from the model in
+// kind (samplerbench.StructuralKinds: attention slower past a context
+// length, a different admission cadence, a shared cached prefix, a memory
+// reservation that grows with the batch, a host that does not overlap the
+// GPU). `make guided-bench` runs it on examples/guided-bench.yaml; its
+// last lines are
 //
 //	guided-bench: guided=N tpe=M random=R p90_guided=P oom_launches_guided=A oom_launches_tpe=B
+//	guided-bench structural: guided=N tpe=M random=R p90_guided=P oom_launches_guided=A oom_launches_tpe=B
 //
 // with N, M, R the median launches (over the realities) until a
 // measurement reached 99% of the reality's optimum, P the guided sampler's
 // 90th percentile, and A, B the engines that did not start for memory,
-// summed over the realities.
+// summed over the realities. -sets, -from and -realities run a part (the
+// whole takes tens of minutes on two cores): the lines of parts are not
+// summed, the per-reality lines are.
 package main
 
 import (
@@ -30,7 +37,9 @@ import (
 )
 
 func main() {
-	realities := flag.Int("realities", 10, "perturbed realities (seeds 1..N)")
+	realities := flag.Int("realities", 10, "realities per set (seeds from..from+N-1)")
+	from := flag.Int64("from", 1, "first reality's seed")
+	sets := flag.String("sets", "perturbed,structural", "comma-separated sets of realities: perturbed (constants only), structural (constants and one deviation in kind)")
 	spread := flag.Float64("spread", 0.3, "largest relative change of each simulator constant")
 	budget := flag.Int("budget", 100, "most launches per search")
 	frac := flag.Float64("frac", 0.99, "target as a fraction of the reality's optimum")
@@ -44,13 +53,25 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx, flag.Arg(0), *realities, *spread, *budget, *frac, strings.Split(*samplers, ","), *precheck, *verbose, os.Stdout); err != nil {
+	b := bench{from: *from, realities: *realities, spread: *spread, budget: *budget, frac: *frac,
+		kinds: strings.Split(*samplers, ","), precheck: *precheck, verbose: *verbose, out: os.Stdout}
+	if err := b.run(ctx, flag.Arg(0), strings.Split(*sets, ",")); err != nil {
 		fmt.Fprintln(os.Stderr, "guided-bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, path string, realities int, spread float64, budget int, frac float64, kinds []string, precheck, verbose bool, out io.Writer) error {
+// bench is one invocation's settings.
+type bench struct {
+	from              int64
+	realities, budget int
+	spread, frac      float64
+	kinds             []string // samplers
+	precheck, verbose bool
+	out               io.Writer
+}
+
+func (b bench) run(ctx context.Context, path string, sets []string) error {
 	sp, err := spec.ParseSpecFile(path)
 	if err != nil {
 		return err
@@ -58,26 +79,53 @@ func run(ctx context.Context, path string, realities int, spread float64, budget
 	if _, ok := sp.Launcher.Launcher.(*simulated.Virtual); !ok {
 		return fmt.Errorf("%s: the guided benchmark needs launcher kind virtual, not %s", path, sp.Launcher.Kind)
 	}
+	for _, set := range sets {
+		var (
+			newReality func(*spec.Spec, int64, float64) (*samplerbench.Reality, error)
+			label      string
+		)
+		switch set {
+		case "perturbed":
+			newReality, label = samplerbench.NewReality, "guided-bench"
+		case "structural":
+			newReality, label = samplerbench.NewStructuralReality, "guided-bench structural"
+		default:
+			return fmt.Errorf("-sets: unknown set %q (want perturbed or structural)", set)
+		}
+		if err := b.runSet(ctx, sp, newReality, label); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runSet searches each reality of one set and prints its lines.
+func (b bench) runSet(ctx context.Context, sp *spec.Spec, newReality func(*spec.Spec, int64, float64) (*samplerbench.Reality, error), label string) error {
+	out := b.out
 	start := time.Now()
 	trials := map[string][]int{}
 	oom := map[string]int{}
-	for seed := int64(1); seed <= int64(realities); seed++ {
-		r, err := samplerbench.NewReality(sp, seed, spread)
+	for seed := b.from; seed < b.from+int64(b.realities); seed++ {
+		r, err := newReality(sp, seed, b.spread)
 		if err != nil {
 			return err
 		}
-		opt, err := r.Optimum(ctx, frac)
+		opt, err := r.Optimum(ctx, b.frac)
 		if err != nil {
 			return fmt.Errorf("reality %d: %w", seed, err)
 		}
-		line := fmt.Sprintf("reality %2d: %d configs, %d do not start, %d fail or miss the SLOs, optimum %.4g, %d (%.1f%%) within %.0f%%:",
-			seed, opt.Configs, opt.OOM, opt.Failed, opt.Value, opt.Near, 100*float64(opt.Near)/float64(opt.Configs), 100*(1-frac))
-		for _, kind := range kinds {
+		name := fmt.Sprintf("reality %2d", seed)
+		if r.Kind != "" {
+			name += " " + r.Kind
+		}
+		line := fmt.Sprintf("%s: %d configs, %d do not start, %d fail or miss the SLOs, optimum %.4g, %d (%.1f%%) within %.0f%%:",
+			name, opt.Configs, opt.OOM, opt.Failed, opt.Value, opt.Near, 100*float64(opt.Near)/float64(opt.Configs), 100*(1-b.frac))
+		for _, kind := range b.kinds {
 			var note func(string)
-			if verbose {
-				note = func(m string) { fmt.Fprintf(out, "  reality %d %s\n", seed, m) }
+			if b.verbose {
+				note = func(m string) { fmt.Fprintf(out, "  %s %s\n", name, m) }
 			}
-			s, err := samplerbench.SearchReality(ctx, sp, r, kind, seed, frac*opt.Value, budget, precheck, note)
+			s, err := samplerbench.SearchReality(ctx, sp, r, kind, seed, b.frac*opt.Value, b.budget, b.precheck, note)
 			if err != nil {
 				return fmt.Errorf("reality %d, %s: %w", seed, kind, err)
 			}
@@ -87,9 +135,9 @@ func run(ctx context.Context, path string, realities int, spread float64, budget
 		}
 		fmt.Fprintln(out, line)
 	}
-	fmt.Fprintf(out, "%d realities in %s\n", realities, time.Since(start).Round(time.Second))
-	fmt.Fprintf(out, "guided-bench: guided=%g tpe=%g random=%g p90_guided=%g oom_launches_guided=%d oom_launches_tpe=%d\n",
-		measure.Median(trials["guided"]), measure.Median(trials["tpe"]), measure.Median(trials["random"]),
+	fmt.Fprintf(out, "%d realities in %s\n", b.realities, time.Since(start).Round(time.Second))
+	fmt.Fprintf(out, "%s: guided=%g tpe=%g random=%g p90_guided=%g oom_launches_guided=%d oom_launches_tpe=%d\n",
+		label, measure.Median(trials["guided"]), measure.Median(trials["tpe"]), measure.Median(trials["random"]),
 		measure.PercentileOf(trials["guided"], 90), oom["guided"], oom["tpe"])
 	return nil
 }

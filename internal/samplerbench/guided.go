@@ -26,10 +26,12 @@ import (
 // simulated engine with every constant (efficiencies, overheads and the
 // memory model's reservations) moved by a seeded factor, so its optimum
 // and its out-of-memory boundary are not where the stock simulator, which
-// the guided sampler starts from, puts them.
+// the guided sampler starts from, puts them; a structural reality also
+// deviates from the model in kind (sim.Deviation).
 type Reality struct {
 	Seed      int64
 	Constants sim.Constants
+	Kind      string     // the structural kind ("" = constants only)
 	spec      *spec.Spec // the study spec on the perturbed virtual engine, no precheck
 
 	mu      sync.Mutex
@@ -40,6 +42,51 @@ type Reality struct {
 // factor drawn uniformly from [1-spread, 1+spread] (seeded), within its
 // range.
 func NewReality(sp *spec.Spec, seed int64, spread float64) (*Reality, error) {
+	return newReality(sp, seed, spread, Structural{})
+}
+
+// Structural is one kind of structural reality: an effect the simulator's
+// model lacks or weighs differently (sim.Deviation).
+type Structural struct {
+	Name      string
+	Deviation sim.Deviation
+}
+
+// StructuralKinds are the structural realities' kinds, in the order the
+// benchmark cycles through them. The figures are sized for
+// examples/guided-bench.yaml's workload (prompts of median 512 tokens,
+// lognormal sigma 0.6, plus 128 to 512 output tokens):
+//   - long-attention: attention 25% slower past 1,024 tokens of context.
+//     About 21% of that workload's decoding sequences and 38% of its
+//     attention work lie past 1,024: a share that changes which settings
+//     win, where at 512 (87% of the work) the slowdown would be nearly
+//     uniform, one attention efficiency a refit of the constants absorbs,
+//     and at 1,536 (13%) it would hardly show.
+//   - admit-every-4: new requests join the batch every 4th step only.
+//   - shared-prefix: the first 256 tokens of every prompt are one cached
+//     prefix (prefix caching on, where the model sees no shared prefix).
+//   - seq-reserve: 24 MiB per GPU per request slot reserved at start-up,
+//     so the KV cache shrinks as max_running_requests grows (160 slots:
+//     3.75 GiB).
+//   - sync-host: the host's step work does not overlap the GPU's.
+func StructuralKinds() []Structural {
+	return []Structural{
+		{"long-attention", sim.Deviation{LongAttention: 1.25, LongContext: 1024}},
+		{"admit-every-4", sim.Deviation{AdmitEvery: 4}},
+		{"shared-prefix", sim.Deviation{SharedPrefix: 256}},
+		{"seq-reserve", sim.Deviation{SeqReserveMiB: 24}},
+		{"sync-host", sim.Deviation{SyncHost: true}},
+	}
+}
+
+// NewStructuralReality is reality seed (perturbed as NewReality does)
+// with the structural kind seed-1 (mod the kinds) of StructuralKinds.
+func NewStructuralReality(sp *spec.Spec, seed int64, spread float64) (*Reality, error) {
+	kinds := StructuralKinds()
+	return newReality(sp, seed, spread, kinds[int((seed-1)%int64(len(kinds)))])
+}
+
+func newReality(sp *spec.Spec, seed int64, spread float64, kind Structural) (*Reality, error) {
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x7ea1))
 	c := sim.StockConstants(sp.Engine)
 	for _, name := range sim.ConstantNames() {
@@ -53,8 +100,8 @@ func NewReality(sp *spec.Spec, seed int64, spread float64) (*Reality, error) {
 	rs := *sp
 	rs.Tuner.Precheck = false
 	rs.Quality = nil
-	rs.Launcher.Launcher = &simulated.Virtual{GPU: sp.Hardware.GPU, ModelConfig: sp.Launcher.ModelConfig, Constants: c}
-	return &Reality{Seed: seed, Constants: c, spec: &rs, results: map[string]trial.Result{}}, nil
+	rs.Launcher.Launcher = &simulated.Virtual{GPU: sp.Hardware.GPU, ModelConfig: sp.Launcher.ModelConfig, Constants: c, Deviation: kind.Deviation}
+	return &Reality{Seed: seed, Constants: c, Kind: kind.Name, spec: &rs, results: map[string]trial.Result{}}, nil
 }
 
 // Run measures set on the reality (once; later calls return the same
@@ -68,6 +115,13 @@ func (r *Reality) Run(ctx context.Context, set space.Settings) trial.Result {
 		return res
 	}
 	res = (&tuner.TrialRunner{Spec: r.spec, Bootstrap: 1}).Evaluate(ctx, 0, set, nil)
+	// Keep the levels' summaries only (all the guided sampler's refit
+	// reads): the per-request records, each with its token times, of
+	// every configuration of a space take gigabytes per reality.
+	for i := range res.Levels {
+		res.Levels[i].Records = nil
+	}
+	res.GPU, res.LogTail = nil, ""
 	r.mu.Lock()
 	r.results[k] = res
 	r.mu.Unlock()

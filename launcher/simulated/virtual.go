@@ -36,6 +36,10 @@ type Virtual struct {
 	// stock ones) field by field: a guided study's refit model and the
 	// perturbed "realities" of make guided-bench. Not a spec key.
 	Constants sim.Constants
+	// Deviation is what the engine does that the simulator's model
+	// lacks (sim.Deviation): the structural "realities" of make
+	// guided-bench. Not a spec key.
+	Deviation sim.Deviation
 }
 
 var _ launcher.Launcher = (*Virtual)(nil)
@@ -100,6 +104,7 @@ func (v *Virtual) Config(spec launcher.Spec) (sim.Config, error) {
 			}
 		}
 	}
+	cfg.Deviation = v.Deviation
 	return cfg, nil
 }
 

@@ -56,6 +56,9 @@ type Config struct {
 	Constants Constants
 	// Calibration names the profile the constants came from ("" = stock).
 	Calibration string
+	// Deviation is what the engine does that the model lacks (deviation.go);
+	// zero for none.
+	Deviation Deviation
 
 	// Sim-only.
 	TimeScale float64       // the server runs TimeScale times faster than simulated time

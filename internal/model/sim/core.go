@@ -74,6 +74,7 @@ type core struct {
 	prefixes    map[int]*prefixEntry      // shared prefixes by group
 	entries     map[*prefixEntry]struct{} // every entry, for eviction
 	clock       uint64
+	steps       uint64 // steps planned (Deviation.AdmitEvery)
 	scheduled   []*seq
 	stepSecs    float64 // duration of the step planned by schedule
 	remainOut   int     // sum over running of output tokens still to generate (SGLang admission)
@@ -106,6 +107,7 @@ func (c *core) idle() bool { return c.load() == 0 }
 
 // add queues a new request.
 func (c *core) add(s *seq) {
+	c.cfg.Deviation.sharePrefix(s)
 	c.waiting = append(c.waiting, s)
 }
 
@@ -352,13 +354,14 @@ func (c *core) addToShape(b *batchShape, s *seq, n int) {
 	if s.computed+n == s.target() {
 		b.sampled++
 	}
+	w := c.cfg.Deviation.attentionWeight(s.computed + n) // 1 unless the engine deviates
 	if n == 1 && s.computed >= s.prompt {
-		b.decodeCtx += float64(s.computed + 1)
+		b.decodeCtx += w * float64(s.computed+1)
 		return
 	}
 	b.prefillTokens += n
-	b.prefillPairs += float64(n) * (float64(s.computed) + float64(n+1)/2)
-	b.prefillKV += float64(s.computed + n)
+	b.prefillPairs += w * float64(n) * (float64(s.computed) + float64(n+1)/2)
+	b.prefillKV += w * float64(s.computed+n)
 }
 
 // schedule plans the next step and returns its shape and duration in
@@ -372,6 +375,7 @@ func (c *core) schedule() (batchShape, float64) {
 		c.scheduleVLLM(&b)
 	}
 	c.stepSecs = c.sm.stepSeconds(b)
+	c.steps++
 	return b, c.stepSecs
 }
 
@@ -407,7 +411,7 @@ func (c *core) scheduleVLLM(b *batchShape) {
 	if preempted {
 		return
 	}
-	for c.head < len(c.waiting) && len(c.running) < c.maxSeqs && budget > 0 {
+	for c.head < len(c.waiting) && len(c.running) < c.maxSeqs && budget > 0 && c.cfg.Deviation.admits(c.steps, len(c.running)) {
 		s := c.waiting[c.head]
 		c.lookupPrefix(s)
 		rem := s.target() - s.computed
@@ -448,7 +452,7 @@ func (c *core) scheduleSGLang(b *batchShape) {
 			budget -= n
 		}
 	}
-	for c.head < len(c.waiting) && len(c.running) < c.maxSeqs && budget > 0 {
+	for c.head < len(c.waiting) && len(c.running) < c.maxSeqs && budget > 0 && c.cfg.Deviation.admits(c.steps, len(c.running)) {
 		s := c.waiting[c.head]
 		c.lookupPrefix(s)
 		rem := s.target() - s.computed

@@ -88,12 +88,13 @@ func Estimate(cfg Config) (MemoryEstimate, error) {
 		if cfg.TP*cfg.PP > 1 {
 			nonTorch = scale * vllmNonTorchTPN
 		}
+		nonTorch += cfg.Deviation.seqReserve(cfg)
 		kv = requested - weights - act - nonTorch
 		est.RequestedGiB, est.ActivationGiB, est.NonTorchGiB = requested/GiB, act/GiB, nonTorch/GiB
 		est.MaxNumSeqs = cfg.MaxNumSeqs
 	case engine.SGLang:
 		requested := total * cfg.MemFraction
-		ctxBytes := scale * sglangContextBytes
+		ctxBytes := scale*sglangContextBytes + cfg.Deviation.seqReserve(cfg)
 		est.RequestedGiB, est.NonTorchGiB = requested/GiB, ctxBytes/GiB
 		// max_total_tokens = (free after weights - total*(1-frac)) / bytes per token.
 		kv = (total - ctxBytes - weights) - total*(1-cfg.MemFraction)

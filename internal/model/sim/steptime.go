@@ -86,7 +86,7 @@ func newStepModel(cfg Config) stepModel {
 		pp:         cfg.PP,
 		eager:      cfg.EnforceEager,
 		graphMaxBS: cfg.CUDAGraphMaxBS,
-		async:      cfg.Engine == engine.VLLM && !cfg.SyncScheduling,
+		async:      cfg.Engine == engine.VLLM && !cfg.SyncScheduling && !cfg.Deviation.SyncHost,
 	}
 	inter := float64(m.Intermediate) / tp
 	s.gemms = []gemm{
