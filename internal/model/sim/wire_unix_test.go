@@ -21,7 +21,11 @@ func setRecvBuf(fd uintptr, n int) error {
 // only its own stream: streams sharing its writer still complete, and it is
 // aborted when it leaves.
 func TestServerStreamSlowClient(t *testing.T) {
-	srv, url := startServer(t, "llama-3.1-8b", "--max-model-len", "65536", "--time-scale", "1000", "--sim-load-time", "0")
+	// At time scale 100 the stuck stream reaches 40,000 tokens in about 3 s
+	// and has 90,000 more to generate (about 6 s): it is still running when
+	// the streams beside it are checked, even on a loaded machine (at 1000
+	// and 60,000 tokens it could finish first).
+	srv, url := startServer(t, "llama-3.1-8b", "--max-model-len", "131072", "--time-scale", "100", "--sim-load-time", "0")
 	addr := strings.TrimPrefix(url, "http://")
 	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
 		return c.Control(func(fd uintptr) { _ = setRecvBuf(fd, 4096) })
@@ -31,7 +35,7 @@ func TestServerStreamSlowClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	body := `{"prompt":"a b c d","max_tokens":60000,"stream":true}`
+	body := `{"prompt":"a b c d","max_tokens":130000,"stream":true}`
 	if _, err := io.WriteString(conn, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: "+strconv.Itoa(len(body))+"\r\n\r\n"+body); err != nil {
 		t.Fatal(err)
 	}
