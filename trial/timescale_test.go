@@ -3,7 +3,6 @@ package trial
 import (
 	"context"
 	"math"
-	"sort"
 	"testing"
 	"time"
 
@@ -69,7 +68,9 @@ func TestTimeScaleKeepsClientOverheadOnce(t *testing.T) {
 	// `queue`), not the measurement. What the client adds to the engine's
 	// own time to first token (network, this machine) stays real
 	// milliseconds, not 50 times them (measure.TestEngineTime checks the
-	// arithmetic exactly): its median is that of a loopback request.
+	// arithmetic exactly): that of a loopback request. Read at its 10th
+	// percentile, not the median: a loaded machine delays many requests by
+	// tens of milliseconds (33 ms seen), but not nearly all of them.
 	var over []float64
 	for _, r := range scaledLv.Records {
 		if !r.EngineClock || len(r.Chunks) == 0 {
@@ -77,8 +78,7 @@ func TestTimeScaleKeepsClientOverheadOnce(t *testing.T) {
 		}
 		over = append(over, float64(r.First-r.Send-r.Chunks[0].Engine)/1e6)
 	}
-	sort.Float64s(over)
-	if med := over[len(over)/2]; med < 0 || med > 10 {
-		t.Errorf("median client overhead on the first token %.2f ms, want under 10 ms (50x a loopback request's would be far more)", med)
+	if low := measure.PercentileOf(over, 10); low < 0 || low > 10 {
+		t.Errorf("client overhead on the first token %.2f ms at its 10th percentile, want under 10 ms (50x a loopback request's would be far more)", low)
 	}
 }
