@@ -51,8 +51,8 @@ func (s *Sim) Capabilities() launcher.Capabilities {
 func (s *Sim) TimeScale() float64 { return SimTimeScale(s.Scale) }
 
 // SimTimeScale is the one reading of a simulated engine's time_scale that
-// their Capabilities report (the sim, docker and slurm kinds): the scale the
-// engine is started with (engine.SimEnv), 1 when unset.
+// the sim, docker and slurm kinds report as Capabilities.TimeScale: the
+// scale the engine is started with (engine.SimEnv), 1 when unset.
 func SimTimeScale(scale float64) float64 {
 	if scale > 0 {
 		return scale
