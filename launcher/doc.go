@@ -7,12 +7,14 @@
 // (Spec.Args, through package engine).
 //
 // Launchers are registered by kind (Register): each kind decodes its own
-// keys of a study spec's launcher section and declares optional
-// capabilities by the interfaces its launcher implements — Placer (GPUs on
-// several hosts), Reaper (removes what a killed run left running),
-// LocalGPUs (the trial's GPUs are this machine's, for telemetry),
-// TimeScaler (a simulated engine faster than real time), FixedEngine
-// (settings cannot be changed). The kinds of this package:
+// keys of a study spec's launcher section, and its launcher says what it
+// can do beside Launch in one value, Launcher.Capabilities (launcher.go):
+// GPU placement on several hosts (GPUs, HostOf), Reap (removes what a
+// killed run left running), LocalGPUs (the trial's GPUs are this
+// machine's, for telemetry), TimeScale (a simulated engine faster than
+// real time), Preflight (checks before the first launch), Deterministic
+// (virtual time), FixedSettings (settings cannot be changed). The kinds of
+// this package:
 //
 //   - process: a local command in its own process group. "{port}",
 //     "{host}", "{model}" and "{args}" in the command template are filled per

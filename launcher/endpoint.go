@@ -22,13 +22,13 @@ type Endpoint struct {
 	PollInterval time.Duration // default DefaultPollInterval
 }
 
-var (
-	_ Launcher    = (*Endpoint)(nil)
-	_ FixedEngine = (*Endpoint)(nil)
-)
+var _ Launcher = (*Endpoint)(nil)
 
-// FixedSettings: the server's settings are its owner's.
-func (e *Endpoint) FixedSettings() bool { return true }
+// Capabilities: the server's settings are its owner's (FixedSettings);
+// Preflight asks it which models it serves.
+func (e *Endpoint) Capabilities() Capabilities {
+	return Capabilities{Preflight: e.Preflight, FixedSettings: true}
+}
 
 func init() {
 	Register(Kind{

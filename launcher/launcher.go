@@ -61,6 +61,10 @@ type Exiter interface {
 // Launcher starts engines.
 type Launcher interface {
 	Launch(ctx context.Context, spec Spec) (Instance, error)
+	// Capabilities says what else the launcher can do (GPU placement,
+	// reaping, telemetry, time scale, preflight, ...). It is read when
+	// needed, so it may follow the launcher's fields.
+	Capabilities() Capabilities
 }
 
 // ErrExited is wrapped by Ready's error when the engine ended before it was
@@ -70,56 +74,45 @@ var ErrExited = errors.New("engine exited before it was ready")
 // DefaultStopTimeout is how long Stop waits for a graceful exit before killing.
 const DefaultStopTimeout = 10 * time.Second
 
-// The capabilities a launcher may declare, beside Launch. The study asks
-// for each with a type assertion; a launcher that lacks one gets the
-// default written beside it.
-type (
-	// Placer groups the study's GPUs by host: a trial runs on the GPUs of
-	// one host. Default: launcher.gpus, all on one host.
-	Placer interface {
-		GPUs() []int
-		HostOf(gpu int) int
-	}
-	// Reaper removes what earlier runs of a study left running (after a
+// Capabilities is what a launcher can do beside Launch, in one value: the
+// one place a reader learns them, and what every caller reads (no
+// capability is asked by type assertion; TestCapabilitiesOneValue). Each
+// field's zero value is the default of a launcher without that capability.
+// launcher/kinds' TestKindCapabilities lists every kind's.
+type Capabilities struct {
+	// GPUs and HostOf place trials on hosts: HostOf groups the study's
+	// GPUs (GPUs) by host, and a trial runs on the GPUs of one host.
+	// HostOf nil: launcher.gpus, all on one host.
+	GPUs   []int
+	HostOf func(gpu int) int
+	// Reap removes what earlier runs of a study left running (after a
 	// crash or a SIGKILL): containers, processes, jobs. keep spares the
-	// ones it returns true for (a live run's). Default: nothing to reap.
-	Reaper interface {
-		Reap(ctx context.Context, study string, keep func(Reaped) bool) ([]Reaped, error)
-	}
-	// LocalGPUs reports whether trial GPU numbers are this machine's NVML
-	// indices, so the study may sample them. Default: no.
-	LocalGPUs interface {
-		LocalGPUs() bool
-	}
-	// TimeScaler reports how many times faster than real time the engine
-	// runs (the simulated engine's time scale); measurements are converted
-	// back. Default: 1.
-	TimeScaler interface {
-		TimeScale() float64
-	}
-	// Preflighter checks, before the first launch, what would make every
+	// ones it returns true for (a live run's). nil: nothing to reap.
+	Reap func(ctx context.Context, study string, keep func(Reaped) bool) ([]Reaped, error)
+	// LocalGPUs: trial GPU numbers are this machine's NVML indices, so the
+	// study may sample them. false: no GPU telemetry.
+	LocalGPUs bool
+	// TimeScale is how many times faster than real time the engine runs
+	// (the simulated engine's time scale); measurements are converted
+	// back. 0: real time, as 1.
+	TimeScale float64
+	// Preflight checks, before the first launch, what would make every
 	// trial fail: a missing image, a model or GPU the simulator does not
-	// know, a server that serves another model. Default: no check.
-	Preflighter interface {
-		Preflight(ctx context.Context, spec Spec) error
-	}
-	// Deterministic reports that a trial's result depends only on its
-	// settings and seed, not on when it runs (the virtual clock): the study
-	// then finishes trials and tells the sampler in trial order, so that a
-	// seeded study with parallel trials is the same run to run. Default:
-	// no (results are told as they come, no GPU waits on another trial).
-	Deterministic interface {
-		Deterministic() bool
-	}
-	// FixedEngine is implemented by launchers that cannot change an
-	// engine's settings (a server someone else runs): the space must then
-	// fix every value. Default: settings are applied.
-	FixedEngine interface {
-		FixedSettings() bool
-	}
-)
+	// know, a server that serves another model. nil: no check.
+	Preflight func(ctx context.Context, spec Spec) error
+	// Deterministic: a trial's result depends only on its settings and
+	// seed, not on when it runs (the virtual clock), so the study finishes
+	// trials and tells the sampler in trial order and a seeded study with
+	// parallel trials is the same run to run. false: results are told as
+	// they come, no GPU waits on another trial.
+	Deterministic bool
+	// FixedSettings: the launcher cannot change an engine's settings (a
+	// server someone else runs), so the space must fix every value.
+	// false: settings are applied.
+	FixedSettings bool
+}
 
-// Reaped is one leftover a Reaper removed.
+// Reaped is one leftover a launcher's Capabilities.Reap removed.
 type Reaped struct {
 	Kind  string // the launcher kind, e.g. docker
 	ID    string // the container id, process id or job id

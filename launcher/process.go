@@ -35,10 +35,13 @@ type Process struct {
 	PollInterval time.Duration // between /health probes; default DefaultPollInterval
 }
 
-var (
-	_ Launcher = (*Process)(nil)
-	_ Reaper   = (*Process)(nil)
-)
+var _ Launcher = (*Process)(nil)
+
+// Capabilities: a local process runs on this machine's GPUs (LocalGPUs),
+// and what a killed run left is reaped by its environment (procreap.go).
+func (p *Process) Capabilities() Capabilities {
+	return Capabilities{Reap: p.Reap, LocalGPUs: true}
+}
 
 // Launch starts the command. The engine inherits this process's environment
 // plus Spec.Env (values are passed to the child only, never logged).
@@ -144,9 +147,6 @@ var (
 	_ Instance = (*processInstance)(nil)
 	_ Exiter   = (*processInstance)(nil)
 )
-
-// LocalGPUs: a local process runs on this machine's GPUs.
-func (p *Process) LocalGPUs() bool { return true }
 
 func init() {
 	Register(Kind{

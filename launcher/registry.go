@@ -17,9 +17,9 @@ import (
 
 // Kind is a launcher kind a study spec can name in `launcher: {kind: ...}`.
 // Each kind decodes its own keys of the launcher section and builds the
-// Launcher, which declares its capabilities (Placer, Reaper, LocalGPUs,
-// TimeScaler, FixedEngine) by the interfaces it implements. A kind
-// registers itself in its package's init; launcher/kinds imports them all.
+// Launcher, which says what it can do beside Launch in one value
+// (Launcher.Capabilities). A kind registers itself in its package's init;
+// launcher/kinds imports them all.
 type Kind struct {
 	Name string
 	// Doc is one line for the spec reference (docs/spec.md).

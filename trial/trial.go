@@ -439,9 +439,7 @@ func (r *runner) measure(mctx context.Context, i int, load measure.Load) (measur
 	label, _, _ := load.Label()
 	cfg := p.BenchConfig(i, load)
 	cfg.Target.BaseURL = r.inst.Endpoint()
-	if ts, ok := p.Launcher.(launcher.TimeScaler); ok {
-		cfg.TimeScale = ts.TimeScale()
-	}
+	cfg.TimeScale = p.Launcher.Capabilities().TimeScale // 0 (real time) reads as 1
 	cfg.ScrapeMetrics = p.ScrapeMetrics
 	if p.GPUs != nil && len(p.Spec.GPUs) > 0 {
 		cfg.GPU = &bench.GPUWatch{Reader: p.GPUs, GPUs: p.Spec.GPUs, Interval: p.GPUInterval}

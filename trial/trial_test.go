@@ -179,7 +179,11 @@ type scaled struct {
 	k float64
 }
 
-func (s scaled) TimeScale() float64 { return s.k }
+func (s scaled) Capabilities() launcher.Capabilities {
+	c := s.Launcher.Capabilities()
+	c.TimeScale = s.k
+	return c
+}
 
 // TestRunTimeScale: with an engine k times faster than real time (the
 // launcher says so), the benchmark gets the level in the engine's time

@@ -7,10 +7,10 @@
 // is tuner/recommend's.
 //
 // A Study owns its run: it opens the stored study (Store.Begin), removes
-// what a killed run of it left running when its launcher can (a
-// launcher.Reaper), samples the trials' GPUs when the launcher says they are
-// this machine's, runs as many trials at once as its GPUs hold
-// (Parallelism), and reaps again when its trials are done. The command line
+// what a killed run of it left running when its launcher can
+// (launcher.Capabilities.Reap), samples the trials' GPUs when the launcher
+// says they are this machine's, runs as many trials at once as its GPUs
+// hold (Parallelism), and reaps again when its trials are done. The command line
 // only parses flags and prints what the study reports (OnStart, OnFinish,
 // OnProgress, OnNote).
 //

@@ -38,7 +38,9 @@ type knownQuality struct {
 
 const knownScale = 50
 
-func (l *knownQuality) TimeScale() float64 { return knownScale }
+func (l *knownQuality) Capabilities() launcher.Capabilities {
+	return launcher.Capabilities{TimeScale: knownScale}
+}
 
 func (l *knownQuality) Launch(ctx context.Context, spec launcher.Spec) (launcher.Instance, error) {
 	cfg, err := sim.FromSettings(spec.Engine, spec.Model, "", "H100-SXM", max(len(spec.GPUs), 1), spec.Settings)

@@ -48,19 +48,19 @@ func TestSpecLaunchers(t *testing.T) {
 	}{
 		{"sim", "kind: sim\n  gpus: [0, 1]\n  ready_timeout: 30s\n  time_scale: 50", func(t *testing.T, l launcher.Launcher) {
 			s, ok := l.(*simulated.Sim)
-			if !ok || s.GPU != "H100-SXM" || s.TimeScale() != 50 {
+			if !ok || s.GPU != "H100-SXM" || s.Capabilities().TimeScale != 50 {
 				t.Errorf("%#v", l)
 			}
 		}},
 		{"docker", "kind: docker\n  image: vllm/vllm-openai:v0.11.0\n  env: [HF_TOKEN]\n  gpus: [0, 1]", func(t *testing.T, l launcher.Launcher) {
 			d, ok := l.(*docker.Hosts)
-			if !ok || d.Image() != "vllm/vllm-openai:v0.11.0" || !slices.Equal(d.GPUs(), []int{0, 1}) || d.TimeScale() != 1 {
+			if !ok || d.Image() != "vllm/vllm-openai:v0.11.0" || !slices.Equal(d.Capabilities().GPUs, []int{0, 1}) || d.Capabilities().TimeScale != 1 {
 				t.Errorf("%#v", l)
 			}
 		}},
 		{"process", "kind: process\n  command: [vllm, serve, '{model}', --port, '{port}']\n  gpus: [0, 1]", func(t *testing.T, l launcher.Launcher) {
 			p, ok := l.(*launcher.Process)
-			if !ok || len(p.Command) != 5 || !p.LocalGPUs() {
+			if !ok || len(p.Command) != 5 || !p.Capabilities().LocalGPUs {
 				t.Errorf("%#v", l)
 			}
 		}},

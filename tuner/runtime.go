@@ -14,7 +14,7 @@ import (
 // The spec parser decodes the launcher section and asks the simulator's
 // reach through these; the spec package itself imports neither.
 func init() {
-	spec.SetRuntime(spec.Runtime{Launcher: decodeLauncher, Forecastable: Forecastable})
+	spec.SetRuntime(spec.Runtime{Launcher: decodeLauncher, Forecastable: Forecastable, Capabilities: specCaps})
 }
 
 // decodeLauncher reads the launcher section with launcher.Decode.
@@ -33,6 +33,25 @@ func decodeLauncher(d *yamlspec.Decoder, n *yaml.Node, sp *spec.Spec) spec.Launc
 func launcherOf(sp *spec.Spec) launcher.Launcher {
 	l, _ := sp.Launcher.Launcher.(launcher.Launcher)
 	return l
+}
+
+// capsOf is the capabilities of the spec's launcher; none without one.
+func capsOf(sp *spec.Spec) launcher.Capabilities {
+	if l := launcherOf(sp); l != nil {
+		return l.Capabilities()
+	}
+	return launcher.Capabilities{}
+}
+
+// specCaps is spec.Runtime.Capabilities: what the spec reads of a
+// launcher's capabilities.
+func specCaps(l any) spec.LauncherCaps {
+	ln, ok := l.(launcher.Launcher)
+	if !ok {
+		return spec.LauncherCaps{}
+	}
+	c := ln.Capabilities()
+	return spec.LauncherCaps{GPUs: c.GPUs, HostOf: c.HostOf, FixedSettings: c.FixedSettings}
 }
 
 // Forecastable says whether the simulator can forecast sp: a catalog GPU

@@ -141,7 +141,7 @@ func (s *Study) Run(ctx context.Context) (Outcome, error) {
 		s.OnBegin(s.Resume, len(stored))
 	}
 	r := &studyRun{s: s, sampler: smp, run: run, out: Outcome{StudyID: run.Study.ID}, total: sp.Tuner.Trials}
-	if d, ok := sp.Launcher.Launcher.(launcher.Deterministic); ok && d.Deterministic() {
+	if capsOf(sp).Deterministic {
 		r.ordered = true
 		r.order.init()
 	}
@@ -264,11 +264,11 @@ func (s *Study) openError(err error) error {
 // no longer alive left. The engines of another live run (the same study
 // name in another database) are spared.
 func (s *Study) reap(ctx context.Context, self proc.Owner, when string) error {
-	rp, ok := s.Spec.Launcher.Launcher.(launcher.Reaper)
-	if !ok {
+	reap := capsOf(s.Spec).Reap
+	if reap == nil {
 		return nil
 	}
-	removed, err := rp.Reap(ctx, s.Spec.Name, KeepLive(self))
+	removed, err := reap(ctx, s.Spec.Name, KeepLive(self))
 	if len(removed) > 0 {
 		s.note("removed %d leftover %s engine(s) of study %s %s", len(removed), s.Spec.Launcher.Kind, s.Spec.Name, when)
 	}
@@ -283,7 +283,7 @@ func (s *Study) evaluator(self proc.Owner) (Evaluator, func()) {
 		return s.Eval, func() {}
 	}
 	r := &TrialRunner{Spec: s.Spec, Progress: s.OnProgress, Owner: self.String()}
-	if lg, ok := s.Spec.Launcher.Launcher.(launcher.LocalGPUs); ok && lg.LocalGPUs() {
+	if capsOf(s.Spec).LocalGPUs {
 		n, err := gpu.Open()
 		if err != nil {
 			s.note("%v", err)
@@ -680,8 +680,8 @@ func KeepLive(self proc.Owner) func(launcher.Reaped) bool {
 // configuration of the space fits.
 func (s *Study) preflight(ctx context.Context) error {
 	sp := s.Spec
-	if pf, ok := sp.Launcher.Launcher.(launcher.Preflighter); ok {
-		if err := pf.Preflight(ctx, launcher.Spec{Engine: sp.Engine, Model: sp.Model, Extra: sp.Space.Extra, Study: sp.Name}); err != nil {
+	if preflight := capsOf(sp).Preflight; preflight != nil {
+		if err := preflight(ctx, launcher.Spec{Engine: sp.Engine, Model: sp.Model, Extra: sp.Space.Extra, Study: sp.Name}); err != nil {
 			return err
 		}
 	}

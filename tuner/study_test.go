@@ -271,14 +271,18 @@ func (f evalFunc) Evaluate(ctx context.Context, number int, set space.Settings, 
 	return f(ctx, number, set, gpus)
 }
 
-// reaping is a launcher that can reap (launcher.Reaper).
+// reaping is a launcher that can reap (launcher.Capabilities.Reap).
 type reaping struct {
 	launcher.Launcher
 	reap func() error
 }
 
-func (r reaping) Reap(context.Context, string, func(launcher.Reaped) bool) ([]launcher.Reaped, error) {
-	return nil, r.reap()
+func (r reaping) Capabilities() launcher.Capabilities {
+	c := r.Launcher.Capabilities()
+	c.Reap = func(context.Context, string, func(launcher.Reaped) bool) ([]launcher.Reaped, error) {
+		return nil, r.reap()
+	}
+	return c
 }
 
 // TestStudyReap: a launcher that can reap reaps before the first trial, on

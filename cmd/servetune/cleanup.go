@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -18,7 +19,7 @@ func init() { subcommands = append(subcommands, newCleanupCmd) }
 
 // newCleanupCmd removes the engines a crashed or interrupted study left
 // running, through each launcher kind that can (launcher.Kind.Cleanup,
-// launcher.Reaper).
+// launcher.Capabilities.Reap).
 func newCleanupCmd() *cobra.Command {
 	var (
 		study, host, specFile string
@@ -49,11 +50,11 @@ func newCleanupCmd() *cobra.Command {
 				if err != nil {
 					return usageError(err)
 				}
-				rp, ok := sp.Launcher.Launcher.(launcher.Reaper)
-				if !ok {
+				reap := reaperOf(sp)
+				if reap == nil {
 					return usageErrorf("cleanup: %s: launcher kind %s leaves nothing behind to remove", specFile, sp.Launcher.Kind)
 				}
-				removed, err := rp.Reap(cmd.Context(), sp.Name, keep(force))
+				removed, err := reap(cmd.Context(), sp.Name, keep(force))
 				return reportReaped(cmd.OutOrStdout(), removed, err)
 			}
 			var removed []launcher.Reaped
@@ -81,6 +82,16 @@ func newCleanupCmd() *cobra.Command {
 	cmd.Flags().BoolVar(&force, "force", false, "remove the engines of runs that are still alive too")
 	cmd.Flags().StringVar(&specFile, "spec", "", "remove the containers of the study this spec names, on each of its Docker hosts")
 	return cmd
+}
+
+// reaperOf is the spec's launcher's Reap capability, nil when it has
+// nothing to reap.
+func reaperOf(sp *spec.Spec) func(ctx context.Context, study string, keep func(launcher.Reaped) bool) ([]launcher.Reaped, error) {
+	l, ok := sp.Launcher.Launcher.(launcher.Launcher)
+	if !ok {
+		return nil
+	}
+	return l.Capabilities().Reap
 }
 
 // reportReaped prints what Reap removed, one line each.

@@ -19,7 +19,6 @@ import (
 	"github.com/servetune/servetune/internal/present/ui"
 	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/internal/term"
-	"github.com/servetune/servetune/launcher"
 	"github.com/servetune/servetune/space"
 	"github.com/servetune/servetune/store"
 	"github.com/servetune/servetune/tuner"
@@ -227,7 +226,7 @@ func watchInterrupt(ctx context.Context, stderr io.Writer, sp *spec.Spec) (stop 
 		signal.Notify(again, os.Interrupt, syscall.SIGTERM)
 		defer signal.Stop(again)
 		cleanup := ""
-		if _, ok := sp.Launcher.Launcher.(launcher.Reaper); ok {
+		if reaperOf(sp) != nil {
 			cleanup = "servetune cleanup --study " + sp.Name
 		}
 		if cleanup != "" {

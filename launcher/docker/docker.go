@@ -116,6 +116,10 @@ var (
 	_ DockerAPI         = (*client.Client)(nil)
 )
 
+// Capabilities: none of its own; Hosts, the docker kind's launcher, has
+// the study's (placement, reaping, telemetry, time scale, preflight).
+func (d *Docker) Capabilities() launcher.Capabilities { return launcher.Capabilities{} }
+
 // client returns the configured API client, making one on first use.
 func (d *Docker) client() (DockerAPI, error) {
 	d.mu.Lock()

@@ -34,13 +34,15 @@ type Hosts struct {
 	gpu   string // hardware.gpu, for the simulated engine's image
 }
 
-var (
-	_ launcher.Launcher   = (*Hosts)(nil)
-	_ launcher.Placer     = (*Hosts)(nil)
-	_ launcher.Reaper     = (*Hosts)(nil)
-	_ launcher.LocalGPUs  = (*Hosts)(nil)
-	_ launcher.TimeScaler = (*Hosts)(nil)
-)
+var _ launcher.Launcher = (*Hosts)(nil)
+
+// Capabilities: the study's GPUs by host, reaping on every host, NVML
+// telemetry only with one host on this machine and real GPUs, the
+// simulated engine's time scale, the image check as preflight.
+func (h *Hosts) Capabilities() launcher.Capabilities {
+	return launcher.Capabilities{GPUs: h.GPUs(), HostOf: h.HostOf, Reap: h.Reap, LocalGPUs: h.local,
+		TimeScale: h.TimeScale(), Preflight: h.Preflight}
+}
 
 // NewHosts spreads a study over hosts; gpus[i] are host i's GPU indices.
 // With one host the study's GPU numbers are that host's indices.
@@ -91,10 +93,6 @@ func (h *Hosts) HostOf(gpu int) int {
 	}
 	return gpu / HostGPUStride
 }
-
-// LocalGPUs: only one host on this machine with real GPUs lets NVML read
-// the trials' GPUs.
-func (h *Hosts) LocalGPUs() bool { return h.local }
 
 // TimeScale is the simulated engine's time scale (1 for real engines).
 func (h *Hosts) TimeScale() float64 { return simulated.SimTimeScale(h.scale) }

@@ -39,8 +39,8 @@ hosts:
 	if len(h.hosts) != 2 || h.hosts[0].Host != "ssh://me@gpu-a:2222" || h.hosts[0].Address != "10.0.0.7" || !h.hosts[1].NoGPU {
 		t.Fatalf("hosts = %+v", h.hosts)
 	}
-	if !slices.Equal(h.GPUs(), []int{0, 1, 103}) || h.HostOf(103) != 1 || h.LocalGPUs() || h.TimeScale() != 5 {
-		t.Errorf("GPUs %v, HostOf(103) %d, local %v, scale %v", h.GPUs(), h.HostOf(103), h.LocalGPUs(), h.TimeScale())
+	if c := h.Capabilities(); !slices.Equal(c.GPUs, []int{0, 1, 103}) || c.HostOf(103) != 1 || c.LocalGPUs || c.TimeScale != 5 {
+		t.Errorf("GPUs %v, HostOf(103) %d, local %v, scale %v", c.GPUs, c.HostOf(103), c.LocalGPUs, c.TimeScale)
 	}
 	if !slices.Contains(h.hosts[0].Env, engine.EnvSimTimeScale+"=5") || !slices.Contains(h.hosts[0].Env, engine.EnvSimGPU+"=H100-SXM") {
 		t.Errorf("sim env = %v", h.hosts[0].Env)
@@ -51,8 +51,8 @@ hosts:
 		t.Fatal(err)
 	}
 	h = l.(*Hosts)
-	if len(h.hosts) != 1 || h.hosts[0].Host != "tcp://127.0.0.1:2375" || h.hosts[0].NoGPU || !h.LocalGPUs() || !slices.Equal(h.GPUs(), []int{0, 1}) {
-		t.Errorf("one host: %+v, local %v, GPUs %v", h.hosts[0], h.LocalGPUs(), h.GPUs())
+	if c := h.Capabilities(); len(h.hosts) != 1 || h.hosts[0].Host != "tcp://127.0.0.1:2375" || h.hosts[0].NoGPU || !c.LocalGPUs || !slices.Equal(c.GPUs, []int{0, 1}) {
+		t.Errorf("one host: %+v, local %v, GPUs %v", h.hosts[0], c.LocalGPUs, c.GPUs)
 	}
 	if _, err := decodeSection(t, "kind: docker\nimage: vllm/vllm-openai:v0.11.0\ntime_scale: 5\n"); err == nil {
 		t.Error("time_scale accepted for a real engine's image")

@@ -39,18 +39,20 @@ type Sim struct {
 	LogBytes     int           // default DefaultLogBytes
 }
 
-var (
-	_ launcher.Launcher   = (*Sim)(nil)
-	_ launcher.TimeScaler = (*Sim)(nil)
-	_ launcher.Reaper     = (*Sim)(nil)
-)
+var _ launcher.Launcher = (*Sim)(nil)
+
+// Capabilities: the engine's time scale, reaping of the local engines a
+// killed run left, and the simulator's preflight.
+func (s *Sim) Capabilities() launcher.Capabilities {
+	return launcher.Capabilities{Reap: s.Reap, TimeScale: s.TimeScale(), Preflight: s.Preflight}
+}
 
 // TimeScale is how many times faster than real time the engine runs.
 func (s *Sim) TimeScale() float64 { return SimTimeScale(s.Scale) }
 
 // SimTimeScale is the one reading of a simulated engine's time_scale that
-// TimeScaler reports (the sim, docker and slurm kinds): the scale the
-// engine is started with (engine.SimEnv), 1 when unset.
+// the sim, docker and slurm kinds report as Capabilities.TimeScale: the
+// scale the engine is started with (engine.SimEnv), 1 when unset.
 func SimTimeScale(scale float64) float64 {
 	if scale > 0 {
 		return scale

@@ -44,6 +44,12 @@ type Virtual struct {
 
 var _ launcher.Launcher = (*Virtual)(nil)
 
+// Capabilities: a virtual trial's figures depend on its settings and seed
+// only (Deterministic); Preflight is the simulator's.
+func (v *Virtual) Capabilities() launcher.Capabilities {
+	return launcher.Capabilities{Preflight: v.Preflight, Deterministic: true}
+}
+
 // Launch builds the simulated engine from spec's settings (and extra
 // flags) directly, with no command line in between.
 func (v *Virtual) Launch(ctx context.Context, spec launcher.Spec) (launcher.Instance, error) {
@@ -146,10 +152,6 @@ func init() {
 		},
 	})
 }
-
-// Deterministic: a virtual trial's figures depend on its settings and
-// seed only.
-func (v *Virtual) Deterministic() bool { return true }
 
 // Preflight checks that the simulator knows the model and the GPU, and
 // that the calibration profile, if any, is for them.

@@ -53,8 +53,8 @@
 // submission Slurm refuses (an unknown partition, more GRES than any node
 // has) fails the launch with sbatch's message.
 //
-// Capabilities: Reaper, Preflighter, TimeScaler (the simulated engine).
-// Not LocalGPUs (the GPUs are the job's, on its node) and no Placer: the
+// Capabilities: Reap, Preflight, TimeScale (the simulated engine). Not
+// LocalGPUs (the GPUs are the job's, on its node) and no HostOf: the
 // study's launcher.gpus only bounds how many GPUs its jobs hold at once.
 //
 // A Slurm launcher is safe for concurrent Launch calls; each job owns one

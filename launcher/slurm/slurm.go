@@ -62,12 +62,13 @@ const DefaultQueuePoll = 500 * time.Millisecond
 // sends SIGTERM, then SIGKILL after its KillWait (30 s by default).
 const DefaultStopTimeout = 90 * time.Second
 
-var (
-	_ launcher.Launcher    = (*Slurm)(nil)
-	_ launcher.Reaper      = (*Slurm)(nil)
-	_ launcher.TimeScaler  = (*Slurm)(nil)
-	_ launcher.Preflighter = (*Slurm)(nil)
-)
+var _ launcher.Launcher = (*Slurm)(nil)
+
+// Capabilities: reaping by job comment, sbatch --test-only's preflight,
+// the simulated engine's time scale (doc.go says why no more).
+func (s *Slurm) Capabilities() launcher.Capabilities {
+	return launcher.Capabilities{Reap: s.Reap, TimeScale: s.TimeScale(), Preflight: s.Preflight}
+}
 
 // TimeScale is the simulated engine's time scale (1 for real engines).
 func (s *Slurm) TimeScale() float64 {

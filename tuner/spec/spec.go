@@ -101,8 +101,19 @@ type LauncherSpec struct {
 	ModelConfig  string        // a Hugging Face config.json for a model the catalog lacks
 	// Launcher is the launcher.Launcher the kind built. The spec names no
 	// launcher type, so that what only reads stored studies (report, ui)
-	// links no launcher; its capabilities are asked by type assertion.
+	// links no launcher; what the spec needs of its capabilities comes
+	// through Runtime.Capabilities.
 	Launcher any
+}
+
+// LauncherCaps is the part of a launcher's capabilities
+// (launcher.Capabilities) the spec's checks read: its GPU placement and
+// whether it applies settings. The runtime copies it from the launcher,
+// since the spec names no launcher type.
+type LauncherCaps struct {
+	GPUs          []int             // the study's GPUs, when HostOf is set
+	HostOf        func(gpu int) int // nil: launcher.gpus, all on one host
+	FixedSettings bool              // the space must fix every value
 }
 
 // Runtime is what parsing a spec needs from the packages that run studies:
@@ -116,6 +127,10 @@ type Runtime struct {
 	// Forecastable says whether the simulator can forecast sp (nil when
 	// it can): the guided sampler's condition.
 	Forecastable func(sp *Spec) error
+	// Capabilities reads LauncherSpec.Launcher's capabilities (the zero
+	// value when it holds none). It is asked at each use, since a caller
+	// may swap the launcher after parsing (a guided study's virtual one).
+	Capabilities func(launcher any) LauncherCaps
 }
 
 var installed Runtime
@@ -123,14 +138,20 @@ var installed Runtime
 // SetRuntime installs the runtime the parser calls (package tuner's).
 func SetRuntime(r Runtime) { installed = r }
 
+// caps reads the launcher's capabilities through the runtime.
+func (l LauncherSpec) caps() LauncherCaps {
+	if l.Launcher == nil || installed.Capabilities == nil {
+		return LauncherCaps{}
+	}
+	return installed.Capabilities(l.Launcher)
+}
+
 // Placement returns the study's GPUs and their host grouping: the
-// launcher's own (a launcher.Placer), else launcher.gpus on one host.
+// launcher's own (its capabilities' HostOf), else launcher.gpus on one
+// host.
 func (l LauncherSpec) Placement() ([]int, func(int) int) {
-	if pl, ok := l.Launcher.(interface {
-		GPUs() []int
-		HostOf(gpu int) int
-	}); ok {
-		return pl.GPUs(), pl.HostOf
+	if c := l.caps(); c.HostOf != nil {
+		return c.GPUs, c.HostOf
 	}
 	return l.GPUs, nil
 }
@@ -154,11 +175,8 @@ func (l LauncherSpec) hostGPUs() (largest, hosts int) {
 }
 
 // fixedSettings says whether the launcher cannot change engine settings
-// (a launcher.FixedEngine).
-func (l LauncherSpec) fixedSettings() bool {
-	f, ok := l.Launcher.(interface{ FixedSettings() bool })
-	return ok && f.FixedSettings()
-}
+// (its capabilities' FixedSettings).
+func (l LauncherSpec) fixedSettings() bool { return l.caps().FixedSettings }
 
 // Parallelism is how many trials the study runs at once: as many of its
 // smallest configuration as its GPUs hold, at most tuner.parallel, and one

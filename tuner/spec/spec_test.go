@@ -47,7 +47,7 @@ func TestParseSpecGood(t *testing.T) {
 	if sp.Name != "s1" || sp.Engine != engine.VLLM || sp.Launcher.Kind != "sim" {
 		t.Errorf("spec = %+v", sp)
 	}
-	if sp.Launcher.ReadyTimeout != 30*time.Second || sp.Launcher.Launcher.(launcher.TimeScaler).TimeScale() != 50 || len(sp.Launcher.GPUs) != 2 {
+	if sp.Launcher.ReadyTimeout != 30*time.Second || sp.Launcher.Launcher.(launcher.Launcher).Capabilities().TimeScale != 50 || len(sp.Launcher.GPUs) != 2 {
 		t.Errorf("launcher = %+v", sp.Launcher)
 	}
 	if len(sp.Space.Params) != 2 || len(sp.Workload.Levels) != 2 || sp.Workload.Levels[1].MaxConcurrency != 8 {
@@ -188,11 +188,11 @@ func TestParseSpecDockerHosts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pl := sp.Launcher.Launcher.(launcher.Placer)
-	if !slices.Equal(pl.GPUs(), []int{0, 1, 103}) || pl.HostOf(103) != 1 || pl.HostOf(1) != 0 {
-		t.Fatalf("GPUs %v, HostOf(103) = %d", pl.GPUs(), pl.HostOf(103))
+	c := sp.Launcher.Launcher.(launcher.Launcher).Capabilities()
+	if !slices.Equal(c.GPUs, []int{0, 1, 103}) || c.HostOf(103) != 1 || c.HostOf(1) != 0 {
+		t.Fatalf("GPUs %v, HostOf(103) = %d", c.GPUs, c.HostOf(103))
 	}
-	if sp.Launcher.Launcher.(launcher.LocalGPUs).LocalGPUs() {
+	if c.LocalGPUs {
 		t.Error("GPUs of remote hosts read as local")
 	}
 	if p := sp.Parallelism(); p != 3 {

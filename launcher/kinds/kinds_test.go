@@ -1,0 +1,76 @@
+package kinds_test
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/servetune/servetune/internal/serving/engine"
+	"github.com/servetune/servetune/internal/yamlspec"
+	"github.com/servetune/servetune/launcher"
+	_ "github.com/servetune/servetune/launcher/kinds"
+)
+
+// TestKindCapabilities lists what every kind's launcher can do beside
+// Launch (launcher.Capabilities), from the launcher section a spec gives
+// it: the one table a reader looks at. Every registered kind has a row.
+func TestKindCapabilities(t *testing.T) {
+	cases := []struct {
+		kind, section, want string
+	}{
+		{"process", "command: [vllm, serve, '{model}', --port, '{port}']", "Reap LocalGPUs"},
+		{"endpoint", "base_url: http://10.0.0.5:8000", "Preflight FixedSettings"},
+		{"sim", "time_scale: 50", "Reap TimeScale=50 Preflight"},
+		{"virtual", "", "Preflight Deterministic"},
+		{"docker", "image: vllm/vllm-openai:v0.11.0\ngpus: [0, 1]", "GPUs=[0 1] HostOf Reap LocalGPUs TimeScale=1 Preflight"},
+		{"docker", "image: servetune-sim:dev\ntime_scale: 5\nhosts:\n  - {docker_host: \"ssh://me@gpu-a\", address: 10.0.0.7, gpus: [0, 1]}\n  - {docker_host: \"tcp://gpu-b:2375\", address: 10.0.0.8, gpus: [3]}",
+			"GPUs=[0 1 103] HostOf Reap TimeScale=5 Preflight"},
+		{"slurm", "partition: gpu", "Reap TimeScale=1 Preflight"},
+		{"slurm", "simulated: true\ntime_scale: 20", "Reap TimeScale=20 Preflight"},
+	}
+	listed := map[string]bool{}
+	for _, c := range cases {
+		listed[c.kind] = true
+		var doc yaml.Node
+		if err := yaml.Unmarshal([]byte("kind: "+c.kind+"\n"+c.section), &doc); err != nil {
+			t.Fatal(err)
+		}
+		d := &yamlspec.Decoder{File: "l.yaml"}
+		l, _ := launcher.Decode(d, doc.Content[0], launcher.Common{
+			Engine: engine.VLLM, Model: "meta-llama/Llama-3.1-8B-Instruct", GPU: "H100-SXM", Study: "s"})
+		if err := d.Err(); err != nil || l == nil {
+			t.Errorf("%s: %v", c.kind, err)
+			continue
+		}
+		if got := describe(l.Capabilities()); got != c.want {
+			t.Errorf("%s (%q): capabilities %q, want %q", c.kind, c.section, got, c.want)
+		}
+	}
+	for _, k := range launcher.Kinds() {
+		if !listed[k.Name] {
+			t.Errorf("kind %s has no row: list its capabilities here", k.Name)
+		}
+	}
+}
+
+// describe names the capabilities c holds, in field order: a function or a
+// true flag by its field's name, a value as name=value. A field added to
+// launcher.Capabilities shows here without a change.
+func describe(c launcher.Capabilities) string {
+	var out []string
+	v := reflect.ValueOf(c)
+	for i := range v.NumField() {
+		f, name := v.Field(i), v.Type().Field(i).Name
+		switch {
+		case f.IsZero():
+		case f.Kind() == reflect.Func || f.Kind() == reflect.Bool:
+			out = append(out, name)
+		default:
+			out = append(out, fmt.Sprintf("%s=%v", name, f.Interface()))
+		}
+	}
+	return strings.Join(out, " ")
+}
