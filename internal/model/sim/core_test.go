@@ -240,7 +240,7 @@ func checkBlocks(t *testing.T, c *core, step int) {
 		}
 	}
 	queued := 0
-	for p := c.freeHead; p != nil; p = p.next {
+	for p := range c.queued() {
 		queued++
 		used += c.pageBlocks
 		evictable += c.pageBlocks
