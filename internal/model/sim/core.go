@@ -94,9 +94,10 @@ type core struct {
 	pageTokens, pageBlocks int
 	table                  map[uint64]*page
 	free                   [queues]pageQueue
-	outIDs                 []int  // the token ids of outputWords
-	uids                   uint64 // sequences added, for their own content
-	steps                  uint64 // steps planned (Deviation.AdmitEvery)
+	spare                  []*page // pages no longer in use, for reuse
+	outIDs                 []int   // the token ids of outputWords
+	uids                   uint64  // sequences added, for their own content
+	steps                  uint64  // steps planned (Deviation.AdmitEvery)
 	scheduled              []*seq
 	stepSecs               float64 // duration of the step planned by schedule
 	remainOut              int     // sum over running of output tokens still to generate (SGLang admission)
@@ -248,6 +249,7 @@ func (c *core) evictQueue(k int, n *int) {
 		c.unqueue(p)
 		delete(c.table, p.hash)
 		p.cached = false
+		c.spare = append(c.spare, p)
 		c.usedBlocks -= c.pageBlocks
 		*n -= c.pageBlocks
 	}
@@ -283,6 +285,7 @@ func (c *core) release(s *seq, k int) {
 				c.enqueue(p, k)
 			} else {
 				c.usedBlocks -= c.pageBlocks
+				c.spare = append(c.spare, p)
 			}
 		}
 	}
@@ -321,20 +324,44 @@ func (c *core) tokenAt(s *seq, i int) uint64 {
 	return mix64(mix64(ownTokenNS, s.uid), uint64(i))
 }
 
-// pageHash is the hash of s's page k, chained on page k-1's.
+// pageHash is the hash of s's page k, chained on page k-1's. Without
+// token ids a page is the prefix group's k-th or, when any of its tokens
+// is the sequence's own, the sequence's own k-th: hashed as one token
+// each, the same keys as tokenAt's tokens give, faster.
 func (c *core) pageHash(s *seq, k int) uint64 {
+	if s.hashes == nil {
+		s.hashes = make([]uint64, 0, (s.prompt+s.maxOut)/c.pageTokens+1)
+	}
 	for len(s.hashes) <= k {
 		j := len(s.hashes)
 		h := uint64(hashSeed)
 		if j > 0 {
 			h = s.hashes[j-1]
 		}
-		for i := j * c.pageTokens; i < (j+1)*c.pageTokens; i++ {
-			h = mix64(h, c.tokenAt(s, i))
+		switch {
+		case s.ids == nil && s.prefixID >= 0 && (j+1)*c.pageTokens <= s.prefixTokens:
+			h = mix64(h, mix64(mix64(prefixTokenNS, uint64(s.prefixID)), uint64(j)))
+		case s.ids == nil:
+			h = mix64(h, mix64(mix64(ownTokenNS, s.uid), uint64(j)))
+		default:
+			for i := j * c.pageTokens; i < (j+1)*c.pageTokens; i++ {
+				h = mix64(h, c.tokenAt(s, i))
+			}
 		}
 		s.hashes = append(s.hashes, h)
 	}
 	return s.hashes[k]
+}
+
+// newPage returns a page of hash h with one reference, reusing a spare.
+func (c *core) newPage(h uint64) *page {
+	if n := len(c.spare); n > 0 {
+		p := c.spare[n-1]
+		c.spare = c.spare[:n-1]
+		*p = page{hash: h, refs: 1}
+		return p
+	}
+	return &page{hash: h, refs: 1}
 }
 
 // lookupPrefix applies prefix cache hits to a sequence about to be
@@ -388,9 +415,12 @@ func (c *core) cachePages(s *seq, finished bool) {
 	if c.cfg.Engine == engine.SGLang && !finished {
 		upto = min(upto, s.prompt)
 	}
+	if s.pages == nil {
+		s.pages = make([]*page, 0, (s.prompt+s.maxOut)/c.pageTokens+1)
+	}
 	for k := len(s.pages); k < upto/c.pageTokens; k++ {
 		h := c.pageHash(s, k)
-		p := &page{hash: h, refs: 1}
+		p := c.newPage(h)
 		if _, dup := c.table[h]; !dup {
 			p.cached = true
 			c.table[h] = p
