@@ -51,25 +51,7 @@ type page struct {
 	refs       int
 	cached     bool  // in the hash table; a copy computed beside a cached one is not
 	prev, next *page // the free queue, while refs == 0 and cached
-	queue      int   // which free queue (core.free)
 }
-
-// pageQueue is a queue of free cached pages, least recently freed at its
-// head.
-type pageQueue struct{ head, tail *page }
-
-// The free queues: pages freed by a finished or aborted request are
-// evicted before those of a preempted one, each queue least recently
-// freed first. vLLM frees both into one queue; the stand-in this cache
-// replaced kept a preempted request's blocks until nothing else was left
-// to evict, and the fidelity suite's one saturation run (S1#54 at 6
-// req/s, preemption-bound) reads 9.5 points worse without that order
-// (make fidelity).
-const (
-	queueFinished = iota
-	queuePreempted
-	queues
-)
 
 // emitFunc receives each sampled token: s produced a token at the end of the
 // step; finished says it was the last.
@@ -93,7 +75,7 @@ type core struct {
 	// those no sequence references, least recently freed at its head.
 	pageTokens, pageBlocks int
 	table                  map[uint64]*page
-	free                   [queues]pageQueue
+	freeHead, freeTail     *page
 	spare                  []*page // pages no longer in use, for reuse
 	outIDs                 []int   // the token ids of outputWords
 	uids                   uint64  // sequences added, for their own content
@@ -204,54 +186,47 @@ func (c *core) pin(s *seq) {
 	}
 }
 
-// enqueue puts a page no sequence references at the tail of free queue
-// k; unqueue takes it out (a hit, or its eviction).
-func (c *core) enqueue(p *page, k int) {
-	q := &c.free[k]
-	p.prev, p.next, p.queue = q.tail, nil, k
-	if q.tail != nil {
-		q.tail.next = p
+// enqueue puts a page no sequence references at the tail of the free
+// queue; unqueue takes it out (a hit, or its eviction). Finished and
+// preempted requests free into the one queue, as vLLM's free block queue
+// does.
+func (c *core) enqueue(p *page) {
+	p.prev, p.next = c.freeTail, nil
+	if c.freeTail != nil {
+		c.freeTail.next = p
 	} else {
-		q.head = p
+		c.freeHead = p
 	}
-	q.tail = p
+	c.freeTail = p
 	c.evictable += c.pageBlocks
 }
 
 func (c *core) unqueue(p *page) {
-	q := &c.free[p.queue]
 	if p.prev != nil {
 		p.prev.next = p.next
 	} else {
-		q.head = p.next
+		c.freeHead = p.next
 	}
 	if p.next != nil {
 		p.next.prev = p.prev
 	} else {
-		q.tail = p.prev
+		c.freeTail = p.prev
 	}
 	p.prev, p.next = nil, nil
 	c.evictable -= c.pageBlocks
 }
 
 // evict frees at least n blocks of cached pages no sequence references,
-// from the head of the free queues (the least recently freed; vLLM's free
+// from the head of the free queue (the least recently freed; vLLM's free
 // block queue, SGLang's LRU leaves), or all of them.
 func (c *core) evict(n int) {
-	for k := range c.free {
-		c.evictQueue(k, &n)
-	}
-}
-
-func (c *core) evictQueue(k int, n *int) {
-	for *n > 0 && c.free[k].head != nil {
-		p := c.free[k].head
+	for n > 0 && c.freeHead != nil {
+		p := c.freeHead
 		c.unqueue(p)
 		delete(c.table, p.hash)
 		p.cached = false
-		c.spare = append(c.spare, p)
 		c.usedBlocks -= c.pageBlocks
-		*n -= c.pageBlocks
+		n -= c.pageBlocks
 	}
 }
 
@@ -270,8 +245,8 @@ func (c *core) resetCache() {
 // reference, and a cached page no one references joins the free queue,
 // the sequence's last page first (vLLM frees a request's blocks in
 // reverse, so its tail is evicted before the prefix others may share).
-// A page that is not cached is freed. k is the free queue.
-func (c *core) release(s *seq, k int) {
+// A page that is not cached is freed.
+func (c *core) release(s *seq) {
 	c.usedBlocks -= s.blocks
 	s.blocks = 0
 	if s.pinned {
@@ -282,7 +257,7 @@ func (c *core) release(s *seq, k int) {
 				continue
 			}
 			if p.cached {
-				c.enqueue(p, k)
+				c.enqueue(p)
 			} else {
 				c.usedBlocks -= c.pageBlocks
 				c.spare = append(c.spare, p)
@@ -436,7 +411,7 @@ func (c *core) cachePages(s *seq, finished bool) {
 // until evicted, so re-admission finds what was not: vLLM's every full
 // block, SGLang's prompt (a retracted request frees what it generated).
 func (c *core) preempt(s *seq) {
-	c.release(s, queuePreempted)
+	c.release(s)
 	s.computed, s.looked = 0, false
 	c.remainOut -= s.maxOut - s.generated
 	c.preemptions++
@@ -648,7 +623,7 @@ func (c *core) commit(now float64, emit emitFunc) {
 		if last {
 			s.done = true
 			c.cachePages(s, true)
-			c.release(s, queueFinished)
+			c.release(s)
 			finished++
 		}
 		emit(s, last)
@@ -674,7 +649,7 @@ func (c *core) abort(s *seq) {
 	s.done = true
 	for i, r := range c.running {
 		if r == s {
-			c.release(s, queueFinished)
+			c.release(s)
 			c.remainOut -= s.maxOut - s.generated
 			c.running = append(c.running[:i], c.running[i+1:]...)
 			return

@@ -184,12 +184,11 @@
 // tokens; at least one token is always computed). Pages are cached as they
 // fill, prompt and output alike (SGLang's output at the request's end),
 // so a conversation's next turn hits its previous answer. A page no
-// running sequence references stays cached in a free queue and is
+// running sequence references stays cached in the free queue and is
 // evicted least recently freed first, a request's tail before its head;
 // a referenced page never is. A page computed beside a cached copy stays
-// its sequence's own (vLLM does not deduplicate). A preempted request's
-// pages are evicted after finished requests' (the stand-in this replaced
-// did so; vLLM keeps one queue; see core.go). With caching off
+// its sequence's own (vLLM does not deduplicate). Finished and preempted
+// requests free into the one queue, as vLLM's free block queue does. With caching off
 // (--no-enable-prefix-caching, --disable-radix-cache) nothing is cached
 // or hit. TestBlockAccounting checks the accounting every step,
 // TestPrefixEvictionLRU the eviction order, TestConversationPrefixCache

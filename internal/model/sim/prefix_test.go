@@ -46,14 +46,12 @@ func TestOutputTextRoundTrip(t *testing.T) {
 	}
 }
 
-// queued yields the pages of c's free queues in eviction order.
+// queued yields the pages of c's free queue in eviction order.
 func (c *core) queued() func(func(*page) bool) {
 	return func(yield func(*page) bool) {
-		for _, q := range c.free {
-			for p := q.head; p != nil; p = p.next {
-				if !yield(p) {
-					return
-				}
+		for p := c.freeHead; p != nil; p = p.next {
+			if !yield(p) {
+				return
 			}
 		}
 	}
