@@ -13,24 +13,25 @@ type seq struct {
 	maxOut       int
 	prefixID     int // -1 when none
 	prefixTokens int
-	generated    int
-	computed     int // tokens whose KV is in the cache
-	blocks       int // KV blocks this sequence owns
-	shared       int // KV blocks borrowed from a cached prefix (the first shared blocks of prefix)
-	prefix       *prefixEntry
-	// own holds this sequence's computed blocks while it waits after a
-	// preemption (vLLM keeps them in its prefix cache until evicted);
-	// ownBase is how many prefix blocks it had borrowed then, which its
-	// own blocks follow.
-	own          *prefixEntry
-	ownBase      int
-	ownTaken     int  // blocks taken back from own by the admission in progress (undone on failure)
-	looked       bool // prefix cache consulted since (re)admission
-	sched        int  // tokens scheduled in the current step
-	done         bool
-	arrival      float64 // engine clock, seconds
-	firstAt      float64
-	queuedFor    float64 // seconds spent waiting before first scheduled
+	// ids are the prompt's token ids (the server's tokenizer); nil when
+	// only lengths are known, and the content is then the prefix group's
+	// for its first prefixTokens tokens and the sequence's own (uid)
+	// after (tokenAt).
+	ids       []int
+	uid       uint64
+	hashes    []uint64 // hashes[k] identifies the content up to the end of page k (pageHash)
+	generated int
+	computed  int     // tokens whose KV is in the cache
+	blocks    int     // KV blocks this sequence holds beyond its pages
+	pages     []*page // its full pages, in order: shared hits, then those it computed
+	pinned    bool    // pages are referenced (false while a lookup's hits are only found)
+	looked    bool    // prefix cache consulted since (re)admission
+	sched     int     // tokens scheduled in the current step
+	done      bool
+	arrival   float64 // engine clock, seconds
+	firstAt   float64
+	queuedFor float64 // seconds spent waiting before first scheduled
+	// scheduledYet: the sequence has been in a step.
 	scheduledYet bool
 }
 
@@ -39,18 +40,17 @@ type seq struct {
 // processed by the decode step that samples the next).
 func (s *seq) target() int { return s.prompt + s.generated }
 
-// prefixEntry is KV blocks held by the prefix cache: a shared prefix
-// (vLLM's hashed blocks, SGLang's radix tree) keyed by the workload's
-// prefix group, or a preempted sequence's own computed blocks (owner set).
-// An entry grows block by block as its prefix is computed, is borrowed in
-// part by a prompt that covers only part of it, and is evicted from its
-// tail, least recently used first, once nothing references it.
-type prefixEntry struct {
-	group  int // prefix group; -1 for an own entry
-	owner  *seq
-	blocks int
-	refs   int
-	stamp  uint64 // last use, for LRU eviction
+// page is one full page of cached KV: pageTokens tokens of a sequence's
+// content (pageBlocks KV blocks), identified by a hash chained on the
+// previous page's (vLLM's block hash: hash(parent, tokens)), so two
+// sequences share a page only when everything up to its end is equal.
+// A page referenced by no sequence stays cached in the free queue until
+// evicted, least recently freed first.
+type page struct {
+	hash       uint64
+	refs       int
+	cached     bool  // in the hash table; a copy computed beside a cached one is not
+	prev, next *page // the free queue, while refs == 0 and cached
 }
 
 // emitFunc receives each sampled token: s produced a token at the end of the
@@ -66,18 +66,23 @@ type core struct {
 	bs          int
 	maxSeqs     int
 	totalBlocks int
-	usedBlocks  int // includes blocks held by cached prefixes
-	evictable   int // cached-prefix blocks no running sequence uses
+	usedBlocks  int // includes cached pages no sequence references
+	evictable   int // blocks of the pages in the free queue
 	running     []*seq
 	waiting     []*seq
-	head        int                       // waiting[head:] is the queue
-	prefixes    map[int]*prefixEntry      // shared prefixes by group
-	entries     map[*prefixEntry]struct{} // every entry, for eviction
-	clock       uint64
-	steps       uint64 // steps planned (Deviation.AdmitEvery)
-	scheduled   []*seq
-	stepSecs    float64 // duration of the step planned by schedule
-	remainOut   int     // sum over running of output tokens still to generate (SGLang admission)
+	head        int // waiting[head:] is the queue
+	// The prefix cache: full pages by content hash, and the free queue of
+	// those no sequence references, least recently freed at its head.
+	pageTokens, pageBlocks int
+	table                  map[uint64]*page
+	freeHead, freeTail     *page
+	spare                  []*page // pages no longer in use, for reuse
+	outIDs                 []int   // the token ids of outputWords
+	uids                   uint64  // sequences added, for their own content
+	steps                  uint64  // steps planned (Deviation.AdmitEvery)
+	scheduled              []*seq
+	stepSecs               float64 // duration of the step planned by schedule
+	remainOut              int     // sum over running of output tokens still to generate (SGLang admission)
 
 	// Counters for /metrics.
 	preemptions   int64
@@ -87,16 +92,30 @@ type core struct {
 	genTokens     int64
 }
 
+// pageTokensMin is the fewest tokens a cache page holds: the engine's
+// block size (vLLM: 16) when it is at least this, else the multiple of it
+// that reaches it. SGLang's radix tree matches single tokens (page size
+// 1); matching whole pages of 16 keeps the model's table small and moves
+// a hit by at most 15 tokens.
+const pageTokensMin = 16
+
 func newCore(cfg Config, est MemoryEstimate) *core {
-	return &core{
+	bs := max(1, cfg.BlockSize)
+	pb := (pageTokensMin + bs - 1) / bs
+	c := &core{
 		cfg:         cfg,
 		sm:          newStepModel(cfg),
-		bs:          cfg.BlockSize,
+		bs:          bs,
 		maxSeqs:     est.MaxNumSeqs,
 		totalBlocks: est.KVBlocks,
-		prefixes:    map[int]*prefixEntry{},
-		entries:     map[*prefixEntry]struct{}{},
+		pageBlocks:  pb,
+		pageTokens:  pb * bs,
+		table:       map[uint64]*page{},
 	}
+	for _, w := range outputWords {
+		c.outIDs = append(c.outIDs, TokenIDs(w, cfg.Model.Vocab)[0])
+	}
+	return c
 }
 
 // load is the number of requests the core holds, for routing.
@@ -108,211 +127,292 @@ func (c *core) idle() bool { return c.load() == 0 }
 // add queues a new request.
 func (c *core) add(s *seq) {
 	c.cfg.Deviation.sharePrefix(s)
+	c.uids++
+	s.uid = c.uids
 	c.waiting = append(c.waiting, s)
 }
 
 // blocksFor is the number of blocks holding n tokens.
 func (c *core) blocksFor(n int) int { return (n + c.bs - 1) / c.bs }
 
-// allocate grows s's blocks to hold n tokens, evicting cached blocks no
-// running sequence uses (least recently used first) when the free pool is
-// short. reserve blocks must stay free afterwards.
+// held is the number of KV blocks s holds or, with its hits found and not
+// yet pinned, will hold.
+func (c *core) held(s *seq) int { return len(s.pages)*c.pageBlocks + s.blocks }
+
+// allocate grows s's blocks to hold n tokens, evicting free cached pages
+// (least recently freed first) when the free pool is short. reserve
+// blocks must stay free afterwards. A sequence's hits found by
+// lookupPrefix are pinned here, once the allocation is sure to succeed:
+// those that sit in the free queue cannot also be evicted for it (vLLM's
+// allocate_slots counts them apart the same way).
 func (c *core) allocate(s *seq, n, reserve int) bool {
-	need := c.blocksFor(n) - s.shared - s.blocks
+	need := c.blocksFor(n) - c.held(s)
 	if need <= 0 {
+		c.pin(s)
 		return true
 	}
-	if short := need + reserve - (c.totalBlocks - c.usedBlocks); short > 0 {
-		c.evict(short)
+	free := c.totalBlocks - c.usedBlocks
+	avail := free + c.evictable
+	if !s.pinned {
+		for _, p := range s.pages {
+			if p.refs == 0 {
+				avail -= c.pageBlocks
+			}
+		}
 	}
-	if c.totalBlocks-c.usedBlocks < need+reserve {
+	if need+reserve > avail {
 		return false
+	}
+	c.pin(s)
+	if short := need + reserve - free; short > 0 {
+		c.evict(short)
 	}
 	c.usedBlocks += need
 	s.blocks += need
 	return true
 }
 
-// evict frees up to n cached blocks that nothing references: from the
-// tail of the least recently used entry first, as vLLM's free-block queue
-// hands out a freed sequence's blocks last block first.
+// pin takes a reference on each of s's pages (its hits).
+func (c *core) pin(s *seq) {
+	if s.pinned {
+		return
+	}
+	s.pinned = true
+	for _, p := range s.pages {
+		if p.refs == 0 {
+			c.unqueue(p)
+		}
+		p.refs++
+	}
+}
+
+// enqueue puts a page no sequence references at the tail of the free
+// queue; unqueue takes it out (a hit, or its eviction). Finished and
+// preempted requests free into the one queue, as vLLM's free block queue
+// does.
+func (c *core) enqueue(p *page) {
+	p.prev, p.next = c.freeTail, nil
+	if c.freeTail != nil {
+		c.freeTail.next = p
+	} else {
+		c.freeHead = p
+	}
+	c.freeTail = p
+	c.evictable += c.pageBlocks
+}
+
+func (c *core) unqueue(p *page) {
+	if p.prev != nil {
+		p.prev.next = p.next
+	} else {
+		c.freeHead = p.next
+	}
+	if p.next != nil {
+		p.next.prev = p.prev
+	} else {
+		c.freeTail = p.prev
+	}
+	p.prev, p.next = nil, nil
+	c.evictable -= c.pageBlocks
+}
+
+// evict frees at least n blocks of cached pages no sequence references,
+// from the head of the free queue (the least recently freed; vLLM's free
+// block queue, SGLang's LRU leaves), or all of them.
 func (c *core) evict(n int) {
-	for n > 0 && c.evictable > 0 {
-		var victim *prefixEntry
-		for e := range c.entries {
-			if e.refs == 0 && (victim == nil || e.stamp < victim.stamp) {
-				victim = e
-			}
-		}
-		if victim == nil {
-			c.evictable = 0
-			return
-		}
-		k := min(n, victim.blocks)
-		victim.blocks -= k
-		c.usedBlocks -= k
-		c.evictable -= k
-		n -= k
-		if victim.blocks == 0 {
-			c.dropEntry(victim)
-		}
+	for n > 0 && c.freeHead != nil {
+		p := c.freeHead
+		c.unqueue(p)
+		delete(c.table, p.hash)
+		p.cached = false
+		c.usedBlocks -= c.pageBlocks
+		n -= c.pageBlocks
 	}
 }
 
-// dropEntry forgets an empty or unusable entry, freeing what it holds.
-func (c *core) dropEntry(e *prefixEntry) {
-	if e.refs == 0 {
-		c.evictable -= e.blocks
-	}
-	c.usedBlocks -= e.blocks
-	e.blocks = 0
-	delete(c.entries, e)
-	if e.owner != nil {
-		if e.owner.own == e {
-			e.owner.own = nil
-		}
-	} else if c.prefixes[e.group] == e {
-		delete(c.prefixes, e.group)
+// resetCache forgets every cached page (vLLM's POST /reset_prefix_cache):
+// free ones are freed, and those running sequences reference stay theirs,
+// no longer found by a lookup and freed when released.
+func (c *core) resetCache() {
+	c.evict(c.evictable)
+	for h, p := range c.table {
+		p.cached = false
+		delete(c.table, h)
 	}
 }
 
-// release frees s's own blocks and drops its reference to a cached prefix
-// and its own cached blocks, if any.
+// release drops s's blocks: its private ones are freed, its pages lose a
+// reference, and a cached page no one references joins the free queue,
+// the sequence's last page first (vLLM frees a request's blocks in
+// reverse, so its tail is evicted before the prefix others may share).
+// A page that is not cached is freed.
 func (c *core) release(s *seq) {
 	c.usedBlocks -= s.blocks
 	s.blocks = 0
-	c.unborrow(s)
-	if s.own != nil {
-		c.dropEntry(s.own)
+	if s.pinned {
+		for i := len(s.pages) - 1; i >= 0; i-- {
+			p := s.pages[i]
+			p.refs--
+			if p.refs > 0 {
+				continue
+			}
+			if p.cached {
+				c.enqueue(p)
+			} else {
+				c.usedBlocks -= c.pageBlocks
+				c.spare = append(c.spare, p)
+			}
+		}
 	}
+	clear(s.pages)
+	s.pages, s.pinned = s.pages[:0], false
 }
 
-// unborrow drops s's reference to the prefix it borrowed.
-func (c *core) unborrow(s *seq) {
-	if e := s.prefix; e != nil {
-		e.refs--
-		c.clock++
-		e.stamp = c.clock
-		if e.refs == 0 {
-			c.evictable += e.blocks
-		}
-		s.prefix, s.shared = nil, 0
+// Content and hashing. A token is an id of the server's tokenizer, or,
+// when only lengths are known, a synthetic one: the prefix group's i-th
+// token, or the sequence's own.
+const (
+	hashSeed      = 0x6a09e667f3bcc908
+	prefixTokenNS = 0x510e527fade682d1
+	ownTokenNS    = 0x9b05688c2b3e6c1f
+)
+
+// mix64 chains x onto h (splitmix64's finalizer over both).
+func mix64(h, x uint64) uint64 {
+	z := h ^ (x + 0x9e3779b97f4a7c15 + h<<6 + h>>2)
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	return z ^ z>>31
+}
+
+// tokenAt is the token at position i of s's content: the prompt, then
+// the tokens it generated (outputText's words, as the server sends them).
+func (c *core) tokenAt(s *seq, i int) uint64 {
+	switch {
+	case s.prefixID >= 0 && i < s.prefixTokens:
+		return mix64(mix64(prefixTokenNS, uint64(s.prefixID)), uint64(i))
+	case s.ids != nil && i < len(s.ids):
+		return uint64(s.ids[i])
+	case s.ids != nil && i >= s.prompt:
+		return uint64(c.outIDs[(i-s.prompt)%len(c.outIDs)])
 	}
+	return mix64(mix64(ownTokenNS, s.uid), uint64(i))
+}
+
+// pageHash is the hash of s's page k, chained on page k-1's. Without
+// token ids a page is the prefix group's k-th or, when any of its tokens
+// is the sequence's own, the sequence's own k-th: hashed as one token
+// each, the same keys as tokenAt's tokens give, faster.
+func (c *core) pageHash(s *seq, k int) uint64 {
+	if s.hashes == nil {
+		s.hashes = make([]uint64, 0, (s.prompt+s.maxOut)/c.pageTokens+1)
+	}
+	for len(s.hashes) <= k {
+		j := len(s.hashes)
+		h := uint64(hashSeed)
+		if j > 0 {
+			h = s.hashes[j-1]
+		}
+		switch {
+		case s.ids == nil && s.prefixID >= 0 && (j+1)*c.pageTokens <= s.prefixTokens:
+			h = mix64(h, mix64(mix64(prefixTokenNS, uint64(s.prefixID)), uint64(j)))
+		case s.ids == nil:
+			h = mix64(h, mix64(mix64(ownTokenNS, s.uid), uint64(j)))
+		default:
+			for i := j * c.pageTokens; i < (j+1)*c.pageTokens; i++ {
+				h = mix64(h, c.tokenAt(s, i))
+			}
+		}
+		s.hashes = append(s.hashes, h)
+	}
+	return s.hashes[k]
+}
+
+// newPage returns a page of hash h with one reference, reusing a spare.
+func (c *core) newPage(h uint64) *page {
+	if n := len(c.spare); n > 0 {
+		p := c.spare[n-1]
+		c.spare = c.spare[:n-1]
+		*p = page{hash: h, refs: 1}
+		return p
+	}
+	return &page{hash: h, refs: 1}
 }
 
 // lookupPrefix applies prefix cache hits to a sequence about to be
-// admitted: the longest run of cached blocks its prompt starts with (its
-// prefix group's blocks, then, after a preemption, its own blocks that
-// were not evicted) counts as computed. At least one token is always
-// computed, as in the engines.
+// admitted: the leading pages of its content (its prompt and, after a
+// preemption, the tokens it generated) found in the cache count as
+// computed. At least one token is always computed, as in the engines.
+// The hits are pinned by allocate; undoPrefix forgets them.
 func (c *core) lookupPrefix(s *seq) {
 	if s.looked || !c.cfg.PrefixCaching || s.computed > 0 {
 		return
 	}
 	s.looked = true
 	c.prefixQueries += int64(s.prompt)
-	limit := (s.target() - 1) / c.bs // blocks a hit may cover
-	if e := c.prefixes[s.prefixID]; s.prefixID >= 0 && e != nil && e.blocks > 0 && limit > 0 {
-		hit := min(e.blocks, limit, s.prefixTokens/c.bs)
-		if hit > 0 {
-			if e.refs == 0 {
-				c.evictable -= e.blocks
-			}
-			e.refs++
-			s.prefix, s.shared = e, hit
+	limit := (s.target() - 1) / c.pageTokens // pages a hit may cover
+	for k := 0; k < limit; k++ {
+		p := c.table[c.pageHash(s, k)]
+		if p == nil {
+			break
 		}
+		s.pages = append(s.pages, p)
 	}
-	if o := s.own; o != nil {
-		// Its own blocks follow the prefix blocks it had borrowed; those a
-		// longer hit now covers are duplicates, and a shorter hit breaks
-		// the chain of block hashes.
-		skip := s.shared - s.ownBase
-		if skip < 0 || skip >= o.blocks {
-			c.dropEntry(o)
-		} else {
-			c.evictable -= o.blocks
-			delete(c.entries, o)
-			o.owner, s.own = nil, nil
-			c.usedBlocks -= skip
-			s.ownTaken = o.blocks - skip
-			s.blocks += s.ownTaken
-		}
-	}
-	hitBlocks := s.shared + min(s.ownTaken, max(0, limit-s.shared))
-	s.computed = hitBlocks * c.bs
+	s.computed = len(s.pages) * c.pageTokens
 	c.prefixHits += int64(s.computed)
 }
 
-// undoPrefix returns what lookupPrefix took when admission fails.
+// undoPrefix forgets what lookupPrefix found when admission fails.
 func (c *core) undoPrefix(s *seq) {
 	if !s.looked {
 		return
 	}
 	c.prefixHits -= int64(s.computed)
 	c.prefixQueries -= int64(s.prompt)
-	if s.ownTaken > 0 {
-		s.blocks -= s.ownTaken
-		c.cacheOwn(s, s.ownTaken)
-		s.ownBase, s.ownTaken = s.shared, 0
+	if !s.pinned {
+		clear(s.pages)
+		s.pages = s.pages[:0]
 	}
-	c.unborrow(s)
 	s.computed, s.looked = 0, false
 }
 
-// cacheOwn turns n of s's blocks (already counted used) into its own
-// evictable cache entry.
-func (c *core) cacheOwn(s *seq, n int) {
-	c.clock++
-	e := &prefixEntry{group: -1, owner: s, blocks: n, stamp: c.clock}
-	c.entries[e] = struct{}{}
-	c.evictable += n
-	s.own = e
-}
-
-// cachePrefix caches the prefix blocks s has computed so far: it starts
-// its group's entry, or, when s holds the entry up to its end, extends it
-// block by block, so sequences admitted while the prefix is still being
-// computed share what is done (vLLM caches each block once it is full).
-// A sequence that computed its own copy keeps it, as vLLM does.
-func (c *core) cachePrefix(s *seq) {
-	if !c.cfg.PrefixCaching || s.prefixID < 0 {
+// cachePages turns the full pages s has computed into cache pages (vLLM
+// caches each block once it is full, prompt and generated tokens alike;
+// SGLang inserts a request's prompt into its radix tree after prefill and
+// what it generated when it finishes, finished set). A page whose hash is
+// already cached (computed by another sequence alongside) stays this
+// sequence's own copy, as vLLM keeps both.
+func (c *core) cachePages(s *seq, finished bool) {
+	if !c.cfg.PrefixCaching {
 		return
 	}
-	full := min(s.computed, s.prefixTokens) / c.bs
-	e := c.prefixes[s.prefixID]
-	switch {
-	case e == nil && s.prefix == nil && full > 0:
-		c.clock++
-		e = &prefixEntry{group: s.prefixID, blocks: full, refs: 1, stamp: c.clock}
-		c.prefixes[s.prefixID] = e
-		c.entries[e] = struct{}{}
-		s.blocks -= full
-		s.shared, s.prefix = full, e
-	case e != nil && s.prefix == e && s.shared == e.blocks && full > e.blocks:
-		d := full - e.blocks
-		e.blocks += d
-		s.blocks -= d
-		s.shared += d
+	upto := s.computed
+	if c.cfg.Engine == engine.SGLang && !finished {
+		upto = min(upto, s.prompt)
+	}
+	if s.pages == nil {
+		s.pages = make([]*page, 0, (s.prompt+s.maxOut)/c.pageTokens+1)
+	}
+	for k := len(s.pages); k < upto/c.pageTokens; k++ {
+		h := c.pageHash(s, k)
+		p := c.newPage(h)
+		if _, dup := c.table[h]; !dup {
+			p.cached = true
+			c.table[h] = p
+		}
+		s.blocks -= c.pageBlocks
+		s.pages = append(s.pages, p)
 	}
 }
 
 // preempt evicts a running sequence back to the front of the queue; it will
 // recompute its prompt and the tokens generated so far (vLLM V1 and SGLang
-// both recompute rather than swap). vLLM keeps the sequence's computed
-// blocks in its prefix cache until they are needed, so what was not
-// evicted by re-admission is not computed again; SGLang frees them.
+// both recompute rather than swap). Its cached pages stay in the cache
+// until evicted, so re-admission finds what was not: vLLM's every full
+// block, SGLang's prompt (a retracted request frees what it generated).
 func (c *core) preempt(s *seq) {
-	own := s.computed/c.bs - s.shared
-	if c.cfg.PrefixCaching && c.cfg.Engine == engine.VLLM && own > 0 && own <= s.blocks {
-		c.usedBlocks -= s.blocks - own
-		s.blocks = 0
-		s.ownBase = s.shared
-		c.unborrow(s)
-		c.cacheOwn(s, own)
-	} else {
-		c.release(s)
-	}
-	s.computed, s.looked, s.ownTaken = 0, false, 0
+	c.release(s)
+	s.computed, s.looked = 0, false
 	c.remainOut -= s.maxOut - s.generated
 	c.preemptions++
 	if c.head > 0 {
@@ -342,7 +442,6 @@ func (c *core) admit(s *seq) {
 	c.popWaiting()
 	c.running = append(c.running, s)
 	c.remainOut += s.maxOut - s.generated
-	s.ownTaken = 0
 }
 
 // addToShape accounts n tokens of s in the step being planned.
@@ -510,7 +609,7 @@ func (c *core) commit(now float64, emit emitFunc) {
 		s.computed += s.sched
 		c.promptTokens += int64(min(s.sched, max(0, s.prompt-(s.computed-s.sched))))
 		s.sched = 0
-		c.cachePrefix(s)
+		c.cachePages(s, false)
 		if s.computed < s.target() {
 			continue
 		}
@@ -523,6 +622,7 @@ func (c *core) commit(now float64, emit emitFunc) {
 		last := s.generated >= s.maxOut
 		if last {
 			s.done = true
+			c.cachePages(s, true)
 			c.release(s)
 			finished++
 		}
@@ -558,16 +658,13 @@ func (c *core) abort(s *seq) {
 	for i := c.head; i < len(c.waiting); i++ {
 		if c.waiting[i] == s {
 			c.waiting = append(c.waiting[:i], c.waiting[i+1:]...)
-			if s.own != nil {
-				c.dropEntry(s.own)
-			}
 			return
 		}
 	}
 }
 
 // kvUsage is the share of KV blocks held by requests, as the engines report
-// it (vllm:kv_cache_usage_perc, sglang:token_usage): a cached prefix that no
+// it (vllm:kv_cache_usage_perc, sglang:token_usage): a cached page that no
 // running request uses is free to them, since it is evicted as soon as its
 // blocks are needed (vLLM's block pool counts such blocks in its free queue;
 // SGLang's radix cache counts them evictable). Counting them as used would

@@ -49,8 +49,8 @@ func TestPreemptionWhenKVRunsOut(t *testing.T) {
 	if c.preemptions == 0 {
 		t.Errorf("no preemption with %d KV tokens for 128k tokens of demand", est.KVCacheTokens)
 	}
-	if c.usedBlocks != 0 {
-		t.Errorf("%d blocks leaked", c.usedBlocks)
+	if held := c.usedBlocks - c.evictable; held != 0 {
+		t.Errorf("%d blocks leaked (%d left cached and free)", held, c.evictable)
 	}
 	for i, r := range recs {
 		if r.OutputTokens != 1000 {
@@ -208,36 +208,54 @@ func TestKVUsageExcludesCachedFreePrefixes(t *testing.T) {
 }
 
 // checkBlocks verifies the core's block accounting: every used block is
-// owned by a running sequence or held by one cache entry, the evictable
-// count is the blocks of the entries nothing references, and each entry's
-// references are the sequences borrowing it.
+// a running sequence's own or in a page that running sequences reference
+// or the free queue holds, counted once; a page's references are the
+// sequences that hold it; the free queue holds exactly the cached pages no
+// one references, and the hash table exactly the cached pages.
 func checkBlocks(t *testing.T, c *core, step int) {
 	t.Helper()
 	used, evictable := 0, 0
-	refs := map[*prefixEntry]int{}
+	refs := map[*page]int{}
 	for _, s := range c.running {
 		used += s.blocks
-		if s.prefix != nil {
-			refs[s.prefix]++
-			if s.shared > s.prefix.blocks {
-				t.Fatalf("step %d: a sequence borrows %d blocks of an entry of %d", step, s.shared, s.prefix.blocks)
-			}
+		if !s.pinned && len(s.pages) > 0 {
+			t.Fatalf("step %d: a running sequence's pages are not referenced", step)
 		}
-		if s.own != nil {
-			t.Fatalf("step %d: a running sequence still has cached own blocks", step)
+		for _, p := range s.pages {
+			refs[p]++
 		}
 	}
-	for e := range c.entries {
-		used += e.blocks
-		if e.refs == 0 {
-			evictable += e.blocks
+	for i := c.head; i < len(c.waiting); i++ {
+		if s := c.waiting[i]; s.blocks != 0 || len(s.pages) != 0 {
+			t.Fatalf("step %d: a waiting sequence holds %d blocks and %d pages", step, s.blocks, len(s.pages))
 		}
-		if e.refs != refs[e] {
-			t.Fatalf("step %d: entry has %d refs, %d sequences borrow it", step, e.refs, refs[e])
+	}
+	for p, n := range refs {
+		used += c.pageBlocks
+		if p.refs != n {
+			t.Fatalf("step %d: page has %d refs, %d sequences hold it", step, p.refs, n)
 		}
-		if e.owner != nil && e.owner.own != e {
-			t.Fatalf("step %d: own entry not held by its owner", step)
+		if p.cached != (c.table[p.hash] == p) {
+			t.Fatalf("step %d: page cached %v, in the table %v", step, p.cached, c.table[p.hash] == p)
 		}
+	}
+	queued := 0
+	for p := range c.queued() {
+		queued++
+		used += c.pageBlocks
+		evictable += c.pageBlocks
+		if p.refs != 0 || refs[p] != 0 || !p.cached || c.table[p.hash] != p {
+			t.Fatalf("step %d: a page in the free queue has %d refs (cached %v)", step, p.refs, p.cached)
+		}
+	}
+	cachedHeld := 0
+	for p := range refs {
+		if p.cached {
+			cachedHeld++
+		}
+	}
+	if len(c.table) != queued+cachedHeld {
+		t.Fatalf("step %d: %d pages in the table, %d queued and %d held", step, len(c.table), queued, cachedHeld)
 	}
 	if used != c.usedBlocks || evictable != c.evictable || c.usedBlocks > c.totalBlocks {
 		t.Fatalf("step %d: used %d (counted %d), evictable %d (counted %d), total %d", step, c.usedBlocks, used, c.evictable, evictable, c.totalBlocks)
@@ -245,7 +263,7 @@ func checkBlocks(t *testing.T, c *core, step int) {
 }
 
 // TestBlockAccounting drives the scheduler through prefix sharing, partial
-// hits, preemption with cached own blocks and eviction under pressure, and
+// hits, preemption with cached pages and eviction under pressure, and
 // checks the block accounting after every step, for both engines.
 func TestBlockAccounting(t *testing.T) {
 	for _, eng := range []string{"vllm", "sglang"} {
@@ -287,7 +305,7 @@ func TestBlockAccounting(t *testing.T) {
 			t.Fatalf("%s: %d of %d finished", eng, done, n)
 		}
 		if eng == "vllm" && c.preemptions == 0 {
-			t.Errorf("%s: no preemption: the test does not exercise cached own blocks", eng)
+			t.Errorf("%s: no preemption: the test does not exercise re-admission over cached pages", eng)
 		}
 		t.Logf("%s: %d requests, %d preemptions, prefix hits %d of %d prompt tokens", eng, n, c.preemptions, c.prefixHits, c.prefixQueries)
 	}

@@ -22,7 +22,8 @@ type Deviation struct {
 	// SharedPrefix: the first SharedPrefix tokens of every prompt that
 	// carries no prefix of its own are one prefix (a system prompt the
 	// workload's description omits), which the engine's prefix cache
-	// serves when prefix caching is on. 0: none.
+	// serves when prefix caching is on: their first SharedPrefix tokens
+	// are the prefix's, whatever the prompt's (core.tokenAt). 0: none.
 	SharedPrefix int
 	// SeqReserveMiB: a start-up reservation of this many MiB per GPU for
 	// each request slot (max_running_requests), outside the KV cache

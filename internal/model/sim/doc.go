@@ -8,7 +8,7 @@
 // per-step overheads), the API server's front end a request passes through,
 // and the engine's scheduler (continuous batching under max running
 // requests and a batched-token budget, chunked prefill, paged KV with
-// preemption, prefix cache hits, a waiting queue). Virtual drives it on a virtual clock as a benchmark
+// preemption, a prefix cache keyed by content, a waiting queue). Virtual drives it on a virtual clock as a benchmark
 // transport (thousands of requests in milliseconds; RunVirtual for one batch
 // of requests); Server drives it against the real clock behind the engine's
 // OpenAI-compatible HTTP API, optionally TimeScale times faster.
@@ -168,13 +168,31 @@
 //     what public figures show. A calibration profile of the user's own
 //     measurements is the remedy; the what-if band stays ±40%.
 //
-// Prefix caching shares KV blocks as vLLM's block manager does: a prefix
-// group's blocks are cached block by block as they are computed, so a
-// request admitted while the prefix is still being computed shares what
-// is done; a prompt that covers only part of a cached prefix borrows that
-// part; a sequence that computed its own copy keeps it (vLLM does not
-// deduplicate running sequences' blocks). Cached blocks count once in the
-// KV capacity (TestBlockAccounting checks the accounting every step).
+// # Prefix cache
+//
+// Prefix hits come out of content, as in vLLM's block manager. A
+// sequence's tokens (the server's token ids of the prompt, then the
+// output words it sends, which tokenize back to the same ids; on the
+// virtual clock, the workload's prefix group for its first PrefixTokens
+// tokens and the request's own after) fill pages of 16 tokens (vLLM's
+// default block; SGLang's radix tree matches single tokens, which the
+// model rounds to pages of 16 of its page size 1). A full page is keyed
+// by a hash chained on the previous page's, hash(parent, tokens), so two
+// sequences share a page only when everything up to its end is equal. At
+// admission the leading pages found are hits: no prefill, no new memory,
+// a reference more (vllm:prefix_cache_{queries,hits}_total count prompt
+// tokens; at least one token is always computed). Pages are cached as they
+// fill, prompt and output alike (SGLang's output at the request's end),
+// so a conversation's next turn hits its previous answer. A page no
+// running sequence references stays cached in the free queue and is
+// evicted least recently freed first, a request's tail before its head;
+// a referenced page never is. A page computed beside a cached copy stays
+// its sequence's own (vLLM does not deduplicate). Finished and preempted
+// requests free into the one queue, as vLLM's free block queue does. With caching off
+// (--no-enable-prefix-caching, --disable-radix-cache) nothing is cached
+// or hit. TestBlockAccounting checks the accounting every step,
+// TestPrefixEvictionLRU the eviction order, TestConversationPrefixCache
+// the hits over HTTP.
 //
 // Config, MemoryEstimate and the package functions are safe for concurrent
 // use (they share no state). A Server is safe for concurrent use by many HTTP

@@ -24,9 +24,6 @@ import (
 // and yields the processor in a loop instead, for sub-millisecond emission.
 const spinWindow = 1500 * time.Microsecond
 
-// maxPrefixHashes bounds the server's prefix-hash table.
-const maxPrefixHashes = 1 << 20
-
 // ErrShutdown is the stream error requests in flight get when the server stops.
 var ErrShutdown = errors.New("engine shut down")
 
@@ -40,7 +37,6 @@ type event struct {
 // stream is one request between its HTTP handler and the engine loop.
 type stream struct {
 	s       seq
-	hashes  []uint64   // prefix hashes of the prompt (blockHashes)
 	events  chan event // buffered for every token: the engine never blocks (nil on a wire)
 	w       *wire      // the hijacked connection; nil when streaming through net/http
 	arrived time.Time
@@ -233,12 +229,6 @@ type loop struct {
 	now     time.Time
 	out     []emitted
 	batches [][]pending // per writer: tokens of the step for hijacked streams
-	// known maps prompt-prefix hashes to prefix groups, so requests that
-	// share a prefix share cached KV blocks (the workload's PrefixID is not
-	// on the wire). Bounded: cleared when it grows past maxPrefixHashes.
-	known      map[uint64]int
-	nextPrefix int
-	granule    int
 }
 
 func newLoop(s *Server, timer *time.Timer) *loop {
@@ -248,8 +238,7 @@ func newLoop(s *Server, timer *time.Timer) *loop {
 		ends: make([]time.Time, s.cfg.DP), chained: make([]bool, s.cfg.DP),
 		streams: map[int]*stream{}, rankOf: map[int]int{}, aborted: map[*stream]bool{},
 		deferred: make([][]*stream, s.cfg.DP), pending: make([][]*stream, s.cfg.DP), base: time.Now(), spin: runtime.GOMAXPROCS(0) > 1, window: spinWindow,
-		batches: make([][]pending, len(s.writers)), known: map[uint64]int{},
-		granule: max(s.cfg.BlockSize, prefixHashGranule),
+		batches: make([][]pending, len(s.writers)),
 	}
 	for i := range l.cores {
 		l.cores[i] = newCore(s.cfg, s.est)
@@ -325,9 +314,8 @@ func (l *loop) intake() {
 // the cached blocks no running request uses are freed. Prefixes that
 // running requests hold stay theirs until they finish.
 func (l *loop) resetPrefixCache(done chan struct{}) {
-	clear(l.known)
 	for _, c := range l.cores {
-		c.evict(c.evictable)
+		c.resetCache()
 	}
 	close(done)
 }
@@ -413,8 +401,7 @@ func (l *loop) emit(q *seq, last bool) {
 	l.out = append(l.out, emitted{st, q, last})
 }
 
-// admit queues a new request on the least loaded rank, with its prefix
-// group from the prompt's block hashes.
+// admit queues a new request on the least loaded rank.
 func (l *loop) admit(st *stream) {
 	if l.aborted[st] {
 		delete(l.aborted, st)
@@ -422,23 +409,6 @@ func (l *loop) admit(st *stream) {
 	}
 	l.streams[st.s.id] = st
 	st.s.arrival = l.simNow(st.arrived)
-	if l.s.cfg.PrefixCaching {
-		for k := len(st.hashes) - 1; k >= 0; k-- {
-			if id, ok := l.known[st.hashes[k]]; ok {
-				st.s.prefixID, st.s.prefixTokens = id, (k+1)*l.granule
-				break
-			}
-		}
-		if len(l.known) > maxPrefixHashes {
-			clear(l.known)
-		}
-		for _, h := range st.hashes {
-			if _, ok := l.known[h]; !ok {
-				l.nextPrefix++
-				l.known[h] = l.nextPrefix
-			}
-		}
-	}
 	best := 0
 	for k := range l.cores {
 		if l.cores[k].load()+len(l.pending[k]) < l.cores[best].load()+len(l.pending[best]) {
@@ -654,44 +624,44 @@ const maxBodyBytes = 64 << 20
 // promptTokens counts the tokens of a completions prompt (a string, one
 // string in an array, or token ids) or of chat messages (the text of every
 // message; the simulated chat template adds nothing), and returns the text
-// for prefix matching ("" for token ids).
-func promptTokens(req *genRequest, chat bool) (int, string, error) {
+// (TokenIDs gives its ids) or, for a prompt of token ids, the ids.
+func promptTokens(req *genRequest, chat bool) (int, string, []int, error) {
 	if chat {
 		if len(req.Messages) == 0 {
-			return 0, "", errors.New("messages: at least one message is required")
+			return 0, "", nil, errors.New("messages: at least one message is required")
 		}
 		n := 0
 		var all strings.Builder
 		for i, m := range req.Messages {
 			k, text, err := contentTokens(m.Content)
 			if err != nil {
-				return 0, "", fmt.Errorf("messages[%d].content: %w", i, err)
+				return 0, "", nil, fmt.Errorf("messages[%d].content: %w", i, err)
 			}
 			n += k
 			all.WriteString(text)
 			all.WriteByte(' ')
 		}
-		return n, all.String(), nil
+		return n, all.String(), nil, nil
 	}
 	if len(req.Prompt) == 0 {
-		return 0, "", errors.New("prompt: field required")
+		return 0, "", nil, errors.New("prompt: field required")
 	}
 	var text string
 	if err := json.Unmarshal(req.Prompt, &text); err == nil {
-		return CountTokens(text), text, nil
+		return CountTokens(text), text, nil, nil
 	}
 	var texts []string
 	if err := json.Unmarshal(req.Prompt, &texts); err == nil {
 		if len(texts) != 1 {
-			return 0, "", errors.New("prompt: the simulator takes one prompt per request")
+			return 0, "", nil, errors.New("prompt: the simulator takes one prompt per request")
 		}
-		return CountTokens(texts[0]), texts[0], nil
+		return CountTokens(texts[0]), texts[0], nil, nil
 	}
 	var ids []int
 	if err := json.Unmarshal(req.Prompt, &ids); err == nil {
-		return len(ids), "", nil
+		return len(ids), "", ids, nil
 	}
-	return 0, "", errors.New("prompt: want a string, an array of one string, or token ids")
+	return 0, "", nil, errors.New("prompt: want a string, an array of one string, or token ids")
 }
 
 func contentTokens(raw json.RawMessage) (int, string, error) {
@@ -809,7 +779,7 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 		apiError(w, http.StatusBadRequest, "BadRequestError", "n: the simulator generates one choice per request")
 		return
 	}
-	prompt, text, err := promptTokens(&req, chat)
+	prompt, text, ids, err := promptTokens(&req, chat)
 	if err != nil {
 		apiError(w, http.StatusBadRequest, "BadRequestError", err.Error())
 		return
@@ -842,7 +812,12 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 		// engine's, and under a time scale would be multiplied by it.
 	}
 	if s.cfg.PrefixCaching {
-		st.hashes = blockHashes(text, max(s.cfg.BlockSize, prefixHashGranule))
+		// The prefix cache keys pages by the prompt's token ids
+		// (core.pageHash).
+		if ids == nil {
+			ids = TokenIDs(text, s.cfg.Model.Vocab)
+		}
+		st.s.ids = ids
 	}
 	o := output{chat: chat, model: s.cfg.ModelID, created: s.created, prompt: prompt}
 	if s.cfg.TimeScale != 1 {

@@ -304,8 +304,9 @@ func TestServerPrefixCaching(t *testing.T) {
 	}
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	// The second request caches the 1024-token prefix, the third hits it.
-	if !strings.Contains(string(b), `vllm:prefix_cache_hits_total{model_name="llama-3.1-8b"} 1024`) {
+	// The first request caches the 1024-token prefix (64 pages of 16
+	// tokens; its last word starts the 65th), the next two hit it.
+	if !strings.Contains(string(b), `vllm:prefix_cache_hits_total{model_name="llama-3.1-8b"} 2048`) {
 		t.Errorf("prefix hits: %s", grepLines(string(b), "prefix_cache"))
 	}
 }
@@ -337,8 +338,8 @@ func TestServerResetPrefixCache(t *testing.T) {
 		t.Fatalf("reset: status %d: %s", resp.StatusCode, body)
 	}
 	send(3)
-	if after := hits(); after != before || !strings.Contains(before, "} 1024") {
-		t.Errorf("hits before the reset %q, after it %q: want 1024 both", before, after)
+	if after := hits(); after != before || !strings.Contains(before, "} 2048") {
+		t.Errorf("hits before the reset %q, after it %q: want 2048 both", before, after)
 	}
 }
 
@@ -386,14 +387,16 @@ func FuzzRequestBody(f *testing.F) {
 		if json.Unmarshal(body, &req) != nil {
 			return
 		}
-		n, text, err := promptTokens(&req, chat)
+		n, text, ids, err := promptTokens(&req, chat)
 		if err != nil {
 			return
 		}
 		if n < 0 || (text != "" && n != CountTokens(text)) {
 			t.Fatalf("tokens %d for %q", n, text)
 		}
-		_ = blockHashes(text, prefixHashGranule)
+		if ids == nil && len(TokenIDs(text, 32000)) != CountTokens(text) {
+			t.Fatalf("%d token ids for %d tokens of %q", len(TokenIDs(text, 32000)), CountTokens(text), text)
+		}
 	})
 }
 
