@@ -167,3 +167,31 @@ func TestBenchTraceBadInput(t *testing.T) {
 		})
 	}
 }
+
+// `sim run` replays the same trace in virtual time: every request, the
+// trace's prompt tokens, the shared blocks as prefix-cache hits; whatif
+// refuses a trace in one line.
+func TestSimRunTrace(t *testing.T) {
+	jsonPath := filepath.Join(t.TempDir(), "r.json")
+	code, _, stderr := runCLI(t, "sim", "run", "llama-3.1-8b", "--max-model-len", "16384", "--enable-prefix-caching",
+		"--dataset", "trace", "--dataset-path", mooncakeSample, "--trace-format", "mooncake", "--seed", "1", "--json", jsonPath)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var res struct {
+		Completed  int            `json:"completed"`
+		TotalInput int            `json:"total_input_tokens"`
+		Engine     map[string]any `json:"engine_metrics"`
+	}
+	if err := json.Unmarshal(mustRead(t, jsonPath), &res); err != nil {
+		t.Fatal(err)
+	}
+	if hit, _ := res.Engine["prefix_cache_hit_rate"].(float64); res.Completed != 36 || res.TotalInput != 92790 || hit <= 0 {
+		t.Errorf("completed %d, %d prompt tokens, hit rate %v; want 36, 92790, > 0", res.Completed, res.TotalInput, res.Engine["prefix_cache_hit_rate"])
+	}
+	code, _, stderr = runCLI(t, "whatif", "--model", "llama-3.1-8b", "--gpus", "H100-SXM", "--slo", "ttft_p99_ms=2000",
+		"--dataset", "trace", "--dataset-path", mooncakeSample, "--trace-format", "mooncake")
+	if code != exitUsage || strings.Count(strings.TrimSpace(stderr), "\n") != 0 || !strings.Contains(stderr, "trace is not supported by whatif") {
+		t.Errorf("whatif on a trace: exit %d, %q", code, stderr)
+	}
+}
