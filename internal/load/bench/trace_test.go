@@ -3,7 +3,11 @@ package bench
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -113,4 +117,42 @@ func TestTraceDatasetErrors(t *testing.T) {
 	if !errors.Is(err, ErrBadDataset) || !strings.Contains(err.Error(), "no request in the window") {
 		t.Errorf("an empty window: %v", err)
 	}
+}
+
+// BenchmarkTraceReplay1000rps replays a trace of 1,000 requests a second
+// (3,000 requests, one every millisecond; 16 prompt tokens, 2 output
+// tokens) through Run to a loopback HTTP server, and reports the client's
+// send lateness (measure.Client: actual minus intended send time), median
+// and p99: the goal is under 1 ms and under 5 ms on an idle machine. It
+// asserts nothing, as shared machines are noisy. `make trace-bench` runs
+// it.
+func BenchmarkTraceReplay1000rps(b *testing.B) {
+	var lines strings.Builder
+	for i := range 3000 {
+		fmt.Fprintf(&lines, "{\"timestamp\": %.3f, \"input_tokens\": 16, \"output_tokens\": 2}\n", float64(i)/1000)
+	}
+	path := filepath.Join(b.TempDir(), "1000rps.jsonl")
+	if err := os.WriteFile(path, []byte(lines.String()), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	f := &fakeServer{}
+	srv := f.start(b)
+	var p50, p99 []float64
+	for i := 0; b.Loop(); i++ {
+		res, err := Run(context.Background(), Config{
+			Target:  openai.Target{BaseURL: srv.URL, Model: "m"},
+			Dataset: DatasetSpec{Kind: DatasetTrace, Path: path, Trace: &Trace{Format: "jsonl"}},
+			Seed:    uint64(i), NoAlign: true,
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res.Summary.Completed != 3000 || res.Summary.Client == nil {
+			b.Fatalf("%d of 3000 completed", res.Summary.Completed)
+		}
+		p50 = append(p50, res.Summary.Client.SendLatenessP50)
+		p99 = append(p99, res.Summary.Client.SendLatenessP99)
+	}
+	b.ReportMetric(slices.Max(p50), "median-late-ms")
+	b.ReportMetric(slices.Max(p99), "p99-late-ms")
 }
