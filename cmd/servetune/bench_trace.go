@@ -22,9 +22,10 @@ func traceFormats() string {
 	return strings.Join(names, ", ")
 }
 
-// traceDataset reads the --trace-* flags into ds and reads the file's
-// window once, so that a bad line is a usage error naming it before any
-// request is sent.
+// traceDataset reads the --trace-* flags into ds and the window's first
+// request, so that an empty window or a bad header is a usage error here;
+// a bad later line is bench.Run's ErrBadDataset (a usage error too), raised
+// while it builds the requests, before any is sent.
 func traceDataset(f *benchFlags, ds *bench.DatasetSpec) error {
 	if f.datasetPath == "" {
 		return fmt.Errorf("--dataset trace needs --dataset-path")
