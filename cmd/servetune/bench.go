@@ -53,6 +53,12 @@ type benchFlags struct {
 	scrapeInterval                      time.Duration
 	gpus                                string
 	keepPrefixCache                     bool
+	// --dataset trace (datasetFlags); fs is the flag set they were
+	// registered in, to tell a flag given from its default.
+	traceFormat               string
+	traceSpeed                float64
+	traceStart, traceDuration time.Duration
+	fs                        *pflag.FlagSet
 }
 
 func newBenchCmd() *cobra.Command {
@@ -115,8 +121,8 @@ func workloadFlags(fl *pflag.FlagSet, f *benchFlags) {
 // datasetFlags registers the workload's request shape (what a request
 // asks for), shared by bench, sim run and whatif.
 func datasetFlags(fl *pflag.FlagSet, f *benchFlags) {
-	fl.StringVar(&f.dataset, "dataset", "random", "random, sharegpt, jsonl or prefix")
-	fl.StringVar(&f.datasetPath, "dataset-path", "", "dataset file for sharegpt (JSON) or jsonl")
+	fl.StringVar(&f.dataset, "dataset", "random", "random, sharegpt, jsonl, prefix or trace")
+	fl.StringVar(&f.datasetPath, "dataset-path", "", "dataset file for sharegpt (JSON), jsonl or trace")
 	fl.IntVar(&f.inputLen, "input-len", 1024, "prompt tokens (random, prefix suffix)")
 	fl.IntVar(&f.outputLen, "output-len", 128, "output tokens asked for")
 	fl.Float64Var(&f.rangeRatio, "range-ratio", 0, "lengths uniform on [len(1-r), len(1+r)]")
@@ -124,6 +130,12 @@ func datasetFlags(fl *pflag.FlagSet, f *benchFlags) {
 	fl.StringVar(&f.outputDist, "output-dist", "", "output length distribution (overrides --output-len)")
 	fl.IntVar(&f.prefixGroups, "prefix-groups", 8, "prefix: number of shared prefixes")
 	fl.IntVar(&f.prefixLen, "prefix-len", 512, "prefix: tokens per shared prefix")
+	// --dataset trace: each request at its time in the file.
+	f.fs = fl
+	fl.StringVar(&f.traceFormat, "trace-format", "", "trace: the file's format, "+traceFormats())
+	fl.Float64Var(&f.traceSpeed, "trace-speed", 1, "trace: time compression (2 sends twice as fast)")
+	fl.DurationVar(&f.traceStart, "trace-start", 0, "trace: replay from this far into the trace (its own time)")
+	fl.DurationVar(&f.traceDuration, "trace-duration", 0, "trace: replay this much of the trace (its own time; 0 = to the end)")
 }
 
 // level is one load level of a run or sweep.
@@ -186,6 +198,11 @@ func buildBenchConfig(f *benchFlags) (bench.Config, []level, error) {
 			return cfg, nil, fmt.Errorf("--sweep: %w", err)
 		}
 	}
+	if f.dataset == bench.DatasetTrace {
+		if err := traceLoad(f, &cfg, levels); err != nil {
+			return cfg, nil, err
+		}
+	}
 	for _, l := range levels {
 		c := cfg
 		c.Load = l.load
@@ -240,6 +257,13 @@ func benchDataset(f *benchFlags) (bench.DatasetSpec, error) {
 		return bench.DatasetSpec{}, err
 	}
 	ds := bench.DatasetSpec{Kind: f.dataset, Path: f.datasetPath, Input: in, Output: out}
+	if f.dataset != bench.DatasetTrace {
+		for _, name := range traceFlags {
+			if f.fs != nil && f.fs.Changed(name) {
+				return bench.DatasetSpec{}, fmt.Errorf("--%s needs --dataset trace", name)
+			}
+		}
+	}
 	switch f.dataset {
 	case bench.DatasetRandom:
 	case bench.DatasetPrefix:
@@ -254,8 +278,12 @@ func benchDataset(f *benchFlags) (bench.DatasetSpec, error) {
 		if f.dataset == bench.DatasetShareGPT && f.outputDist == "" {
 			ds.Output = bench.Dist{} // lengths from the conversations, as vLLM
 		}
+	case bench.DatasetTrace:
+		if err := traceDataset(f, &ds); err != nil {
+			return bench.DatasetSpec{}, err
+		}
 	default:
-		return bench.DatasetSpec{}, fmt.Errorf("--dataset %q: want random, sharegpt, jsonl or prefix", f.dataset)
+		return bench.DatasetSpec{}, fmt.Errorf("--dataset %q: want random, sharegpt, jsonl, prefix or trace", f.dataset)
 	}
 	if err := ds.Validate(); err != nil {
 		return bench.DatasetSpec{}, fmt.Errorf("--dataset: %w", err)

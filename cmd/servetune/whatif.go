@@ -213,7 +213,8 @@ func whatifOptions(fl *pflag.FlagSet, f *whatifFlags) (whatif.Options, error) {
 	datasetChanged := false
 	fl.Visit(func(fl *pflag.Flag) {
 		switch fl.Name {
-		case "dataset", "dataset-path", "input-len", "output-len", "range-ratio", "input-dist", "output-dist", "prefix-groups", "prefix-len":
+		case "dataset", "dataset-path", "input-len", "output-len", "range-ratio", "input-dist", "output-dist", "prefix-groups", "prefix-len",
+			"trace-format", "trace-speed", "trace-start", "trace-duration":
 			datasetChanged = true
 		}
 	})

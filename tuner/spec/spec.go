@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/servetune/servetune/internal/load/bench"
 	"github.com/servetune/servetune/internal/load/measure"
 	"github.com/servetune/servetune/internal/load/quality"
+	"github.com/servetune/servetune/internal/load/trace"
 	"github.com/servetune/servetune/internal/serving/catalog"
 	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/internal/yamlspec"
@@ -490,6 +492,11 @@ func (p *specParser) workload(n *yaml.Node) Workload {
 	p.load(f["load"], &w)
 	if x := f["requests_per_level"]; x != nil {
 		w.RequestsPerLevel = p.IntIn(x, "workload.requests_per_level", 1, maxRequests)
+	} else if w.Dataset.Kind == bench.DatasetTrace {
+		w.RequestsPerLevel = 0 // the trace's window
+	}
+	if w.Dataset.Kind == bench.DatasetTrace && !p.Failed() && (w.Capacity || w.Levels[0].Rate > 0) {
+		p.Fail(f["load"], "workload.load", "a trace sends each request at its own time: give concurrency levels (a cap on requests in flight), not a rate or a capacity search")
 	}
 	if x := f["warmup"]; x != nil {
 		w.Warmup = p.IntIn(x, "workload.warmup", 0, maxRequests)
@@ -501,7 +508,8 @@ func (p *specParser) workload(n *yaml.Node) Workload {
 }
 
 func (p *specParser) dataset(n *yaml.Node, field string) bench.DatasetSpec {
-	f := p.Fields(n, field, "kind", "path", "input", "output", "prefix_groups", "prefix_len", "mix")
+	f := p.Fields(n, field, "kind", "path", "input", "output", "prefix_groups", "prefix_len", "mix",
+		"format", "speed", "start", "duration")
 	var d bench.DatasetSpec
 	if p.Failed() {
 		return d
@@ -525,6 +533,7 @@ func (p *specParser) dataset(n *yaml.Node, field string) bench.DatasetSpec {
 	if x := f["prefix_len"]; x != nil {
 		d.PrefixLen = p.IntIn(x, field+".prefix_len", 1, bench.MaxLen)
 	}
+	p.trace(f, &d, field)
 	if x := f["mix"]; x != nil {
 		for _, part := range p.Seq(x, field+".mix") {
 			pf := p.Fields(part, field+".mix", "weight", "spec")
@@ -547,6 +556,57 @@ func (p *specParser) dataset(n *yaml.Node, field string) bench.DatasetSpec {
 		}
 	}
 	return d
+}
+
+// trace reads a trace dataset's keys (format, speed, start, duration; only
+// with kind trace) and resolves its path against the spec file's
+// directory.
+func (p *specParser) trace(f map[string]*yaml.Node, d *bench.DatasetSpec, field string) {
+	if d.Kind != bench.DatasetTrace {
+		for _, k := range []string{"format", "speed", "start", "duration"} {
+			if f[k] != nil && !p.Failed() {
+				p.Fail(f[k], field+"."+k, "only with kind: trace")
+			}
+		}
+		return
+	}
+	t := &bench.Trace{}
+	d.Trace = t
+	if x := f["format"]; x != nil {
+		t.Format = p.Str(x, field+".format")
+		if _, err := trace.ParseFormat(t.Format); err != nil && !p.Failed() {
+			p.Fail(x, field+".format", "%v", err)
+		}
+	} else if !p.Failed() {
+		p.Fail(f["kind"], field+".format", "missing: a trace needs its format (%s)", strings.Join(traceFormats(), ", "))
+	}
+	if x := f["speed"]; x != nil {
+		t.Speed = p.Positive(x, field+".speed")
+	}
+	if x := f["start"]; x != nil {
+		v, err := time.ParseDuration(p.Str(x, field+".start"))
+		if !p.Failed() && (err != nil || v < 0) {
+			p.Fail(x, field+".start", "%q: want a duration >= 0 such as 90s", x.Value)
+		}
+		t.Start = v
+	}
+	if x := f["duration"]; x != nil {
+		t.Duration = p.Duration(x, field+".duration")
+	}
+	if x := f["path"]; x != nil && d.Path != "" && !filepath.IsAbs(d.Path) {
+		d.Path = filepath.Join(filepath.Dir(p.File), d.Path)
+	} else if x == nil && !p.Failed() {
+		p.Fail(f["kind"], field+".path", "missing: a trace needs its file")
+	}
+}
+
+// traceFormats names the trace formats.
+func traceFormats() []string {
+	out := make([]string, len(trace.Formats))
+	for i, f := range trace.Formats {
+		out[i] = string(f)
+	}
+	return out
 }
 
 // dist accepts N, the command-line form ("lognormal:median=1024,sigma=0.6"),

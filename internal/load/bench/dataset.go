@@ -71,8 +71,10 @@ func (d DatasetSpec) Validate() error {
 			}
 		}
 		return nil
+	case DatasetTrace:
+		return d.validateTrace()
 	default:
-		return fmt.Errorf("%w: unknown kind %q (random, sharegpt, jsonl, prefix, mix)", ErrBadDataset, d.Kind)
+		return fmt.Errorf("%w: unknown kind %q (random, sharegpt, jsonl, prefix, mix, trace)", ErrBadDataset, d.Kind)
 	}
 	if d.Kind != DatasetShareGPT || d.Output.isSet() {
 		if err := d.Output.Validate(); err != nil {
@@ -82,8 +84,9 @@ func (d DatasetSpec) Validate() error {
 	return nil
 }
 
-// Generate returns n requests drawn from the dataset with rng. It reads the
-// dataset file for sharegpt and jsonl and never touches the network, so the
+// Generate returns n requests drawn from the dataset with rng (a trace's
+// first n of its window, or all when it holds fewer). It reads the
+// dataset file for sharegpt, jsonl and trace and never touches the network, so the
 // simulated engine can call it; equal seeds give equal requests. measure.Request
 // indices run 0..n-1 and PrefixID is -1 unless the request shares a prefix.
 func (d DatasetSpec) Generate(rng *rand.Rand, n int) ([]measure.Request, error) {
@@ -148,6 +151,8 @@ func (d DatasetSpec) generate(rng *rand.Rand, n int, text bool) ([]measure.Reque
 		reqs, err = d.jsonl(rng, n)
 	case DatasetMix:
 		reqs, err = d.mix(rng, n, text)
+	case DatasetTrace:
+		reqs, _, err = d.traceRequests(rng, n, text)
 	}
 	if err != nil {
 		return nil, err

@@ -90,10 +90,11 @@ func (cfg Config) Validate() error {
 	if cfg.NumRequests > MaxRequests || cfg.Warmup > MaxRequests || len(cfg.Requests) > MaxRequests {
 		return fmt.Errorf("%w: at most %d requests (and warm-up requests) per level; split a longer run into levels or use --duration", ErrBadConfig, MaxRequests)
 	}
-	if cfg.Duration == 0 && cfg.NumRequests == 0 && cfg.Requests == nil {
+	trace := cfg.Requests == nil && cfg.Dataset.Kind == DatasetTrace // its window bounds the run
+	if cfg.Duration == 0 && cfg.NumRequests == 0 && cfg.Requests == nil && !trace {
 		return fmt.Errorf("%w: need a request count or a duration", ErrBadConfig)
 	}
-	if cfg.Duration > 0 && l.Unlimited() && l.MaxConcurrency == 0 {
+	if cfg.Duration > 0 && l.Unlimited() && l.MaxConcurrency == 0 && !trace {
 		return fmt.Errorf("%w: a duration-bound run needs a request rate or a max concurrency", ErrBadConfig)
 	}
 	if cfg.Requests == nil {
@@ -137,7 +138,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := cfg.checkLengths(ctx, tr); err != nil {
 		return nil, err
 	}
-	reqs, warm, err := cfg.requests(text)
+	reqs, warm, offsets, err := cfg.requests(text)
 	if err != nil {
 		return nil, err
 	}
@@ -195,7 +196,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if timed {
 		probe = startClientProbe()
 	}
-	measured, start := tr.Send(ctx, cfg.phase(reqs))
+	measured, start := tr.Send(ctx, cfg.phase(reqs, offsets))
 	records = append(records, measured...)
 	why := stopReason(tr)
 	seen := w.stop()
@@ -311,7 +312,7 @@ func (cfg Config) checkLengths(ctx context.Context, tr measure.Transport) error 
 			c.NumRequests = durationPool
 		}
 		var err error
-		if reqs, _, err = c.lengths(); err != nil {
+		if reqs, _, _, err = c.lengths(); err != nil {
 			return err
 		}
 	}
@@ -339,7 +340,7 @@ func (cfg Config) checkLengths(ctx context.Context, tr measure.Transport) error 
 }
 
 // lengths generates cfg's requests without prompt text.
-func (cfg Config) lengths() (reqs, warm []measure.Request, err error) {
+func (cfg Config) lengths() (reqs, warm []measure.Request, offsets []time.Duration, err error) {
 	return cfg.requests(false)
 }
 
@@ -355,14 +356,18 @@ const (
 
 // requests generates the measured and warm-up requests of cfg: the
 // dataset's, or cfg.Requests (whose first Warmup entries, cycled, warm up).
-// text false leaves prompts empty (lengths only).
-func (cfg Config) requests(text bool) (reqs, warm []measure.Request, err error) {
+// text false leaves prompts empty (lengths only). offsets are a trace's
+// send times (traceWorkload), nil for every other dataset.
+func (cfg Config) requests(text bool) (reqs, warm []measure.Request, offsets []time.Duration, err error) {
 	if cfg.Requests != nil {
 		reqs = cfg.Requests
 		for i := range cfg.Warmup {
 			warm = append(warm, reqs[i%len(reqs)])
 		}
-		return reqs, warm, nil
+		return reqs, warm, nil, nil
+	}
+	if cfg.Dataset.Kind == DatasetTrace {
+		return cfg.traceWorkload(text)
 	}
 	gen := cfg.Dataset.Generate
 	if !text {
@@ -373,16 +378,16 @@ func (cfg Config) requests(text bool) (reqs, warm []measure.Request, err error) 
 		n = durationPool
 	}
 	if reqs, err = gen(rand.New(rand.NewPCG(cfg.Seed, streamData)), n); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	keyPrefixes(reqs, cfg.Seed, streamData)
 	if cfg.Warmup > 0 {
 		if warm, err = gen(rand.New(rand.NewPCG(cfg.Seed, streamWarmup)), min(cfg.Warmup, countPool)); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		keyPrefixes(warm, cfg.Seed, streamWarmup)
 	}
-	return reqs, warm, nil
+	return reqs, warm, nil, nil
 }
 
 // keyPrefixes makes the prefix groups of one generated batch distinct from
@@ -402,10 +407,23 @@ func keyPrefixes(reqs []measure.Request, seed, stream uint64) {
 
 // phase is the measured phase of cfg over reqs: count- or duration-bound,
 // paced by the load's arrival process; past the pool of a duration-bound
-// run the requests cycle with distinct prompts (recycledPrompt).
-func (cfg Config) phase(reqs []measure.Request) measure.Phase {
+// run the requests cycle with distinct prompts (recycledPrompt). With a
+// trace's offsets it sends each request once, at its offset (cut at
+// Duration when set).
+func (cfg Config) phase(reqs []measure.Request, offsets []time.Duration) measure.Phase {
 	p := measure.Phase{MaxConcurrency: cfg.Load.MaxConcurrency, Timeout: timeout(cfg), Progress: cfg.Progress,
 		Waiting: cfg.Waiting, Duration: cfg.Duration}
+	if offsets != nil {
+		p.Count = len(reqs)
+		next := 0
+		p.Next = func() time.Duration { next++; return offsets[next-1] }
+		p.Request = func(i int) measure.Request {
+			req := reqs[i]
+			req.Index = i
+			return req
+		}
+		return p
+	}
 	switch {
 	case cfg.Duration > 0:
 		p.Count = MaxRequests

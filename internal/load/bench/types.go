@@ -1,5 +1,7 @@
 package bench
 
+import "time"
+
 // Dist is a length distribution in tokens.
 type Dist struct {
 	Kind   string  `json:"kind"` // fixed | uniform | lognormal | normal
@@ -13,13 +15,26 @@ type Dist struct {
 
 // DatasetSpec describes where prompts come from.
 type DatasetSpec struct {
-	Kind         string    `json:"kind"` // random | sharegpt | jsonl | prefix | mix
+	Kind         string    `json:"kind"` // random | sharegpt | jsonl | prefix | mix | trace
 	Path         string    `json:"path,omitempty"`
 	Input        Dist      `json:"input"`
 	Output       Dist      `json:"output"`
 	PrefixGroups int       `json:"prefix_groups,omitempty"` // prefix: number of shared prefixes
 	PrefixLen    int       `json:"prefix_len,omitempty"`    // prefix: tokens per shared prefix
 	Mix          []MixPart `json:"mix,omitempty"`
+	Trace        *Trace    `json:"trace,omitempty"` // trace: how Path is read
+}
+
+// Trace is how a trace dataset reads its file (internal/load/trace): each
+// request is sent at its time in the trace, with its lengths and prompt
+// blocks.
+type Trace struct {
+	Format string  `json:"format"`          // mooncake | azure | burstgpt | jsonl
+	Speed  float64 `json:"speed,omitempty"` // time compression (0: 1)
+	// Start and Duration pick a window in the trace's own time, from its
+	// first request (Duration 0: to the end).
+	Start    time.Duration `json:"start_ns,omitempty"`
+	Duration time.Duration `json:"duration_ns,omitempty"`
 }
 
 // MixPart is one weighted component of a mix dataset.

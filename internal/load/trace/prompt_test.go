@@ -142,6 +142,11 @@ func TestText(t *testing.T) {
 	if len(words) < 200 || len(slices.Compact(slices.Sorted(slices.Values(words)))) != len(words) {
 		t.Errorf("%d words, or some twice", len(words))
 	}
+	for _, w := range words {
+		if len(w) > 4 {
+			t.Errorf("%q: over four bytes, two tokens in the simulated engine's tokenizer", w)
+		}
+	}
 }
 
 // A Mooncake line longer than bufio's default 64 KiB is read.

@@ -244,6 +244,11 @@ func (o *Options) normalize() (catalog.Model, []catalog.GPU, error) {
 	if err := o.Dataset.Validate(); err != nil {
 		return m, nil, inputErr("workload: %v", err)
 	}
+	if o.Dataset.Kind == bench.DatasetTrace {
+		// A trace fixes every send time: there is no request rate for
+		// the capacity search to raise.
+		return m, nil, inputErr("workload: a trace is not supported by whatif yet (it searches the request rate a configuration sustains; a trace fixes its own send times); replay it with `servetune sim run --dataset trace`")
+	}
 	if o.TargetRPS < 0 || math.IsNaN(o.TargetRPS) || math.IsInf(o.TargetRPS, 0) {
 		return m, nil, inputErr("--target-rps %g: must be positive", o.TargetRPS)
 	}
