@@ -90,6 +90,16 @@ func (cfg Config) Validate() error {
 	if cfg.NumRequests > MaxRequests || cfg.Warmup > MaxRequests || len(cfg.Requests) > MaxRequests {
 		return fmt.Errorf("%w: at most %d requests (and warm-up requests) per level; split a longer run into levels or use --duration", ErrBadConfig, MaxRequests)
 	}
+	if cfg.Dataset.Kind == DatasetConversation && cfg.Requests == nil {
+		// Bound by its sessions: NumRequests does not apply.
+		switch {
+		case cfg.Transport != nil:
+			return fmt.Errorf("%w: a conversation needs an HTTP server: each turn waits for the answer before it, which the simulated engine's virtual clock does not send", ErrBadConfig)
+		case cfg.Duration > 0:
+			return fmt.Errorf("%w: a conversation runs its sessions to the end: give --sessions, not --duration", ErrBadConfig)
+		}
+		return cfg.Dataset.Validate()
+	}
 	if cfg.Duration == 0 && cfg.NumRequests == 0 && cfg.Requests == nil {
 		return fmt.Errorf("%w: need a request count or a duration", ErrBadConfig)
 	}
@@ -137,7 +147,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := cfg.checkLengths(ctx, tr); err != nil {
 		return nil, err
 	}
-	reqs, warm, err := cfg.requests(text)
+	var sessions []convSession // a conversation's (conversation.go)
+	conv := cfg.Dataset.Kind == DatasetConversation && cfg.Requests == nil
+	var reqs, warm []measure.Request
+	var err error
+	if conv {
+		sessions, reqs, warm, err = cfg.conversation(text)
+	} else {
+		reqs, warm, err = cfg.requests(text)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -195,7 +213,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if timed {
 		probe = startClientProbe()
 	}
-	measured, start := tr.Send(ctx, cfg.phase(reqs))
+	var measured []measure.Record
+	var start time.Time
+	if conv {
+		p := measure.Phase{MaxConcurrency: cfg.Load.MaxConcurrency, Timeout: timeout(cfg), Progress: cfg.Progress, Waiting: cfg.Waiting,
+			Next: cfg.Load.Pacer(rand.New(rand.NewPCG(cfg.Seed, streamSchedule))).Next}
+		measured, start = tr.(*httpTransport).converse(ctx, p, sessions, reqs, k)
+	} else {
+		measured, start = tr.Send(ctx, cfg.phase(reqs))
+	}
 	records = append(records, measured...)
 	why := stopReason(tr)
 	seen := w.stop()
@@ -223,6 +249,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	if cfg.GPU != nil {
 		sum.GPU = gpu.Usage(seen.gpu, sum.TotalOutputTokens)
+	}
+	if conv {
+		sum.Conversation = summarizeConversation(sessions, records, sum.Engine)
 	}
 	if why != "" {
 		sum.Meta["stopped"] = why
@@ -305,6 +334,11 @@ func (cfg Config) checkLengths(ctx context.Context, tr measure.Transport) error 
 	var reqs []measure.Request
 	if cfg.Requests != nil {
 		reqs = cfg.Requests
+	} else if cfg.Dataset.Kind == DatasetConversation {
+		var err error
+		if reqs, err = cfg.conversationLengths(); err != nil {
+			return err
+		}
 	} else {
 		c := cfg
 		if c.Duration > 0 {

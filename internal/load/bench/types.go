@@ -13,13 +13,19 @@ type Dist struct {
 
 // DatasetSpec describes where prompts come from.
 type DatasetSpec struct {
-	Kind         string    `json:"kind"` // random | sharegpt | jsonl | prefix | mix
+	Kind         string    `json:"kind"` // random | sharegpt | jsonl | prefix | mix | conversation
 	Path         string    `json:"path,omitempty"`
 	Input        Dist      `json:"input"`
 	Output       Dist      `json:"output"`
 	PrefixGroups int       `json:"prefix_groups,omitempty"` // prefix: number of shared prefixes
 	PrefixLen    int       `json:"prefix_len,omitempty"`    // prefix: tokens per shared prefix
 	Mix          []MixPart `json:"mix,omitempty"`
+	// conversation: Sessions sessions of Turns turns each (Input the new
+	// user message of a turn, Output its answer), the user thinking
+	// Think between an answer and the next turn (none when nil).
+	Sessions int        `json:"sessions,omitempty"`
+	Turns    *Dist      `json:"turns,omitempty"`
+	Think    *ThinkTime `json:"think_time,omitempty"`
 }
 
 // MixPart is one weighted component of a mix dataset.
