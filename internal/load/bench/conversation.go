@@ -54,7 +54,7 @@ func ParseThinkTime(s string) (ThinkTime, error) {
 	if !ok {
 		v, err := seconds(s)
 		if err != nil {
-			return t, fmt.Errorf("%w: think time %q: want SECONDS, fixed:S, uniform:A,B, exponential:mean=S or lognormal:median=S,sigma=X", ErrBadDist, s)
+			return t, fmt.Errorf("%w: %q: want SECONDS, fixed:S, uniform:A,B, exponential:mean=S or lognormal:median=S,sigma=X", ErrBadThink, s)
 		}
 		t = ThinkTime{Kind: ThinkFixed, Value: v}
 		return t, t.Validate()
@@ -63,7 +63,7 @@ func ParseThinkTime(s string) (ThinkTime, error) {
 	case ThinkFixed:
 		v, err := seconds(args)
 		if err != nil {
-			return t, fmt.Errorf("%w: think time fixed: %v", ErrBadDist, err)
+			return t, fmt.Errorf("%w: fixed: %v", ErrBadThink, err)
 		}
 		t = ThinkTime{Kind: ThinkFixed, Value: v}
 	case ThinkUniform:
@@ -71,7 +71,7 @@ func ParseThinkTime(s string) (ThinkTime, error) {
 		lo, err1 := seconds(a)
 		hi, err2 := seconds(b)
 		if !ok || err1 != nil || err2 != nil {
-			return t, fmt.Errorf("%w: think time uniform: want uniform:MIN,MAX, got %q", ErrBadDist, args)
+			return t, fmt.Errorf("%w: uniform: want uniform:MIN,MAX, got %q", ErrBadThink, args)
 		}
 		t = ThinkTime{Kind: ThinkUniform, Min: lo, Max: hi}
 	case ThinkExponential, "exp", ThinkLognormal:
@@ -82,7 +82,7 @@ func ParseThinkTime(s string) (ThinkTime, error) {
 		for _, kv := range strings.Split(args, ",") {
 			k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
 			if !ok {
-				return ThinkTime{}, fmt.Errorf("%w: think time %s: %q is not key=value", ErrBadDist, kind, kv)
+				return ThinkTime{}, fmt.Errorf("%w: %s: %q is not key=value", ErrBadThink, kind, kv)
 			}
 			var err error
 			switch k {
@@ -93,14 +93,14 @@ func ParseThinkTime(s string) (ThinkTime, error) {
 			case "sigma":
 				t.Sigma, err = strconv.ParseFloat(strings.TrimSpace(v), 64)
 			default:
-				return ThinkTime{}, fmt.Errorf("%w: think time %s: unknown key %q", ErrBadDist, kind, k)
+				return ThinkTime{}, fmt.Errorf("%w: %s: unknown key %q", ErrBadThink, kind, k)
 			}
 			if err != nil {
-				return ThinkTime{}, fmt.Errorf("%w: think time %s: %s=%q is not a time", ErrBadDist, kind, k, v)
+				return ThinkTime{}, fmt.Errorf("%w: %s: %s=%q is not a time", ErrBadThink, kind, k, v)
 			}
 		}
 	default:
-		return t, fmt.Errorf("%w: think time: unknown kind %q (fixed, uniform, exponential, lognormal)", ErrBadDist, kind)
+		return t, fmt.Errorf("%w: unknown kind %q (fixed, uniform, exponential, lognormal)", ErrBadThink, kind)
 	}
 	return t, t.Validate()
 }
@@ -122,28 +122,28 @@ func seconds(s string) (float64, error) {
 func (t ThinkTime) Validate() error {
 	for _, v := range []float64{t.Value, t.Min, t.Max, t.Mean, t.Median} {
 		if v < 0 || v > maxThink || math.IsNaN(v) {
-			return fmt.Errorf("%w: think time %gs: want 0 to %.0f s", ErrBadDist, v, maxThink)
+			return fmt.Errorf("%w: %gs: want 0 to %.0f s", ErrBadThink, v, maxThink)
 		}
 	}
 	if t.Sigma < 0 || t.Sigma > 10 || math.IsNaN(t.Sigma) {
-		return fmt.Errorf("%w: think time sigma %g: want 0 to 10", ErrBadDist, t.Sigma)
+		return fmt.Errorf("%w: sigma %g: want 0 to 10", ErrBadThink, t.Sigma)
 	}
 	switch t.Kind {
 	case ThinkFixed:
 	case ThinkUniform:
 		if t.Max < t.Min {
-			return fmt.Errorf("%w: think time uniform:%g,%g needs MIN <= MAX", ErrBadDist, t.Min, t.Max)
+			return fmt.Errorf("%w: uniform:%g,%g needs MIN <= MAX", ErrBadThink, t.Min, t.Max)
 		}
 	case ThinkExponential:
 		if t.Mean <= 0 {
-			return fmt.Errorf("%w: think time exponential needs mean > 0", ErrBadDist)
+			return fmt.Errorf("%w: exponential needs mean > 0", ErrBadThink)
 		}
 	case ThinkLognormal:
 		if t.Median <= 0 {
-			return fmt.Errorf("%w: think time lognormal needs median > 0", ErrBadDist)
+			return fmt.Errorf("%w: lognormal needs median > 0", ErrBadThink)
 		}
 	default:
-		return fmt.Errorf("%w: think time: unknown kind %q", ErrBadDist, t.Kind)
+		return fmt.Errorf("%w: unknown kind %q", ErrBadThink, t.Kind)
 	}
 	return nil
 }
@@ -446,8 +446,8 @@ func summarizeConversation(sessions []convSession, records []measure.Record, eng
 		c.PrefixCacheHitRate = engine.PrefixCacheHitRate
 	}
 	type turnAcc struct {
-		ttft, e2el          []float64
-		in, reused          float64
+		ttft, e2el       []float64
+		in, reused       float64
 		sent, ok, failed int
 	}
 	var turns []turnAcc
