@@ -225,3 +225,57 @@ func TestBenchConversationBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchConversationFailedTurnEndsSession: a proxy in front of `sim
+// serve` answers 503 to every third turn (a chat history of five
+// messages); each session ends there, its fourth turn is not sent, and
+// the summary says so.
+func TestBenchConversationFailedTurnEndsSession(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a short real-clock benchmark")
+	}
+	model := "meta-llama/Llama-3.1-8B-Instruct"
+	sim, err := url.Parse(startSimServe(t, model, "--time-scale", "10"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(sim)
+	rp.FlushInterval = -1
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "completions") {
+			b, _ := io.ReadAll(r.Body)
+			var body struct{ Messages []json.RawMessage }
+			if json.Unmarshal(b, &body) == nil && len(body.Messages) == 5 {
+				http.Error(w, `{"error": {"message": "overloaded"}}`, http.StatusServiceUnavailable)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(b))
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	defer proxy.Close()
+	out := filepath.Join(t.TempDir(), "r.json")
+	code, stdout, stderr := runCLI(t, "bench", "--base-url", proxy.URL, "--model", model, "--endpoint-type", "chat",
+		"--dataset", "conversation", "--sessions", "4", "--turns", "4", "--input-len", "32", "--output-len", "16",
+		"--request-rate", "20", "--gpus", "none", "--no-progress", "--json", out)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	sums, err := readSummaries(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := sums[0].Conversation
+	if c == nil || c.SessionsFailed != 4 || c.SessionsCompleted != 0 || c.TurnsNotSent != 4 || len(c.Turns) != 4 {
+		t.Fatalf("conversation %+v", c)
+	}
+	if sums[0].Completed != 8 || sums[0].Failed != 4 || sums[0].Errors["http_5xx"] != 4 {
+		t.Errorf("%d completed, %d failed (%v): want 8 and 4 http_5xx", sums[0].Completed, sums[0].Failed, sums[0].Errors)
+	}
+	if tr := c.Turns[2]; tr.Sent != 4 || tr.Failed != 4 || c.Turns[3].Sent != 0 {
+		t.Errorf("turns %+v", c.Turns)
+	}
+	if !strings.Contains(stdout, "4 turns not sent") {
+		t.Errorf("the summary does not say which turns were not sent:\n%s", stdout)
+	}
+}
