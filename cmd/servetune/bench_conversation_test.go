@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -10,12 +11,14 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/servetune/servetune/internal/load/measure"
+	"github.com/servetune/servetune/store"
 )
 
 // TestBenchConversationAgainstSimServe runs 4 sessions of 4 turns with
@@ -277,5 +280,57 @@ func TestBenchConversationFailedTurnEndsSession(t *testing.T) {
 	}
 	if !strings.Contains(stdout, "4 turns not sent") {
 		t.Errorf("the summary does not say which turns were not sent:\n%s", stdout)
+	}
+}
+
+// TestTuneConversationStoresTurns: a study whose workload is a
+// conversation runs it through the trial's bench path on `sim serve`, and
+// each load point's stored summary keeps the conversation's figures.
+func TestTuneConversationStoresTurns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a short study on the simulated engine")
+	}
+	src := strings.NewReplacer("REQS", "8", "TRIALS", "1",
+		"  dataset: {kind: random, input: 128, output: 24}\n",
+		"  dataset: {kind: conversation, sessions: 4, turns: 3, think_time: 200ms, input: 64, output: 24}\n",
+		"load: {concurrency: [2, 8]}", "load: {concurrency: [2]}",
+		"gpu_memory_fraction: [0.1, 0.9]", "gpu_memory_fraction: [0.9]").Replace(tuneSpec)
+	bin := buildServetune(t) // the sim launcher starts this binary's sim serve
+	db := filepath.Join(t.TempDir(), "s.db")
+	out, err := exec.Command(bin, "tune", writeSpec(t, src), "--db", db, "--fresh").CombinedOutput()
+	if err != nil {
+		t.Fatalf("tune: %v\n%s", err, out)
+	}
+	ctx := context.Background()
+	s, err := store.OpenReadOnly(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	st, err := s.GetStudy(ctx, "clitest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	trials, err := s.Trials(ctx, st.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok := 0
+	for _, tr := range trials {
+		if tr.Status != measure.StatusOK {
+			t.Errorf("trial %d: %s %s", tr.Number, tr.Status, tr.FailureMsg)
+			continue
+		}
+		ok++
+		c := tr.LoadPoints[0].Summary.Conversation
+		if c == nil || c.SessionsCompleted != 4 || len(c.Turns) != 3 || c.Turns[2].MeanReusedTokens != c.Turns[1].MeanInputTokens+24 {
+			t.Errorf("trial %d: stored conversation %+v", tr.Number, c)
+		}
+		if got := tr.LoadPoints[0].Summary.Completed; got != 12 {
+			t.Errorf("trial %d: %d turns completed, want 12", tr.Number, got)
+		}
+	}
+	if ok == 0 {
+		t.Fatalf("no trial ran: %s", out)
 	}
 }
