@@ -51,7 +51,7 @@ func specCaps(l any) spec.LauncherCaps {
 		return spec.LauncherCaps{}
 	}
 	c := ln.Capabilities()
-	return spec.LauncherCaps{GPUs: c.GPUs, HostOf: c.HostOf, FixedSettings: c.FixedSettings}
+	return spec.LauncherCaps{GPUs: c.GPUs, HostOf: c.HostOf, FixedSettings: c.FixedSettings, Deterministic: c.Deterministic}
 }
 
 // Forecastable says whether the simulator can forecast sp: a catalog GPU

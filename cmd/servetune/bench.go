@@ -59,6 +59,9 @@ type benchFlags struct {
 	traceSpeed                float64
 	traceStart, traceDuration time.Duration
 	fs                        *pflag.FlagSet
+	// --dataset conversation
+	sessions         int
+	turns, thinkTime string
 }
 
 func newBenchCmd() *cobra.Command {
@@ -121,7 +124,7 @@ func workloadFlags(fl *pflag.FlagSet, f *benchFlags) {
 // datasetFlags registers the workload's request shape (what a request
 // asks for), shared by bench, sim run and whatif.
 func datasetFlags(fl *pflag.FlagSet, f *benchFlags) {
-	fl.StringVar(&f.dataset, "dataset", "random", "random, sharegpt, jsonl, prefix or trace")
+	fl.StringVar(&f.dataset, "dataset", "random", "random, sharegpt, jsonl, prefix, trace or conversation")
 	fl.StringVar(&f.datasetPath, "dataset-path", "", "dataset file for sharegpt (JSON), jsonl or trace")
 	fl.IntVar(&f.inputLen, "input-len", 1024, "prompt tokens (random, prefix suffix)")
 	fl.IntVar(&f.outputLen, "output-len", 128, "output tokens asked for")
@@ -136,6 +139,9 @@ func datasetFlags(fl *pflag.FlagSet, f *benchFlags) {
 	fl.Float64Var(&f.traceSpeed, "trace-speed", 1, "trace: time compression (2 sends twice as fast)")
 	fl.DurationVar(&f.traceStart, "trace-start", 0, "trace: replay from this far into the trace (its own time)")
 	fl.DurationVar(&f.traceDuration, "trace-duration", 0, "trace: replay this much of the trace (its own time; 0 = to the end)")
+	fl.IntVar(&f.sessions, "sessions", 0, "conversation: sessions, arriving at --request-rate per second or --max-concurrency at once")
+	fl.StringVar(&f.turns, "turns", "", "conversation: turns per session, N or a distribution as --input-dist")
+	fl.StringVar(&f.thinkTime, "think-time", "", "conversation: wait after an answer before the next turn: 2s, uniform:1s,5s, exponential:mean=3s, lognormal:median=2s,sigma=0.5 (default 0)")
 }
 
 // level is one load level of a run or sweep.
@@ -264,7 +270,14 @@ func benchDataset(f *benchFlags) (bench.DatasetSpec, error) {
 			}
 		}
 	}
+	if f.dataset != bench.DatasetConversation && (f.sessions != 0 || f.turns != "" || f.thinkTime != "") {
+		return bench.DatasetSpec{}, fmt.Errorf("--sessions, --turns and --think-time need --dataset conversation")
+	}
 	switch f.dataset {
+	case bench.DatasetConversation:
+		if err := conversationFlags(f, &ds); err != nil {
+			return bench.DatasetSpec{}, err
+		}
 	case bench.DatasetRandom:
 	case bench.DatasetPrefix:
 		ds.PrefixGroups, ds.PrefixLen = f.prefixGroups, f.prefixLen
@@ -283,12 +296,38 @@ func benchDataset(f *benchFlags) (bench.DatasetSpec, error) {
 			return bench.DatasetSpec{}, err
 		}
 	default:
-		return bench.DatasetSpec{}, fmt.Errorf("--dataset %q: want random, sharegpt, jsonl, prefix or trace", f.dataset)
+		return bench.DatasetSpec{}, fmt.Errorf("--dataset %q: want random, sharegpt, jsonl, prefix, trace or conversation", f.dataset)
 	}
 	if err := ds.Validate(); err != nil {
 		return bench.DatasetSpec{}, fmt.Errorf("--dataset: %w", err)
 	}
 	return ds, nil
+}
+
+// conversationFlags reads --sessions, --turns and --think-time into ds.
+func conversationFlags(f *benchFlags, ds *bench.DatasetSpec) error {
+	if f.datasetPath != "" {
+		return errors.New("--dataset conversation takes no --dataset-path: its messages are synthetic")
+	}
+	if f.sessions < 1 {
+		return fmt.Errorf("--sessions %d: a conversation needs at least 1 session", f.sessions)
+	}
+	if f.turns == "" {
+		return errors.New("--dataset conversation needs --turns N (or a distribution)")
+	}
+	turns, err := bench.ParseDist(f.turns)
+	if err != nil {
+		return fmt.Errorf("--turns: %w", err)
+	}
+	ds.Sessions, ds.Turns = f.sessions, &turns
+	if f.thinkTime != "" {
+		think, err := bench.ParseThinkTime(f.thinkTime)
+		if err != nil {
+			return fmt.Errorf("--think-time: %w", err)
+		}
+		ds.Think = &think
+	}
+	return nil
 }
 
 // redactHeader hides a header's value in messages: it may be a secret.
@@ -472,6 +511,7 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 		}
 		sums = append(sums, res.Summary)
 		printSummary(stdout, l.name, res.Summary)
+		printConversation(stdout, res.Summary.Conversation)
 		printEngine(stdout, res.Summary)
 		printGPU(stdout, res.Summary.GPU)
 		printFindings(stdout, findings)
@@ -1003,5 +1043,29 @@ func printDiffs(w io.Writer, base, cur measure.Summary, ds []measure.Diff) {
 			rel = 100 * (t.new - t.base) / t.base
 		}
 		fmt.Fprintf(w, "%-12s %11.3f %11.3f %+11.3f %+7.1f%% %25s  %s\n", t.name, t.base, t.new, t.new-t.base, rel, "(no per-request CI)", "-")
+	}
+}
+
+// printConversation prints a conversation level's sessions and its table
+// by turn index (nothing for other workloads).
+func printConversation(w io.Writer, c *measure.Conversation) {
+	if c == nil {
+		return
+	}
+	fmt.Fprintf(w, "---------- Conversation ----------\n")
+	fmt.Fprintf(w, "Sessions: %d completed, %d failed of %d", c.SessionsCompleted, c.SessionsFailed, c.Sessions)
+	if c.TurnsNotSent > 0 {
+		fmt.Fprintf(w, "; %d turns not sent (their session ended at a failed turn)", c.TurnsNotSent)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "Session latency (ms): mean %.1f, median %.1f, p99 %.1f\n", c.MeanSessionMS, c.MedianSessionMS, c.P99SessionMS)
+	fmt.Fprintf(w, "Input tokens: %d new, %d reused from history (%.1f%%)\n", c.NewInputTokens, c.ReusedInputTokens, 100*c.ReusedShare)
+	if c.PrefixCacheHitRate != nil {
+		fmt.Fprintf(w, "Engine prefix-cache hit rate: %.1f%%\n", 100**c.PrefixCacheHitRate)
+	}
+	fmt.Fprintf(w, "%4s %5s %6s %9s %9s %11s %9s %11s %9s\n", "turn", "ok", "failed", "input", "reused", "TTFT med", "p99", "E2E med", "p99")
+	for _, t := range c.Turns {
+		fmt.Fprintf(w, "%4d %5d %6d %9.0f %9.0f %11.1f %9.1f %11.1f %9.1f\n", t.Turn, t.Completed, t.Failed, t.MeanInputTokens, t.MeanReusedTokens,
+			t.MedianTTFTMS, t.P99TTFTMS, t.MedianE2ELMS, t.P99E2ELMS)
 	}
 }

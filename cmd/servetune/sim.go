@@ -263,6 +263,9 @@ func runSimVirtual(cmd *cobra.Command, cfg sim.Config, f *benchFlags) error {
 	if err != nil {
 		return usageError(err)
 	}
+	if bcfg.Dataset.Kind == bench.DatasetConversation {
+		return usageErrorf("--dataset conversation: sim run's virtual clock cannot wait for each answer; run servetune sim serve and bench against it")
+	}
 	bcfg.Target.BaseURL = ""
 	eng, err := sim.NewVirtual(cfg)
 	if err != nil {

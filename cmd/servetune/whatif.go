@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/servetune/servetune/internal/load/bench"
 	"github.com/servetune/servetune/internal/model/sim"
 	"github.com/servetune/servetune/internal/model/whatif"
 	"github.com/servetune/servetune/internal/serving/catalog"
@@ -214,7 +215,7 @@ func whatifOptions(fl *pflag.FlagSet, f *whatifFlags) (whatif.Options, error) {
 	fl.Visit(func(fl *pflag.Flag) {
 		switch fl.Name {
 		case "dataset", "dataset-path", "input-len", "output-len", "range-ratio", "input-dist", "output-dist", "prefix-groups", "prefix-len",
-			"trace-format", "trace-speed", "trace-start", "trace-duration":
+			"trace-format", "trace-speed", "trace-start", "trace-duration", "sessions", "turns", "think-time":
 			datasetChanged = true
 		}
 	})
@@ -224,6 +225,9 @@ func whatifOptions(fl *pflag.FlagSet, f *whatifFlags) (whatif.Options, error) {
 			return o, err
 		}
 		o.Dataset = ds
+	}
+	if o.Dataset.Kind == bench.DatasetConversation {
+		return o, errors.New("whatif runs in virtual time, which cannot wait for each answer: a conversation workload needs a live server (servetune sim serve and bench)")
 	}
 	if set("slo") {
 		if f.slo == "" {

@@ -116,6 +116,7 @@ type LauncherCaps struct {
 	GPUs          []int             // the study's GPUs, when HostOf is set
 	HostOf        func(gpu int) int // nil: launcher.gpus, all on one host
 	FixedSettings bool              // the space must fix every value
+	Deterministic bool              // virtual time: no server to send a conversation's turns to
 }
 
 // Runtime is what parsing a spec needs from the packages that run studies:
@@ -509,7 +510,7 @@ func (p *specParser) workload(n *yaml.Node) Workload {
 
 func (p *specParser) dataset(n *yaml.Node, field string) bench.DatasetSpec {
 	f := p.Fields(n, field, "kind", "path", "input", "output", "prefix_groups", "prefix_len", "mix",
-		"format", "speed", "start", "duration")
+		"format", "speed", "start", "duration", "sessions", "turns", "think_time")
 	var d bench.DatasetSpec
 	if p.Failed() {
 		return d
@@ -534,6 +535,7 @@ func (p *specParser) dataset(n *yaml.Node, field string) bench.DatasetSpec {
 		d.PrefixLen = p.IntIn(x, field+".prefix_len", 1, bench.MaxLen)
 	}
 	p.trace(f, &d, field)
+	p.conversation(f, &d, field)
 	if x := f["mix"]; x != nil {
 		for _, part := range p.Seq(x, field+".mix") {
 			pf := p.Fields(part, field+".mix", "weight", "spec")
@@ -607,6 +609,42 @@ func traceFormats() []string {
 		out[i] = string(f)
 	}
 	return out
+}
+
+// conversation reads a conversation dataset's sessions, turns (N or a
+// length distribution) and think_time (bench.ParseThinkTime's form); they
+// are refused on other kinds.
+func (p *specParser) conversation(f map[string]*yaml.Node, d *bench.DatasetSpec, field string) {
+	for _, k := range []string{"sessions", "turns", "think_time"} {
+		if x := f[k]; x != nil && d.Kind != bench.DatasetConversation {
+			p.Fail(x, field+"."+k, "only with kind: conversation")
+			return
+		}
+	}
+	if d.Kind != bench.DatasetConversation || p.Failed() {
+		return
+	}
+	for _, k := range []string{"sessions", "turns"} {
+		if f[k] == nil {
+			p.Fail(f["kind"], field+"."+k, "missing (a conversation needs sessions and turns)")
+			return
+		}
+	}
+	d.Sessions = p.IntIn(f["sessions"], field+".sessions", 1, maxRequests)
+	turns := p.dist(f["turns"], field+".turns")
+	d.Turns = &turns
+	if x := f["think_time"]; x != nil && !p.Failed() {
+		if x.Kind != yaml.ScalarNode {
+			p.Fail(x, field+".think_time", "want a time or a distribution such as exponential:mean=3s")
+			return
+		}
+		t, err := bench.ParseThinkTime(x.Value)
+		if err != nil {
+			p.Fail(x, field+".think_time", "%v", err)
+			return
+		}
+		d.Think = &t
+	}
 }
 
 // dist accepts N, the command-line form ("lognormal:median=1024,sigma=0.6"),
@@ -1011,6 +1049,9 @@ func (p *specParser) defaultSampler(sp *Spec, top map[string]*yaml.Node) {
 	fixed := sp.Launcher.fixedSettings()
 	given := p.samplerGiven
 	err := installed.Forecastable(sp)
+	if err == nil && sp.Workload.Dataset.Kind == bench.DatasetConversation {
+		err = errors.New("a conversation workload needs a live server: the forecast's virtual clock cannot wait for each answer")
+	}
 	switch {
 	case !given && err == nil && !fixed:
 		sp.Tuner.Sampler = SamplerGuided
@@ -1036,6 +1077,15 @@ func (p *specParser) check(sp *Spec, top map[string]*yaml.Node) {
 					"the %s launcher cannot change engine settings: give fixed values (the server's own) or use another launcher", sp.Launcher.Kind)
 				break
 			}
+		}
+	}
+	if sp.Workload.Dataset.Kind == bench.DatasetConversation {
+		ds := yamlspec.KeyNode(top["workload"], "dataset")
+		switch {
+		case sp.Launcher.caps().Deterministic:
+			p.Fail(ds, "workload.dataset.kind", "conversation needs a launcher that serves HTTP (sim, process, docker, slurm): the %s launcher's virtual clock cannot wait for each answer", sp.Launcher.Kind)
+		case sp.Workload.CapacityRate:
+			p.Fail(ds, "workload.dataset.kind", "conversation runs its sessions to the end: not with capacity: rate, whose probes are request counts")
 		}
 	}
 	if sp.Workload.Capacity && len(sp.SLO.Latency()) == 0 {

@@ -7,8 +7,9 @@ import (
 
 // chunkInfo is what the client needs from one streamed JSON chunk.
 type chunkInfo struct {
-	textBytes        int  // bytes of text/content/reasoning deltas (escaped form)
-	finished         bool // a choice carried a non-null finish_reason
+	textBytes        int    // bytes of text/content/reasoning deltas (escaped form)
+	answer           []byte // the text or content delta, escaped JSON (aliases the input); reasoning excluded
+	finished         bool   // a choice carried a non-null finish_reason
 	hasUsage         bool
 	choices          int // choice objects in the chunk
 	promptTokens     int
@@ -101,7 +102,7 @@ func parseChunk(data []byte) (chunkInfo, error) {
 func (ci *chunkInfo) choiceField(s *jscan, key []byte) error {
 	switch string(key) {
 	case "text":
-		return ci.textValue(s)
+		return ci.answerValue(s)
 	case "finish_reason":
 		if s.isNull() {
 			return s.skip()
@@ -114,7 +115,9 @@ func (ci *chunkInfo) choiceField(s *jscan, key []byte) error {
 		}
 		return s.object(func(k []byte) error {
 			switch string(k) {
-			case "content", "reasoning_content", "reasoning":
+			case "content":
+				return ci.answerValue(s)
+			case "reasoning_content", "reasoning":
 				return ci.textValue(s)
 			}
 			return s.skip()
@@ -129,6 +132,18 @@ func (ci *chunkInfo) textValue(s *jscan) error {
 	}
 	v, err := s.str()
 	ci.textBytes += len(v)
+	return err
+}
+
+// answerValue is textValue for the answer's own text, which a
+// conversation puts in the next turn's history.
+func (ci *chunkInfo) answerValue(s *jscan) error {
+	if s.peek() != '"' {
+		return s.skip()
+	}
+	v, err := s.str()
+	ci.textBytes += len(v)
+	ci.answer = v // aliases the chunk, as errMsg does: no copy on the hot path
 	return err
 }
 

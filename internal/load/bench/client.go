@@ -103,6 +103,12 @@ func (c *client) body(req measure.Request) ([]byte, error) {
 // response into rec. Times are offsets from start. It never returns an
 // error: failures are classified in rec.
 func (c *client) send(ctx context.Context, req measure.Request, body []byte, bodyErr error, start time.Time, timeout time.Duration, rec *measure.Record) {
+	c.sendTo(ctx, req, body, bodyErr, start, timeout, rec, nil)
+}
+
+// sendTo is send that also writes the answer's text to answer when it is
+// not nil (a conversation's next turn carries it).
+func (c *client) sendTo(ctx context.Context, req measure.Request, body []byte, bodyErr error, start time.Time, timeout time.Duration, rec *measure.Record, answer *strings.Builder) {
 	rec.Index, rec.PromptTokens = req.Index, req.PromptTokens
 	defer func() { rec.ErrorMsg = c.redact(rec.ErrorMsg) }()
 	if bodyErr != nil {
@@ -160,7 +166,7 @@ func (c *client) send(ctx context.Context, req measure.Request, body []byte, bod
 		rec.Fail(measure.ErrStream, c.redact(what))
 		return
 	}
-	c.stream(rctx, resp.Body, req, start, rec)
+	c.stream(rctx, resp.Body, req, start, rec, answer)
 }
 
 // outOfFiles starts the message of a request this machine could not even
@@ -212,12 +218,12 @@ func (c *client) redact(msg string) string { return c.target.Scrub(redact.Text(m
 // here, each chunk's bookkeeping in streamState.add and the end-of-stream
 // classification in streamState.end. The state is a value on this stack
 // (no allocation per request).
-func (c *client) stream(ctx context.Context, body io.Reader, req measure.Request, start time.Time, rec *measure.Record) {
+func (c *client) stream(ctx context.Context, body io.Reader, req measure.Request, start time.Time, rec *measure.Record, answer *strings.Builder) {
 	rd := c.readers.Get().(*SSEReader)
 	defer c.readers.Put(rd)
 	rd.Reset(body)
 
-	st := streamState{contUsage: true}
+	st := streamState{contUsage: true, answer: answer}
 	rec.Chunks = rec.Chunks[:0]
 	for {
 		ev, err := rd.Next()
@@ -266,13 +272,17 @@ type streamState struct {
 	// alone does not show that the stream ended properly.
 	endUsage       bool
 	prevCompletion int
-	chunkUsage     int // chunks with a usage field
-	engine         int // text chunks with the server's own clock
+	chunkUsage     int              // chunks with a usage field
+	engine         int              // text chunks with the server's own clock
+	answer         *strings.Builder // when set, the answer's text is written here
 }
 
 // add records chunk ci, received at now: its text as a timed chunk, its
 // usage, its finish reason.
 func (st *streamState) add(ci chunkInfo, now time.Duration, rec *measure.Record) {
+	if st.answer != nil && len(ci.answer) > 0 {
+		writeUnescaped(st.answer, ci.answer)
+	}
 	if ci.textBytes > 0 {
 		if len(rec.Chunks) == 0 {
 			rec.First = now
@@ -331,6 +341,19 @@ func (st *streamState) end(rec *measure.Record) {
 		spreadTokens(rec.Chunks, rec.OutputTokens)
 	}
 	rec.EngineClock = st.engine == len(rec.Chunks)
+}
+
+// writeUnescaped writes the JSON string body v (without its quotes) to b
+// as text: as it is when it holds no escape, else decoded.
+func writeUnescaped(b *strings.Builder, v []byte) {
+	if !bytes.ContainsRune(v, '\\') {
+		b.Write(v)
+		return
+	}
+	var s string
+	if json.Unmarshal(append(append([]byte{'"'}, v...), '"'), &s) == nil {
+		b.WriteString(s)
+	}
 }
 
 // spreadTokens assigns total tokens to chunks as evenly as possible (servers

@@ -22,6 +22,8 @@ const (
 	DatasetJSONL    = "jsonl"
 	DatasetPrefix   = "prefix"
 	DatasetMix      = "mix"
+	// DatasetConversation is multi-turn sessions (conversation.go).
+	DatasetConversation = "conversation"
 )
 
 // words are short common English words; with a leading space each is one
@@ -73,8 +75,12 @@ func (d DatasetSpec) Validate() error {
 		return nil
 	case DatasetTrace:
 		return d.validateTrace()
+	case DatasetConversation:
+		if err := d.validateConversation(); err != nil {
+			return err
+		}
 	default:
-		return fmt.Errorf("%w: unknown kind %q (random, sharegpt, jsonl, prefix, mix, trace)", ErrBadDataset, d.Kind)
+		return fmt.Errorf("%w: unknown kind %q (random, sharegpt, jsonl, prefix, mix, trace, conversation)", ErrBadDataset, d.Kind)
 	}
 	if d.Kind != DatasetShareGPT || d.Output.isSet() {
 		if err := d.Output.Validate(); err != nil {
@@ -121,7 +127,7 @@ func (d DatasetSpec) generate(rng *rand.Rand, n int, text bool) ([]measure.Reque
 		err  error
 	)
 	switch d.Kind {
-	case DatasetRandom, "":
+	case DatasetRandom, "", DatasetConversation: // a conversation's single requests (its warm-up): first turns
 		reqs = make([]measure.Request, n)
 		for i := range reqs {
 			in, out := d.Input.Sample(rng), d.Output.Sample(rng)

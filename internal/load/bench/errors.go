@@ -6,6 +6,7 @@ import "errors"
 var (
 	ErrBadDist    = errors.New("bad length distribution")
 	ErrBadDataset = errors.New("bad dataset")
+	ErrBadThink   = errors.New("bad think time")
 	ErrBadConfig  = errors.New("bad benchmark config")
 	ErrBadSSE     = errors.New("bad SSE stream")
 	// ErrStopped is wrapped by Run's error when a phase stopped sending

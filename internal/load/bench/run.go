@@ -91,6 +91,16 @@ func (cfg Config) Validate() error {
 		return fmt.Errorf("%w: at most %d requests (and warm-up requests) per level; split a longer run into levels or use --duration", ErrBadConfig, MaxRequests)
 	}
 	trace := cfg.Requests == nil && cfg.Dataset.Kind == DatasetTrace // its window bounds the run
+	if cfg.Dataset.Kind == DatasetConversation && cfg.Requests == nil {
+		// Bound by its sessions: NumRequests does not apply.
+		switch {
+		case cfg.Transport != nil:
+			return fmt.Errorf("%w: a conversation needs an HTTP server: each turn waits for the answer before it, which the simulated engine's virtual clock does not send", ErrBadConfig)
+		case cfg.Duration > 0:
+			return fmt.Errorf("%w: a conversation runs its sessions to the end: give --sessions, not --duration", ErrBadConfig)
+		}
+		return cfg.Dataset.Validate()
+	}
 	if cfg.Duration == 0 && cfg.NumRequests == 0 && cfg.Requests == nil && !trace {
 		return fmt.Errorf("%w: need a request count or a duration", ErrBadConfig)
 	}
@@ -138,7 +148,16 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := cfg.checkLengths(ctx, tr); err != nil {
 		return nil, err
 	}
-	reqs, warm, offsets, err := cfg.requests(text)
+	var sessions []convSession // a conversation's (conversation.go)
+	conv := cfg.Dataset.Kind == DatasetConversation && cfg.Requests == nil
+	var reqs, warm []measure.Request
+	var offsets []time.Duration
+	var err error
+	if conv {
+		sessions, reqs, warm, err = cfg.conversation(text)
+	} else {
+		reqs, warm, offsets, err = cfg.requests(text)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -196,7 +215,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if timed {
 		probe = startClientProbe()
 	}
-	measured, start := tr.Send(ctx, cfg.phase(reqs, offsets))
+	var measured []measure.Record
+	var start time.Time
+	if conv {
+		p := measure.Phase{MaxConcurrency: cfg.Load.MaxConcurrency, Timeout: timeout(cfg), Progress: cfg.Progress, Waiting: cfg.Waiting,
+			Next: cfg.Load.Pacer(rand.New(rand.NewPCG(cfg.Seed, streamSchedule))).Next}
+		measured, start = tr.(*httpTransport).converse(ctx, p, sessions, reqs, k)
+	} else {
+		measured, start = tr.Send(ctx, cfg.phase(reqs, offsets))
+	}
 	records = append(records, measured...)
 	why := stopReason(tr)
 	seen := w.stop()
@@ -224,6 +251,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	if cfg.GPU != nil {
 		sum.GPU = gpu.Usage(seen.gpu, sum.TotalOutputTokens)
+	}
+	if conv {
+		sum.Conversation = summarizeConversation(sessions, records, sum.Engine)
 	}
 	if why != "" {
 		sum.Meta["stopped"] = why
@@ -306,6 +336,11 @@ func (cfg Config) checkLengths(ctx context.Context, tr measure.Transport) error 
 	var reqs []measure.Request
 	if cfg.Requests != nil {
 		reqs = cfg.Requests
+	} else if cfg.Dataset.Kind == DatasetConversation {
+		var err error
+		if reqs, err = cfg.conversationLengths(); err != nil {
+			return err
+		}
 	} else {
 		c := cfg
 		if c.Duration > 0 {

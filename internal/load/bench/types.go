@@ -15,7 +15,7 @@ type Dist struct {
 
 // DatasetSpec describes where prompts come from.
 type DatasetSpec struct {
-	Kind         string    `json:"kind"` // random | sharegpt | jsonl | prefix | mix | trace
+	Kind         string    `json:"kind"` // random | sharegpt | jsonl | prefix | mix | trace | conversation
 	Path         string    `json:"path,omitempty"`
 	Input        Dist      `json:"input"`
 	Output       Dist      `json:"output"`
@@ -23,6 +23,12 @@ type DatasetSpec struct {
 	PrefixLen    int       `json:"prefix_len,omitempty"`    // prefix: tokens per shared prefix
 	Mix          []MixPart `json:"mix,omitempty"`
 	Trace        *Trace    `json:"trace,omitempty"` // trace: how Path is read
+	// conversation: Sessions sessions of Turns turns each (Input the new
+	// user message of a turn, Output its answer), the user thinking
+	// Think between an answer and the next turn (none when nil).
+	Sessions int        `json:"sessions,omitempty"`
+	Turns    *Dist      `json:"turns,omitempty"`
+	Think    *ThinkTime `json:"think_time,omitempty"`
 }
 
 // Trace is how a trace dataset reads its file (internal/load/trace): each

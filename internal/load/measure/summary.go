@@ -90,6 +90,9 @@ type Summary struct {
 	// level, and whether it fell behind; nil where it was not measured
 	// (the simulated engine in virtual time, levels stored before).
 	Client *Client `json:"client,omitempty"`
+	// Conversation is a multi-turn level's own figures; nil for other
+	// workloads.
+	Conversation *Conversation `json:"conversation,omitempty"`
 
 	// Samples holds the raw values when SummaryOptions.KeepSamples is set.
 	Samples *Samples `json:"samples,omitempty"`

@@ -1,0 +1,83 @@
+package spec_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/servetune/servetune/internal/load/bench"
+	"github.com/servetune/servetune/internal/yamlspec"
+	"github.com/servetune/servetune/tuner/spec"
+)
+
+// conversationSpec is goodSpec with a conversation workload written in
+// block style, one field a line (line 14 is kind).
+var conversationSpec = strings.Replace(goodSpec, "  dataset: {kind: random, input: 512, output: {uniform: [32, 64]}}\n",
+	`  dataset:
+    kind: conversation
+    sessions: 16
+    turns: {uniform: [2, 6]}
+    think_time: exponential:mean=3s
+    input: 128
+    output: {lognormal: {median: 200, sigma: 0.5}}
+`, 1)
+
+func TestParseSpecConversation(t *testing.T) {
+	if conversationSpec == goodSpec {
+		t.Fatal("replacement not applied")
+	}
+	sp, err := spec.ParseSpec([]byte(conversationSpec), "c.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := sp.Workload.Dataset
+	if d.Kind != bench.DatasetConversation || d.Sessions != 16 || d.Turns == nil || *d.Turns != (bench.Dist{Kind: bench.DistUniform, Min: 2, Max: 6}) {
+		t.Fatalf("dataset %+v", d)
+	}
+	if d.Think == nil || *d.Think != (bench.ThinkTime{Kind: bench.ThinkExponential, Mean: 3}) {
+		t.Errorf("think time %+v", d.Think)
+	}
+	if d.Input.Value != 128 || d.Output.Median != 200 {
+		t.Errorf("lengths %+v %+v", d.Input, d.Output)
+	}
+	// No forecast of a conversation: the default sampler is TPE.
+	sp, err = spec.ParseSpec([]byte(strings.Replace(conversationSpec, "tuner: {sampler: random, trials: 5, seed: 7}", "tuner: {trials: 5}", 1)), "c.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sp.Tuner.Sampler != "tpe" {
+		t.Errorf("default sampler %q for a conversation, want tpe", sp.Tuner.Sampler)
+	}
+}
+
+func TestParseSpecConversationBad(t *testing.T) {
+	for _, tc := range []struct {
+		name, old, new   string
+		line             int
+		field, wantInMsg string
+	}{
+		{"no sessions", "    sessions: 16\n", "", 15, "workload.dataset.sessions", "missing"},
+		{"zero sessions", "sessions: 16", "sessions: 0", 16, "workload.dataset.sessions", ""},
+		{"zero turns", "turns: {uniform: [2, 6]}", "turns: 0", 17, "workload.dataset.turns", "must be >= 1"},
+		{"bad think time", "think_time: exponential:mean=3s", "think_time: gamma:k=2", 18, "workload.dataset.think_time", "unknown kind"},
+		{"negative think time", "think_time: exponential:mean=3s", "think_time: -2s", 18, "workload.dataset.think_time", "want 0 to"},
+		{"sessions on random", "kind: conversation", "kind: random", 16, "workload.dataset.sessions", "only with kind: conversation"},
+		{"capacity rate", "load: {concurrency: [1, 8]}", "load: {capacity: rate}", 14, "workload.dataset.kind", "not with capacity: rate"},
+		{"virtual launcher", "kind: sim\n  gpus: [0, 1]\n  ready_timeout: 30s\n  time_scale: 50", "kind: virtual\n  gpus: [0, 1]", 12, "workload.dataset.kind", "virtual clock"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := strings.Replace(conversationSpec, tc.old, tc.new, 1)
+			if src == conversationSpec {
+				t.Fatalf("replacement %q not applied", tc.old)
+			}
+			_, err := spec.ParseSpec([]byte(src), "c.yaml")
+			var se *yamlspec.Error
+			if !errors.As(err, &se) {
+				t.Fatalf("err = %v, want *yamlspec.Error", err)
+			}
+			if msg := err.Error(); strings.Contains(msg, "\n") || se.Line != tc.line || se.Field != tc.field || !strings.Contains(msg, tc.wantInMsg) {
+				t.Errorf("%v: want line %d, field %s, %q", err, tc.line, tc.field, tc.wantInMsg)
+			}
+		})
+	}
+}
