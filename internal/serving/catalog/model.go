@@ -110,6 +110,12 @@ func (m Model) LinearParams() float64 {
 	return float64(m.Layers)*m.AttentionParams() + m.moeLayers()*m.MLPParams() + dense
 }
 
+// RoutedParams is the parameter count of every layer's routed experts,
+// the weights expert parallelism spreads; 0 for dense models.
+func (m Model) RoutedParams() float64 {
+	return m.moeLayers() * float64(m.Experts) * m.ExpertParams()
+}
+
 // ExpertParams is the parameter count of one expert (3*h*I); 0 for dense models.
 func (m Model) ExpertParams() float64 {
 	if !m.MoE() {
