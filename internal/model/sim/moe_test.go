@@ -96,3 +96,41 @@ func TestExpertParallelWholeExperts(t *testing.T) {
 		t.Errorf("dense model: DP attention %v, expert group %d", cfg.DPAttentionOn(), cfg.MoEGroup())
 	}
 }
+
+// The MoE step model (moe.go): a decode step reads MLA's latent cache
+// (576 elements per token and layer, whole on each TP rank), and at batch
+// 1 reads at least the weights one token touches on a GPU.
+func TestMoEStepTime(t *testing.T) {
+	cfg := mustParse(t, "deepseek-v3", "--gpu", "H200", "-tp", "8", "--max-model-len", "32768")
+	cfg.Normalize()
+	s := newStepModel(cfg)
+	decode := func(bs, ctx int) float64 {
+		return s.stepSeconds(batchShape{tokens: bs, seqs: bs, sampled: bs, decodeCtx: float64(bs * ctx)})
+	}
+	got := decode(64, 16384) - decode(64, 1024)
+	want := 61 * 64 * 15360 * 576 * 2 / s.bw
+	if math.Abs(got-want)/want > 0.2 {
+		t.Errorf("64 × 15360 more tokens of context cost %.2f ms, want the latent's read, %.2f ms", got*1e3, want*1e3)
+	}
+	m := cfg.Model
+	touched := (m.ActiveParams() - m.EmbeddingParams()) / 8 // FP8 bytes per GPU, at least
+	if floor := touched / s.bw; decode(1, 1) < floor {
+		t.Errorf("batch 1 decode %.2f ms, below the touched weights' read %.2f ms", decode(1, 1)*1e3, floor*1e3)
+	}
+	// Data-parallel attention with EP exchanges tokens among the group:
+	// the link's time is part of the step.
+	ep := mustParse(t, "deepseek-v3", "--gpu", "H200", "-dp", "8", "--enable-expert-parallel", "--max-model-len", "32768")
+	ep.Normalize()
+	se := newStepModel(ep)
+	if se.mx == nil || se.mx.ranks != 8 || se.mx.group != 8 || se.mx.perGPU != 32 {
+		t.Fatalf("EP8 step model: %+v", se.mx)
+	}
+	slow := se
+	mx := *se.mx
+	mx.bandwidth /= 10
+	slow.mx = &mx
+	b := batchShape{tokens: 128, seqs: 128, sampled: 128, decodeCtx: 128 * 1024}
+	if slow.stepSeconds(b) <= se.stepSeconds(b) {
+		t.Error("a slower link does not slow the EP step")
+	}
+}
