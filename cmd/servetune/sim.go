@@ -173,7 +173,11 @@ func printEstimate(w io.Writer, cfg sim.Config, e simEstimate) {
 		kind = "; MLA latent, whole on every TP rank"
 	}
 	row("KV cache", "%.2f GiB, %d tokens (%d blocks of %d, %s%s)", e.KVCacheGiB, e.KVCacheTokens, e.KVBlocks, e.BlockSize, cfg.KVCacheDType, kind)
-	row("tokens that fit", "%d per GPU, %d in total (%d data-parallel ranks)", e.KVCacheTokens, e.KVCacheTokensTotal, cfg.DP)
+	ranks := "1 data-parallel rank"
+	if cfg.DP > 1 {
+		ranks = fmt.Sprintf("%d data-parallel ranks", cfg.DP)
+	}
+	row("tokens that fit", "%d per GPU, %d in total (%s)", e.KVCacheTokens, e.KVCacheTokensTotal, ranks)
 	row("max concurrency", "%.2fx at %d tokens per request; max running requests %d", e.MaxConcurrency, e.MaxModelLen, e.MaxNumSeqs)
 	row("constants", "%s", constantsName(cfg))
 	tw.Flush()
