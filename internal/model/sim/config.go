@@ -49,7 +49,7 @@ type Config struct {
 	// ExpertParallel is expert_parallel: whole experts per GPU across the
 	// experts' group (MoEGroup) instead of a slice of each.
 	ExpertParallel bool
-	// DPAttention is dp_attention: SGLang's --enable-dp-attention; vLLM
+	// DPAttention is dp_attention (SGLang's flag, engine.Flag); vLLM
 	// does it on every MoE model with DP > 1 (DPAttentionOn).
 	DPAttention    bool
 	BlockSize      int  // block_size (SGLang: page size)
