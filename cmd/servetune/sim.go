@@ -154,13 +154,30 @@ func catalogHelp() string {
 func printEstimate(w io.Writer, cfg sim.Config, e simEstimate) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(k string, f string, a ...any) { fmt.Fprintf(tw, "%s\t%s\n", k, fmt.Sprintf(f, a...)) }
-	row("engine", "%s (%s), %s x %d, TP %d PP %d DP %d", e.Engine, cfg.ModelID, e.GPU, cfg.NumGPUs, cfg.TP, cfg.PP, cfg.DP)
+	row("engine", "%s (%s), %s x %d, %s", e.Engine, cfg.ModelID, e.GPU, cfg.NumGPUs, parallelLine(cfg))
 	row("memory per GPU", "%.2f GiB total, %.2f GiB requested (fraction %.2f)", e.TotalGiB, e.RequestedGiB, cfg.MemFraction)
-	row("weights", "%.2f GiB (%s)", e.WeightsGiB, quantName(cfg.Quantization))
+	if e.ExpertGroup > 0 {
+		how := "sliced over"
+		if cfg.ExpertParallel {
+			how = "whole experts over"
+		}
+		row("weights", "%.2f GiB (%s; routed experts %.2f GiB of it, %s %d GPUs)", e.WeightsGiB, quantName(cfg.Quantization), e.ExpertWeightsGiB, how, e.ExpertGroup)
+	} else {
+		row("weights", "%.2f GiB (%s)", e.WeightsGiB, quantName(cfg.Quantization))
+	}
 	row("activation peak", "%.2f GiB", e.ActivationGiB)
 	row("non-torch", "%.2f GiB", e.NonTorchGiB)
 	row("CUDA graphs", "%.2f GiB", e.CUDAGraphGiB)
-	row("KV cache", "%.2f GiB, %d tokens (%d blocks of %d, %s)", e.KVCacheGiB, e.KVCacheTokens, e.KVBlocks, e.BlockSize, cfg.KVCacheDType)
+	kind := ""
+	if e.MLA {
+		kind = "; MLA latent, whole on every TP rank"
+	}
+	row("KV cache", "%.2f GiB, %d tokens (%d blocks of %d, %s%s)", e.KVCacheGiB, e.KVCacheTokens, e.KVBlocks, e.BlockSize, cfg.KVCacheDType, kind)
+	ranks := "1 data-parallel rank"
+	if cfg.DP > 1 {
+		ranks = fmt.Sprintf("%d data-parallel ranks", cfg.DP)
+	}
+	row("tokens that fit", "%d per GPU, %d in total (%s)", e.KVCacheTokens, e.KVCacheTokensTotal, ranks)
 	row("max concurrency", "%.2fx at %d tokens per request; max running requests %d", e.MaxConcurrency, e.MaxModelLen, e.MaxNumSeqs)
 	row("constants", "%s", constantsName(cfg))
 	tw.Flush()
@@ -175,6 +192,19 @@ func printEstimate(w io.Writer, cfg sim.Config, e simEstimate) {
 		}
 		fmt.Fprintln(w)
 	}
+}
+
+// parallelLine writes the parallel layout: TP, PP, DP, and for MoE models
+// whether the attention is data-parallel and the experts expert-parallel.
+func parallelLine(cfg sim.Config) string {
+	line := fmt.Sprintf("TP %d PP %d DP %d", cfg.TP, cfg.PP, cfg.DP)
+	if cfg.DPAttentionOn() {
+		line += ", data-parallel attention"
+	}
+	if cfg.Model.MoE() && cfg.ExpertParallel {
+		line += fmt.Sprintf(", EP %d", cfg.MoEGroup())
+	}
+	return line
 }
 
 // constantsName says where the simulator's constants came from.

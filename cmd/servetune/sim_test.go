@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -231,10 +232,11 @@ func TestSimRunDurationCLI(t *testing.T) {
 
 // A model the simulated engine cannot cost is refused by name, with its
 // weights sized, by every command that simulates it; never sized as
-// something else (DeepSeek-V3 read as a dense 38B model once).
+// something else (DeepSeek-V3 read as a dense 38B model once; gpt-oss's
+// sliding window is not modelled).
 func TestUnmodelledModelRefused(t *testing.T) {
 	dir := t.TempDir()
-	raw, err := os.ReadFile("../../internal/serving/catalog/testdata/deepseek-v3.json")
+	raw, err := os.ReadFile("../../internal/serving/catalog/testdata/gpt-oss-120b.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +258,7 @@ func TestUnmodelledModelRefused(t *testing.T) {
 			if code != exitUsage {
 				t.Fatalf("exit %d, want 2; stderr %q", code, stderr)
 			}
-			for _, f := range []string{"kv_lora_rank", "n_shared_experts", "first_k_dense_replace", "671.0B"} {
+			for _, f := range []string{"sliding_window 128", "GptOssForCausalLM", "116.8B"} {
 				if !strings.Contains(stderr, f) {
 					t.Errorf("stderr %q does not name %s", stderr, f)
 				}
@@ -264,8 +266,8 @@ func TestUnmodelledModelRefused(t *testing.T) {
 		})
 	}
 	code, _, stderr := runCLI(t, "sim", "estimate", dir, "--gpu", "B200")
-	if code != exitUsage || !strings.Contains(stderr, "626.7 GiB at fp8") {
-		t.Errorf("sim estimate: exit %d, stderr %q: want the weights sized (626.7 GiB at fp8)", code, stderr)
+	if code != exitUsage || !strings.Contains(stderr, "59.4 GiB at mxfp4") {
+		t.Errorf("sim estimate: exit %d, stderr %q: want the weights sized (59.4 GiB at mxfp4)", code, stderr)
 	}
 	// A Mixtral-style config.json is modelled: its experts count in the weights.
 	mix := t.TempDir()
@@ -282,5 +284,65 @@ func TestUnmodelledModelRefused(t *testing.T) {
 	}
 	if code != exitOK || json.Unmarshal([]byte(stdout), &est) != nil || est.Weights < 43 || est.Weights > 44 {
 		t.Errorf("Mixtral TP2: exit %d, weights %.2f GiB per GPU (want 46.7B*2/2 bytes, ~43.5 GiB); stderr %q", code, est.Weights, stderr)
+	}
+}
+
+// DeepSeek-V3 (FP8, 671B) on 8 H200: with TP8 and with DP8 + EP8, sim
+// estimate prints the weights, the MLA KV cache and the tokens that fit
+// per GPU and in total; on 8 H100 it fails with vLLM's own message. The
+// catalog's entry and its config.json (a directory holding it) agree.
+func TestSimEstimateDeepSeekV3(t *testing.T) {
+	dir := t.TempDir()
+	raw, err := os.ReadFile("../../internal/serving/catalog/testdata/deepseek-v3.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, model := range []string{"deepseek-ai/DeepSeek-V3", dir} {
+		for _, tc := range []struct {
+			name    string
+			layout  []string
+			want    []string
+			perGPU  int // tokens per GPU at least
+			ranks   int
+			weights float64 // GiB per GPU
+		}{
+			{"tp8", []string{"-tp", "8"}, []string{"TP 8 PP 1 DP 1", "routed experts", "sliced over 8 GPUs", "MLA latent"}, 600000, 1, 78.33},
+			{"dp8 ep8", []string{"-dp", "8", "--enable-expert-parallel"},
+				[]string{"TP 1 PP 1 DP 8, data-parallel attention, EP 8", "whole experts over 8 GPUs", "MLA latent", "in total (8 data-parallel ranks)"}, 400000, 8, 93.79},
+		} {
+			t.Run(filepath.Base(model)+" "+tc.name, func(t *testing.T) {
+				args := append([]string{"sim", "estimate", model, "--gpu", "H200", "--max-model-len", "32768"}, tc.layout...)
+				code, stdout, stderr := runCLI(t, args...)
+				if code != exitOK {
+					t.Fatalf("exit %d, stderr %q", code, stderr)
+				}
+				for _, w := range append(tc.want, "weights", "KV cache", "tokens that fit") {
+					if !strings.Contains(stdout, w) {
+						t.Errorf("output lacks %q:\n%s", w, stdout)
+					}
+				}
+				code, stdout, _ = runCLI(t, append(args, "--json")...)
+				var est struct {
+					Weights     float64 `json:"weights_gib"`
+					MLA         bool    `json:"mla"`
+					Tokens      int     `json:"kv_cache_tokens"`
+					TokensTotal int     `json:"kv_cache_tokens_total"`
+				}
+				if code != exitOK || json.Unmarshal([]byte(stdout), &est) != nil {
+					t.Fatalf("--json: exit %d, %s", code, stdout)
+				}
+				if math.Abs(est.Weights-tc.weights) > 0.01 || !est.MLA || est.Tokens < tc.perGPU || est.TokensTotal != est.Tokens*tc.ranks {
+					t.Errorf("weights %.2f GiB (want %.2f), MLA %v, %d tokens per GPU (want at least %d), %d in total (want ×%d)",
+						est.Weights, tc.weights, est.MLA, est.Tokens, tc.perGPU, est.TokensTotal, tc.ranks)
+				}
+			})
+		}
+		code, stdout, stderr := runCLI(t, "sim", "estimate", model, "--gpu", "H100-SXM", "-tp", "8", "--max-model-len", "32768")
+		if code != exitFailed || !strings.Contains(stderr, "No available memory for the cache blocks") || !strings.Contains(stdout, "weights") {
+			t.Errorf("8 H100: exit %d, stderr %q, stdout %q: want vLLM's out-of-memory message", code, stderr, stdout)
+		}
 	}
 }

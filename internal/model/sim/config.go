@@ -46,6 +46,12 @@ type Config struct {
 	// SyncScheduling is async_scheduling off (vLLM): the host's per-step
 	// work runs between the GPU's steps instead of beside them.
 	SyncScheduling bool
+	// ExpertParallel is expert_parallel: whole experts per GPU across the
+	// experts' group (MoEGroup) instead of a slice of each.
+	ExpertParallel bool
+	// DPAttention is dp_attention (SGLang's flag, engine.Flag); vLLM
+	// does it on every MoE model with DP > 1 (DPAttentionOn).
+	DPAttention    bool
 	BlockSize      int  // block_size (SGLang: page size)
 	EnforceEager   bool // cuda_graphs off
 	CUDAGraphMaxBS int
@@ -224,6 +230,8 @@ var settings = []setting{
 	field("cuda_graph_max_bs", engine.Settings.Int, func(c *Config) *int { return &c.CUDAGraphMaxBS }),
 	switched("mixed_chunk", false, func(c *Config) *bool { return &c.MixedChunk }),
 	switched("async_scheduling", true, func(c *Config) *bool { return &c.SyncScheduling }),
+	whenOn("expert_parallel", func(c *Config) *bool { return &c.ExpertParallel }),
+	whenOn("dp_attention", func(c *Config) *bool { return &c.DPAttention }),
 
 	server(field("port", engine.Settings.Int, func(c *Config) *int { return &c.Port })),
 	server(field("sim_num_gpus", engine.Settings.Int, func(c *Config) *int { return &c.NumGPUs })),
@@ -257,6 +265,14 @@ func switched(name string, negated bool, at func(*Config) *bool) setting {
 		parse: func(s engine.Settings, name string) (any, bool) { return boxed(s.Bool(name)) },
 		apply: func(c *Config, v any) { *at(c) = v.(bool) != negated },
 		value: func(c *Config) (any, bool) { return *at(c) != negated, true }}
+}
+
+// whenOn is a bool setting written back only when true: configurations
+// without it keep the settings (and the keys) they had before it existed.
+func whenOn(name string, at func(*Config) *bool) setting {
+	st := switched(name, false, at)
+	st.value = func(c *Config) (any, bool) { return *at(c), *at(c) }
+	return st
 }
 
 // nonEmpty is a string setting that an empty value leaves as it was.
@@ -535,7 +551,7 @@ func (c *Config) weightBytesPerElem() float64 {
 	switch c.Quantization {
 	case "fp8":
 		return bytesFP8
-	case "awq", "gptq":
+	case "awq", "gptq", "mxfp4": // 4-bit values with a scale per group (32 for MXFP4)
 		return bytesInt4
 	default:
 		return bytesBF16

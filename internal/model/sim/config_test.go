@@ -199,6 +199,9 @@ func TestSettingsRoundTrip(t *testing.T) {
 			var c Config
 			st.apply(&c, got)
 			back, ok := st.value(&c)
+			if !ok && v == false { // a switch off by default writes nothing (whenOn)
+				continue
+			}
 			if !ok || fmt.Sprint(back) != fmt.Sprint(v) { // a float setting reads 7 as 7.0
 				t.Errorf("%s: %v applied reads back %v (%v)", st.name, v, back, ok)
 			}

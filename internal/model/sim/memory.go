@@ -33,17 +33,28 @@ type MemoryEstimate struct {
 	WeightsGiB   float64       `json:"weights_gib"`
 	// ActivationGiB is vLLM's profiled peak of a dummy forward and sampler
 	// pass; for SGLang the estimate of what the reserve must hold.
-	ActivationGiB  float64 `json:"activation_gib"`
-	NonTorchGiB    float64 `json:"non_torch_gib"`
-	CUDAGraphGiB   float64 `json:"cuda_graph_gib"`
-	KVCacheGiB     float64 `json:"kv_cache_gib"`
-	KVCacheTokens  int     `json:"kv_cache_tokens"`
-	KVBlocks       int     `json:"kv_blocks"`
-	BlockSize      int     `json:"block_size"`
-	KVBytesPerTok  float64 `json:"kv_bytes_per_token"` // per GPU
-	MaxModelLen    int     `json:"max_model_len"`
-	MaxNumSeqs     int     `json:"max_num_seqs"`
-	MaxConcurrency float64 `json:"max_concurrency"` // requests of max_model_len tokens that fit at once
+	ActivationGiB float64 `json:"activation_gib"`
+	NonTorchGiB   float64 `json:"non_torch_gib"`
+	CUDAGraphGiB  float64 `json:"cuda_graph_gib"`
+	KVCacheGiB    float64 `json:"kv_cache_gib"`
+	KVCacheTokens int     `json:"kv_cache_tokens"`
+	KVBlocks      int     `json:"kv_blocks"`
+	BlockSize     int     `json:"block_size"`
+	KVBytesPerTok float64 `json:"kv_bytes_per_token"` // per GPU
+	// MLA says the KV cache is multi-head latent attention's, whole on
+	// every TP rank.
+	MLA bool `json:"mla,omitempty"`
+	// KVCacheTokensTotal is the tokens the whole server holds: each
+	// data-parallel rank (a replica, or an attention rank) caches
+	// KVCacheTokens of its own.
+	KVCacheTokensTotal int `json:"kv_cache_tokens_total"`
+	// ExpertWeightsGiB is the routed experts' part of WeightsGiB, spread
+	// over ExpertGroup GPUs (MoE models only).
+	ExpertWeightsGiB float64 `json:"expert_weights_gib,omitempty"`
+	ExpertGroup      int     `json:"expert_group,omitempty"`
+	MaxModelLen      int     `json:"max_model_len"`
+	MaxNumSeqs       int     `json:"max_num_seqs"`
+	MaxConcurrency   float64 `json:"max_concurrency"` // requests of max_model_len tokens that fit at once
 }
 
 // Estimate computes the start-up memory accounting of cfg on one GPU of its
@@ -55,19 +66,19 @@ func Estimate(cfg Config) (MemoryEstimate, error) {
 		return MemoryEstimate{}, err
 	}
 	m := cfg.Model
-	shard := float64(cfg.TP * cfg.PP)
 	total := cfg.GPU.MemoryGiB * GiB
 
 	// Weights: quantized linear layers, 16-bit embeddings and LM head, all
-	// sharded over TP (vocab-parallel embeddings) and PP (layers).
-	weights := cfg.weightsBytes() / shard
-
-	kvPerTok := 2 * float64(m.Layers) / float64(cfg.PP) * float64(cfg.kvHeadsPerGPU()) * float64(m.HeadDim) * cfg.kvBytesPerElem()
+	// sharded over TP (vocab-parallel embeddings) and PP (layers), the
+	// routed experts over their group (moe.go).
+	weights, experts := cfg.weightsPerGPU()
+	kvPerTok := cfg.kvBytesPerTokenPerGPU()
 
 	est := MemoryEstimate{
 		Engine: cfg.Engine, GPU: cfg.GPU.ID, TotalGiB: cfg.GPU.MemoryGiB,
 		WeightsGiB: weights / GiB, BlockSize: cfg.BlockSize, KVBytesPerTok: kvPerTok,
-		MaxModelLen: cfg.MaxModelLen,
+		MaxModelLen: cfg.MaxModelLen, MLA: m.MLA != nil,
+		ExpertWeightsGiB: experts / GiB, ExpertGroup: cfg.MoEGroup(),
 	}
 	scale := cfg.Constants.MemoryOverhead // the reservations' scale (constants.go)
 	if !cfg.EnforceEager {
@@ -85,7 +96,7 @@ func Estimate(cfg Config) (MemoryEstimate, error) {
 		requested := total * cfg.MemFraction
 		act := scale * activationPeak(cfg)
 		nonTorch := scale * vllmNonTorchTP1
-		if cfg.TP*cfg.PP > 1 {
+		if cfg.TP*cfg.PP > 1 || cfg.DPAttentionOn() {
 			nonTorch = scale * vllmNonTorchTPN
 		}
 		nonTorch += cfg.Deviation.seqReserve(cfg)
@@ -111,6 +122,7 @@ func Estimate(cfg Config) (MemoryEstimate, error) {
 	blockBytes := kvPerTok * float64(cfg.BlockSize)
 	est.KVBlocks = int(kv / blockBytes)
 	est.KVCacheTokens = est.KVBlocks * cfg.BlockSize
+	est.KVCacheTokensTotal = est.KVCacheTokens * cfg.DP
 	est.KVCacheGiB = float64(est.KVBlocks) * blockBytes / GiB
 	est.MaxConcurrency = float64(est.KVCacheTokens) / float64(cfg.MaxModelLen)
 

@@ -56,6 +56,10 @@ type stepModel struct {
 	perSeq        float64 // seconds per scheduled sequence
 	async         bool    // the host's step work runs beside the GPU's (vLLM's async scheduling)
 	kernels       float64 // seconds of kernel overhead per step (kernelOverhead x kernels)
+
+	// mx costs MoE under DP attention and EP, and MLA (moe.go); nil for
+	// dense models.
+	mx *moeStep
 }
 
 func newStepModel(cfg Config) stepModel {
@@ -142,6 +146,7 @@ func newStepModel(cfg Config) stepModel {
 	s.cpuBase = k.StepOverheadMs / 1e3
 	s.perSeq = k.PerSeqOverheadUs / 1e6
 	s.kernels = k.KernelOverheadUs / 1e6 * (s.layers*perLayer + stepKernels)
+	s.mx = newMoEStep(cfg, &s)
 	return s
 }
 
@@ -244,6 +249,9 @@ func (s *stepModel) tokenwise(T float64) float64 {
 		bytes := touched*s.expertW*s.wBytes + T*s.topK*(s.hidden+2*s.expertW/(3*s.hidden))*bytesBF16
 		t += roofline(flops, s.gemmRate, bytes, s.bw)
 		t += roofline(2*T*s.hidden*s.experts, s.bf16Rate, s.hidden*s.experts*bytesBF16, s.bw) // router
+	}
+	if s.mx != nil {
+		t += s.mx.tokenwise(s, T)
 	}
 	return t
 }

@@ -21,6 +21,13 @@ func TestParamsMatchPublishedCounts(t *testing.T) {
 		{"mistralai/Mistral-7B-Instruct-v0.3", 7.2, 7.2, 128},
 		{"mistralai/Mixtral-8x7B-Instruct-v0.1", 46.7, 12.9, 128},
 		{"Qwen/Qwen3-30B-A3B", 30.5, 3.3, 96},
+		{"Qwen/Qwen3-235B-A22B", 235, 22, 188},
+		{"mistralai/Mixtral-8x22B-Instruct-v0.1", 141, 39, 224},
+		// MLA: 61 layers of kv_lora_rank 512 + qk_rope_head_dim 64.
+		{"deepseek-ai/DeepSeek-V3", 671, 37, 61 * (512 + 64) * 2 / 1024.0},
+		// gpt-oss-120b's card counts 5.1B active without the input
+		// embedding; ActiveParams counts it (0.58B).
+		{"openai/gpt-oss-120b", 116.8, 5.13 + 0.58, 72},
 	}
 	for _, tt := range tests {
 		t.Run(tt.id, func(t *testing.T) {
@@ -114,6 +121,7 @@ func TestLoadHFConfig(t *testing.T) {
 		{"testdata/llama-3.1-8b.json", "llama-3.1-8b"},
 		{"testdata/qwen3-30b-a3b.json", "qwen3-30b-a3b"},
 		{"testdata/mixtral-8x7b.json", "mixtral-8x7b"},
+		{"testdata/deepseek-v3.json", "deepseek-v3"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -136,9 +144,8 @@ func TestLoadHFConfig(t *testing.T) {
 }
 
 // DeepSeek-V3 (testdata/deepseek-v3.json, its published config.json less
-// rope scaling): 671B parameters, 37B active (its model card). Its MLA,
-// shared expert and leading dense layers are sized, and refused by name
-// for simulation.
+// rope scaling): 671B parameters, 37B active (its model card); its MLA,
+// shared expert and leading dense layers are read and modelled.
 func TestDeepSeekV3Sized(t *testing.T) {
 	m, err := LoadHFConfig("testdata/deepseek-v3.json", "deepseek-ai/DeepSeek-V3")
 	if err != nil {
@@ -157,15 +164,49 @@ func TestDeepSeekV3Sized(t *testing.T) {
 	if m.Quantization != "fp8" {
 		t.Errorf("Quantization = %q", m.Quantization)
 	}
-	err = m.Simulable()
-	if err == nil {
-		t.Fatal("Simulable accepted MLA, a shared expert and dense layers")
+	want := MLA{KVLoRARank: 512, QLoRARank: 1536, QKRopeHeadDim: 64, QKNopeHeadDim: 128, VHeadDim: 128}
+	if m.MLA == nil || *m.MLA != want {
+		t.Errorf("MLA = %+v, want %+v", m.MLA, want)
 	}
-	for _, f := range []string{"kv_lora_rank 512", "q_lora_rank 1536", "qk_rope_head_dim 64", "qk_nope_head_dim 128",
-		"v_head_dim 128", "n_shared_experts 1", "first_k_dense_replace 3", "671.0B"} {
-		if !strings.Contains(err.Error(), f) {
-			t.Errorf("Simulable error %q does not name %s", err, f)
+	if m.Experts != 256 || m.ExpertsPerTok != 8 || m.Intermediate != 2048 || m.SharedIntermediate != 2048 ||
+		m.DenseLayers != 3 || m.DenseIntermediate != 18432 {
+		t.Errorf("MoE shape: %d experts top %d of %d, shared %d, %d dense layers of %d", m.Experts, m.ExpertsPerTok,
+			m.Intermediate, m.SharedIntermediate, m.DenseLayers, m.DenseIntermediate)
+	}
+	if err := m.Simulable(); err != nil {
+		t.Errorf("Simulable: %v", err)
+	}
+}
+
+// The MoE keys of each family: Qwen3-MoE's num_experts, Mixtral's
+// num_local_experts, gpt-oss's experts_per_token (its sliding window and
+// architecture refused by name, its size read).
+func TestMoEConfigKeys(t *testing.T) {
+	m, err := LoadHFConfig("testdata/qwen3-30b-a3b.json", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Experts != 128 || m.ExpertsPerTok != 8 || m.Intermediate != 768 || m.MLA != nil || m.SharedIntermediate != 0 {
+		t.Errorf("Qwen3-MoE: %+v", m)
+	}
+	g, err := LoadHFConfig("testdata/gpt-oss-120b.json", "openai/gpt-oss-120b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, _ := LookupModel("gpt-oss-120b")
+	if g.Experts != 128 || g.ExpertsPerTok != 4 || g.Quantization != "mxfp4" || g.Params() != cat.Params() {
+		t.Errorf("gpt-oss: %d experts top %d, %q, %.1fB (catalog %.1fB)", g.Experts, g.ExpertsPerTok, g.Quantization, g.Params()/1e9, cat.Params()/1e9)
+	}
+	for _, mm := range []Model{g, cat} {
+		err := mm.Simulable()
+		if err == nil || !strings.Contains(err.Error(), "sliding") || !strings.Contains(err.Error(), "GptOssForCausalLM") {
+			t.Errorf("Simulable(%s) = %v, want the sliding window and architecture named", mm.ID, err)
 		}
+	}
+	// experts_per_token alone is enough.
+	const cfg = `{"num_hidden_layers":2,"hidden_size":64,"num_attention_heads":4,"intermediate_size":32,"vocab_size":10,"num_local_experts":8,"experts_per_token":2}`
+	if m, err := ParseHFConfig(strings.NewReader(cfg), ""); err != nil || m.ExpertsPerTok != 2 {
+		t.Errorf("experts_per_token: %+v, %v", m, err)
 	}
 }
 
@@ -186,11 +227,11 @@ func TestParseHFConfigUnmodelled(t *testing.T) {
 		{"linear attention hybrid", `"full_attention_interval":4`, "full_attention_interval"},
 		{"unknown architecture", `"architectures":["Gemma3ForCausalLM"]`, `architectures "Gemma3ForCausalLM"`},
 		{"known architecture", `"architectures":["Qwen2ForCausalLM"]`, ""},
-		{"qwen2 moe shared", `"num_experts":4,"num_experts_per_tok":2,"moe_intermediate_size":32,"shared_expert_intermediate_size":256`, "shared_expert_intermediate_size 256"},
+		{"qwen2 moe shared", `"num_experts":4,"num_experts_per_tok":2,"moe_intermediate_size":32,"shared_expert_intermediate_size":256`, ""},
 		{"sparse step", `"num_experts":4,"num_experts_per_tok":2,"decoder_sparse_step":2`, "decoder_sparse_step 2"},
 		{"mlp only layers", `"num_experts":4,"num_experts_per_tok":2,"mlp_only_layers":[0]`, "mlp_only_layers"},
 		{"moe layer freq", `"n_routed_experts":4,"num_experts_per_tok":2,"moe_layer_freq":2`, "moe_layer_freq 2"},
-		{"mla without q lora", `"kv_lora_rank":32,"qk_rope_head_dim":8,"qk_nope_head_dim":16,"v_head_dim":16`, "kv_lora_rank 32"},
+		{"mla without q lora", `"kv_lora_rank":32,"qk_rope_head_dim":8,"qk_nope_head_dim":16,"v_head_dim":16`, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -26,6 +26,7 @@ type hfConfig struct {
 	Experts         *int  `json:"num_experts"`       // Qwen MoE
 	RoutedExperts   *int  `json:"n_routed_experts"`  // DeepSeek
 	ExpertsPerTok   *int  `json:"num_experts_per_tok"`
+	ExpertsPerToken *int  `json:"experts_per_token"` // gpt-oss
 	// Shared experts: DeepSeek's count of moe_intermediate_size MLPs,
 	// Qwen2-MoE's one MLP of its own size.
 	SharedExperts      *int  `json:"n_shared_experts"`
@@ -156,6 +157,9 @@ func ParseHFConfig(r io.Reader, id string) (Model, error) {
 	}
 	if m.Experts > 0 {
 		m.ExpertsPerTok = get(c.ExpertsPerTok)
+		if c.ExpertsPerTok == nil {
+			m.ExpertsPerTok = get(c.ExpertsPerToken)
+		}
 		if c.MoEIntermediate != nil {
 			m.Intermediate = *c.MoEIntermediate
 		}
@@ -165,12 +169,6 @@ func ParseHFConfig(r io.Reader, id string) (Model, error) {
 		m.MLA = &MLA{KVLoRARank: *c.KVLoRARank, QLoRARank: get(c.QLoRARank), QKRopeHeadDim: get(c.QKRopeHeadDim),
 			QKNopeHeadDim: get(c.QKNopeHeadDim), VHeadDim: get(c.VHeadDim)}
 		m.HeadDim = m.MLA.QKNopeHeadDim + m.MLA.QKRopeHeadDim
-		un := fmt.Sprintf("MLA attention (kv_lora_rank %d", m.MLA.KVLoRARank)
-		if c.QLoRARank != nil {
-			un += fmt.Sprintf(", q_lora_rank %d", m.MLA.QLoRARank)
-		}
-		un += fmt.Sprintf(", qk_rope_head_dim %d, qk_nope_head_dim %d, v_head_dim %d)", m.MLA.QKRopeHeadDim, m.MLA.QKNopeHeadDim, m.MLA.VHeadDim)
-		m.Unmodelled = append(m.Unmodelled, un)
 	}
 	m.Unmodelled = append(m.Unmodelled, attentionSpan(&c, fields)...)
 	for _, a := range c.Architectures {
@@ -206,17 +204,16 @@ func (r hfRaw) present(name string) bool {
 	return true
 }
 
-// moeShape fills the MoE layout beyond the routed experts, and names what
-// the simulated engine does not cost: its step model has one kind of
-// layer, with routed experts alone.
+// moeShape fills the MoE layout beyond the routed experts (shared
+// experts, leading dense layers), and names what the simulated engine
+// does not cost: MoE layers interleaved with dense ones other than a
+// leading block.
 func moeShape(m *Model, c *hfConfig) {
 	if c.SharedExperts != nil && *c.SharedExperts != 0 {
 		m.SharedIntermediate = *c.SharedExperts * m.Intermediate
-		m.Unmodelled = append(m.Unmodelled, fmt.Sprintf("shared experts (n_shared_experts %d)", *c.SharedExperts))
 	}
 	if c.SharedIntermediate != nil && *c.SharedIntermediate != 0 {
 		m.SharedIntermediate += *c.SharedIntermediate
-		m.Unmodelled = append(m.Unmodelled, fmt.Sprintf("shared experts (shared_expert_intermediate_size %d)", *c.SharedIntermediate))
 	}
 	if c.FirstKDense != nil && *c.FirstKDense != 0 {
 		m.DenseLayers = *c.FirstKDense
@@ -224,7 +221,6 @@ func moeShape(m *Model, c *hfConfig) {
 		if c.Intermediate != nil {
 			m.DenseIntermediate = *c.Intermediate
 		}
-		m.Unmodelled = append(m.Unmodelled, fmt.Sprintf("dense layers among MoE ones (first_k_dense_replace %d)", *c.FirstKDense))
 	}
 	// Every layer (after the dense ones) has experts unless these say
 	// otherwise; the sizes above would be wrong then, so they are refused
@@ -273,6 +269,8 @@ func normalizeQuant(method string) string {
 		return "awq"
 	case "gptq", "gptq_marlin":
 		return "gptq"
+	case "mxfp4":
+		return "mxfp4"
 	default:
 		return s
 	}

@@ -110,6 +110,12 @@ func (m Model) LinearParams() float64 {
 	return float64(m.Layers)*m.AttentionParams() + m.moeLayers()*m.MLPParams() + dense
 }
 
+// RoutedParams is the parameter count of every layer's routed experts,
+// the weights expert parallelism spreads; 0 for dense models.
+func (m Model) RoutedParams() float64 {
+	return m.moeLayers() * float64(m.Experts) * m.ExpertParams()
+}
+
 // ExpertParams is the parameter count of one expert (3*h*I); 0 for dense models.
 func (m Model) ExpertParams() float64 {
 	if !m.MoE() {
@@ -237,6 +243,35 @@ var models = []Model{
 	{ID: "Qwen/Qwen3-30B-A3B", Aliases: []string{"qwen3-30b-a3b"},
 		Layers: 48, Hidden: 2048, Heads: 32, KVHeads: 4, HeadDim: 128, Intermediate: 768, Vocab: 151936, MaxPosition: 40960, DType: "bfloat16",
 		Experts: 128, ExpertsPerTok: 8},
+	// The MoE models of docs/reference.md (Mixture of experts).
+	{ID: "Qwen/Qwen3-235B-A22B", Aliases: []string{"qwen3-235b-a22b"},
+		Layers: 94, Hidden: 4096, Heads: 64, KVHeads: 4, HeadDim: 128, Intermediate: 1536, Vocab: 151936, MaxPosition: 40960, DType: "bfloat16",
+		Experts: 128, ExpertsPerTok: 8},
+	{ID: "mistralai/Mixtral-8x22B-Instruct-v0.1", Aliases: []string{"mixtral-8x22b", "mixtral-8x22b-instruct"},
+		Layers: 56, Hidden: 6144, Heads: 48, KVHeads: 8, HeadDim: 128, Intermediate: 16384, Vocab: 32768, MaxPosition: 65536, DType: "bfloat16",
+		Experts: 8, ExpertsPerTok: 2},
+	// DeepSeek-V3's checkpoint is FP8 (block-scaled e4m3): it is served as is.
+	{ID: "deepseek-ai/DeepSeek-V3", Aliases: []string{"deepseek-v3", "deepseek-ai/DeepSeek-V3-0324", "deepseek-ai/DeepSeek-R1", "deepseek-r1"},
+		Layers: 61, Hidden: 7168, Heads: 128, KVHeads: 128, HeadDim: 192, Intermediate: 2048, Vocab: 129280, MaxPosition: 163840, DType: "bfloat16",
+		Quantization: "fp8", Experts: 256, ExpertsPerTok: 8, SharedIntermediate: 2048, DenseLayers: 3, DenseIntermediate: 18432,
+		MLA: &MLA{KVLoRARank: 512, QLoRARank: 1536, QKRopeHeadDim: 64, QKNopeHeadDim: 128, VHeadDim: 128}},
+	// gpt-oss-120b: sized (its experts MXFP4), not simulated.
+	{ID: "openai/gpt-oss-120b", Aliases: []string{"gpt-oss-120b"},
+		Layers: 36, Hidden: 2880, Heads: 64, KVHeads: 8, HeadDim: 64, Intermediate: 2880, Vocab: 201088, MaxPosition: 131072, DType: "bfloat16",
+		Quantization: "mxfp4", Experts: 128, ExpertsPerTok: 4,
+		Unmodelled: []string{"sliding_window 128 (every other layer)", `architectures "GptOssForCausalLM" (attention sinks)`}},
+}
+
+// clone returns m sharing no slice or pointer with it: lookups hand out
+// copies of the table's entries.
+func (m Model) clone() Model {
+	m.Aliases = append([]string(nil), m.Aliases...)
+	m.Unmodelled = append([]string(nil), m.Unmodelled...)
+	if m.MLA != nil {
+		a := *m.MLA
+		m.MLA = &a
+	}
+	return m
 }
 
 // quantSuffixes are checkpoint-name suffixes that imply weight quantization,
@@ -249,8 +284,7 @@ var quantSuffixes = []struct{ suffix, quant string }{
 func Models() []Model {
 	out := make([]Model, len(models))
 	for i, m := range models {
-		out[i] = m
-		out[i].Aliases = append([]string(nil), m.Aliases...)
+		out[i] = m.clone()
 	}
 	return out
 }
@@ -298,7 +332,7 @@ func LookupModel(id string) (Model, error) {
 	if !ok {
 		return Model{}, fmt.Errorf("model %q: %w (use a known id or alias, or --model-config config.json)", id, ErrUnknown)
 	}
-	m.Aliases = append([]string(nil), m.Aliases...)
+	m = m.clone()
 	if quant != "" {
 		m.ID = strings.TrimSpace(id)
 		m.Quantization = quant

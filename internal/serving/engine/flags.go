@@ -81,15 +81,66 @@ func (s *setting) spell(e Engine) spelling {
 // model applies each engine's own accounting, so the tuner compares like
 // with like.
 var table = []setting{
+	// tensor_parallel is the attention's TP within one data-parallel rank
+	// (vLLM's meaning). SGLang's --tp-size spans every GPU of the server
+	// when --enable-dp-attention splits it into --dp-size attention ranks:
+	// it renders tensor_parallel × data_parallel then, and reads back
+	// divided (dpAttentionTP).
 	{name: "tensor_parallel", typ: Int, min: 1, tunable: true,
 		doc:  "GPUs one model replica's layers are split across (tensor parallel size)",
-		vllm: spelling{flag: "--tensor-parallel-size", aliases: []string{"-tp"}}, sglang: spelling{flag: "--tp-size", aliases: []string{"--tp"}}},
+		vllm: spelling{flag: "--tensor-parallel-size", aliases: []string{"-tp"}},
+		sglang: spelling{flag: "--tp-size", aliases: []string{"--tp"}, emits: []string{"--tp-size"},
+			custom: func(v any, s Settings) []string {
+				n := v.(int)
+				if on, _ := s.Bool("dp_attention"); on {
+					if dp, ok := s.Int("data_parallel"); ok && dp > 0 {
+						n *= dp
+					}
+				}
+				return []string{"--tp-size", strconv.Itoa(n)}
+			}}},
 	{name: "pipeline_parallel", typ: Int, min: 1, tunable: true,
 		doc:  "pipeline stages one replica is split into",
 		vllm: spelling{flag: "--pipeline-parallel-size", aliases: []string{"-pp"}}, sglang: spelling{flag: "--pp-size"}},
 	{name: "data_parallel", typ: Int, min: 1, tunable: true,
-		doc:  "replicas inside one server",
-		vllm: spelling{flag: "--data-parallel-size", aliases: []string{"-dp"}}, sglang: spelling{flag: "--dp-size"}},
+		doc:  "replicas inside one server (for MoE models with dp_attention: attention ranks sharing the experts)",
+		vllm: spelling{flag: "--data-parallel-size", aliases: []string{"-dp"}}, sglang: spelling{flag: "--dp-size", aliases: []string{"--dp"}}},
+	// Expert parallelism places whole experts on GPUs instead of slicing
+	// every expert: vLLM's switch makes the experts' group (tensor_parallel
+	// × data_parallel GPUs, docs/reference.md (Mixture of experts)) an EP
+	// group; SGLang takes the EP size, that of its --tp-size.
+	{name: "expert_parallel", typ: Bool, tunable: true,
+		doc:  "MoE: whole experts per GPU across the experts' group (tensor_parallel × data_parallel GPUs with dp_attention)",
+		vllm: spelling{on: []string{"--enable-expert-parallel"}},
+		sglang: spelling{flag: "--ep-size", aliases: []string{"--ep"}, emits: []string{"--ep-size"},
+			custom: func(v any, s Settings) []string {
+				if on, _ := v.(bool); !on {
+					return nil
+				}
+				n, _ := s.Int("tensor_parallel")
+				n = max(n, 1)
+				if on, _ := s.Bool("dp_attention"); on {
+					if dp, ok := s.Int("data_parallel"); ok && dp > 0 {
+						n *= dp
+					}
+				}
+				return []string{"--ep-size", strconv.Itoa(n)}
+			},
+			read: func(val string, s Settings) error {
+				n, err := strconv.Atoi(strings.TrimSpace(val))
+				if err != nil || n < 1 {
+					return fmt.Errorf("invalid int value: %q", val)
+				}
+				s["expert_parallel"] = n > 1
+				return nil
+			}}},
+	// Data-parallel attention: each data-parallel rank runs attention on
+	// its own requests with its own KV cache, the experts shared across
+	// ranks. vLLM does so for every MoE model with data_parallel > 1 and
+	// has no flag; SGLang needs --enable-dp-attention.
+	{name: "dp_attention", typ: Bool, tunable: true,
+		doc:    "MoE: data_parallel ranks run attention apart and share the experts (vLLM: always on MoE models with data_parallel > 1)",
+		sglang: spelling{on: []string{"--enable-dp-attention"}}},
 	{name: "max_running_requests", typ: Int, min: 1, tunable: true,
 		doc:  "requests scheduled at once (the running batch)",
 		vllm: spelling{flag: "--max-num-seqs"}, sglang: spelling{flag: "--max-running-requests"}},
@@ -728,7 +779,31 @@ func parseFlags(args []string) (Settings, []string, map[Engine]bool, error) {
 			s[r.k.name] = v
 		}
 	}
+	if err := dpAttentionTP(s); err != nil {
+		return nil, nil, nil, err
+	}
 	return s, positional, saw, nil
+}
+
+// dpAttentionTP turns SGLang's --tp-size under --enable-dp-attention (all
+// the server's GPUs) into tensor_parallel's meaning (the GPUs of one
+// attention rank): --tp-size 8 --dp-size 8 is tensor_parallel 1 ×
+// data_parallel 8.
+func dpAttentionTP(s Settings) error {
+	if on, _ := s.Bool("dp_attention"); !on {
+		return nil
+	}
+	tp, okTP := s.Int("tensor_parallel")
+	dp, okDP := s.Int("data_parallel")
+	if !okTP || !okDP || dp <= 1 {
+		return nil
+	}
+	if tp%dp != 0 {
+		return fmt.Errorf("%w: argument %s: %d does not divide %s %d (with %s)", ErrBadArgs,
+			Flag(SGLang, "data_parallel"), dp, Flag(SGLang, "tensor_parallel"), tp, Flag(SGLang, "dp_attention"))
+	}
+	s["tensor_parallel"] = tp / dp
+	return nil
 }
 
 // readValue converts a flag's text to the setting's type.

@@ -1,0 +1,189 @@
+package sim
+
+import (
+	"math"
+
+	"github.com/servetune/servetune/internal/serving/engine"
+)
+
+// Mixture-of-experts and multi-head latent attention under tensor, data
+// and expert parallelism (docs/reference.md, "Mixture of experts"):
+//
+//   - attention, the shared experts, the leading dense layers, the
+//     router and the embeddings are split over tensor_parallel GPUs and
+//     repeated on every data-parallel rank;
+//   - the routed experts are spread over the experts' group (MoEGroup):
+//     tensor_parallel GPUs, or tensor_parallel × data_parallel with
+//     data-parallel attention; sliced (TP) by default, whole experts per
+//     GPU with expert_parallel;
+//   - MLA's latent KV cache is whole on every TP rank; each
+//     data-parallel rank caches its own requests.
+
+// DPAttentionOn reports whether the data-parallel ranks run attention on
+// their own requests and share the routed experts: an MoE model with
+// data_parallel > 1 on vLLM, or with dp_attention on SGLang.
+func (c *Config) DPAttentionOn() bool {
+	return c.Model.MoE() && c.DP > 1 && (c.Engine == engine.VLLM || c.DPAttention)
+}
+
+// MoEGroup is how many GPUs one pipeline stage's routed experts are
+// spread over (the EP size with expert_parallel); 0 for dense models.
+func (c *Config) MoEGroup() int {
+	switch {
+	case !c.Model.MoE():
+		return 0
+	case c.DPAttentionOn():
+		return c.TP * c.DP
+	}
+	return c.TP
+}
+
+// weightsPerGPU is one GPU's weights in bytes, and the routed experts'
+// part of them. Expert parallelism places whole experts, so a GPU holds
+// ceil(experts / group) of them.
+func (c *Config) weightsPerGPU() (all, experts float64) {
+	m := c.Model
+	wb := c.weightBytesPerElem()
+	routed := m.RoutedParams()
+	rest := (m.LinearParams()-routed)*wb + m.EmbeddingParams()*bytesBF16
+	all = rest / float64(c.TP*c.PP)
+	if routed == 0 {
+		return all, 0
+	}
+	g := float64(c.MoEGroup())
+	share := 1 / g
+	if c.ExpertParallel {
+		share = math.Ceil(float64(m.Experts)/g) / float64(m.Experts)
+	}
+	experts = routed * share * wb / float64(c.PP)
+	return all + experts, experts
+}
+
+// kvBytesPerTokenPerGPU is one token's KV cache on one GPU: its stage's
+// layers, of the GPU's KV heads (2·kv·d elements per layer), or of MLA's
+// latent (kv_lora_rank + qk_rope_head_dim elements per layer, whole on
+// every TP rank).
+func (c *Config) kvBytesPerTokenPerGPU() float64 {
+	m := c.Model
+	layers := float64(m.Layers) / float64(c.PP)
+	if a := m.MLA; a != nil {
+		return layers * float64(a.KVLoRARank+a.QKRopeHeadDim) * c.kvBytesPerElem()
+	}
+	return 2 * layers * float64(c.kvHeadsPerGPU()) * float64(m.HeadDim) * c.kvBytesPerElem()
+}
+
+// moeStep is the step-time model of an MoE layer under data-parallel
+// attention and expert parallelism, and of MLA's attention. newMoEStep
+// adjusts the dense step model (steptime.go) and takes over its routed
+// experts; tokenwise adds what scales with a step's tokens.
+type moeStep struct {
+	frac      float64 // layers with routed experts / all layers
+	ranks     float64 // data-parallel ranks whose tokens meet in the experts (1 without DP attention)
+	group     float64 // GPUs the experts are spread over
+	experts   float64
+	topK      float64
+	expertW   float64 // elements of one expert's MLP per GPU (whole with EP, else a 1/group slice)
+	perGPU    float64 // experts a GPU holds (all of them sliced, or its whole ones)
+	hidden    float64
+	latency   float64 // seconds, one exchange among the group
+	bandwidth float64 // bytes/s
+	ep        bool
+}
+
+// newMoEStep returns the MoE step model of cfg (nil for dense models)
+// after fitting s to cfg's attention: MLA's projections replace the
+// grouped-query ones, and its cache reads as kv_lora_rank +
+// qk_rope_head_dim elements per token and layer, whole on every TP rank.
+// The decode attention then does about 4·(kv_lora_rank + qk_rope_head_dim)
+// FLOPs per head and cached token, as the absorbed form does; prefill
+// attention is overcounted (it runs unabsorbed, 2·(192 + 128) for
+// DeepSeek-V3).
+func newMoEStep(cfg Config, s *stepModel) *moeStep {
+	m := cfg.Model
+	tp := float64(cfg.TP)
+	h := float64(m.Hidden)
+	if a := m.MLA; a != nil {
+		heads := float64(m.Heads) / tp
+		qk := float64(a.QKNopeHeadDim + a.QKRopeHeadDim)
+		latent := float64(a.KVLoRARank + a.QKRopeHeadDim)
+		s.gemms = s.gemms[:0]
+		if a.QLoRARank > 0 {
+			r := float64(a.QLoRARank)
+			s.gemms = append(s.gemms, gemm{weights: h * r, in: h, out: r}, gemm{weights: r * heads * qk, in: r, out: heads * qk})
+		} else {
+			s.gemms = append(s.gemms, gemm{weights: h * heads * qk, in: h, out: heads * qk})
+		}
+		s.gemms = append(s.gemms,
+			gemm{weights: h * latent, in: h, out: latent}, // the joint KV down-projection, replicated
+			gemm{weights: float64(a.KVLoRARank) * heads * float64(a.QKNopeHeadDim+a.VHeadDim), in: float64(a.KVLoRARank), out: heads * float64(a.QKNopeHeadDim+a.VHeadDim)},
+			gemm{weights: heads * float64(a.VHeadDim) * h, in: heads * float64(a.VHeadDim), out: h})
+		s.headDim, s.kvPerGPU = latent, 0.5 // 2·kv·d = one latent per token
+	}
+	if !m.MoE() {
+		return nil
+	}
+	frac := float64(m.Layers-m.DenseLayers) / float64(m.Layers)
+	// The shared experts of the MoE layers and the MLP of the leading
+	// dense layers, over TP, weighted by the layers that have them.
+	for _, mlp := range []struct{ inter, share float64 }{{float64(m.SharedIntermediate), frac}, {float64(m.DenseIntermediate), 1 - frac}} {
+		if mlp.inter == 0 || mlp.share == 0 {
+			continue
+		}
+		i := mlp.inter / tp
+		s.gemms = append(s.gemms,
+			gemm{weights: 2 * h * i * mlp.share, in: h * mlp.share, out: 2 * i * mlp.share},
+			gemm{weights: i * h * mlp.share, in: i * mlp.share, out: h * mlp.share})
+	}
+	g := float64(cfg.MoEGroup())
+	x := &moeStep{frac: frac, ranks: 1, group: g, experts: float64(m.Experts), topK: float64(m.ExpertsPerTok),
+		hidden: h, ep: cfg.ExpertParallel}
+	if cfg.DPAttentionOn() {
+		x.ranks = float64(cfg.DP)
+	}
+	x.expertW, x.perGPU = 3*h*float64(m.Intermediate)/g, x.experts
+	if x.ep {
+		x.expertW, x.perGPU = 3*h*float64(m.Intermediate), math.Ceil(x.experts/g)
+	}
+	if g > 1 {
+		lat := allReduceLatencyNVLink
+		if !cfg.GPU.NVLink() {
+			lat = allReduceLatencyPCIe
+		}
+		x.latency = lookupLatency(lat, int(g)).Seconds()
+		x.bandwidth = cfg.GPU.LinkGBps * 1e9 * cfg.Constants.WithDefaults(cfg.Engine).LinkEfficiency
+	}
+	s.moe = false // moeStep costs the routed experts and the router
+	return x
+}
+
+// tokenwise is one layer's routed-expert time for a step of T tokens on
+// this data-parallel rank, averaged over the layers: every rank's tokens
+// meet in the experts (data-parallel attention steps the ranks together,
+// taken as equally loaded), so a GPU reads the experts those tokens touch
+// among its own and does its share of their FLOPs; the router; and the
+// exchange among the group. With expert parallelism each token's hidden
+// state goes to the GPUs of its top-k experts and comes back (all-to-all
+// dispatch and combine); without it the ranks' tokens are gathered and
+// the partial sums reduce-scattered.
+func (x *moeStep) tokenwise(s *stepModel, T float64) float64 {
+	tokens := T * x.ranks // into the experts, from every rank
+	touched := x.perGPU * (1 - math.Pow(1-x.topK/x.experts, tokens))
+	// A GPU's share of the routed token-expert pairs: all of them on its
+	// slices, or those of its whole experts.
+	pairs := tokens * x.topK
+	if x.ep {
+		pairs *= x.perGPU / x.experts
+	}
+	flops := 2 * pairs * x.expertW
+	bytes := touched*x.expertW*s.wBytes + pairs*(x.hidden+2*x.expertW/(3*x.hidden))*bytesBF16
+	t := roofline(flops, s.gemmRate, bytes, s.bw)
+	t += roofline(2*T*x.hidden*x.experts, s.bf16Rate, x.hidden*x.experts*bytesBF16, s.bw) // router
+	if x.group > 1 && x.ranks > 1 {
+		fan := x.ranks // gather every rank's tokens, reduce-scatter back
+		if x.ep {
+			fan = math.Min(x.topK, x.group) // to the GPUs of its experts and back
+		}
+		t += 2 * (x.latency + T*fan*x.hidden*bytesBF16*(x.group-1)/x.group/x.bandwidth)
+	}
+	return x.frac * t
+}

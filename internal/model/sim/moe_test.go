@@ -1,0 +1,136 @@
+package sim
+
+import (
+	"errors"
+	"math"
+	"testing"
+
+	"github.com/servetune/servetune/internal/serving/catalog"
+)
+
+// DeepSeek-V3 (FP8, 671B) on 8 H200 under the layouts of docs/reference.md
+// (Mixture of experts): the weights per GPU, the MLA latent cache whole on
+// every TP rank, and the tokens each data-parallel rank holds.
+func TestMoEMemoryLayouts(t *testing.T) {
+	m, err := catalog.LookupModel("deepseek-v3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	routed := m.RoutedParams() // FP8: one byte each
+	rest := m.LinearParams() - routed + 2*m.EmbeddingParams()
+	tests := []struct {
+		name    string
+		args    []string
+		weights float64 // bytes per GPU
+		group   int
+		dp      int
+	}{
+		{"vllm tp8", []string{"--max-model-len", "32768", "-tp", "8"}, (rest + routed) / 8, 8, 1},
+		{"vllm dp8 ep8", []string{"--max-model-len", "32768", "-dp", "8", "--enable-expert-parallel"}, rest + routed/8, 8, 8},
+		{"vllm tp2 dp4 experts sliced", []string{"--max-model-len", "32768", "-tp", "2", "-dp", "4"}, rest/2 + routed/8, 8, 4},
+		{"sglang dp8 attention ep8", []string{"--context-length", "32768", "--tp", "8", "--dp", "8", "--enable-dp-attention", "--ep", "8"}, rest + routed/8, 8, 8},
+	}
+	kvLatent := 61.0 * (512 + 64) * 2
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := mustParse(t, append([]string{"--model", "deepseek-ai/DeepSeek-V3", "--gpu", "H200"}, tt.args...)...)
+			est, err := Estimate(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := est.WeightsGiB * GiB; math.Abs(got-tt.weights)/tt.weights > 1e-9 {
+				t.Errorf("weights %.2f GiB, want %.2f", est.WeightsGiB, tt.weights/GiB)
+			}
+			if est.ExpertGroup != tt.group || !est.MLA || est.KVBytesPerTok != kvLatent {
+				t.Errorf("group %d (want %d), MLA %v, KV %v bytes per token (want %v)", est.ExpertGroup, tt.group, est.MLA, est.KVBytesPerTok, kvLatent)
+			}
+			if est.KVCacheTokensTotal != est.KVCacheTokens*tt.dp || est.KVCacheTokens <= 0 {
+				t.Errorf("tokens %d per GPU, %d in total: want ×%d", est.KVCacheTokens, est.KVCacheTokensTotal, tt.dp)
+			}
+		})
+	}
+	// SGLang without DP attention: two replicas of TP4, experts over 4
+	// GPUs each (156.7 GiB of weights: it does not fit).
+	cfg := mustParse(t, "--model-path", "deepseek-v3", "--gpu", "H200", "--tp", "4", "--dp", "2")
+	if w, _ := cfg.weightsPerGPU(); math.Abs(w-(rest+routed)/4) > 1 || cfg.MoEGroup() != 4 || cfg.DPAttentionOn() {
+		t.Errorf("SGLang TP4 DP2 replicas: weights %.2f GiB, expert group %d, DP attention %v", w/GiB, cfg.MoEGroup(), cfg.DPAttentionOn())
+	}
+	// DP attention holds more tokens in total than TP8, whose every GPU
+	// caches the same latent of the same requests.
+	tp8, _ := Estimate(mustParse(t, "deepseek-v3", "--gpu", "H200", "-tp", "8", "--max-model-len", "32768"))
+	dp8, _ := Estimate(mustParse(t, "deepseek-v3", "--gpu", "H200", "-dp", "8", "--enable-expert-parallel", "--max-model-len", "32768"))
+	if dp8.KVCacheTokensTotal < 4*tp8.KVCacheTokensTotal {
+		t.Errorf("DP8 holds %d tokens, TP8 %d: want DP8 several times more", dp8.KVCacheTokensTotal, tp8.KVCacheTokensTotal)
+	}
+	// On 8 H100 the FP8 weights alone leave no room for a cache.
+	_, err = Estimate(mustParse(t, "deepseek-v3", "--gpu", "H100-SXM", "-tp", "8", "--max-model-len", "32768"))
+	if !errors.Is(err, ErrOOM) {
+		t.Errorf("8 H100: err = %v, want the engine's out-of-memory message", err)
+	}
+}
+
+// Expert parallelism places whole experts: 8 experts over 3 GPUs is 3 per
+// GPU, where slicing gives each GPU a third of every one.
+func TestExpertParallelWholeExperts(t *testing.T) {
+	base := []string{"mixtral-8x7b", "--gpu", "H200", "--max-model-len", "4096", "--num-gpus", "8"}
+	m, _ := catalog.LookupModel("mixtral-8x7b")
+	perExpert := m.RoutedParams() / 8 * 2 // bf16
+	for _, tc := range []struct {
+		args    []string
+		experts float64
+	}{
+		{[]string{"-dp", "4"}, perExpert * 8 / 4},
+		{[]string{"-dp", "4", "--enable-expert-parallel"}, perExpert * 2},
+		{[]string{"-dp", "3", "--enable-expert-parallel"}, perExpert * 3},
+		{[]string{"-dp", "3"}, perExpert * 8 / 3},
+	} {
+		cfg := mustParse(t, append(base, tc.args...)...)
+		_, experts := cfg.weightsPerGPU()
+		if math.Abs(experts-tc.experts)/tc.experts > 1e-9 {
+			t.Errorf("%v: experts %.2f GiB per GPU, want %.2f", tc.args, experts/GiB, tc.experts/GiB)
+		}
+	}
+	// A dense model's data-parallel ranks are replicas: no expert group.
+	cfg := mustParse(t, "llama-3.1-8b", "-dp", "2", "--enable-expert-parallel")
+	if cfg.DPAttentionOn() || cfg.MoEGroup() != 0 {
+		t.Errorf("dense model: DP attention %v, expert group %d", cfg.DPAttentionOn(), cfg.MoEGroup())
+	}
+}
+
+// The MoE step model (moe.go): a decode step reads MLA's latent cache
+// (576 elements per token and layer, whole on each TP rank), and at batch
+// 1 reads at least the weights one token touches on a GPU.
+func TestMoEStepTime(t *testing.T) {
+	cfg := mustParse(t, "deepseek-v3", "--gpu", "H200", "-tp", "8", "--max-model-len", "32768")
+	cfg.Normalize()
+	s := newStepModel(cfg)
+	decode := func(bs, ctx int) float64 {
+		return s.stepSeconds(batchShape{tokens: bs, seqs: bs, sampled: bs, decodeCtx: float64(bs * ctx)})
+	}
+	got := decode(64, 16384) - decode(64, 1024)
+	want := 61 * 64 * 15360 * 576 * 2 / s.bw
+	if math.Abs(got-want)/want > 0.2 {
+		t.Errorf("64 × 15360 more tokens of context cost %.2f ms, want the latent's read, %.2f ms", got*1e3, want*1e3)
+	}
+	m := cfg.Model
+	touched := (m.ActiveParams() - m.EmbeddingParams()) / 8 // FP8 bytes per GPU, at least
+	if floor := touched / s.bw; decode(1, 1) < floor {
+		t.Errorf("batch 1 decode %.2f ms, below the touched weights' read %.2f ms", decode(1, 1)*1e3, floor*1e3)
+	}
+	// Data-parallel attention with EP exchanges tokens among the group:
+	// the link's time is part of the step.
+	ep := mustParse(t, "deepseek-v3", "--gpu", "H200", "-dp", "8", "--enable-expert-parallel", "--max-model-len", "32768")
+	ep.Normalize()
+	se := newStepModel(ep)
+	if se.mx == nil || se.mx.ranks != 8 || se.mx.group != 8 || se.mx.perGPU != 32 {
+		t.Fatalf("EP8 step model: %+v", se.mx)
+	}
+	slow := se
+	mx := *se.mx
+	mx.bandwidth /= 10
+	slow.mx = &mx
+	b := batchShape{tokens: 128, seqs: 128, sampled: 128, decodeCtx: 128 * 1024}
+	if slow.stepSeconds(b) <= se.stepSeconds(b) {
+		t.Error("a slower link does not slow the EP step")
+	}
+}
