@@ -25,8 +25,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"time"
 
@@ -136,8 +138,27 @@ func (b bench) runSet(ctx context.Context, sp *spec.Spec, newReality func(*spec.
 		fmt.Fprintln(out, line)
 	}
 	fmt.Fprintf(out, "%d realities in %s\n", b.realities, time.Since(start).Round(time.Second))
-	fmt.Fprintf(out, "%s: guided=%g tpe=%g random=%g p90_guided=%g oom_launches_guided=%d oom_launches_tpe=%d\n",
-		label, measure.Median(trials["guided"]), measure.Median(trials["tpe"]), measure.Median(trials["random"]),
-		measure.PercentileOf(trials["guided"], 90), oom["guided"], oom["tpe"])
+	fmt.Fprintln(out, setLine(label, trials, oom))
 	return nil
+}
+
+// setLine is a set's last line: each sampler's median launches, the guided
+// sampler's 90th percentile (measure's one definition: linear
+// interpolation between the closest ranks), each to 3 significant digits
+// (an interpolated percentile printed whole read 3.3999999999999986), and
+// the launches that did not start for memory.
+func setLine(label string, trials map[string][]int, oom map[string]int) string {
+	return fmt.Sprintf("%s: guided=%s tpe=%s random=%s p90_guided=%s oom_launches_guided=%d oom_launches_tpe=%d",
+		label, sig3(measure.Median(trials["guided"])), sig3(measure.Median(trials["tpe"])), sig3(measure.Median(trials["random"])),
+		sig3(measure.PercentileOf(trials["guided"], 90)), oom["guided"], oom["tpe"])
+}
+
+// sig3 prints x rounded to 3 significant digits, without an exponent below
+// 10^21 (NaN, for a sampler not run, as NaN).
+func sig3(x float64) string {
+	if x == 0 || math.IsNaN(x) || math.IsInf(x, 0) {
+		return strconv.FormatFloat(x, 'g', -1, 64)
+	}
+	r, _ := strconv.ParseFloat(strconv.FormatFloat(x, 'g', 3, 64), 64)
+	return strconv.FormatFloat(r, 'f', -1, 64)
 }

@@ -209,6 +209,9 @@ type cand struct {
 	started  bool    // the engine started (ok, or failed after starting)
 	skipped  bool    // counted among the launches saved
 	pred     float64 // the corrected forecast when proposed (mean), 0 when not
+	// ratedMet: when proposed, the corrected forecast had a level more
+	// likely than not to meet the SLOs (pred > 0).
+	ratedMet bool
 }
 
 // guide is the guided sampler's state; Sampler serialises its calls.
@@ -572,18 +575,43 @@ func (g *guide) mean(c *cand) float64 {
 	return best
 }
 
+// missed counts the measured configurations that started, were rated
+// more likely than not to meet the SLOs when proposed, and met them at no
+// level: the evidence that the model is optimistic about the SLOs.
+func (g *guide) missed() int {
+	n := 0
+	for _, c := range g.cands {
+		if c.measured && c.ratedMet && c.started && len(c.mv) > 0 && c.mu == 0 {
+			n++
+		}
+	}
+	return n
+}
+
 // expected is c's expected improvement over the best measured utility:
 // per level, the corrected utility as the median of a log-normal whose
 // spread shrinks near measurements, times the chance that the level meets
 // the SLOs; the best level's, times the chance that c starts. With
-// nothing measured it is the expected utility.
+// nothing measured it is the expected utility. After missed SLO misses
+// the chance P to meet the SLOs counts as P^(1+missed): once the
+// measurements have shown the model optimistic about the SLOs, a
+// configuration it rates unlikely to meet them is no longer launched for
+// its upside.
 func (g *guide) expected(c *cand) float64 {
+	return g.expectedTempered(c, g.missed())
+}
+
+// expectedTempered is expected with the SLO odds raised to 1+missed.
+func (g *guide) expectedTempered(c *cand, missed int) float64 {
 	u, p, sigma := g.levelOdds(c)
 	best, _ := g.bestMeasured()
 	var top float64
 	for j, m := range u {
 		if m <= 0 || p[j] == 0 {
 			continue
+		}
+		if missed > 0 {
+			p[j] = math.Pow(p[j], float64(1+missed))
 		}
 		var ei float64
 		if best <= 0 {
@@ -609,11 +637,12 @@ func (g *guide) ranked(n int) []*cand {
 		k float64
 	}
 	var open []kc
+	missed := g.missed()
 	for _, c := range g.cands {
 		if c.measured || c.pending || c.never || g.pStart(c.crit) < confidentFail || g.indistinct(c) {
 			continue
 		}
-		open = append(open, kc{c, g.expected(c)})
+		open = append(open, kc{c, g.expectedTempered(c, missed)})
 	}
 	sort.SliceStable(open, func(i, j int) bool { return open[i].k > open[j].k })
 	out := make([]*cand, 0, min(n, len(open)))
@@ -730,6 +759,7 @@ func (g *guide) ask() (sampler.Proposal, error) {
 	}
 	c.pending = true
 	c.pred = mc
+	c.ratedMet = mc > 0
 	id := g.next
 	g.next++
 	g.ids[id] = c
@@ -775,6 +805,7 @@ func (g *guide) tell(id int, score float64, failed bool) {
 		return
 	}
 	delete(g.ids, id)
+	before := g.missed()
 	g.record(c, score, failed)
 	if c.pred > 0 && c.mu > 0 && math.Abs(c.mu/c.pred-1) <= guidedNoise {
 		g.inNoise++
@@ -784,6 +815,9 @@ func (g *guide) tell(id int, score float64, failed bool) {
 	g.refit()
 	if c.started {
 		g.checkAgreement(c)
+	}
+	if n := g.missed(); n > before {
+		g.note(fmt.Sprintf("guided: %d measurements missed the SLOs the corrected forecast rated them likely to meet: a configuration's chance P to meet them counts as P^%d", n, 1+n))
 	}
 }
 

@@ -191,3 +191,52 @@ func TestGuidedProposalsApart(t *testing.T) {
 		t.Errorf("%d trials, no early stop: %q", len(trials), notes)
 	}
 }
+
+// TestGuidedTempersOddsAfterMisses: before any evidence the sampler bets
+// on a configuration of high upside that it rates unlikely to meet the
+// SLOs; once two measurements it rated likely to meet them have missed,
+// their odds count as P^3 and a configuration likely to meet them comes
+// first. Misses it did not rate likely are no such evidence.
+func TestGuidedTempersOddsAfterMisses(t *testing.T) {
+	sp := mustSpec(t, guidedRangeSpec) // one SLO: ttft_p99_ms 5000
+	limit := sp.SLO[0].Max
+	lvl := func(u, ttft float64) []view { return []view{{u: u, lat: []float64{ttft}}} }
+	g := &guide{sp: sp, hi: math.Inf(1), note: func(string) {}}
+	add := func(c *cand) *cand {
+		c.crit = math.Inf(1)
+		g.cands = append(g.cands, c)
+		return c
+	}
+	// Open: likely (TTFT half the limit, p 0.99) and a bet (TTFT 10%
+	// over the limit, p 0.37, three times the throughput).
+	likely := add(&cand{key: "likely", coords: []float64{0}, fv: lvl(100, limit/2)})
+	bet := add(&cand{key: "bet", coords: []float64{0}, fv: lvl(300, 1.1*limit)})
+	// Measured: one that met the SLOs, as forecast, and two that missed
+	// them, far from the open ones (their residuals barely reach them).
+	add(&cand{key: "met", coords: []float64{1}, fv: lvl(90, limit/2), mv: lvl(90, limit/2),
+		measured: true, started: true, mu: 90, ratedMet: true})
+	var misses []*cand
+	for _, k := range []string{"miss1", "miss2"} {
+		misses = append(misses, add(&cand{key: k, coords: []float64{1}, fv: lvl(90, 0.8*limit), mv: lvl(90, 1.2*limit),
+			measured: true, started: true, mu: 0}))
+	}
+	top := func() string {
+		r := g.ranked(1)
+		if len(r) == 0 {
+			t.Fatal("nothing ranked")
+		}
+		return r[0].key
+	}
+	if got := top(); got != bet.key {
+		t.Errorf("misses the model did not rate likely: %s first, want the bet (expected %.3g vs %.3g)", got, g.expected(bet), g.expected(likely))
+	}
+	for _, m := range misses {
+		m.ratedMet = true
+	}
+	if n := g.missed(); n != 2 {
+		t.Fatalf("missed() = %d, want 2", n)
+	}
+	if got := top(); got != likely.key {
+		t.Errorf("after two misses of configurations rated likely: %s first, want the likely one (expected %.3g vs %.3g)", got, g.expected(likely), g.expected(bet))
+	}
+}
