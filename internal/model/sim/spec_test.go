@@ -1,7 +1,11 @@
 package sim
 
 import (
+	"encoding/json"
+	"io"
 	"math"
+	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -173,5 +177,79 @@ func TestSpeculativeConfigErrors(t *testing.T) {
 	}
 	if _, ok := s["sim_spec_acceptance"]; ok {
 		t.Errorf("settings carry the simulator's own acceptance: %v", s)
+	}
+}
+
+// TestServerSpeculativeMetrics: sim serve under speculative decoding
+// streams several tokens per message, the text whole, and counts vLLM's
+// spec_decode families, whose ratio is the acceptance rate it was given.
+func TestServerSpeculativeMetrics(t *testing.T) {
+	_, url := startServer(t, "llama-3.1-8b", "--max-model-len", "4096", "--time-scale", "20", "--sim-load-time", "0",
+		"--speculative-config", `{"method":"eagle3","num_speculative_tokens":3}`, "--spec-acceptance", "0.7")
+	var text strings.Builder
+	messages := 0
+	for range 4 {
+		resp, body := post(t, url+"/v1/completions", `{"prompt":"hello there","max_tokens":200,"stream":true}`)
+		if resp.StatusCode != 200 {
+			t.Fatalf("status %d: %s", resp.StatusCode, body)
+		}
+		text.Reset()
+		for _, d := range sseData(t, body) {
+			if d == "[DONE]" {
+				continue
+			}
+			var m struct {
+				Choices []struct{ Text string } `json:"choices"`
+			}
+			if err := json.Unmarshal([]byte(d), &m); err != nil {
+				t.Fatal(err)
+			}
+			if len(m.Choices) > 0 {
+				text.WriteString(m.Choices[0].Text)
+				messages++
+			}
+		}
+		want := ""
+		for i := range 200 {
+			want += outputText(i)
+		}
+		if text.String() != want {
+			t.Fatalf("streamed text differs from the tokens' words")
+		}
+	}
+	if per := 800.0 / float64(messages); per < 2 {
+		t.Errorf("%d messages for 800 tokens: %.2f tokens per message, want about %.2f", messages, per, SpecExpectedTokens(3, 0.7))
+	}
+	resp, err := http.Get(url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	counter := func(name string) float64 {
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(line, name+"{") {
+				f, _ := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
+				return f
+			}
+		}
+		t.Fatalf("no %s in %s", name, b)
+		return 0
+	}
+	drafts, drafted, accepted := counter("vllm:spec_decode_num_drafts_total"), counter("vllm:spec_decode_num_draft_tokens_total"), counter("vllm:spec_decode_num_accepted_tokens_total")
+	// vLLM's acceptance rate, accepted over drafted, is E[j]/k: lower
+	// than a, as a chain stops at its first rejection; the first
+	// position's share of the drafts is a itself.
+	if want := (SpecExpectedTokens(3, 0.7) - 1) / 3; drafted != 3*drafts || math.Abs(accepted/drafted-want) > 0.08 {
+		t.Errorf("drafts %v, draft tokens %v, accepted %v: acceptance %.2f, want about %.2f", drafts, drafted, accepted, accepted/drafted, want)
+	}
+	var first float64
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, `vllm:spec_decode_num_accepted_tokens_per_pos_total{model_name="llama-3.1-8b",position="0"}`) {
+			first, _ = strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
+		}
+	}
+	if math.Abs(first/drafts-0.7) > 0.08 {
+		t.Errorf("position 0 accepted %v of %v drafts, want about 0.7: %s", first, drafts, grepLines(string(b), "spec_decode"))
 	}
 }
