@@ -179,6 +179,10 @@ func printEstimate(w io.Writer, cfg sim.Config, e simEstimate) {
 	}
 	row("tokens that fit", "%d per GPU, %d in total (%s)", e.KVCacheTokens, e.KVCacheTokensTotal, ranks)
 	row("max concurrency", "%.2fx at %d tokens per request; max running requests %d", e.MaxConcurrency, e.MaxModelLen, e.MaxNumSeqs)
+	if cfg.SpecMethod != "" {
+		row("speculative", "%s, %d draft tokens, acceptance %.2f: %.2f tokens per decode step expected",
+			cfg.SpecMethod, cfg.SpecTokens, cfg.SpecAcceptance, sim.SpecExpectedTokens(cfg.SpecTokens, cfg.SpecAcceptance))
+	}
 	row("constants", "%s", constantsName(cfg))
 	tw.Flush()
 	if e.StepTimes != nil {

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -344,5 +346,47 @@ func TestSimEstimateDeepSeekV3(t *testing.T) {
 		if code != exitFailed || !strings.Contains(stderr, "No available memory for the cache blocks") || !strings.Contains(stdout, "weights") {
 			t.Errorf("8 H100: exit %d, stderr %q, stdout %q: want vLLM's out-of-memory message", code, stderr, stdout)
 		}
+	}
+}
+
+// TestSimRunSpeculative: sim run takes vLLM's --speculative-config and the
+// simulator's --spec-acceptance; EAGLE with 3 drafts at acceptance 0.7
+// lowers the median TPOT at concurrency 1 and gains less at 256.
+func TestSimRunSpeculative(t *testing.T) {
+	dir := t.TempDir()
+	tpot := func(conc int, spec bool) float64 {
+		t.Helper()
+		path := filepath.Join(dir, fmt.Sprintf("r%d%v.json", conc, spec))
+		args := []string{"sim", "run", "llama-3.1-8b", "--max-model-len", "4096", "--gpu", "H100-SXM",
+			"--input-len", "512", "--output-len", "128", "--max-concurrency", strconv.Itoa(conc),
+			"--num-requests", strconv.Itoa(max(8, 2*conc)), "--seed", "3", "--bootstrap", "10", "--json", path}
+		if spec {
+			args = append(args, "--speculative-config", `{"method":"eagle","num_speculative_tokens":3}`, "--spec-acceptance", "0.7")
+		}
+		var out, errb bytes.Buffer
+		if code := run(context.Background(), args, &out, &errb); code != exitOK {
+			t.Fatalf("code %d: %s", code, errb.String())
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var res map[string]any
+		if err := json.Unmarshal(b, &res); err != nil {
+			t.Fatal(err)
+		}
+		if spec {
+			s, _ := json.Marshal(res["meta"].(map[string]any)["engine_settings"])
+			if !strings.Contains(string(s), `"spec_method":"eagle"`) || !strings.Contains(string(s), `"spec_tokens":3`) {
+				t.Errorf("engine settings %s", s)
+			}
+		}
+		return res["median_tpot_ms"].(float64)
+	}
+	g1 := tpot(1, false) / tpot(1, true)
+	g256 := tpot(256, false) / tpot(256, true)
+	t.Logf("median TPOT speed-up: %.2fx at concurrency 1, %.2fx at 256", g1, g256)
+	if g1 < 1.5 || g256 > g1-0.3 {
+		t.Errorf("speed-up %.2fx at concurrency 1, %.2fx at 256: want >= 1.5x, and well less at 256", g1, g256)
 	}
 }

@@ -51,7 +51,21 @@ type Config struct {
 	ExpertParallel bool
 	// DPAttention is dp_attention (SGLang's flag, engine.Flag); vLLM
 	// does it on every MoE model with DP > 1 (DPAttentionOn).
-	DPAttention    bool
+	DPAttention bool
+	// Speculative decoding (spec.go): SpecMethod spec_method ("" or
+	// "none": off), SpecTokens the drafts per step (k), SpecDraftModel the
+	// draft's id, SpecTopK and SpecVerify SGLang's tree (1 and k+1 for a
+	// chain); SpecAcceptance each draft's acceptance rate, the
+	// simulator's own setting (SpecAcceptanceSet: it was given).
+	SpecMethod        string
+	SpecTokens        int
+	SpecDraftModel    string
+	SpecTopK          int
+	SpecVerify        int
+	SpecAcceptance    float64
+	SpecAcceptanceSet bool
+	specDraft         catalog.Model // the draft model (draft_model), resolved by Normalize
+
 	BlockSize      int  // block_size (SGLang: page size)
 	EnforceEager   bool // cuda_graphs off
 	CUDAGraphMaxBS int
@@ -232,9 +246,19 @@ var settings = []setting{
 	switched("async_scheduling", true, func(c *Config) *bool { return &c.SyncScheduling }),
 	whenOn("expert_parallel", func(c *Config) *bool { return &c.ExpertParallel }),
 	whenOn("dp_attention", func(c *Config) *bool { return &c.DPAttention }),
+	{name: "spec_method", parse: text, apply: func(c *Config, v any) { c.SpecMethod = strings.ToLower(v.(string)) },
+		value: func(c *Config) (any, bool) { return c.SpecMethod, c.specOn() }},
+	field("spec_tokens", engine.Settings.Int, func(c *Config) *int { return &c.SpecTokens }),
+	field("spec_draft_model", engine.Settings.String, func(c *Config) *string { return &c.SpecDraftModel }),
+	field("spec_eagle_topk", engine.Settings.Int, func(c *Config) *int { return &c.SpecTopK }),
+	field("spec_verify_tokens", engine.Settings.Int, func(c *Config) *int { return &c.SpecVerify }),
 
 	server(field("port", engine.Settings.Int, func(c *Config) *int { return &c.Port })),
 	server(field("sim_num_gpus", engine.Settings.Int, func(c *Config) *int { return &c.NumGPUs })),
+	{name: "sim_spec_acceptance", server: true,
+		parse: func(s engine.Settings, name string) (any, bool) { return boxed(s.Float(name)) },
+		apply: func(c *Config, v any) { c.SpecAcceptance, c.SpecAcceptanceSet = v.(float64), true },
+		value: func(c *Config) (any, bool) { return c.SpecAcceptance, c.SpecAcceptanceSet }},
 	server(field("sim_time_scale", engine.Settings.Float, func(c *Config) *float64 { return &c.TimeScale })),
 	{name: "sim_load_time", server: true,
 		parse: func(s engine.Settings, name string) (any, bool) { v, ok := s[name].(time.Duration); return v, ok },
@@ -380,6 +404,9 @@ func (c *Config) Normalize() error {
 		err = c.vllmDefaults()
 	}
 	if err != nil {
+		return err
+	}
+	if err := c.specDefaults(); err != nil {
 		return err
 	}
 	return c.validate()

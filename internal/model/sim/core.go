@@ -53,8 +53,9 @@ type page struct {
 	prev, next *page // the free queue, while refs == 0 and cached
 }
 
-// emitFunc receives each sampled token: s produced a token at the end of the
-// step; finished says it was the last.
+// emitFunc receives each step's sampled tokens of a sequence: s produced
+// one token at the end of the step (several under speculative decoding:
+// s.generated counts them all); finished says the last was its last.
 type emitFunc func(s *seq, finished bool)
 
 // core is one engine replica (one data-parallel rank): the scheduler and the
@@ -83,6 +84,10 @@ type core struct {
 	scheduled              []*seq
 	stepSecs               float64 // duration of the step planned by schedule
 	remainOut              int     // sum over running of output tokens still to generate (SGLang admission)
+	// Speculative decoding (spec.go): drafts per step (0: off), tokens
+	// verified per sequence, the drafts' acceptance rate.
+	specK, specVerify int
+	specAccept        float64
 
 	// Counters for /metrics.
 	preemptions   int64
@@ -90,6 +95,11 @@ type core struct {
 	prefixHits    int64
 	promptTokens  int64
 	genTokens     int64
+	// Speculative decoding's, as vLLM counts them: drafts verified (one
+	// per sequence and step), draft tokens in them, those accepted, and
+	// those accepted at each position.
+	specDrafts, specDraftTokens, specAccepted int64
+	specAcceptedAt                            []int64
 }
 
 // pageTokensMin is the fewest tokens a cache page holds: the engine's
@@ -111,6 +121,10 @@ func newCore(cfg Config, est MemoryEstimate) *core {
 		pageBlocks:  pb,
 		pageTokens:  pb * bs,
 		table:       map[uint64]*page{},
+	}
+	if cfg.specOn() {
+		c.specK, c.specVerify, c.specAccept = cfg.SpecTokens, cfg.SpecVerify, cfg.SpecAcceptance
+		c.specAcceptedAt = make([]int64, cfg.SpecTokens)
 	}
 	for _, w := range outputWords {
 		c.outIDs = append(c.outIDs, TokenIDs(w, cfg.Model.Vocab)[0])
@@ -453,14 +467,32 @@ func (c *core) addToShape(b *batchShape, s *seq, n int) {
 	if s.computed+n == s.target() {
 		b.sampled++
 	}
+	if s.computed+n == s.target() && c.specK > 0 {
+		b.drafting++
+		b.draftCtx += float64(s.computed + n)
+	}
 	w := c.cfg.Deviation.attentionWeight(s.computed + n) // 1 unless the engine deviates
 	if n == 1 && s.computed >= s.prompt {
 		b.decodeCtx += w * float64(s.computed+1)
+		if v := c.ahead(s, n); v > 0 { // verify the drafts: every one sampled
+			b.tokens += c.specVerify - 1
+			b.sampled += c.specVerify - 1
+			b.verifyCtx += w * float64(c.specVerify-1) * float64(s.computed+1)
+		}
 		return
 	}
 	b.prefillTokens += n
 	b.prefillPairs += w * float64(n) * (float64(s.computed) + float64(n+1)/2)
 	b.prefillKV += w * float64(s.computed+n)
+}
+
+// ahead is the KV slots beyond n tokens that s's step writes: the drafts
+// a decode step verifies (vLLM's lookahead slots), 0 otherwise.
+func (c *core) ahead(s *seq, n int) int {
+	if c.specK == 0 || n != 1 || s.computed < s.prompt {
+		return 0
+	}
+	return c.specVerify - 1
 }
 
 // schedule plans the next step and returns its shape and duration in
@@ -491,7 +523,7 @@ func (c *core) scheduleVLLM(b *batchShape) {
 		rem := s.target() - s.computed
 		n := min(rem, budget)
 		ok := true
-		for !c.allocate(s, s.computed+n, 0) {
+		for !c.allocate(s, s.computed+n+c.ahead(s, n), 0) {
 			victim := c.running[len(c.running)-1]
 			c.running = c.running[:len(c.running)-1]
 			c.preempt(victim)
@@ -505,7 +537,7 @@ func (c *core) scheduleVLLM(b *batchShape) {
 			break
 		}
 		c.addToShape(b, s, n)
-		budget -= n
+		budget -= n + c.ahead(s, n)
 	}
 	if preempted {
 		return
@@ -579,7 +611,7 @@ func (c *core) scheduleSGLang(b *batchShape) {
 	for i := 0; i < len(c.running); i++ {
 		s := c.running[i]
 		ok := true
-		for !c.allocate(s, s.target(), 0) {
+		for !c.allocate(s, s.target()+c.ahead(s, s.target()-s.computed), 0) {
 			victim := c.running[len(c.running)-1]
 			c.running = c.running[:len(c.running)-1]
 			c.preempt(victim)
@@ -606,17 +638,23 @@ func (c *core) commit(now float64, emit emitFunc) {
 			s.scheduledYet = true
 			s.queuedFor = max(0, now-c.stepSecs-s.arrival)
 		}
+		verified := c.ahead(s, s.sched) > 0
 		s.computed += s.sched
 		c.promptTokens += int64(min(s.sched, max(0, s.prompt-(s.computed-s.sched))))
 		s.sched = 0
-		c.cachePages(s, false)
 		if s.computed < s.target() {
+			c.cachePages(s, false)
 			continue
 		}
-		s.generated++
-		c.genTokens++
-		c.remainOut--
-		if s.generated == 1 {
+		m := 1 // tokens sampled
+		if verified {
+			m += c.verify(s)
+		}
+		c.cachePages(s, false)
+		s.generated += m
+		c.genTokens += int64(m)
+		c.remainOut -= m
+		if s.generated == m {
 			s.firstAt = now
 		}
 		last := s.generated >= s.maxOut
@@ -639,6 +677,22 @@ func (c *core) commit(now float64, emit emitFunc) {
 		clear(c.running[len(kept):])
 		c.running = kept
 	}
+}
+
+// verify accepts s's drafts of the step just run (specAccepted), no more
+// than its output has room for; their KV stays in the cache. It returns
+// the drafts accepted.
+func (c *core) verify(s *seq) int {
+	j := specAccepted(s, c.specK, c.specAccept)
+	c.specDrafts++
+	c.specDraftTokens += int64(c.specK)
+	c.specAccepted += int64(j)
+	for i := range j {
+		c.specAcceptedAt[i]++
+	}
+	j = min(j, s.maxOut-s.generated-1)
+	s.computed += j
+	return j
 }
 
 // abort removes a sequence (client went away) wherever it is.

@@ -189,7 +189,7 @@
 // a referenced page never is. A page computed beside a cached copy stays
 // its sequence's own (vLLM does not deduplicate). Finished and preempted
 // requests free into the one queue, as vLLM's free block queue does. With caching off
-// (--no-enable-prefix-caching, --disable-radix-cache) nothing is cached
+// (prefix_caching false) nothing is cached
 // or hit. TestBlockAccounting checks the accounting every step,
 // TestPrefixEvictionLRU the eviction order, TestConversationPrefixCache
 // the hits over HTTP.

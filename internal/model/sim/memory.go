@@ -73,6 +73,10 @@ func Estimate(cfg Config) (MemoryEstimate, error) {
 	// routed experts over their group (moe.go).
 	weights, experts := cfg.weightsPerGPU()
 	kvPerTok := cfg.kvBytesPerTokenPerGPU()
+	// Speculative decoding's drafts: their weights and their KV cache,
+	// token for token beside the target's (spec.go).
+	weights += cfg.specWeightsPerGPU()
+	kvPerTok += cfg.specKVPerTokenPerGPU()
 
 	est := MemoryEstimate{
 		Engine: cfg.Engine, GPU: cfg.GPU.ID, TotalGiB: cfg.GPU.MemoryGiB,

@@ -44,20 +44,24 @@ var (
 // metrics is the server's Prometheus state. The engine loop writes it under
 // mu; /metrics reads it under mu.
 type metrics struct {
-	mu                    sync.Mutex
-	running, waiting      int
-	kvUsage               float64
-	promptTokens          int64
-	genTokens             int64
-	preemptions           int64
-	prefixQueries         int64
-	prefixHits            int64
-	success               int64
-	ttft, itl, e2e, queue *histogram
-	prefill, decode       *histogram
-	genWindow             [2]int64 // generation tokens at the start of the current/previous second
-	genWindowAt           time.Time
-	genThroughput         float64
+	mu               sync.Mutex
+	running, waiting int
+	kvUsage          float64
+	promptTokens     int64
+	genTokens        int64
+	preemptions      int64
+	prefixQueries    int64
+	prefixHits       int64
+	success          int64
+	// Speculative decoding's counters (core's); spec says it is on.
+	spec                                      bool
+	specDrafts, specDraftTokens, specAccepted int64
+	specAcceptedAt                            []int64
+	ttft, itl, e2e, queue                     *histogram
+	prefill, decode                           *histogram
+	genWindow                                 [2]int64 // generation tokens at the start of the current/previous second
+	genWindowAt                               time.Time
+	genThroughput                             float64
 }
 
 func newMetrics() *metrics {
@@ -127,6 +131,16 @@ func (m *metrics) write(w io.Writer, eng engine.Engine, model string) {
 		hist(n.ITL[0], "Histogram of inter-token latency in seconds.", m.itl)
 		hist(n.E2E[0], "Histogram of e2e request latency in seconds.", m.e2e)
 		hist(n.QueueTime[0], "Histogram of time spent in WAITING phase for request.", m.queue)
+		if m.spec {
+			counter(n.SpecDrafts[0], "Number of spec decoding drafts.", m.specDrafts)
+			counter(n.SpecDraftTokens[0], "Number of draft tokens.", m.specDraftTokens)
+			counter(n.SpecAccepted[0], "Number of accepted tokens.", m.specAccepted)
+			name := n.SpecAcceptedPerPos[0]
+			fmt.Fprintf(w, "# HELP %s Accepted tokens per draft position.\n# TYPE %s counter\n", name, name)
+			for i, v := range m.specAcceptedAt {
+				fmt.Fprintf(w, "%s{model_name=\"%s\",position=\"%d\"} %d\n", name, escapeLabel(model), i, v)
+			}
+		}
 		hist("vllm:request_prefill_time_seconds", "Histogram of time spent in PREFILL phase for request.", m.prefill)
 		hist("vllm:request_decode_time_seconds", "Histogram of time spent in DECODE phase for request.", m.decode)
 	}

@@ -30,6 +30,7 @@ var ErrShutdown = errors.New("engine shut down")
 // event is one engine step's output for one request.
 type event struct {
 	generated int       // tokens generated so far
+	n         int       // tokens of this step (more than one under speculative decoding)
 	last      bool      // the request is finished
 	at        time.Time // when the step was scheduled to end
 }
@@ -42,6 +43,7 @@ type stream struct {
 	arrived time.Time
 	first   time.Time
 	prev    time.Time
+	emitted int // tokens handed to the stream (engine loop only)
 }
 
 // Server is the simulated engine behind the engine's OpenAI-compatible HTTP
@@ -387,7 +389,9 @@ func (l *loop) commit(next int) {
 // emit hands one sampled token to its stream.
 func (l *loop) emit(q *seq, last bool) {
 	st := l.streams[q.id]
-	ev := event{generated: q.generated, last: last, at: l.now}
+	n := q.generated - st.emitted
+	st.emitted = q.generated
+	ev := event{generated: q.generated, n: n, last: last, at: l.now}
 	if st.w != nil {
 		k := q.id % len(l.batches)
 		l.batches[k] = append(l.batches[k], pending{st, ev})
@@ -500,7 +504,21 @@ func (s *Server) publish(cores []*core) {
 	defer m.mu.Unlock()
 	m.running, m.waiting, m.kvUsage = 0, 0, 0
 	m.promptTokens, m.genTokens, m.preemptions, m.prefixQueries, m.prefixHits = 0, 0, 0, 0, 0
+	m.specDrafts, m.specDraftTokens, m.specAccepted = 0, 0, 0
+	clear(m.specAcceptedAt)
 	for _, c := range cores {
+		if c.specK > 0 {
+			m.spec = true
+			m.specDrafts += c.specDrafts
+			m.specDraftTokens += c.specDraftTokens
+			m.specAccepted += c.specAccepted
+			if m.specAcceptedAt == nil {
+				m.specAcceptedAt = make([]int64, c.specK)
+			}
+			for i, v := range c.specAcceptedAt {
+				m.specAcceptedAt[i] += v
+			}
+		}
 		m.running += len(c.running)
 		m.waiting += c.load() - len(c.running)
 		m.kvUsage += c.kvUsage() / float64(len(cores))
@@ -1025,13 +1043,14 @@ func (o *output) tokenChunk(b []byte, ev event) []byte {
 		b = append(b, `,"servetune_lag_us":`...)
 		b = strconv.AppendInt(b, max(0, time.Since(ev.at).Microseconds()), 10)
 	}
-	text := outputText(ev.generated - 1)
 	if o.chat {
 		b = append(b, `,"choices":[{"index":0,"delta":{"content":"`...)
 	} else {
 		b = append(b, `,"choices":[{"index":0,"text":"`...)
 	}
-	b = append(b, text...)
+	for i := ev.generated - max(ev.n, 1); i < ev.generated; i++ {
+		b = append(b, outputText(i)...)
+	}
 	if o.chat {
 		b = append(b, `"}`...)
 	} else {

@@ -17,6 +17,13 @@ type batchShape struct {
 	prefillTokens int
 	prefillPairs  float64 // sum over prefill chunks of n*(c0 + (n+1)/2): causal query-key pairs
 	prefillKV     float64 // sum over prefill chunks of c0+n: KV tokens read
+	// Speculative decoding (spec.go): the query-key context of the draft
+	// tokens verified (sum over sequences of drafts x context; their KV
+	// is read once with the sequence's own query), and the sequences that
+	// sample and then draft, with their contexts.
+	verifyCtx float64
+	drafting  int
+	draftCtx  float64
 }
 
 // gemm is one linear layer on one GPU.
@@ -56,10 +63,15 @@ type stepModel struct {
 	perSeq        float64 // seconds per scheduled sequence
 	async         bool    // the host's step work runs beside the GPU's (vLLM's async scheduling)
 	kernels       float64 // seconds of kernel overhead per step (kernelOverhead x kernels)
+	// kernelsPerLayer and kernelsPerStep are kernels' parts: one layer's
+	// and the step's own.
+	kernelsPerLayer, kernelsPerStep float64
 
 	// mx costs MoE under DP attention and EP, and MLA (moe.go); nil for
 	// dense models.
 	mx *moeStep
+	// spec costs speculative decoding's drafts (spec.go); nil when off.
+	spec *specStep
 }
 
 func newStepModel(cfg Config) stepModel {
@@ -146,7 +158,9 @@ func newStepModel(cfg Config) stepModel {
 	s.cpuBase = k.StepOverheadMs / 1e3
 	s.perSeq = k.PerSeqOverheadUs / 1e6
 	s.kernels = k.KernelOverheadUs / 1e6 * (s.layers*perLayer + stepKernels)
+	s.kernelsPerLayer, s.kernelsPerStep = k.KernelOverheadUs/1e6*perLayer, k.KernelOverheadUs/1e6*stepKernels
 	s.mx = newMoEStep(cfg, &s)
+	s.spec = newSpecStep(cfg, &s)
 	return s
 }
 
@@ -189,11 +203,27 @@ func (s *stepModel) stepSeconds(b batchShape) float64 {
 	if b.tokens == 0 {
 		return 0
 	}
+	gpu := s.gpuSeconds(b)
+	if s.spec != nil {
+		gpu += s.spec.seconds(b)
+	}
+	host := s.cpuBase + float64(b.seqs)*s.perSeq
+	if s.async {
+		// vLLM's async scheduler prepares step N+1 while the GPU runs
+		// step N (constants.go, stepOverheadVLLM): the slower of the two
+		// sets the cadence.
+		return math.Max(gpu, host)
+	}
+	return gpu + host
+}
+
+// gpuSeconds is the GPU's time of one step, in seconds.
+func (s *stepModel) gpuSeconds(b batchShape) float64 {
 	T := float64(b.tokens)
 	layer := s.tokenwise(T)
 	kvTokBytes := 2 * s.kvPerGPU * s.headDim * s.kvElem // one token's K and V in one layer
 	if b.decodeCtx > 0 {
-		flops := 4 * s.headDim * s.qPerGPU * b.decodeCtx
+		flops := 4 * s.headDim * s.qPerGPU * (b.decodeCtx + b.verifyCtx)
 		layer += roofline(flops, s.attnRate, b.decodeCtx*kvTokBytes, s.bw)
 	}
 	if b.prefillTokens > 0 {
@@ -220,15 +250,7 @@ func (s *stepModel) stepSeconds(b batchShape) float64 {
 	if s.pp > 1 {
 		gpu += float64(s.pp-1) * (s.arLatency + T*s.hidden*bytesBF16/math.Max(s.arBandwidth, 1e9))
 	}
-	gpu += s.kernels
-	host := s.cpuBase + float64(b.seqs)*s.perSeq
-	if s.async {
-		// vLLM's async scheduler prepares step N+1 while the GPU runs
-		// step N (constants.go, stepOverheadVLLM): the slower of the two
-		// sets the cadence.
-		return math.Max(gpu, host)
-	}
-	return gpu + host
+	return gpu + s.kernels
 }
 
 // tokenwise is the time of one layer's work that scales with the tokens

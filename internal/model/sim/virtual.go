@@ -272,16 +272,17 @@ func (r *virtualRun) enter(s *seq) {
 	}
 }
 
-// emit records one sampled token of s.
+// emit records a step's sampled tokens of s, as one chunk.
 func (r *virtualRun) emit(s *seq, last bool) {
 	rec := &r.recs[s.id]
 	at := r.offset(r.v.now)
-	if s.generated == 1 {
+	if rec.OutputTokens == 0 {
 		rec.First = at
 	}
 	rec.Last, rec.End = at, at
+	n := s.generated - rec.OutputTokens
 	rec.OutputTokens = s.generated
-	rec.Chunks = append(rec.Chunks, measure.Chunk{At: at, Tokens: 1})
+	rec.Chunks = append(rec.Chunks, measure.Chunk{At: at, Tokens: n})
 	if w := r.v.watch; w != nil {
 		w.token(s, r.v.now, last)
 	}

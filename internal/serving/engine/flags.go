@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -205,6 +206,48 @@ var table = []setting{
 		doc:  "run decode steps as captured CUDA graphs",
 		vllm: spelling{off: []string{"--enforce-eager"}}, sglang: spelling{off: []string{"--disable-cuda-graph"}}},
 
+	// Speculative decoding (docs/reference.md, "Speculative decoding"):
+	// vLLM takes one JSON object, --speculative-config, which spec_method
+	// writes with the method's draft tokens and draft model
+	// (vllmSpecConfig); SGLang spells each part with a flag of its own,
+	// the draft tokens as a chain (top-k 1, k steps, k+1 tokens verified).
+	{name: "spec_method", typ: String, skip: "none", tunable: true,
+		enum: specMethods,
+		doc:  "speculative decoding: how draft tokens are proposed (none: off)",
+		vllm: spelling{flag: "--speculative-config", custom: vllmSpecConfig, read: readVLLMSpecConfig},
+		sglang: spelling{flag: "--speculative-algorithm", values: sglangSpecAlgorithms,
+			read: func(val string, s Settings) error {
+				for neutral, alg := range sglangSpecAlgorithms {
+					if strings.EqualFold(strings.TrimSpace(val), alg) {
+						s["spec_method"] = neutral
+						return nil
+					}
+				}
+				return fmt.Errorf("invalid choice: %q (servetune models %s)", val, strings.Join(slices.Sorted(maps.Values(sglangSpecAlgorithms)), ", "))
+			}}},
+	{name: "spec_tokens", typ: Int, min: 1, tunable: true,
+		doc:  "speculative decoding: draft tokens proposed per sequence and step (k)",
+		vllm: spelling{emits: []string{"--speculative-config"}, custom: func(any, Settings) []string { return nil }},
+		sglang: spelling{flag: "--speculative-num-steps",
+			emits: []string{"--speculative-num-steps", "--speculative-eagle-topk", "--speculative-num-draft-tokens"},
+			custom: func(v any, s Settings) []string {
+				if m, _ := s.String("spec_method"); m == "" || m == "none" {
+					return nil
+				}
+				k := v.(int)
+				return []string{"--speculative-num-steps", strconv.Itoa(k), "--speculative-eagle-topk", "1",
+					"--speculative-num-draft-tokens", strconv.Itoa(k + 1)}
+			}}},
+	{name: "spec_draft_model", typ: String, tunable: true,
+		doc:  "speculative decoding: the draft model or draft head (EAGLE's weights)",
+		vllm: spelling{emits: []string{"--speculative-config"}, custom: func(any, Settings) []string { return nil }},
+		sglang: spelling{flag: "--speculative-draft-model-path", custom: func(v any, s Settings) []string {
+			if m, _ := s.String("spec_method"); m == "" || m == "none" || v == "" {
+				return nil
+			}
+			return []string{"--speculative-draft-model-path", v.(string)}
+		}}},
+
 	// Server settings: read from command lines, never tuned.
 	// The simulated engine takes either spelling with either engine's flags
 	// (launchers start it with --model).
@@ -226,6 +269,12 @@ var table = []setting{
 		sglang: spelling{on: []string{"--enable-mixed-chunk"}}},
 	{name: "enable_metrics", typ: Bool, doc: "SGLang: serve Prometheus metrics",
 		sglang: spelling{on: []string{"--enable-metrics"}}},
+	// SGLang's draft tree: top-k branches per draft step and the tokens
+	// verified (spec_tokens renders the chain; a tree is read back).
+	{name: "spec_eagle_topk", typ: Int, doc: "SGLang: draft tokens kept per draft step (a tree when above 1)",
+		sglang: spelling{flag: "--speculative-eagle-topk"}},
+	{name: "spec_verify_tokens", typ: Int, doc: "SGLang: draft tokens the target model verifies per sequence and step",
+		sglang: spelling{flag: "--speculative-num-draft-tokens"}},
 	{name: "async_scheduling", typ: Bool, doc: "vLLM: schedule the next step while the GPU runs this one (on by default)",
 		vllm: spelling{on: []string{"--async-scheduling"}, off: []string{"--no-async-scheduling"}}},
 
@@ -245,6 +294,10 @@ var table = []setting{
 		vllm: spelling{flag: "--model-config"}, sglang: spelling{flag: "--model-config"}},
 	{name: "sim_calibration", typ: String, sim: true, doc: "a calibration profile (servetune calibrate) for the simulator's constants",
 		vllm: spelling{flag: "--calibration"}, sglang: spelling{flag: "--calibration"}},
+	// The draft's acceptance rate is the data's and the draft's, not an
+	// engine flag: the simulator is told it.
+	{name: "sim_spec_acceptance", typ: Float, sim: true, doc: "speculative decoding: the chance each draft token is accepted, in [0, 1)",
+		vllm: spelling{flag: "--spec-acceptance"}, sglang: spelling{flag: "--spec-acceptance"}},
 	{name: "sim_force_calibration", typ: Bool, sim: true, doc: "use the calibration profile even on another GPU or engine",
 		vllm: spelling{on: []string{"--force-calibration"}}, sglang: spelling{on: []string{"--force-calibration"}}},
 }
@@ -846,4 +899,90 @@ func IsSecretFlag(flag string) bool {
 	name, _, _ := strings.Cut(flag, "=")
 	r, ok := readings[name]
 	return ok && r.k != nil && slices.Contains(secretSettings, r.k.name)
+}
+
+// specMethods are spec_method's values.
+var specMethods = []string{"none", "eagle", "eagle3", "mtp", "ngram", "draft_model"}
+
+// sglangSpecAlgorithms are SGLang's --speculative-algorithm values by
+// neutral spec_method: MTP heads run as NEXTN, a draft model as
+// STANDALONE.
+var sglangSpecAlgorithms = map[string]string{
+	"eagle": "EAGLE", "eagle3": "EAGLE3", "mtp": "NEXTN", "ngram": "NGRAM", "draft_model": "STANDALONE",
+}
+
+// vllmSpec is the part of vLLM's --speculative-config servetune writes
+// and reads; other keys are read and ignored.
+type vllmSpec struct {
+	Method string `json:"method,omitempty"`
+	Model  string `json:"model,omitempty"`
+	Tokens int    `json:"num_speculative_tokens,omitempty"`
+}
+
+// vllmSpecConfig renders spec_method, spec_tokens and spec_draft_model as
+// vLLM's one JSON flag.
+func vllmSpecConfig(v any, s Settings) []string {
+	m, _ := v.(string)
+	if m == "" || m == "none" {
+		return nil
+	}
+	c := vllmSpec{Method: m}
+	c.Model, _ = s.String("spec_draft_model")
+	c.Tokens, _ = s.Int("spec_tokens")
+	b, err := json.Marshal(c)
+	if err != nil { // a struct of strings and an int always encodes
+		panic(err)
+	}
+	return []string{"--speculative-config", string(b)}
+}
+
+// readVLLMSpecConfig reads --speculative-config. vLLM's MTP methods
+// (deepseek_mtp, qwen3_next_mtp, ...) read as mtp; without a method,
+// vLLM takes an EAGLE head from the draft's name, else a draft model.
+func readVLLMSpecConfig(val string, s Settings) error {
+	var raw map[string]any
+	if err := json.Unmarshal([]byte(val), &raw); err != nil {
+		return fmt.Errorf("invalid JSON object: %v", err)
+	}
+	var c vllmSpec
+	for key, dst := range map[string]*string{"method": &c.Method, "model": &c.Model} {
+		if x, ok := raw[key]; ok && x != nil {
+			str, ok := x.(string)
+			if !ok {
+				return fmt.Errorf("%s: want a string, not %v", key, x)
+			}
+			*dst = str
+		}
+	}
+	if x, ok := raw["num_speculative_tokens"]; ok && x != nil {
+		f, ok := x.(float64)
+		if !ok || f != float64(int(f)) || f < 1 {
+			return fmt.Errorf("num_speculative_tokens: want a positive integer, not %v", x)
+		}
+		c.Tokens = int(f)
+	}
+	m := strings.ToLower(c.Method)
+	switch {
+	case m == "" && c.Model == "":
+		return errors.New("neither method nor model given")
+	case m == "" && strings.Contains(strings.ToLower(c.Model), "eagle3"):
+		m = "eagle3"
+	case m == "" && strings.Contains(strings.ToLower(c.Model), "eagle"):
+		m = "eagle"
+	case m == "":
+		m = "draft_model"
+	case m == "mtp" || strings.HasSuffix(m, "_mtp"):
+		m = "mtp"
+	}
+	if !slices.Contains(specMethods, m) || m == "none" {
+		return fmt.Errorf("method %q: servetune models eagle, eagle3, mtp, ngram and draft_model", c.Method)
+	}
+	s["spec_method"] = m
+	if c.Tokens > 0 {
+		s["spec_tokens"] = c.Tokens
+	}
+	if c.Model != "" {
+		s["spec_draft_model"] = c.Model
+	}
+	return nil
 }

@@ -21,6 +21,11 @@ type MetricNames struct {
 	QueueTime     []string // histogram: arrival to first scheduled
 	ITL           []string // histogram: between output tokens
 	E2E           []string // histogram: arrival to last token
+	// Speculative decoding (vLLM; counters, present only when it is on):
+	// drafts verified (one per sequence and step), draft tokens proposed,
+	// those accepted, and those accepted by position (label "position").
+	// Accepted over draft tokens is the acceptance rate.
+	SpecDrafts, SpecDraftTokens, SpecAccepted, SpecAcceptedPerPos []string
 }
 
 // Metrics returns e's metric names: vLLM's V1 families (vllm/v1/metrics
@@ -58,6 +63,11 @@ func Metrics(e Engine) MetricNames {
 		QueueTime:     []string{"vllm:request_queue_time_seconds"},
 		ITL:           []string{"vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds"},
 		E2E:           []string{"vllm:e2e_request_latency_seconds"},
+
+		SpecDrafts:         []string{"vllm:spec_decode_num_drafts_total"},
+		SpecDraftTokens:    []string{"vllm:spec_decode_num_draft_tokens_total"},
+		SpecAccepted:       []string{"vllm:spec_decode_num_accepted_tokens_total"},
+		SpecAcceptedPerPos: []string{"vllm:spec_decode_num_accepted_tokens_per_pos_total"},
 	}
 }
 

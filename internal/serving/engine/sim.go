@@ -18,6 +18,9 @@ const (
 	EnvSimEngine      = "SERVETUNE_SIM_ENGINE"
 	EnvSimModelConfig = "SERVETUNE_SIM_MODEL_CONFIG"
 	EnvSimCalibration = "SERVETUNE_SIM_CALIBRATION"
+	// EnvSimSpecAcceptance is the draft tokens' acceptance rate under
+	// speculative decoding, which no engine flag says.
+	EnvSimSpecAcceptance = "SERVETUNE_SIM_SPEC_ACCEPTANCE"
 )
 
 // SimAnswerHeader marks every completion the simulated engine serves: its
@@ -33,7 +36,7 @@ const (
 var simEnv = []struct{ name, setting string }{
 	{EnvSimGPU, "sim_gpu"}, {EnvSimNumGPUs, "sim_num_gpus"}, {EnvSimTimeScale, "sim_time_scale"},
 	{EnvSimLoadTime, "sim_load_time"}, {EnvSimEngine, "sim_engine"}, {EnvSimModelConfig, "sim_model_config"},
-	{EnvSimCalibration, "sim_calibration"},
+	{EnvSimCalibration, "sim_calibration"}, {EnvSimSpecAcceptance, "sim_spec_acceptance"},
 }
 
 // SimImage is the image `make sim-image` builds: the simulated engine,
