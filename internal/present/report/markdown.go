@@ -43,6 +43,22 @@ func (s *Study) WriteMarkdown(w io.Writer) error {
 	} else {
 		p("%s\n\n", t(v.NoRec))
 	}
+	if c := v.Conv; c != nil {
+		p("### Conversation: prefix reuse and TTFT per turn\n\n%s\n\n", t(c.Intro))
+		p("| | trial | level | prefix-cache hit rate | prompt tokens |")
+		for _, h := range c.Head {
+			p(" %s |", t(h))
+		}
+		p(" session (ms) | settings |\n|---|---|---|---:|---:|%s---:|---|\n", strings.Repeat("---:|", len(c.Head)))
+		for _, r := range c.Rows {
+			p("| %s | %d | %s | %s | %s |", t(r.Role), r.Trial, t(r.Level), t(r.HitRate), t(r.Reused))
+			for _, x := range r.Turns {
+				p(" %s |", t(x))
+			}
+			p(" %s | %s |\n", t(r.Session), mdCode(r.Settings))
+		}
+		p("\n%s\n\n", t(c.Note))
+	}
 	if len(v.Findings) > 0 {
 		p("### Findings\n\n")
 		for _, f := range v.Findings {
