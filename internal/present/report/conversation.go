@@ -18,9 +18,16 @@ import (
 // does, each at the recommended level where it was measured there.
 type convView struct {
 	Intro string
-	Head  []string // per-turn column headings
 	Rows  []convRow
+	Turns []turnRow // a row per turn, a column per convRow
 	Note  string
+}
+
+// turnRow is one turn's median TTFT under each configuration shown.
+type turnRow struct {
+	Turn   int
+	Tokens string // the turn's mean prompt length
+	TTFT   []string
 }
 
 type convRow struct {
@@ -29,7 +36,6 @@ type convRow struct {
 	Level    string
 	Settings string
 	HitRate  string
-	Reused   string // new and reused prompt tokens
 	Turns    []string
 	Session  string
 }
@@ -92,27 +98,29 @@ func (s *Study) conversation(v *view) {
 		if r := cv.PrefixCacheHitRate; r != nil {
 			row.HitRate = fmt.Sprintf("%.0f%%", 100**r)
 		}
-		row.Reused = fmt.Sprintf("%d new, %d reused (%.0f%%)", cv.NewInputTokens, cv.ReusedInputTokens, 100*cv.ReusedShare)
 		for _, tr := range cv.Turns {
 			row.Turns = append(row.Turns, fmtMS(tr.MedianTTFTMS))
 		}
 		if len(c.Rows) == 0 {
 			turns = len(cv.Turns)
 			for _, tr := range cv.Turns {
-				c.Head = append(c.Head, fmt.Sprintf("turn %d (%.0f tok)", tr.Turn, tr.MeanInputTokens))
+				c.Turns = append(c.Turns, turnRow{Turn: tr.Turn, Tokens: fmt.Sprintf("%.0f", tr.MeanInputTokens)})
 			}
-			c.Intro = fmt.Sprintf("Each turn resends the conversation so far: %.0f%% of the prompt tokens the recommended configuration was sent at %s were history (%d new, %d reused), which the engine's prefix cache can serve instead of computing again.",
+			c.Intro = fmt.Sprintf("Each turn resends the conversation so far: %.0f%% of the prompt tokens sent at %s were history (%d new, %d reused: the same conversations for every configuration), which the engine's prefix cache can serve instead of computing again.",
 				100*cv.ReusedShare, lp.Label, cv.NewInputTokens, cv.ReusedInputTokens)
 		}
 		for len(row.Turns) < turns {
 			row.Turns = append(row.Turns, "–")
+		}
+		for k := range c.Turns {
+			c.Turns[k].TTFT = append(c.Turns[k].TTFT, row.Turns[k])
 		}
 		c.Rows = append(c.Rows, row)
 	}
 	if len(c.Rows) == 0 {
 		return
 	}
-	c.Note = "Hit rate: the share of prompt tokens the engine served from its prefix cache (its own counters, read over the level). Per turn: median TTFT in ms, with the turn's mean prompt length; session: median from a session's first send to its last answer, think times included."
+	c.Note = "Hit rate: the share of prompt tokens the engine served from its prefix cache (its own counters, read over the level). Session: the median from a session's first send to its last answer, think times included. Per turn: the median TTFT over the sessions, with the turn's mean prompt length (its history included)."
 	v.Conv = c
 }
 

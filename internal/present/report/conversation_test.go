@@ -93,7 +93,7 @@ func TestStudyReportConversation(t *testing.T) {
 		for _, want := range []string{
 			"Conversation: prefix reuse and TTFT per turn",
 			"57% of the prompt tokens", "28800 new, 38400 reused",
-			"turn 1 (300 tok)", "turn 3 (1500 tok)",
+			"Median TTFT per turn (ms)", "runner-up (trial 1)", "1500",
 			"84%", "0%", "25.5", "74.1", "166", "12345",
 			"runner-up", "best with prefix", "32 sessions per level of 3 turns",
 		} {
@@ -107,6 +107,10 @@ func TestStudyReportConversation(t *testing.T) {
 	i, j, k := strings.Index(m, "| recommended | 0 |"), strings.Index(m, "| runner-up | 1 |"), strings.Index(m, "=false | 2 |")
 	if i < 0 || j < i || k < j {
 		t.Errorf("conversation rows out of order or missing (%d, %d, %d):\n%s", i, j, k, m)
+	}
+	// Turn 3's row: its prompt length, then each configuration's median.
+	if !strings.Contains(m, "| 3 | 1500 | 27.5 | 28.0 | 166 |") {
+		t.Errorf("no turn-3 row with the three medians:\n%s", m)
 	}
 
 	// A random-prompt study: no conversation section.

@@ -45,17 +45,21 @@ func (s *Study) WriteMarkdown(w io.Writer) error {
 	}
 	if c := v.Conv; c != nil {
 		p("### Conversation: prefix reuse and TTFT per turn\n\n%s\n\n", t(c.Intro))
-		p("| | trial | level | prefix-cache hit rate | prompt tokens |")
-		for _, h := range c.Head {
-			p(" %s |", t(h))
-		}
-		p(" session (ms) | settings |\n|---|---|---|---:|---:|%s---:|---|\n", strings.Repeat("---:|", len(c.Head)))
+		p("| | trial | level | prefix-cache hit rate | session (ms) | settings |\n|---|---|---|---:|---:|---|\n")
 		for _, r := range c.Rows {
-			p("| %s | %d | %s | %s | %s |", t(r.Role), r.Trial, t(r.Level), t(r.HitRate), t(r.Reused))
-			for _, x := range r.Turns {
+			p("| %s | %d | %s | %s | %s | %s |\n", t(r.Role), r.Trial, t(r.Level), t(r.HitRate), t(r.Session), mdCode(r.Settings))
+		}
+		p("\nMedian TTFT per turn (ms):\n\n| turn | prompt tokens |")
+		for _, r := range c.Rows {
+			p(" %s (trial %d) |", t(r.Role), r.Trial)
+		}
+		p("\n|---|---:|%s\n", strings.Repeat("---:|", len(c.Rows)))
+		for _, tr := range c.Turns {
+			p("| %d | %s |", tr.Turn, t(tr.Tokens))
+			for _, x := range tr.TTFT {
 				p(" %s |", t(x))
 			}
-			p(" %s | %s |\n", t(r.Session), mdCode(r.Settings))
+			p("\n")
 		}
 		p("\n%s\n\n", t(c.Note))
 	}
