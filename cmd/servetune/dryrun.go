@@ -23,6 +23,11 @@ func runDryRun(ctx context.Context, sp *spec.Spec, w io.Writer) error {
 	if err := tuner.Forecastable(sp); err != nil {
 		return usageErrorf("--dry-run: the simulator cannot forecast this study: %v", err)
 	}
+	if sp.Workload.Dataset.Kind == "conversation" {
+		// Each turn waits for the previous answer, which the forecast's
+		// virtual clock cannot (sim run refuses it too, cmd/servetune/sim.go).
+		return usageErrorf("--dry-run: the simulator cannot forecast a conversation workload: its virtual clock cannot wait for each answer; run the study on the sim launcher (examples/conversation-sim.yaml)")
+	}
 	start := time.Now()
 	d, err := guided.ForecastSpace(ctx, sp)
 	if err != nil {

@@ -34,8 +34,9 @@ type EngineMetrics struct {
 	KVCacheUsageMean              float64 `json:"kv_cache_usage_mean"`
 	Preemptions                   float64 `json:"preemptions"` // requests preempted (vLLM) or retracted (SGLang) during the level
 	// PrefixCacheHitRate is the share of prompt tokens the prefix cache
-	// served during the level; nil when nothing was looked up or the
-	// engine does not say.
+	// served during the level (0 when prompts were processed and none
+	// was looked up: the cache is off); nil when the engine processed no
+	// prompt or does not say.
 	PrefixCacheHitRate *float64 `json:"prefix_cache_hit_rate"`
 	PromptTokens       float64  `json:"prompt_tokens"`
 	GenerationTokens   float64  `json:"generation_tokens"`

@@ -76,6 +76,11 @@ func Aggregate(snaps []Snapshot, interval time.Duration) *measure.EngineMetrics 
 	case okQ && okH && q > 0:
 		r := h / q
 		m.PrefixCacheHitRate = &r
+	case okQ && okH && m.PromptTokens > 0:
+		// Prompts processed and none looked up (the cache is off): no
+		// prompt token came from a cache.
+		r := 0.0
+		m.PrefixCacheHitRate = &r
 	case !okQ || !okH:
 		// No counters (an older engine): the engine's own hit-rate gauge.
 		var peak, mean float64

@@ -131,6 +131,9 @@ func (w *engineWatch) metrics(cores []*core, end float64) *measure.EngineMetrics
 	if q := c.prefixQueries - w.c0.prefixQueries; q > 0 {
 		r := float64(c.prefixHits-w.c0.prefixHits) / float64(q)
 		m.PrefixCacheHitRate = &r
+	} else if m.PromptTokens > 0 {
+		r := 0.0 // prompts processed, none looked up: the cache is off
+		m.PrefixCacheHitRate = &r
 	}
 	m.TTFT, m.QueueTime, m.E2E = exactLatency(w.ttft), exactLatency(w.queue), exactLatency(w.e2e)
 	if n := w.itl.n; n > 0 {

@@ -43,6 +43,26 @@ func (s *Study) WriteMarkdown(w io.Writer) error {
 	} else {
 		p("%s\n\n", t(v.NoRec))
 	}
+	if c := v.Conv; c != nil {
+		p("### Conversation: prefix reuse and TTFT per turn\n\n%s\n\n", t(c.Intro))
+		p("| | trial | level | prefix-cache hit rate | session (ms) | settings |\n|---|---|---|---:|---:|---|\n")
+		for _, r := range c.Rows {
+			p("| %s | %d | %s | %s | %s | %s |\n", t(r.Role), r.Trial, t(r.Level), t(r.HitRate), t(r.Session), mdCode(r.Settings))
+		}
+		p("\nMedian TTFT per turn (ms):\n\n| turn | prompt tokens |")
+		for _, r := range c.Rows {
+			p(" %s (trial %d) |", t(r.Role), r.Trial)
+		}
+		p("\n|---|---:|%s\n", strings.Repeat("---:|", len(c.Rows)))
+		for _, tr := range c.Turns {
+			p("| %d | %s |", tr.Turn, t(tr.Tokens))
+			for _, x := range tr.TTFT {
+				p(" %s |", t(x))
+			}
+			p("\n")
+		}
+		p("\n%s\n\n", t(c.Note))
+	}
 	if len(v.Findings) > 0 {
 		p("### Findings\n\n")
 		for _, f := range v.Findings {

@@ -157,6 +157,7 @@ type view struct {
 	NoRec                       string
 	Findings                    []Finding
 	SLO                         string
+	Conv                        *convView // conversation workloads only
 
 	Pareto, Cost, TTFT, TPOT, History, Effects charted
 	ParamCharts                                []charted
@@ -307,6 +308,7 @@ func (s *Study) build() *view {
 		Generated: s.Now.UTC().Format("2006-01-02 15:04 MST"), Tool: s.Tool, SLO: sp.SLO.String(), Findings: s.Findings}
 	v.Counts = s.counts()
 	s.recommendation(v)
+	s.conversation(v)
 	pts := recommend.StoredPoints(s.Trials, sp.Hardware.PricePerGPUHour)
 	s.frontTable(v, pts)
 	s.charts(v, pts)
@@ -579,7 +581,16 @@ func (s *Study) facts(v *view) {
 	if w.Capacity {
 		load = fmt.Sprintf("capacity search up to concurrency %d", w.MaxConcurrency)
 	}
-	add("workload", fmt.Sprintf("%s dataset, %d requests per level after %d warm-up, levels: %s", w.Dataset.Kind, w.RequestsPerLevel, w.Warmup, load))
+	if d := w.Dataset; d.Kind == "conversation" && d.Turns != nil {
+		think := "none"
+		if d.Think != nil {
+			think = d.Think.String()
+		}
+		add("workload", fmt.Sprintf("conversation dataset, %d sessions per level of %s turns (messages %s tokens, answers %s tokens, think time %s), levels: %s",
+			d.Sessions, d.Turns, d.Input, d.Output, think, load))
+	} else {
+		add("workload", fmt.Sprintf("%s dataset, %d requests per level after %d warm-up, levels: %s", w.Dataset.Kind, w.RequestsPerLevel, w.Warmup, load))
+	}
 	tool := st.Tool
 	if tool == "" {
 		tool = "not recorded (stored before servetune kept it)"
