@@ -120,3 +120,78 @@ func TestRecommendManifests(t *testing.T) {
 		})
 	}
 }
+
+// TestRecommendManifestsMoE: a study of an MoE model on 4 GPUs as two
+// data-parallel attention ranks of TP2 with expert parallelism prints,
+// and writes into both kinds of manifest, each engine's spelling of that
+// layout (vLLM: --data-parallel-size 2 --enable-expert-parallel; SGLang:
+// --tp-size 4 --dp-size 2 --ep-size 4 --enable-dp-attention), and asks
+// for all 4 GPUs.
+func TestRecommendManifestsMoE(t *testing.T) {
+	want := map[engine.Engine][]string{
+		engine.VLLM:   {"--tensor-parallel-size 2", "--data-parallel-size 2", "--enable-expert-parallel"},
+		engine.SGLang: {"--tp-size 4", "--dp-size 2", "--ep-size 4", "--enable-dp-attention"},
+	}
+	for _, e := range []engine.Engine{engine.VLLM, engine.SGLang} {
+		t.Run(string(e), func(t *testing.T) {
+			db := filepath.Join(t.TempDir(), "s.db")
+			src := strings.Replace(virtualStudy, "engine: vllm", "engine: "+string(e), 1)
+			src = strings.Replace(src, "model: meta-llama/Llama-3.1-8B-Instruct", "model: Qwen/Qwen3-30B-A3B", 1)
+			src = strings.Replace(src, "  max_running_requests: 32\n",
+				"  max_running_requests: 32\n  tensor_parallel: 2\n  data_parallel: 2\n  dp_attention: true\n  expert_parallel: true\n", 1)
+			if code, _, errs := runCLI(t, "tune", writeSpec(t, src), "--db", db); code != exitOK {
+				t.Fatalf("tune: exit %d: %s", code, errs)
+			}
+			code, line, errs := runCLI(t, "recommend", "same", "--db", db, "--format", string(e))
+			if code != exitOK {
+				t.Fatalf("recommend: %s", errs)
+			}
+			for _, f := range want[e] {
+				if !strings.Contains(line, f) {
+					t.Errorf("recommend prints %q, without %s", line, f)
+				}
+			}
+			for _, format := range []string{"k8s", "kserve"} {
+				code, out, errs := runCLI(t, "recommend", "same", "--db", db, "--format", format)
+				if code != exitOK {
+					t.Fatalf("--format %s: %s", format, errs)
+				}
+				docs := manifestDocs(out)
+				if len(docs) != 2 {
+					t.Fatalf("--format %s: %d documents:\n%s", format, len(docs), out)
+				}
+				var c corev1.Container
+				var res corev1.ResourceRequirements
+				if format == "k8s" {
+					var d appsv1.Deployment
+					if err := yaml.UnmarshalStrict(docs[0], &d); err != nil {
+						t.Fatal(err)
+					}
+					c = d.Spec.Template.Spec.Containers[0]
+					res = c.Resources
+				} else {
+					var rt kube.ServingRuntime
+					var isvc kube.InferenceService
+					if err := yaml.UnmarshalStrict(docs[0], &rt); err != nil {
+						t.Fatal(err)
+					}
+					if err := yaml.UnmarshalStrict(docs[1], &isvc); err != nil {
+						t.Fatal(err)
+					}
+					c = rt.Spec.Containers[0]
+					c.Args = append(c.Args, isvc.Spec.Predictor.Model.Args...)
+					res = isvc.Spec.Predictor.Model.Resources
+				}
+				args := strings.Join(append(append([]string(nil), c.Command...), c.Args...), " ")
+				for _, f := range want[e] {
+					if !strings.Contains(args, f) {
+						t.Errorf("--format %s: container %q, without %s", format, args, f)
+					}
+				}
+				if q := res.Limits[kube.GPUResource]; q.Value() != 4 {
+					t.Errorf("--format %s: GPU limit %v, want 4", format, res.Limits)
+				}
+			}
+		})
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -366,7 +367,20 @@ func printWhatif(w io.Writer, rep *whatif.Report) {
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "#\tGPU\tGPUs\tengine\treq/s\ttok/s/GPU\tTTFT p99\tTPOT p99\treplicas\t$/month\treserved\t$/Mtok\terror\t")
+	// MoE rows name their parallel shape (TP8, TP8+EP8, DP8+EP8): a
+	// column of its own, absent for dense models.
+	shaped := slices.ContainsFunc(rep.Rows, func(r whatif.Row) bool { return r.Shape != "" })
+	shapeCol := func(r whatif.Row) string {
+		if !shaped {
+			return ""
+		}
+		return r.Shape + "\t"
+	}
+	head := "#\tGPU\tGPUs\tengine\t"
+	if shaped {
+		head += "shape\t"
+	}
+	fmt.Fprintln(tw, head+"req/s\ttok/s/GPU\tTTFT p99\tTPOT p99\treplicas\t$/month\treserved\t$/Mtok\terror\t")
 	var unfit []whatif.Row
 	for _, r := range rep.Rows {
 		if r.Rank == 0 {
@@ -377,14 +391,17 @@ func printWhatif(w io.Writer, rep *whatif.Report) {
 		if rep.TargetRPS > 0 {
 			repl = fmt.Sprintf("%d (+%.0f%%)", r.Replicas, 100*r.Headroom)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%.3g\t%.0f\t%.0f ms\t%.1f ms\t%s\t%s\t%s\t%.2f\t±%.0f%%\t\n",
-			r.Rank, r.GPU, r.GPUsPerReplica, r.Engine, r.CapacityRPS, r.OutputTokensPerSPerGPU, r.TTFTP99, r.TPOTP99,
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s%.3g\t%.0f\t%.0f ms\t%.1f ms\t%s\t%s\t%s\t%.2f\t±%.0f%%\t\n",
+			r.Rank, r.GPU, r.GPUsPerReplica, r.Engine, shapeCol(r), r.CapacityRPS, r.OutputTokensPerSPerGPU, r.TTFTP99, r.TPOTP99,
 			repl, dollars(r.MonthlyCost), dollars(r.MonthlyCostReserved), r.CostPerMTok, 100*r.ErrorBand)
 	}
 	tw.Flush()
 	short := func(r whatif.Row) string {
 		if len(rep.Engines) > 1 {
 			return r.Name()
+		}
+		if r.Shape != "" {
+			return fmt.Sprintf("%s x%d %s", r.GPU, r.GPUsPerReplica, r.Shape)
 		}
 		return fmt.Sprintf("%s x%d", r.GPU, r.GPUsPerReplica)
 	}
@@ -400,7 +417,7 @@ func printWhatif(w io.Writer, rep *whatif.Report) {
 	if len(unfit) > 0 {
 		fmt.Fprintln(w, "\ncannot serve:")
 		for _, r := range unfit {
-			fmt.Fprintf(w, "  %s x%d %s: %s\n", r.GPU, r.GPUsPerReplica, r.Engine, r.Reason)
+			fmt.Fprintf(w, "  %s: %s\n", r.Name(), r.Reason)
 		}
 	}
 	fmt.Fprintln(w, "\nerror bands (the simulator's expected error in each row's regime, internal/model/sim/doc.go):")

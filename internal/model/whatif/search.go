@@ -35,6 +35,12 @@ var (
 // it can, searches its settings with the tuner in virtual time.
 func searchCandidate(ctx context.Context, o Options, m catalog.Model, c candidate, note func(string)) (Row, error) {
 	row := Row{GPU: c.gpu.ID, GPUsPerReplica: c.n, Engine: c.engine, Fits: true}
+	if sh := c.shape; sh != nil {
+		row.Shape, row.ExpertParallel = sh.String(), sh.ep
+		if sh.dp > 1 {
+			row.DataParallel = sh.dp
+		}
+	}
 	if c.cal != nil {
 		row.Calibration = c.cal.Name
 	}
@@ -52,7 +58,7 @@ func searchCandidate(ctx context.Context, o Options, m catalog.Model, c candidat
 		return row, err
 	}
 	defer db.Close()
-	eval := &layoutEval{r: &tuner.TrialRunner{Spec: sp, Bootstrap: 1}, n: c.n}
+	eval := &layoutEval{r: &tuner.TrialRunner{Spec: sp, Bootstrap: 1}, n: c.n, shape: c.shape}
 	study := &tuner.Study{Spec: sp, Store: db, Eval: eval, OnFinish: func(r tuner.TrialReport) {
 		note(fmt.Sprintf("%s: trial %d/%d", c.name(), r.Done, r.Total))
 	}}
@@ -74,7 +80,7 @@ func searchCandidate(ctx context.Context, o Options, m catalog.Model, c candidat
 		row.Reason = noCapacity(sp, trials)
 		return row, nil
 	}
-	set := withLayout(best.Settings, c.n)
+	set := withLayout(best.Settings, c.n, c.shape)
 	if pp, _ := set.Int("pipeline_parallel"); pp == 1 {
 		delete(set, "pipeline_parallel") // the engines' default: no flag to print
 	}
@@ -156,7 +162,7 @@ func fits(o Options, c candidate, tps []int) (engine.Settings, string) {
 			}
 			set := a.Clone()
 			set["tensor_parallel"], set["kv_cache_dtype"], set["quantization"], set["max_model_len"] = tp, kv, q, o.MaxModelLen
-			if c.n > 1 && tps[0] < c.n {
+			if c.n > 1 && tps[0] < c.n && c.shape == nil {
 				set["pipeline_parallel"] = pp
 			}
 			if c.engine == engine.SGLang {
@@ -164,7 +170,7 @@ func fits(o Options, c candidate, tps []int) (engine.Settings, string) {
 				set["gpu_memory_fraction"] = math.Round((f-0.05)*100) / 100
 			}
 			v := launcherFor(o, c)
-			cfg, err := v.Config(launcher.Spec{Engine: c.engine, Model: o.Model, Settings: withLayout(set, c.n), GPUs: make([]int, c.n)})
+			cfg, err := v.Config(launcher.Spec{Engine: c.engine, Model: o.Model, Settings: withLayout(set, c.n, c.shape), GPUs: make([]int, c.n)})
 			if err != nil {
 				last = oneLine(err)
 				continue
@@ -225,7 +231,7 @@ func contains(v []string, s string) bool {
 func studySpec(o Options, m catalog.Model, c candidate, tps []int) (*spec.Spec, error) {
 	params := []space.Param{space.Choices("tensor_parallel", tps...)}
 	constraints := []string{"max_batched_tokens >= max_running_requests"}
-	if c.n > 1 && tps[0] < c.n {
+	if c.n > 1 && tps[0] < c.n && c.shape == nil {
 		pps := []int{1}
 		for pp := 2; pp <= min(c.n, 4); pp *= 2 {
 			pps = append(pps, pp)
@@ -282,19 +288,26 @@ func studySpec(o Options, m catalog.Model, c candidate, tps []int) (*spec.Spec, 
 
 // layoutEval runs a trial with data_parallel filling the candidate's n
 // GPUs: the space ranges over tensor and pipeline parallel sizes, and what
-// is left of n is data-parallel ranks inside the replica.
+// is left of n is data-parallel ranks inside the replica; an MoE
+// candidate's shape fixes the layout instead.
 type layoutEval struct {
-	r *tuner.TrialRunner
-	n int
+	r     *tuner.TrialRunner
+	n     int
+	shape *shape
 }
 
 func (e *layoutEval) Evaluate(ctx context.Context, number int, set space.Settings, _ []int) trial.Result {
-	return e.r.Evaluate(ctx, number, withLayout(set, e.n), make([]int, e.n))
+	return e.r.Evaluate(ctx, number, withLayout(set, e.n, e.shape), make([]int, e.n))
 }
 
-// withLayout adds data_parallel = n / (tensor_parallel x pipeline_parallel).
-func withLayout(set space.Settings, n int) space.Settings {
+// withLayout adds data_parallel = n / (tensor_parallel x pipeline_parallel),
+// or the MoE shape's layout (shape.apply) when there is one.
+func withLayout(set space.Settings, n int, sh *shape) space.Settings {
 	s := set.Clone()
+	if sh != nil {
+		sh.apply(s)
+		return s
+	}
 	tp, pp := 1, 1
 	if v, ok := s.Int("tensor_parallel"); ok {
 		tp = v

@@ -102,9 +102,15 @@ type Price struct {
 // Row is one candidate: a GPU type, GPUs per replica and engine, with the
 // best settings the search found, or why it cannot serve.
 type Row struct {
-	GPU            string          `json:"gpu"`
-	GPUsPerReplica int             `json:"gpus_per_replica"`
-	Engine         engine.Engine   `json:"engine"`
+	GPU            string        `json:"gpu"`
+	GPUsPerReplica int           `json:"gpus_per_replica"`
+	Engine         engine.Engine `json:"engine"`
+	// Shape is an MoE row's parallel layout ("TP8", "TP8+EP8", "DP8+EP8",
+	// "TP2xDP4+EP8"), with its data-parallel attention ranks and whether
+	// the experts are placed whole; empty (and 0, false) for dense models.
+	Shape          string          `json:"shape,omitempty"`
+	DataParallel   int             `json:"data_parallel,omitempty"`
+	ExpertParallel bool            `json:"expert_parallel,omitempty"`
 	Settings       engine.Settings `json:"settings"`
 	// CapacityRPS is the highest Poisson request rate one replica serves
 	// within the SLOs with no failed request.
@@ -141,8 +147,14 @@ type Row struct {
 	TiesWith []string `json:"ties_with,omitempty"`
 }
 
-// Name is "H200 x4 vllm".
-func (r Row) Name() string { return fmt.Sprintf("%s x%d %s", r.GPU, r.GPUsPerReplica, r.Engine) }
+// Name is "H200 x4 vllm", or "H200 x8 vllm DP8+EP8" for an MoE row.
+func (r Row) Name() string {
+	n := fmt.Sprintf("%s x%d %s", r.GPU, r.GPUsPerReplica, r.Engine)
+	if r.Shape != "" {
+		n += " " + r.Shape
+	}
+	return n
+}
 
 // CostRange is the row's ranking figure over its error band: $ per month
 // with a target (replicas at capacity x (1 ± band)), else $ per Mtok.
@@ -185,11 +197,18 @@ type candidate struct {
 	engine engine.Engine
 	cal    *Calibration
 	tps    []int           // tensor-parallel sizes the model allows on n GPUs
+	shape  *shape          // an MoE model's fixed layout; nil searches the tensor/pipeline split
 	anchor engine.Settings // the first configuration to measure; nil when nothing fits
 	unfit  string          // why nothing fits
 }
 
-func (c candidate) name() string { return fmt.Sprintf("%s x%d %s", c.gpu.ID, c.n, c.engine) }
+func (c candidate) name() string {
+	n := fmt.Sprintf("%s x%d %s", c.gpu.ID, c.n, c.engine)
+	if c.shape != nil {
+		n += " " + c.shape.String()
+	}
+	return n
+}
 
 // MaxTargetRPS bounds --target-rps: a million requests a second is
 // thousands of replicas of any row, past what a purchase question asks.
@@ -401,7 +420,15 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	for _, g := range gpus {
 		for n := 1; n <= o.MaxGPUs; n *= 2 {
 			for _, e := range o.Engines {
-				cands = append(cands, candidate{gpu: g, n: n, engine: e, cal: o.calibrationFor(g.ID, e)})
+				c := candidate{gpu: g, n: n, engine: e, cal: o.calibrationFor(g.ID, e)}
+				shapes := moeShapes(m, n)
+				if len(shapes) == 0 {
+					cands = append(cands, c)
+				}
+				for _, sh := range shapes {
+					c.shape = &sh
+					cands = append(cands, c)
+				}
 			}
 		}
 	}
@@ -413,6 +440,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	for i := range cands {
 		c := &cands[i]
 		c.tps = tensorChoices(m, c.n)
+		if c.shape != nil {
+			c.tps = []int{c.shape.tp}
+		}
 		c.anchor, c.unfit = fits(o, *c, c.tps)
 		if c.anchor != nil {
 			anyFits = true

@@ -276,3 +276,31 @@ func TestBadServe(t *testing.T) {
 		}
 	}
 }
+
+// TestExpertAndDataParallelArgs: an MoE layout (data-parallel attention
+// ranks with expert parallelism) reaches the container's arguments in
+// each engine's spelling, and the pod asks for every GPU of the layout.
+func TestExpertAndDataParallelArgs(t *testing.T) {
+	set := engine.Settings{"tensor_parallel": 1, "data_parallel": 8, "dp_attention": true, "expert_parallel": true}
+	for _, tc := range []struct {
+		engine engine.Engine
+		want   string
+	}{
+		{engine.VLLM, "--tensor-parallel-size 1 --data-parallel-size 8 --enable-expert-parallel"},
+		{engine.SGLang, "--tp-size 8 --dp-size 8 --ep-size 8 --enable-dp-attention"},
+	} {
+		s := Serve{Engine: tc.engine, Model: "deepseek-ai/DeepSeek-V3", GPUs: set.GPUs(), GPU: "H200", Settings: set}
+		d, _, err := Deployment(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := d.Spec.Template.Spec.Containers[0]
+		if args := strings.Join(append(append([]string(nil), c.Command...), c.Args...), " "); !strings.Contains(args, tc.want) {
+			t.Errorf("%s: container %q, want %q in it", tc.engine, args, tc.want)
+		}
+		if q := c.Resources.Limits[GPUResource]; q.Value() != 8 {
+			t.Errorf("%s: GPU limit %v, want 8", tc.engine, c.Resources.Limits)
+		}
+		sameServe(t, s, containerCommand(t, s.Engine, c.Command, c.Args), engine.ContainerPort)
+	}
+}
