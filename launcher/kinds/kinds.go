@@ -5,7 +5,8 @@
 package kinds
 
 import (
-	_ "github.com/servetune/servetune/launcher/docker"    // docker
-	_ "github.com/servetune/servetune/launcher/simulated" // sim, virtual
-	_ "github.com/servetune/servetune/launcher/slurm"     // slurm
+	_ "github.com/servetune/servetune/launcher/docker"     // docker
+	_ "github.com/servetune/servetune/launcher/kubernetes" // kubernetes
+	_ "github.com/servetune/servetune/launcher/simulated"  // sim, virtual
+	_ "github.com/servetune/servetune/launcher/slurm"      // slurm
 )

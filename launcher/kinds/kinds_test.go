@@ -29,6 +29,8 @@ func TestKindCapabilities(t *testing.T) {
 		{"docker", "image: servetune-sim:dev\ntime_scale: 5\nhosts:\n  - {docker_host: \"ssh://me@gpu-a\", address: 10.0.0.7, gpus: [0, 1]}\n  - {docker_host: \"tcp://gpu-b:2375\", address: 10.0.0.8, gpus: [3]}",
 			"GPUs=[0 1 103] HostOf Reap TimeScale=5 Preflight"},
 		{"slurm", "partition: gpu", "Reap TimeScale=1 Preflight"},
+		{"kubernetes", "namespace: llm\nimage: vllm/vllm-openai:v0.11.0", "Reap TimeScale=1 Preflight"},
+		{"kubernetes", "image: servetune-sim:dev\ngpus: [0, 1, 2, 3]\ntime_scale: 5\naccess: pod-ip", "GPUs=[0 1 2 3] Reap TimeScale=5 Preflight"},
 		{"slurm", "simulated: true\ntime_scale: 20", "Reap TimeScale=20 Preflight"},
 	}
 	listed := map[string]bool{}
