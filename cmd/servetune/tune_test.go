@@ -62,7 +62,7 @@ func TestTuneInvalidSpec(t *testing.T) {
 		name, old, new, want string
 	}{
 		{"unknown key", "engine: vllm", "engine: vllm\nenginee: sglang", `:4: enginee: unknown key`},
-		{"bad launcher", "kind: sim", "kind: kubernetes", `:5: launcher.kind: "kubernetes"`},
+		{"bad launcher", "kind: sim", "kind: nomad", `:5: launcher.kind: "nomad"`},
 		{"bad space value", "gpu_memory_fraction: [0.1, 0.9]", "gpu_memory_fraction: [0.1, 1.9]", `:13: space.gpu_memory_fraction`},
 		{"bad objective", "seed: 1,", "seed: 1, objective: max happiness,", `:20: tuner.objective`},
 	}
