@@ -41,9 +41,8 @@ func (s shape) String() string {
 // parallelism, and every split of n into TP × DP attention ranks with
 // expert parallelism over all n GPUs (DP=n+EP, TP2×DP4+EP, ...). A
 // tensor-parallel size the model's heads do not allow is left out. Both
-// engines run each of them (vLLM: --data-parallel-size with
-// --enable-expert-parallel; SGLang: --dp-size --enable-dp-attention
-// --ep-size, internal/serving/engine/flags.go). Nil for dense models and
+// engines run each of them (the settings data_parallel, expert_parallel
+// and dp_attention, spelled per engine in internal/serving/engine/flags.go). Nil for dense models and
 // for one GPU, which keep the tensor/pipeline search.
 func moeShapes(m catalog.Model, n int) []shape {
 	if !m.MoE() || n < 2 {
