@@ -368,19 +368,9 @@ func (h *httpTransport) converse(ctx context.Context, p measure.Phase, sessions 
 	var wg sync.WaitGroup
 	for _, sess := range sessions {
 		sched := next()
-		if !sleepUntil(ctx, timer, start.Add(sched)) {
+		ready, ok := admit(ctx, timer, start, sched, sem)
+		if !ok {
 			break
-		}
-		ready := sched
-		if sem != nil {
-			select {
-			case freed := <-sem:
-				ready = max(ready, freed.Sub(start))
-			case <-ctx.Done():
-			}
-			if ctx.Err() != nil {
-				break
-			}
 		}
 		wg.Go(func() {
 			h.session(ctx, p, sess, reqs, scale, start, sched, ready, live, finish)

@@ -131,19 +131,9 @@ func (h *httpTransport) Send(ctx context.Context, p measure.Phase) ([]measure.Re
 		}
 		req := p.Request(i)
 		body, bodyErr := h.c.body(req)
-		if !sleepUntil(dctx, timer, start.Add(sched)) {
+		ready, ok := admit(dctx, timer, start, sched, sem)
+		if !ok {
 			break
-		}
-		ready := sched
-		if sem != nil {
-			select {
-			case freed := <-sem:
-				ready = max(ready, freed.Sub(start))
-			case <-dctx.Done():
-			}
-			if dctx.Err() != nil {
-				break
-			}
 		}
 		inflight.Go(func() {
 			rec := measure.Record{Sched: sched}
@@ -262,6 +252,25 @@ func (f *inflight) watch(waiting func(int, time.Duration)) (stop func()) {
 const spinWindow = 1500 * time.Microsecond
 
 // sleepUntil waits for t or ctx's end; false when ctx ended first.
+// admit waits until sched after start and then, under a concurrency cap
+// (sem non-nil), for a slot; ready is when the request could go (the later
+// of the two, from start), which send lateness is measured against. false
+// when ctx ends first.
+func admit(ctx context.Context, timer *time.Timer, start time.Time, sched time.Duration, sem chan time.Time) (ready time.Duration, ok bool) {
+	if !sleepUntil(ctx, timer, start.Add(sched)) {
+		return 0, false
+	}
+	ready = sched
+	if sem != nil {
+		select {
+		case freed := <-sem:
+			ready = max(ready, freed.Sub(start))
+		case <-ctx.Done():
+		}
+	}
+	return ready, ctx.Err() == nil
+}
+
 func sleepUntil(ctx context.Context, timer *time.Timer, t time.Time) bool {
 	if d := time.Until(t) - spinWindow; d > 0 {
 		timer.Reset(d)
