@@ -161,49 +161,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	align := "off"
-	if !cfg.NoAlign {
-		// Bounded so that a hung server costs little before the run
-		// classifies it.
-		actx, cancel := context.WithTimeout(ctx, min(timeout(cfg), 10*time.Second))
-		alignRNG := rand.New(rand.NewPCG(cfg.Seed, streamAlign))
-		align = tr.Align(actx, reqs, alignRNG)
-		if len(warm) > 0 {
-			tr.Align(actx, warm, alignRNG)
-		}
-		cancel()
-	}
-	reset := ""
-	if cfg.ResetPrefixCache && cfg.Transport == nil {
-		// After the checks, before anything is sent: a refused run
-		// leaves the server as it was. Bounded like the alignment.
-		rctx, cancel := context.WithTimeout(ctx, min(timeout(cfg), 3*time.Second))
-		reset, _ = ResetPrefixCache(rctx, cfg.Target)
-		cancel()
-	}
+	align, reset := cfg.prepareServer(ctx, tr, reqs, warm)
 
-	var records []measure.Record
-	if len(warm) > 0 {
-		wc := cfg.Load.MaxConcurrency
-		if wc == 0 {
-			wc = min(max(cfg.Warmup, len(warm)), 4096)
-		}
-		count := max(cfg.Warmup, len(warm)) // the warm-up pool cycles past countPool
-		recs, _ := tr.Send(ctx, measure.Phase{Waiting: cfg.Waiting,
-			Warmup: true, Count: count, MaxConcurrency: wc, Timeout: timeout(cfg),
-			Request: func(i int) measure.Request {
-				r := warm[i%len(warm)]
-				if cycle := i / len(warm); cycle > 0 {
-					r.Prompt = recycledPrompt(r, cycle)
-				}
-				r.Index = -1 - i // warm-up indices are negative
-				return r
-			},
-		})
-		records = append(records, recs...)
-		if why := stopReason(tr); why != "" {
-			return &Result{Records: records}, fmt.Errorf("%w during the warm-up: %s", ErrStopped, why)
-		}
+	records, err := cfg.warmUp(ctx, tr, warm)
+	if err != nil {
+		return &Result{Records: records}, err
 	}
 	if err := ctx.Err(); err != nil {
 		return &Result{Records: records}, err
@@ -260,6 +222,60 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return &Result{Summary: sum, Records: records, Start: start, GPU: seen.gpu}, fmt.Errorf("%w: %s", ErrStopped, why)
 	}
 	return &Result{Summary: sum, Records: records, Start: start, GPU: seen.gpu}, ctx.Err()
+}
+
+// prepareServer aligns the prompts' lengths with the server's tokenizer
+// and resets its prefix cache when asked; it returns what each did, for
+// the result's meta.
+func (cfg Config) prepareServer(ctx context.Context, tr measure.Transport, reqs, warm []measure.Request) (align, reset string) {
+	align = "off"
+	if !cfg.NoAlign {
+		// Bounded so that a hung server costs little before the run
+		// classifies it.
+		actx, cancel := context.WithTimeout(ctx, min(timeout(cfg), 10*time.Second))
+		alignRNG := rand.New(rand.NewPCG(cfg.Seed, streamAlign))
+		align = tr.Align(actx, reqs, alignRNG)
+		if len(warm) > 0 {
+			tr.Align(actx, warm, alignRNG)
+		}
+		cancel()
+	}
+	if cfg.ResetPrefixCache && cfg.Transport == nil {
+		// After the checks, before anything is sent: a refused run
+		// leaves the server as it was. Bounded like the alignment.
+		rctx, cancel := context.WithTimeout(ctx, min(timeout(cfg), 3*time.Second))
+		reset, _ = ResetPrefixCache(rctx, cfg.Target)
+		cancel()
+	}
+	return align, reset
+}
+
+// warmUp sends the warm-up requests (none when warm is empty); an error
+// when the transport stopped during them.
+func (cfg Config) warmUp(ctx context.Context, tr measure.Transport, warm []measure.Request) ([]measure.Record, error) {
+	if len(warm) == 0 {
+		return nil, nil
+	}
+	wc := cfg.Load.MaxConcurrency
+	if wc == 0 {
+		wc = min(max(cfg.Warmup, len(warm)), 4096)
+	}
+	count := max(cfg.Warmup, len(warm)) // the warm-up pool cycles past countPool
+	recs, _ := tr.Send(ctx, measure.Phase{Waiting: cfg.Waiting,
+		Warmup: true, Count: count, MaxConcurrency: wc, Timeout: timeout(cfg),
+		Request: func(i int) measure.Request {
+			r := warm[i%len(warm)]
+			if cycle := i / len(warm); cycle > 0 {
+				r.Prompt = recycledPrompt(r, cycle)
+			}
+			r.Index = -1 - i // warm-up indices are negative
+			return r
+		},
+	})
+	if why := stopReason(tr); why != "" {
+		return recs, fmt.Errorf("%w during the warm-up: %s", ErrStopped, why)
+	}
+	return recs, nil
 }
 
 // watcher observes the engine during a measured phase: its /metrics and
