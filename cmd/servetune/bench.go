@@ -19,6 +19,7 @@ import (
 	"github.com/servetune/servetune/internal/load/bench"
 	"github.com/servetune/servetune/internal/load/measure"
 	"github.com/servetune/servetune/internal/load/openai"
+	"github.com/servetune/servetune/internal/present/diagnose"
 	"github.com/servetune/servetune/internal/present/report"
 	"github.com/servetune/servetune/internal/redact"
 	"github.com/servetune/servetune/internal/serving/engine"
@@ -492,22 +493,10 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 			}
 			return failedError(err)
 		}
-		if res.Summary.Meta == nil {
-			res.Summary.Meta = map[string]any{}
-		}
-		res.Summary.Meta["tool"] = "servetune " + version
-		res.Summary.Meta["level"] = li
-		res.Summary.Meta["run_seed"] = runSeed // --seed reproduces every level
-		res.Summary.Meta["seed_given"] = seedGiven
-		if f.keepPrefixCache {
-			res.Summary.Meta["prefix_cache_reset"] = "kept (--keep-prefix-cache)"
-		} else if how, _ := res.Summary.Meta["prefix_cache_reset"].(string); strings.HasPrefix(how, "not offered") && !resetNoted {
+		findings := annotateLevel(&res.Summary, f, l.load, li, runSeed, seedGiven)
+		if how, _ := res.Summary.Meta["prefix_cache_reset"].(string); !f.keepPrefixCache && strings.HasPrefix(how, "not offered") && !resetNoted {
 			resetNoted = true
 			fmt.Fprintf(stderr, "note: the server's prefix cache was not emptied, %s; each level sends prompts of its own\n", how)
-		}
-		findings := benchFindings(l.load, res.Summary, "", nil)
-		if len(findings) > 0 {
-			res.Summary.Meta["findings"] = findings
 		}
 		sums = append(sums, res.Summary)
 		printSummary(stdout, l.name, res.Summary)
@@ -526,6 +515,33 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 	if err := out.finish(sums); err != nil {
 		return err
 	}
+	return benchOutcome(runErr, sums)
+}
+
+// annotateLevel writes what servetune adds to a level's meta (the tool,
+// the level, the seeds, a kept prefix cache, the findings) and returns
+// the findings.
+func annotateLevel(sum *measure.Summary, f *benchFlags, l measure.Load, li int, runSeed uint64, seedGiven bool) []diagnose.Finding {
+	if sum.Meta == nil {
+		sum.Meta = map[string]any{}
+	}
+	sum.Meta["tool"] = "servetune " + version
+	sum.Meta["level"] = li
+	sum.Meta["run_seed"] = runSeed // --seed reproduces every level
+	sum.Meta["seed_given"] = seedGiven
+	if f.keepPrefixCache {
+		sum.Meta["prefix_cache_reset"] = "kept (--keep-prefix-cache)"
+	}
+	findings := benchFindings(l, *sum, "", nil)
+	if len(findings) > 0 {
+		sum.Meta["findings"] = findings
+	}
+	return findings
+}
+
+// benchOutcome is a finished run's exit: an interruption or a level's
+// error, a level where no request completed, or nil.
+func benchOutcome(runErr error, sums []measure.Summary) error {
 	switch {
 	case errors.Is(runErr, context.Canceled):
 		done, cancelled := 0, 0
