@@ -366,6 +366,47 @@ func printWhatif(w io.Writer, rep *whatif.Report) {
 		fmt.Fprintf(w, "no target: ranked by $ per million output tokens at one replica's capacity; $/month is one replica (%d h)\n", whatif.HoursPerMonth)
 	}
 	fmt.Fprintln(w)
+	unfit := printWhatifTable(w, rep)
+	short := func(r whatif.Row) string { return whatifShortName(rep, r) }
+	if ties := rep.Ties(); ties != nil {
+		names := make([]string, len(ties))
+		for i, r := range ties {
+			names[i] = short(r)
+		}
+		fmt.Fprintf(w, "\ntie: %s are within the model's error of each other; measure them (or calibrate) before choosing\n", joinAnd(names))
+	} else if len(rep.Rows) > 0 && rep.Rows[0].Rank == 1 {
+		fmt.Fprintf(w, "\nbest: %s stands apart from the next row beyond the model's error\n", short(rep.Rows[0]))
+	}
+	if len(unfit) > 0 {
+		fmt.Fprintln(w, "\ncannot serve:")
+		for _, r := range unfit {
+			fmt.Fprintf(w, "  %s: %s\n", r.Name(), r.Reason)
+		}
+	}
+	printWhatifSources(w, rep)
+	shown := 0
+	for _, r := range rep.Rows {
+		if r.Rank == 0 || shown == 3 {
+			break
+		}
+		if shown == 0 {
+			fmt.Fprintln(w, "\nserve commands (per replica):")
+		}
+		shown++
+		fmt.Fprintf(w, "  #%d %s: %s\n", r.Rank, short(r), r.ServeCommand)
+	}
+	for _, r := range rep.Rows {
+		if r.Calibration != "" {
+			fmt.Fprintf(w, "\ncalibrated rows use their GPU's profile (%s); the others the stock constants\n", r.Calibration)
+			break
+		}
+	}
+	fmt.Fprintf(w, "\nsearched %d candidates, %d trials, in %.1f s\n", rep.Candidates, rep.TrialsRun, rep.Wall.Seconds())
+}
+
+// printWhatifTable prints the ranked rows as a table and returns the rows
+// that cannot serve.
+func printWhatifTable(w io.Writer, rep *whatif.Report) []whatif.Row {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	// MoE rows name their parallel shape (TP8, TP8+EP8, DP8+EP8): a
 	// column of its own, absent for dense models.
@@ -396,30 +437,24 @@ func printWhatif(w io.Writer, rep *whatif.Report) {
 			repl, dollars(r.MonthlyCost), dollars(r.MonthlyCostReserved), r.CostPerMTok, 100*r.ErrorBand)
 	}
 	tw.Flush()
-	short := func(r whatif.Row) string {
-		if len(rep.Engines) > 1 {
-			return r.Name()
-		}
-		if r.Shape != "" {
-			return fmt.Sprintf("%s x%d %s", r.GPU, r.GPUsPerReplica, r.Shape)
-		}
-		return fmt.Sprintf("%s x%d", r.GPU, r.GPUsPerReplica)
+	return unfit
+}
+
+// whatifShortName names a row in the lines under the table: its GPU,
+// count and shape, or its whole name when several engines compete.
+func whatifShortName(rep *whatif.Report, r whatif.Row) string {
+	if len(rep.Engines) > 1 {
+		return r.Name()
 	}
-	if ties := rep.Ties(); ties != nil {
-		names := make([]string, len(ties))
-		for i, r := range ties {
-			names[i] = short(r)
-		}
-		fmt.Fprintf(w, "\ntie: %s are within the model's error of each other; measure them (or calibrate) before choosing\n", joinAnd(names))
-	} else if len(rep.Rows) > 0 && rep.Rows[0].Rank == 1 {
-		fmt.Fprintf(w, "\nbest: %s stands apart from the next row beyond the model's error\n", short(rep.Rows[0]))
+	if r.Shape != "" {
+		return fmt.Sprintf("%s x%d %s", r.GPU, r.GPUsPerReplica, r.Shape)
 	}
-	if len(unfit) > 0 {
-		fmt.Fprintln(w, "\ncannot serve:")
-		for _, r := range unfit {
-			fmt.Fprintf(w, "  %s: %s\n", r.Name(), r.Reason)
-		}
-	}
+	return fmt.Sprintf("%s x%d", r.GPU, r.GPUsPerReplica)
+}
+
+// printWhatifSources prints where the rows' error bands and prices come
+// from.
+func printWhatifSources(w io.Writer, rep *whatif.Report) {
 	fmt.Fprintln(w, "\nerror bands (the simulator's expected error in each row's regime, internal/model/sim/doc.go):")
 	seen := map[string]bool{}
 	for _, r := range rep.Rows {
@@ -438,24 +473,6 @@ func printWhatif(w io.Writer, rep *whatif.Report) {
 		p := rep.Prices[id]
 		fmt.Fprintf(w, "  %-9s %.2f  %s, %s\n", id, p.PerGPUHour, p.Date, p.Source)
 	}
-	shown := 0
-	for _, r := range rep.Rows {
-		if r.Rank == 0 || shown == 3 {
-			break
-		}
-		if shown == 0 {
-			fmt.Fprintln(w, "\nserve commands (per replica):")
-		}
-		shown++
-		fmt.Fprintf(w, "  #%d %s: %s\n", r.Rank, short(r), r.ServeCommand)
-	}
-	for _, r := range rep.Rows {
-		if r.Calibration != "" {
-			fmt.Fprintf(w, "\ncalibrated rows use their GPU's profile (%s); the others the stock constants\n", r.Calibration)
-			break
-		}
-	}
-	fmt.Fprintf(w, "\nsearched %d candidates, %d trials, in %.1f s\n", rep.Candidates, rep.TrialsRun, rep.Wall.Seconds())
 }
 
 func dollars(v float64) string {
