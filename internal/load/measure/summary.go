@@ -235,14 +235,7 @@ func Summarize(records []Record, opts SummaryOptions) Summary {
 			detail.add(r)
 		}
 		if r.Error != ErrNone {
-			s.Failed++
-			s.Errors[string(r.Error)]++
-			if _, ok := s.ErrorMessages[string(r.Error)]; !ok && r.ErrorMsg != "" {
-				if s.ErrorMessages == nil {
-					s.ErrorMessages = map[string]string{}
-				}
-				s.ErrorMessages[string(r.Error)] = r.ErrorMsg
-			}
+			s.addFailure(r)
 			continue
 		}
 		s.Completed++
@@ -276,13 +269,7 @@ func Summarize(records []Record, opts SummaryOptions) Summary {
 	if last < first {
 		last = first
 	}
-	s.Duration = (last - first).Seconds()
-	if s.Duration > 0 {
-		s.RequestThroughput = float64(s.Completed) / s.Duration
-		s.OutputThroughput = float64(s.TotalOutputTokens) / s.Duration
-		s.TotalTokenThroughput = float64(s.TotalInputTokens+s.TotalOutputTokens) / s.Duration
-		s.RequestGoodput = float64(good) / s.Duration
-	}
+	s.setRates(last-first, good)
 	s.PeakOutputThroughput = peakOutput(records, first)
 	s.MaxConcurrentRequests = peakInFlight(records)
 	s.Detail = detail
@@ -300,6 +287,31 @@ func Summarize(records []Record, opts SummaryOptions) Summary {
 	s.E2EL = NewStats(e2el, rng, b)
 	s.E2ELSched = NewStats(e2elSched, rng, b)
 	return s
+}
+
+// addFailure counts failed record r by its class, keeping the class's
+// first message.
+func (s *Summary) addFailure(r *Record) {
+	s.Failed++
+	s.Errors[string(r.Error)]++
+	if _, ok := s.ErrorMessages[string(r.Error)]; !ok && r.ErrorMsg != "" {
+		if s.ErrorMessages == nil {
+			s.ErrorMessages = map[string]string{}
+		}
+		s.ErrorMessages[string(r.Error)] = r.ErrorMsg
+	}
+}
+
+// setRates sets the duration and the throughputs over it (none over a
+// zero duration); good is the requests that met the goodput SLO.
+func (s *Summary) setRates(d time.Duration, good int) {
+	s.Duration = d.Seconds()
+	if s.Duration > 0 {
+		s.RequestThroughput = float64(s.Completed) / s.Duration
+		s.OutputThroughput = float64(s.TotalOutputTokens) / s.Duration
+		s.TotalTokenThroughput = float64(s.TotalInputTokens+s.TotalOutputTokens) / s.Duration
+		s.RequestGoodput = float64(good) / s.Duration
+	}
 }
 
 // add appends measured record r to d.
