@@ -278,6 +278,17 @@ var table = []setting{
 	{name: "async_scheduling", typ: Bool, doc: "vLLM: schedule the next step while the GPU runs this one (on by default)",
 		vllm: spelling{on: []string{"--async-scheduling"}, off: []string{"--no-async-scheduling"}}},
 
+	// Disaggregated prefill and decode (docs/reference.md (Disaggregated
+	// prefill and decode)): vLLM's KV connector and its role, SGLang's
+	// mode and transfer backend. Server settings: a deployment's parts
+	// differ in them, a study does not tune them.
+	{name: "kv_transfer_config", typ: String, doc: "vLLM: the KV connector and its role, as JSON (disaggregated prefill and decode)",
+		vllm: spelling{flag: "--kv-transfer-config", read: readKVTransferConfig}},
+	{name: "disaggregation_mode", typ: String, doc: "SGLang: this server's part in disaggregated prefill and decode (null, prefill, decode)",
+		sglang: spelling{flag: "--disaggregation-mode", read: readDisaggregationMode}},
+	{name: "disaggregation_transfer_backend", typ: String, doc: "SGLang: the KV transfer backend of disaggregated prefill and decode",
+		sglang: spelling{flag: "--disaggregation-transfer-backend"}},
+
 	// The simulated engine's own flags (both command lines; SimEnv holds the
 	// environment variables that stand in for them).
 	{name: "sim_gpu", typ: String, sim: true, doc: "catalog GPU the simulator models",
@@ -298,6 +309,8 @@ var table = []setting{
 	// engine flag: the simulator is told it.
 	{name: "sim_spec_acceptance", typ: Float, sim: true, doc: "speculative decoding: the chance each draft token is accepted, in [0, 1)",
 		vllm: spelling{flag: "--spec-acceptance"}, sglang: spelling{flag: "--spec-acceptance"}},
+	{name: "sim_kv_link", typ: String, sim: true, doc: "disaggregated prefill and decode: the link the KV cache crosses (nvlink, pcie, infiniband, roce, ethernet)",
+		vllm: spelling{flag: "--kv-link"}, sglang: spelling{flag: "--kv-link"}},
 	{name: "sim_force_calibration", typ: Bool, sim: true, doc: "use the calibration profile even on another GPU or engine",
 		vllm: spelling{on: []string{"--force-calibration"}}, sglang: spelling{on: []string{"--force-calibration"}}},
 }
@@ -314,7 +327,7 @@ var (
 		"--max-log-len", "--tokenizer-mode", "--generation-config", "--compilation-config", "-O",
 		"--random-seed", "--log-level", "--attention-backend", "--schedule-policy", "--tool-call-parser",
 		"--reasoning-parser", "--chat-template", "--max-num-partial-prefills", "--limit-mm-per-prompt",
-		"--kv-transfer-config", "--cuda-graph-bs"}
+		"--cuda-graph-bs"}
 )
 
 // secretSettings name settings whose values are credentials (never stored
