@@ -43,6 +43,9 @@ type whatifFlags struct {
 	requests                  int
 	jsonOut                   string
 	noProgress                bool
+	specAccept                float64
+	specTokens                int
+	specMethod, specDraft     string
 }
 
 func newWhatifCmd() *cobra.Command {
@@ -91,6 +94,10 @@ study spec's model, workload, slo and whatif: section (docs/spec.md); flags win.
 	fl.IntVar(&f.trials, "trials", 12, "tuner trials per candidate")
 	fl.IntVar(&f.requests, "requests", 200, "requests per probe of the capacity search")
 	fl.Uint64Var(&f.bench.seed, "seed", 0, "random seed of the samplers and the workload")
+	fl.Float64Var(&f.specAccept, "spec-acceptance", 0, "also try speculative decoding whose draft tokens are each accepted at this rate (the simulator takes it as given); rows take it where it wins")
+	fl.IntVar(&f.specTokens, "spec-tokens", 3, "with --spec-acceptance: draft tokens per step")
+	fl.StringVar(&f.specMethod, "spec-method", "eagle3", "with --spec-acceptance: eagle, eagle3, mtp, ngram or draft_model")
+	fl.StringVar(&f.specDraft, "spec-draft", "", "with --spec-acceptance: the draft head or model (eagle, eagle3, draft_model)")
 	fl.StringVar(&f.jsonOut, "json", "", "also write the report as JSON to this file")
 	fl.BoolVar(&f.noProgress, "no-progress", false, "no live progress line")
 	return cmd
@@ -271,11 +278,29 @@ func whatifOptions(fl *pflag.FlagSet, f *whatifFlags) (whatif.Options, error) {
 	if set("trials") {
 		o.Trials = f.trials
 	}
+	if err := whatifSpeculation(fl, f, &o); err != nil {
+		return o, err
+	}
 	o.RequestsPerLevel = f.requests
 	if fl.Changed("seed") || sp == nil {
 		o.Seed = int64(f.bench.seed)
 	}
 	return o, nil
+}
+
+// whatifSpeculation sets o.Spec from --spec-acceptance and its companions,
+// which say nothing without it.
+func whatifSpeculation(fl *pflag.FlagSet, f *whatifFlags, o *whatif.Options) error {
+	if !fl.Changed("spec-acceptance") {
+		for _, name := range []string{"spec-tokens", "spec-method", "spec-draft"} {
+			if fl.Changed(name) {
+				return fmt.Errorf("--%s needs --spec-acceptance (the rate the simulator takes as given)", name)
+			}
+		}
+		return nil
+	}
+	o.Spec = &whatif.Speculation{Method: f.specMethod, Tokens: f.specTokens, Draft: f.specDraft, Acceptance: f.specAccept}
+	return nil
 }
 
 func splitList(s string) []string {
