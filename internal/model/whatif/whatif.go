@@ -149,7 +149,7 @@ type Row struct {
 	// Shape is an MoE row's parallel layout ("TP8", "TP8+EP8", "DP8+EP8",
 	// "TP2xDP4+EP8"), with its data-parallel attention ranks and whether
 	// the experts are placed whole; empty (and 0, false) for dense models.
-	Shape          string          `json:"shape,omitempty"`
+	Shape string `json:"shape,omitempty"`
 	// Speculative names the row's speculative decoding ("eagle3 k=3
 	// a=0.7") when its search found it wins; empty otherwise.
 	Speculative    string          `json:"speculative,omitempty"`
