@@ -458,23 +458,37 @@ func printWhatifTable(w io.Writer, rep *whatif.Report) []whatif.Row {
 			repl = fmt.Sprintf("%d (+%.0f%%)", r.Replicas, 100*r.Headroom)
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s%.3g\t%.0f\t%.0f ms\t%.1f ms\t%s\t%s\t%s\t%.2f\t±%.0f%%\t\n",
-			r.Rank, r.GPU, r.GPUsPerReplica, r.Engine, shapeCol(r), r.CapacityRPS, r.OutputTokensPerSPerGPU, r.TTFTP99, r.TPOTP99,
+			r.Rank, r.GPU, r.GPUsPerReplica, engineCell(r), shapeCol(r), r.CapacityRPS, r.OutputTokensPerSPerGPU, r.TTFTP99, r.TPOTP99,
 			repl, dollars(r.MonthlyCost), dollars(r.MonthlyCostReserved), r.CostPerMTok, 100*r.ErrorBand)
 	}
 	tw.Flush()
 	return unfit
 }
 
+// engineCell is a row's engine, with the speculative method it took
+// ("vllm +eagle3").
+func engineCell(r whatif.Row) string {
+	if f := strings.Fields(r.Speculative); len(f) > 0 {
+		return string(r.Engine) + " +" + f[0]
+	}
+	return string(r.Engine)
+}
+
 // whatifShortName names a row in the lines under the table: its GPU,
-// count and shape, or its whole name when several engines compete.
+// count and shape (and speculation), or its whole name when several
+// engines compete.
 func whatifShortName(rep *whatif.Report, r whatif.Row) string {
 	if len(rep.Engines) > 1 {
 		return r.Name()
 	}
+	n := fmt.Sprintf("%s x%d", r.GPU, r.GPUsPerReplica)
 	if r.Shape != "" {
-		return fmt.Sprintf("%s x%d %s", r.GPU, r.GPUsPerReplica, r.Shape)
+		n += " " + r.Shape
 	}
-	return fmt.Sprintf("%s x%d", r.GPU, r.GPUsPerReplica)
+	if f := strings.Fields(r.Speculative); len(f) > 0 {
+		n += " +" + f[0]
+	}
+	return n
 }
 
 // printWhatifSources prints where the rows' error bands and prices come

@@ -115,6 +115,7 @@ func searchCandidate(ctx context.Context, o Options, m catalog.Model, c candidat
 	row.ServeCommand = engine.ShellJoin(engine.ServeCommand(c.engine, model, set, nil))
 	sit := situationOf(o.SLO, level, m)
 	sit.TP, _ = set.Int("tensor_parallel")
+	sit.Speculative = row.Speculative != ""
 	row.Regime = describeSituation(sit)
 	if c.cal != nil {
 		row.ErrorBand, row.BandBasis = sim.CalibratedBand(c.cal.Profile, sit)
