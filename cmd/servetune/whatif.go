@@ -43,6 +43,9 @@ type whatifFlags struct {
 	requests                  int
 	jsonOut                   string
 	noProgress                bool
+	specAccept                float64
+	specTokens                int
+	specMethod, specDraft     string
 }
 
 func newWhatifCmd() *cobra.Command {
@@ -91,6 +94,10 @@ study spec's model, workload, slo and whatif: section (docs/spec.md); flags win.
 	fl.IntVar(&f.trials, "trials", 12, "tuner trials per candidate")
 	fl.IntVar(&f.requests, "requests", 200, "requests per probe of the capacity search")
 	fl.Uint64Var(&f.bench.seed, "seed", 0, "random seed of the samplers and the workload")
+	fl.Float64Var(&f.specAccept, "spec-acceptance", 0, "also try speculative decoding whose draft tokens are each accepted at this rate (the simulator takes it as given); rows take it where it wins")
+	fl.IntVar(&f.specTokens, "spec-tokens", 3, "with --spec-acceptance: draft tokens per step")
+	fl.StringVar(&f.specMethod, "spec-method", "eagle3", "with --spec-acceptance: eagle, eagle3, mtp, ngram or draft_model")
+	fl.StringVar(&f.specDraft, "spec-draft", "", "with --spec-acceptance: the draft head or model (eagle, eagle3, draft_model)")
 	fl.StringVar(&f.jsonOut, "json", "", "also write the report as JSON to this file")
 	fl.BoolVar(&f.noProgress, "no-progress", false, "no live progress line")
 	return cmd
@@ -271,11 +278,29 @@ func whatifOptions(fl *pflag.FlagSet, f *whatifFlags) (whatif.Options, error) {
 	if set("trials") {
 		o.Trials = f.trials
 	}
+	if err := whatifSpeculation(fl, f, &o); err != nil {
+		return o, err
+	}
 	o.RequestsPerLevel = f.requests
 	if fl.Changed("seed") || sp == nil {
 		o.Seed = int64(f.bench.seed)
 	}
 	return o, nil
+}
+
+// whatifSpeculation sets o.Spec from --spec-acceptance and its companions,
+// which say nothing without it.
+func whatifSpeculation(fl *pflag.FlagSet, f *whatifFlags, o *whatif.Options) error {
+	if !fl.Changed("spec-acceptance") {
+		for _, name := range []string{"spec-tokens", "spec-method", "spec-draft"} {
+			if fl.Changed(name) {
+				return fmt.Errorf("--%s needs --spec-acceptance (the rate the simulator takes as given)", name)
+			}
+		}
+		return nil
+	}
+	o.Spec = &whatif.Speculation{Method: f.specMethod, Tokens: f.specTokens, Draft: f.specDraft, Acceptance: f.specAccept}
+	return nil
 }
 
 func splitList(s string) []string {
@@ -433,23 +458,37 @@ func printWhatifTable(w io.Writer, rep *whatif.Report) []whatif.Row {
 			repl = fmt.Sprintf("%d (+%.0f%%)", r.Replicas, 100*r.Headroom)
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s%.3g\t%.0f\t%.0f ms\t%.1f ms\t%s\t%s\t%s\t%.2f\t±%.0f%%\t\n",
-			r.Rank, r.GPU, r.GPUsPerReplica, r.Engine, shapeCol(r), r.CapacityRPS, r.OutputTokensPerSPerGPU, r.TTFTP99, r.TPOTP99,
+			r.Rank, r.GPU, r.GPUsPerReplica, engineCell(r), shapeCol(r), r.CapacityRPS, r.OutputTokensPerSPerGPU, r.TTFTP99, r.TPOTP99,
 			repl, dollars(r.MonthlyCost), dollars(r.MonthlyCostReserved), r.CostPerMTok, 100*r.ErrorBand)
 	}
 	tw.Flush()
 	return unfit
 }
 
+// engineCell is a row's engine, with the speculative method it took
+// ("vllm +eagle3").
+func engineCell(r whatif.Row) string {
+	if f := strings.Fields(r.Speculative); len(f) > 0 {
+		return string(r.Engine) + " +" + f[0]
+	}
+	return string(r.Engine)
+}
+
 // whatifShortName names a row in the lines under the table: its GPU,
-// count and shape, or its whole name when several engines compete.
+// count and shape (and speculation), or its whole name when several
+// engines compete.
 func whatifShortName(rep *whatif.Report, r whatif.Row) string {
 	if len(rep.Engines) > 1 {
 		return r.Name()
 	}
+	n := fmt.Sprintf("%s x%d", r.GPU, r.GPUsPerReplica)
 	if r.Shape != "" {
-		return fmt.Sprintf("%s x%d %s", r.GPU, r.GPUsPerReplica, r.Shape)
+		n += " " + r.Shape
 	}
-	return fmt.Sprintf("%s x%d", r.GPU, r.GPUsPerReplica)
+	if f := strings.Fields(r.Speculative); len(f) > 0 {
+		n += " +" + f[0]
+	}
+	return n
 }
 
 // printWhatifSources prints where the rows' error bands and prices come

@@ -79,6 +79,9 @@ func TestWhatifBadInput(t *testing.T) {
 		{"missing profile", append(base, "--calibration", prof+".nope"), "calibration profile"},
 		{"bad price", append(base, "--price", "H100-SXM=free"), "--price"},
 		{"two targets", append(base, "--target-rps", "3", "--requests-per-day", "1000"), "give one"},
+		{"spec tokens alone", append(base, "--spec-tokens", "2"), "--spec-tokens needs --spec-acceptance"},
+		{"spec without draft", append(base, "--spec-acceptance", "0.7"), "--spec-method eagle3 needs --spec-draft"},
+		{"spec acceptance past 1", append(base, "--spec-acceptance", "1.2", "--spec-method", "ngram"), "--spec-acceptance 1.2"},
 		{"unknown model", []string{"whatif", "--model", "acme/none", "--gpus", "H100-SXM", "--slo", "ttft_p99_ms=1000"}, "not in the catalog"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

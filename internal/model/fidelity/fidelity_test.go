@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -123,5 +124,46 @@ func TestMainRecordsThenCatchesDrift(t *testing.T) {
 	}
 	if code := Main(&out, &errs, filepath.Join(dir, "none.json"), medians, "", false); code != 2 {
 		t.Errorf("missing suite: exit %d", code)
+	}
+}
+
+// TestSpeculativeRunsAreTheirOwnRegime runs a plain and a speculative run
+// through the real simulator: the speculative one counts in the
+// speculative regime alone, so adding it moves no other regime.
+func TestSpeculativeRunsAreTheirOwnRegime(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "runs.json")
+	run := `{"id": "%s", "source": "s", "engine": "vllm", "version": "1", "gpu": "H100-SXM", "model": "meta-llama/Llama-3.1-8B-Instruct",
+		 "tp": 2, "flags": [%s"--max-model-len", "2048", "--max-num-seqs", "1"], "workload": {"in": 76, "out": 64, "requests": 4},
+		 "stat": "mean", "measured": {"output_tok_s": 200}, "regimes": ["light"]}`
+	spec := `"--speculative-config", "{\"method\":\"eagle3\",\"model\":\"yuhuili/EAGLE3-LLaMA3.1-Instruct-8B\",\"num_speculative_tokens\":2}", "--spec-acceptance", "0.7", `
+	os.WriteFile(path, []byte(`{"sources": {"s": {"what": "w", "url": "https://example.org", "split": "held-out"}}, "runs": [`+
+		strings.Replace(strings.Replace(run, "%s", "plain", 1), "%s", "", 1)+", "+
+		strings.Replace(strings.Replace(run, "%s", "spec", 1), "%s", spec, 1)+`]}`), 0o644)
+	s, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	results, err := s.SimulateAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(results[1].Regimes, ","); got != RegimeSpec {
+		t.Errorf("speculative run's regimes %q, want only %q", got, RegimeSpec)
+	}
+	if results[1].Predicted.Throughput <= results[0].Predicted.Throughput {
+		t.Errorf("batch 1 with drafts accepted at 0.7: %.1f tok/s, not above the plain run's %.1f", results[1].Predicted.Throughput, results[0].Predicted.Throughput)
+	}
+	tab := Tabulate(results, "")
+	for _, g := range []string{"light", RegimeTP, All} {
+		if n := tab[g]["throughput"].N; n != 1 {
+			t.Errorf("%s throughput: %d runs, want the plain one alone", g, n)
+		}
+	}
+	if n := tab[RegimeSpec]["throughput"].N; n != 1 {
+		t.Errorf("speculative throughput: %d runs, want 1", n)
+	}
+	if got := tab.Regimes(); !slices.Equal(got, []string{"light", RegimeTP, RegimeSpec, All}) {
+		t.Errorf("regimes in order %v", got)
 	}
 }

@@ -108,15 +108,19 @@ type Suite struct {
 	dir     string
 }
 
-// The load regimes a run names; RegimeTP and RegimeMoE come from the
-// configuration.
+// The load regimes a run names; RegimeTP, RegimeMoE and RegimeSpec come
+// from the configuration.
 var loadRegimes = []string{"light", "moderate", "saturation", "offline", "long-context"}
 
-// Derived regimes and the whole suite.
+// Derived regimes and the whole suite. A speculative run's error carries
+// its acceptance rate's (given, not simulated), so RegimeSpec is its own
+// regime: its runs count there alone, neither in their load regime nor in
+// All, and the what-if bands of plain configurations do not take it.
 const (
-	RegimeTP  = "tp>1"
-	RegimeMoE = "moe"
-	All       = "all"
+	RegimeTP   = "tp>1"
+	RegimeMoE  = "moe"
+	RegimeSpec = "speculative"
+	All        = "all"
 )
 
 // Load reads and checks a suite file.
@@ -266,11 +270,15 @@ func (s *Suite) Simulate(r Run) (Result, error) {
 	if r.Split != "" {
 		res.Split = r.Split
 	}
-	res.Regimes = append(res.Regimes, r.Regimes...)
-	if r.TP > 1 {
+	if cfg.SpecMethod != "" {
+		res.Regimes = []string{RegimeSpec}
+	} else {
+		res.Regimes = append(res.Regimes, r.Regimes...)
+	}
+	if r.TP > 1 && cfg.SpecMethod == "" {
 		res.Regimes = append(res.Regimes, RegimeTP)
 	}
-	if cfg.Model.MoE() {
+	if cfg.Model.MoE() && cfg.SpecMethod == "" {
 		res.Regimes = append(res.Regimes, RegimeMoE)
 	}
 	for _, name := range metricNames {
@@ -310,10 +318,10 @@ type Stat struct {
 type Table map[string]map[string]Stat
 
 // Regimes returns the regimes of t in a stable order: the load regimes,
-// then tp>1, moe and all.
+// then tp>1, moe, speculative and all.
 func (t Table) Regimes() []string {
 	var out []string
-	for _, g := range append(append([]string{}, loadRegimes...), RegimeTP, RegimeMoE, All) {
+	for _, g := range append(append([]string{}, loadRegimes...), RegimeTP, RegimeMoE, RegimeSpec, All) {
 		if _, ok := t[g]; ok {
 			out = append(out, g)
 		}
@@ -347,7 +355,9 @@ func Tabulate(results []Result, split string) Table {
 			for _, g := range r.Regimes {
 				add(g, m, e, r.Run.ID)
 			}
-			add(All, m, e, r.Run.ID)
+			if !slices.Contains(r.Regimes, RegimeSpec) {
+				add(All, m, e, r.Run.ID)
+			}
 		}
 	}
 	t := Table{}

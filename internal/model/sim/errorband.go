@@ -52,11 +52,13 @@ type Situation struct {
 	TP          int
 	MoE         bool
 	LongContext bool // requests of LongContext tokens or more
+	Speculative bool // speculative decoding at a given acceptance rate
 	Metrics     []string
 }
 
 // Regimes are the fidelity suite's regimes s sits in: its load regime,
-// then the structural ones it adds (tp>1, moe, long-context).
+// then the structural ones it adds (tp>1, moe, long-context,
+// speculative).
 func (s Situation) Regimes() []string {
 	regimes := []string{string(s.Regime)}
 	if s.TP > 1 {
@@ -67,6 +69,9 @@ func (s Situation) Regimes() []string {
 	}
 	if s.LongContext {
 		regimes = append(regimes, "long-context")
+	}
+	if s.Speculative {
+		regimes = append(regimes, "speculative")
 	}
 	return regimes
 }

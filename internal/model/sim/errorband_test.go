@@ -53,3 +53,20 @@ func TestCalibratedBandCoversEveryMetric(t *testing.T) {
 		t.Errorf("e2e row: %v %q, want %v", b, why, want)
 	}
 }
+
+// TestErrorBandSpeculative: a speculative prediction's throughput band is
+// the wider of its load regime's and the suite's speculative regime's p90.
+func TestErrorBandSpeculative(t *testing.T) {
+	plain := Situation{Regime: RegimeLight, TP: 1, Metrics: []string{"throughput"}}
+	spec := plain
+	spec.Speculative = true
+	p, _ := ErrorBand(plain)
+	s, basis := ErrorBand(spec)
+	want := suite["speculative"]["throughput"].P90
+	if !(want > 0) || s != max(p, want) || s == want && !strings.Contains(basis, "speculative") {
+		t.Errorf("speculative band %.3f (%s), plain %.3f, suite p90 %.3f", s, basis, p, want)
+	}
+	if got := spec.Regimes(); got[len(got)-1] != "speculative" {
+		t.Errorf("regimes %v", got)
+	}
+}

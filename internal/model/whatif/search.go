@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -53,6 +54,13 @@ func searchCandidate(ctx context.Context, o Options, m catalog.Model, c candidat
 		return row, fmt.Errorf("%s: %w", c.name(), err)
 	}
 	sp.Tuner.Enqueue = []space.Settings{c.anchor}
+	if o.Spec != nil {
+		// Both sides of the speculative choice are measured at the anchor.
+		plain, drafted := c.anchor.Clone(), c.anchor.Clone()
+		plain["spec_method"] = "none"
+		drafted["spec_method"] = o.Spec.Method
+		sp.Tuner.Enqueue = []space.Settings{drafted, plain}
+	}
 	db, err := store.Open(ctx, store.Memory)
 	if err != nil {
 		return row, err
@@ -84,6 +92,13 @@ func searchCandidate(ctx context.Context, o Options, m catalog.Model, c candidat
 	if pp, _ := set.Int("pipeline_parallel"); pp == 1 {
 		delete(set, "pipeline_parallel") // the engines' default: no flag to print
 	}
+	if m, _ := set.String("spec_method"); m == "" || m == "none" {
+		for _, k := range []string{"spec_method", "spec_tokens", "spec_draft_model"} {
+			delete(set, k) // speculation lost or was not asked: no flag to print
+		}
+	} else {
+		row.Speculative = o.Spec.Name()
+	}
 	row.Settings = set
 	row.CapacityRPS = level.Load.Rate
 	s := level.Summary
@@ -100,6 +115,7 @@ func searchCandidate(ctx context.Context, o Options, m catalog.Model, c candidat
 	row.ServeCommand = engine.ShellJoin(engine.ServeCommand(c.engine, model, set, nil))
 	sit := situationOf(o.SLO, level, m)
 	sit.TP, _ = set.Int("tensor_parallel")
+	sit.Speculative = row.Speculative != ""
 	row.Regime = describeSituation(sit)
 	if c.cal != nil {
 		row.ErrorBand, row.BandBasis = sim.CalibratedBand(c.cal.Profile, sit)
@@ -253,9 +269,20 @@ func studySpec(o Options, m catalog.Model, c candidate, tps []int) (*spec.Spec, 
 		space.Choices("kv_cache_dtype", o.KVCacheDTypes...),
 		space.Choices("quantization", o.Quantizations...),
 		space.Choices("max_model_len", o.MaxModelLen))
+	if o.Spec != nil {
+		params = append(params, space.Choices("spec_method", "none", o.Spec.Method), space.Choices("spec_tokens", o.Spec.Tokens))
+		if o.Spec.Draft != "" {
+			params = append(params, space.Choices("spec_draft_model", o.Spec.Draft))
+		}
+	}
 	spc, err := space.New(params, constraints...)
 	if err != nil {
 		return nil, err
+	}
+	if o.Spec != nil {
+		// The acceptance rate is the simulator's own flag: every trial
+		// carries it, and it is no serve command's.
+		spc.Extra = []string{engine.Flag(c.engine, "sim_spec_acceptance"), strconv.FormatFloat(o.Spec.Acceptance, 'g', -1, 64)}
 	}
 	v := launcherFor(o, c)
 	// The search starts at one rate whatever the target, so that the

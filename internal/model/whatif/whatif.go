@@ -60,6 +60,10 @@ type Options struct {
 	Quantizations []string
 	// KVCacheDTypes are the KV cache types allowed; default auto and fp8.
 	KVCacheDTypes []string
+	// Spec, when set, lets each candidate's search also try speculative
+	// decoding at the given acceptance rate (docs/reference.md,
+	// "Speculative decoding"); a row takes it where it wins.
+	Spec *Speculation
 	// MaxModelLen is the engine's context length; 0 = the workload's
 	// longest request rounded up to 1,024 (at least 2,048).
 	MaxModelLen int
@@ -77,6 +81,43 @@ type Options struct {
 	// Workers search candidates at once (default GOMAXPROCS).
 	Workers  int
 	Progress func(Progress) // optional, from several goroutines, serialised
+}
+
+// Speculation is speculative decoding as a what-if setting: the method,
+// its draft tokens per step and draft (an EAGLE head or draft model; none
+// for mtp and ngram), and the acceptance rate the user expects of its
+// drafts on their data, which the simulator takes as given.
+type Speculation struct {
+	Method     string  // eagle, eagle3, mtp, ngram, draft_model (default eagle3)
+	Tokens     int     // draft tokens per step (default 3)
+	Draft      string  // the draft head or model
+	Acceptance float64 // each draft token's chance of acceptance, in [0, 1]
+}
+
+// Name is how a row names it: "eagle3 k=3 a=0.7".
+func (s Speculation) Name() string {
+	return fmt.Sprintf("%s k=%d a=%g", s.Method, s.Tokens, s.Acceptance)
+}
+
+// check fills the defaults and refuses what no engine runs.
+func (s *Speculation) check() error {
+	if s.Method == "" {
+		s.Method = "eagle3"
+	}
+	if s.Tokens == 0 {
+		s.Tokens = 3
+	}
+	switch {
+	case !(s.Acceptance >= 0 && s.Acceptance <= 1):
+		return inputErr("--spec-acceptance %v: want a rate in [0, 1]", s.Acceptance)
+	case s.Tokens < 1:
+		return inputErr("--spec-tokens %d: want at least 1 draft token", s.Tokens)
+	case !slices.Contains([]string{"eagle", "eagle3", "mtp", "ngram", "draft_model"}, s.Method):
+		return inputErr("--spec-method %q: want eagle, eagle3, mtp, ngram or draft_model", s.Method)
+	case s.Draft == "" && (s.Method == "eagle" || s.Method == "eagle3" || s.Method == "draft_model"):
+		return inputErr("--spec-method %s needs --spec-draft (the draft head or model the serve command names)", s.Method)
+	}
+	return nil
 }
 
 // Calibration is a profile and the name it was read from.
@@ -108,7 +149,10 @@ type Row struct {
 	// Shape is an MoE row's parallel layout ("TP8", "TP8+EP8", "DP8+EP8",
 	// "TP2xDP4+EP8"), with its data-parallel attention ranks and whether
 	// the experts are placed whole; empty (and 0, false) for dense models.
-	Shape          string          `json:"shape,omitempty"`
+	Shape string `json:"shape,omitempty"`
+	// Speculative names the row's speculative decoding ("eagle3 k=3
+	// a=0.7") when its search found it wins; empty otherwise.
+	Speculative    string          `json:"speculative,omitempty"`
 	DataParallel   int             `json:"data_parallel,omitempty"`
 	ExpertParallel bool            `json:"expert_parallel,omitempty"`
 	Settings       engine.Settings `json:"settings"`
@@ -152,6 +196,9 @@ func (r Row) Name() string {
 	n := fmt.Sprintf("%s x%d %s", r.GPU, r.GPUsPerReplica, r.Engine)
 	if r.Shape != "" {
 		n += " " + r.Shape
+	}
+	if r.Speculative != "" {
+		n += " +" + strings.Fields(r.Speculative)[0]
 	}
 	return n
 }
@@ -298,6 +345,11 @@ func (o *Options) normalize() (catalog.Model, []catalog.GPU, error) {
 // quantizations, KV cache types, trials, requests per level, the rate
 // search's precision and probe span, workers, the context length.
 func (o *Options) searchDefaults() error {
+	if o.Spec != nil {
+		if err := o.Spec.check(); err != nil {
+			return err
+		}
+	}
 	if len(o.Quantizations) == 0 {
 		o.Quantizations = []string{"none"}
 	}
