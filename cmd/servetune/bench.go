@@ -126,7 +126,7 @@ func workloadFlags(fl *pflag.FlagSet, f *benchFlags) {
 // asks for), shared by bench, sim run and whatif.
 func datasetFlags(fl *pflag.FlagSet, f *benchFlags) {
 	fl.StringVar(&f.dataset, "dataset", "random", "random, sharegpt, jsonl, prefix, trace or conversation")
-	fl.StringVar(&f.datasetPath, "dataset-path", "", "dataset file for sharegpt (JSON), jsonl or trace")
+	fl.StringVar(&f.datasetPath, "dataset-path", "", "dataset file for sharegpt (JSON), jsonl or trace; for conversation, a ShareGPT file whose conversations are the sessions")
 	fl.IntVar(&f.inputLen, "input-len", 1024, "prompt tokens (random, prefix suffix)")
 	fl.IntVar(&f.outputLen, "output-len", 128, "output tokens asked for")
 	fl.Float64Var(&f.rangeRatio, "range-ratio", 0, "lengths uniform on [len(1-r), len(1+r)]")
@@ -307,11 +307,24 @@ func benchDataset(f *benchFlags) (bench.DatasetSpec, error) {
 
 // conversationFlags reads --sessions, --turns and --think-time into ds.
 func conversationFlags(f *benchFlags, ds *bench.DatasetSpec) error {
-	if f.datasetPath != "" {
-		return errors.New("--dataset conversation takes no --dataset-path: its messages are synthetic")
-	}
 	if f.sessions < 1 {
 		return fmt.Errorf("--sessions %d: a conversation needs at least 1 session", f.sessions)
+	}
+	ds.Sessions = f.sessions
+	if f.datasetPath != "" {
+		// A ShareGPT file's conversations: their own turns, messages and
+		// (unless --output-len or --output-dist says) answer lengths.
+		if f.turns != "" {
+			return errors.New("--turns: a conversation from --dataset-path has each file conversation's own turns")
+		}
+		if _, err := os.Stat(f.datasetPath); err != nil {
+			return fmt.Errorf("--dataset-path: %w", err)
+		}
+		if f.outputDist == "" && (f.fs == nil || !f.fs.Changed("output-len")) {
+			ds.Output = bench.Dist{}
+		}
+		ds.Input = bench.Dist{}
+		return thinkFlag(f, ds)
 	}
 	if f.turns == "" {
 		return errors.New("--dataset conversation needs --turns N (or a distribution)")
@@ -320,7 +333,12 @@ func conversationFlags(f *benchFlags, ds *bench.DatasetSpec) error {
 	if err != nil {
 		return fmt.Errorf("--turns: %w", err)
 	}
-	ds.Sessions, ds.Turns = f.sessions, &turns
+	ds.Turns = &turns
+	return thinkFlag(f, ds)
+}
+
+// thinkFlag reads --think-time into ds.
+func thinkFlag(f *benchFlags, ds *bench.DatasetSpec) error {
 	if f.thinkTime != "" {
 		think, err := bench.ParseThinkTime(f.thinkTime)
 		if err != nil {

@@ -206,6 +206,10 @@ func readRecords(t *testing.T, path string) []measure.Record {
 	return out
 }
 
+// sharegptConversations is a ShareGPT file of three usable multi-turn
+// conversations, written from the published schema.
+const sharegptConversations = "../../internal/load/bench/testdata/sharegpt_multiturn.json"
+
 // TestBenchConversationBadInput: conversation flags are one-line usage
 // errors (exit 2) naming the flag.
 func TestBenchConversationBadInput(t *testing.T) {
@@ -222,6 +226,9 @@ func TestBenchConversationBadInput(t *testing.T) {
 		{[]string{"--dataset", "conversation", "--sessions", "4", "--turns", "3", "--think-time", "gamma:k=2"}, "--think-time"},
 		{[]string{"--dataset", "conversation", "--sessions", "4", "--turns", "3", "--think-time", "-1s"}, "--think-time"},
 		{[]string{"--dataset", "conversation", "--sessions", "4", "--turns", "3", "--duration", "10s"}, "--duration"},
+		{[]string{"--dataset", "conversation", "--sessions", "2", "--turns", "3", "--dataset-path", sharegptConversations}, "--turns"},
+		{[]string{"--dataset", "conversation", "--sessions", "2", "--dataset-path", "no-such.json"}, "--dataset-path"},
+		{[]string{"--dataset", "conversation", "--sessions", "9", "--dataset-path", sharegptConversations}, "fewer than the 9 sessions"},
 	} {
 		code, _, stderr := runCLI(t, append(slices.Clone(base), tc.args...)...)
 		if code != exitUsage || !strings.Contains(stderr, tc.want) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {

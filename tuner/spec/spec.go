@@ -520,7 +520,11 @@ func (p *specParser) dataset(n *yaml.Node, field string) bench.DatasetSpec {
 		d.Kind = p.Str(x, field+".kind")
 	}
 	if x := f["path"]; x != nil {
-		d.Path = p.Str(x, field+".path")
+		// A dataset file is named from the spec, not from wherever the
+		// study is started: relative to the spec file's directory.
+		if d.Path = p.Str(x, field+".path"); d.Path != "" && !filepath.IsAbs(d.Path) {
+			d.Path = filepath.Join(filepath.Dir(p.File), d.Path)
+		}
 	}
 	if x := f["input"]; x != nil {
 		d.Input = p.dist(x, field+".input")
@@ -561,8 +565,7 @@ func (p *specParser) dataset(n *yaml.Node, field string) bench.DatasetSpec {
 }
 
 // trace reads a trace dataset's keys (format, speed, start, duration; only
-// with kind trace) and resolves its path against the spec file's
-// directory.
+// with kind trace); its path is required (dataset resolves it).
 func (p *specParser) trace(f map[string]*yaml.Node, d *bench.DatasetSpec, field string) {
 	if d.Kind != bench.DatasetTrace {
 		for _, k := range []string{"format", "speed", "start", "duration"} {
@@ -595,9 +598,7 @@ func (p *specParser) trace(f map[string]*yaml.Node, d *bench.DatasetSpec, field 
 	if x := f["duration"]; x != nil {
 		t.Duration = p.Duration(x, field+".duration")
 	}
-	if x := f["path"]; x != nil && d.Path != "" && !filepath.IsAbs(d.Path) {
-		d.Path = filepath.Join(filepath.Dir(p.File), d.Path)
-	} else if x == nil && !p.Failed() {
+	if f["path"] == nil && !p.Failed() {
 		p.Fail(f["kind"], field+".path", "missing: a trace needs its file")
 	}
 }
@@ -624,15 +625,26 @@ func (p *specParser) conversation(f map[string]*yaml.Node, d *bench.DatasetSpec,
 	if d.Kind != bench.DatasetConversation || p.Failed() {
 		return
 	}
-	for _, k := range []string{"sessions", "turns"} {
+	need := []string{"sessions", "turns"}
+	if d.Path != "" {
+		// A ShareGPT file's conversations: each has its own turns.
+		if x := f["turns"]; x != nil {
+			p.Fail(x, field+".turns", "a conversation from a file (path) has each file conversation's own turns")
+			return
+		}
+		need = need[:1]
+	}
+	for _, k := range need {
 		if f[k] == nil {
-			p.Fail(f["kind"], field+"."+k, "missing (a conversation needs sessions and turns)")
+			p.Fail(f["kind"], field+"."+k, "missing (a conversation needs sessions and turns, or sessions and a ShareGPT path)")
 			return
 		}
 	}
 	d.Sessions = p.IntIn(f["sessions"], field+".sessions", 1, maxRequests)
-	turns := p.dist(f["turns"], field+".turns")
-	d.Turns = &turns
+	if f["turns"] != nil {
+		turns := p.dist(f["turns"], field+".turns")
+		d.Turns = &turns
+	}
 	if x := f["think_time"]; x != nil && !p.Failed() {
 		if x.Kind != yaml.ScalarNode {
 			p.Fail(x, field+".think_time", "want a time or a distribution such as exponential:mean=3s")

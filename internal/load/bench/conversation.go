@@ -187,14 +187,25 @@ func (d DatasetSpec) validateConversation() error {
 	if d.Sessions < 1 {
 		return fmt.Errorf("%w: conversation needs sessions >= 1 (have %d)", ErrBadDataset, d.Sessions)
 	}
+	if d.Path != "" {
+		// A ShareGPT file's conversations (shareGPTSessions): their own
+		// turns and messages.
+		if d.Turns != nil {
+			return fmt.Errorf("%w: conversation from a file (%s) takes no turns: each conversation has its own", ErrBadDataset, d.Path)
+		}
+		if d.Sessions > MaxRequests {
+			return fmt.Errorf("%w: %d sessions is over %d requests per level", ErrBadDataset, d.Sessions, MaxRequests)
+		}
+		if d.Think != nil {
+			return d.Think.Validate()
+		}
+		return nil
+	}
 	if d.Turns == nil {
 		return fmt.Errorf("%w: conversation needs turns (N or a distribution)", ErrBadDataset)
 	}
 	if err := d.Turns.Validate(); err != nil {
 		return fmt.Errorf("turns: %w", err)
-	}
-	if d.Path != "" {
-		return fmt.Errorf("%w: conversation takes no dataset path: its messages are synthetic", ErrBadDataset)
 	}
 	if err := d.Input.Validate(); err != nil {
 		return fmt.Errorf("input: %w", err)
@@ -244,6 +255,9 @@ type convSession struct {
 // new message's length; its MaxTokens the answer's.
 func (cfg Config) conversation(text bool) (sessions []convSession, reqs, warm []measure.Request, err error) {
 	d := cfg.Dataset
+	if d.Path != "" {
+		return cfg.shareGPTConversation(text)
+	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, streamTurns))
 	counts := make([]int, d.Sessions)
 	most := 1

@@ -88,9 +88,9 @@ func TestConversationConfigRefused(t *testing.T) {
 	ds := DatasetSpec{Kind: DatasetConversation, Sessions: 2, Turns: &Dist{Kind: DistFixed, Value: 2},
 		Input: Dist{Kind: DistFixed, Value: 8}, Output: Dist{Kind: DistFixed, Value: 8}}
 	for name, cfg := range map[string]Config{
-		"duration": {Dataset: ds, Duration: time.Second, Load: measure.Load{MaxConcurrency: 1}},
-		"no turns": {Dataset: DatasetSpec{Kind: DatasetConversation, Sessions: 2, Input: ds.Input, Output: ds.Output}},
-		"path":     {Dataset: DatasetSpec{Kind: DatasetConversation, Sessions: 2, Turns: ds.Turns, Path: "x.json", Input: ds.Input, Output: ds.Output}},
+		"duration":         {Dataset: ds, Duration: time.Second, Load: measure.Load{MaxConcurrency: 1}},
+		"no turns":         {Dataset: DatasetSpec{Kind: DatasetConversation, Sessions: 2, Input: ds.Input, Output: ds.Output}},
+		"turns and a path": {Dataset: DatasetSpec{Kind: DatasetConversation, Sessions: 2, Turns: ds.Turns, Path: "x.json", Input: ds.Input, Output: ds.Output}},
 	} {
 		cfg.Target.BaseURL, cfg.Target.Model = "http://127.0.0.1:1", "m"
 		if err := cfg.Validate(); err == nil {

@@ -82,7 +82,9 @@ func (d DatasetSpec) Validate() error {
 	default:
 		return fmt.Errorf("%w: unknown kind %q (random, sharegpt, jsonl, prefix, mix, trace, conversation)", ErrBadDataset, d.Kind)
 	}
-	if d.Kind != DatasetShareGPT || d.Output.isSet() {
+	// ShareGPT's answers give the output lengths unless Output is set.
+	fromFile := d.Kind == DatasetShareGPT || d.Kind == DatasetConversation && d.Path != ""
+	if !fromFile || d.Output.isSet() {
 		if err := d.Output.Validate(); err != nil {
 			return fmt.Errorf("output: %w", err)
 		}
