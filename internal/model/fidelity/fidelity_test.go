@@ -3,8 +3,6 @@ package fidelity
 import (
 	"bytes"
 	"encoding/json"
-	"math"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -47,7 +45,6 @@ func TestLoadRejectsBadRuns(t *testing.T) {
 		{"regime", `"regimes": ["light"]`, `"regimes": ["busy"]`, `regime "busy"`},
 		{"run split", `"regimes": ["light"]`, `"regimes": ["light"], "split": "test"`, `split "test"`},
 		{"run held out", `"regimes": ["light"]`, `"regimes": ["light"], "split": "held-out"`, ""},
-		{"range ratio", `"requests": 4`, `"requests": 4, "range_ratio": 1`, "range_ratio 1"},
 		{"both loads", `"requests": 4`, `"requests": 4, "stages": [[2, 10]]`, "either Poisson stages or a request count"},
 		{"unknown field", `"stat": "mean"`, `"stat": "mean", "colour": 1`, "unknown field"},
 	}
@@ -168,18 +165,5 @@ func TestSpeculativeRunsAreTheirOwnRegime(t *testing.T) {
 	}
 	if got := tab.Regimes(); !slices.Equal(got, []string{"light", RegimeTP, RegimeSpec, All}) {
 		t.Errorf("regimes in order %v", got)
-	}
-}
-
-// drawLength keeps the mean and the benchmark's range [r·max, max].
-func TestDrawLength(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	sum, lo, hi := 0, 1<<30, 0
-	for range 20000 {
-		n := drawLength(rng, 922, 0.8)
-		sum, lo, hi = sum+n, min(lo, n), max(hi, n)
-	}
-	if mean := float64(sum) / 20000; math.Abs(mean-922) > 2 || lo < 819 || hi > 1025 || hi-lo < 190 {
-		t.Errorf("mean %.1f over [%d, %d], want 922 over [820, 1024]", mean, lo, hi)
 	}
 }

@@ -60,18 +60,12 @@ type Source struct {
 	Split  string `json:"split"`
 }
 
-// Workload is what a run sent: mean lengths, and either Poisson stages
-// ([rate per second, requests], one after another), or Requests under a
-// concurrency cap (0: all at once, offline).
+// Workload is what a run sent: fixed mean lengths, and either Poisson
+// stages ([rate per second, requests], one after another), or Requests
+// under a concurrency cap (0: all at once, offline).
 type Workload struct {
-	In  int `json:"in"`
-	Out int `json:"out"`
-	// RangeRatio, where the source's benchmark drew each request's
-	// lengths (benchmark_serving's random dataset, --random-range-ratio
-	// r): every prompt and output length is drawn uniformly over
-	// [r·max, max], max = mean·2/(1+r), so the means stay In and Out.
-	// 0: every request has the mean lengths.
-	RangeRatio  float64      `json:"range_ratio,omitempty"`
+	In          int          `json:"in"`
+	Out         int          `json:"out"`
 	Stages      [][2]float64 `json:"stages,omitempty"`
 	Requests    int          `json:"requests,omitempty"`
 	Concurrency int          `json:"concurrency,omitempty"`
@@ -172,8 +166,6 @@ func (s *Suite) check() error {
 			return fmt.Errorf("run %q: stat %q, want mean or median", r.ID, r.Stat)
 		case r.Workload.In < 1 || r.Workload.Out < 1:
 			return fmt.Errorf("run %q: workload lengths must be positive", r.ID)
-		case r.Workload.RangeRatio < 0 || r.Workload.RangeRatio >= 1:
-			return fmt.Errorf("run %q: range_ratio %v, want 0 (fixed lengths) or a ratio in (0, 1)", r.ID, r.Workload.RangeRatio)
 		case (len(r.Workload.Stages) > 0) == (r.Workload.Requests > 0):
 			return fmt.Errorf("run %q: want either Poisson stages or a request count", r.ID)
 		case r.Measured == Metrics{}:
@@ -234,12 +226,11 @@ func (s *Suite) Simulate(r Run) (Result, error) {
 	w := r.Workload
 	var sched []time.Duration
 	n := w.Requests
-	// The seed of the arrivals and lengths is fixed by the run's id.
-	h := fnv.New64a()
-	h.Write([]byte(r.ID))
-	rng := rand.New(rand.NewPCG(1, h.Sum64()))
 	if len(w.Stages) > 0 {
-		// Poisson stages back to back.
+		// Poisson stages back to back, the seed fixed by the run's id.
+		h := fnv.New64a()
+		h.Write([]byte(r.ID))
+		rng := rand.New(rand.NewPCG(1, h.Sum64()))
 		var t float64
 		for _, st := range w.Stages {
 			for range int(st[1]) {
@@ -254,10 +245,6 @@ func (s *Suite) Simulate(r Run) (Result, error) {
 	reqs := make([]measure.Request, n)
 	for i := range reqs {
 		reqs[i] = measure.Request{Index: i, PromptTokens: w.In, MaxTokens: w.Out, PrefixID: -1}
-		if w.RangeRatio > 0 {
-			reqs[i].PromptTokens = drawLength(rng, w.In, w.RangeRatio)
-			reqs[i].MaxTokens = drawLength(rng, w.Out, w.RangeRatio)
-		}
 	}
 	recs, err := sim.RunVirtualSchedule(cfg, reqs, sched, w.Concurrency)
 	if err != nil {
@@ -300,12 +287,6 @@ func (s *Suite) Simulate(r Run) (Result, error) {
 		}
 	}
 	return res, nil
-}
-
-// drawLength is a length uniform over [r·max, max] whose mean is mean.
-func drawLength(rng *rand.Rand, mean int, r float64) int {
-	hi := float64(mean) * 2 / (1 + r)
-	return max(1, int(math.Round(r*hi+rng.Float64()*(1-r)*hi)))
 }
 
 // Simulate runs every measurement.
