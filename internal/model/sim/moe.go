@@ -109,10 +109,13 @@ func newMoEStep(cfg Config, s *stepModel) *moeStep {
 		latent := float64(a.KVLoRARank + a.QKRopeHeadDim)
 		s.gemms = s.gemms[:0]
 		if a.QLoRARank > 0 {
+			// The query and KV down-projections read the same input and
+			// run as one replicated GEMM (fused_qkv_a_proj in the
+			// engines' deepseek_v2.py), then the query's up-projection.
 			r := float64(a.QLoRARank)
-			s.gemms = append(s.gemms, linear(h*r, h, r), linear(r*heads*qk, r, heads*qk))
+			s.gemms = append(s.gemms, linear(h*(r+latent), h, r+latent), linear(r*heads*qk, r, heads*qk))
 		} else {
-			s.gemms = append(s.gemms, linear(h*heads*qk, h, heads*qk))
+			s.gemms = append(s.gemms, linear(h*heads*qk, h, heads*qk), linear(h*latent, h, latent))
 		}
 		// The KV up-projection runs absorbed at decode: two batched
 		// GEMMs on bf16 weights, one into the latent before attention
@@ -120,7 +123,6 @@ func newMoEStep(cfg Config, s *stepModel) *moeStep {
 		// deepseek_v2.py).
 		kvUp := float64(a.KVLoRARank) * heads * float64(a.QKNopeHeadDim+a.VHeadDim)
 		s.gemms = append(s.gemms,
-			linear(h*latent, h, latent), // the joint KV down-projection, replicated
 			gemm{weights: kvUp, in: float64(a.KVLoRARank), out: heads * float64(a.QKNopeHeadDim+a.VHeadDim), kernels: 2},
 			linear(heads*float64(a.VHeadDim)*h, heads*float64(a.VHeadDim), h))
 		s.headDim, s.kvPerGPU = latent, 0.5 // 2·kv·d = one latent per token
@@ -130,17 +132,30 @@ func newMoEStep(cfg Config, s *stepModel) *moeStep {
 	}
 	frac := float64(m.Layers-m.DenseLayers) / float64(m.Layers)
 	mlps := 0.0 // the shared and dense MLPs per layer, for their SiLU-and-mul kernels
+	// SGLang runs DeepSeek-V3/R1's one shared expert as a 257th routed
+	// expert that every token takes, inside the fused MoE kernels, unless
+	// the experts are expert-parallel (deepseek_v2.py,
+	// determine_num_fused_shared_experts, on by default): its weights are
+	// read as before, with no kernels of its own.
+	fusedShared := cfg.Engine == engine.SGLang && !cfg.ExpertParallel && m.Experts == 256 && m.SharedIntermediate == m.Intermediate
 	// The shared experts of the MoE layers and the MLP of the leading
 	// dense layers, over TP, weighted by the layers that have them.
-	for _, mlp := range []struct{ inter, share float64 }{{float64(m.SharedIntermediate), frac}, {float64(m.DenseIntermediate), 1 - frac}} {
+	for _, mlp := range []struct {
+		inter, share float64
+		fused        bool
+	}{{float64(m.SharedIntermediate), frac, fusedShared}, {float64(m.DenseIntermediate), 1 - frac, false}} {
 		if mlp.inter == 0 || mlp.share == 0 {
 			continue
 		}
 		i := mlp.inter / tp
+		k := mlp.share
+		if mlp.fused {
+			k = 0
+		}
 		s.gemms = append(s.gemms,
-			gemm{weights: 2 * h * i * mlp.share, in: h * mlp.share, out: 2 * i * mlp.share, kernels: mlp.share, quant: mlp.share},
-			gemm{weights: i * h * mlp.share, in: i * mlp.share, out: h * mlp.share, kernels: mlp.share, quant: mlp.share})
-		mlps += mlp.share
+			gemm{weights: 2 * h * i * mlp.share, in: h * mlp.share, out: 2 * i * mlp.share, kernels: k, quant: k},
+			gemm{weights: i * h * mlp.share, in: i * mlp.share, out: h * mlp.share, kernels: k, quant: k})
+		mlps += k
 	}
 	g := float64(cfg.MoEGroup())
 	x := &moeStep{frac: frac, ranks: 1, group: g, experts: float64(m.Experts), topK: float64(m.ExpertsPerTok),
