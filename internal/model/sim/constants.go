@@ -153,16 +153,36 @@ const (
 	// 3.4 us. Source, not fit.
 	kernelOverhead = 3400 * time.Nanosecond
 
-	// denseKernelsPerLayer is the kernels one decoder layer launches in
-	// vLLM V1 and SGLang with their fused ops: add+RMSNorm, QKV GEMM,
-	// rotary embedding, KV-cache write, attention, O GEMM, add+RMSNorm,
-	// gate_up GEMM, SiLU-and-mul, down GEMM. Counted from the engines'
-	// Llama layer (vllm/model_executor/models/llama.py).
-	denseKernelsPerLayer = 10
-	// moeExtraKernels replaces the dense MLP's three kernels by the fused
-	// MoE path's six: router GEMM, top-k softmax, token alignment, two
-	// grouped GEMMs, weighted sum (vllm fused_moe).
-	moeExtraKernels = 3
+	// Kernels per layer. newStepModel counts a layer's kernels from its
+	// own linears (steptime.go, layerKernels): one GEMM launch each
+	// (two for MLA's absorbed KV up-projection), one more each under
+	// W8A8 for its input's quantization, and the kernels below. For a
+	// Llama layer that gives the ten of vLLM V1 and SGLang with their
+	// fused ops, counted from vllm/model_executor/models/llama.py:
+	// add+RMSNorm, QKV GEMM, rotary embedding, KV-cache write,
+	// attention, O GEMM, add+RMSNorm, gate_up GEMM, SiLU-and-mul, down
+	// GEMM.
+	//
+	// attentionBlockKernels are a layer's kernels besides its linears
+	// and MLPs: the two fused add+RMSNorms, rotary embedding, the
+	// KV-cache write and attention.
+	attentionBlockKernels = 5
+	// mlpActivationKernels is SiLU-and-mul, once per MLP (the dense one,
+	// an MoE layer's shared experts).
+	mlpActivationKernels = 1
+	// moeRoutedKernels is the fused MoE path of a layer's routed experts
+	// (vllm/model_executor/layers/fused_moe/fused_moe.py, fused_experts;
+	// SGLang's Triton path is the same): router GEMM, top-k, token
+	// alignment (moe_align_block_size), the gate_up grouped GEMM,
+	// SiLU-and-mul, the down grouped GEMM, and the top-k sum
+	// (moe_sum); under W8A8 moeRoutedQuantKernels more quantize the two
+	// grouped GEMMs' inputs (moe_kernel_prepare_input in the same file).
+	moeRoutedKernels      = 7
+	moeRoutedQuantKernels = 2
+	// mlaExtraKernels are MLA's RMSNorms of the query and KV latents
+	// (q_a_layernorm, kv_a_layernorm in the engines' deepseek_v2.py,
+	// forward_absorb).
+	mlaExtraKernels = 2
 	// stepKernels are the kernels of a step outside the layers: embedding
 	// lookup, final norm, LM head, logits processing and sampling.
 	stepKernels = 10

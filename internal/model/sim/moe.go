@@ -88,6 +88,7 @@ type moeStep struct {
 	latency   float64 // seconds, one exchange among the group
 	bandwidth float64 // bytes/s
 	ep        bool
+	kernels   float64 // kernels per layer beside the linears' (newMoEStep)
 }
 
 // newMoEStep returns the MoE step model of cfg (nil for dense models)
@@ -108,35 +109,67 @@ func newMoEStep(cfg Config, s *stepModel) *moeStep {
 		latent := float64(a.KVLoRARank + a.QKRopeHeadDim)
 		s.gemms = s.gemms[:0]
 		if a.QLoRARank > 0 {
+			// The query and KV down-projections read the same input and
+			// run as one replicated GEMM (fused_qkv_a_proj in the
+			// engines' deepseek_v2.py), then the query's up-projection.
 			r := float64(a.QLoRARank)
-			s.gemms = append(s.gemms, gemm{weights: h * r, in: h, out: r}, gemm{weights: r * heads * qk, in: r, out: heads * qk})
+			s.gemms = append(s.gemms, linear(h*(r+latent), h, r+latent), linear(r*heads*qk, r, heads*qk))
 		} else {
-			s.gemms = append(s.gemms, gemm{weights: h * heads * qk, in: h, out: heads * qk})
+			s.gemms = append(s.gemms, linear(h*heads*qk, h, heads*qk), linear(h*latent, h, latent))
 		}
+		// The KV up-projection runs absorbed at decode: two batched
+		// GEMMs on bf16 weights, one into the latent before attention
+		// and one out of it after (w_kc and w_vc in the engines'
+		// deepseek_v2.py).
+		kvUp := float64(a.KVLoRARank) * heads * float64(a.QKNopeHeadDim+a.VHeadDim)
 		s.gemms = append(s.gemms,
-			gemm{weights: h * latent, in: h, out: latent}, // the joint KV down-projection, replicated
-			gemm{weights: float64(a.KVLoRARank) * heads * float64(a.QKNopeHeadDim+a.VHeadDim), in: float64(a.KVLoRARank), out: heads * float64(a.QKNopeHeadDim+a.VHeadDim)},
-			gemm{weights: heads * float64(a.VHeadDim) * h, in: heads * float64(a.VHeadDim), out: h})
+			gemm{weights: kvUp, in: float64(a.KVLoRARank), out: heads * float64(a.QKNopeHeadDim+a.VHeadDim), kernels: 2},
+			linear(heads*float64(a.VHeadDim)*h, heads*float64(a.VHeadDim), h))
 		s.headDim, s.kvPerGPU = latent, 0.5 // 2·kv·d = one latent per token
 	}
 	if !m.MoE() {
 		return nil
 	}
 	frac := float64(m.Layers-m.DenseLayers) / float64(m.Layers)
+	mlps := 0.0 // the shared and dense MLPs per layer, for their SiLU-and-mul kernels
+	// SGLang runs DeepSeek-V3/R1's one shared expert as a 257th routed
+	// expert that every token takes, inside the fused MoE kernels, unless
+	// the experts are expert-parallel (deepseek_v2.py,
+	// determine_num_fused_shared_experts, on by default): its weights are
+	// read as before, with no kernels of its own.
+	fusedShared := cfg.Engine == engine.SGLang && !cfg.ExpertParallel && m.Experts == 256 && m.SharedIntermediate == m.Intermediate
 	// The shared experts of the MoE layers and the MLP of the leading
 	// dense layers, over TP, weighted by the layers that have them.
-	for _, mlp := range []struct{ inter, share float64 }{{float64(m.SharedIntermediate), frac}, {float64(m.DenseIntermediate), 1 - frac}} {
+	for _, mlp := range []struct {
+		inter, share float64
+		fused        bool
+	}{{float64(m.SharedIntermediate), frac, fusedShared}, {float64(m.DenseIntermediate), 1 - frac, false}} {
 		if mlp.inter == 0 || mlp.share == 0 {
 			continue
 		}
 		i := mlp.inter / tp
+		k := mlp.share
+		if mlp.fused {
+			k = 0
+		}
 		s.gemms = append(s.gemms,
-			gemm{weights: 2 * h * i * mlp.share, in: h * mlp.share, out: 2 * i * mlp.share},
-			gemm{weights: i * h * mlp.share, in: i * mlp.share, out: h * mlp.share})
+			gemm{weights: 2 * h * i * mlp.share, in: h * mlp.share, out: 2 * i * mlp.share, kernels: k, quant: k},
+			gemm{weights: i * h * mlp.share, in: i * mlp.share, out: h * mlp.share, kernels: k, quant: k})
+		mlps += k
 	}
 	g := float64(cfg.MoEGroup())
 	x := &moeStep{frac: frac, ranks: 1, group: g, experts: float64(m.Experts), topK: float64(m.ExpertsPerTok),
 		hidden: h, ep: cfg.ExpertParallel}
+	// The kernels the MoE layers add beside the linears (steptime.go,
+	// layerKernels): the routed path's in the MoE layers, SiLU-and-mul
+	// per shared or dense MLP, and MLA's two RMSNorms of the latents.
+	x.kernels = frac*moeRoutedKernels + mlps*mlpActivationKernels
+	if m.MLA != nil {
+		x.kernels += mlaExtraKernels
+	}
+	if cfg.Quantization == "fp8" && cfg.GPU.HasFP8() {
+		x.kernels += frac * moeRoutedQuantKernels
+	}
 	if cfg.DPAttentionOn() {
 		x.ranks = float64(cfg.DP)
 	}

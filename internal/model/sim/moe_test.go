@@ -134,3 +134,44 @@ func TestMoEStepTime(t *testing.T) {
 		t.Error("a slower link does not slow the EP step")
 	}
 }
+
+// A layer's kernels are counted from its own linears (steptime.go,
+// layerKernels): ten for a Llama layer, four more for W8A8's input
+// quantization, the fused MoE path for Mixtral, and for DeepSeek-V3 in
+// FP8 MLA's four linears (the query and KV down-projections fused, the
+// KV up-projection as two batched GEMMs), its two latent RMSNorms, the
+// shared experts (inside the routed kernels on SGLang) and the quantized
+// routed path in 58 of 61 layers.
+func TestLayerKernels(t *testing.T) {
+	frac := 58.0 / 61
+	tests := []struct {
+		args []string
+		want float64
+	}{
+		{[]string{"meta-llama/Llama-3.1-8B-Instruct"}, 10},
+		{[]string{"meta-llama/Llama-3.1-8B-Instruct", "--quantization", "fp8"}, 14},
+		{[]string{"mistralai/Mixtral-8x7B-Instruct-v0.1", "-tp", "2"}, 5 + 2 + 7},
+		// q_a with kv_a, q_b, o: GEMM and quantization; kv_b: two
+		// batched GEMMs; the attention block; MLA's norms; one MLP per
+		// layer (shared experts, or the dense MLP of the first three),
+		// each two quantized linears and SiLU; the routed path,
+		// quantized.
+		{[]string{"deepseek-v3", "--gpu", "H200", "-tp", "8", "--max-model-len", "32768"}, 3*2 + 2 + 5 + 2 + (2*2 + 1) + frac*(7+2)},
+		// SGLang: the shared expert runs inside the routed kernels, so
+		// only the three dense layers' MLP has kernels of its own; not
+		// under expert parallelism.
+		{[]string{"--model-path", "deepseek-v3", "--gpu", "H200", "--tp", "8"}, 3*2 + 2 + 5 + 2 + (1-frac)*(2*2+1) + frac*(7+2)},
+		{[]string{"--model-path", "deepseek-v3", "--gpu", "H200", "--tp", "8", "--ep", "8"}, 3*2 + 2 + 5 + 2 + (2*2 + 1) + frac*(7+2)},
+	}
+	for _, tt := range tests {
+		cfg := mustParse(t, tt.args...)
+		if err := cfg.Normalize(); err != nil {
+			t.Fatal(err)
+		}
+		s := newStepModel(cfg)
+		got := s.kernelsPerLayer / (kernelOverhead.Seconds())
+		if math.Abs(got-tt.want) > 1e-6 {
+			t.Errorf("%v: %.3f kernels per layer, want %.3f", tt.args, got, tt.want)
+		}
+	}
+}

@@ -30,6 +30,18 @@ type batchShape struct {
 type gemm struct {
 	weights float64 // elements per GPU
 	in, out float64 // activation widths per GPU
+	// kernels is the GEMM launches it costs a layer, averaged over the
+	// layers (1; 2 for MLA's absorbed KV up-projection, two batched
+	// GEMMs; a share for a linear only some layers have), and quant the
+	// launches that quantize its input under W8A8 (0 for the batched
+	// GEMMs on bf16 weights).
+	kernels, quant float64
+}
+
+// linear is a gemm that every layer has once, its input quantized
+// under W8A8.
+func linear(weights, in, out float64) gemm {
+	return gemm{weights: weights, in: in, out: out, kernels: 1, quant: 1}
 }
 
 // stepModel holds the per-GPU figures of one config so that a step's time is
@@ -106,13 +118,13 @@ func newStepModel(cfg Config) stepModel {
 	}
 	inter := float64(m.Intermediate) / tp
 	s.gemms = []gemm{
-		{weights: h * d * (q + 2*kv), in: h, out: d * (q + 2*kv)}, // QKV
-		{weights: q * d * h, in: q * d, out: h},                   // O
+		linear(h*d*(q+2*kv), h, d*(q+2*kv)), // QKV
+		linear(q*d*h, q*d, h),               // O
 	}
 	if !s.moe {
 		s.gemms = append(s.gemms,
-			gemm{weights: 2 * h * inter, in: h, out: 2 * inter}, // gate_up
-			gemm{weights: inter * h, in: inter, out: h},         // down
+			linear(2*h*inter, h, 2*inter), // gate_up
+			linear(inter*h, inter, h),     // down
 		)
 	}
 	// The kernels between the GEMMs (constants.go, "Memory-bound work
@@ -127,20 +139,11 @@ func newStepModel(cfg Config) stepModel {
 		silu *= s.topK
 	}
 	s.actBytes = 2*4*h*bytesBF16 + 2*2*(q+kv)*d*bytesBF16 + 2*kv*d*(bytesBF16+s.kvElem) + silu
-	perLayer := float64(denseKernelsPerLayer)
-	if s.moe {
-		perLayer += moeExtraKernels
-	}
+	w8a8 := false
 	switch {
 	case cfg.Quantization == "fp8" && g.HasFP8():
 		s.gemmRate = g.FP8TFLOPS * 1e12 * k.FP8GEMMEfficiency
-		// W8A8 with dynamic per-token scales quantizes each dense
-		// linear's input in a kernel of its own: read bf16, write fp8
-		// (the fused MoE kernel quantizes its experts' inputs itself).
-		for _, gm := range s.gemms {
-			s.actBytes += gm.in * (bytesBF16 + bytesFP8)
-			perLayer++
-		}
+		w8a8 = true
 	case cfg.Quantization == "awq" || cfg.Quantization == "gptq":
 		s.gemmRate = g.BF16TFLOPS * 1e12 * k.W4A16GEMMEfficiency
 	default: // bf16, or fp8 weight-only on GPUs without FP8 tensor cores
@@ -157,11 +160,37 @@ func newStepModel(cfg Config) stepModel {
 	}
 	s.cpuBase = k.StepOverheadMs / 1e3
 	s.perSeq = k.PerSeqOverheadUs / 1e6
+	s.mx = newMoEStep(cfg, &s)
+	perLayer := s.layerKernels(w8a8)
 	s.kernels = k.KernelOverheadUs / 1e6 * (s.layers*perLayer + stepKernels)
 	s.kernelsPerLayer, s.kernelsPerStep = k.KernelOverheadUs/1e6*perLayer, k.KernelOverheadUs/1e6*stepKernels
-	s.mx = newMoEStep(cfg, &s)
 	s.spec = newSpecStep(cfg, &s)
 	return s
+}
+
+// layerKernels counts the kernels one decoder layer launches, averaged
+// over the layers, from the layer's own linears (s.gemms, after MLA and
+// the MoE layers' shared experts took their places): each linear's GEMM
+// launches, the elementwise kernels around attention, SiLU-and-mul once
+// per MLP, and the fused MoE path in the MoE layers (constants.go,
+// "Kernels per layer"). Under W8A8 (w8a8) each linear's input is
+// quantized by a kernel of its own, read in bf16 and written in fp8,
+// which also adds to the layer's memory-bound bytes; the fused MoE
+// kernel quantizes its experts' inputs itself.
+func (s *stepModel) layerKernels(w8a8 bool) float64 {
+	n := float64(attentionBlockKernels)
+	for _, g := range s.gemms {
+		n += g.kernels
+		if w8a8 && g.quant > 0 {
+			n += g.quant
+			s.actBytes += g.in * (bytesBF16 + bytesFP8)
+		}
+	}
+	if s.mx == nil {
+		return n + mlpActivationKernels
+	}
+	n += s.mx.kernels
+	return n
 }
 
 // lookupLatency returns the all-reduce latency for tp, taking the next
