@@ -248,6 +248,22 @@ var table = []setting{
 			return []string{"--speculative-draft-model-path", v.(string)}
 		}}},
 
+	// The deployment's shape (docs/spec.md, "Disaggregated prefill and
+	// decode"): no engine flag of their own. A disaggregated configuration
+	// is split into prefill and decode engines (Parts), each with the other
+	// settings and its own tensor_parallel; the role flags below and the
+	// study's router join them.
+	{name: "disaggregated", typ: Bool, tunable: true,
+		doc: "serve with separate prefill and decode engines behind a router (false: one aggregated engine)"},
+	{name: "prefill_replicas", typ: Int, min: 1, tunable: true,
+		doc: "disaggregated: prefill engines"},
+	{name: "decode_replicas", typ: Int, min: 1, tunable: true,
+		doc: "disaggregated: decode engines"},
+	{name: "prefill_tensor_parallel_size", typ: Int, min: 1, tunable: true,
+		doc: "disaggregated: tensor parallel size of each prefill engine (default tensor_parallel)"},
+	{name: "decode_tensor_parallel_size", typ: Int, min: 1, tunable: true,
+		doc: "disaggregated: tensor parallel size of each decode engine (default tensor_parallel)"},
+
 	// Server settings: read from command lines, never tuned.
 	// The simulated engine takes either spelling with either engine's flags
 	// (launchers start it with --model).
@@ -275,6 +291,16 @@ var table = []setting{
 		sglang: spelling{flag: "--speculative-eagle-topk"}},
 	{name: "spec_verify_tokens", typ: Int, doc: "SGLang: draft tokens the target model verifies per sequence and step",
 		sglang: spelling{flag: "--speculative-num-draft-tokens"}},
+	// A disaggregated part's role (RoleArgs writes them): vLLM takes one
+	// JSON object naming the KV connector and the engine's role in it;
+	// SGLang a mode and the transfer backend.
+	{name: "kv_transfer_config", typ: String, doc: "vLLM: the KV connector and this engine's role in it (JSON)",
+		vllm: spelling{flag: "--kv-transfer-config"}},
+	{name: "disaggregation_mode", typ: String, enum: []string{"null", "prefill", "decode"},
+		doc:    "SGLang: this engine's part of a disaggregated deployment",
+		sglang: spelling{flag: "--disaggregation-mode"}},
+	{name: "disaggregation_transfer_backend", typ: String, doc: "SGLang: how the KV cache moves between the parts (mooncake, nixl, ...)",
+		sglang: spelling{flag: "--disaggregation-transfer-backend"}},
 	{name: "async_scheduling", typ: Bool, doc: "vLLM: schedule the next step while the GPU runs this one (on by default)",
 		vllm: spelling{on: []string{"--async-scheduling"}, off: []string{"--no-async-scheduling"}}},
 
@@ -298,6 +324,11 @@ var table = []setting{
 	// engine flag: the simulator is told it.
 	{name: "sim_spec_acceptance", typ: Float, sim: true, doc: "speculative decoding: the chance each draft token is accepted, in [0, 1)",
 		vllm: spelling{flag: "--spec-acceptance"}, sglang: spelling{flag: "--spec-acceptance"}},
+	// The link the KV cache crosses from a prefill engine to a decode
+	// engine, which no engine flag says (the hardware's).
+	{name: "sim_kv_link", typ: String, sim: true, enum: KVLinks,
+		doc:  "disaggregated: the link the KV cache crosses from prefill to decode",
+		vllm: spelling{flag: "--kv-link"}, sglang: spelling{flag: "--kv-link"}},
 	{name: "sim_force_calibration", typ: Bool, sim: true, doc: "use the calibration profile even on another GPU or engine",
 		vllm: spelling{on: []string{"--force-calibration"}}, sglang: spelling{on: []string{"--force-calibration"}}},
 }
@@ -314,7 +345,7 @@ var (
 		"--max-log-len", "--tokenizer-mode", "--generation-config", "--compilation-config", "-O",
 		"--random-seed", "--log-level", "--attention-backend", "--schedule-policy", "--tool-call-parser",
 		"--reasoning-parser", "--chat-template", "--max-num-partial-prefills", "--limit-mm-per-prompt",
-		"--kv-transfer-config", "--cuda-graph-bs"}
+		"--cuda-graph-bs"}
 )
 
 // secretSettings name settings whose values are credentials (never stored
@@ -577,6 +608,7 @@ func Render(e Engine, s Settings) ([]string, error) {
 				out = append(out, r.off...)
 			}
 		case k.typ == String && v == k.skip:
+		case r.flag == "": // a shape setting, or one this engine has no flag for
 		default:
 			val := formatValue(v)
 			if rn, ok := r.values[val]; ok {
