@@ -49,10 +49,6 @@ type Router struct {
 	HealthPath              string // default /health
 }
 
-// RouterPlaceholders are the placeholders of Router.Command that name the
-// parts, by the element they stand for.
-var RouterPlaceholders = []string{"{prefill_hosts}", "{prefill_ports}", "{prefill_urls}", "{decode_hosts}", "{decode_ports}", "{decode_urls}"}
-
 // Capabilities are Base's, with a reaper that also finds a killed run's
 // routers (local processes, whatever kind Base is).
 func (d *Disaggregated) Capabilities() Capabilities {
@@ -286,7 +282,7 @@ func (c *composite) routerArgv() ([]string, error) {
 }
 
 func isListPlaceholder(a string) bool {
-	for _, p := range RouterPlaceholders {
+	for _, p := range engine.RouterPlaceholders {
 		if a == p {
 			return true
 		}

@@ -81,6 +81,11 @@ func (s Settings) Parts() []Part {
 	return out
 }
 
+// RouterPlaceholders are the elements of a router's command template that
+// become one element per engine of a role: its hosts, ports or base URLs
+// (launcher.Router).
+var RouterPlaceholders = []string{"{prefill_hosts}", "{prefill_ports}", "{prefill_urls}", "{decode_hosts}", "{decode_ports}", "{decode_urls}"}
+
 // KVTransfer is how a disaggregated deployment's parts move the KV cache,
 // in each engine's terms (the study spec's disaggregation section).
 type KVTransfer struct {
