@@ -38,7 +38,7 @@ start-up memory, step times on the chosen GPU, and the engine's scheduler.
 Sim-only facts come from --gpu, --num-gpus, --time-scale, --sim-load-time,
 --engine, --model-config or the SERVETUNE_SIM_* environment variables.`,
 	}
-	cmd.AddCommand(newSimEstimateCmd(), newSimRunCmd(), newSimServeCmd())
+	cmd.AddCommand(newSimEstimateCmd(), newSimRunCmd(), newSimServeCmd(), newSimRouterCmd())
 	return cmd
 }
 
@@ -348,8 +348,17 @@ func runSimVirtual(cmd *cobra.Command, cfg sim.Config, f *benchFlags) error {
 
 func newSimServeCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:   "serve [engine flags] [--gpu NAME] [--num-gpus N] [--host H] [--port P] [--time-scale F] [--sim-load-time D]",
+		Use:   "serve [engine flags] [--gpu NAME] [--num-gpus N] [--host H] [--port P] [--time-scale F] [--sim-load-time D] [--kv-link LINK]",
 		Short: "Serve the engine's OpenAI-compatible API on the real clock (a drop-in for vllm serve)",
+		Long: `Serve the engine's OpenAI-compatible API on the real clock (a drop-in for vllm serve).
+
+As a part of a disaggregated deployment it takes the engines' flags: vLLM's
+--kv-transfer-config '{"kv_connector":"NixlConnector","kv_role":"kv_both"}'
+(kv_producer: prefill only, kv_consumer: decode only) or SGLang's
+--disaggregation-mode prefill|decode (--disaggregation-transfer-backend is
+accepted), and speaks vLLM's kv_transfer_params handshake (servetune sim
+router). A decode engine waits for the prompt's KV to cross --kv-link
+(` + strings.Join(sim.LinkNames(), ", ") + `; default ` + sim.DefaultLink + `) before it decodes.`,
 		Example: "  servetune sim serve meta-llama/Llama-3.1-8B-Instruct " + engineFlag("max_model_len") + " 8192 --port 8000\n" +
 			"  " + engine.EnvSimGPU + "=H100-SXM servetune sim serve " + engine.Flag(engine.SGLang, "model") + " Qwen/Qwen2.5-7B-Instruct " +
 			engine.Flag(engine.SGLang, "tensor_parallel") + " 1 --port 30000",
@@ -371,6 +380,9 @@ func serveSim(cmd *cobra.Command, cfg sim.Config) error {
 	log := cmd.ErrOrStderr()
 	fmt.Fprintf(log, "INFO servetune-sim: %s engine, model %s, %s x %d, TP %d, time scale %g\n",
 		cfg.Engine, cfg.ModelID, cfg.GPU.ID, cfg.NumGPUs, cfg.TP, cfg.TimeScale)
+	if cfg.Disaggregated() {
+		fmt.Fprintf(log, "INFO disaggregated: role %s, connector %s, KV link %s\n", cfg.KVRole, cfg.KVConnector, cfg.KVLink)
+	}
 	srv, err := sim.NewServer(cfg)
 	if err != nil {
 		var se *sim.StartupError

@@ -130,7 +130,7 @@ func (p *specParser) kvConfig(x *yaml.Node, field string) string {
 	} else {
 		text = p.Str(x, field)
 	}
-	if err := engine.CheckKVTransferConfig(text); err != nil && !p.Failed() {
+	if _, err := engine.ParseKVTransferConfig(text); err != nil && !p.Failed() {
 		p.Fail(x, field, "%v", err)
 	}
 	return text

@@ -80,6 +80,18 @@ type Config struct {
 	// zero for none.
 	Deviation Deviation
 
+	// Disaggregated prefill and decode (disagg.go): the engine's role
+	// ("" aggregated, RolePrefill, RoleDecode, RoleBoth), its KV connector
+	// (vLLM's kv_connector, SGLang's transfer backend) and the link the KV
+	// cache crosses (a Links name; the simulator's own setting).
+	KVRole      string
+	KVConnector string
+	KVLink      string
+	// The flags they come from: vLLM's --kv-transfer-config (JSON),
+	// SGLang's --disaggregation-mode (null, prefill, decode).
+	KVTransferConfig   string
+	DisaggregationMode string
+
 	// Sim-only.
 	TimeScale float64       // the server runs TimeScale times faster than simulated time
 	LoadTime  time.Duration // simulated start-up before /health turns ready
@@ -264,6 +276,10 @@ var settings = []setting{
 		parse: func(s engine.Settings, name string) (any, bool) { v, ok := s[name].(time.Duration); return v, ok },
 		apply: func(c *Config, v any) { c.LoadTime = v.(time.Duration) },
 		value: func(c *Config) (any, bool) { return c.LoadTime, c.LoadTime >= 0 }},
+	server(field("kv_transfer_config", engine.Settings.String, func(c *Config) *string { return &c.KVTransferConfig })),
+	server(field("disaggregation_mode", engine.Settings.String, func(c *Config) *string { return &c.DisaggregationMode })),
+	server(nonEmpty("disaggregation_transfer_backend", func(c *Config) *string { return &c.KVConnector })),
+	server(nonEmpty("sim_kv_link", func(c *Config) *string { return &c.KVLink })),
 	// An empty name or address keeps the model's id and the default host.
 	server(nonEmpty("served_model_name", func(c *Config) *string { return &c.ModelID })),
 	server(nonEmpty("host", func(c *Config) *string { return &c.Host })),
@@ -407,6 +423,9 @@ func (c *Config) Normalize() error {
 		return err
 	}
 	if err := c.specDefaults(); err != nil {
+		return err
+	}
+	if err := c.normalizeDisagg(); err != nil {
 		return err
 	}
 	return c.validate()

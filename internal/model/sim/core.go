@@ -33,6 +33,12 @@ type seq struct {
 	queuedFor float64 // seconds spent waiting before first scheduled
 	// scheduledYet: the sequence has been in a step.
 	scheduledYet bool
+	// remote is the tokens whose KV a prefill engine computed and this
+	// (decode) engine received (disagg.go): they count as computed when
+	// the sequence is admitted, as prefix hits do. The engines leave the
+	// prompt's last token to compute, for its logits (vLLM's KV cache
+	// manager caps a hit at the prompt less one token).
+	remote int
 }
 
 // target is how many tokens must be in the cache before the next token is
@@ -359,6 +365,15 @@ func (c *core) newPage(h uint64) *page {
 // computed. At least one token is always computed, as in the engines.
 // The hits are pinned by allocate; undoPrefix forgets them.
 func (c *core) lookupPrefix(s *seq) {
+	if s.remote > 0 && !s.looked && s.computed == 0 {
+		// The KV pulled from the prefill engine: its blocks are allocated
+		// with the sequence's first step, like a hit's.
+		s.looked = true
+		c.prefixQueries += int64(s.prompt)
+		s.computed = min(s.remote, s.prompt-1)
+		c.prefixHits += int64(s.computed)
+		return
+	}
 	if s.looked || !c.cfg.PrefixCaching || s.computed > 0 {
 		return
 	}
@@ -427,6 +442,7 @@ func (c *core) cachePages(s *seq, finished bool) {
 func (c *core) preempt(s *seq) {
 	c.release(s)
 	s.computed, s.looked = 0, false
+	s.remote = 0 // the pulled KV is gone: it recomputes
 	c.remainOut -= s.maxOut - s.generated
 	c.preemptions++
 	if c.head > 0 {

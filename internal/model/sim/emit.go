@@ -268,8 +268,7 @@ func (s *Server) respondWire(w http.ResponseWriter, r *http.Request, st *stream,
 		delete(s.live, st)
 		s.liveMu.Unlock()
 	}()
-	o.arrived = time.Now()
-	st.arrived = o.arrived.Add(s.frontend)
+	s.stamp(st, o)
 	select {
 	case s.in <- st:
 	case <-s.done: // the shutdown sweep ends the stream

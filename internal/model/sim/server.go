@@ -41,6 +41,10 @@ type stream struct {
 	events  chan event // buffered for every token: the engine never blocks (nil on a wire)
 	w       *wire      // the hijacked connection; nil when streaming through net/http
 	arrived time.Time
+	// ready is when it may enter the engine: its arrival or, on a decode
+	// engine, the end of its KV's transfer (arrived + delay).
+	ready   time.Time
+	delay   time.Duration
 	first   time.Time
 	prev    time.Time
 	emitted int // tokens handed to the stream (engine loop only)
@@ -220,7 +224,7 @@ type loop struct {
 	rankOf   map[int]int
 	aborted  map[*stream]bool // aborts that overtook their request
 	deferred [][]*stream      // per rank: aborts that wait for the step in flight
-	pending  [][]*stream      // per rank: arrived requests not yet in the engine, in arrival order
+	pending  [][]*stream      // per rank: arrived requests not yet in the engine, in order of readiness
 	base     time.Time
 	spin     bool
 	// window is how long before a step's end the loop spins: spinWindow
@@ -420,7 +424,14 @@ func (l *loop) admit(st *stream) {
 		}
 	}
 	l.rankOf[st.s.id] = best
-	l.pending[best] = append(l.pending[best], st)
+	// In order of readiness: a decode engine's request waits for its KV,
+	// and one whose KV lands first enters first.
+	p := l.pending[best]
+	i := len(p)
+	for i > 0 && p[i-1].ready.After(st.ready) {
+		i--
+	}
+	l.pending[best] = slices.Insert(p, i, st)
 }
 
 // abort drops a request whose client left. An abort that arrives while its
@@ -459,7 +470,7 @@ func (l *loop) abort(st *stream) {
 func (l *loop) start(k int) {
 	from := l.ends[k]
 	if !l.chained[k] && len(l.pending[k]) > 0 {
-		if a := l.pending[k][0].arrived; a.After(from) {
+		if a := l.pending[k][0].ready; a.After(from) {
 			from = a
 		}
 	}
@@ -467,7 +478,7 @@ func (l *loop) start(k int) {
 	b, secs := l.cores[k].schedule()
 	if b.tokens == 0 && len(l.pending[k]) > 0 {
 		// Nothing runs until the next arrival: the step starts then.
-		from = l.pending[k][0].arrived
+		from = l.pending[k][0].ready
 		l.enter(k, from)
 		b, secs = l.cores[k].schedule()
 	}
@@ -482,7 +493,7 @@ func (l *loop) start(k int) {
 // enter moves the requests that arrived by at into core k.
 func (l *loop) enter(k int, at time.Time) {
 	n := 0
-	for n < len(l.pending[k]) && !l.pending[k][n].arrived.After(at) {
+	for n < len(l.pending[k]) && !l.pending[k][n].ready.After(at) {
 		l.cores[k].add(&l.pending[k][n].s)
 		n++
 	}
@@ -629,6 +640,8 @@ type genRequest struct {
 		ContinuousUsageStats bool `json:"continuous_usage_stats"`
 	} `json:"stream_options"`
 	N *int `json:"n"`
+	// KVTransferParams is the disaggregation handshake (disagg.go).
+	KVTransferParams *kvTransferParams `json:"kv_transfer_params"`
 }
 
 type chatMessage struct {
@@ -822,6 +835,11 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 		return
 	}
 
+	if msg := s.checkKVParams(req.KVTransferParams, req.Stream); msg != "" {
+		apiError(w, http.StatusBadRequest, "BadRequestError", msg)
+		return
+	}
+
 	id := int(s.nextID.Add(1))
 	st := &stream{
 		s: seq{id: id, prompt: prompt, maxOut: maxOut, prefixID: -1},
@@ -849,12 +867,12 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 	if req.Stream && req.StreamOptions != nil {
 		o.usage, o.continuous = req.StreamOptions.IncludeUsage, req.StreamOptions.ContinuousUsageStats
 	}
+	s.applyKVParams(req.KVTransferParams, st, &o)
 	if req.Stream && s.respondWire(w, r, st, &o) {
 		return
 	}
 	st.events = make(chan event, maxOut+1)
-	o.arrived = time.Now()
-	st.arrived = o.arrived.Add(s.frontend)
+	s.stamp(st, &o)
 	select {
 	case s.in <- st:
 	case <-r.Context().Done():
@@ -917,11 +935,15 @@ func (s *Server) respondWhole(w http.ResponseWriter, r *http.Request, st *stream
 	} else {
 		choice["text"] = text.String()
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
+	body := map[string]any{
 		"id": o.id, "object": obj, "created": o.created, "model": o.model,
 		"choices": []any{choice},
 		"usage":   map[string]int{"prompt_tokens": o.prompt, "completion_tokens": ev.generated, "total_tokens": o.prompt + ev.generated},
-	})
+	}
+	if o.kvOut {
+		body["kv_transfer_params"] = s.producedKV(o, ev)
+	}
+	writeJSON(w, http.StatusOK, body)
 }
 
 func (s *Server) respondStream(w http.ResponseWriter, r *http.Request, st *stream, o *output) {
@@ -1001,6 +1023,13 @@ type output struct {
 	// engine time without multiplying its own overhead (measure.EngineTime).
 	scale   float64
 	arrived time.Time
+	// before is the engine time the request spent on a prefill engine
+	// before it came here (real time at this server's scale), so the
+	// engine clock of the chunks starts at the client's request.
+	before time.Duration
+	// kvOut: a prefill engine's request, whose answer carries the
+	// kv_transfer_params a decode engine pulls the KV with.
+	kvOut bool
 }
 
 // head appends the start every message of the request shares.

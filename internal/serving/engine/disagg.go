@@ -2,9 +2,63 @@ package engine
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 )
+
+// KV roles of vLLM's --kv-transfer-config (kv_role).
+const (
+	KVProducer = "kv_producer" // a prefill engine
+	KVConsumer = "kv_consumer" // a decode engine
+	KVBoth     = "kv_both"     // either, as each request's kv_transfer_params says
+)
+
+// KVTransferConfig is the part of vLLM's --kv-transfer-config servetune
+// reads: the connector (NixlConnector, LMCacheConnectorV1, ...) and this
+// engine's role.
+type KVTransferConfig struct {
+	Connector string `json:"kv_connector"`
+	Role      string `json:"kv_role"`
+}
+
+// ParseKVTransferConfig reads --kv-transfer-config's JSON; the error
+// names the problem in one line.
+func ParseKVTransferConfig(val string) (KVTransferConfig, error) {
+	var c KVTransferConfig
+	if err := json.Unmarshal([]byte(val), &c); err != nil {
+		return c, fmt.Errorf("invalid JSON object: %v", err)
+	}
+	if c.Connector == "" {
+		return c, errors.New("kv_connector: field required (e.g. NixlConnector)")
+	}
+	roles := []string{KVProducer, KVConsumer, KVBoth}
+	if !slices.Contains(roles, c.Role) {
+		return c, fmt.Errorf("kv_role %q: want one of %v", c.Role, roles)
+	}
+	return c, nil
+}
+
+func readKVTransferConfig(val string, s Settings) error {
+	if _, err := ParseKVTransferConfig(val); err != nil {
+		return err
+	}
+	s["kv_transfer_config"] = val
+	return nil
+}
+
+// DisaggregationModes are SGLang's --disaggregation-mode values ("null":
+// an aggregated server).
+var DisaggregationModes = []string{"null", "prefill", "decode"}
+
+func readDisaggregationMode(val string, s Settings) error {
+	if !slices.Contains(DisaggregationModes, val) {
+		return fmt.Errorf("invalid choice: %q (choose from %v)", val, DisaggregationModes)
+	}
+	s["disaggregation_mode"] = val
+	return nil
+}
 
 // Role is a part's job in a disaggregated deployment.
 type Role string
@@ -103,19 +157,6 @@ type KVTransfer struct {
 // vLLM's disaggregated serving example starts it (vLLM's
 // tests/v1/kv_connector/nixl_integration/run_accuracy_test.sh).
 const DefaultKVTransferConfig = `{"kv_connector":"NixlConnector","kv_role":"kv_both"}`
-
-// CheckKVTransferConfig checks that cfg is a JSON object naming a
-// kv_connector, as vLLM's KVTransferConfig requires.
-func CheckKVTransferConfig(cfg string) error {
-	var m map[string]any
-	if err := json.Unmarshal([]byte(cfg), &m); err != nil {
-		return fmt.Errorf("%w: kv_transfer_config is not a JSON object: %v", ErrBadValue, err)
-	}
-	if c, _ := m["kv_connector"].(string); c == "" {
-		return fmt.Errorf("%w: kv_transfer_config names no kv_connector", ErrBadValue)
-	}
-	return nil
-}
 
 // RoleArgs are the flags that make engine e's server the given part of a
 // disaggregated deployment: vLLM's --kv-transfer-config, SGLang's

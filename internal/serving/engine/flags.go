@@ -291,18 +291,19 @@ var table = []setting{
 		sglang: spelling{flag: "--speculative-eagle-topk"}},
 	{name: "spec_verify_tokens", typ: Int, doc: "SGLang: draft tokens the target model verifies per sequence and step",
 		sglang: spelling{flag: "--speculative-num-draft-tokens"}},
-	// A disaggregated part's role (RoleArgs writes them): vLLM takes one
-	// JSON object naming the KV connector and the engine's role in it;
-	// SGLang a mode and the transfer backend.
-	{name: "kv_transfer_config", typ: String, doc: "vLLM: the KV connector and this engine's role in it (JSON)",
-		vllm: spelling{flag: "--kv-transfer-config"}},
-	{name: "disaggregation_mode", typ: String, enum: []string{"null", "prefill", "decode"},
-		doc:    "SGLang: this engine's part of a disaggregated deployment",
-		sglang: spelling{flag: "--disaggregation-mode"}},
-	{name: "disaggregation_transfer_backend", typ: String, doc: "SGLang: how the KV cache moves between the parts (mooncake, nixl, ...)",
-		sglang: spelling{flag: "--disaggregation-transfer-backend"}},
 	{name: "async_scheduling", typ: Bool, doc: "vLLM: schedule the next step while the GPU runs this one (on by default)",
 		vllm: spelling{on: []string{"--async-scheduling"}, off: []string{"--no-async-scheduling"}}},
+
+	// Disaggregated prefill and decode (docs/reference.md (Disaggregated
+	// prefill and decode)): vLLM's KV connector and its role, SGLang's
+	// mode and transfer backend. Server settings: a deployment's parts
+	// differ in them (RoleArgs writes them), a study does not tune them.
+	{name: "kv_transfer_config", typ: String, doc: "vLLM: the KV connector and its role, as JSON (disaggregated prefill and decode)",
+		vllm: spelling{flag: "--kv-transfer-config", read: readKVTransferConfig}},
+	{name: "disaggregation_mode", typ: String, doc: "SGLang: this server's part in disaggregated prefill and decode (null, prefill, decode)",
+		sglang: spelling{flag: "--disaggregation-mode", read: readDisaggregationMode}},
+	{name: "disaggregation_transfer_backend", typ: String, doc: "SGLang: the KV transfer backend of disaggregated prefill and decode",
+		sglang: spelling{flag: "--disaggregation-transfer-backend"}},
 
 	// The simulated engine's own flags (both command lines; SimEnv holds the
 	// environment variables that stand in for them).
@@ -324,10 +325,7 @@ var table = []setting{
 	// engine flag: the simulator is told it.
 	{name: "sim_spec_acceptance", typ: Float, sim: true, doc: "speculative decoding: the chance each draft token is accepted, in [0, 1)",
 		vllm: spelling{flag: "--spec-acceptance"}, sglang: spelling{flag: "--spec-acceptance"}},
-	// The link the KV cache crosses from a prefill engine to a decode
-	// engine, which no engine flag says (the hardware's).
-	{name: "sim_kv_link", typ: String, sim: true, enum: KVLinks,
-		doc:  "disaggregated: the link the KV cache crosses from prefill to decode",
+	{name: "sim_kv_link", typ: String, sim: true, doc: "disaggregated prefill and decode: the link the KV cache crosses (nvlink, pcie, infiniband, roce, ethernet)",
 		vllm: spelling{flag: "--kv-link"}, sglang: spelling{flag: "--kv-link"}},
 	{name: "sim_force_calibration", typ: Bool, sim: true, doc: "use the calibration profile even on another GPU or engine",
 		vllm: spelling{on: []string{"--force-calibration"}}, sglang: spelling{on: []string{"--force-calibration"}}},
