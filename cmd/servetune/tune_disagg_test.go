@@ -1,0 +1,124 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// disaggStudy is examples/disagg-sim.yaml under a study name of the test's
+// own (the engines' label).
+func disaggStudy(t *testing.T) (spec, name string) {
+	t.Helper()
+	src, err := os.ReadFile(filepath.Join("..", "..", "examples", "disagg-sim.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	name = fmt.Sprintf("disagg-%d", os.Getpid())
+	s := strings.Replace(string(src), "name: disagg-sim\n", "name: "+name+"\n", 1)
+	if s == string(src) {
+		t.Fatal("disagg-sim.yaml's name line changed")
+	}
+	return writeSpec(t, s), name
+}
+
+func disaggTrials(t *testing.T, bin, db, study string) trialsDoc {
+	t.Helper()
+	out, err := exec.Command(bin, "trials", study, "--db", db, "--json").Output()
+	if err != nil {
+		t.Fatalf("trials --json: %v", err)
+	}
+	var doc trialsDoc
+	if err := json.Unmarshal(out, &doc); err != nil {
+		t.Fatalf("trials --json: %v\n%s", err, out)
+	}
+	return doc
+}
+
+// TestTuneDisaggKillResume runs examples/disagg-sim.yaml: its
+// disaggregated trials start a prefill engine, a decode engine and the
+// router; SIGKILL of tune while one is measured, then --resume, finishes
+// the study with every trial ok and no process of the study left.
+func TestTuneDisaggKillResume(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("finds the study's processes through /proc")
+	}
+	bin := buildServetune(t)
+	spec, name := disaggStudy(t)
+	db := filepath.Join(t.TempDir(), "t.db")
+	t.Cleanup(func() { killOrphans(t, bin) })
+
+	cmd := exec.Command(bin, "tune", spec, "--db", db)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout = io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// The grid runs the aggregated trials 0 and 1 first, then the
+	// disaggregated 2 and 3: kill while one of those measures.
+	inFlight := regexp.MustCompile(`^trial ([23]) concurrency=`)
+	killed, running := -1, 0
+	var head strings.Builder
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		head.WriteString(sc.Text() + "\n")
+		if m := inFlight.FindStringSubmatch(sc.Text()); m != nil {
+			running = labelledProcesses(t, name)
+			killed, _ = strconv.Atoi(m[1])
+			_ = cmd.Process.Signal(syscall.SIGKILL)
+			break
+		}
+	}
+	go io.Copy(io.Discard, stderr)
+	_ = cmd.Wait()
+	if killed < 0 {
+		t.Fatalf("no disaggregated trial was in flight:\n%s", head.String())
+	}
+	if running < 3 {
+		t.Errorf("%d processes of the study while a disaggregated trial measured, want its prefill, decode and router", running)
+	}
+	time.Sleep(200 * time.Millisecond) // the parent-death signal
+	out, err := exec.Command(bin, "tune", spec, "--db", db, "--resume").CombinedOutput()
+	if err != nil {
+		t.Fatalf("resume: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "re-ran interrupted trials [") || !strings.Contains(string(out), strconv.Itoa(killed)) {
+		t.Errorf("resume did not re-run trial %d:\n%s", killed, out)
+	}
+	doc := disaggTrials(t, bin, db, name)
+	if len(doc.Trials) != 4 {
+		t.Fatalf("%d trials, want 4", len(doc.Trials))
+	}
+	disagg := 0
+	for _, tr := range doc.Trials {
+		if tr.Status != "ok" {
+			t.Errorf("trial %d %s/%s: %s", tr.Number, tr.Status, tr.Failure, tr.FailureMsg)
+		}
+		if on, _ := tr.Settings["disaggregated"].(bool); on {
+			disagg++
+			if len(tr.GPUs) != 2 {
+				t.Errorf("disaggregated trial %d ran on GPUs %v, want two", tr.Number, tr.GPUs)
+			}
+		}
+	}
+	if disagg != 2 {
+		t.Errorf("%d disaggregated trials, want 2", disagg)
+	}
+	if n := labelledProcesses(t, name); n != 0 {
+		t.Errorf("%d processes of the study left after the resumed run", n)
+	}
+}
