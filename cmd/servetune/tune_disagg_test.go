@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -120,5 +121,74 @@ func TestTuneDisaggKillResume(t *testing.T) {
 	}
 	if n := labelledProcesses(t, name); n != 0 {
 		t.Errorf("%d processes of the study left after the resumed run", n)
+	}
+	checkDisaggRecommend(t, bin, db, name)
+}
+
+// checkDisaggRecommend: recommend on the study prints every part's command
+// and the other shape beside the best, with the measured difference; its
+// k8s manifests hold a Deployment and a Service per role and the router's.
+func checkDisaggRecommend(t *testing.T, bin, db, name string) {
+	t.Helper()
+	out, err := exec.Command(bin, "recommend", name, "--db", db, "--format", "json").Output()
+	if err != nil {
+		t.Fatalf("recommend: %v\n%s", err, out)
+	}
+	type part struct {
+		Name    string   `json:"name"`
+		GPUs    []int    `json:"gpus"`
+		Command []string `json:"command"`
+	}
+	var doc struct {
+		Shape       string `json:"shape"`
+		Parts       []part `json:"parts"`
+		Alternative struct {
+			Shape      string             `json:"shape"`
+			Parts      []part             `json:"parts"`
+			Command    []string           `json:"command"`
+			Difference map[string]float64 `json:"difference_pct"`
+		} `json:"alternative"`
+	}
+	if err := json.Unmarshal(out, &doc); err != nil {
+		t.Fatalf("recommend --format json: %v\n%s", err, out)
+	}
+	parts := doc.Parts
+	if doc.Shape == "aggregated" {
+		parts = doc.Alternative.Parts
+	}
+	if doc.Alternative.Shape == "" || doc.Alternative.Shape == doc.Shape || len(doc.Alternative.Difference) == 0 {
+		t.Errorf("no other shape beside the %s best: %s", doc.Shape, out)
+	}
+	var names []string
+	for _, p := range parts {
+		names = append(names, p.Name)
+	}
+	if strings.Join(names, ",") != "prefill 0,decode 0,router" {
+		t.Fatalf("parts %v, want prefill 0, decode 0, router:\n%s", names, out)
+	}
+	if !slices.Contains(parts[0].Command, "--kv-transfer-config") || !slices.Contains(parts[2].Command, "--prefiller-ports") ||
+		slices.Equal(parts[0].GPUs, parts[1].GPUs) {
+		t.Errorf("part commands %+v", parts)
+	}
+	text, err := exec.Command(bin, "recommend", name, "--db", db).Output()
+	if err != nil || !strings.Contains(string(text), "alternative: trial") || !strings.Contains(string(text), "sim router --host 127.0.0.1 --port 8000") {
+		t.Errorf("recommend: %v\n%s", err, text)
+	}
+	t.Logf("the best is %s; measured difference %v", doc.Shape, doc.Alternative.Difference)
+	if doc.Shape != "disaggregated" {
+		return // the manifests below are the disaggregated ones
+	}
+	k8s, err := exec.Command(bin, "recommend", name, "--db", db, "--format", "k8s").Output()
+	if err != nil {
+		t.Fatalf("recommend --format k8s: %v\n%s", err, k8s)
+	}
+	for _, want := range []string{"name: vllm-llama-3-1-8b-instruct-prefill", "name: vllm-llama-3-1-8b-instruct-decode",
+		"name: vllm-llama-3-1-8b-instruct-router", "name: vllm-llama-3-1-8b-instruct\n", "- vllm-llama-3-1-8b-instruct-prefill", "- 0.0.0.0"} {
+		if !strings.Contains(string(k8s), want) {
+			t.Errorf("manifests lack %q:\n%s", want, k8s)
+		}
+	}
+	if n := strings.Count(string(k8s), "kind: Deployment"); n != 3 {
+		t.Errorf("%d Deployments, want prefill, decode and router", n)
 	}
 }
