@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/servetune/servetune/launcher"
 )
 
 // disaggStudy is examples/disagg-sim.yaml under a study name of the test's
@@ -190,5 +192,45 @@ func checkDisaggRecommend(t *testing.T, bin, db, name string) {
 	}
 	if n := strings.Count(string(k8s), "kind: Deployment"); n != 3 {
 		t.Errorf("%d Deployments, want prefill, decode and router", n)
+	}
+}
+
+// TestTuneDisaggDocker runs examples/disagg-sim.yaml with the docker
+// kind: each engine part is a container of the simulated engine's image,
+// the router a local process in front of them; every trial is ok and
+// neither a container nor a router is left.
+func TestTuneDisaggDocker(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts containers")
+	}
+	requireSimImage(t)
+	bin := buildServetune(t)
+	spec, name := disaggStudy(t)
+	src, err := os.ReadFile(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := strings.Replace(string(src), "  kind: sim\n", "  kind: docker\n  image: servetune-sim:dev\n", 1)
+	spec = writeSpec(t, s)
+	t.Cleanup(func() { // a failed test leaves no container behind
+		if ids, _ := exec.Command("docker", "ps", "-aq", "--filter", "label="+launcher.LabelStudy+"="+name).Output(); len(ids) > 0 {
+			_ = exec.Command("docker", append([]string{"rm", "-f"}, strings.Fields(string(ids))...)...).Run()
+		}
+	})
+	db := filepath.Join(t.TempDir(), "t.db")
+	if out, err := testCommand(t, bin, "tune", spec, "--db", db).CombinedOutput(); err != nil {
+		t.Fatalf("tune: %v\n%s", err, out)
+	}
+	for _, tr := range disaggTrials(t, bin, db, name).Trials {
+		if tr.Status != "ok" {
+			t.Errorf("trial %d %s/%s: %s", tr.Number, tr.Status, tr.Failure, tr.FailureMsg)
+		}
+	}
+	left, err := exec.Command("docker", "ps", "-aq", "--filter", "label="+launcher.LabelStudy+"="+name).Output()
+	if err != nil || len(strings.TrimSpace(string(left))) != 0 {
+		t.Errorf("containers left behind: %q (%v)", left, err)
+	}
+	if n := labelledProcesses(t, name); n != 0 {
+		t.Errorf("%d router processes left", n)
 	}
 }
