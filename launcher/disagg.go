@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -244,50 +243,15 @@ func (c *composite) startRouter(ctx context.Context) error {
 // routerArgv fills the router's template with the parts' endpoints
 // ({host}, {port} and {model} are Process's to fill).
 func (c *composite) routerArgv() ([]string, error) {
-	type ep struct{ url, host, port string }
-	byRole := map[engine.Role][]ep{}
+	urls := map[engine.Role][]string{}
 	for _, p := range c.parts {
-		u, err := url.Parse(p.inst.Endpoint())
-		if err != nil || u.Hostname() == "" || u.Port() == "" {
-			return nil, fmt.Errorf("%s's endpoint %q has no host and port", p.name, p.inst.Endpoint())
-		}
-		byRole[p.role] = append(byRole[p.role], ep{p.inst.Endpoint(), u.Hostname(), u.Port()})
+		urls[p.role] = append(urls[p.role], p.inst.Endpoint())
 	}
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("find the servetune binary: %w", err)
 	}
-	var out []string
-	for _, a := range c.d.Router.Command {
-		if role, field, ok := strings.Cut(strings.Trim(a, "{}"), "_"); ok && strings.HasPrefix(a, "{") && isListPlaceholder(a) {
-			for _, e := range byRole[engine.Role(role)] {
-				out = append(out, map[string]string{"hosts": e.host, "ports": e.port, "urls": e.url}[field])
-			}
-			continue
-		}
-		out = append(out, strings.ReplaceAll(a, "{servetune}", self))
-	}
-	for _, each := range []struct {
-		role engine.Role
-		args []string
-	}{{engine.Prefill, c.d.Router.EachPrefill}, {engine.Decode, c.d.Router.EachDecode}} {
-		for _, e := range byRole[each.role] {
-			r := strings.NewReplacer("{url}", e.url, "{host}", e.host, "{port}", e.port)
-			for _, a := range each.args {
-				out = append(out, r.Replace(a))
-			}
-		}
-	}
-	return out, nil
-}
-
-func isListPlaceholder(a string) bool {
-	for _, p := range engine.RouterPlaceholders {
-		if a == p {
-			return true
-		}
-	}
-	return false
+	return engine.RouterArgv(c.d.Router.Command, c.d.Router.EachPrefill, c.d.Router.EachDecode, urls, self)
 }
 
 // watch closes exited when the first part or the router ends.

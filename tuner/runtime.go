@@ -32,8 +32,20 @@ func decodeLauncher(d *yamlspec.Decoder, n *yaml.Node, sp *spec.Spec) spec.Launc
 // holds it untyped).
 func launcherOf(sp *spec.Spec) launcher.Launcher {
 	l, _ := sp.Launcher.Launcher.(launcher.Launcher)
+	if d := sp.Disaggregation; d != nil && l != nil {
+		// A disaggregated configuration runs as its parts and a router;
+		// an aggregated one of the same space as l alone.
+		return &launcher.Disaggregated{Base: l, KV: d.KV, KVLink: d.KVLink, Router: launcher.Router{
+			Command: d.Router.Command, EachPrefill: d.Router.EachPrefill, EachDecode: d.Router.EachDecode,
+			HealthPath: d.Router.HealthPath}}
+	}
 	return l
 }
+
+// LauncherOf is the launcher the study's trials start with: the kind's,
+// in front of it the disaggregated parts' when the spec has a
+// disaggregation section (what cleanup reaps through too).
+func LauncherOf(sp *spec.Spec) launcher.Launcher { return launcherOf(sp) }
 
 // capsOf is the capabilities of the spec's launcher; none without one.
 func capsOf(sp *spec.Spec) launcher.Capabilities {
@@ -57,6 +69,11 @@ func specCaps(l any) spec.LauncherCaps {
 // Forecastable says whether the simulator can forecast sp: a catalog GPU
 // and a model it knows (the catalog, or a config.json). nil when it can.
 func Forecastable(sp *spec.Spec) error {
+	if sp.Disaggregation != nil {
+		// The virtual clock runs one engine per trial; a disaggregated
+		// trial's parts talk over HTTP (the sim launcher runs them).
+		return errors.New("the forecast runs one engine per trial, not a disaggregated deployment's parts")
+	}
 	if sp.Hardware.GPU == "" {
 		return errors.New("the study names no hardware.gpu, so the simulator has no GPU to forecast on")
 	}

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // KV roles of vLLM's --kv-transfer-config (kv_role).
@@ -180,4 +182,47 @@ func RoleArgs(e Engine, role Role, kv KVTransfer) []string {
 		cfg = DefaultKVTransferConfig
 	}
 	return []string{Flag(VLLM, "kv_transfer_config"), cfg}
+}
+
+// RouterArgv fills a router's command template with its engines' base
+// URLs by role: an element that is exactly one of RouterPlaceholders
+// becomes one element per engine of its role (their hosts, ports or
+// URLs), {servetune} becomes self, and eachPrefill and eachDecode are
+// appended once per engine of their role with {url}, {host} and {port}
+// its own. {host}, {port} and {model} are left for the launcher.
+func RouterArgv(tmpl, eachPrefill, eachDecode []string, urls map[Role][]string, self string) ([]string, error) {
+	type ep struct{ url, host, port string }
+	byRole := map[Role][]ep{}
+	for _, role := range []Role{Prefill, Decode} {
+		for _, u := range urls[role] {
+			pu, err := url.Parse(u)
+			if err != nil || pu.Hostname() == "" || pu.Port() == "" {
+				return nil, fmt.Errorf("%w: %s endpoint %q has no host and port", ErrBadValue, role, u)
+			}
+			byRole[role] = append(byRole[role], ep{u, pu.Hostname(), pu.Port()})
+		}
+	}
+	var out []string
+	for _, a := range tmpl {
+		if slices.Contains(RouterPlaceholders, a) {
+			role, field, _ := strings.Cut(strings.Trim(a, "{}"), "_")
+			for _, e := range byRole[Role(role)] {
+				out = append(out, map[string]string{"hosts": e.host, "ports": e.port, "urls": e.url}[field])
+			}
+			continue
+		}
+		out = append(out, strings.ReplaceAll(a, "{servetune}", self))
+	}
+	for _, each := range []struct {
+		role Role
+		args []string
+	}{{Prefill, eachPrefill}, {Decode, eachDecode}} {
+		for _, e := range byRole[each.role] {
+			r := strings.NewReplacer("{url}", e.url, "{host}", e.host, "{port}", e.port)
+			for _, a := range each.args {
+				out = append(out, r.Replace(a))
+			}
+		}
+	}
+	return out, nil
 }

@@ -248,8 +248,8 @@ var table = []setting{
 			return []string{"--speculative-draft-model-path", v.(string)}
 		}}},
 
-	// The deployment's shape (docs/spec.md, "Disaggregated prefill and
-	// decode"): no engine flag of their own. A disaggregated configuration
+	// The deployment's shape (docs/spec.md (`disaggregation`)): no
+	// engine flag of their own. A disaggregated configuration
 	// is split into prefill and decode engines (Parts), each with the other
 	// settings and its own tensor_parallel; the role flags below and the
 	// study's router join them.
