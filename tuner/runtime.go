@@ -32,6 +32,14 @@ func decodeLauncher(d *yamlspec.Decoder, n *yaml.Node, sp *spec.Spec) spec.Launc
 // holds it untyped).
 func launcherOf(sp *spec.Spec) launcher.Launcher {
 	l, _ := sp.Launcher.Launcher.(launcher.Launcher)
+	if d := sp.Disaggregation; d != nil {
+		if in, ok := l.(interface{ RunsDisaggregated(kvLink string) }); ok {
+			// The virtual kind runs the whole deployment on its clock:
+			// no parts to start, no router.
+			in.RunsDisaggregated(d.KVLink)
+			return l
+		}
+	}
 	if d := sp.Disaggregation; d != nil && l != nil {
 		// A disaggregated configuration runs as its parts and a router;
 		// an aggregated one of the same space as l alone.

@@ -138,6 +138,15 @@ func (v *Virtual) Config(spec launcher.Spec) (sim.Config, error) {
 	return cfg, nil
 }
 
+// RunsDisaggregated says that the virtual kind runs a disaggregated
+// configuration itself, as one sim.DisaggVirtual (no parts to start, no
+// router), with its KV over kvLink ("" keeps KVLink).
+func (v *Virtual) RunsDisaggregated(kvLink string) {
+	if kvLink != "" {
+		v.KVLink = kvLink
+	}
+}
+
 // Deployment is the disaggregated deployment spec launches (its settings
 // split into parts: engine.Settings.Parts), each part's configuration as
 // Config builds it on the part's GPUs.

@@ -147,7 +147,9 @@ func (p *specParser) checkDisaggregation(sp *Spec, top map[string]*yaml.Node) {
 			"a disaggregated configuration needs a disaggregation section naming the router")
 	case !may && sp.Disaggregation != nil:
 		p.Fail(top["disaggregation"], "disaggregation", "the space is never disaggregated (add disaggregated: [false, true] or [true] to it)")
-	case may && (sp.Launcher.caps().Deterministic || sp.Launcher.fixedSettings()):
-		p.Fail(top["disaggregation"], "disaggregation", "the %s launcher cannot start separate engines and a router: use sim, process, docker or slurm", sp.Launcher.Kind)
+	case may && sp.Launcher.fixedSettings():
+		// The virtual kind runs a disaggregated configuration itself, on
+		// its clock (sim.DisaggVirtual): no engines or router to start.
+		p.Fail(top["disaggregation"], "disaggregation", "the %s launcher cannot start separate engines and a router: use sim, process, docker, slurm or virtual", sp.Launcher.Kind)
 	}
 }
