@@ -32,9 +32,11 @@ func decodeLauncher(d *yamlspec.Decoder, n *yaml.Node, sp *spec.Spec) spec.Launc
 // holds it untyped).
 func launcherOf(sp *spec.Spec) launcher.Launcher {
 	l, _ := sp.Launcher.Launcher.(launcher.Launcher)
-	if d := sp.Disaggregation; d != nil && l != nil {
+	if d := sp.Disaggregation; d != nil && l != nil && !l.Capabilities().Deterministic {
 		// A disaggregated configuration runs as its parts and a router;
-		// an aggregated one of the same space as l alone.
+		// an aggregated one of the same space as l alone. A launcher on
+		// the virtual clock has no HTTP between parts: it runs a
+		// configuration whole (the guided sampler's forecast).
 		return &launcher.Disaggregated{Base: l, KV: d.KV, KVLink: d.KVLink, Router: launcher.Router{
 			Command: d.Router.Command, EachPrefill: d.Router.EachPrefill, EachDecode: d.Router.EachDecode,
 			HealthPath: d.Router.HealthPath}}
