@@ -77,11 +77,6 @@ func specCaps(l any) spec.LauncherCaps {
 // Forecastable says whether the simulator can forecast sp: a catalog GPU
 // and a model it knows (the catalog, or a config.json). nil when it can.
 func Forecastable(sp *spec.Spec) error {
-	if sp.Disaggregation != nil {
-		// The virtual clock runs one engine per trial; a disaggregated
-		// trial's parts talk over HTTP (the sim launcher runs them).
-		return errors.New("the forecast runs one engine per trial, not a disaggregated deployment's parts")
-	}
 	if sp.Hardware.GPU == "" {
 		return errors.New("the study names no hardware.gpu, so the simulator has no GPU to forecast on")
 	}

@@ -47,15 +47,6 @@ func TestTuneDryRunEveryExample(t *testing.T) {
 				}
 				return
 			}
-			if strings.Contains(string(src), "\ndisaggregation:") {
-				// Exempt until the forecast runs a disaggregated
-				// deployment: refused in one line (exit 2).
-				code, _, stderr := runCLI(t, "tune", "--dry-run", spec)
-				if code != exitUsage || !strings.Contains(stderr, "disaggregated") || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
-					t.Errorf("exit %d, stderr %q: want exit 2 and one line naming the disaggregated deployment", code, stderr)
-				}
-				return
-			}
 			src = fewer.ReplaceAll(src, []byte("${1} 48"))
 			src = warm.ReplaceAll(src, []byte("${1} 4"))
 			spec := filepath.Join(short, filepath.Base(spec))
