@@ -52,11 +52,15 @@ type Situation struct {
 	TP          int
 	MoE         bool
 	LongContext bool // requests of LongContext tokens or more
-	Metrics     []string
+	// Disaggregated: prefill and decode engines apart (dvirtual.go), the
+	// suite's disaggregated regime.
+	Disaggregated bool
+	Metrics       []string
 }
 
 // Regimes are the fidelity suite's regimes s sits in: its load regime,
-// then the structural ones it adds (tp>1, moe, long-context).
+// then the structural ones it adds (tp>1, moe, long-context,
+// disaggregated).
 func (s Situation) Regimes() []string {
 	regimes := []string{string(s.Regime)}
 	if s.TP > 1 {
@@ -67,6 +71,9 @@ func (s Situation) Regimes() []string {
 	}
 	if s.LongContext {
 		regimes = append(regimes, "long-context")
+	}
+	if s.Disaggregated {
+		regimes = append(regimes, "disaggregated")
 	}
 	return regimes
 }
@@ -111,8 +118,9 @@ func MetricOfLimit(name string) string {
 // prediction in situation s with stock constants, from the fidelity
 // suite's measured error: for each metric the verdict rests on, the p90
 // absolute error of the suite's runs in s's load regime (of the whole
-// suite where that regime has no run of the metric), and in the tp>1, moe
-// and long-context regimes where s is one; the widest of these. basis
+// suite where that regime has no run of the metric), and in the tp>1, moe,
+// long-context and disaggregated regimes where s is one; the widest of
+// these. basis
 // says which figure set it.
 func ErrorBand(s Situation) (band float64, basis string) {
 	regimes := s.Regimes()

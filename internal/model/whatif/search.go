@@ -113,7 +113,7 @@ func searchCandidate(ctx context.Context, o Options, m catalog.Model, c candidat
 	sit.TP, _ = set.Int("tensor_parallel")
 	if c.disagg {
 		_, ptp, _, dtp := disaggLayout(set)
-		sit.TP = max(ptp, dtp)
+		sit.TP, sit.Disaggregated = max(ptp, dtp), true
 	}
 	row.Regime = describeSituation(sit)
 	if c.cal != nil {
