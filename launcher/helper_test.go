@@ -46,6 +46,8 @@ func helperMain(mode string, args []string) int {
 	port := fs.Int("port", 0, "")
 	delay := fs.Duration("delay", 0, "")
 	fs.String("model", "", "")
+	kv := fs.String("kv-transfer-config", "", "")
+	fs.Int("tensor-parallel-size", 1, "")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -83,7 +85,14 @@ func helperMain(mode string, args []string) int {
 		fmt.Printf("engine=%d\n", in.(*processInstance).cmd.Process.Pid)
 		time.Sleep(time.Hour)
 		return 0
-	case "serve":
+	case "disagg":
+		// A disaggregated part: the prefill one (its connector role
+		// kv_producer) runs out of memory at start-up.
+		if strings.Contains(*kv, "kv_producer") {
+			fmt.Fprintln(os.Stderr, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB")
+			return 1
+		}
+	case "serve", "router":
 	default:
 		fmt.Fprintf(os.Stderr, "unknown helper mode %q\n", mode)
 		return 2
@@ -97,6 +106,9 @@ func helperMain(mode string, args []string) int {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			return
 		}
+	})
+	mux.HandleFunc("GET /args", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, strings.Join(fs.Args(), " "))
 	})
 	mux.HandleFunc("GET /secret", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, os.Getenv("SECRET_FOR_TEST"))

@@ -5,7 +5,9 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -28,6 +30,11 @@ func TestMain(m *testing.M) {
 }
 
 func fakeEngine(mode, port string) int {
+	// OOM_IF_ARG: a part of a disaggregated trial whose flags hold it
+	// (its connector role) runs out of memory at start-up.
+	if m := os.Getenv("OOM_IF_ARG"); m != "" && slices.ContainsFunc(os.Args, func(a string) bool { return strings.Contains(a, m) }) {
+		mode = "oom"
+	}
 	switch mode {
 	case "oom":
 		fmt.Fprintln(os.Stderr, "INFO loading weights took 1.2 s")

@@ -344,6 +344,13 @@ func (r *runner) ready(ctx context.Context) *Result {
 	case ctx.Err() != nil:
 		return r.interrupted()
 	case errors.As(err, &exit):
+		// One part of several (a disaggregated trial's prefill or decode
+		// engine): classified by its own output, and named.
+		var part *launcher.PartError
+		if errors.As(err, &part) {
+			class, msg := engine.Classify(exit.Exit, false, part.Logs)
+			return r.fail(class, part.Part+": "+msg, logs)
+		}
 		class, msg := engine.Classify(exit.Exit, false, logs)
 		return r.fail(class, msg, logs)
 	case errors.Is(err, context.DeadlineExceeded) && isQueued && waiting != "":
@@ -392,6 +399,12 @@ func (r *runner) exitedWithin(d time.Duration) bool {
 // crashed classifies the engine's exit during the measurement.
 func (r *runner) crashed() *Result {
 	logs := r.inst.Logs()
+	if pe, ok := r.inst.(launcher.PartExiter); ok {
+		if name, own := pe.ExitedPart(); name != "" {
+			class, msg := engine.Classify(r.exit.Exit(), true, own)
+			return r.fail(class, name+": "+msg, logs)
+		}
+	}
 	class, msg := engine.Classify(r.exit.Exit(), true, logs)
 	return r.fail(class, msg, logs)
 }

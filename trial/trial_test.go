@@ -309,3 +309,25 @@ func TestRateProbeSpanAndSustained(t *testing.T) {
 		t.Error("a growing queue is sustained")
 	}
 }
+
+// TestRunDisaggregatedPartOOM: the decode engine of a disaggregated trial
+// runs out of memory at start-up: the trial is failed/oom naming the
+// decode part with its own line, and no part of it is left running.
+func TestRunDisaggregatedPartOOM(t *testing.T) {
+	p := plan(t, "ok", "OOM_IF_ARG=kv_consumer")
+	p.Launcher = &launcher.Disaggregated{
+		Base:   &launcher.Process{Command: []string{os.Args[0], "{args}", "{port}"}, PollInterval: 20 * time.Millisecond, StopTimeout: 2 * time.Second},
+		Router: launcher.Router{Command: []string{os.Args[0], "{port}"}},
+		KV:     engine.KVTransfer{DecodeConfig: `{"kv_connector":"P2pNcclConnector","kv_role":"kv_consumer"}`},
+	}
+	p.Spec.Study = fmt.Sprintf("trial-disagg-%d", os.Getpid())
+	p.Spec.Settings = engine.Settings{"disaggregated": true, "prefill_replicas": 2}
+	res := Run(context.Background(), p)
+	if res.Status != measure.StatusFailed || res.Failure != engine.FailOOM || !strings.HasPrefix(res.Message, "decode 0: ") || !strings.Contains(res.Message, "No available memory") {
+		t.Fatalf("%s/%s %q, want failed/oom naming decode 0", res.Status, res.Failure, res.Message)
+	}
+	reaped, err := launcher.ReapLocal(context.Background(), "process", p.Spec.Study, func(launcher.Reaped) bool { return false }, time.Second)
+	if err != nil || len(reaped) != 0 {
+		t.Errorf("%d processes of the trial left running (%v)", len(reaped), err)
+	}
+}

@@ -32,8 +32,28 @@ func decodeLauncher(d *yamlspec.Decoder, n *yaml.Node, sp *spec.Spec) spec.Launc
 // holds it untyped).
 func launcherOf(sp *spec.Spec) launcher.Launcher {
 	l, _ := sp.Launcher.Launcher.(launcher.Launcher)
+	if d := sp.Disaggregation; d != nil {
+		if in, ok := l.(interface{ RunsDisaggregated(kvLink string) }); ok {
+			// The virtual kind runs the whole deployment on its clock:
+			// no parts to start, no router.
+			in.RunsDisaggregated(d.KVLink)
+			return l
+		}
+	}
+	if d := sp.Disaggregation; d != nil && l != nil {
+		// A disaggregated configuration runs as its parts and a router;
+		// an aggregated one of the same space as l alone.
+		return &launcher.Disaggregated{Base: l, KV: d.KV, KVLink: d.KVLink, Router: launcher.Router{
+			Command: d.Router.Command, EachPrefill: d.Router.EachPrefill, EachDecode: d.Router.EachDecode,
+			HealthPath: d.Router.HealthPath}}
+	}
 	return l
 }
+
+// LauncherOf is the launcher the study's trials start with: the kind's,
+// in front of it the disaggregated parts' when the spec has a
+// disaggregation section (what cleanup reaps through too).
+func LauncherOf(sp *spec.Spec) launcher.Launcher { return launcherOf(sp) }
 
 // capsOf is the capabilities of the spec's launcher; none without one.
 func capsOf(sp *spec.Spec) launcher.Capabilities {

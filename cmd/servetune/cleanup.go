@@ -87,8 +87,8 @@ func newCleanupCmd() *cobra.Command {
 // reaperOf is the spec's launcher's Reap capability, nil when it has
 // nothing to reap.
 func reaperOf(sp *spec.Spec) func(ctx context.Context, study string, keep func(launcher.Reaped) bool) ([]launcher.Reaped, error) {
-	l, ok := sp.Launcher.Launcher.(launcher.Launcher)
-	if !ok {
+	l := tuner.LauncherOf(sp) // a disaggregated study's routers too
+	if l == nil {
 		return nil
 	}
 	return l.Capabilities().Reap

@@ -60,6 +60,15 @@ func TestSimRouterCLI(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("router /health: %d", resp.StatusCode)
 	}
+	resp, err = http.Get(r + "/v1/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	models, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(models), `"llama-3.1-8b"`) {
+		t.Errorf("router /v1/models: %d %s", resp.StatusCode, models)
+	}
 	resp, err = http.Post(r+"/v1/chat/completions", "application/json",
 		strings.NewReader(`{"model":"llama-3.1-8b","messages":[{"role":"user","content":"tell me a long story about a router"}],"max_tokens":6,"stream":true}`))
 	if err != nil {

@@ -17,10 +17,12 @@ import (
 
 	"github.com/servetune/servetune/internal/load/measure"
 	"github.com/servetune/servetune/internal/present/diagnose"
+	"github.com/servetune/servetune/internal/redact"
 	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/internal/serving/kube"
 	"github.com/servetune/servetune/internal/term"
 	"github.com/servetune/servetune/internal/yamlenc"
+	"github.com/servetune/servetune/launcher"
 	"github.com/servetune/servetune/space"
 	"github.com/servetune/servetune/store"
 	"github.com/servetune/servetune/tuner"
@@ -524,7 +526,7 @@ func newParetoCmd() *cobra.Command {
 }
 
 func newRecommendCmd() *cobra.Command {
-	var dbPath, prefer, format, hfSecret, modelClaim string
+	var dbPath, prefer, format, hfSecret, modelClaim, routerImage string
 	cmd := &cobra.Command{
 		Use:   "recommend STUDY",
 		Short: "Print the best measured configuration under the SLOs as a serve command",
@@ -552,17 +554,19 @@ func newRecommendCmd() *cobra.Command {
 				return failedError(fmt.Errorf("study %s: %w", sp.Name, err))
 			}
 			warnSuspect(cmd.ErrOrStderr(), rec)
+			alt := shapeAlternative(ss.trials, sp, pref, rec.Best)
 			if format == "k8s" || format == "kserve" {
-				return writeManifests(cmd.OutOrStdout(), sp, rec, pref, format, hfSecret, modelClaim)
+				return writeManifests(cmd.OutOrStdout(), sp, rec, alt, pref, format, hfSecret, modelClaim, routerImage)
 			}
 			q := recommendedQuality(sp, ss.study, ss.trials, rec.Best.Point.Trial)
-			return writeRecommendation(cmd.OutOrStdout(), sp, rec, pref, format, q)
+			return writeRecommendation(cmd.OutOrStdout(), sp, rec, alt, pref, format, q)
 		},
 	}
 	addDBFlag(cmd, &dbPath)
 	cmd.Flags().StringVar(&prefer, "prefer", "throughput", "throughput | cost | latency")
 	cmd.Flags().StringVar(&format, "format", "", "vllm | sglang | docker | yaml | json | k8s (Deployment + Service) | kserve (ServingRuntime + InferenceService) (default: the study's engine)")
 	cmd.Flags().StringVar(&modelClaim, "model-claim", "", "with k8s or kserve and a local model: the PersistentVolumeClaim holding its files (default: NAME-model)")
+	cmd.Flags().StringVar(&routerImage, "router-image", "", "with k8s and a disaggregated recommendation: the image of the router's command (default: the engine's)")
 	cmd.Flags().StringVar(&hfSecret, "hf-secret", "hf-token", `with k8s or kserve: the Secret whose key "token" holds the Hugging Face token ("" for none)`)
 	return cmd
 }
@@ -581,7 +585,7 @@ func warnSuspect(w io.Writer, rec recommend.Recommendation) {
 // writeManifests writes the recommendation as Kubernetes manifests (k8s:
 // a Deployment and a Service; kserve: a ServingRuntime and an
 // InferenceService), headed by comments on where it comes from.
-func writeManifests(w io.Writer, sp *spec.Spec, rec recommend.Recommendation, pref recommend.Preference, format, hfSecret, modelClaim string) error {
+func writeManifests(w io.Writer, sp *spec.Spec, rec recommend.Recommendation, alt *recommend.Recommendation, pref recommend.Preference, format, hfSecret, modelClaim, routerImage string) error {
 	p := rec.Best.Point
 	s := kube.Serve{Engine: sp.Engine, Model: sp.Model, Settings: p.Settings, Extra: sp.Space.Extra, GPUs: p.GPUs,
 		GPU: sp.Hardware.GPU, HFSecret: hfSecret, Study: sp.Name, Trial: p.Trial,
@@ -595,10 +599,16 @@ func writeManifests(w io.Writer, sp *spec.Spec, rec recommend.Recommendation, pr
 	}
 	var objs []any
 	var err error
-	if format == "kserve" {
+	disagg := sp.PartCommands(p) != nil
+	switch {
+	case disagg && format == "kserve":
+		return usageErrorf("--format kserve: the recommendation is disaggregated; --format k8s writes its parts' Deployments")
+	case disagg:
+		objs, err = disaggManifests(sp, s, p, routerImage)
+	case format == "kserve":
 		rt, isvc, e := kube.KServe(s)
 		objs, err = []any{rt, isvc}, e
-	} else {
+	default:
 		d, svc, e := kube.Deployment(s)
 		objs, err = []any{d, svc}, e
 	}
@@ -607,8 +617,18 @@ func writeManifests(w io.Writer, sp *spec.Spec, rec recommend.Recommendation, pr
 	}
 	// Every line of the header is a comment (kube.Comment): the names and
 	// the command come from the spec.
-	head := fmt.Sprintf("%s: trial %d at %s, best %s under SLO %s; as a command:\n  %s", sp.Name, p.Trial, p.Label, pref, sp.SLO,
-		engine.ShellJoin(serveArgv(sp, p, string(sp.Engine))))
+	var cmdText string
+	if disagg {
+		cmdText = strings.Join(spec.Script(sp.PartCommands(p)), "\n  ")
+	} else {
+		cmdText = engine.ShellJoin(serveArgv(sp, p, string(sp.Engine)))
+	}
+	head := fmt.Sprintf("%s: trial %d at %s, best %s under SLO %s; as commands on one host:\n  %s", sp.Name, p.Trial, p.Label, pref, sp.SLO, cmdText)
+	if alt != nil {
+		var b strings.Builder
+		writeAlternative(&b, sp, rec.Best, alt.Best)
+		head += "\n" + strings.ReplaceAll(strings.TrimSuffix(b.String(), "\n"), "# ", "")
+	}
 	if s.Local {
 		head += fmt.Sprintf("\nthe model's files, from %s on this host, at the root of the PersistentVolumeClaim %s", sp.Model, s.ModelClaim)
 	}
@@ -620,6 +640,32 @@ func writeManifests(w io.Writer, sp *spec.Spec, rec recommend.Recommendation, pr
 		return err
 	}
 	return kube.Write(w, objs...)
+}
+
+// disaggManifests are the manifests of disaggregated point p: per role a
+// Deployment of its engines and a Service, the router's Deployment in
+// front of the roles' Services and the Service clients use.
+func disaggManifests(sp *spec.Spec, s kube.Serve, p recommend.Point, routerImage string) ([]any, error) {
+	d := sp.Disaggregation
+	var parts []kube.Part
+	for _, part := range p.Settings.Parts() {
+		if part.Index > 0 { // the role's engines are one Deployment's replicas
+			parts[len(parts)-1].Replicas++
+			continue
+		}
+		parts = append(parts, kube.Part{Role: part.Role, Replicas: 1, Settings: part.Settings, GPUs: part.GPUs(),
+			Extra: append(engine.RoleArgs(sp.Engine, part.Role, d.KV), sp.Space.Extra...)})
+	}
+	urls := map[engine.Role][]string{}
+	for _, part := range parts {
+		urls[part.Role] = []string{kube.PartURL(s, part.Role)}
+	}
+	argv, err := engine.RouterArgv(d.Router.Command, d.Router.EachPrefill, d.Router.EachDecode, urls, "servetune")
+	if err != nil {
+		return nil, err
+	}
+	argv = launcher.ExpandCommand(argv, sp.Model, nil, "0.0.0.0", engine.ContainerPort)
+	return kube.Disaggregated(s, parts, kube.Router{Argv: redact.Args(argv), Image: routerImage, HealthPath: d.Router.HealthPath})
 }
 
 // serveArgv returns the command that serves the recommendation, secret
@@ -667,7 +713,7 @@ func recommendedQuality(sp *spec.Spec, st store.Study, trials []store.Trial, num
 	return &measure.Quality{Reason: "this trial was not checked (measured before the study had its gate)"}
 }
 
-func writeRecommendation(w io.Writer, sp *spec.Spec, rec recommend.Recommendation, pref recommend.Preference, format string, verdict *measure.Quality) error {
+func writeRecommendation(w io.Writer, sp *spec.Spec, rec recommend.Recommendation, alt *recommend.Recommendation, pref recommend.Preference, format string, verdict *measure.Quality) error {
 	best := rec.Best
 	p := best.Point
 	pj := toPointJSON(p, sp)
@@ -694,6 +740,23 @@ func writeRecommendation(w io.Writer, sp *spec.Spec, rec recommend.Recommendatio
 		if ru := rec.RunnerUp; ru != nil {
 			doc["runner_up"] = map[string]any{"trial": ru.Trial, "settings": ru.Settings, "runs": ru.Runs(),
 				"metrics_ci95": candidateMetrics(*ru), "separated": rec.Separated}
+		}
+		if sp.Disaggregation != nil {
+			doc["shape"] = shapeOf(p.Settings)
+			if parts := partsJSON(sp, p); parts != nil {
+				doc["parts"] = parts
+			}
+			if alt != nil {
+				a := alt.Best
+				ad := map[string]any{"shape": shapeOf(a.Point.Settings), "trial": a.Trial, "settings": a.Settings,
+					"gpus": a.Point.GPUs, "metrics_ci95": candidateMetrics(a), "difference_pct": shapeDifference(best, a)}
+				if parts := partsJSON(sp, a.Point); parts != nil {
+					ad["parts"] = parts
+				} else {
+					ad["command"] = serveArgv(sp, a.Point, string(sp.Engine))
+				}
+				doc["alternative"] = ad
+			}
 		}
 		if format == "json" {
 			return writeJSON(w, doc)
@@ -741,8 +804,108 @@ func writeRecommendation(w io.Writer, sp *spec.Spec, rec recommend.Recommendatio
 	for _, f := range findings {
 		fmt.Fprint(w, "# - "+wrap(f.String(), 100, "#   ")[4:])
 	}
+	if alt != nil {
+		writeAlternative(w, sp, best, alt.Best)
+	}
+	if parts := sp.PartCommands(p); parts != nil {
+		fmt.Fprintf(w, "# disaggregated on one host: %d engines in the background, each on its GPUs, and the router in front (on several hosts, each engine's host in the router's)\n", len(parts)-1)
+		for _, line := range spec.Script(parts) {
+			fmt.Fprintln(w, line)
+		}
+		return nil
+	}
 	fmt.Fprintln(w, engine.ShellJoin(argv))
 	return nil
+}
+
+// shapeOf names a configuration's shape.
+func shapeOf(s engine.Settings) string {
+	if s.Disaggregated() {
+		return "disaggregated"
+	}
+	return "aggregated"
+}
+
+// shapeAlternative is the best measured configuration of the other shape
+// than best's (aggregated beside disaggregated, and the reverse), nil when
+// the study measured none that meets the SLOs.
+func shapeAlternative(trials []store.Trial, sp *spec.Spec, pref recommend.Preference, best recommend.Candidate) *recommend.Recommendation {
+	if sp.Disaggregation == nil {
+		return nil
+	}
+	want := !best.Point.Settings.Disaggregated()
+	var other []store.Trial
+	for _, t := range trials {
+		if t.Settings.Disaggregated() == want {
+			other = append(other, t)
+		}
+	}
+	rec, err := recommend.RecommendStudy(other, sp.Terms(), pref)
+	if err != nil {
+		return nil
+	}
+	return &rec
+}
+
+// shapeDifference is, per figure of a recommendation, how far best's mean
+// is from alt's, in percent of alt's.
+func shapeDifference(best, alt recommend.Candidate) map[string]float64 {
+	out := map[string]float64{}
+	for _, name := range recommendMetrics {
+		b, _, okB := best.MetricCI(name)
+		a, _, okA := alt.MetricCI(name)
+		if okA && okB && a != 0 {
+			out[name] = 100 * (b - a) / a
+		}
+	}
+	return out
+}
+
+// writeAlternative writes the other shape's best measured configuration
+// as comments: its figures, the measured difference and its commands.
+func writeAlternative(w io.Writer, sp *spec.Spec, best, alt recommend.Candidate) {
+	p := alt.Point
+	var figs []string
+	for _, name := range recommendMetrics {
+		if value, ci, ok := alt.Figure(name); ok {
+			figs = append(figs, name+"="+strings.TrimSpace(value+" "+ci))
+		}
+	}
+	fmt.Fprintf(w, "# %s alternative: trial %d at %s (GPUs: %d):\n#   %s\n", shapeOf(p.Settings), alt.Trial, p.Label, p.GPUs, strings.Join(figs, "  "))
+	diff := shapeDifference(best, alt)
+	var ds []string
+	for _, name := range recommendMetrics {
+		if d, ok := diff[name]; ok {
+			ds = append(ds, fmt.Sprintf("%s %+.1f%%", name, d))
+		}
+	}
+	if len(ds) > 0 {
+		fmt.Fprintf(w, "# measured, %s against %s: %s\n", shapeOf(best.Point.Settings), shapeOf(p.Settings), strings.Join(ds, ", "))
+	}
+	if parts := sp.PartCommands(p); parts != nil {
+		for _, line := range spec.Script(parts) {
+			fmt.Fprintln(w, "#   "+line)
+		}
+		return
+	}
+	fmt.Fprintln(w, "#   "+engine.ShellJoin(serveArgv(sp, p, string(sp.Engine))))
+}
+
+// partJSON is one process of a disaggregated recommendation.
+type partJSON struct {
+	Name    string   `json:"name"`
+	Role    string   `json:"role,omitempty"`
+	GPUs    []int    `json:"gpus,omitempty"`
+	Port    int      `json:"port"`
+	Command []string `json:"command"`
+}
+
+func partsJSON(sp *spec.Spec, p recommend.Point) []partJSON {
+	var out []partJSON
+	for _, c := range sp.PartCommands(p) {
+		out = append(out, partJSON{Name: c.Name, Role: string(c.Role), GPUs: c.GPUs, Port: c.Port, Command: c.Argv})
+	}
+	return out
 }
 
 // seconds is a duration in seconds, nil for nil.

@@ -168,7 +168,7 @@ func runTune(ctx context.Context, sp *spec.Spec, o tuneOptions, stdout, stderr i
 	if err != nil {
 		return failedError(err)
 	}
-	return writeRecommendation(stdout, sp, rec, recommend.PreferThroughput, string(sp.Engine), recommendedQuality(sp, st, trials, rec.Best.Point.Trial))
+	return writeRecommendation(stdout, sp, rec, shapeAlternative(trials, sp, recommend.PreferThroughput, rec.Best), recommend.PreferThroughput, string(sp.Engine), recommendedQuality(sp, st, trials, rec.Best.Point.Trial))
 }
 
 func anyOK(trials []store.Trial) bool {

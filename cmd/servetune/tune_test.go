@@ -120,6 +120,7 @@ type trialsDoc struct {
 		Failure    string         `json:"failure"`
 		FailureMsg string         `json:"failure_msg"`
 		Settings   map[string]any `json:"settings"`
+		GPUs       []int          `json:"gpus"`
 		Levels     []struct {
 			Completed int `json:"completed"`
 		} `json:"levels"`

@@ -94,3 +94,62 @@ func simRunAndStudy(t *testing.T, dir, db, seed string) (measure.Summary, measur
 	}
 	return run, stored
 }
+
+// virtualDisagg is examples/disagg-sim.yaml's question in virtual time:
+// the virtual kind runs a disaggregated configuration itself (no router).
+const virtualDisagg = `name: vdisagg
+model: meta-llama/Llama-3.1-8B-Instruct
+engine: vllm
+launcher: {kind: virtual, gpus: [0, 1, 2, 3]}
+hardware: {gpu: H100-SXM}
+space:
+  disaggregated: [false, true]
+  prefill_replicas: 1
+  decode_replicas: 1
+  tensor_parallel: 1
+  max_running_requests: 128
+disaggregation:
+  router: ["{servetune}", sim, router, --port, "{port}", --prefiller-hosts, "{prefill_hosts}", --prefiller-ports, "{prefill_ports}",
+           --decoder-hosts, "{decode_hosts}", --decoder-ports, "{decode_ports}"]
+  kv_link: ethernet
+workload:
+  dataset: {kind: random, input: 6000, output: 200}
+  load: {rate: [3]}
+  requests_per_level: 80
+slo: {tpot_p99_ms: 100}
+tuner: {sampler: grid, trials: 2, seed: 1, confirm: false}
+`
+
+// TestVirtualDisaggregatedStudy: a study whose space holds both shapes
+// runs each trial in virtual time; the disaggregated one, with long
+// prompts arriving as the others decode, has the shorter TPOT (its decode
+// engine never prefills) and a TTFT that holds the KV's transfer.
+func TestVirtualDisaggregatedStudy(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "s.db")
+	if code, _, errs := runCLI(t, "tune", writeSpec(t, virtualDisagg), "--db", db); code != exitOK {
+		t.Fatalf("tune: exit %d: %s", code, errs)
+	}
+	s, err := store.Open(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	st, err := s.GetStudy(context.Background(), "vdisagg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	trials, err := s.Trials(context.Background(), st.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tpot := map[bool]float64{}
+	for _, tr := range trials {
+		if tr.Status != measure.StatusOK || len(tr.LoadPoints) != 1 {
+			t.Fatalf("trial %d %v: %s %s", tr.Number, tr.Settings, tr.Status, tr.Failure)
+		}
+		tpot[tr.Settings.Disaggregated()] = tr.LoadPoints[0].Summary.TPOT.P99
+	}
+	if len(tpot) != 2 || !(tpot[true] < tpot[false]) {
+		t.Errorf("TPOT p99 by disaggregated: %v; want both shapes, the disaggregated one's shorter", tpot)
+	}
+}

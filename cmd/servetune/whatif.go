@@ -39,6 +39,7 @@ type whatifFlags struct {
 	calibrations              []string
 	force                     bool
 	quant, kv                 string
+	shapes, kvLink            string
 	maxModelLen, trials       int
 	requests                  int
 	jsonOut                   string
@@ -91,6 +92,8 @@ study spec's model, workload, slo and whatif: section (docs/spec.md); flags win.
 	fl.StringVar(&f.quant, "quantizations", "none", "weight quantizations allowed, comma-separated: none (the checkpoint's), fp8, awq, gptq")
 	fl.StringVar(&f.kv, "kv-cache-dtypes", "auto,fp8", "KV cache types allowed, comma-separated: auto, fp8")
 	fl.IntVar(&f.maxModelLen, "max-model-len", 0, "the engine's context length (default: the workload's longest request, rounded up to 1024)")
+	fl.StringVar(&f.shapes, "shapes", whatif.ShapeAggregated, "deployment shapes to compare, comma-separated: aggregated (one engine per replica), disaggregated (prefill and decode engines behind a router, their split searched within --max-gpus)")
+	fl.StringVar(&f.kvLink, "kv-link", sim.DefaultLink, "disaggregated rows: the link the KV cache crosses from prefill to decode ("+strings.Join(sim.LinkNames(), ", ")+")")
 	fl.IntVar(&f.trials, "trials", 12, "tuner trials per candidate")
 	fl.IntVar(&f.requests, "requests", 200, "requests per probe of the capacity search")
 	fl.Uint64Var(&f.bench.seed, "seed", 0, "random seed of the samplers and the workload")
@@ -281,6 +284,12 @@ func whatifOptions(fl *pflag.FlagSet, f *whatifFlags) (whatif.Options, error) {
 	if err := whatifSpeculation(fl, f, &o); err != nil {
 		return o, err
 	}
+	if set("shapes") {
+		o.Shapes = splitList(f.shapes)
+	}
+	if set("kv-link") {
+		o.KVLink = f.kvLink
+	}
 	o.RequestsPerLevel = f.requests
 	if fl.Changed("seed") || sp == nil {
 		o.Seed = int64(f.bench.seed)
@@ -392,6 +401,9 @@ func printWhatif(w io.Writer, rep *whatif.Report) {
 	}
 	fmt.Fprintln(w)
 	unfit := printWhatifTable(w, rep)
+	if v := rep.Verdict(); v != "" {
+		fmt.Fprintf(w, "\nshape: %s\n", v)
+	}
 	short := func(r whatif.Row) string { return whatifShortName(rep, r) }
 	if ties := rep.Ties(); ties != nil {
 		names := make([]string, len(ties))
@@ -418,6 +430,13 @@ func printWhatif(w io.Writer, rep *whatif.Report) {
 			fmt.Fprintln(w, "\nserve commands (per replica):")
 		}
 		shown++
+		if r.Prefill != nil && r.Decode != nil {
+			fmt.Fprintf(w, "  #%d %s (%s KV link):\n", r.Rank, short(r), r.KVLink)
+			fmt.Fprintf(w, "      prefill x%d (%d GPUs each): %s\n", r.Prefill.Replicas, r.Prefill.GPUsPerEngine, r.Prefill.ServeCommand)
+			fmt.Fprintf(w, "      decode x%d (%d GPUs each): %s\n", r.Decode.Replicas, r.Decode.GPUsPerEngine, r.Decode.ServeCommand)
+			fmt.Fprintf(w, "      router: %s\n", r.RouterCommand)
+			continue
+		}
 		fmt.Fprintf(w, "  #%d %s: %s\n", r.Rank, short(r), r.ServeCommand)
 	}
 	for _, r := range rep.Rows {
@@ -435,10 +454,14 @@ func printWhatifTable(w io.Writer, rep *whatif.Report) []whatif.Row {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	// MoE rows name their parallel shape (TP8, TP8+EP8, DP8+EP8): a
 	// column of its own, absent for dense models.
+	// Compared deployment shapes name an aggregated dense row's too.
 	shaped := slices.ContainsFunc(rep.Rows, func(r whatif.Row) bool { return r.Shape != "" })
 	shapeCol := func(r whatif.Row) string {
 		if !shaped {
 			return ""
+		}
+		if r.Shape == "" && r.Deployment != "" {
+			return r.Deployment + "\t"
 		}
 		return r.Shape + "\t"
 	}

@@ -83,6 +83,8 @@ func TestWhatifBadInput(t *testing.T) {
 		{"spec without draft", append(base, "--spec-acceptance", "0.7"), "--spec-method eagle3 needs --spec-draft"},
 		{"spec acceptance past 1", append(base, "--spec-acceptance", "1.2", "--spec-method", "ngram"), "--spec-acceptance 1.2"},
 		{"unknown model", []string{"whatif", "--model", "acme/none", "--gpus", "H100-SXM", "--slo", "ttft_p99_ms=1000"}, "not in the catalog"},
+		{"bad shape", append(base, "--shapes", "aggregated,mixed"), "--shapes"},
+		{"bad link", append(base, "--shapes", "disaggregated", "--kv-link", "smoke"), "--kv-link"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
@@ -150,6 +152,26 @@ func TestWhatifProgress(t *testing.T) {
 		want := "whatif: 0/2 candidates  H200 x1 vllm: trial 1/3  0s\nwhatif: 1/2 candidates  H200 x1 vllm: trial 1/3  2s\nwhatif: 2/2 candidates  H200 x1 vllm: trial 1/3  4s\n"
 		if got != want {
 			t.Errorf("not a terminal:\n got %q\nwant %q", got, want)
+		}
+	}
+}
+
+// TestWhatifShapesCLI: with both shapes the table names each row's
+// shape, a line says which wins, and a disaggregated row's commands are
+// its parts' and its router's.
+func TestWhatifShapesCLI(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"whatif", "--model", "llama-3.1-8b", "--gpus", "H100-SXM", "--max-gpus", "2",
+		"--input-len", "4000", "--output-len", "200", "--slo", "tpot_p99_ms=30", "--shapes", "aggregated,disaggregated", "--kv-link", "infiniband",
+		"--trials", "3", "--requests", "60", "--no-progress"}, &stdout, &stderr)
+	if code != exitOK {
+		t.Fatalf("code %d\n%s\n%s", code, stdout.String(), stderr.String())
+	}
+	text := stdout.String()
+	for _, want := range []string{"shape", "aggregated", "P1xTP1:D1xTP1", "wins for this workload and SLO", "(infiniband KV link)",
+		"prefill x1 (1 GPUs each): vllm serve llama-3.1-8b", "--kv-transfer-config", "router: python3 toy_proxy_server.py"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("output lacks %q:\n%s", want, text)
 		}
 	}
 }

@@ -40,6 +40,10 @@ type Virtual struct {
 	// lacks (sim.Deviation): the structural "realities" of make
 	// guided-bench. Not a spec key.
 	Deviation sim.Deviation
+	// KVLink is the link a disaggregated configuration's KV cache
+	// crosses (sim.Links; "" = sim.DefaultLink, or the settings'
+	// sim_kv_link).
+	KVLink string
 }
 
 var _ launcher.Launcher = (*Virtual)(nil)
@@ -56,11 +60,31 @@ func (v *Virtual) Launch(ctx context.Context, spec launcher.Spec) (launcher.Inst
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	var eng engineTransport
+	if spec.Settings.Disaggregated() {
+		d, err := v.Deployment(spec)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", launcher.ErrBadSpec, err)
+		}
+		eng, err = sim.NewDisaggVirtual(d)
+		return v.started(eng, err)
+	}
 	cfg, err := v.Config(spec)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", launcher.ErrBadSpec, err)
 	}
-	eng, err := sim.NewVirtual(cfg)
+	eng, err = sim.NewVirtual(cfg)
+	return v.started(eng, err)
+}
+
+// engineTransport is a simulated engine or deployment on a virtual clock.
+type engineTransport interface {
+	measure.Transport
+}
+
+// started is the instance of an engine that started, or of one whose
+// start-up failed as the engine's would.
+func (v *Virtual) started(eng engineTransport, err error) (launcher.Instance, error) {
 	var se *sim.StartupError
 	if errors.As(err, &se) {
 		// The engine's start-up failure, as its log would show it.
@@ -114,9 +138,49 @@ func (v *Virtual) Config(spec launcher.Spec) (sim.Config, error) {
 	return cfg, nil
 }
 
-// VirtualInstance is one simulated engine of the Virtual launcher.
+// RunsDisaggregated says that the virtual kind runs a disaggregated
+// configuration itself, as one sim.DisaggVirtual (no parts to start, no
+// router), with its KV over kvLink ("" keeps KVLink).
+func (v *Virtual) RunsDisaggregated(kvLink string) {
+	if kvLink != "" {
+		v.KVLink = kvLink
+	}
+}
+
+// Deployment is the disaggregated deployment spec launches (its settings
+// split into parts: engine.Settings.Parts), each part's configuration as
+// Config builds it on the part's GPUs.
+func (v *Virtual) Deployment(spec launcher.Spec) (sim.Deployment, error) {
+	parts := spec.Settings.Parts()
+	if parts == nil {
+		return sim.Deployment{}, fmt.Errorf("not a disaggregated configuration")
+	}
+	d := sim.Deployment{Link: v.KVLink}
+	if l, ok := spec.Settings.String("sim_kv_link"); ok && l != "" {
+		d.Link = l
+	}
+	for _, p := range parts {
+		ps := spec
+		ps.Settings, ps.GPUs = p.Settings, make([]int, p.GPUs())
+		cfg, err := v.Config(ps)
+		if err != nil {
+			return d, fmt.Errorf("%s: %w", p.Name(), err)
+		}
+		if p.Role == engine.Prefill {
+			d.Prefill = cfg
+			d.PrefillReplicas++
+		} else {
+			d.Decode = cfg
+			d.DecodeReplicas++
+		}
+	}
+	return d, nil
+}
+
+// VirtualInstance is one simulated engine (or disaggregated deployment)
+// of the Virtual launcher.
 type VirtualInstance struct {
-	eng    *sim.Virtual
+	eng    engineTransport
 	failed string // the start-up failure's log, when the engine did not start
 }
 

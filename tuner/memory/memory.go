@@ -5,6 +5,7 @@ package memory
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/servetune/servetune/internal/model/sim"
 	"github.com/servetune/servetune/launcher"
@@ -16,8 +17,21 @@ import (
 // (modelConfig, "" for a catalog model), from its settings (and the extra
 // flags) directly. Settings the simulator does not model fit: the engine
 // decides.
+//
+// A disaggregated configuration fits when each of its parts does
+// (engine.Settings.Parts), each on its own GPUs.
 func Fits(gpu, modelConfig string, ls launcher.Spec) error {
 	v := &simulated.Virtual{GPU: gpu, ModelConfig: modelConfig}
+	if ls.Settings.Disaggregated() {
+		for _, p := range ls.Settings.Parts() {
+			ps := ls
+			ps.Settings, ps.GPUs = p.Settings, make([]int, p.GPUs())
+			if err := Fits(gpu, modelConfig, ps); err != nil {
+				return fmt.Errorf("%s: %w", p.Name(), err)
+			}
+		}
+		return nil
+	}
 	cfg, err := v.Config(ls)
 	if err != nil {
 		return nil // settings the simulator does not model: let the engine decide

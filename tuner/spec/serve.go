@@ -1,6 +1,10 @@
 package spec
 
 import (
+	"net"
+	"strconv"
+	"strings"
+
 	"github.com/servetune/servetune/internal/redact"
 	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/tuner/recommend"
@@ -44,4 +48,74 @@ func (sp *Spec) Image() string {
 // Terms are what ranking the study's measurements reads of the spec.
 func (sp *Spec) Terms() recommend.Terms {
 	return recommend.Terms{Objectives: sp.Objectives, SLO: sp.SLO, Price: sp.Hardware.PricePerGPUHour, Space: sp.Space}
+}
+
+// PartCommand is one process of a disaggregated deployment.
+type PartCommand struct {
+	Name string      // "prefill 0", "decode 0", "router"
+	Role engine.Role // "" for the router
+	GPUs []int       // the GPUs it is given on the host (CUDA_VISIBLE_DEVICES); none for the router
+	Port int
+	Argv []string // secret flags' values redacted
+}
+
+// Router ports on one host: the router where clients send, its engines
+// from PartPortBase up.
+const (
+	RouterPort   = engine.ContainerPort
+	PartPortBase = 8100
+)
+
+// PartCommands are the commands that serve disaggregated point p on one
+// host: each engine of the study's engine on GPUs of its own and a port
+// from PartPortBase, with its role's flags, then the router on RouterPort
+// in front of them. nil for an aggregated point or a study without a
+// disaggregation section.
+func (sp *Spec) PartCommands(p recommend.Point) []PartCommand {
+	parts := p.Settings.Parts()
+	if parts == nil || sp.Disaggregation == nil {
+		return nil
+	}
+	d := sp.Disaggregation
+	host := "127.0.0.1"
+	var out []PartCommand
+	urls := map[engine.Role][]string{}
+	gpu := 0
+	for i, part := range parts {
+		port := PartPortBase + i
+		argv := engine.ServeCommand(sp.Engine, sp.Model, part.Settings, append(engine.RoleArgs(sp.Engine, part.Role, d.KV), sp.Space.Extra...))
+		argv = append(argv, engine.Flag(sp.Engine, "port"), strconv.Itoa(port))
+		gpus := make([]int, part.GPUs())
+		for j := range gpus {
+			gpus[j] = gpu
+			gpu++
+		}
+		out = append(out, PartCommand{Name: part.Name(), Role: part.Role, GPUs: gpus, Port: port, Argv: redact.Args(argv)})
+		urls[part.Role] = append(urls[part.Role], "http://"+net.JoinHostPort(host, strconv.Itoa(port)))
+	}
+	// The URLs above always parse: RouterArgv has nothing to refuse.
+	argv, _ := engine.RouterArgv(d.Router.Command, d.Router.EachPrefill, d.Router.EachDecode, urls, "servetune")
+	r := strings.NewReplacer("{host}", host, "{port}", strconv.Itoa(RouterPort), "{model}", sp.Model)
+	for i, a := range argv {
+		argv[i] = r.Replace(a)
+	}
+	return append(out, PartCommand{Name: "router", Port: RouterPort, Argv: redact.Args(argv)})
+}
+
+// Script is the commands as lines of a shell script: the engines in the
+// background, each on its GPUs, then the router.
+func Script(cmds []PartCommand) []string {
+	var out []string
+	for _, c := range cmds {
+		line := engine.ShellJoin(c.Argv)
+		if c.Role != "" {
+			ids := make([]string, len(c.GPUs))
+			for i, g := range c.GPUs {
+				ids[i] = strconv.Itoa(g)
+			}
+			line = "CUDA_VISIBLE_DEVICES=" + strings.Join(ids, ",") + " " + line + " &"
+		}
+		out = append(out, line)
+	}
+	return out
 }

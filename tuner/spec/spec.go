@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -62,6 +63,9 @@ type Spec struct {
 	// Whatif holds the spec's what-if question (`servetune whatif --spec`),
 	// nil when it has none.
 	Whatif *WhatifSpec
+	// Disaggregation is how a disaggregated configuration of the space
+	// runs (its router, the KV transfer); nil when the space has none.
+	Disaggregation *Disaggregation
 }
 
 // QualitySpec is the quality gate: every search trial answers the seeded
@@ -356,7 +360,7 @@ type specParser struct {
 
 func (p *specParser) parse(root *yaml.Node) *Spec {
 	top := p.Fields(root, "", "name", "model", "engine", "launcher", "hardware", "space",
-		"workload", "slo", "objectives", "tuner", "quality", "whatif")
+		"workload", "slo", "objectives", "tuner", "quality", "whatif", "disaggregation")
 	if p.Failed() {
 		return nil
 	}
@@ -434,6 +438,9 @@ func (p *specParser) parse(root *yaml.Node) *Spec {
 	}
 	if n := top["whatif"]; n != nil {
 		sp.Whatif = p.whatif(n)
+	}
+	if n := top["disaggregation"]; n != nil {
+		sp.Disaggregation = p.disaggregation(n, sp.Engine)
 	}
 	if p.Failed() {
 		return nil
@@ -1082,6 +1089,7 @@ func (p *specParser) check(sp *Spec, top map[string]*yaml.Node) {
 			p.Fail(yamlspec.KeyNode(top["launcher"], "gpus"), "launcher.gpus", "the smallest configuration of the space needs %d GPUs, only %d listed", need, largest)
 		}
 	}
+	p.checkDisaggregation(sp, top)
 	if sp.Launcher.fixedSettings() {
 		for _, q := range sp.Space.Params {
 			if q.Kind != space.KindCategorical || len(q.Choices) != 1 {
@@ -1127,28 +1135,48 @@ func (p *specParser) check(sp *Spec, top map[string]*yaml.Node) {
 // tensor_parallel × pipeline_parallel × data_parallel (each default 1).
 func GPUsFor(s space.Settings) int { return s.GPUs() }
 
-// minGPUs is the fewest GPUs any point of the space needs.
+// minGPUs is the fewest GPUs any point of the space needs: the product of
+// the parallel settings' smallest values, and for a disaggregated
+// configuration the sum over its smallest parts.
 func minGPUs(sp space.Space) int {
-	n := 1
+	agg := 1
 	for _, name := range engine.ParallelNames() {
-		q, ok := sp.Param(name)
-		if !ok {
-			continue
-		}
-		lo := math.Inf(1)
-		switch q.Kind {
-		case space.KindInt, space.KindFloat:
-			lo = q.Low
-		default:
-			for _, v := range q.Choices {
-				if f, ok := (space.Settings{"v": v}).Float("v"); ok && f < lo {
-					lo = f
-				}
+		agg *= lowest(sp, name, 1)
+	}
+	q, ok := sp.Param("disaggregated")
+	if !ok {
+		return agg
+	}
+	rest := agg / lowest(sp, "tensor_parallel", 1)
+	tp := lowest(sp, "tensor_parallel", 1)
+	dis := (lowest(sp, "prefill_replicas", 1)*lowest(sp, "prefill_tensor_parallel_size", tp) +
+		lowest(sp, "decode_replicas", 1)*lowest(sp, "decode_tensor_parallel_size", tp)) * rest
+	if q.Kind == space.KindCategorical && !slices.Contains(q.Choices, any(false)) {
+		return dis
+	}
+	return min(agg, dis)
+}
+
+// lowest is the smallest value the space gives setting name (def when it
+// does not vary it).
+func lowest(sp space.Space, name string, def int) int {
+	q, ok := sp.Param(name)
+	if !ok {
+		return def
+	}
+	lo := math.Inf(1)
+	switch q.Kind {
+	case space.KindInt, space.KindFloat:
+		lo = q.Low
+	default:
+		for _, v := range q.Choices {
+			if f, ok := (space.Settings{"v": v}).Float("v"); ok && f < lo {
+				lo = f
 			}
 		}
-		if lo >= 1 && !math.IsInf(lo, 1) {
-			n *= int(lo)
-		}
 	}
-	return n
+	if lo >= 1 && !math.IsInf(lo, 1) {
+		return int(lo)
+	}
+	return def
 }

@@ -47,6 +47,10 @@ func TestLoadRejectsBadRuns(t *testing.T) {
 		{"run held out", `"regimes": ["light"]`, `"regimes": ["light"], "split": "held-out"`, ""},
 		{"both loads", `"requests": 4`, `"requests": 4, "stages": [[2, 10]]`, "either Poisson stages or a request count"},
 		{"unknown field", `"stat": "mean"`, `"stat": "mean", "colour": 1`, "unknown field"},
+		{"disaggregated", `"regimes": ["light"]`, `"regimes": [], "disaggregated": {"prefill_replicas": 1, "prefill_tp": 1, "decode_replicas": 1, "decode_tp": 1, "kv_link": "roce"}`, ""},
+		{"disaggregated with regimes", `"regimes": ["light"]`, `"regimes": ["light"], "disaggregated": {"prefill_replicas": 1, "prefill_tp": 1, "decode_replicas": 1, "decode_tp": 1, "kv_link": "roce"}`, "leave regimes empty"},
+		{"disaggregated link", `"regimes": ["light"]`, `"regimes": [], "disaggregated": {"prefill_replicas": 1, "prefill_tp": 1, "decode_replicas": 1, "decode_tp": 1, "kv_link": "wifi"}`, `kv link "wifi"`},
+		{"disaggregated sides", `"regimes": ["light"]`, `"regimes": [], "disaggregated": {"prefill_replicas": 0, "prefill_tp": 1, "decode_replicas": 1, "decode_tp": 1, "kv_link": "roce"}`, "must be positive"},
 	}
 	for _, tt := range tests {
 		path := filepath.Join(t.TempDir(), "runs.json")
@@ -165,5 +169,37 @@ func TestSpeculativeRunsAreTheirOwnRegime(t *testing.T) {
 	}
 	if got := tab.Regimes(); !slices.Equal(got, []string{"light", RegimeTP, RegimeSpec, All}) {
 		t.Errorf("regimes in order %v", got)
+	}
+}
+
+// TestDisaggregatedRegime: the suite's disaggregated runs are simulated as
+// deployments, tabulated under their own regime and left out of All, so
+// the aggregated regimes' figures stay the aggregated engine's.
+func TestDisaggregatedRegime(t *testing.T) {
+	s, err := Load("../sim/testdata/fidelity/runs.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dis, agg []Result
+	for _, r := range s.Runs {
+		res, err := s.Simulate(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Disaggregated != nil {
+			if len(res.Regimes) != 1 || res.Regimes[0] != RegimeDisagg {
+				t.Errorf("run %q: regimes %v", r.ID, res.Regimes)
+			}
+			dis = append(dis, res)
+		} else {
+			agg = append(agg, res)
+		}
+	}
+	if len(dis) < 3 {
+		t.Fatalf("%d disaggregated runs, want at least 3", len(dis))
+	}
+	both, alone := Tabulate(append(agg, dis...), ""), Tabulate(agg, "")
+	if both[RegimeDisagg]["itl"].N != len(dis) || both[All]["itl"] != alone[All]["itl"] {
+		t.Errorf("disaggregated itl %+v; all %+v against %+v without them", both[RegimeDisagg]["itl"], both[All]["itl"], alone[All]["itl"])
 	}
 }

@@ -98,6 +98,22 @@ type Run struct {
 	// after the fit, on other GPUs or models).
 	Split string `json:"split,omitempty"`
 	Note  string `json:"note,omitempty"`
+	// Disaggregated, when set, is the run's disaggregated deployment:
+	// Flags are every engine's, TP is unused. Its regime is
+	// RegimeDisagg alone (Regimes stays empty), and it is not among All:
+	// the aggregated regimes' figures, which the what-if rows' bands rest
+	// on, stay the aggregated engine's.
+	Disaggregated *Disaggregation `json:"disaggregated,omitempty"`
+}
+
+// Disaggregation is a run's prefill and decode engines and the link
+// between them (sim.Deployment).
+type Disaggregation struct {
+	PrefillReplicas int    `json:"prefill_replicas"`
+	PrefillTP       int    `json:"prefill_tp"`
+	DecodeReplicas  int    `json:"decode_replicas"`
+	DecodeTP        int    `json:"decode_tp"`
+	KVLink          string `json:"kv_link"`
 }
 
 // Suite is runs.json.
@@ -117,10 +133,11 @@ var loadRegimes = []string{"light", "moderate", "saturation", "offline", "long-c
 // regime: its runs count there alone, neither in their load regime nor in
 // All, and the what-if bands of plain configurations do not take it.
 const (
-	RegimeTP   = "tp>1"
-	RegimeMoE  = "moe"
-	RegimeSpec = "speculative"
-	All        = "all"
+	RegimeTP     = "tp>1"
+	RegimeMoE    = "moe"
+	RegimeSpec   = "speculative"
+	RegimeDisagg = "disaggregated"
+	All          = "all"
 )
 
 // Load reads and checks a suite file.
@@ -178,7 +195,17 @@ func (s *Suite) check() error {
 				return fmt.Errorf("run %q: stage %v: want a positive rate and a whole number of requests", r.ID, st)
 			}
 		}
-		if len(r.Regimes) == 0 {
+		if d := r.Disaggregated; d != nil {
+			if len(r.Regimes) > 0 {
+				return fmt.Errorf("run %q: a disaggregated run's regime is %s alone: leave regimes empty", r.ID, RegimeDisagg)
+			}
+			if d.PrefillReplicas < 1 || d.DecodeReplicas < 1 || d.PrefillTP < 1 || d.DecodeTP < 1 {
+				return fmt.Errorf("run %q: disaggregated: replicas and tp of each side must be positive", r.ID)
+			}
+			if _, err := sim.LookupLink(d.KVLink); err != nil {
+				return fmt.Errorf("run %q: disaggregated: %w", r.ID, err)
+			}
+		} else if len(r.Regimes) == 0 {
 			return fmt.Errorf("run %q: no regime", r.ID)
 		}
 		for _, g := range r.Regimes {
@@ -216,6 +243,26 @@ func (s *Suite) config(r Run) (sim.Config, error) {
 	return sim.FromSettings(engine.Engine(r.Engine), c.Model, modelConfig, r.GPU, 0, c.Settings)
 }
 
+// deployment builds a disaggregated run's deployment: each side the run's
+// engine flags at its own tensor-parallel size.
+func (s *Suite) deployment(r Run) (sim.Deployment, error) {
+	d := r.Disaggregated
+	dep := sim.Deployment{PrefillReplicas: d.PrefillReplicas, DecodeReplicas: d.DecodeReplicas, Link: d.KVLink}
+	for _, side := range []struct {
+		tp  int
+		cfg *sim.Config
+	}{{d.PrefillTP, &dep.Prefill}, {d.DecodeTP, &dep.Decode}} {
+		rr := r
+		rr.TP = side.tp
+		cfg, err := s.config(rr)
+		if err != nil {
+			return dep, err
+		}
+		*side.cfg = cfg
+	}
+	return dep, nil
+}
+
 // Simulate runs one measurement through the simulated engine in virtual
 // time with the simulator's stock constants.
 func (s *Suite) Simulate(r Run) (Result, error) {
@@ -246,7 +293,15 @@ func (s *Suite) Simulate(r Run) (Result, error) {
 	for i := range reqs {
 		reqs[i] = measure.Request{Index: i, PromptTokens: w.In, MaxTokens: w.Out, PrefixID: -1}
 	}
-	recs, err := sim.RunVirtualSchedule(cfg, reqs, sched, w.Concurrency)
+	var recs []measure.Record
+	if d := r.Disaggregated; d != nil {
+		var dep sim.Deployment
+		if dep, err = s.deployment(r); err == nil {
+			recs, err = sim.RunDeploymentSchedule(dep, reqs, sched, w.Concurrency)
+		}
+	} else {
+		recs, err = sim.RunVirtualSchedule(cfg, reqs, sched, w.Concurrency)
+	}
 	if err != nil {
 		return Result{}, fmt.Errorf("run %q: %w", r.ID, err)
 	}
@@ -270,16 +325,20 @@ func (s *Suite) Simulate(r Run) (Result, error) {
 	if r.Split != "" {
 		res.Split = r.Split
 	}
-	if cfg.SpecMethod != "" {
+	switch {
+	case cfg.SpecMethod != "":
 		res.Regimes = []string{RegimeSpec}
-	} else {
+	case r.Disaggregated != nil:
 		res.Regimes = append(res.Regimes, r.Regimes...)
-	}
-	if r.TP > 1 && cfg.SpecMethod == "" {
-		res.Regimes = append(res.Regimes, RegimeTP)
-	}
-	if cfg.Model.MoE() && cfg.SpecMethod == "" {
-		res.Regimes = append(res.Regimes, RegimeMoE)
+		res.Regimes = append(res.Regimes, RegimeDisagg)
+	default:
+		res.Regimes = append(res.Regimes, r.Regimes...)
+		if r.TP > 1 {
+			res.Regimes = append(res.Regimes, RegimeTP)
+		}
+		if cfg.Model.MoE() {
+			res.Regimes = append(res.Regimes, RegimeMoE)
+		}
 	}
 	for _, name := range metricNames {
 		if real := r.Measured.get(name); real > 0 {
@@ -321,7 +380,7 @@ type Table map[string]map[string]Stat
 // then tp>1, moe, speculative and all.
 func (t Table) Regimes() []string {
 	var out []string
-	for _, g := range append(append([]string{}, loadRegimes...), RegimeTP, RegimeMoE, RegimeSpec, All) {
+	for _, g := range append(append([]string{}, loadRegimes...), RegimeTP, RegimeMoE, RegimeSpec, RegimeDisagg, All) {
 		if _, ok := t[g]; ok {
 			out = append(out, g)
 		}
@@ -355,7 +414,7 @@ func Tabulate(results []Result, split string) Table {
 			for _, g := range r.Regimes {
 				add(g, m, e, r.Run.ID)
 			}
-			if !slices.Contains(r.Regimes, RegimeSpec) {
+			if r.Run.Disaggregated == nil && !slices.Contains(r.Regimes, RegimeSpec) {
 				add(All, m, e, r.Run.ID)
 			}
 		}

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/servetune/servetune/internal/serving/engine"
 )
 
 // tokenPrompt is a prompt of n random token ids (no two share a prefix).
@@ -243,4 +245,12 @@ func abs(x float64) float64 {
 		return -x
 	}
 	return x
+}
+
+// TestLinksAreTheEngineTables: the spec's kv_link names
+// (engine.KVLinks) are the simulator's links, in the same order.
+func TestLinksAreTheEngineTables(t *testing.T) {
+	if got, want := strings.Join(LinkNames(), ","), strings.Join(engine.KVLinks, ","); got != want {
+		t.Errorf("sim links %s, engine.KVLinks %s", got, want)
+	}
 }

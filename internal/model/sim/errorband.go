@@ -53,12 +53,15 @@ type Situation struct {
 	MoE         bool
 	LongContext bool // requests of LongContext tokens or more
 	Speculative bool // speculative decoding at a given acceptance rate
-	Metrics     []string
+	// Disaggregated: prefill and decode engines apart (dvirtual.go), the
+	// suite's disaggregated regime.
+	Disaggregated bool
+	Metrics       []string
 }
 
 // Regimes are the fidelity suite's regimes s sits in: its load regime,
 // then the structural ones it adds (tp>1, moe, long-context,
-// speculative).
+// speculative, disaggregated).
 func (s Situation) Regimes() []string {
 	regimes := []string{string(s.Regime)}
 	if s.TP > 1 {
@@ -72,6 +75,9 @@ func (s Situation) Regimes() []string {
 	}
 	if s.Speculative {
 		regimes = append(regimes, "speculative")
+	}
+	if s.Disaggregated {
+		regimes = append(regimes, "disaggregated")
 	}
 	return regimes
 }
@@ -116,8 +122,9 @@ func MetricOfLimit(name string) string {
 // prediction in situation s with stock constants, from the fidelity
 // suite's measured error: for each metric the verdict rests on, the p90
 // absolute error of the suite's runs in s's load regime (of the whole
-// suite where that regime has no run of the metric), and in the tp>1, moe
-// and long-context regimes where s is one; the widest of these. basis
+// suite where that regime has no run of the metric), and in the tp>1, moe,
+// long-context and disaggregated regimes where s is one; the widest of
+// these. basis
 // says which figure set it.
 func ErrorBand(s Situation) (band float64, basis string) {
 	regimes := s.Regimes()

@@ -70,3 +70,18 @@ func TestErrorBandSpeculative(t *testing.T) {
 		t.Errorf("regimes %v", got)
 	}
 }
+
+// TestDisaggregatedBand: a disaggregated prediction's band takes the
+// suite's disaggregated regime too, never narrower than without it.
+func TestDisaggregatedBand(t *testing.T) {
+	s := Situation{Regime: RegimeModerate, TP: 4, Metrics: []string{"ttft", "itl"}}
+	agg, _ := ErrorBand(s)
+	s.Disaggregated = true
+	dis, basis := ErrorBand(s)
+	if dis < agg {
+		t.Errorf("band %.2f (%s) below the aggregated %.2f", dis, basis, agg)
+	}
+	if st, ok := suite["disaggregated"]["ttft"]; !ok || dis < st.P90 {
+		t.Errorf("band %.2f below the disaggregated regime's ttft p90 %+v", dis, st)
+	}
+}

@@ -353,6 +353,30 @@ func RunVirtualSchedule(cfg Config, reqs []measure.Request, sched []time.Duratio
 	if err != nil {
 		return nil, err
 	}
+	return runSchedule(v, reqs, sched, maxConcurrency)
+}
+
+// RunDeploymentSchedule is RunVirtualSchedule on a disaggregated
+// deployment (DisaggVirtual).
+func RunDeploymentSchedule(d Deployment, reqs []measure.Request, sched []time.Duration, maxConcurrency int) ([]measure.Record, error) {
+	if len(reqs) == 0 {
+		return nil, ErrNoRequests
+	}
+	if len(sched) != len(reqs) {
+		return nil, fmt.Errorf("%d send times for %d requests", len(sched), len(reqs))
+	}
+	if maxConcurrency < 0 {
+		return nil, fmt.Errorf("negative concurrency cap %d", maxConcurrency)
+	}
+	v, err := NewDisaggVirtual(d)
+	if err != nil {
+		return nil, err
+	}
+	return runSchedule(v, reqs, sched, maxConcurrency)
+}
+
+// runSchedule sends reqs at their offsets through a virtual transport.
+func runSchedule(v measure.Transport, reqs []measure.Request, sched []time.Duration, maxConcurrency int) ([]measure.Record, error) {
 	order := make([]int, len(reqs))
 	for i := range order {
 		order[i] = i

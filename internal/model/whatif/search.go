@@ -36,6 +36,12 @@ var (
 // it can, searches its settings with the tuner in virtual time.
 func searchCandidate(ctx context.Context, o Options, m catalog.Model, c candidate, note func(string)) (Row, error) {
 	row := Row{GPU: c.gpu.ID, GPUsPerReplica: c.n, Engine: c.engine, Fits: true}
+	if o.wants(ShapeDisaggregated) {
+		row.Deployment = ShapeAggregated
+	}
+	if c.disagg {
+		row.Deployment, row.Shape = ShapeDisaggregated, ShapeDisaggregated
+	}
 	if sh := c.shape; sh != nil {
 		row.Shape, row.ExpertParallel = sh.String(), sh.ep
 		if sh.dp > 1 {
@@ -66,7 +72,7 @@ func searchCandidate(ctx context.Context, o Options, m catalog.Model, c candidat
 		return row, err
 	}
 	defer db.Close()
-	eval := &layoutEval{r: &tuner.TrialRunner{Spec: sp, Bootstrap: 1}, n: c.n, shape: c.shape}
+	eval := &layoutEval{r: &tuner.TrialRunner{Spec: sp, Bootstrap: 1}, n: c.n, shape: c.shape, disagg: c.disagg}
 	study := &tuner.Study{Spec: sp, Store: db, Eval: eval, OnFinish: func(r tuner.TrialReport) {
 		note(fmt.Sprintf("%s: trial %d/%d", c.name(), r.Done, r.Total))
 	}}
@@ -88,6 +94,10 @@ func searchCandidate(ctx context.Context, o Options, m catalog.Model, c candidat
 		row.Reason = noCapacity(sp, trials)
 		return row, nil
 	}
+	model := o.Model
+	if dir, _, ok := catalog.ModelPath(o.Model); ok {
+		model = dir
+	}
 	set := withLayout(best.Settings, c.n, c.shape)
 	if pp, _ := set.Int("pipeline_parallel"); pp == 1 {
 		delete(set, "pipeline_parallel") // the engines' default: no flag to print
@@ -99,23 +109,28 @@ func searchCandidate(ctx context.Context, o Options, m catalog.Model, c candidat
 	} else {
 		row.Speculative = o.Spec.Name()
 	}
-	row.Settings = set
+	if c.disagg {
+		row.fillDisagg(o, model, withDisagg(best.Settings))
+		set = row.Settings
+	} else {
+		row.Settings = set
+		row.ServeCommand = engine.ShellJoin(engine.ServeCommand(c.engine, model, set, nil))
+	}
 	row.CapacityRPS = level.Load.Rate
 	s := level.Summary
 	// At capacity every request completes, so the replica's output rate in
 	// steady state is the rate times the mean output: the probe's own
 	// throughput also counts its ramp-down after the last arrival.
 	row.meanOut = float64(s.TotalOutputTokens) / float64(max(s.Completed, 1))
-	row.OutputTokensPerSPerGPU = row.CapacityRPS * row.meanOut / float64(c.n)
+	row.OutputTokensPerSPerGPU = row.CapacityRPS * row.meanOut / float64(row.GPUsPerReplica)
 	row.TTFTP99, row.TPOTP99 = s.TTFT.P99, s.TPOT.P99
-	model := o.Model
-	if dir, _, ok := catalog.ModelPath(o.Model); ok {
-		model = dir
-	}
-	row.ServeCommand = engine.ShellJoin(engine.ServeCommand(c.engine, model, set, nil))
 	sit := situationOf(o.SLO, level, m)
 	sit.TP, _ = set.Int("tensor_parallel")
 	sit.Speculative = row.Speculative != ""
+	if c.disagg {
+		_, ptp, _, dtp := disaggLayout(set)
+		sit.TP, sit.Disaggregated = max(ptp, dtp), true
+	}
 	row.Regime = describeSituation(sit)
 	if c.cal != nil {
 		row.ErrorBand, row.BandBasis = sim.CalibratedBand(c.cal.Profile, sit)
@@ -247,7 +262,11 @@ func contains(v []string, s string) bool {
 func studySpec(o Options, m catalog.Model, c candidate, tps []int) (*spec.Spec, error) {
 	params := []space.Param{space.Choices("tensor_parallel", tps...)}
 	constraints := []string{"max_batched_tokens >= max_running_requests"}
-	if c.n > 1 && tps[0] < c.n && c.shape == nil {
+	if c.disagg {
+		dp, dc := disaggParams(c)
+		params, constraints = dp, append(constraints, dc...)
+	}
+	if c.n > 1 && tps[0] < c.n && c.shape == nil && !c.disagg {
 		pps := []int{1}
 		for pp := 2; pp <= min(c.n, 4); pp *= 2 {
 			pps = append(pps, pp)
@@ -318,12 +337,17 @@ func studySpec(o Options, m catalog.Model, c candidate, tps []int) (*spec.Spec, 
 // is left of n is data-parallel ranks inside the replica; an MoE
 // candidate's shape fixes the layout instead.
 type layoutEval struct {
-	r     *tuner.TrialRunner
-	n     int
-	shape *shape
+	r      *tuner.TrialRunner
+	n      int
+	shape  *shape
+	disagg bool // a disaggregated configuration on the GPUs its parts take
 }
 
 func (e *layoutEval) Evaluate(ctx context.Context, number int, set space.Settings, _ []int) trial.Result {
+	if e.disagg {
+		s := withDisagg(set)
+		return e.r.Evaluate(ctx, number, s, make([]int, s.GPUs()))
+	}
 	return e.r.Evaluate(ctx, number, withLayout(set, e.n, e.shape), make([]int, e.n))
 }
 

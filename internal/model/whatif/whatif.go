@@ -78,6 +78,13 @@ type Options struct {
 	// ProbeSpan is how long each probe sends at least (default 30 s of
 	// engine time; trial.RateSearch.MinSpan).
 	ProbeSpan time.Duration
+	// Shapes are the deployment shapes compared: ShapeAggregated (one
+	// engine per replica, the default) and ShapeDisaggregated (prefill
+	// and decode engines behind a router, their split searched within
+	// MaxGPUs). KVLink is the link a disaggregated row's KV cache crosses
+	// (sim.Links; default sim.DefaultLink).
+	Shapes []string
+	KVLink string
 	// Workers search candidates at once (default GOMAXPROCS).
 	Workers  int
 	Progress func(Progress) // optional, from several goroutines, serialised
@@ -149,7 +156,19 @@ type Row struct {
 	// Shape is an MoE row's parallel layout ("TP8", "TP8+EP8", "DP8+EP8",
 	// "TP2xDP4+EP8"), with its data-parallel attention ranks and whether
 	// the experts are placed whole; empty (and 0, false) for dense models.
+	// A disaggregated row's is its split, "P1xTP4:D2xTP2" (one prefill
+	// engine of 4 GPUs, two decode engines of 2).
 	Shape string `json:"shape,omitempty"`
+	// Deployment is ShapeAggregated or ShapeDisaggregated when the
+	// question compared shapes ("" when it asked for aggregated rows
+	// only). A disaggregated row's GPUsPerReplica are its parts' together
+	// (a replica is one whole deployment), Prefill and Decode its parts,
+	// RouterCommand the router's, ServeCommand all three.
+	Deployment    string `json:"deployment,omitempty"`
+	Prefill       *Part  `json:"prefill,omitempty"`
+	Decode        *Part  `json:"decode,omitempty"`
+	RouterCommand string `json:"router_command,omitempty"`
+	KVLink        string `json:"kv_link,omitempty"`
 	// Speculative names the row's speculative decoding ("eagle3 k=3
 	// a=0.7") when its search found it wins; empty otherwise.
 	Speculative    string          `json:"speculative,omitempty"`
@@ -245,6 +264,7 @@ type candidate struct {
 	cal    *Calibration
 	tps    []int           // tensor-parallel sizes the model allows on n GPUs
 	shape  *shape          // an MoE model's fixed layout; nil searches the tensor/pipeline split
+	disagg bool            // prefill and decode engines within n GPUs, their split searched
 	anchor engine.Settings // the first configuration to measure; nil when nothing fits
 	unfit  string          // why nothing fits
 }
@@ -253,6 +273,9 @@ func (c candidate) name() string {
 	n := fmt.Sprintf("%s x%d %s", c.gpu.ID, c.n, c.engine)
 	if c.shape != nil {
 		n += " " + c.shape.String()
+	}
+	if c.disagg {
+		n += " " + ShapeDisaggregated
 	}
 	return n
 }
@@ -330,6 +353,9 @@ func (o *Options) normalize() (catalog.Model, []catalog.GPU, error) {
 		}
 	}
 	if err := o.searchDefaults(); err != nil {
+		return m, nil, err
+	}
+	if err := o.checkShapes(); err != nil {
 		return m, nil, err
 	}
 	if m.MaxPosition > 0 && o.MaxModelLen > m.MaxPosition {
@@ -470,7 +496,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	var cands []candidate
 	for _, g := range gpus {
-		for n := 1; n <= o.MaxGPUs; n *= 2 {
+		for n := 1; n <= o.MaxGPUs && o.wants(ShapeAggregated); n *= 2 {
 			for _, e := range o.Engines {
 				c := candidate{gpu: g, n: n, engine: e, cal: o.calibrationFor(g.ID, e)}
 				shapes := moeShapes(m, n)
@@ -481,6 +507,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 					c.shape = &sh
 					cands = append(cands, c)
 				}
+			}
+		}
+		for _, e := range o.Engines {
+			if o.wants(ShapeDisaggregated) {
+				cands = append(cands, candidate{gpu: g, n: o.MaxGPUs, engine: e, cal: o.calibrationFor(g.ID, e), disagg: true})
 			}
 		}
 	}
@@ -495,7 +526,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		if c.shape != nil {
 			c.tps = []int{c.shape.tp}
 		}
-		c.anchor, c.unfit = fits(o, *c, c.tps)
+		if c.disagg {
+			c.tps = disaggTPs(m, c.n)
+			c.anchor, c.unfit = disaggFits(o, *c)
+		} else {
+			c.anchor, c.unfit = fits(o, *c, c.tps)
+		}
 		if c.anchor != nil {
 			anyFits = true
 		} else if c.n == o.MaxGPUs || largest == "" {
@@ -738,7 +774,7 @@ func (rep *Report) Ties() []Row {
 
 // launcherFor is the virtual launcher of a candidate.
 func launcherFor(o Options, c candidate) *simulated.Virtual {
-	v := &simulated.Virtual{GPU: c.gpu.ID}
+	v := &simulated.Virtual{GPU: c.gpu.ID, KVLink: o.KVLink}
 	if _, cfg, ok := catalog.ModelPath(o.Model); ok {
 		v.ModelConfig = cfg
 	}

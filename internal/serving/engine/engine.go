@@ -103,8 +103,16 @@ func (s Settings) Clone() Settings {
 var parallelNames = []string{"tensor_parallel", "pipeline_parallel", "data_parallel"}
 
 // GPUs returns how many GPUs a configuration needs: tensor_parallel ×
-// pipeline_parallel × data_parallel (each default 1).
+// pipeline_parallel × data_parallel (each default 1); a disaggregated
+// one's, the sum over its parts (Parts).
 func (s Settings) GPUs() int {
+	if parts := s.Parts(); parts != nil {
+		n := 0
+		for _, p := range parts {
+			n += p.GPUs()
+		}
+		return n
+	}
 	n := 1
 	for _, name := range parallelNames {
 		if v, ok := s.Int(name); ok && v > 0 {

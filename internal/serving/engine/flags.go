@@ -248,6 +248,22 @@ var table = []setting{
 			return []string{"--speculative-draft-model-path", v.(string)}
 		}}},
 
+	// The deployment's shape (docs/spec.md (`disaggregation`)): no
+	// engine flag of their own. A disaggregated configuration
+	// is split into prefill and decode engines (Parts), each with the other
+	// settings and its own tensor_parallel; the role flags below and the
+	// study's router join them.
+	{name: "disaggregated", typ: Bool, tunable: true,
+		doc: "serve with separate prefill and decode engines behind a router (false: one aggregated engine)"},
+	{name: "prefill_replicas", typ: Int, min: 1, tunable: true,
+		doc: "disaggregated: prefill engines"},
+	{name: "decode_replicas", typ: Int, min: 1, tunable: true,
+		doc: "disaggregated: decode engines"},
+	{name: "prefill_tensor_parallel_size", typ: Int, min: 1, tunable: true,
+		doc: "disaggregated: tensor parallel size of each prefill engine (default tensor_parallel)"},
+	{name: "decode_tensor_parallel_size", typ: Int, min: 1, tunable: true,
+		doc: "disaggregated: tensor parallel size of each decode engine (default tensor_parallel)"},
+
 	// Server settings: read from command lines, never tuned.
 	// The simulated engine takes either spelling with either engine's flags
 	// (launchers start it with --model).
@@ -281,7 +297,7 @@ var table = []setting{
 	// Disaggregated prefill and decode (docs/reference.md (Disaggregated
 	// prefill and decode)): vLLM's KV connector and its role, SGLang's
 	// mode and transfer backend. Server settings: a deployment's parts
-	// differ in them, a study does not tune them.
+	// differ in them (RoleArgs writes them), a study does not tune them.
 	{name: "kv_transfer_config", typ: String, doc: "vLLM: the KV connector and its role, as JSON (disaggregated prefill and decode)",
 		vllm: spelling{flag: "--kv-transfer-config", read: readKVTransferConfig}},
 	{name: "disaggregation_mode", typ: String, doc: "SGLang: this server's part in disaggregated prefill and decode (null, prefill, decode)",
@@ -590,6 +606,7 @@ func Render(e Engine, s Settings) ([]string, error) {
 				out = append(out, r.off...)
 			}
 		case k.typ == String && v == k.skip:
+		case r.flag == "": // a shape setting, or one this engine has no flag for
 		default:
 			val := formatValue(v)
 			if rn, ok := r.values[val]; ok {

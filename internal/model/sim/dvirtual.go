@@ -1,0 +1,414 @@
+package sim
+
+import (
+	"container/heap"
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/servetune/servetune/internal/load/measure"
+)
+
+// Deployment is a disaggregated deployment (docs/reference.md
+// (Disaggregated prefill and decode)): PrefillReplicas engines of the
+// Prefill configuration and DecodeReplicas of the Decode one, each with
+// its own parallel layout (tensor, and data and expert parallelism for
+// MoE models: moe.go), the KV cache crossing Link from the one to the
+// other, and the router's round-robin over each side.
+type Deployment struct {
+	Prefill, Decode                 Config
+	PrefillReplicas, DecodeReplicas int
+	Link                            string // a Links name; "" is DefaultLink
+}
+
+// GPUs is the deployment's GPU count.
+func (d Deployment) GPUs() int {
+	return d.PrefillReplicas*d.Prefill.TP*d.Prefill.PP*d.Prefill.DP + d.DecodeReplicas*d.Decode.TP*d.Decode.PP*d.Decode.DP
+}
+
+// replica is one engine of a deployment: its data-parallel ranks' cores
+// and, on the prefill side, when its KV lane is next free.
+type replica struct {
+	cfg      Config
+	cores    []*core
+	busy     []bool
+	ends     []float64
+	linkFree float64
+	prefill  bool
+}
+
+func newReplica(cfg Config, est MemoryEstimate, prefill bool) *replica {
+	r := &replica{cfg: cfg, prefill: prefill, cores: make([]*core, cfg.DP), busy: make([]bool, cfg.DP), ends: make([]float64, cfg.DP)}
+	for i := range r.cores {
+		r.cores[i] = newCore(cfg, est)
+	}
+	return r
+}
+
+// leastLoaded is the rank a new request goes to, as the engine's own
+// data-parallel balancing does (Virtual.enter).
+func (r *replica) leastLoaded() int {
+	best := 0
+	for j := range r.cores {
+		if r.cores[j].load() < r.cores[best].load() {
+			best = j
+		}
+	}
+	return best
+}
+
+// DisaggVirtual is a disaggregated deployment on a virtual clock, the
+// counterpart of Virtual: a benchmark transport whose requests are each
+// prefilled on a prefill engine (one token, as the router asks), their
+// KV sent over the link (each prefill engine's lane carries one transfer
+// at a time), and decoded on a decode engine that holds the pulled KV as
+// computed (all but the prompt's last token, which it computes: the
+// server's handshake, disagg.go). A client's first token is the decode
+// engine's. The engines persist across phases. Not safe for concurrent
+// use. What it leaves out: the router's own time, the prefill engine
+// holding a request's blocks until the decode engine has read them, and
+// transfers below the link's line rate.
+type DisaggVirtual struct {
+	d        Deployment
+	link     Link
+	pre, dec []*replica
+	now      float64
+	nextP    int // the router's round-robin, per side
+	nextD    int
+}
+
+// NewDisaggVirtual starts the deployment's engines; the error is a
+// *StartupError with the engine's message when a part does not fit.
+func NewDisaggVirtual(d Deployment) (*DisaggVirtual, error) {
+	if d.PrefillReplicas < 1 || d.DecodeReplicas < 1 {
+		return nil, bad("a disaggregated deployment needs at least one prefill and one decode engine, got %d and %d", d.PrefillReplicas, d.DecodeReplicas)
+	}
+	link, err := LookupLink(d.Link)
+	if err != nil {
+		return nil, bad("%v", err)
+	}
+	v := &DisaggVirtual{link: link}
+	for _, side := range []struct {
+		cfg  *Config
+		n    int
+		reps *[]*replica
+		name string
+	}{{&d.Prefill, d.PrefillReplicas, &v.pre, RolePrefill}, {&d.Decode, d.DecodeReplicas, &v.dec, RoleDecode}} {
+		side.cfg.KVRole = side.name
+		if err := side.cfg.Normalize(); err != nil {
+			return nil, fmt.Errorf("%s: %w", side.name, err)
+		}
+		est, err := Estimate(*side.cfg)
+		if err != nil {
+			return nil, err
+		}
+		for range side.n {
+			*side.reps = append(*side.reps, newReplica(*side.cfg, est, side.name == RolePrefill))
+		}
+	}
+	if d.Prefill.Model.ID != d.Decode.Model.ID {
+		return nil, bad("prefill serves %s, decode %s: one model", d.Prefill.Model.ID, d.Decode.Model.ID)
+	}
+	v.d = d
+	return v, nil
+}
+
+// Align leaves prompts as they are (Virtual.Align).
+func (v *DisaggVirtual) Align(context.Context, []measure.Request, *rand.Rand) string {
+	return "exact (virtual)"
+}
+
+// LengthsOnly tells the benchmark that prompt text is never read.
+func (v *DisaggVirtual) LengthsOnly() bool { return true }
+
+// dEvent is a request reaching an engine at t: its prefill (after the
+// prefill server's front end) or its decode (after the decode server's
+// front end and the KV's transfer).
+type dEvent struct {
+	t      float64
+	n      uint64 // tie-break: the order events were made
+	id     int
+	decode bool
+}
+
+type dEvents []dEvent
+
+func (h dEvents) Len() int { return len(h) }
+func (h dEvents) Less(i, j int) bool {
+	if h[i].t != h[j].t {
+		return h[i].t < h[j].t
+	}
+	return h[i].n < h[j].n
+}
+func (h dEvents) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *dEvents) Push(x any)   { *h = append(*h, x.(dEvent)) }
+func (h *dEvents) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// dRequest is one request's two sequences and where each runs.
+type dRequest struct {
+	pre, dec *seq
+	preRep   *replica
+	decRep   *replica
+	preCore  int
+	decCore  int
+	phase    int // 0 front end, 1 prefill, 2 transfer, 3 decode, 4 done
+}
+
+// Send runs one phase (Virtual.Send's contract).
+func (v *DisaggVirtual) Send(ctx context.Context, p measure.Phase) ([]measure.Record, time.Time) {
+	wall := time.Now()
+	r := dRun{v: v, p: p, base: v.now}
+	r.run(ctx)
+	if p.Progress != nil && len(r.recs) > 0 {
+		p.Progress(len(r.recs), p.Total())
+	}
+	return r.recs, wall
+}
+
+// dRun is one phase of a deployment on the virtual clock.
+type dRun struct {
+	v         *DisaggVirtual
+	p         measure.Phase
+	base      float64
+	recs      []measure.Record
+	reqs      []*dRequest
+	events    dEvents
+	made      uint64
+	inflight  int
+	next      measure.Request
+	nextSched time.Duration
+	hasNext   bool
+	sent      int
+}
+
+func (r *dRun) offset(sec float64) time.Duration {
+	return time.Duration(math.Round((sec - r.base) * 1e9))
+}
+
+func (r *dRun) draw() {
+	r.hasNext = false
+	if (r.p.Duration == 0 || r.p.Count > 0) && r.sent >= r.p.Count {
+		return
+	}
+	var sched time.Duration
+	if r.p.Next != nil {
+		sched = r.p.Next()
+	}
+	if r.p.Duration > 0 && sched >= r.p.Duration {
+		return
+	}
+	r.next, r.nextSched, r.hasNext = r.p.Request(r.sent), sched, true
+}
+
+func (r *dRun) push(t float64, id int, decode bool) {
+	r.made++
+	heap.Push(&r.events, dEvent{t: t, n: r.made, id: id, decode: decode})
+}
+
+// nextStep is the replica and rank whose step ends first.
+func (r *dRun) nextStep() (*replica, int, float64) {
+	var best *replica
+	k, t := -1, math.Inf(1)
+	for _, side := range [][]*replica{r.v.pre, r.v.dec} {
+		for _, rep := range side {
+			for i := range rep.cores {
+				if rep.busy[i] && rep.ends[i] < t {
+					best, k, t = rep, i, rep.ends[i]
+				}
+			}
+		}
+	}
+	return best, k, t
+}
+
+func (r *dRun) run(ctx context.Context) {
+	v := r.v
+	r.draw()
+	for n := 0; ; n++ {
+		if n%64 == 0 && ctx.Err() != nil {
+			r.abortUnfinished(measure.ErrCancelled, "the run was cancelled")
+			return
+		}
+		tArr := math.Inf(1)
+		if r.hasNext && (r.p.MaxConcurrency == 0 || r.inflight < r.p.MaxConcurrency) {
+			tArr = math.Max(r.base+r.nextSched.Seconds(), v.now)
+			if r.p.Duration > 0 && tArr-r.base >= r.p.Duration.Seconds() {
+				r.hasNext = false
+				tArr = math.Inf(1)
+			}
+		}
+		rep, k, tStep := r.nextStep()
+		tEv := math.Inf(1)
+		if len(r.events) > 0 {
+			tEv = r.events[0].t
+		}
+		switch {
+		case tEv <= tArr && tEv <= tStep && !math.IsInf(tEv, 1):
+			v.now = tEv
+			e := heap.Pop(&r.events).(dEvent)
+			r.enter(e)
+		case tArr <= tStep && !math.IsInf(tArr, 1):
+			if ctx.Err() != nil {
+				r.hasNext = false
+				continue
+			}
+			v.now = tArr
+			r.arrive()
+			r.sent++
+			r.draw()
+		case k >= 0:
+			v.now = tStep
+			emit := r.emitDecode
+			if rep.prefill {
+				emit = r.emitPrefill
+			}
+			rep.cores[k].commit(v.now, emit)
+			r.start(rep, k)
+		default:
+			r.abortUnfinished(measure.ErrTimeout, errStalled)
+			return
+		}
+	}
+}
+
+// arrive sends the drawn request: it reaches a prefill engine, chosen
+// round-robin, after that server's front end.
+func (r *dRun) arrive() {
+	v, q := r.v, r.next
+	rec := measure.Record{Index: q.Index, Warmup: r.p.Warmup, Sched: r.nextSched, Send: r.offset(v.now)}
+	prompt := q.PromptTokens
+	if prompt <= 0 {
+		prompt = CountTokens(q.Prompt)
+	}
+	rec.PromptTokens = prompt
+	maxLen := min(v.d.Prefill.MaxModelLen, v.d.Decode.MaxModelLen)
+	maxOut := q.MaxTokens
+	if maxOut <= 0 {
+		maxOut = maxLen - prompt
+	}
+	id := len(r.recs)
+	if prompt+maxOut > maxLen || prompt <= 0 || maxOut < 1 {
+		rec.Status, rec.Error = 400, measure.ErrHTTP4xx
+		switch {
+		case prompt <= 0:
+			rec.ErrorMsg = "The decoder prompt cannot be empty"
+		case maxOut < 1:
+			rec.ErrorMsg = fmt.Sprintf("max_tokens must be at least 1, got %d.", maxOut)
+		default:
+			rec.ErrorMsg = contextLengthMessage(maxLen, prompt, maxOut)
+		}
+		rec.End = rec.Send
+		r.recs = append(r.recs, rec)
+		r.reqs = append(r.reqs, nil)
+		return
+	}
+	rec.Status = 200
+	rec.Chunks = make([]measure.Chunk, 0, maxOut)
+	r.recs = append(r.recs, rec)
+	pre := &seq{id: id, prompt: prompt, maxOut: 1, prefixID: -1}
+	dec := &seq{id: id, prompt: prompt, maxOut: maxOut, prefixID: -1, remote: prompt - 1}
+	if q.PrefixTokens > 0 && q.PrefixID >= 0 {
+		pre.prefixID, pre.prefixTokens = q.PrefixID, q.PrefixTokens
+		dec.prefixID, dec.prefixTokens = q.PrefixID, q.PrefixTokens
+	}
+	req := &dRequest{pre: pre, dec: dec}
+	req.preRep = v.pre[v.nextP%len(v.pre)]
+	v.nextP++
+	r.reqs = append(r.reqs, req)
+	r.inflight++
+	r.push(v.now+req.preRep.cfg.Constants.FrontendOverheadMs/1e3, id, false)
+}
+
+// enter hands a request to its engine: the prefill engine's least loaded
+// rank, or, once its KV has landed, the decode engine's.
+func (r *dRun) enter(e dEvent) {
+	req := r.reqs[e.id]
+	rep, s := req.preRep, req.pre
+	if e.decode {
+		rep, s = req.decRep, req.dec
+	}
+	s.arrival = r.v.now
+	k := rep.leastLoaded()
+	if e.decode {
+		req.decCore, req.phase = k, 3
+	} else {
+		req.preCore, req.phase = k, 1
+	}
+	rep.cores[k].add(s)
+	if !rep.busy[k] {
+		r.start(rep, k)
+	}
+}
+
+func (r *dRun) start(rep *replica, k int) {
+	b, secs := rep.cores[k].schedule()
+	if b.tokens == 0 {
+		rep.busy[k] = false
+		return
+	}
+	rep.busy[k], rep.ends[k] = true, r.v.now+secs
+}
+
+// emitPrefill: the prefill engine sampled its one token; the router now
+// sends the request to a decode engine (round-robin), which pulls the
+// prompt's KV over the link: the prefill engine's lane carries one
+// transfer at a time.
+func (r *dRun) emitPrefill(s *seq, last bool) {
+	if !last {
+		return
+	}
+	v := r.v
+	req := r.reqs[s.id]
+	req.decRep = v.dec[v.nextD%len(v.dec)]
+	v.nextD++
+	req.phase = 2
+	xfer := req.decRep.cfg.KVTransferSeconds(v.link, req.dec.remote, req.preRep.cfg.TP) - v.link.Latency
+	from := v.now + req.decRep.cfg.Constants.FrontendOverheadMs/1e3
+	start := math.Max(from, req.preRep.linkFree)
+	req.preRep.linkFree = start + xfer
+	r.push(start+xfer+v.link.Latency, s.id, true)
+}
+
+// emitDecode records a decode step's tokens, as Virtual.emit does.
+func (r *dRun) emitDecode(s *seq, last bool) {
+	rec := &r.recs[s.id]
+	at := r.offset(r.v.now)
+	if rec.OutputTokens == 0 {
+		rec.First = at
+	}
+	rec.Last, rec.End = at, at
+	n := s.generated - rec.OutputTokens
+	rec.OutputTokens = s.generated
+	rec.Chunks = append(rec.Chunks, measure.Chunk{At: at, Tokens: n})
+	if last {
+		r.reqs[s.id].phase = 4
+		r.inflight--
+	}
+}
+
+// abortUnfinished fails every unfinished request and takes it off its
+// engine, so the engines are empty for the next phase.
+func (r *dRun) abortUnfinished(class measure.ErrorClass, msg string) {
+	for i, req := range r.reqs {
+		if req == nil || req.phase == 4 {
+			continue
+		}
+		switch req.phase {
+		case 1:
+			req.preRep.cores[req.preCore].abort(req.pre)
+		case 3:
+			req.decRep.cores[req.decCore].abort(req.dec)
+		}
+		rec := &r.recs[i]
+		rec.End = r.offset(r.v.now)
+		rec.Fail(class, msg)
+	}
+	r.events = r.events[:0]
+}

@@ -1,0 +1,129 @@
+package sim
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/servetune/servetune/internal/load/measure"
+)
+
+// sendAll runs n requests of prompt and out tokens, one every gap, on t.
+func sendAll(t *testing.T, tr measure.Transport, n, prompt, out int, gap time.Duration) []measure.Record {
+	t.Helper()
+	k := 0
+	recs, _ := tr.Send(context.Background(), measure.Phase{Count: n,
+		Next:    func() time.Duration { k++; return time.Duration(k-1) * gap },
+		Request: func(i int) measure.Request { return measure.Request{Index: i, PromptTokens: prompt, MaxTokens: out} }})
+	for _, r := range recs {
+		if r.Error != "" || r.OutputTokens != out {
+			t.Fatalf("request %d: %s %s, %d tokens", r.Index, r.Error, r.ErrorMsg, r.OutputTokens)
+		}
+	}
+	return recs
+}
+
+func deployment(t *testing.T, link string, p, d int, args ...string) *DisaggVirtual {
+	t.Helper()
+	cfg := mustParse(t, args...)
+	v, err := NewDisaggVirtual(Deployment{Prefill: cfg, Decode: cfg, PrefillReplicas: p, DecodeReplicas: d, Link: link})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// TestDisaggFirstToken: on idle engines a request's first token comes
+// after the prefill, the decode server's front end, the KV's transfer and
+// one decode step; the link's share is the transfer time the model gives.
+func TestDisaggFirstToken(t *testing.T) {
+	args := []string{"llama-3.1-8b", "--gpu", "H100-SXM", "--max-model-len", "16384"}
+	const prompt = 8000
+	agg, err := NewVirtual(mustParse(t, args...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	alone := sendAll(t, agg, 1, prompt, 1, 0)[0].First
+	cfg := mustParse(t, args...)
+	fe := time.Duration(cfg.Constants.FrontendOverheadMs * float64(time.Millisecond))
+	for _, link := range []string{"nvlink", "ethernet"} {
+		l, _ := LookupLink(link)
+		xfer := time.Duration(cfg.KVTransferSeconds(l, prompt-1, 1) * 1e9)
+		first := sendAll(t, deployment(t, link, 1, 1, args...), 1, prompt, 1, 0)[0].First
+		step := first - alone - fe - xfer
+		if step <= 0 || step > 30*time.Millisecond {
+			t.Errorf("%s: first token at %v; the prefill alone %v, front end %v, transfer %v leave %v for one decode step",
+				link, first, alone, fe, xfer, step)
+		}
+	}
+}
+
+// TestDisaggDecodeUndisturbed: long prompts arriving while others decode
+// stretch an aggregated engine's token gaps (each step carries a prefill
+// chunk); on a decode engine that never prefills they stay those of
+// decoding alone. The same two GPUs: two data-parallel ranks against one
+// prefill and one decode engine.
+func TestDisaggDecodeUndisturbed(t *testing.T) {
+	args := []string{"llama-3.1-8b", "--gpu", "H100-SXM", "--max-model-len", "16384"}
+	const n, prompt, out = 120, 6000, 300
+	gap := 250 * time.Millisecond
+	agg, err := NewVirtual(mustParse(t, append(args, "--data-parallel-size", "2")...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The longest gap between two tokens of a request, p99 over requests.
+	gaps := func(recs []measure.Record) time.Duration {
+		var v []time.Duration
+		for _, r := range recs[n/4:] {
+			most := time.Duration(0)
+			for i := 1; i < len(r.Chunks); i++ {
+				most = max(most, r.Chunks[i].At-r.Chunks[i-1].At)
+			}
+			v = append(v, most)
+		}
+		slices.Sort(v)
+		return v[len(v)*99/100]
+	}
+	a := gaps(sendAll(t, agg, n, prompt, out, gap))
+	d := gaps(sendAll(t, deployment(t, "nvlink", 1, 1, args...), n, prompt, out, gap))
+	// A 6,000-token prefill is tens of milliseconds of compute on an H100
+	// whichever engine runs it; a decode step of this batch, about ten.
+	if !(a > 50*time.Millisecond && d < 25*time.Millisecond) {
+		t.Errorf("longest token gap p99: aggregated %v, disaggregated %v; want a prefill's stall only in the aggregated engine", a, d)
+	}
+	t.Logf("longest token gap p99: aggregated DP2 %v, 1P1D %v", a, d)
+}
+
+// TestDisaggRoundRobin: the router alternates each side's engines, and
+// the run is the same run to run.
+func TestDisaggRoundRobin(t *testing.T) {
+	args := []string{"llama-3.1-8b", "--gpu", "H100-SXM", "--max-model-len", "8192"}
+	run := func() []measure.Record {
+		return sendAll(t, deployment(t, "infiniband", 2, 3, args...), 60, 2000, 50, 50*time.Millisecond)
+	}
+	a, b := run(), run()
+	for i := range a {
+		if a[i].First != b[i].First || a[i].End != b[i].End {
+			t.Fatalf("request %d differs run to run: %v/%v against %v/%v", i, a[i].First, a[i].End, b[i].First, b[i].End)
+		}
+	}
+	v := deployment(t, "infiniband", 2, 3, args...)
+	sendAll(t, v, 6, 2000, 50, time.Second)
+	for i, rep := range v.pre {
+		if got := rep.cores[0].promptTokens; got != 3*2000 {
+			t.Errorf("prefill engine %d computed %d prompt tokens, want 3 prompts' %d", i, got, 3*2000)
+		}
+	}
+	for i, rep := range v.dec {
+		if got, hits := rep.cores[0].promptTokens, rep.cores[0].prefixHits; got != 2 || hits != 2*1999 {
+			t.Errorf("decode engine %d computed %d prompt tokens with %d pulled, want 2 and %d", i, got, hits, 2*1999)
+		}
+	}
+	if g := (Deployment{Prefill: v.d.Prefill, Decode: v.d.Decode, PrefillReplicas: 2, DecodeReplicas: 3}).GPUs(); g != 5 {
+		t.Errorf("GPUs %d, want 5", g)
+	}
+	if _, err := NewDisaggVirtual(Deployment{Prefill: v.d.Prefill, Decode: v.d.Decode, PrefillReplicas: 0, DecodeReplicas: 1}); err == nil {
+		t.Error("no prefill engine: no error")
+	}
+}

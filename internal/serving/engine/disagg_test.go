@@ -1,0 +1,107 @@
+package engine
+
+import (
+	"slices"
+	"testing"
+)
+
+func TestPartsSplitTheShape(t *testing.T) {
+	s := Settings{"disaggregated": true, "prefill_replicas": 2, "decode_replicas": 1,
+		"prefill_tensor_parallel_size": 1, "decode_tensor_parallel_size": 4,
+		"tensor_parallel": 2, "max_running_requests": 64}
+	parts := s.Parts()
+	var names []string
+	for _, p := range parts {
+		names = append(names, p.Name())
+		for _, n := range ShapeNames() {
+			if _, ok := p.Settings[n]; ok {
+				t.Errorf("%s keeps the shape setting %s", p.Name(), n)
+			}
+		}
+		if n, _ := p.Settings.Int("max_running_requests"); n != 64 {
+			t.Errorf("%s lost max_running_requests: %v", p.Name(), p.Settings)
+		}
+	}
+	if want := []string{"prefill 0", "prefill 1", "decode 0"}; !slices.Equal(names, want) {
+		t.Fatalf("parts %v, want %v", names, want)
+	}
+	if parts[0].GPUs() != 1 || parts[2].GPUs() != 4 {
+		t.Errorf("part GPUs %d and %d, want 1 and 4", parts[0].GPUs(), parts[2].GPUs())
+	}
+	if got := s.GPUs(); got != 6 {
+		t.Errorf("GPUs = %d, want 1+1+4", got)
+	}
+	// Aggregated: the shape settings change nothing.
+	agg := s.Clone()
+	agg["disaggregated"] = false
+	if agg.Parts() != nil || agg.GPUs() != 2 {
+		t.Errorf("aggregated: parts %v, GPUs %d (want none, 2)", agg.Parts(), agg.GPUs())
+	}
+	// A missing role TP is the configuration's own.
+	d := Settings{"disaggregated": true, "tensor_parallel": 2}
+	if got := d.GPUs(); got != 4 {
+		t.Errorf("default shape GPUs = %d, want 2+2", got)
+	}
+}
+
+func TestShapeRendersNoFlag(t *testing.T) {
+	s := Settings{"disaggregated": true, "prefill_replicas": 2, "decode_tensor_parallel_size": 2, "max_model_len": 4096}
+	for _, e := range Engines {
+		args, err := Render(e, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(args) != 2 {
+			t.Errorf("%s: %v, want only the max_model_len flag", e, args)
+		}
+	}
+}
+
+func TestRoleArgsReadBack(t *testing.T) {
+	kv := KVTransfer{Config: `{"kv_connector":"NixlConnector","kv_role":"kv_both"}`,
+		DecodeConfig: `{"kv_connector":"P2pNcclConnector","kv_role":"kv_consumer"}`, Backend: "nixl"}
+	for _, tc := range []struct {
+		e    Engine
+		role Role
+		set  string
+		want string
+	}{
+		{VLLM, Prefill, "kv_transfer_config", kv.Config},
+		{VLLM, Decode, "kv_transfer_config", kv.DecodeConfig},
+		{SGLang, Prefill, "disaggregation_mode", "prefill"},
+		{SGLang, Decode, "disaggregation_mode", "decode"},
+	} {
+		args := RoleArgs(tc.e, tc.role, kv)
+		c, err := ParseCommand(append([]string{Flag(tc.e, "model"), "m"}, args...), nil)
+		if err != nil {
+			t.Fatalf("%s %s: %v: %v", tc.e, tc.role, args, err)
+		}
+		if got, _ := c.Settings.String(tc.set); got != tc.want {
+			t.Errorf("%s %s: %s = %q, want %q", tc.e, tc.role, tc.set, got, tc.want)
+		}
+	}
+	if got := RoleArgs(SGLang, Decode, kv); !slices.Contains(got, "nixl") {
+		t.Errorf("SGLang role args %v lack the transfer backend", got)
+	}
+	if got := RoleArgs(VLLM, Prefill, KVTransfer{}); got[1] != DefaultKVTransferConfig {
+		t.Errorf("default vLLM role args %v", got)
+	}
+	if _, err := ParseKVTransferConfig(DefaultKVTransferConfig); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestKVLinkFromEnv(t *testing.T) {
+	c, err := ParseCommand([]string{"serve", "m"}, func(k string) string {
+		if k == EnvSimKVLink {
+			return "infiniband"
+		}
+		return ""
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := c.Settings.String("sim_kv_link"); got != "infiniband" {
+		t.Errorf("sim_kv_link = %q from %s", got, EnvSimKVLink)
+	}
+}

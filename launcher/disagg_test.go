@@ -1,0 +1,148 @@
+package launcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/servetune/servetune/internal/serving/engine"
+)
+
+// disaggSpec is a trial of two prefill engines and one decode engine.
+func disaggSpec(t *testing.T) Spec {
+	return Spec{Engine: engine.VLLM, Model: "m", GPUs: []int{4, 5, 6}, Trial: 7,
+		Study: fmt.Sprintf("disagg-%s-%d", t.Name(), os.Getpid()),
+		Settings: engine.Settings{"disaggregated": true, "prefill_replicas": 2, "decode_replicas": 1,
+			"prefill_tensor_parallel_size": 1, "decode_tensor_parallel_size": 1}}
+}
+
+func get(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+// TestDisaggregatedTrial: the parts and the router start as one trial, the
+// router is told every part's endpoint, and Stop leaves no process of the
+// study.
+func TestDisaggregatedTrial(t *testing.T) {
+	d := &Disaggregated{
+		Base:   &Process{Command: helperCommand(t, "serve", "--port", "{port}")},
+		Router: Router{Command: helperCommand(t, "router", "--port", "{port}", "--", "{prefill_urls}", "P", "{decode_ports}"), EachDecode: []string{"D={url}"}},
+		KVLink: "infiniband",
+	}
+	spec := disaggSpec(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	in, err := d.Launch(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Stop(context.Background())
+	if err := in.Ready(ctx); err != nil {
+		t.Fatalf("Ready: %v\n%s", err, in.Logs())
+	}
+	args := strings.Fields(get(t, in.Endpoint()+"/args"))
+	// prefill URL, prefill URL, "P", decode port, "D=<decode URL>"
+	if len(args) != 5 || args[2] != "P" || !strings.HasPrefix(args[4], "D=http://127.0.0.1:") {
+		t.Fatalf("router args %q", args)
+	}
+	for _, u := range []string{args[0], args[1], strings.TrimPrefix(args[4], "D=")} {
+		if get(t, u+"/args") == "unreachable" {
+			t.Errorf("part %s", u)
+		}
+	}
+	if !strings.HasSuffix(args[4], ":"+args[3]) {
+		t.Errorf("decode port %s is not the decode URL's %s", args[3], args[4])
+	}
+	engines, err := findLocalEngines(spec.Study)
+	if err != nil || len(engines) != 4 {
+		t.Fatalf("%d labelled processes (3 engines and the router), want 4: %v", len(engines), err)
+	}
+	if err := in.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := findLocalEngines(spec.Study); len(left) != 0 {
+		t.Errorf("%d processes of the study left after Stop", len(left))
+	}
+}
+
+// TestDisaggregatedPartFails: the prefill engine runs out of memory at
+// start-up; Ready names it with its own output, and Stop stops the others.
+func TestDisaggregatedPartFails(t *testing.T) {
+	d := &Disaggregated{
+		Base:   &Process{Command: helperCommand(t, "disagg", "--port", "{port}")},
+		Router: Router{Command: helperCommand(t, "router", "--port", "{port}")},
+		KV:     engine.KVTransfer{PrefillConfig: `{"kv_connector":"P2pNcclConnector","kv_role":"kv_producer"}`},
+	}
+	spec := disaggSpec(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	in, err := d.Launch(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = in.Ready(ctx)
+	var pe *PartError
+	var exit *ExitError
+	if !errors.As(err, &pe) || !strings.HasPrefix(pe.Part, "prefill ") || !errors.As(err, &exit) {
+		t.Fatalf("Ready = %v, want a prefill part's exit", err)
+	}
+	if class, _ := engine.Classify(exit.Exit, false, pe.Logs); class != engine.FailOOM {
+		t.Errorf("the part's logs classify as %s:\n%s", class, pe.Logs)
+	}
+	if err := in.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := findLocalEngines(spec.Study); len(left) != 0 {
+		t.Errorf("%d processes of the study left after the failed start", len(left))
+	}
+}
+
+// TestDisaggregatedReap: what a run left (every part and the router) is
+// found by the trial's label.
+func TestDisaggregatedReap(t *testing.T) {
+	d := &Disaggregated{
+		Base:   &Process{Command: helperCommand(t, "serve", "--port", "{port}")},
+		Router: Router{Command: helperCommand(t, "router", "--port", "{port}")},
+	}
+	spec := disaggSpec(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	in, err := d.Launch(ctx, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Stop(context.Background())
+	if err := in.Ready(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, err := d.Capabilities().Reap(ctx, spec.Study, func(Reaped) bool { return false })
+	if err != nil || len(got) != 4 {
+		t.Fatalf("reaped %d (%v), want 4", len(got), err)
+	}
+	if left, _ := findLocalEngines(spec.Study); len(left) != 0 {
+		t.Errorf("%d processes left after reaping", len(left))
+	}
+}
+
+// TestDisaggregatedGPUs: a trial whose GPUs do not add up is refused.
+func TestDisaggregatedGPUs(t *testing.T) {
+	d := &Disaggregated{Base: &Process{Command: helperCommand(t, "serve")}, Router: Router{Command: []string{"x"}}}
+	spec := disaggSpec(t)
+	spec.GPUs = spec.GPUs[:2]
+	if _, err := d.Launch(context.Background(), spec); !errors.Is(err, ErrBadSpec) {
+		t.Errorf("Launch on too few GPUs: %v", err)
+	}
+}

@@ -1,0 +1,92 @@
+package spec_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/servetune/servetune/internal/serving/engine"
+	"github.com/servetune/servetune/internal/yamlspec"
+	"github.com/servetune/servetune/tuner/spec"
+)
+
+// disaggSpec is goodSpec searching the shape on four GPUs.
+var disaggSpec = strings.NewReplacer(
+	"gpus: [0, 1]", "gpus: [0, 1, 2, 3]",
+	"  tensor_parallel: [1, 2]\n", "  tensor_parallel: [1, 2]\n  disaggregated: [false, true]\n  prefill_replicas: [1, 2]\n  decode_tensor_parallel_size: [1, 2]\n",
+	"tuner: {", `disaggregation:
+  router: ["{servetune}", sim, router, --port, "{port}", --prefiller-hosts, "{prefill_hosts}", --prefiller-ports, "{prefill_ports}", --decoder-hosts, "{decode_hosts}", --decoder-ports, "{decode_ports}"]
+  kv_transfer_config: {kv_connector: NixlConnector, kv_role: kv_both}
+  kv_link: infiniband
+tuner: {`,
+).Replace(goodSpec)
+
+func TestParseSpecDisaggregated(t *testing.T) {
+	sp, err := spec.ParseSpec([]byte(disaggSpec), "d.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := sp.Disaggregation
+	if d == nil || len(d.Router.Command) != 13 || d.KVLink != "infiniband" {
+		t.Fatalf("disaggregation = %+v", d)
+	}
+	if d.KV.Config != `{"kv_connector":"NixlConnector","kv_role":"kv_both"}` {
+		t.Errorf("kv_transfer_config = %s", d.KV.Config)
+	}
+	// The smallest configuration is aggregated TP1: 4 trials at once.
+	if p := sp.Parallelism(); p != 4 {
+		t.Errorf("Parallelism = %d, want 4", p)
+	}
+	// Only disaggregated: the smallest is one prefill and one decode engine.
+	only := strings.Replace(disaggSpec, "disaggregated: [false, true]", "disaggregated: [true]", 1)
+	sp, err = spec.ParseSpec([]byte(only), "d.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := sp.Parallelism(); p != 2 {
+		t.Errorf("Parallelism of a disaggregated-only space = %d, want 2", p)
+	}
+	set := engine.Settings{"disaggregated": true, "prefill_replicas": 2, "decode_tensor_parallel_size": 2, "tensor_parallel": 1}
+	if n := spec.GPUsFor(set); n != 4 {
+		t.Errorf("GPUsFor = %d, want 1+1+2", n)
+	}
+}
+
+func TestParseSpecDisaggregatedBad(t *testing.T) {
+	tests := []struct {
+		name, old, new     string
+		wantField, wantMsg string
+	}{
+		{"no router", `  router: ["{servetune}"`, `  routr: ["{servetune}"`, "disaggregation.routr", "unknown key"},
+		{"no port", `--port, "{port}", `, ``, "disaggregation.router", "names no {port}"},
+		{"no decode", `--decoder-hosts, "{decode_hosts}", --decoder-ports, "{decode_ports}"`, `--x`, "disaggregation.router", "names no decode engine"},
+		{"glued placeholder", `"{prefill_hosts}"`, `"h={prefill_hosts}"`, "disaggregation.router", "an element of its own"},
+		{"no connector", "kv_connector: NixlConnector, ", "", "disaggregation.kv_transfer_config", "kv_connector: field required"},
+		{"bad json", "{kv_connector: NixlConnector, kv_role: kv_both}", `'{"kv_connector": '`, "disaggregation.kv_transfer_config", "invalid JSON object"},
+		{"bad link", "kv_link: infiniband", "kv_link: carrier-pigeon", "disaggregation.kv_link", "want one of nvlink"},
+		{"sglang backend on vllm", "kv_link: infiniband", "transfer_backend: mooncake", "disaggregation.transfer_backend", "SGLang's"},
+		{"never disaggregated", "disaggregated: [false, true]", "disaggregated: [false]", "disaggregation", "never disaggregated"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			src := strings.Replace(disaggSpec, tc.old, tc.new, 1)
+			if src == disaggSpec {
+				t.Fatalf("replacement %q not applied", tc.old)
+			}
+			_, err := spec.ParseSpec([]byte(src), "bad.yaml")
+			var se *yamlspec.Error
+			if !errors.As(err, &se) {
+				t.Fatalf("err = %v, want *yamlspec.Error", err)
+			}
+			if se.Field != tc.wantField || !strings.Contains(err.Error(), tc.wantMsg) || se.Line == 0 {
+				t.Errorf("%v; want field %s, %q", err, tc.wantField, tc.wantMsg)
+			}
+		})
+	}
+	// A space that may be disaggregated without the section.
+	src := disaggSpec[:strings.Index(disaggSpec, "disaggregation:")] + disaggSpec[strings.Index(disaggSpec, "tuner: {"):]
+	_, err := spec.ParseSpec([]byte(src), "bad.yaml")
+	if err == nil || !strings.Contains(err.Error(), "space.disaggregated: a disaggregated configuration needs a disaggregation section") {
+		t.Errorf("no section: %v", err)
+	}
+}
