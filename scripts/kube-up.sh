@@ -48,12 +48,17 @@ if command -v kubectl >/dev/null && ready && pgrep -F "$run/kubenode.pid" >/dev/
 	exit 0
 fi
 
-# 1. Packages: etcd and kubectl from Debian.
-if ! command -v etcd >/dev/null || ! command -v kubectl >/dev/null; then
-	[ "$(id -u)" = 0 ] || die "etcd or kubectl missing: run as root to apt-get install etcd-server kubernetes-client"
+# 1. Packages: etcd and kubectl from Debian, only what is missing (a
+# kubectl from another package, such as Google's, owns /usr/bin/kubectl and
+# makes kubernetes-client fail to unpack).
+pkgs=()
+command -v etcd >/dev/null || pkgs+=(etcd-server)
+command -v kubectl >/dev/null || pkgs+=(kubernetes-client)
+if [ ${#pkgs[@]} -gt 0 ]; then
+	[ "$(id -u)" = 0 ] || die "${pkgs[*]} missing: run as root to apt-get install ${pkgs[*]}"
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -qq
-	apt-get install -y -qq --no-install-recommends etcd-server kubernetes-client >/dev/null
+	apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null || die "apt-get install ${pkgs[*]} failed"
 fi
 command -v openssl >/dev/null || die "openssl is missing"
 docker info >/dev/null 2>&1 || die "the Docker Engine does not answer (docker info): the node runs pods on it"
@@ -69,6 +74,8 @@ if [ ! -x "$bin/kube-apiserver" ] || [ ! -x "$bin/kube-controller-manager" ] || 
 	mkdir -p "$src"
 	staging="v0.${version#v1.}"
 	( cd "$src"
+	  export GOCACHE=${KUBE_GOCACHE:-$home/gocache}
+	  t0=$(date +%s)
 	  go mod download k8s.io/kubernetes@"$version"
 	  kmod=$(go env GOMODCACHE)/k8s.io/kubernetes@$version/go.mod
 	  { printf 'module servetunekube\n\ngo 1.26.0\n\nrequire k8s.io/kubernetes %s\n\nreplace (\n' "$version"
@@ -76,7 +83,10 @@ if [ ! -x "$bin/kube-apiserver" ] || [ ! -x "$bin/kube-controller-manager" ] || 
 	    printf ')\n'; } >go.mod
 	  printf '//go:build tools\n\npackage tools\n\nimport (\n\t_ "k8s.io/kubernetes/cmd/kube-apiserver"\n\t_ "k8s.io/kubernetes/cmd/kube-controller-manager"\n\t_ "k8s.io/kubernetes/cmd/kube-scheduler"\n)\n' >tools.go
 	  go mod tidy -e >/dev/null 2>&1
-	  go build -tags tools -trimpath -ldflags=-s -o "$bin/" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler
+	  t1=$(date +%s)
+	  say "modules downloaded in $((t1 - t0))s"
+	  go build ${KUBE_BUILD_TRACE:+-debug-trace="$KUBE_BUILD_TRACE"} -tags tools -trimpath -ldflags=-s -o "$bin/" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler
+	  say "compiled in $(( $(date +%s) - t1 ))s"
 	) || die "building the control plane failed"
 fi
 say "building the node (internal/testengine/kubenode)"
