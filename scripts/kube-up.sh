@@ -75,8 +75,8 @@ docker info >/dev/null 2>&1 || die "the Docker Engine does not answer (docker in
 # proxy. `go install k8s.io/kubernetes/cmd/...@v` is refused (its go.mod
 # replaces the staging modules with directories), so a throwaway module
 # requires k8s.io/kubernetes and points each staging module at its
-# published release (v1.X.Y is v0.X.Y). One go build for the three, so
-# the ~1,200 packages they share compile once; CGO_ENABLED=0 (static
+# published release (v1.X.Y is v0.X.Y). One go build for the three (2,222
+# packages; the controller manager alone needs 2,208); CGO_ENABLED=0 (static
 # binaries, no cgo steps); -s (no symbol table or DWARF) shortens the
 # links. No build tag drops code in v1.37 (no providerless since the cloud
 # providers left the tree), and kube-controller-manager's own packages are
