@@ -94,6 +94,7 @@ func (d *Disaggregated) Launch(ctx context.Context, spec Spec) (Instance, error)
 		ps := spec
 		ps.Settings = p.Settings
 		ps.Port = 0
+		ps.Part = p.Name()
 		ps.Extra = append(engine.RoleArgs(spec.Engine, p.Role, d.KV), spec.Extra...)
 		ps.Env = append([]string(nil), spec.Env...)
 		if d.KVLink != "" {
@@ -112,7 +113,48 @@ func (d *Disaggregated) Launch(ctx context.Context, spec Spec) (Instance, error)
 		}
 		in.parts = append(in.parts, part{name: p.Name(), role: p.Role, inst: pi})
 	}
+	for _, p := range in.parts {
+		if _, ok := p.inst.(queued); ok {
+			return &queuedComposite{in}, nil
+		}
+	}
 	return in, nil
+}
+
+// queued is implemented by instances a batch scheduler queues (a Slurm
+// job; trial/trial.go reads it).
+type queued interface {
+	Queue() (pending time.Duration, started time.Time, reason string)
+}
+
+// queuedComposite is a trial whose parts a scheduler queues, each its own
+// job: the trial has started once its last part has.
+type queuedComposite struct{ *composite }
+
+// Queue is the longest wait of the parts and the latest start; while a
+// part still waits, started is zero and the reason names each waiting
+// part with the scheduler's reason.
+func (c *queuedComposite) Queue() (time.Duration, time.Time, string) {
+	var pending time.Duration
+	var started time.Time
+	var waiting []string
+	for _, p := range c.parts {
+		q, ok := p.inst.(queued)
+		if !ok {
+			continue
+		}
+		d, s, why := q.Queue()
+		pending = max(pending, d)
+		if s.IsZero() {
+			waiting = append(waiting, p.name+": "+why)
+		} else if s.After(started) {
+			started = s
+		}
+	}
+	if len(waiting) > 0 {
+		return pending, time.Time{}, strings.Join(waiting, "; ")
+	}
+	return pending, started, ""
 }
 
 // PartError is the failure of one part of a trial of several engines: it

@@ -22,6 +22,10 @@ type Spec struct {
 	// so a reaper spares the engines of runs that are still alive.
 	Owner string
 	Port  int // 0 = pick a free port
+	// Part names the engine within a trial of several (Disaggregated's
+	// "prefill 0", "decode 1"); "" for a trial of one engine. A launcher
+	// puts it in the names it shows (a Slurm job's, a container's).
+	Part string
 }
 
 // Args renders the spec's settings as the engine's flags, then Extra.

@@ -306,7 +306,8 @@ func (d *Docker) sim() bool { return engine.IsSimImage(d.Image) }
 
 var nameUnsafe = regexp.MustCompile(`[^a-zA-Z0-9_.-]+`)
 
-// containerName is readable in `docker ps` and unique per launch.
+// containerName is readable in `docker ps` (study, trial and part) and
+// unique per launch.
 func containerName(spec launcher.Spec) string {
 	study := strings.Trim(nameUnsafe.ReplaceAllString(spec.Study, "-"), "-._")
 	if len(study) > 40 {
@@ -315,7 +316,11 @@ func containerName(spec launcher.Spec) string {
 	if study == "" {
 		study = "adhoc"
 	}
-	return fmt.Sprintf("servetune-%s-t%d-%s", study, spec.Trial, strconv.FormatInt(time.Now().UnixNano(), 36))
+	trial := fmt.Sprintf("t%d", spec.Trial)
+	if part := strings.Trim(nameUnsafe.ReplaceAllString(spec.Part, ""), "-._"); part != "" {
+		trial += "-" + part // a part of a disaggregated trial: t2-prefill0
+	}
+	return fmt.Sprintf("servetune-%s-%s-%s", study, trial, strconv.FormatInt(time.Now().UnixNano(), 36))
 }
 
 type dockerInstance struct {

@@ -137,6 +137,9 @@ func TestContainerName(t *testing.T) {
 	if !strings.HasPrefix(n, "servetune-my-study-t3-") {
 		t.Errorf("containerName = %q", n)
 	}
+	if n := containerName(launcher.Spec{Study: "s", Trial: 2, Part: "decode 1"}); !strings.HasPrefix(n, "servetune-s-t2-decode1-") {
+		t.Errorf("a part's containerName = %q", n)
+	}
 }
 
 func TestSSHDialStdio(t *testing.T) {

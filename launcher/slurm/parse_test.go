@@ -82,6 +82,12 @@ func TestComment(t *testing.T) {
 			t.Errorf("study %q: job name %q", study, n)
 		}
 	}
+	// The parts of a disaggregated trial: each job's name says which.
+	for part, want := range map[string]string{"prefill 0": "servetune-s-t2-prefill0", "decode 11": "servetune-s-t2-decode11", "": "servetune-s-t2", " /": "servetune-s-t2"} {
+		if n := jobName(launcher.Spec{Study: "s", Trial: 2, Part: part}); n != want {
+			t.Errorf("part %q: job name %q, want %q", part, n, want)
+		}
+	}
 	for _, c := range []string{"", "servetune", "servetune:trial=1", "servetune:study=x&trial=one", "my job: servetune:study=x&trial=1", "servetune-x-t1"} {
 		if l, ok := launcher.Parse(c); ok {
 			t.Errorf("comment %q read as ours: %+v", c, l)

@@ -19,9 +19,17 @@ func jobComment(spec launcher.Spec) string { return launcher.LabelOf(spec).Strin
 
 var nameUnsafe = regexp.MustCompile(`[^a-zA-Z0-9_.-]+`)
 
-// jobName is readable in squeue: servetune-STUDY-tN (the comment, not the
-// name, identifies the job).
+// jobName is readable in squeue: servetune-STUDY-tN, and the part of a
+// trial of several engines, servetune-STUDY-tN-prefill0 (the comment, not
+// the name, identifies the job).
 func jobName(spec launcher.Spec) string {
+	if part := strings.Trim(nameUnsafe.ReplaceAllString(spec.Part, ""), "-._"); part != "" {
+		return trialJobName(spec) + "-" + part
+	}
+	return trialJobName(spec)
+}
+
+func trialJobName(spec launcher.Spec) string {
 	study := strings.Trim(nameUnsafe.ReplaceAllString(spec.Study, "-"), "-._")
 	if len(study) > 40 {
 		study = study[:40]

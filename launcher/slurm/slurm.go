@@ -248,7 +248,11 @@ func jobScript(spec launcher.Spec, addr string, argv, modules []string) string {
 	if len(modules) > 0 {
 		shell += " -l" // a login shell defines `module`
 	}
-	fmt.Fprintf(&b, "%s\n# servetune: trial %d of study %s (launcher/slurm). Generated; removed when the trial ends.\n", shell, spec.Trial, engine.ShellQuote(spec.Study))
+	part := ""
+	if spec.Part != "" {
+		part = ", " + engine.ShellQuote(spec.Part) + ","
+	}
+	fmt.Fprintf(&b, "%s\n# servetune: trial %d%s of study %s (launcher/slurm). Generated; removed when the trial ends.\n", shell, spec.Trial, part, engine.ShellQuote(spec.Study))
 	b.WriteString("set -u\n")
 	b.WriteString(`echo "servetune: slurm job ${SLURM_JOB_ID:-?} on $(hostname), GPUs ${CUDA_VISIBLE_DEVICES:-none}"` + "\n")
 	for _, m := range modules {

@@ -430,3 +430,80 @@ func TestNodeFailIsScheduler(t *testing.T) {
 	}
 	t.Logf("%s: %s", class, msg)
 }
+
+// TestDisaggregatedJobs: a disaggregated trial on Slurm is one job per
+// part, each named after its part and holding its own GPU, serving from its
+// node; the router runs here in front of them, the trial reports the
+// parts' queue, and Stop leaves neither a job nor a router.
+func TestDisaggregatedJobs(t *testing.T) {
+	s := simSlurm(t)
+	study := testStudy(t)
+	cancelAll(t, study)
+	bin := testengine.Binary(t)
+	d := &launcher.Disaggregated{Base: s, KV: engine.KVTransfer{Config: `{"kv_connector":"NixlConnector","kv_role":"kv_both"}`},
+		Router: launcher.Router{Command: []string{bin, "sim", "router", "--host", "{host}", "--port", "{port}",
+			"--prefiller-hosts", "{prefill_hosts}", "--prefiller-ports", "{prefill_ports}",
+			"--decoder-hosts", "{decode_hosts}", "--decoder-ports", "{decode_ports}"}}}
+	sp := spec(study, 2, 0, 1)
+	sp.Settings = engine.Settings{"disaggregated": true, "prefill_replicas": 1, "decode_replicas": 1,
+		"prefill_tensor_parallel_size": 1, "decode_tensor_parallel_size": 1}
+	ctx := context.Background()
+	in, err := d.Launch(ctx, sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Stop(ctx)
+	rctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+	if err := in.Ready(rctx); err != nil {
+		t.Fatalf("ready: %v\n%s", err, in.Logs())
+	}
+	jobs := jobsOf(t, study)
+	names := map[string]string{}
+	for _, j := range jobs {
+		if j.State != "RUNNING" || !strings.HasPrefix(j.GRES, "gpu:1(") {
+			t.Errorf("job %s %s %s, want RUNNING with gpu:1", j.ID, j.State, j.GRES)
+		}
+		names[j.Name] = j.GRES
+	}
+	prefill, decode := jobName(sp)+"-prefill0", jobName(sp)+"-decode0"
+	if len(jobs) != 2 || names[prefill] == "" || names[decode] == "" || names[prefill] == names[decode] {
+		t.Fatalf("jobs %+v, want %s and %s on GPUs of their own", jobs, prefill, decode)
+	}
+	q, ok := in.(interface {
+		Queue() (time.Duration, time.Time, string)
+	})
+	if !ok {
+		t.Fatal("a trial of Slurm jobs does not report its queue")
+	}
+	pending, started, why := q.Queue()
+	if started.IsZero() || pending <= 0 || pending > time.Minute || why != "" {
+		t.Errorf("queue: pending %v, started %v, %q", pending, started, why)
+	}
+	// Through the router: a completion the prefill and decode jobs served.
+	resp, err := http.Post(in.Endpoint()+"/v1/completions", "application/json",
+		strings.NewReader(`{"model":"meta-llama/Llama-3.1-8B-Instruct","prompt":"hello","max_tokens":4}`))
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("a completion through the router: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	logs := in.Logs()
+	for _, want := range []string{"== prefill 0 ==", "== decode 0 ==", "== router ==", "[slurm job "} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("logs lack %q:\n%s", want, logs)
+		}
+	}
+	t.Logf("jobs %v; pending %v", names, pending.Round(time.Millisecond))
+	if err := in.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if left := active(t, study); len(left) > 0 {
+		t.Errorf("jobs left after Stop: %v", left)
+	}
+	if r, err := d.Capabilities().Reap(ctx, study, func(launcher.Reaped) bool { return false }); err != nil || len(r) != 0 {
+		t.Errorf("after Stop the reaper found %+v (%v)", r, err)
+	}
+	if ents, _ := os.ReadDir(s.WorkDir); len(ents) != 0 {
+		t.Errorf("files left in the work dir: %v", ents)
+	}
+}
