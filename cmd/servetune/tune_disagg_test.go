@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/servetune/servetune/internal/testengine"
 	"github.com/servetune/servetune/launcher"
 )
 
@@ -233,4 +234,123 @@ func TestTuneDisaggDocker(t *testing.T) {
 	if n := labelledProcesses(t, name); n != 0 {
 		t.Errorf("%d router processes left", n)
 	}
+}
+
+// TestTuneDisaggSlurm runs examples/disagg-sim.yaml with the slurm kind:
+// each engine part is a batch job of the simulated engine on the local
+// Slurm, named after its part and holding its own GPU, the router a local
+// process in front of them. SIGKILL of tune while a disaggregated trial
+// measures leaves its jobs; --resume cancels them, re-runs the trial and
+// finishes with every trial ok, each with its queue time, neither a job
+// nor a router left, and recommend prints every part's command.
+func TestTuneDisaggSlurm(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("finds the study's routers through /proc")
+	}
+	testengine.Slurm(t)
+	bin := buildServetune(t)
+	spec, name := disaggStudy(t)
+	src, err := os.ReadFile(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := strings.Replace(string(src), "  kind: sim\n", "  kind: slurm\n  partition: "+testengine.SlurmPartition+
+		"\n  time_limit: 10m\n  simulated: true\n  workdir: "+t.TempDir()+"\n", 1)
+	s = strings.Replace(s, "  ready_timeout: 60s\n", "  ready_timeout: 2m\n", 1)
+	if !strings.Contains(s, "kind: slurm") || !strings.Contains(s, "ready_timeout: 2m") {
+		t.Fatal("disagg-sim.yaml's launcher lines changed")
+	}
+	spec = writeSpec(t, s)
+	t.Cleanup(func() { // a failed test leaves no job nor router behind
+		for _, j := range slurmJobsOf(t, name) {
+			_ = exec.Command("scancel", j.ID).Run()
+		}
+		killOrphans(t, bin)
+	})
+	db := filepath.Join(t.TempDir(), "t.db")
+
+	cmd := testCommand(t, bin, "tune", spec, "--db", db)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout = io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Trials 2 and 3 are the disaggregated ones (TestTuneDisaggKillResume).
+	inFlight := regexp.MustCompile(`^trial ([23]) concurrency=`)
+	killed := -1
+	var jobs []slurmJob
+	routers := 0
+	var head strings.Builder
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		head.WriteString(sc.Text() + "\n")
+		if m := inFlight.FindStringSubmatch(sc.Text()); m != nil {
+			jobs, routers = slurmJobsOf(t, name), labelledProcesses(t, name)
+			killed, _ = strconv.Atoi(m[1])
+			_ = cmd.Process.Signal(syscall.SIGKILL)
+			break
+		}
+	}
+	go io.Copy(io.Discard, stderr)
+	_ = cmd.Wait()
+	if killed < 0 {
+		t.Fatalf("no disaggregated trial was in flight:\n%s", head.String())
+	}
+	// The trial in flight: a prefill job and a decode job, each on one GPU
+	// of its own, and its router.
+	var mine []string
+	for _, j := range jobs {
+		if j.Trial == strconv.Itoa(killed) {
+			mine = append(mine, j.GRES)
+		}
+	}
+	if len(mine) != 2 || mine[0] == mine[1] || !strings.HasPrefix(mine[0], "gpu:1(") || routers < 1 {
+		t.Errorf("trial %d in flight: jobs on %v and %d routers; want two 1-GPU jobs on different GPUs and a router", killed, mine, routers)
+	}
+	t.Logf("killed while trial %d measured: %d jobs of the study (trial %d's on %v), %d router(s)", killed, len(jobs), killed, mine, routers)
+	names, _ := exec.Command("squeue", "-h", "-o", "%j").Output()
+	for _, part := range []string{"prefill0", "decode0"} {
+		if want := fmt.Sprintf("-t%d-%s", killed, part); !strings.Contains(string(names), want) {
+			t.Errorf("no job named *%s in squeue:\n%s", want, names)
+		}
+	}
+	time.Sleep(200 * time.Millisecond) // the router's parent-death signal
+	out, err := testCommand(t, bin, "tune", spec, "--db", db, "--resume").CombinedOutput()
+	if err != nil {
+		t.Fatalf("resume: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "leftover slurm engine(s)") || !strings.Contains(string(out), "re-ran interrupted trials [") {
+		t.Errorf("resume removed no job or re-ran nothing:\n%s", out)
+	}
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.Contains(l, "leftover") || strings.Contains(l, "re-ran") {
+			t.Logf("resume: %s", l)
+		}
+	}
+	doc := slurmTrialsOf(t, bin, db, name)
+	if len(doc.Trials) != 4 {
+		t.Fatalf("%d trials, want 4", len(doc.Trials))
+	}
+	for _, tr := range doc.Trials {
+		if tr.Status != "ok" || tr.PendingS == nil || tr.LaunchS == nil {
+			t.Errorf("trial %d %s/%s %q pending %v launch %v", tr.Number, tr.Status, tr.Failure, tr.FailureMsg, tr.PendingS, tr.LaunchS)
+			continue
+		}
+		t.Logf("trial %d: gpus %v pending %.2fs launch %.2fs", tr.Number, tr.GPUs, *tr.PendingS, *tr.LaunchS)
+	}
+	if left := slurmJobsOf(t, name); len(left) != 0 {
+		t.Errorf("jobs left after the resumed run: %v", left)
+	}
+	if n := labelledProcesses(t, name); n != 0 {
+		t.Errorf("%d routers left after the resumed run", n)
+	}
+	for _, j := range jobs {
+		if st, _ := exec.Command("squeue", "-h", "-j", j.ID, "-o", "%T").Output(); strings.TrimSpace(string(st)) != "" {
+			t.Errorf("job %s of the killed run (trial %s) is %s", j.ID, j.Trial, st)
+		}
+	}
+	checkDisaggRecommend(t, bin, db, name)
 }
