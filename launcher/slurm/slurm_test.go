@@ -431,6 +431,24 @@ func TestNodeFailIsScheduler(t *testing.T) {
 	t.Logf("%s: %s", class, msg)
 }
 
+// disaggregated runs a disaggregated trial's engines through s, the
+// simulated engine's router in front of them.
+func disaggregated(t *testing.T, s *Slurm) *launcher.Disaggregated {
+	bin := testengine.Binary(t)
+	return &launcher.Disaggregated{Base: s, KV: engine.KVTransfer{Config: `{"kv_connector":"NixlConnector","kv_role":"kv_both"}`},
+		Router: launcher.Router{Command: []string{bin, "sim", "router", "--host", "{host}", "--port", "{port}",
+			"--prefiller-hosts", "{prefill_hosts}", "--prefiller-ports", "{prefill_ports}",
+			"--decoder-hosts", "{decode_hosts}", "--decoder-ports", "{decode_ports}"}}}
+}
+
+// disaggSpec is a trial of one prefill and one decode engine.
+func disaggSpec(study string, trial int, gpus ...int) launcher.Spec {
+	sp := spec(study, trial, gpus...)
+	sp.Settings = engine.Settings{"disaggregated": true, "prefill_replicas": 1, "decode_replicas": 1,
+		"prefill_tensor_parallel_size": 1, "decode_tensor_parallel_size": 1}
+	return sp
+}
+
 // TestDisaggregatedJobs: a disaggregated trial on Slurm is one job per
 // part, each named after its part and holding its own GPU, serving from its
 // node; the router runs here in front of them, the trial reports the
@@ -439,14 +457,8 @@ func TestDisaggregatedJobs(t *testing.T) {
 	s := simSlurm(t)
 	study := testStudy(t)
 	cancelAll(t, study)
-	bin := testengine.Binary(t)
-	d := &launcher.Disaggregated{Base: s, KV: engine.KVTransfer{Config: `{"kv_connector":"NixlConnector","kv_role":"kv_both"}`},
-		Router: launcher.Router{Command: []string{bin, "sim", "router", "--host", "{host}", "--port", "{port}",
-			"--prefiller-hosts", "{prefill_hosts}", "--prefiller-ports", "{prefill_ports}",
-			"--decoder-hosts", "{decode_hosts}", "--decoder-ports", "{decode_ports}"}}}
-	sp := spec(study, 2, 0, 1)
-	sp.Settings = engine.Settings{"disaggregated": true, "prefill_replicas": 1, "decode_replicas": 1,
-		"prefill_tensor_parallel_size": 1, "decode_tensor_parallel_size": 1}
+	d := disaggregated(t, s)
+	sp := disaggSpec(study, 2, 0, 1)
 	ctx := context.Background()
 	in, err := d.Launch(ctx, sp)
 	if err != nil {
@@ -505,5 +517,54 @@ func TestDisaggregatedJobs(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(s.WorkDir); len(ents) != 0 {
 		t.Errorf("files left in the work dir: %v", ents)
+	}
+}
+
+// TestDisaggregatedPartQueued: with 3 of the node's 4 GPUs held, a
+// disaggregated trial's prefill job starts and its decode job waits; the
+// trial has not started, its reason names the waiting part with Slurm's,
+// and Stop cancels both.
+func TestDisaggregatedPartQueued(t *testing.T) {
+	s := simSlurm(t)
+	study := testStudy(t)
+	cancelAll(t, study)
+	ctx := context.Background()
+	hold, err := s.Launch(ctx, spec(study, 0, 0, 1, 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Stop(ctx)
+	rctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	if err := hold.Ready(rctx); err != nil {
+		t.Fatalf("the 3-GPU job: %v\n%s", err, hold.Logs())
+	}
+	in, err := disaggregated(t, s).Launch(ctx, disaggSpec(study, 1, 3, 4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Stop(ctx)
+	wctx, wcancel := context.WithTimeout(ctx, 8*time.Second)
+	err = in.Ready(wctx)
+	wcancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Ready with a part that cannot start: %v", err)
+	}
+	pending, started, why := in.(interface {
+		Queue() (time.Duration, time.Time, string)
+	}).Queue()
+	if !started.IsZero() || pending < 8*time.Second || !strings.HasPrefix(why, "decode 0: slurm job ") ||
+		!strings.Contains(why, "pending") || strings.Contains(why, "prefill") {
+		t.Errorf("queue: pending %v, started %v, %q", pending, started, why)
+	}
+	t.Logf("pending %v: %s", pending.Round(time.Millisecond), why)
+	if err := in.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := hold.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if left := active(t, study); len(left) > 0 {
+		t.Errorf("jobs left after Stop: %v", left)
 	}
 }
