@@ -14,7 +14,7 @@
 #
 # The first run's time is the compile (~2,200 packages; measured on this
 # 2-core machine shared with other builds: modules 14 s, compile 16.4 min
-# at load 12-16, 11.1 min at load 6 (CGO_ENABLED=0); about 11 CPU-minutes, so
+# at load 12-16, 11.1 min at load 6, 8.0 min at load 2-6 (CGO_ENABLED=0); about 11 CPU-minutes, so
 # about 5.5 min on two idle cores; README, Kubernetes). KUBE_BUILD_TRACE=FILE
 # writes the compile's per-package timings (go build -debug-trace) there.
 # The kube build has its own GOCACHE ($KUBE_GOCACHE, default
