@@ -164,7 +164,7 @@ type dRequest struct {
 // Send runs one phase (Virtual.Send's contract).
 func (v *DisaggVirtual) Send(ctx context.Context, p measure.Phase) ([]measure.Record, time.Time) {
 	wall := time.Now()
-	r := dRun{v: v, p: p, base: v.now}
+	r := dRun{v: v, phaseFeed: phaseFeed{p: p, base: v.now}}
 	r.run(ctx)
 	if p.Progress != nil && len(r.recs) > 0 {
 		p.Progress(len(r.recs), p.Total())
@@ -174,37 +174,13 @@ func (v *DisaggVirtual) Send(ctx context.Context, p measure.Phase) ([]measure.Re
 
 // dRun is one phase of a deployment on the virtual clock.
 type dRun struct {
-	v         *DisaggVirtual
-	p         measure.Phase
-	base      float64
-	recs      []measure.Record
-	reqs      []*dRequest
-	events    dEvents
-	made      uint64
-	inflight  int
-	next      measure.Request
-	nextSched time.Duration
-	hasNext   bool
-	sent      int
-}
-
-func (r *dRun) offset(sec float64) time.Duration {
-	return time.Duration(math.Round((sec - r.base) * 1e9))
-}
-
-func (r *dRun) draw() {
-	r.hasNext = false
-	if (r.p.Duration == 0 || r.p.Count > 0) && r.sent >= r.p.Count {
-		return
-	}
-	var sched time.Duration
-	if r.p.Next != nil {
-		sched = r.p.Next()
-	}
-	if r.p.Duration > 0 && sched >= r.p.Duration {
-		return
-	}
-	r.next, r.nextSched, r.hasNext = r.p.Request(r.sent), sched, true
+	phaseFeed
+	v        *DisaggVirtual
+	recs     []measure.Record
+	reqs     []*dRequest
+	events   dEvents
+	made     uint64
+	inflight int
 }
 
 func (r *dRun) push(t float64, id int, decode bool) {

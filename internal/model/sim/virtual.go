@@ -77,7 +77,7 @@ func (v *Virtual) LengthsOnly() bool { return true }
 // unfinished are failed as cancelled at once, as a client's abort would.
 func (v *Virtual) Send(ctx context.Context, p measure.Phase) ([]measure.Record, time.Time) {
 	wall := time.Now()
-	r := virtualRun{v: v, p: p, base: v.now}
+	r := virtualRun{v: v, phaseFeed: phaseFeed{p: p, base: v.now}}
 	if !p.Warmup {
 		v.watch = newEngineWatch(v)
 	}
@@ -93,9 +93,8 @@ func (v *Virtual) Send(ctx context.Context, p measure.Phase) ([]measure.Record, 
 
 // virtualRun is one phase on the virtual clock.
 type virtualRun struct {
+	phaseFeed
 	v        *Virtual
-	p        measure.Phase
-	base     float64 // the clock at the phase's start
 	recs     []measure.Record
 	seqs     []*seq
 	rank     []int // the data-parallel rank each request went to
@@ -107,7 +106,14 @@ type virtualRun struct {
 	// reach the engine); enterAt[i] is when entering[i] does.
 	entering []*seq
 	enterAt  []float64
-	// The next request to send, drawn from the phase ahead of time.
+}
+
+// phaseFeed is a measured phase on the virtual clock, for an engine's run
+// (virtualRun) and a disaggregated deployment's (dRun): its start and the
+// next request to send, drawn from the phase ahead of time.
+type phaseFeed struct {
+	p         measure.Phase
+	base      float64 // the clock at the phase's start
 	next      measure.Request
 	nextSched time.Duration
 	hasNext   bool
@@ -115,24 +121,24 @@ type virtualRun struct {
 }
 
 // offset is a virtual instant as an offset from the phase's start.
-func (r *virtualRun) offset(sec float64) time.Duration {
-	return time.Duration(math.Round((sec - r.base) * 1e9))
+func (f *phaseFeed) offset(sec float64) time.Duration {
+	return time.Duration(math.Round((sec - f.base) * 1e9))
 }
 
 // draw takes the next request of the phase, if any.
-func (r *virtualRun) draw() {
-	r.hasNext = false
-	if (r.p.Duration == 0 || r.p.Count > 0) && r.sent >= r.p.Count {
+func (f *phaseFeed) draw() {
+	f.hasNext = false
+	if (f.p.Duration == 0 || f.p.Count > 0) && f.sent >= f.p.Count {
 		return
 	}
 	var sched time.Duration
-	if r.p.Next != nil {
-		sched = r.p.Next()
+	if f.p.Next != nil {
+		sched = f.p.Next()
 	}
-	if r.p.Duration > 0 && sched >= r.p.Duration {
+	if f.p.Duration > 0 && sched >= f.p.Duration {
 		return
 	}
-	r.next, r.nextSched, r.hasNext = r.p.Request(r.sent), sched, true
+	f.next, f.nextSched, f.hasNext = f.p.Request(f.sent), sched, true
 }
 
 func (r *virtualRun) run(ctx context.Context) {
@@ -340,14 +346,8 @@ func RunVirtual(cfg Config, reqs []measure.Request, load measure.Load, seed uint
 // RunVirtualSchedule is RunVirtual with explicit intended send offsets
 // (sched[i] for reqs[i]) and a client concurrency cap (0 = none).
 func RunVirtualSchedule(cfg Config, reqs []measure.Request, sched []time.Duration, maxConcurrency int) ([]measure.Record, error) {
-	if len(reqs) == 0 {
-		return nil, ErrNoRequests
-	}
-	if len(sched) != len(reqs) {
-		return nil, fmt.Errorf("%d send times for %d requests", len(sched), len(reqs))
-	}
-	if maxConcurrency < 0 {
-		return nil, fmt.Errorf("negative concurrency cap %d", maxConcurrency)
+	if err := checkSchedule(reqs, sched, maxConcurrency); err != nil {
+		return nil, err
 	}
 	v, err := NewVirtual(cfg)
 	if err != nil {
@@ -359,20 +359,29 @@ func RunVirtualSchedule(cfg Config, reqs []measure.Request, sched []time.Duratio
 // RunDeploymentSchedule is RunVirtualSchedule on a disaggregated
 // deployment (DisaggVirtual).
 func RunDeploymentSchedule(d Deployment, reqs []measure.Request, sched []time.Duration, maxConcurrency int) ([]measure.Record, error) {
-	if len(reqs) == 0 {
-		return nil, ErrNoRequests
-	}
-	if len(sched) != len(reqs) {
-		return nil, fmt.Errorf("%d send times for %d requests", len(sched), len(reqs))
-	}
-	if maxConcurrency < 0 {
-		return nil, fmt.Errorf("negative concurrency cap %d", maxConcurrency)
+	if err := checkSchedule(reqs, sched, maxConcurrency); err != nil {
+		return nil, err
 	}
 	v, err := NewDisaggVirtual(d)
 	if err != nil {
 		return nil, err
 	}
 	return runSchedule(v, reqs, sched, maxConcurrency)
+}
+
+// checkSchedule refuses a schedule RunVirtualSchedule and
+// RunDeploymentSchedule cannot send.
+func checkSchedule(reqs []measure.Request, sched []time.Duration, maxConcurrency int) error {
+	if len(reqs) == 0 {
+		return ErrNoRequests
+	}
+	if len(sched) != len(reqs) {
+		return fmt.Errorf("%d send times for %d requests", len(sched), len(reqs))
+	}
+	if maxConcurrency < 0 {
+		return fmt.Errorf("negative concurrency cap %d", maxConcurrency)
+	}
+	return nil
 }
 
 // runSchedule sends reqs at their offsets through a virtual transport.

@@ -2,7 +2,6 @@ package whatif
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -102,44 +101,23 @@ func disaggFits(o Options, c candidate) (engine.Settings, string) {
 		return nil, fmt.Sprintf("disaggregated: needs at least 2 GPUs whose tensor split the model's heads allow, %d given (--max-gpus)", c.n)
 	}
 	tp := c.tps[len(c.tps)-1]
-	kv := "auto"
-	if contains(o.KVCacheDTypes, "fp8") {
-		kv = "fp8"
+	fill := func(set engine.Settings) {
+		set["prefill_replicas"], set["decode_replicas"] = 1, 1
+		set["prefill_tensor_parallel_size"], set["decode_tensor_parallel_size"] = tp, tp
 	}
-	var last string
-	for _, a := range anchors {
-		for i := len(compactFirst) - 1; i >= 0; i-- {
-			q := compactFirst[i]
-			if !contains(o.Quantizations, q) {
-				continue
-			}
-			set := a.Clone()
-			set["kv_cache_dtype"], set["quantization"], set["max_model_len"] = kv, q, o.MaxModelLen
-			set["prefill_replicas"], set["decode_replicas"] = 1, 1
-			set["prefill_tensor_parallel_size"], set["decode_tensor_parallel_size"] = tp, tp
-			if c.engine == engine.SGLang {
-				f, _ := set.Float("gpu_memory_fraction")
-				set["gpu_memory_fraction"] = math.Round((f-0.05)*100) / 100
-			}
-			full := withDisagg(set)
-			d, err := launcherFor(o, c).Deployment(launcher.Spec{Engine: c.engine, Model: o.Model, Settings: full, GPUs: make([]int, full.GPUs())})
-			if err != nil {
-				last = oneLine(err)
-				continue
-			}
-			ok := true
-			for _, cfg := range []sim.Config{d.Prefill, d.Decode} {
-				if est, err := sim.Estimate(cfg); err != nil {
-					last, ok = whyNot(est, cfg, err), false
-					break
-				}
-			}
-			if ok {
-				return set, ""
+	return firstThatFits(o, c, fill, func(set engine.Settings) string {
+		full := withDisagg(set)
+		d, err := launcherFor(o, c).Deployment(launcher.Spec{Engine: c.engine, Model: o.Model, Settings: full, GPUs: make([]int, full.GPUs())})
+		if err != nil {
+			return oneLine(err)
+		}
+		for _, cfg := range []sim.Config{d.Prefill, d.Decode} {
+			if est, err := sim.Estimate(cfg); err != nil {
+				return whyNot(est, cfg, err)
 			}
 		}
-	}
-	return nil, last
+		return ""
+	})
 }
 
 // withDisagg marks a configuration disaggregated (engine.Settings.Parts).

@@ -180,6 +180,30 @@ func fits(o Options, c candidate, tps []int) (engine.Settings, string) {
 	}
 	tp := tps[len(tps)-1]
 	pp := c.n / tp
+	fill := func(set engine.Settings) {
+		set["tensor_parallel"] = tp
+		if c.n > 1 && tps[0] < c.n && c.shape == nil {
+			set["pipeline_parallel"] = pp
+		}
+	}
+	return firstThatFits(o, c, fill, func(set engine.Settings) string {
+		v := launcherFor(o, c)
+		cfg, err := v.Config(launcher.Spec{Engine: c.engine, Model: o.Model, Settings: withLayout(set, c.n, c.shape), GPUs: make([]int, c.n)})
+		if err != nil {
+			return oneLine(err)
+		}
+		if est, err := sim.Estimate(cfg); err != nil {
+			return whyNot(est, cfg, err)
+		}
+		return ""
+	})
+}
+
+// firstThatFits returns the first anchor, with the least compact weights
+// allowed first and the most compact KV cache, completed by fill, that
+// check passes (check says why a configuration does not fit, "" when it
+// does), or the last reason.
+func firstThatFits(o Options, c candidate, fill func(engine.Settings), check func(engine.Settings) string) (engine.Settings, string) {
 	kv := "auto"
 	if contains(o.KVCacheDTypes, "fp8") {
 		kv = "fp8"
@@ -192,25 +216,15 @@ func fits(o Options, c candidate, tps []int) (engine.Settings, string) {
 				continue
 			}
 			set := a.Clone()
-			set["tensor_parallel"], set["kv_cache_dtype"], set["quantization"], set["max_model_len"] = tp, kv, q, o.MaxModelLen
-			if c.n > 1 && tps[0] < c.n && c.shape == nil {
-				set["pipeline_parallel"] = pp
-			}
+			set["kv_cache_dtype"], set["quantization"], set["max_model_len"] = kv, q, o.MaxModelLen
+			fill(set)
 			if c.engine == engine.SGLang {
 				f, _ := set.Float("gpu_memory_fraction")
 				set["gpu_memory_fraction"] = math.Round((f-0.05)*100) / 100
 			}
-			v := launcherFor(o, c)
-			cfg, err := v.Config(launcher.Spec{Engine: c.engine, Model: o.Model, Settings: withLayout(set, c.n, c.shape), GPUs: make([]int, c.n)})
-			if err != nil {
-				last = oneLine(err)
-				continue
-			}
-			est, err := sim.Estimate(cfg)
-			if err == nil {
+			if last = check(set); last == "" {
 				return set, ""
 			}
-			last = whyNot(est, cfg, err)
 		}
 	}
 	if last == "" {
