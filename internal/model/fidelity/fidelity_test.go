@@ -3,6 +3,7 @@ package fidelity
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -46,6 +47,8 @@ func TestLoadRejectsBadRuns(t *testing.T) {
 		{"run split", `"regimes": ["light"]`, `"regimes": ["light"], "split": "test"`, `split "test"`},
 		{"run held out", `"regimes": ["light"]`, `"regimes": ["light"], "split": "held-out"`, ""},
 		{"both loads", `"requests": 4`, `"requests": 4, "stages": [[2, 10]]`, "either Poisson stages or a request count"},
+		{"prompts", `"requests": 4`, `"requests": 4, "prompts": 2`, ""},
+		{"negative prompts", `"requests": 4`, `"requests": 4, "prompts": -1`, "workload prompts -1"},
 		{"unknown field", `"stat": "mean"`, `"stat": "mean", "colour": 1`, "unknown field"},
 		{"disaggregated", `"regimes": ["light"]`, `"regimes": [], "disaggregated": {"prefill_replicas": 1, "prefill_tp": 1, "decode_replicas": 1, "decode_tp": 1, "kv_link": "roce"}`, ""},
 		{"disaggregated with regimes", `"regimes": ["light"]`, `"regimes": ["light"], "disaggregated": {"prefill_replicas": 1, "prefill_tp": 1, "decode_replicas": 1, "decode_tp": 1, "kv_link": "roce"}`, "leave regimes empty"},
@@ -201,5 +204,45 @@ func TestDisaggregatedRegime(t *testing.T) {
 	both, alone := Tabulate(append(agg, dis...), ""), Tabulate(agg, "")
 	if both[RegimeDisagg]["itl"].N != len(dis) || both[All]["itl"] != alone[All]["itl"] {
 		t.Errorf("disaggregated itl %+v; all %+v against %+v without them", both[RegimeDisagg]["itl"], both[All]["itl"], alone[All]["itl"])
+	}
+}
+
+// TestPromptsCycleThroughTheCache simulates one Poisson run twice, every
+// prompt new and then cycling through 4 prompts: with the engine's prefix
+// cache on (vLLM's default) the cycled prompts' prefill is served from
+// the cache, so the first token comes sooner, and nothing else differs.
+func TestPromptsCycleThroughTheCache(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "runs.json")
+	os.WriteFile(path, []byte(`{"sources": {"s": {"what": "w", "url": "https://example.org", "split": "held-out"}}, "runs": [
+		{"id": "a", "source": "s", "engine": "vllm", "version": "1", "gpu": "H100-SXM", "model": "meta-llama/Llama-3.1-8B-Instruct",
+		 "tp": 1, "flags": ["--max-model-len", "8192"], "workload": {"in": 4000, "out": 32, "stages": [[4, 80]]}, "stat": "mean",
+		 "measured": {"ttft_ms": 100}, "regimes": ["moderate"]}]}`), 0o644)
+	s, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := s.Simulate(s.Runs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := s.Runs[0]
+	r.Workload.Prompts = 4
+	cycled, err := s.Simulate(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A 4,000-token prefill on one H100 takes tens of milliseconds; a
+	// cached one computes its last partial page alone.
+	if !(cycled.Predicted.TTFT < fresh.Predicted.TTFT/2) {
+		t.Errorf("TTFT with 4 cycled prompts %.1f ms, every prompt new %.1f ms: want under half", cycled.Predicted.TTFT, fresh.Predicted.TTFT)
+	}
+	off := r
+	off.Flags = append(append([]string{}, r.Flags...), "--no-enable-prefix-caching")
+	uncached, err := s.Simulate(off)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(uncached.Predicted.TTFT/fresh.Predicted.TTFT-1) > 0.01 {
+		t.Errorf("prefix cache off: TTFT %.1f ms with cycled prompts, %.1f ms with new ones: want the same", uncached.Predicted.TTFT, fresh.Predicted.TTFT)
 	}
 }

@@ -69,6 +69,12 @@ type Workload struct {
 	Stages      [][2]float64 `json:"stages,omitempty"`
 	Requests    int          `json:"requests,omitempty"`
 	Concurrency int          `json:"concurrency,omitempty"`
+	// Prompts is how many distinct prompts the client cycled through,
+	// request i sending prompt i mod Prompts (inference-perf's
+	// shared_prefix data: num_groups x num_prompts_per_group prompts,
+	// pre-generated and reused in turn); 0 when every prompt is new. The
+	// engine's prefix cache then serves a repeated prompt's KV.
+	Prompts int `json:"prompts,omitempty"`
 }
 
 // Run is one public measurement.
@@ -183,6 +189,8 @@ func (s *Suite) check() error {
 			return fmt.Errorf("run %q: stat %q, want mean or median", r.ID, r.Stat)
 		case r.Workload.In < 1 || r.Workload.Out < 1:
 			return fmt.Errorf("run %q: workload lengths must be positive", r.ID)
+		case r.Workload.Prompts < 0:
+			return fmt.Errorf("run %q: workload prompts %d: want 0 (every prompt new) or a positive count", r.ID, r.Workload.Prompts)
 		case (len(r.Workload.Stages) > 0) == (r.Workload.Requests > 0):
 			return fmt.Errorf("run %q: want either Poisson stages or a request count", r.ID)
 		case r.Measured == Metrics{}:
@@ -292,6 +300,11 @@ func (s *Suite) Simulate(r Run) (Result, error) {
 	reqs := make([]measure.Request, n)
 	for i := range reqs {
 		reqs[i] = measure.Request{Index: i, PromptTokens: w.In, MaxTokens: w.Out, PrefixID: -1}
+		if w.Prompts > 0 {
+			// A cycled prompt is the same tokens every time it comes
+			// round: the whole of it is the group's prefix.
+			reqs[i].PrefixID, reqs[i].PrefixTokens = i%w.Prompts, w.In
+		}
 	}
 	var recs []measure.Record
 	if d := r.Disaggregated; d != nil {

@@ -96,9 +96,13 @@ type moeStep struct {
 // grouped-query ones, and its cache reads as kv_lora_rank +
 // qk_rope_head_dim elements per token and layer, whole on every TP rank.
 // The decode attention then does about 4·(kv_lora_rank + qk_rope_head_dim)
-// FLOPs per head and cached token, as the absorbed form does; prefill
-// attention is overcounted (it runs unabsorbed, 2·(192 + 128) for
-// DeepSeek-V3).
+// FLOPs per head and cached token, as the absorbed form does. Prefill
+// attention runs unabsorbed: the latents are up-projected to per-head
+// keys of qk_nope_head_dim + qk_rope_head_dim and values of v_head_dim
+// (the KV up-projection counted with the linears), and attention does
+// 2·(qk + v) FLOPs per head and query-key pair (2·(192 + 128) for
+// DeepSeek-V3; forward_normal in SGLang's deepseek_v2.py, the prefill
+// path of vLLM's MLA backends), not the absorbed 4·576.
 func newMoEStep(cfg Config, s *stepModel) *moeStep {
 	m := cfg.Model
 	tp := float64(cfg.TP)
@@ -126,6 +130,7 @@ func newMoEStep(cfg Config, s *stepModel) *moeStep {
 			gemm{weights: kvUp, in: float64(a.KVLoRARank), out: heads * float64(a.QKNopeHeadDim+a.VHeadDim), kernels: 2},
 			linear(heads*float64(a.VHeadDim)*h, heads*float64(a.VHeadDim), h))
 		s.headDim, s.kvPerGPU = latent, 0.5 // 2·kv·d = one latent per token
+		s.prefillPairFlops = 2 * (qk + float64(a.VHeadDim))
 	}
 	if !m.MoE() {
 		return nil

@@ -79,6 +79,11 @@ type stepModel struct {
 	// and the step's own.
 	kernelsPerLayer, kernelsPerStep float64
 
+	// prefillPairFlops is prefill attention's FLOPs per query-key pair
+	// and query head: QK^T and PV, 2·headDim each; MLA's unabsorbed
+	// prefill sets its own (moe.go).
+	prefillPairFlops float64
+
 	// mx costs MoE under DP attention and EP, and MLA (moe.go); nil for
 	// dense models.
 	mx *moeStep
@@ -116,6 +121,7 @@ func newStepModel(cfg Config) stepModel {
 		graphMaxBS: cfg.CUDAGraphMaxBS,
 		async:      cfg.Engine == engine.VLLM && !cfg.SyncScheduling && !cfg.Deviation.SyncHost,
 	}
+	s.prefillPairFlops = 4 * d
 	inter := float64(m.Intermediate) / tp
 	s.gemms = []gemm{
 		linear(h*d*(q+2*kv), h, d*(q+2*kv)), // QKV
@@ -256,7 +262,7 @@ func (s *stepModel) gpuSeconds(b batchShape) float64 {
 		layer += roofline(flops, s.attnRate, b.decodeCtx*kvTokBytes, s.bw)
 	}
 	if b.prefillTokens > 0 {
-		flops := 4 * s.headDim * s.qPerGPU * b.prefillPairs
+		flops := s.prefillPairFlops * s.qPerGPU * b.prefillPairs
 		bytes := b.prefillKV*kvTokBytes + float64(b.prefillTokens)*2*s.qPerGPU*s.headDim*bytesBF16
 		layer += roofline(flops, s.attnRate, bytes, s.bw)
 	}
