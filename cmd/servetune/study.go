@@ -749,7 +749,7 @@ func writeRecommendation(w io.Writer, sp *spec.Spec, rec recommend.Recommendatio
 			if alt != nil {
 				a := alt.Best
 				ad := map[string]any{"shape": shapeOf(a.Point.Settings), "trial": a.Trial, "settings": a.Settings,
-					"gpus": a.Point.GPUs, "metrics_ci95": candidateMetrics(a), "difference_pct": shapeDifference(best, a)}
+					"gpus": a.Point.GPUs, "metrics_ci95": candidateMetrics(a), "difference_pct": best.Difference(a, recommendMetrics)}
 				if parts := partsJSON(sp, a.Point); parts != nil {
 					ad["parts"] = parts
 				} else {
@@ -826,39 +826,14 @@ func shapeOf(s engine.Settings) string {
 	return "aggregated"
 }
 
-// shapeAlternative is the best measured configuration of the other shape
-// than best's (aggregated beside disaggregated, and the reverse), nil when
-// the study measured none that meets the SLOs.
+// shapeAlternative is the other shape's recommendation beside best's
+// (recommend.OtherShape), nil for a study without a disaggregation
+// section.
 func shapeAlternative(trials []store.Trial, sp *spec.Spec, pref recommend.Preference, best recommend.Candidate) *recommend.Recommendation {
 	if sp.Disaggregation == nil {
 		return nil
 	}
-	want := !best.Point.Settings.Disaggregated()
-	var other []store.Trial
-	for _, t := range trials {
-		if t.Settings.Disaggregated() == want {
-			other = append(other, t)
-		}
-	}
-	rec, err := recommend.RecommendStudy(other, sp.Terms(), pref)
-	if err != nil {
-		return nil
-	}
-	return &rec
-}
-
-// shapeDifference is, per figure of a recommendation, how far best's mean
-// is from alt's, in percent of alt's.
-func shapeDifference(best, alt recommend.Candidate) map[string]float64 {
-	out := map[string]float64{}
-	for _, name := range recommendMetrics {
-		b, _, okB := best.MetricCI(name)
-		a, _, okA := alt.MetricCI(name)
-		if okA && okB && a != 0 {
-			out[name] = 100 * (b - a) / a
-		}
-	}
-	return out
+	return recommend.OtherShape(trials, sp.Terms(), pref, best)
 }
 
 // writeAlternative writes the other shape's best measured configuration
@@ -872,7 +847,7 @@ func writeAlternative(w io.Writer, sp *spec.Spec, best, alt recommend.Candidate)
 		}
 	}
 	fmt.Fprintf(w, "# %s alternative: trial %d at %s (GPUs: %d):\n#   %s\n", shapeOf(p.Settings), alt.Trial, p.Label, p.GPUs, strings.Join(figs, "  "))
-	diff := shapeDifference(best, alt)
+	diff := best.Difference(alt, recommendMetrics)
 	var ds []string
 	for _, name := range recommendMetrics {
 		if d, ok := diff[name]; ok {

@@ -178,6 +178,18 @@ func checkDisaggRecommend(t *testing.T, bin, db, name string) {
 		t.Errorf("recommend: %v\n%s", err, text)
 	}
 	t.Logf("the best is %s; measured difference %v", doc.Shape, doc.Alternative.Difference)
+	// The report shows what recommend prints: every part's command and
+	// the other shape's best with the measured difference.
+	md, err := exec.Command(bin, "report", name, "--db", db, "--format", "md").Output()
+	other := map[string]string{"disaggregated": "aggregated", "aggregated": "disaggregated"}[doc.Shape]
+	for _, want := range []string{"Beside it, the best " + other + " configuration", "| output tokens/s per GPU |"} {
+		if err != nil || !strings.Contains(string(md), want) {
+			t.Errorf("report lacks %q: %v\n%s", want, err, md)
+		}
+	}
+	if err == nil && !strings.Contains(string(md), "sim router --host 127.0.0.1 --port 8000") {
+		t.Errorf("report lacks the router's command:\n%s", md)
+	}
 	if doc.Shape != "disaggregated" {
 		return // the manifests below are the disaggregated ones
 	}

@@ -258,3 +258,36 @@ func (c Candidate) MetricCI(metric string) (mean float64, ci [2]float64, ok bool
 	mean, ci = measure.MeanCI(xs)
 	return mean, ci, true
 }
+
+// OtherShape is the recommendation among the trials of the other shape
+// than best's (aggregated beside a disaggregated best, and the reverse):
+// the alternative a disaggregated study shows beside its recommendation;
+// nil when the study measured none of that shape that meets the SLOs.
+func OtherShape(trials []store.Trial, t Terms, pref Preference, best Candidate) *Recommendation {
+	want := !best.Point.Settings.Disaggregated()
+	var other []store.Trial
+	for _, tr := range trials {
+		if tr.Settings.Disaggregated() == want {
+			other = append(other, tr)
+		}
+	}
+	rec, err := RecommendStudy(other, t, pref)
+	if err != nil {
+		return nil
+	}
+	return &rec
+}
+
+// Difference is, for each metric both candidates have, how far c's mean
+// is from other's, in percent of other's.
+func (c Candidate) Difference(other Candidate, metrics []string) map[string]float64 {
+	out := map[string]float64{}
+	for _, name := range metrics {
+		b, _, okB := c.MetricCI(name)
+		a, _, okA := other.MetricCI(name)
+		if okA && okB && a != 0 {
+			out[name] = 100 * (b - a) / a
+		}
+	}
+	return out
+}

@@ -40,6 +40,17 @@ func (s *Study) WriteMarkdown(w io.Writer) error {
 		if u := r.RunnerUp; u != nil {
 			p("Runner-up: trial %d, %s %s; it %s. It differs in %s.\n\n", u.Trial, t(u.Figure), t(u.CI), t(u.Verdict), mdCode(u.Differs))
 		}
+		if a := r.Alternative; a != nil {
+			p("Beside it, the best %s configuration: trial %d (%s) on %d GPU(s), measured at %s.\n\n", t(a.Shape), a.Trial, mdCode(a.Settings), a.GPUs, t(a.Level))
+			p("| metric | %s | %s, measured |\n|---|---:|---:|\n", t(a.Shape), t(a.Of))
+			for _, f := range a.Figures {
+				p("| %s | %s | %s |\n", t(f.Name), t(f.Value), t(f.Diff))
+			}
+			p("\n")
+			for _, c := range a.Commands {
+				p("%s\n", mdFence("sh", c.Line))
+			}
+		}
 	} else {
 		p("%s\n\n", t(v.NoRec))
 	}

@@ -192,7 +192,22 @@ type recView struct {
 	Why               string
 	RunnerUp          *runnerUp
 	MeasuredPerMetric string
+	// Alternative is the other shape's best in a study that searched
+	// aggregated and disaggregated deployments.
+	Alternative *alternative
 }
+
+type alternative struct {
+	Shape, Of       string // its shape, and the recommendation's
+	Trial, GPUs     int
+	Level, Settings string
+	Commands        []command
+	Figures         []altFigure
+}
+
+// altFigure is one of the alternative's figures and how far the
+// recommendation's mean is from it.
+type altFigure struct{ Name, Value, Diff string }
 
 type command struct{ Label, Line string }
 
@@ -352,10 +367,7 @@ func (s *Study) recommendation(v *view) {
 	best := rec.Best
 	p := best.Point
 	r := &recView{Trial: p.Trial, Level: p.Label, Runs: best.Runs(), Settings: SettingsLine(p.Settings)}
-	r.Commands = append(r.Commands, command{string(sp.Engine), engine.ShellJoin(sp.ServeArgv(p, string(sp.Engine)))})
-	if sp.Image() != "" || sp.Launcher.Kind == "docker" {
-		r.Commands = append(r.Commands, command{"docker", engine.ShellJoin(sp.ServeArgv(p, "docker"))})
-	}
+	r.Commands = serveCommands(sp, p)
 	for _, m := range recommendMetrics {
 		value, ci, ok := best.Figure(m)
 		if !ok {
@@ -385,7 +397,60 @@ func (s *Study) recommendation(v *view) {
 		}
 		r.RunnerUp = u
 	}
+	if sp.Disaggregation != nil {
+		r.Alternative = alternativeOf(sp, s.Trials, best)
+	}
 	v.Rec = r
+}
+
+// serveCommands are the commands that serve p: the engine's (and docker's
+// when the study ran containers), or a disaggregated point's parts as
+// one script (engines in the background, the router in front), as
+// recommend prints them.
+func serveCommands(sp *spec.Spec, p recommend.Point) []command {
+	if parts := sp.PartCommands(p); parts != nil {
+		label := fmt.Sprintf("disaggregated on one host: %d engines, each on its GPUs, and the router in front", len(parts)-1)
+		return []command{{label, strings.Join(spec.Script(parts), "\n")}}
+	}
+	cmds := []command{{string(sp.Engine), engine.ShellJoin(sp.ServeArgv(p, string(sp.Engine)))}}
+	if sp.Image() != "" || sp.Launcher.Kind == "docker" {
+		cmds = append(cmds, command{"docker", engine.ShellJoin(sp.ServeArgv(p, "docker"))})
+	}
+	return cmds
+}
+
+// alternativeOf is the best measured configuration of the other shape
+// than best's, with the measured difference (recommend.OtherShape); nil
+// when the study measured none that meets the SLO.
+func alternativeOf(sp *spec.Spec, trials []store.Trial, best recommend.Candidate) *alternative {
+	alt := recommend.OtherShape(trials, sp.Terms(), recommend.PreferThroughput, best)
+	if alt == nil {
+		return nil
+	}
+	a := alt.Best
+	out := &alternative{Shape: shapeName(a.Point.Settings), Of: shapeName(best.Point.Settings), Trial: a.Trial,
+		Level: a.Point.Label, GPUs: a.Point.GPUs, Settings: SettingsLine(a.Settings), Commands: serveCommands(sp, a.Point)}
+	diff := best.Difference(a, recommendMetrics)
+	for _, m := range recommendMetrics {
+		value, ci, ok := a.Figure(m)
+		if !ok {
+			continue
+		}
+		d := ""
+		if x, ok := diff[m]; ok {
+			d = fmt.Sprintf("%+.1f%%", x)
+		}
+		out.Figures = append(out.Figures, altFigure{Name: metricTitle(m), Value: strings.TrimSpace(value + " " + ci), Diff: d})
+	}
+	return out
+}
+
+// shapeName names a configuration's shape.
+func shapeName(s engine.Settings) string {
+	if s.Disaggregated() {
+		return "disaggregated"
+	}
+	return "aggregated"
 }
 
 // frontTable lists the Pareto front over the study's objectives among the
