@@ -122,9 +122,19 @@ func whatifSpecOptions(path string) (whatif.Options, *spec.Spec, error) {
 	}
 	o.Engines = []engine.Engine{sp.Engine}
 	o.Dataset, o.SLO, o.Seed = sp.Workload.Dataset, sp.SLO, sp.Tuner.Seed
+	if sp.Disaggregation != nil {
+		o.KVLink = sp.Disaggregation.KVLink
+	}
 	w := sp.Whatif
 	if w == nil {
 		return o, sp, nil
+	}
+	o.Shapes = w.Shapes
+	if w.KVLink != "" {
+		o.KVLink = w.KVLink
+	}
+	if s := w.Speculative; s != nil {
+		o.Spec = &whatif.Speculation{Method: s.Method, Tokens: s.Tokens, Draft: s.Draft, Acceptance: s.Acceptance}
 	}
 	o.GPUs, o.MaxGPUs, o.TargetRPS, o.Prices = w.GPUs, w.MaxGPUs, w.TargetRPS, w.Prices
 	if len(w.Engines) > 0 {
@@ -298,17 +308,35 @@ func whatifOptions(fl *pflag.FlagSet, f *whatifFlags) (whatif.Options, error) {
 }
 
 // whatifSpeculation sets o.Spec from --spec-acceptance and its companions,
-// which say nothing without it.
+// which say nothing without it or the spec's whatif.speculative; each
+// flag given overrides that field of the spec's.
 func whatifSpeculation(fl *pflag.FlagSet, f *whatifFlags, o *whatif.Options) error {
-	if !fl.Changed("spec-acceptance") {
-		for _, name := range []string{"spec-tokens", "spec-method", "spec-draft"} {
-			if fl.Changed(name) {
-				return fmt.Errorf("--%s needs --spec-acceptance (the rate the simulator takes as given)", name)
+	s := o.Spec
+	if s == nil {
+		if !fl.Changed("spec-acceptance") {
+			for _, name := range []string{"spec-tokens", "spec-method", "spec-draft"} {
+				if fl.Changed(name) {
+					return fmt.Errorf("--%s needs --spec-acceptance (the rate the simulator takes as given) or a spec's whatif.speculative", name)
+				}
 			}
+			return nil
 		}
-		return nil
+		s = &whatif.Speculation{Method: f.specMethod, Tokens: f.specTokens, Draft: f.specDraft}
 	}
-	o.Spec = &whatif.Speculation{Method: f.specMethod, Tokens: f.specTokens, Draft: f.specDraft, Acceptance: f.specAccept}
+	c := *s
+	if fl.Changed("spec-acceptance") {
+		c.Acceptance = f.specAccept
+	}
+	if fl.Changed("spec-tokens") {
+		c.Tokens = f.specTokens
+	}
+	if fl.Changed("spec-method") {
+		c.Method = f.specMethod
+	}
+	if fl.Changed("spec-draft") {
+		c.Draft = f.specDraft
+	}
+	o.Spec = &c
 	return nil
 }
 
