@@ -49,8 +49,10 @@ type whatifFlags struct {
 	specMethod, specDraft     string
 }
 
-func newWhatifCmd() *cobra.Command {
-	var f whatifFlags
+func newWhatifCmd() *cobra.Command { return whatifCmd(&whatifFlags{}) }
+
+// whatifCmd is the command, its flags parsed into f.
+func whatifCmd(f *whatifFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "whatif --model M --gpus G1,G2 --slo LIMITS [--target-rps R | --requests-per-day N --peak-factor F] [flags]",
 		Short: "Which GPU, how many, at what cost: search every GPU type and count in virtual time and rank them by cost",
@@ -71,7 +73,7 @@ study spec's model, workload, slo and whatif: section (docs/spec.md); flags win.
   servetune whatif --spec examples/whatif.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runWhatif(cmd, &f)
+			return runWhatif(cmd, f)
 		},
 	}
 	fl := cmd.Flags()
@@ -122,14 +124,18 @@ func whatifSpecOptions(path string) (whatif.Options, *spec.Spec, error) {
 	}
 	o.Engines = []engine.Engine{sp.Engine}
 	o.Dataset, o.SLO, o.Seed = sp.Workload.Dataset, sp.SLO, sp.Tuner.Seed
-	if sp.Disaggregation != nil {
-		o.KVLink = sp.Disaggregation.KVLink
+	// The flags' defaults, so a spec gives the options its flags would.
+	o.Shapes, o.KVLink, o.ReservedDiscount = []string{whatif.ShapeAggregated}, sim.DefaultLink, 0.4
+	if d := sp.Disaggregation; d != nil && d.KVLink != "" {
+		o.KVLink = d.KVLink
 	}
 	w := sp.Whatif
 	if w == nil {
 		return o, sp, nil
 	}
-	o.Shapes = w.Shapes
+	if len(w.Shapes) > 0 {
+		o.Shapes = w.Shapes
+	}
 	if w.KVLink != "" {
 		o.KVLink = w.KVLink
 	}
@@ -147,7 +153,6 @@ func whatifSpecOptions(path string) (whatif.Options, *spec.Spec, error) {
 		}
 		o.TargetRPS = w.RequestsPerDay / 86400 * peak
 	}
-	o.ReservedDiscount = 0.4
 	if w.ReservedDiscount != nil {
 		o.ReservedDiscount = *w.ReservedDiscount
 	}
