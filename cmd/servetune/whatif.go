@@ -49,8 +49,10 @@ type whatifFlags struct {
 	specMethod, specDraft     string
 }
 
-func newWhatifCmd() *cobra.Command {
-	var f whatifFlags
+func newWhatifCmd() *cobra.Command { return whatifCmd(&whatifFlags{}) }
+
+// whatifCmd is the command, its flags parsed into f.
+func whatifCmd(f *whatifFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "whatif --model M --gpus G1,G2 --slo LIMITS [--target-rps R | --requests-per-day N --peak-factor F] [flags]",
 		Short: "Which GPU, how many, at what cost: search every GPU type and count in virtual time and rank them by cost",
@@ -71,7 +73,7 @@ study spec's model, workload, slo and whatif: section (docs/spec.md); flags win.
   servetune whatif --spec examples/whatif.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runWhatif(cmd, &f)
+			return runWhatif(cmd, f)
 		},
 	}
 	fl := cmd.Flags()
@@ -122,9 +124,23 @@ func whatifSpecOptions(path string) (whatif.Options, *spec.Spec, error) {
 	}
 	o.Engines = []engine.Engine{sp.Engine}
 	o.Dataset, o.SLO, o.Seed = sp.Workload.Dataset, sp.SLO, sp.Tuner.Seed
+	// The flags' defaults, so a spec gives the options its flags would.
+	o.Shapes, o.KVLink, o.ReservedDiscount = []string{whatif.ShapeAggregated}, sim.DefaultLink, 0.4
+	if d := sp.Disaggregation; d != nil && d.KVLink != "" {
+		o.KVLink = d.KVLink
+	}
 	w := sp.Whatif
 	if w == nil {
 		return o, sp, nil
+	}
+	if len(w.Shapes) > 0 {
+		o.Shapes = w.Shapes
+	}
+	if w.KVLink != "" {
+		o.KVLink = w.KVLink
+	}
+	if s := w.Speculative; s != nil {
+		o.Spec = &whatif.Speculation{Method: s.Method, Tokens: s.Tokens, Draft: s.Draft, Acceptance: s.Acceptance}
 	}
 	o.GPUs, o.MaxGPUs, o.TargetRPS, o.Prices = w.GPUs, w.MaxGPUs, w.TargetRPS, w.Prices
 	if len(w.Engines) > 0 {
@@ -137,7 +153,6 @@ func whatifSpecOptions(path string) (whatif.Options, *spec.Spec, error) {
 		}
 		o.TargetRPS = w.RequestsPerDay / 86400 * peak
 	}
-	o.ReservedDiscount = 0.4
 	if w.ReservedDiscount != nil {
 		o.ReservedDiscount = *w.ReservedDiscount
 	}
@@ -298,17 +313,35 @@ func whatifOptions(fl *pflag.FlagSet, f *whatifFlags) (whatif.Options, error) {
 }
 
 // whatifSpeculation sets o.Spec from --spec-acceptance and its companions,
-// which say nothing without it.
+// which say nothing without it or the spec's whatif.speculative; each
+// flag given overrides that field of the spec's.
 func whatifSpeculation(fl *pflag.FlagSet, f *whatifFlags, o *whatif.Options) error {
-	if !fl.Changed("spec-acceptance") {
-		for _, name := range []string{"spec-tokens", "spec-method", "spec-draft"} {
-			if fl.Changed(name) {
-				return fmt.Errorf("--%s needs --spec-acceptance (the rate the simulator takes as given)", name)
+	s := o.Spec
+	if s == nil {
+		if !fl.Changed("spec-acceptance") {
+			for _, name := range []string{"spec-tokens", "spec-method", "spec-draft"} {
+				if fl.Changed(name) {
+					return fmt.Errorf("--%s needs --spec-acceptance (the rate the simulator takes as given) or a spec's whatif.speculative", name)
+				}
 			}
+			return nil
 		}
-		return nil
+		s = &whatif.Speculation{Method: f.specMethod, Tokens: f.specTokens, Draft: f.specDraft}
 	}
-	o.Spec = &whatif.Speculation{Method: f.specMethod, Tokens: f.specTokens, Draft: f.specDraft, Acceptance: f.specAccept}
+	c := *s
+	if fl.Changed("spec-acceptance") {
+		c.Acceptance = f.specAccept
+	}
+	if fl.Changed("spec-tokens") {
+		c.Tokens = f.specTokens
+	}
+	if fl.Changed("spec-method") {
+		c.Method = f.specMethod
+	}
+	if fl.Changed("spec-draft") {
+		c.Draft = f.specDraft
+	}
+	o.Spec = &c
 	return nil
 }
 

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -174,4 +176,112 @@ func TestWhatifShapesCLI(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, text)
 		}
 	}
+}
+
+// TestWhatifSpecDeployment: whatif.shapes, whatif.kv_link and
+// whatif.speculative give the options their flags give; a spec's
+// disaggregation.kv_link is the link when whatif names none, and a flag
+// overrides the spec's value field by field.
+func TestWhatifSpecDeployment(t *testing.T) {
+	const base = `name: w
+model: meta-llama/Llama-3.1-8B-Instruct
+engine: vllm
+launcher: {kind: virtual}
+space: {max_running_requests: [64]%s}
+workload:
+  dataset: {kind: random, input: 256, output: 32}
+  load: {concurrency: [4]}
+slo: {ttft_p99_ms: 800}
+%swhatif:
+  gpus: [L4]
+%s`
+	const disagg = `disaggregation:
+  router: ["{servetune}", sim, router, --port, "{port}", --prefiller-hosts, "{prefill_hosts}", --prefiller-ports, "{prefill_ports}", --decoder-hosts, "{decode_hosts}", --decoder-ports, "{decode_ports}"]
+  kv_link: roce
+`
+	flagsBase := []string{"--model", "x", "--gpus", "L4", "--slo", "ttft_p99_ms=800"}
+	for _, tc := range []struct {
+		name         string
+		disagg       bool     // the spec has a disaggregation section (kv_link: roce)
+		whatif       string   // lines under whatif:
+		specFlags    []string // flags given with --spec
+		flags        []string // the same question in flags alone
+		shapes       []string
+		link         string
+		specDecoding *whatif.Speculation
+	}{
+		{name: "none", flags: nil},
+		{name: "both shapes and a link",
+			whatif: "  shapes: [aggregated, disaggregated]\n  kv_link: infiniband\n",
+			flags:  []string{"--shapes", "aggregated,disaggregated", "--kv-link", "infiniband"},
+			shapes: []string{"aggregated", "disaggregated"}, link: "infiniband"},
+		{name: "link from disaggregation", disagg: true,
+			whatif: "  shapes: [disaggregated]\n",
+			flags:  []string{"--shapes", "disaggregated", "--kv-link", "roce"},
+			shapes: []string{"disaggregated"}, link: "roce"},
+		{name: "whatif link over disaggregation's", disagg: true,
+			whatif: "  kv_link: ethernet\n",
+			flags:  []string{"--kv-link", "ethernet"},
+			link:   "ethernet"},
+		{name: "flag link over the spec's", disagg: true,
+			specFlags: []string{"--kv-link", "pcie"},
+			flags:     []string{"--kv-link", "pcie"},
+			link:      "pcie"},
+		{name: "speculative defaults",
+			whatif:       "  speculative: {acceptance: 0.7, draft: yuhuili/EAGLE3-LLaMA3.1-Instruct-8B}\n",
+			flags:        []string{"--spec-acceptance", "0.7", "--spec-draft", "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"},
+			specDecoding: &whatif.Speculation{Method: "eagle3", Tokens: 3, Draft: "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", Acceptance: 0.7}},
+		{name: "speculative ngram",
+			whatif:       "  speculative: {acceptance: 0.4, tokens: 5, method: ngram}\n",
+			flags:        []string{"--spec-acceptance", "0.4", "--spec-tokens", "5", "--spec-method", "ngram"},
+			specDecoding: &whatif.Speculation{Method: "ngram", Tokens: 5, Acceptance: 0.4}},
+		{name: "flags override speculative fields",
+			whatif:       "  speculative: {acceptance: 0.4, tokens: 5, method: ngram}\n",
+			specFlags:    []string{"--spec-tokens", "2", "--spec-acceptance", "0.6"},
+			flags:        []string{"--spec-acceptance", "0.6", "--spec-tokens", "2", "--spec-method", "ngram"},
+			specDecoding: &whatif.Speculation{Method: "ngram", Tokens: 2, Acceptance: 0.6}},
+	} {
+		if tc.shapes == nil {
+			tc.shapes = []string{whatif.ShapeAggregated}
+		}
+		if tc.link == "" {
+			tc.link = sim.DefaultLink
+		}
+		t.Run(tc.name, func(t *testing.T) {
+			space, section := "", ""
+			if tc.disagg {
+				space, section = ", disaggregated: [false, true]", disagg
+			}
+			path := filepath.Join(t.TempDir(), "w.yaml")
+			if err := os.WriteFile(path, []byte(fmt.Sprintf(base, space, section, tc.whatif)), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			fromSpec := whatifTestOptions(t, append([]string{"--spec", path}, tc.specFlags...))
+			fromFlags := whatifTestOptions(t, append(slices.Clone(flagsBase), tc.flags...))
+			for _, o := range []whatif.Options{fromSpec, fromFlags} {
+				if !slices.Equal(o.Shapes, tc.shapes) || o.KVLink != tc.link {
+					t.Errorf("shapes %q, link %q; want %q, %q", o.Shapes, o.KVLink, tc.shapes, tc.link)
+				}
+				if (o.Spec == nil) != (tc.specDecoding == nil) || o.Spec != nil && *o.Spec != *tc.specDecoding {
+					t.Errorf("speculation %+v, want %+v", o.Spec, tc.specDecoding)
+				}
+			}
+		})
+	}
+}
+
+// whatifTestOptions parses args as whatif's flags and returns the
+// options they ask for.
+func whatifTestOptions(t *testing.T, args []string) whatif.Options {
+	t.Helper()
+	var f whatifFlags
+	cmd := whatifCmd(&f)
+	if err := cmd.ParseFlags(args); err != nil {
+		t.Fatal(err)
+	}
+	o, err := whatifOptions(cmd.Flags(), &f)
+	if err != nil {
+		t.Fatalf("%q: %v", args, err)
+	}
+	return o
 }

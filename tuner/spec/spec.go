@@ -95,6 +95,14 @@ type WhatifSpec struct {
 	KVCacheDTypes    []string
 	MaxModelLen      int
 	Trials           int
+	// Shapes are the deployment shapes compared (whatif.Options.Shapes);
+	// nil takes whatif's default, aggregated only.
+	Shapes []string
+	// KVLink is whatif.kv_link, "" when not given (the caller then takes
+	// disaggregation.kv_link, then the simulator's default).
+	KVLink string
+	// Speculative is whatif.speculative, nil when not given.
+	Speculative *WhatifSpeculation
 }
 
 // LauncherSpec says how trials start engines: the launcher section's
@@ -971,7 +979,7 @@ func (p *specParser) quality(n *yaml.Node) *QualitySpec {
 func (p *specParser) whatif(n *yaml.Node) *WhatifSpec {
 	f := p.Fields(n, "whatif", "gpus", "max_gpus", "engines", "target_rps", "requests_per_day", "peak_factor",
 		"prices", "reserved_discount", "calibration", "force_calibration", "quantization", "kv_cache_dtype",
-		"max_model_len", "trials")
+		"max_model_len", "trials", "shapes", "kv_link", "speculative")
 	w := &WhatifSpec{}
 	if p.Failed() {
 		return w
@@ -1056,6 +1064,7 @@ func (p *specParser) whatif(n *yaml.Node) *WhatifSpec {
 	if x := f["trials"]; x != nil {
 		w.Trials = p.Int(x, "whatif.trials", 1)
 	}
+	p.whatifDeployment(f, w)
 	return w
 }
 

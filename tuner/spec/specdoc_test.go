@@ -55,6 +55,20 @@ workload:
   load: {capacity: rate, start_rate: 2, max_rate: 100, rate_precision: 0.1, burstiness: 1, probe_span: 10s}
 slo: {tpot_p99_ms: 50}
 tuner: {objective: max request_rate}
+`, `name: ks4
+model: meta-llama/Llama-3.1-8B-Instruct
+engine: vllm
+launcher: {kind: virtual}
+space: {max_running_requests: 8}
+workload:
+  dataset: {kind: random, input: 128, output: 16}
+  load: {concurrency: [1]}
+slo: {tpot_p99_ms: 50}
+whatif:
+  gpus: [H100-SXM]
+  shapes: [aggregated, disaggregated]
+  kv_link: infiniband
+  speculative: {acceptance: 0.7, tokens: 3, method: eagle3, draft: yuhuili/EAGLE3-LLaMA3.1-Instruct-8B}
 `}
 
 // TestSpecDocCoversEveryKey walks the parser's keys (every mapping it
