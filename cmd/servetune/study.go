@@ -243,35 +243,11 @@ func newTrialsCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			rows := make([]trialJSON, 0, len(ss.trials))
-			for _, t := range ss.trials {
-				r := trialJSON{Number: t.Number, Status: string(t.Status), Failure: string(t.Failure), FailureMsg: t.FailureMsg,
-					Settings: t.Settings, GPUs: t.GPUs, Objective: t.Objective, Confirms: t.Confirms, Started: t.Started, Finished: t.Finished,
-					PendingS: seconds(t.Pending), LaunchS: seconds(t.Launch), Levels: []levelJSON{}, Quality: t.Quality,
-					Unreadable: t.Unreadable}
-				if r.GPUs == nil {
-					r.GPUs = []int{}
-				}
-				n := float64(spec.GPUsFor(t.Settings))
-				for _, lp := range t.LoadPoints {
-					s := lp.Summary
-					r.Levels = append(r.Levels, levelJSON{Level: lp.Label, Completed: s.Completed, Failed: s.Failed,
-						OutputThroughput: s.OutputThroughput, OutputThroughputPerGPU: s.OutputThroughput / n,
-						RequestGoodput: s.RequestGoodput, P99TTFTms: s.TTFT.P99, P99TPOTms: s.TPOT.P99,
-						Errors: nonZero(s.Errors), ErrorMessages: s.ErrorMessages, EngineMetrics: s.Engine, GPU: s.GPU, Client: s.Client})
-				}
-				rows = append(rows, r)
-			}
+			rows := trialRows(ss.trials)
 			out := cmd.OutOrStdout()
 			if asJSON {
 				return writeJSON(out, map[string]any{"study": ss.study.Name, "trials": rows})
 			}
-			obj := ss.spec.Tuner.Objective
-			queued := false // a PENDING column only for launchers with a queue
-			for _, r := range rows {
-				queued = queued || r.PendingS != nil
-			}
-			energy := anyEnergy(rows)
 			// Failed requests in a trial that is ok: a column, and the
 			// words below, where any trial has them.
 			failures := map[int]string{}
@@ -280,79 +256,119 @@ func newTrialsCmd() *cobra.Command {
 					failures[t.Number] = f
 				}
 			}
-			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintf(tw, "#\tSTATUS\tOBJECTIVE (%s, %s)\tCONFIRMS\tGPUS\t", obj, recommend.Unit(obj.Metric))
-			if len(failures) > 0 {
-				fmt.Fprint(tw, "FAILED REQUESTS\t")
-			}
-			if energy {
-				fmt.Fprint(tw, "BEST TOK/J\tENERGY (J)\t")
-			}
-			if queued {
-				fmt.Fprint(tw, "PENDING\t")
-			}
-			fmt.Fprint(tw, "LAUNCH\tSETTINGS\n")
-			for _, r := range rows {
-				status := r.Status
-				if r.Failure != "" {
-					status += "/" + r.Failure
-				}
-				if suspectLevels(r) != nil {
-					status += "(suspect)" // one field, as scripts split the table
-				}
-				if r.Unreadable != "" {
-					status += " (unreadable)"
-				}
-				val, of := "-", ""
-				if r.Objective != nil {
-					val = fmt.Sprintf("%.4g", *r.Objective)
-				}
-				if r.Confirms != nil {
-					of = fmt.Sprintf("trial %d", *r.Confirms)
-				}
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%v\t", r.Number, status, val, of, r.GPUs)
-				if len(failures) > 0 {
-					fmt.Fprintf(tw, "%s\t", failedRequests(r.Levels))
-				}
-				if energy {
-					tpj, joules := trialEnergy(r)
-					fmt.Fprintf(tw, "%s\t%s\t", tpj, joules)
-				}
-				if queued {
-					fmt.Fprintf(tw, "%s\t", secondsText(r.PendingS))
-				}
-				fmt.Fprintf(tw, "%s\t%s\n", secondsText(r.LaunchS), term.Line(settingsLine(r.Settings)))
-			}
-			if err := tw.Flush(); err != nil {
+			if err := writeTrialTable(out, ss.spec.Tuner.Objective, rows, failures); err != nil {
 				return err
 			}
-			blank := "\n"
-			for _, r := range rows {
-				for _, l := range suspectLevels(r) {
-					fmt.Fprintf(out, "%strial %d at %s is suspect: %s (send lateness p50 %.1f ms, p99 %.1f ms, loop lag p99 %.1f ms, client CPU %.2f cores)\n",
-						blank, r.Number, l.Level, l.Client.Why, l.Client.SendLatenessP50, l.Client.SendLatenessP99, l.Client.LoopLagP99, l.Client.CPU)
-					blank = ""
-				}
-			}
-			// Whole messages, wrapped: the engine's own words are the
-			// point.
-			for i, r := range rows {
-				if r.FailureMsg != "" {
-					fmt.Fprintf(out, "\ntrial %d %s/%s:\n%s", r.Number, r.Status, r.Failure, wrap(term.Clean(r.FailureMsg), 96, "    "))
-				}
-				if r.Unreadable != "" {
-					fmt.Fprintf(out, "\ntrial %d (id %d) is unreadable: %s\n", r.Number, ss.trials[i].ID, term.Line(r.Unreadable))
-				}
-				if f := failures[r.Number]; f != "" {
-					fmt.Fprintf(out, "\ntrial %d %s, but %s\n", r.Number, r.Status, f)
-				}
-			}
+			writeTrialNotes(out, ss.trials, rows, failures)
 			return nil
 		},
 	}
 	addDBFlag(cmd, &dbPath)
 	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"trials":[{"number","status","failure","settings",...}]}`)
 	return cmd
+}
+
+// trialRows are a study's trials as `trials --json` writes them.
+func trialRows(trials []store.Trial) []trialJSON {
+	rows := make([]trialJSON, 0, len(trials))
+	for _, t := range trials {
+		r := trialJSON{Number: t.Number, Status: string(t.Status), Failure: string(t.Failure), FailureMsg: t.FailureMsg,
+			Settings: t.Settings, GPUs: t.GPUs, Objective: t.Objective, Confirms: t.Confirms, Started: t.Started, Finished: t.Finished,
+			PendingS: seconds(t.Pending), LaunchS: seconds(t.Launch), Levels: []levelJSON{}, Quality: t.Quality,
+			Unreadable: t.Unreadable}
+		if r.GPUs == nil {
+			r.GPUs = []int{}
+		}
+		n := float64(spec.GPUsFor(t.Settings))
+		for _, lp := range t.LoadPoints {
+			s := lp.Summary
+			r.Levels = append(r.Levels, levelJSON{Level: lp.Label, Completed: s.Completed, Failed: s.Failed,
+				OutputThroughput: s.OutputThroughput, OutputThroughputPerGPU: s.OutputThroughput / n,
+				RequestGoodput: s.RequestGoodput, P99TTFTms: s.TTFT.P99, P99TPOTms: s.TPOT.P99,
+				Errors: nonZero(s.Errors), ErrorMessages: s.ErrorMessages, EngineMetrics: s.Engine, GPU: s.GPU, Client: s.Client})
+		}
+		rows = append(rows, r)
+	}
+	return rows
+}
+
+// writeTrialTable writes the trials table: a PENDING column only for
+// launchers with a queue, energy and failed requests only where a trial
+// has them.
+func writeTrialTable(out io.Writer, obj recommend.Objective, rows []trialJSON, failures map[int]string) error {
+	queued := false
+	for _, r := range rows {
+		queued = queued || r.PendingS != nil
+	}
+	energy := anyEnergy(rows)
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "#\tSTATUS\tOBJECTIVE (%s, %s)\tCONFIRMS\tGPUS\t", obj, recommend.Unit(obj.Metric))
+	if len(failures) > 0 {
+		fmt.Fprint(tw, "FAILED REQUESTS\t")
+	}
+	if energy {
+		fmt.Fprint(tw, "BEST TOK/J\tENERGY (J)\t")
+	}
+	if queued {
+		fmt.Fprint(tw, "PENDING\t")
+	}
+	fmt.Fprint(tw, "LAUNCH\tSETTINGS\n")
+	for _, r := range rows {
+		status := r.Status
+		if r.Failure != "" {
+			status += "/" + r.Failure
+		}
+		if suspectLevels(r) != nil {
+			status += "(suspect)" // one field, as scripts split the table
+		}
+		if r.Unreadable != "" {
+			status += " (unreadable)"
+		}
+		val, of := "-", ""
+		if r.Objective != nil {
+			val = fmt.Sprintf("%.4g", *r.Objective)
+		}
+		if r.Confirms != nil {
+			of = fmt.Sprintf("trial %d", *r.Confirms)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%v\t", r.Number, status, val, of, r.GPUs)
+		if len(failures) > 0 {
+			fmt.Fprintf(tw, "%s\t", failedRequests(r.Levels))
+		}
+		if energy {
+			tpj, joules := trialEnergy(r)
+			fmt.Fprintf(tw, "%s\t%s\t", tpj, joules)
+		}
+		if queued {
+			fmt.Fprintf(tw, "%s\t", secondsText(r.PendingS))
+		}
+		fmt.Fprintf(tw, "%s\t%s\n", secondsText(r.LaunchS), term.Line(settingsLine(r.Settings)))
+	}
+	return tw.Flush()
+}
+
+// writeTrialNotes writes what the table cannot hold: suspect levels, and
+// whole failure messages wrapped (the engine's own words are the point).
+func writeTrialNotes(out io.Writer, trials []store.Trial, rows []trialJSON, failures map[int]string) {
+	blank := "\n"
+	for _, r := range rows {
+		for _, l := range suspectLevels(r) {
+			fmt.Fprintf(out, "%strial %d at %s is suspect: %s (send lateness p50 %.1f ms, p99 %.1f ms, loop lag p99 %.1f ms, client CPU %.2f cores)\n",
+				blank, r.Number, l.Level, l.Client.Why, l.Client.SendLatenessP50, l.Client.SendLatenessP99, l.Client.LoopLagP99, l.Client.CPU)
+			blank = ""
+		}
+	}
+	for i, r := range rows {
+		if r.FailureMsg != "" {
+			fmt.Fprintf(out, "\ntrial %d %s/%s:\n%s", r.Number, r.Status, r.Failure, wrap(term.Clean(r.FailureMsg), 96, "    "))
+		}
+		if r.Unreadable != "" {
+			fmt.Fprintf(out, "\ntrial %d (id %d) is unreadable: %s\n", r.Number, trials[i].ID, term.Line(r.Unreadable))
+		}
+		if f := failures[r.Number]; f != "" {
+			fmt.Fprintf(out, "\ntrial %d %s, but %s\n", r.Number, r.Status, f)
+		}
+	}
 }
 
 // suspectLevels are r's levels whose client fell behind (measure.Client).
