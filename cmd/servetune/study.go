@@ -729,6 +729,54 @@ func recommendedQuality(sp *spec.Spec, st store.Study, trials []store.Trial, num
 	return &measure.Quality{Reason: "this trial was not checked (measured before the study had its gate)"}
 }
 
+// recommendationDoc is the recommendation as recommend's JSON and YAML
+// write it: the point, its figures over its runs, the command, findings,
+// the quality verdict, the runner-up, and for a study with a
+// disaggregation section its shape, parts and the other shape's best.
+func recommendationDoc(sp *spec.Spec, rec recommend.Recommendation, alt *recommend.Recommendation, pref recommend.Preference, verdict *measure.Quality, findings []diagnose.Finding) map[string]any {
+	best := rec.Best
+	p := best.Point
+	pj := toPointJSON(p, sp)
+	doc := map[string]any{
+		"study": sp.Name, "model": sp.Model, "engine": string(sp.Engine), "prefer": string(pref),
+		"trial": pj.Trial, "level": pj.Level, "gpus": pj.GPUs, "settings": pj.Settings, "metrics": pj.Metrics,
+		"runs": best.Runs(), "metrics_ci95": candidateMetrics(best),
+		"command":  serveArgv(sp, p, string(sp.Engine)),
+		"findings": findings,
+	}
+	if verdict != nil {
+		doc["quality"] = verdict
+	}
+	if f := recommend.RequestFailures([]measure.Level{p.Level}); f != "" {
+		doc["failed_requests"] = f
+	}
+	if findings == nil {
+		doc["findings"] = []diagnose.Finding{}
+	}
+	if ru := rec.RunnerUp; ru != nil {
+		doc["runner_up"] = map[string]any{"trial": ru.Trial, "settings": ru.Settings, "runs": ru.Runs(),
+			"metrics_ci95": candidateMetrics(*ru), "separated": rec.Separated}
+	}
+	if sp.Disaggregation != nil {
+		doc["shape"] = shapeOf(p.Settings)
+		if parts := partsJSON(sp, p); parts != nil {
+			doc["parts"] = parts
+		}
+		if alt != nil {
+			a := alt.Best
+			ad := map[string]any{"shape": shapeOf(a.Point.Settings), "trial": a.Trial, "settings": a.Settings,
+				"gpus": a.Point.GPUs, "metrics_ci95": candidateMetrics(a), "difference_pct": best.Difference(a, recommendMetrics)}
+			if parts := partsJSON(sp, a.Point); parts != nil {
+				ad["parts"] = parts
+			} else {
+				ad["command"] = serveArgv(sp, a.Point, string(sp.Engine))
+			}
+			doc["alternative"] = ad
+		}
+	}
+	return doc
+}
+
 func writeRecommendation(w io.Writer, sp *spec.Spec, rec recommend.Recommendation, alt *recommend.Recommendation, pref recommend.Preference, format string, verdict *measure.Quality) error {
 	best := rec.Best
 	p := best.Point
@@ -737,43 +785,7 @@ func writeRecommendation(w io.Writer, sp *spec.Spec, rec recommend.Recommendatio
 	findings := diagnose.Level(diagnose.Input{Engine: sp.Engine, Settings: p.Settings, Level: p.Level})
 	switch format {
 	case "json", "yaml":
-		doc := map[string]any{
-			"study": sp.Name, "model": sp.Model, "engine": string(sp.Engine), "prefer": string(pref),
-			"trial": pj.Trial, "level": pj.Level, "gpus": pj.GPUs, "settings": pj.Settings, "metrics": pj.Metrics,
-			"runs": best.Runs(), "metrics_ci95": candidateMetrics(best),
-			"command":  serveArgv(sp, p, string(sp.Engine)),
-			"findings": findings,
-		}
-		if verdict != nil {
-			doc["quality"] = verdict
-		}
-		if f := recommend.RequestFailures([]measure.Level{p.Level}); f != "" {
-			doc["failed_requests"] = f
-		}
-		if findings == nil {
-			doc["findings"] = []diagnose.Finding{}
-		}
-		if ru := rec.RunnerUp; ru != nil {
-			doc["runner_up"] = map[string]any{"trial": ru.Trial, "settings": ru.Settings, "runs": ru.Runs(),
-				"metrics_ci95": candidateMetrics(*ru), "separated": rec.Separated}
-		}
-		if sp.Disaggregation != nil {
-			doc["shape"] = shapeOf(p.Settings)
-			if parts := partsJSON(sp, p); parts != nil {
-				doc["parts"] = parts
-			}
-			if alt != nil {
-				a := alt.Best
-				ad := map[string]any{"shape": shapeOf(a.Point.Settings), "trial": a.Trial, "settings": a.Settings,
-					"gpus": a.Point.GPUs, "metrics_ci95": candidateMetrics(a), "difference_pct": best.Difference(a, recommendMetrics)}
-				if parts := partsJSON(sp, a.Point); parts != nil {
-					ad["parts"] = parts
-				} else {
-					ad["command"] = serveArgv(sp, a.Point, string(sp.Engine))
-				}
-				doc["alternative"] = ad
-			}
-		}
+		doc := recommendationDoc(sp, rec, alt, pref, verdict, findings)
 		if format == "json" {
 			return writeJSON(w, doc)
 		}

@@ -237,23 +237,8 @@ func whatifOptions(fl *pflag.FlagSet, f *whatifFlags) (whatif.Options, error) {
 			o.Engines = append(o.Engines, eng)
 		}
 	}
-	datasetChanged := false
-	fl.Visit(func(fl *pflag.Flag) {
-		switch fl.Name {
-		case "dataset", "dataset-path", "input-len", "output-len", "range-ratio", "input-dist", "output-dist", "prefix-groups", "prefix-len",
-			"trace-format", "trace-speed", "trace-start", "trace-duration", "sessions", "turns", "think-time":
-			datasetChanged = true
-		}
-	})
-	if sp == nil || datasetChanged {
-		ds, err := benchDataset(&f.bench)
-		if err != nil {
-			return o, err
-		}
-		o.Dataset = ds
-	}
-	if o.Dataset.Kind == bench.DatasetConversation {
-		return o, errors.New("whatif runs in virtual time, which cannot wait for each answer: a conversation workload needs a live server (servetune sim serve and bench)")
+	if err := whatifDataset(fl, f, sp != nil, &o); err != nil {
+		return o, err
 	}
 	if set("slo") {
 		if f.slo == "" {
@@ -271,12 +256,51 @@ func whatifOptions(fl *pflag.FlagSet, f *whatifFlags) (whatif.Options, error) {
 	if set("reserved-discount") {
 		o.ReservedDiscount = f.reserved
 	}
+	if err := whatifSearch(fl, f, set, &o); err != nil {
+		return o, err
+	}
+	o.RequestsPerLevel = f.requests
+	if fl.Changed("seed") || sp == nil {
+		o.Seed = int64(f.bench.seed)
+	}
+	return o, nil
+}
+
+// whatifDataset sets o's workload from the dataset flags: always without
+// a spec, and with one only when a dataset flag was given.
+func whatifDataset(fl *pflag.FlagSet, f *whatifFlags, fromSpec bool, o *whatif.Options) error {
+	datasetChanged := false
+	fl.Visit(func(fl *pflag.Flag) {
+		switch fl.Name {
+		case "dataset", "dataset-path", "input-len", "output-len", "range-ratio", "input-dist", "output-dist", "prefix-groups", "prefix-len",
+			"trace-format", "trace-speed", "trace-start", "trace-duration", "sessions", "turns", "think-time":
+			datasetChanged = true
+		}
+	})
+	if !fromSpec || datasetChanged {
+		ds, err := benchDataset(&f.bench)
+		if err != nil {
+			return err
+		}
+		o.Dataset = ds
+	}
+	if o.Dataset.Kind == bench.DatasetConversation {
+		return errors.New("whatif runs in virtual time, which cannot wait for each answer: a conversation workload needs a live server (servetune sim serve and bench)")
+	}
+	return nil
+}
+
+// whatifSearch sets what each candidate's search may try: calibration
+// profiles, quantizations and KV cache types, context length, trials,
+// speculation, shapes and the KV link (set: whether a flag overrides the
+// spec's value).
+func whatifSearch(fl *pflag.FlagSet, f *whatifFlags, set func(string) bool, o *whatif.Options) error {
 	if len(f.calibrations) > 0 {
 		o.Calibrations = nil
 		for _, c := range f.calibrations {
 			p, err := sim.LoadProfile(c)
 			if err != nil {
-				return o, err
+				return err
 			}
 			o.Calibrations = append(o.Calibrations, whatif.Calibration{Name: c, Profile: p})
 		}
@@ -296,8 +320,8 @@ func whatifOptions(fl *pflag.FlagSet, f *whatifFlags) (whatif.Options, error) {
 	if set("trials") {
 		o.Trials = f.trials
 	}
-	if err := whatifSpeculation(fl, f, &o); err != nil {
-		return o, err
+	if err := whatifSpeculation(fl, f, o); err != nil {
+		return err
 	}
 	if set("shapes") {
 		o.Shapes = splitList(f.shapes)
@@ -305,11 +329,7 @@ func whatifOptions(fl *pflag.FlagSet, f *whatifFlags) (whatif.Options, error) {
 	if set("kv-link") {
 		o.KVLink = f.kvLink
 	}
-	o.RequestsPerLevel = f.requests
-	if fl.Changed("seed") || sp == nil {
-		o.Seed = int64(f.bench.seed)
-	}
-	return o, nil
+	return nil
 }
 
 // whatifSpeculation sets o.Spec from --spec-acceptance and its companions,

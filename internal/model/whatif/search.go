@@ -35,6 +35,28 @@ var (
 // searchCandidate checks that the candidate can hold the model and, when
 // it can, searches its settings with the tuner in virtual time.
 func searchCandidate(ctx context.Context, o Options, m catalog.Model, c candidate, note func(string)) (Row, error) {
+	row := candidateRow(o, c)
+	if c.anchor == nil {
+		row.Fits, row.Reason = false, c.unfit
+		return row, nil
+	}
+	sp, trials, err := searchStudy(ctx, o, m, c, note)
+	if err != nil {
+		return row, err
+	}
+	row.Trials = len(trials)
+	best, level, ok := bestTrial(sp, trials)
+	if !ok {
+		row.Reason = noCapacity(sp, trials)
+		return row, nil
+	}
+	row.fillMeasured(o, m, c, best, level)
+	return row, nil
+}
+
+// candidateRow is c's row before its search: GPU, engine, shape and
+// calibration.
+func candidateRow(o Options, c candidate) Row {
 	row := Row{GPU: c.gpu.ID, GPUsPerReplica: c.n, Engine: c.engine, Fits: true}
 	if o.wants(ShapeDisaggregated) {
 		row.Deployment = ShapeAggregated
@@ -51,13 +73,16 @@ func searchCandidate(ctx context.Context, o Options, m catalog.Model, c candidat
 	if c.cal != nil {
 		row.Calibration = c.cal.Name
 	}
-	if c.anchor == nil {
-		row.Fits, row.Reason = false, c.unfit
-		return row, nil
-	}
+	return row
+}
+
+// searchStudy runs c's study in virtual time from its anchor (both sides
+// of the speculative choice when o asks for speculation) and returns its
+// spec and trials.
+func searchStudy(ctx context.Context, o Options, m catalog.Model, c candidate, note func(string)) (*spec.Spec, []store.Trial, error) {
 	sp, err := studySpec(o, m, c, c.tps)
 	if err != nil {
-		return row, fmt.Errorf("%s: %w", c.name(), err)
+		return nil, nil, fmt.Errorf("%s: %w", c.name(), err)
 	}
 	sp.Tuner.Enqueue = []space.Settings{c.anchor}
 	if o.Spec != nil {
@@ -69,7 +94,7 @@ func searchCandidate(ctx context.Context, o Options, m catalog.Model, c candidat
 	}
 	db, err := store.Open(ctx, store.Memory)
 	if err != nil {
-		return row, err
+		return nil, nil, err
 	}
 	defer db.Close()
 	eval := &layoutEval{r: &tuner.TrialRunner{Spec: sp, Bootstrap: 1}, n: c.n, shape: c.shape, disagg: c.disagg}
@@ -80,20 +105,18 @@ func searchCandidate(ctx context.Context, o Options, m catalog.Model, c candidat
 	out, err := study.Run(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
-			return row, ctx.Err()
+			return nil, nil, ctx.Err()
 		}
-		return row, fmt.Errorf("%s: %w", c.name(), err)
+		return nil, nil, fmt.Errorf("%s: %w", c.name(), err)
 	}
 	trials, err := db.Trials(ctx, out.StudyID)
-	if err != nil {
-		return row, err
-	}
-	row.Trials = len(trials)
-	best, level, ok := bestTrial(sp, trials)
-	if !ok {
-		row.Reason = noCapacity(sp, trials)
-		return row, nil
-	}
+	return sp, trials, err
+}
+
+// fillMeasured fills the row from its best trial at level: the settings
+// and serve commands, the capacity and latencies, the regime and its
+// error band.
+func (row *Row) fillMeasured(o Options, m catalog.Model, c candidate, best store.Trial, level measure.Level) {
 	model := o.Model
 	if dir, _, ok := catalog.ModelPath(o.Model); ok {
 		model = dir
@@ -137,7 +160,6 @@ func searchCandidate(ctx context.Context, o Options, m catalog.Model, c candidat
 	} else {
 		row.ErrorBand, row.BandBasis = sim.ErrorBand(sit)
 	}
-	return row, nil
 }
 
 // tensorChoices are the tensor-parallel sizes of n GPUs the model allows:

@@ -494,6 +494,32 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	for _, g := range gpus {
 		rep.Prices[g.ID] = priceOf(g, o)
 	}
+	cands := candidates(o, m, gpus)
+	rep.Candidates = len(cands)
+	rep.Calibration = o.calibrationReport()
+	// The memory model first: a model that fits nowhere is bad input.
+	if err := checkFits(o, m, cands); err != nil {
+		return nil, err
+	}
+	rows, err := searchAll(ctx, o, m, cands, began)
+	if err != nil {
+		return nil, err
+	}
+	for i := range rows {
+		rows[i].cost(o, rep.Prices[rows[i].GPU].PerGPUHour)
+		rep.TrialsRun += rows[i].Trials
+	}
+	rank(rows, o.TargetRPS)
+	rep.Rows = rows
+	rep.Wall = time.Since(began)
+	rep.WallSeconds = math.Round(rep.Wall.Seconds()*100) / 100
+	return rep, nil
+}
+
+// candidates are every GPU type x GPUs per replica (powers of two up to
+// MaxGPUs) x engine, each MoE layout of the model, and a disaggregated
+// candidate per GPU type and engine when o asks for that shape.
+func candidates(o Options, m catalog.Model, gpus []catalog.GPU) []candidate {
 	var cands []candidate
 	for _, g := range gpus {
 		for n := 1; n <= o.MaxGPUs && o.wants(ShapeAggregated); n *= 2 {
@@ -515,9 +541,13 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			}
 		}
 	}
-	rep.Candidates = len(cands)
-	rep.Calibration = o.calibrationReport()
-	// The memory model first: a model that fits nowhere is bad input.
+	return cands
+}
+
+// checkFits sets each candidate's tensor-parallel choices and its anchor
+// configuration, or why it cannot hold the model; a model no candidate
+// holds is bad input.
+func checkFits(o Options, m catalog.Model, cands []candidate) error {
 	anyFits := false
 	var largest string
 	for i := range cands {
@@ -539,9 +569,15 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 	}
 	if !anyFits {
-		return nil, inputErr("%s fits on none of the %d candidates (e.g. %s); allow more GPUs (--max-gpus), a bigger GPU, or --quantizations none,fp8",
+		return inputErr("%s fits on none of the %d candidates (e.g. %s); allow more GPUs (--max-gpus), a bigger GPU, or --quantizations none,fp8",
 			o.Model, len(cands), largest)
 	}
+	return nil
+}
+
+// searchAll searches the candidates on o.Workers goroutines, a row each;
+// the first error cancels the rest.
+func searchAll(ctx context.Context, o Options, m catalog.Model, cands []candidate, began time.Time) ([]Row, error) {
 	rows := make([]Row, len(cands))
 	pr := &progress{o: o, total: len(cands), began: began, running: map[int]string{}}
 	ctx, cancel := context.WithCancel(ctx)
@@ -578,18 +614,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if firstErr != nil {
 		return nil, firstErr
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	for i := range rows {
-		rows[i].cost(o, rep.Prices[rows[i].GPU].PerGPUHour)
-		rep.TrialsRun += rows[i].Trials
-	}
-	rank(rows, o.TargetRPS)
-	rep.Rows = rows
-	rep.Wall = time.Since(began)
-	rep.WallSeconds = math.Round(rep.Wall.Seconds()*100) / 100
-	return rep, nil
+	return rows, ctx.Err()
 }
 
 // calibrationFor is the profile for gpu and engine e: the one measured

@@ -18,6 +18,36 @@ func (s *Study) WriteMarkdown(w io.Writer) error {
 	t := mdText
 	p("## servetune study report: %s\n\n", t(v.Name))
 	p("%s on %s · %s · study %s · written %s by %s\n\n", t(v.Model), t(v.Engine), t(v.Counts), t(v.Status), t(v.Generated), t(v.Tool))
+	mdRecommendation(p, v)
+	if c := v.Conv; c != nil {
+		mdConversation(p, c)
+	}
+	if len(v.Findings) > 0 {
+		p("### Findings\n\n")
+		for _, f := range v.Findings {
+			p("- **%s** (trial %d %s): %s %s\n", t(f.Title), f.Trial, t(f.Level), t(f.Evidence), t(f.Advice))
+		}
+		p("\n")
+	}
+	mdFront(p, v)
+	p("### Parameter effect\n\n| parameter | η² | groups | trials |\n|---|---:|---:|---:|\n")
+	for _, e := range v.EffectRows {
+		p("| %s | %s | %d | %d |\n", t(e.Param), t(e.Eta2), e.Groups, e.N)
+	}
+	p("\n%s\n\n", t(v.EffectMethod))
+	mdFailures(p, v)
+	p("### What was run\n\n| | |\n|---|---|\n")
+	for _, f := range v.Facts {
+		p("| %s | %s |\n", t(f.Key), t(f.Value))
+	}
+	p("\n<details><summary>study spec</summary>\n\n%s\n</details>\n", mdFence("yaml", v.SpecText))
+	return b.Flush()
+}
+
+// mdRecommendation writes the recommendation: its commands and figures, the
+// runner-up, and the other shape's best beside a disaggregated one.
+func mdRecommendation(p func(string, ...any), v *view) {
+	t := mdText
 	p("### Recommendation\n\n")
 	if r := v.Rec; r != nil {
 		p("Serve **trial %d** (%s), measured at **%s**. %s\n\n", r.Trial, mdCode(r.Settings), t(r.Level), t(r.Why))
@@ -54,33 +84,35 @@ func (s *Study) WriteMarkdown(w io.Writer) error {
 	} else {
 		p("%s\n\n", t(v.NoRec))
 	}
-	if c := v.Conv; c != nil {
-		p("### Conversation: prefix reuse and TTFT per turn\n\n%s\n\n", t(c.Intro))
-		p("| | trial | level | prefix-cache hit rate | session (ms) | settings |\n|---|---|---|---:|---:|---|\n")
-		for _, r := range c.Rows {
-			p("| %s | %d | %s | %s | %s | %s |\n", t(r.Role), r.Trial, t(r.Level), t(r.HitRate), t(r.Session), mdCode(r.Settings))
-		}
-		p("\nMedian TTFT per turn (ms):\n\n| turn | prompt tokens |")
-		for _, r := range c.Rows {
-			p(" %s (trial %d) |", t(r.Role), r.Trial)
-		}
-		p("\n|---|---:|%s\n", strings.Repeat("---:|", len(c.Rows)))
-		for _, tr := range c.Turns {
-			p("| %d | %s |", tr.Turn, t(tr.Tokens))
-			for _, x := range tr.TTFT {
-				p(" %s |", t(x))
-			}
-			p("\n")
-		}
-		p("\n%s\n\n", t(c.Note))
+}
+
+// mdConversation writes a conversation study's prefix reuse and TTFT per
+// turn.
+func mdConversation(p func(string, ...any), c *convView) {
+	t := mdText
+	p("### Conversation: prefix reuse and TTFT per turn\n\n%s\n\n", t(c.Intro))
+	p("| | trial | level | prefix-cache hit rate | session (ms) | settings |\n|---|---|---|---:|---:|---|\n")
+	for _, r := range c.Rows {
+		p("| %s | %d | %s | %s | %s | %s |\n", t(r.Role), r.Trial, t(r.Level), t(r.HitRate), t(r.Session), mdCode(r.Settings))
 	}
-	if len(v.Findings) > 0 {
-		p("### Findings\n\n")
-		for _, f := range v.Findings {
-			p("- **%s** (trial %d %s): %s %s\n", t(f.Title), f.Trial, t(f.Level), t(f.Evidence), t(f.Advice))
+	p("\nMedian TTFT per turn (ms):\n\n| turn | prompt tokens |")
+	for _, r := range c.Rows {
+		p(" %s (trial %d) |", t(r.Role), r.Trial)
+	}
+	p("\n|---|---:|%s\n", strings.Repeat("---:|", len(c.Rows)))
+	for _, tr := range c.Turns {
+		p("| %d | %s |", tr.Turn, t(tr.Tokens))
+		for _, x := range tr.TTFT {
+			p(" %s |", t(x))
 		}
 		p("\n")
 	}
+	p("\n%s\n\n", t(c.Note))
+}
+
+// mdFront writes the Pareto front among the points that meet the SLO.
+func mdFront(p func(string, ...any), v *view) {
+	t := mdText
 	p("### Pareto front (points that meet the SLO)\n\n")
 	if len(v.Front) == 0 {
 		p("No measured point meets the SLO.\n\n")
@@ -107,11 +139,12 @@ func (s *Study) WriteMarkdown(w io.Writer) error {
 		}
 		p("\n")
 	}
-	p("### Parameter effect\n\n| parameter | η² | groups | trials |\n|---|---:|---:|---:|\n")
-	for _, e := range v.EffectRows {
-		p("| %s | %s | %d | %d |\n", t(e.Param), t(e.Eta2), e.Groups, e.N)
-	}
-	p("\n%s\n\n", t(v.EffectMethod))
+}
+
+// mdFailures writes the failed trials by class with their messages, request
+// failures, and interrupted and re-run trials.
+func mdFailures(p func(string, ...any), v *view) {
+	t := mdText
 	p("### Failures\n\n")
 	if len(v.FailClasses) == 0 {
 		p("No trial failed.\n\n")
@@ -137,12 +170,6 @@ func (s *Study) WriteMarkdown(w io.Writer) error {
 		}
 		p("Re-run after an interruption: %s.\n\n", ints(ns))
 	}
-	p("### What was run\n\n| | |\n|---|---|\n")
-	for _, f := range v.Facts {
-		p("| %s | %s |\n", t(f.Key), t(f.Value))
-	}
-	p("\n<details><summary>study spec</summary>\n\n%s\n</details>\n", mdFence("yaml", v.SpecText))
-	return b.Flush()
 }
 
 func ints(ns []int) string { return intList(ns) }
