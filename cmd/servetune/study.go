@@ -758,13 +758,13 @@ func recommendationDoc(sp *spec.Spec, rec recommend.Recommendation, alt *recomme
 			"metrics_ci95": candidateMetrics(*ru), "separated": rec.Separated}
 	}
 	if sp.Disaggregation != nil {
-		doc["shape"] = shapeOf(p.Settings)
+		doc["shape"] = p.Settings.Shape()
 		if parts := partsJSON(sp, p); parts != nil {
 			doc["parts"] = parts
 		}
 		if alt != nil {
 			a := alt.Best
-			ad := map[string]any{"shape": shapeOf(a.Point.Settings), "trial": a.Trial, "settings": a.Settings,
+			ad := map[string]any{"shape": a.Point.Settings.Shape(), "trial": a.Trial, "settings": a.Settings,
 				"gpus": a.Point.GPUs, "metrics_ci95": candidateMetrics(a), "difference_pct": best.Difference(a, recommendMetrics)}
 			if parts := partsJSON(sp, a.Point); parts != nil {
 				ad["parts"] = parts
@@ -846,14 +846,6 @@ func writeRecommendation(w io.Writer, sp *spec.Spec, rec recommend.Recommendatio
 	return nil
 }
 
-// shapeOf names a configuration's shape.
-func shapeOf(s engine.Settings) string {
-	if s.Disaggregated() {
-		return "disaggregated"
-	}
-	return "aggregated"
-}
-
 // shapeAlternative is the other shape's recommendation beside best's
 // (recommend.OtherShape), nil for a study without a disaggregation
 // section.
@@ -874,7 +866,7 @@ func writeAlternative(w io.Writer, sp *spec.Spec, best, alt recommend.Candidate)
 			figs = append(figs, name+"="+strings.TrimSpace(value+" "+ci))
 		}
 	}
-	fmt.Fprintf(w, "# %s alternative: trial %d at %s (GPUs: %d):\n#   %s\n", shapeOf(p.Settings), alt.Trial, p.Label, p.GPUs, strings.Join(figs, "  "))
+	fmt.Fprintf(w, "# %s alternative: trial %d at %s (GPUs: %d):\n#   %s\n", p.Settings.Shape(), alt.Trial, p.Label, p.GPUs, strings.Join(figs, "  "))
 	diff := best.Difference(alt, recommendMetrics)
 	var ds []string
 	for _, name := range recommendMetrics {
@@ -883,7 +875,7 @@ func writeAlternative(w io.Writer, sp *spec.Spec, best, alt recommend.Candidate)
 		}
 	}
 	if len(ds) > 0 {
-		fmt.Fprintf(w, "# measured, %s against %s: %s\n", shapeOf(best.Point.Settings), shapeOf(p.Settings), strings.Join(ds, ", "))
+		fmt.Fprintf(w, "# measured, %s against %s: %s\n", best.Point.Settings.Shape(), p.Settings.Shape(), strings.Join(ds, ", "))
 	}
 	if parts := sp.PartCommands(p); parts != nil {
 		for _, line := range spec.Script(parts) {

@@ -19,18 +19,6 @@ type WhatifSpeculation struct {
 	Acceptance float64 // each draft token's chance of acceptance, in [0, 1]
 }
 
-// whatifShapes are the deployment shapes whatif compares (the values of
-// whatif.ShapeAggregated and whatif.ShapeDisaggregated, which imports
-// this package).
-var whatifShapes = []string{"aggregated", "disaggregated"}
-
-// whatifSpecMethods are the methods whatif's Speculation.check accepts
-// (internal/model/whatif/whatif.go), and those that need a draft.
-var (
-	whatifSpecMethods  = []string{"eagle", "eagle3", "mtp", "ngram", "draft_model"}
-	whatifDraftMethods = []string{"eagle", "eagle3", "draft_model"}
-)
-
 // whatifDeployment reads whatif.shapes, whatif.kv_link and
 // whatif.speculative, with the rules of their command-line flags.
 func (p *specParser) whatifDeployment(f map[string]*yaml.Node, w *WhatifSpec) {
@@ -40,7 +28,7 @@ func (p *specParser) whatifDeployment(f map[string]*yaml.Node, w *WhatifSpec) {
 			p.Fail(x, "whatif.shapes", "empty: want aggregated, disaggregated or both")
 		}
 		for _, s := range w.Shapes {
-			if !slices.Contains(whatifShapes, s) && !p.Failed() {
+			if !slices.Contains(engine.Shapes, s) && !p.Failed() {
 				p.Fail(x, "whatif.shapes", "%q: want aggregated, disaggregated or both", s)
 			}
 		}
@@ -76,14 +64,14 @@ func (p *specParser) whatifSpeculative(n *yaml.Node) *WhatifSpeculation {
 	}
 	if x := f["method"]; x != nil {
 		s.Method = p.Str(x, "whatif.speculative.method")
-		if !p.Failed() && !slices.Contains(whatifSpecMethods, s.Method) {
+		if !p.Failed() && !slices.Contains(engine.SpeculativeMethods, s.Method) {
 			p.Fail(x, "whatif.speculative.method", "%q: want eagle, eagle3, mtp, ngram or draft_model", s.Method)
 		}
 	}
 	if x := f["draft"]; x != nil {
 		s.Draft = p.Str(x, "whatif.speculative.draft")
 	}
-	if !p.Failed() && s.Draft == "" && slices.Contains(whatifDraftMethods, s.Method) {
+	if !p.Failed() && s.Draft == "" && engine.NeedsDraft(s.Method) {
 		p.Fail(n, "whatif.speculative.draft", "method %s needs a draft (the draft head or model the serve command names)", s.Method)
 	}
 	return s

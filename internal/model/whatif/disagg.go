@@ -17,8 +17,8 @@ import (
 // replica, or prefill and decode engines behind a router
 // (docs/reference.md (Disaggregated prefill and decode)).
 const (
-	ShapeAggregated    = "aggregated"
-	ShapeDisaggregated = "disaggregated"
+	ShapeAggregated    = engine.ShapeAggregated
+	ShapeDisaggregated = engine.ShapeDisaggregated
 )
 
 // Part is one side of a disaggregated row: its engines, the GPUs they

@@ -119,9 +119,9 @@ func (s *Speculation) check() error {
 		return inputErr("--spec-acceptance %v: want a rate in [0, 1]", s.Acceptance)
 	case s.Tokens < 1:
 		return inputErr("--spec-tokens %d: want at least 1 draft token", s.Tokens)
-	case !slices.Contains([]string{"eagle", "eagle3", "mtp", "ngram", "draft_model"}, s.Method):
+	case !slices.Contains(engine.SpeculativeMethods, s.Method):
 		return inputErr("--spec-method %q: want eagle, eagle3, mtp, ngram or draft_model", s.Method)
-	case s.Draft == "" && (s.Method == "eagle" || s.Method == "eagle3" || s.Method == "draft_model"):
+	case s.Draft == "" && engine.NeedsDraft(s.Method):
 		return inputErr("--spec-method %s needs --spec-draft (the draft head or model the serve command names)", s.Method)
 	}
 	return nil

@@ -428,7 +428,7 @@ func alternativeOf(sp *spec.Spec, trials []store.Trial, best recommend.Candidate
 		return nil
 	}
 	a := alt.Best
-	out := &alternative{Shape: shapeName(a.Point.Settings), Of: shapeName(best.Point.Settings), Trial: a.Trial,
+	out := &alternative{Shape: a.Point.Settings.Shape(), Of: best.Point.Settings.Shape(), Trial: a.Trial,
 		Level: a.Point.Label, GPUs: a.Point.GPUs, Settings: SettingsLine(a.Settings), Commands: serveCommands(sp, a.Point)}
 	diff := best.Difference(a, recommendMetrics)
 	for _, m := range recommendMetrics {
@@ -443,14 +443,6 @@ func alternativeOf(sp *spec.Spec, trials []store.Trial, best recommend.Candidate
 		out.Figures = append(out.Figures, altFigure{Name: metricTitle(m), Value: strings.TrimSpace(value + " " + ci), Diff: d})
 	}
 	return out
-}
-
-// shapeName names a configuration's shape.
-func shapeName(s engine.Settings) string {
-	if s.Disaggregated() {
-		return "disaggregated"
-	}
-	return "aggregated"
 }
 
 // frontTable lists the Pareto front over the study's objectives among the

@@ -89,6 +89,24 @@ var shapeNames = []string{"disaggregated", "prefill_replicas", "decode_replicas"
 // ShapeNames returns the settings of a deployment's shape.
 func ShapeNames() []string { return append([]string(nil), shapeNames...) }
 
+// The deployment shapes: one engine per replica, or prefill and decode
+// engines behind a router.
+const (
+	ShapeAggregated    = "aggregated"
+	ShapeDisaggregated = "disaggregated"
+)
+
+// Shapes are the deployment shapes.
+var Shapes = []string{ShapeAggregated, ShapeDisaggregated}
+
+// Shape names s's deployment shape.
+func (s Settings) Shape() string {
+	if s.Disaggregated() {
+		return ShapeDisaggregated
+	}
+	return ShapeAggregated
+}
+
 // Disaggregated reports whether s is a disaggregated configuration.
 func (s Settings) Disaggregated() bool {
 	on, _ := s.Bool("disaggregated")

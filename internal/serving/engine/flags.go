@@ -934,6 +934,14 @@ func IsSecretFlag(flag string) bool {
 // specMethods are spec_method's values.
 var specMethods = []string{"none", "eagle", "eagle3", "mtp", "ngram", "draft_model"}
 
+// SpeculativeMethods are the speculative decoding methods servetune
+// models (spec_method's values but none).
+var SpeculativeMethods = specMethods[1:]
+
+// NeedsDraft says whether speculative method m serves a draft head or
+// model the serve command must name (spec_draft_model).
+func NeedsDraft(m string) bool { return m == "eagle" || m == "eagle3" || m == "draft_model" }
+
 // sglangSpecAlgorithms are SGLang's --speculative-algorithm values by
 // neutral spec_method: MTP heads run as NEXTN, a draft model as
 // STANDALONE.
