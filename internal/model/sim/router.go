@@ -235,6 +235,6 @@ func (r *Router) send(req *http.Request, method, url string, body []byte) (*http
 }
 
 func errorJSON(status int, msg string) []byte {
-	b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": msg, "type": http.StatusText(status), "param": nil, "code": status}})
+	b, _ := json.Marshal(errorBody(status, http.StatusText(status), msg))
 	return b
 }

@@ -602,9 +602,12 @@ func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
 
 // apiError writes an OpenAI-style error body.
 func apiError(w http.ResponseWriter, status int, typ, msg string) {
-	writeJSON(w, status, map[string]any{"error": map[string]any{
-		"message": msg, "type": typ, "param": nil, "code": status,
-	}})
+	writeJSON(w, status, errorBody(status, typ, msg))
+}
+
+// errorBody is an OpenAI-style error: the server's and the router's.
+func errorBody(status int, typ, msg string) map[string]any {
+	return map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": status}}
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
