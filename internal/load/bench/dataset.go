@@ -203,6 +203,15 @@ type shareGPTEntry struct {
 	} `json:"conversations"`
 }
 
+// shareGPTEntries reads a ShareGPT file's JSON array.
+func shareGPTEntries(raw []byte, path string) ([]shareGPTEntry, error) {
+	var entries []shareGPTEntry
+	if err := json.Unmarshal(raw, &entries); err != nil {
+		return nil, fmt.Errorf("%w: %s: not a ShareGPT JSON array: %w", ErrBadDataset, path, err)
+	}
+	return entries, nil
+}
+
 // shareGPT samples n prompts from a ShareGPT file with vLLM's filters: the
 // first human turn is the prompt and the next turn's length the output
 // length; pairs with prompt or output < 4 tokens, prompt > 1024 or
@@ -222,9 +231,9 @@ func (d DatasetSpec) shareGPT(rng *rand.Rand, n int) ([]measure.Request, error) 
 
 // parseShareGPT reads a ShareGPT file's usable pairs (shareGPT).
 func (d DatasetSpec) parseShareGPT(raw []byte, rng *rand.Rand) ([]measure.Request, error) {
-	var entries []shareGPTEntry
-	if err := json.Unmarshal(raw, &entries); err != nil {
-		return nil, fmt.Errorf("%w: %s: not a ShareGPT JSON array: %w", ErrBadDataset, d.Path, err)
+	entries, err := shareGPTEntries(raw, d.Path)
+	if err != nil {
+		return nil, err
 	}
 	var pool []measure.Request
 	for _, e := range entries {

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -26,9 +25,9 @@ type shareGPTTurn struct {
 // human, gpt (or at an empty message); one with no answered message is left
 // out. Token counts are ApproxTokens'.
 func parseShareGPTConversations(raw []byte, path string) ([][]shareGPTTurn, error) {
-	var entries []shareGPTEntry
-	if err := json.Unmarshal(raw, &entries); err != nil {
-		return nil, fmt.Errorf("%w: %s: not a ShareGPT JSON array: %w", ErrBadDataset, path, err)
+	entries, err := shareGPTEntries(raw, path)
+	if err != nil {
+		return nil, err
 	}
 	var out [][]shareGPTTurn
 	for _, e := range entries {
