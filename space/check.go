@@ -152,7 +152,9 @@ func (sp Space) Size() (int, error) {
 
 // Grid enumerates every point of a discrete space: the first parameter
 // varies slowest, the last fastest, values in spec order. Points that break
-// constraints are included; filter them with Check.
+// constraints are included; filter them with Check. Points that are one
+// configuration (engine.Settings.Key: an aggregated point's shape settings
+// configure nothing) appear once, so the grid can be shorter than Size.
 func (sp Space) Grid() ([]Settings, error) {
 	size, err := sp.Size()
 	if err != nil {
@@ -163,13 +165,17 @@ func (sp Space) Grid() ([]Settings, error) {
 		values[i], _ = p.Values()
 	}
 	out := make([]Settings, 0, size)
+	seen := make(map[string]bool, size)
 	idx := make([]int, len(sp.Params))
 	for range size {
 		s := make(Settings, len(sp.Params))
 		for i, p := range sp.Params {
 			s[p.Name] = values[i][idx[i]]
 		}
-		out = append(out, s)
+		if k := s.Key(); !seen[k] {
+			seen[k] = true
+			out = append(out, s)
+		}
 		for i := len(idx) - 1; i >= 0; i-- {
 			if idx[i]++; idx[i] < len(values[i]) {
 				break

@@ -291,6 +291,20 @@ gpu_memory_fraction: {float: [0.1, 0.3], step: 0.1}
 		seen[string(b)] = true
 	}
 
+	// An aggregated point's shape settings configure nothing: the grid
+	// holds the aggregated configuration once, and each disaggregated one.
+	shapes, err := parseYAML(t, "tensor_parallel: [1]\ndisaggregated: {bool: true}\nprefill_replicas: [1, 2]\ndecode_replicas: [1, 2]")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sg, err := shapes.Grid()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sg) != 1+4 {
+		t.Errorf("grid with shape keys: %d points, want 5 (one aggregated, four disaggregated): %v", len(sg), sg)
+	}
+
 	cont, err := parseYAML(t, "tensor_parallel: [1, 2]\ngpu_memory_fraction: {float: [0.8, 0.9]}")
 	if err != nil {
 		t.Fatal(err)

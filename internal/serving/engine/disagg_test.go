@@ -105,3 +105,21 @@ func TestKVLinkFromEnv(t *testing.T) {
 		t.Errorf("sim_kv_link = %q from %s", got, EnvSimKVLink)
 	}
 }
+
+// An aggregated configuration's shape settings configure nothing: two that
+// differ only there share a key, while disaggregated ones keep theirs.
+func TestKeyLeavesOutInactiveShape(t *testing.T) {
+	a := Settings{"tensor_parallel": 2, "disaggregated": false, "prefill_replicas": 1, "decode_tensor_parallel_size": 4}
+	b := Settings{"tensor_parallel": 2, "disaggregated": false, "prefill_replicas": 3, "decode_tensor_parallel_size": 1}
+	if a.Key() != b.Key() {
+		t.Errorf("aggregated keys differ: %q %q", a.Key(), b.Key())
+	}
+	c := Settings{"tensor_parallel": 2}
+	if a.Key() == c.Key() {
+		t.Errorf("disaggregated=false dropped from the key: %q", a.Key())
+	}
+	a["disaggregated"], b["disaggregated"] = true, true
+	if a.Key() == b.Key() {
+		t.Errorf("disaggregated keys equal: %q", a.Key())
+	}
+}

@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -141,10 +142,18 @@ func (s Settings) Line() string {
 }
 
 // Key is a canonical text of s, numbers normalised (JSON gives float64
-// where YAML gave int): equal configurations have equal keys.
+// where YAML gave int): equal configurations have equal keys. An
+// aggregated configuration's shape settings (prefill_replicas and the
+// like) configure nothing, so they are left out: two aggregated
+// configurations that differ only there are one configuration, measured
+// once.
 func (s Settings) Key() string {
+	inactive := !s.Disaggregated()
 	keys := make([]string, 0, len(s))
 	for k := range s {
+		if inactive && k != "disaggregated" && slices.Contains(shapeNames, k) {
+			continue
+		}
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
