@@ -43,8 +43,9 @@ type Config struct {
 	PrefixCaching  bool
 	ChunkedPrefill bool
 	MixedChunk     bool // mixed_chunk (SGLang): prefill and decode in one batch
-	// SyncScheduling is async_scheduling off (vLLM): the host's per-step
-	// work runs between the GPU's steps instead of beside them.
+	// SyncScheduling is async_scheduling off (vLLM's --no-async-scheduling,
+	// SGLang's --disable-overlap-schedule): the host's per-step work runs
+	// between the GPU's steps instead of beside them.
 	SyncScheduling bool
 	// ExpertParallel is expert_parallel: whole experts per GPU across the
 	// experts' group (MoEGroup) instead of a slice of each.

@@ -131,6 +131,20 @@ const (
 	// stepOverheadSGLang: SGLang overlaps scheduling with the GPU
 	// ("zero-overhead" scheduler). Estimate: 1.0 ms.
 	stepOverheadSGLang = 1000 * time.Microsecond
+	// sglangNoOverlapSlowdown is how much longer an SGLang step takes
+	// without the overlap scheduler (--disable-overlap-schedule, or an
+	// SGLang from before sgl-project/sglang PR #2067, November 2024,
+	// released in v0.4, which turned it on by default; v0.3.0 ran
+	// without it): the host's scheduling,
+	// memory allocation and output handling (and at TP > 1 rank 0's
+	// broadcast of the received requests to the other ranks,
+	// broadcast_recv_input in SGLang's tp_worker.py) run
+	// between the GPU's steps instead of beside them. The SGLang v0.4
+	// release post (https://lmsys.org/blog/2024-12-04-sglang-v0-4/,
+	// "Zero-Overhead Batch Scheduler") measures the overlap scheduler at
+	// 1.1x throughput: a step without it takes 1.1 times as long.
+	// Source (one published figure), not fit.
+	sglangNoOverlapSlowdown = 1.1
 	// perSeqOverhead is the CPU time per scheduled sequence per step
 	// (detokenisation, stop checks, output objects). Estimate: 3 us.
 	perSeqOverhead = 3 * time.Microsecond

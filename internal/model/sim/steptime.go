@@ -74,6 +74,7 @@ type stepModel struct {
 	cpuBase       float64 // seconds
 	perSeq        float64 // seconds per scheduled sequence
 	async         bool    // the host's step work runs beside the GPU's (vLLM's async scheduling)
+	noOverlap     bool    // SGLang without its overlap scheduler (constants.go, sglangNoOverlapSlowdown)
 	kernels       float64 // seconds of kernel overhead per step (kernelOverhead x kernels)
 	// kernelsPerLayer and kernelsPerStep are kernels' parts: one layer's
 	// and the step's own.
@@ -120,6 +121,7 @@ func newStepModel(cfg Config) stepModel {
 		eager:      cfg.EnforceEager,
 		graphMaxBS: cfg.CUDAGraphMaxBS,
 		async:      cfg.Engine == engine.VLLM && !cfg.SyncScheduling && !cfg.Deviation.SyncHost,
+		noOverlap:  cfg.Engine == engine.SGLang && cfg.SyncScheduling,
 	}
 	s.prefillPairFlops = 4 * d
 	inter := float64(m.Intermediate) / tp
@@ -248,6 +250,11 @@ func (s *stepModel) stepSeconds(b batchShape) float64 {
 		// step N (constants.go, stepOverheadVLLM): the slower of the two
 		// sets the cadence.
 		return math.Max(gpu, host)
+	}
+	if s.noOverlap {
+		// SGLang's overlap scheduler hides the host work that a step
+		// without it waits for (constants.go, sglangNoOverlapSlowdown).
+		return (gpu + host) * sglangNoOverlapSlowdown
 	}
 	return gpu + host
 }

@@ -291,8 +291,9 @@ var table = []setting{
 		sglang: spelling{flag: "--speculative-eagle-topk"}},
 	{name: "spec_verify_tokens", typ: Int, doc: "SGLang: draft tokens the target model verifies per sequence and step",
 		sglang: spelling{flag: "--speculative-num-draft-tokens"}},
-	{name: "async_scheduling", typ: Bool, doc: "vLLM: schedule the next step while the GPU runs this one (on by default)",
-		vllm: spelling{on: []string{"--async-scheduling"}, off: []string{"--no-async-scheduling"}}},
+	{name: "async_scheduling", typ: Bool, doc: "schedule the next step while the GPU runs this one (vLLM's async scheduling, SGLang's overlap scheduler; on by default)",
+		vllm:   spelling{on: []string{"--async-scheduling"}, off: []string{"--no-async-scheduling"}},
+		sglang: spelling{off: []string{"--disable-overlap-schedule"}}},
 
 	// Disaggregated prefill and decode (docs/reference.md (Disaggregated
 	// prefill and decode)): vLLM's KV connector and its role, SGLang's
