@@ -86,6 +86,23 @@ const (
 	// constant (sim/doc.go, weak spot 2).
 	fp8GEMMEfficiency = 0.55
 
+	// Block-scaled FP8 (a scale per 128x128 block of weights and per
+	// 128 activations of a token, DeepSeek-V3's checkpoint) multiplies
+	// below the per-tensor kernels' rate. SGLang's benchmark of its
+	// blockwise FP8 GEMMs on DeepSeek-V3's shapes (sgl-project/sglang PR
+	// #5207, N=4608 K=7168, Hopper) times DeepGEMM, which SGLang runs the
+	// linears with on Hopper, at 79, 151 and 271 us for 1,024, 2,048 and
+	// 4,096 tokens: 0.43, 0.45 and 0.50 of the 1,979 TFLOPS FP8 peak; its
+	// Triton blockwise kernel at 165, 266 and 466 us: 0.21, 0.26 and 0.29.
+	// blockFP8GEMMEfficiency is DeepGEMM's 0.45 (2,048 tokens).
+	// blockFP8ExpertEfficiency, the routed experts' grouped GEMMs, is the
+	// Triton kernel's 0.26: with tensor-parallel experts both engines run
+	// them in the fused Triton MoE kernel (fused_moe_triton), whose
+	// block-scaled FP8 path is the same Triton blockwise GEMM per expert.
+	// Estimates from one benchmark (its GPU unstated beyond Hopper).
+	blockFP8GEMMEfficiency   = 0.45
+	blockFP8ExpertEfficiency = 0.26
+
 	// w4a16GEMMEfficiency: AWQ/GPTQ (W4A16) GEMMs reach ~0.45 of the BF16
 	// peak (dequantisation in the kernel).
 	w4a16GEMMEfficiency = 0.45
@@ -139,6 +156,20 @@ const (
 	// larger than the captured sizes): ~10 kernels at ~4 us launch latency.
 	// Estimate.
 	eagerLaunchPerLayer = 40 * time.Microsecond
+	// sglangEagerMLAMoELayer is the host's launch time of one
+	// DeepSeek-V2/V3 layer (MLA and routed experts) when SGLang runs it
+	// eagerly, as it runs every extend (prefill or mixed) batch: its CUDA
+	// graphs capture decode batches only (cuda_graph_runner.py), and
+	// piecewise prefill graphs were opt-in (--enable-piecewise-cuda-graph,
+	// PR #10062: "SGLang's current native prefilling can incur kernel
+	// launch overhead") until PR #16331 (March 2026) made them the
+	// default. Such a layer launches several times eagerLaunchPerLayer's
+	// ten kernels, each through Python: SGLang PR #12160 logs an eager
+	// forward of 82.6 ms for a one-token extend batch of DeepSeek-V3
+	// (23.1 ms replayed as a CUDA graph) and reports that prefill latency
+	// hardly changes below 100 new tokens: 82.6 ms / 61 layers = 1.35 ms.
+	// Estimate from that one measurement (GPU and TP unstated).
+	sglangEagerMLAMoELayer = 1350 * time.Microsecond
 )
 
 // GPU-side cost of a kernel (calibration, weak spot 3 in doc.go).
