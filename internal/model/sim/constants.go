@@ -156,20 +156,25 @@ const (
 	// larger than the captured sizes): ~10 kernels at ~4 us launch latency.
 	// Estimate.
 	eagerLaunchPerLayer = 40 * time.Microsecond
-	// sglangEagerMLAMoELayer is the host's launch time of one
-	// DeepSeek-V2/V3 layer (MLA and routed experts) when SGLang runs it
-	// eagerly, as it runs every extend (prefill or mixed) batch: its CUDA
-	// graphs capture decode batches only (cuda_graph_runner.py), and
-	// piecewise prefill graphs were opt-in (--enable-piecewise-cuda-graph,
-	// PR #10062: "SGLang's current native prefilling can incur kernel
-	// launch overhead") until PR #16331 (March 2026) made them the
-	// default. Such a layer launches several times eagerLaunchPerLayer's
-	// ten kernels, each through Python: SGLang PR #12160 logs an eager
-	// forward of 82.6 ms for a one-token extend batch of DeepSeek-V3
-	// (23.1 ms replayed as a CUDA graph) and reports that prefill latency
-	// hardly changes below 100 new tokens: 82.6 ms / 61 layers = 1.35 ms.
-	// Estimate from that one measurement (GPU and TP unstated).
-	sglangEagerMLAMoELayer = 1350 * time.Microsecond
+	// sglangExtendHostMLAMoE is the host's time per DeepSeek-V2/V3 layer
+	// (MLA and routed experts) that an SGLang extend (prefill or mixed)
+	// step adds to the GPU's work. SGLang runs every extend batch
+	// eagerly: its CUDA graphs capture decode batches only
+	// (cuda_graph_runner.py), and piecewise prefill graphs were opt-in
+	// (--enable-piecewise-cuda-graph, PR #10062: "SGLang's current native
+	// prefilling can incur kernel launch overhead") until PR #16331
+	// (March 2026) made them the default. Such a layer launches many
+	// small kernels through Python: SGLang PR #12160 logs a forward of
+	// 82.6 ms for a one-token extend batch of DeepSeek-V3 run eagerly and
+	// 23.1 ms replayed as a CUDA graph, and reports that prefill latency
+	// hardly changes below 100 new tokens: (82.6 - 23.1) / 61 layers =
+	// 0.975 ms. The time adds to the GPU's rather than hiding behind it:
+	// on 8 x H200 at TP8, DeepSeek-R1 FP8's time to first token at batch
+	// 1 (TensorRT-LLM issue #5929, its PyTorch backend, whose context
+	// steps run eagerly too) is 165 ms at 1,600 tokens and 516 ms at
+	// 8,192, a line whose ~80 ms at zero tokens is this 59.5 ms with the
+	// front end. Estimate from those two measurements.
+	sglangExtendHostMLAMoE = 975 * time.Microsecond
 )
 
 // GPU-side cost of a kernel (calibration, weak spot 3 in doc.go).

@@ -73,10 +73,11 @@ type stepModel struct {
 	eager         bool
 	graphMaxBS    int
 	// eagerExtend: steps with prompt tokens never run as CUDA graphs
-	// (SGLang); eagerLayer is the host's launch time of one layer of a
-	// step that runs eagerly.
+	// (SGLang); extendHost is the host's time per layer of such a step
+	// that the GPU's work does not hide (constants.go,
+	// sglangExtendHostMLAMoE).
 	eagerExtend bool
-	eagerLayer  float64
+	extendHost  float64
 	cpuBase     float64 // seconds
 	perSeq      float64 // seconds per scheduled sequence
 	async       bool    // the host's step work runs beside the GPU's (vLLM's async scheduling)
@@ -126,7 +127,6 @@ func newStepModel(cfg Config) stepModel {
 		eager:       cfg.EnforceEager,
 		graphMaxBS:  cfg.CUDAGraphMaxBS,
 		eagerExtend: cfg.Engine == engine.SGLang,
-		eagerLayer:  eagerLaunchPerLayer.Seconds(),
 		async:       cfg.Engine == engine.VLLM && !cfg.SyncScheduling && !cfg.Deviation.SyncHost,
 	}
 	s.prefillPairFlops = 4 * d
@@ -171,7 +171,7 @@ func newStepModel(cfg Config) stepModel {
 		s.expertRate = s.gemmRate
 	}
 	if cfg.Engine == engine.SGLang && m.MLA != nil && m.MoE() {
-		s.eagerLayer = sglangEagerMLAMoELayer.Seconds()
+		s.extendHost = sglangExtendHostMLAMoE.Seconds()
 	}
 	// The link figures serve the TP all-reduces and the pipeline hops.
 	if cfg.TP > 1 || cfg.PP > 1 {
@@ -287,8 +287,12 @@ func (s *stepModel) gpuSeconds(b batchShape) float64 {
 	layer += 2 * s.allReduce(T*s.hidden*bytesBF16)
 	// Without a CUDA graph the CPU launches each layer's kernels; launches
 	// hide behind GPU work longer than themselves.
-	if s.eager || b.tokens > s.graphMaxBS || (s.eagerExtend && b.prefillTokens > 0) {
-		layer = math.Max(layer, s.eagerLayer)
+	extend := s.eagerExtend && b.prefillTokens > 0
+	if s.eager || b.tokens > s.graphMaxBS || extend {
+		layer = math.Max(layer, eagerLaunchPerLayer.Seconds())
+	}
+	if extend {
+		layer += s.extendHost
 	}
 	gpu := s.layers * layer
 	if b.sampled > 0 {
