@@ -60,12 +60,22 @@ type Source struct {
 	Split  string `json:"split"`
 }
 
-// Workload is what a run sent: fixed mean lengths, and either Poisson
-// stages ([rate per second, requests], one after another), or Requests
-// under a concurrency cap (0: all at once, offline).
+// Workload is what a run sent: mean lengths (every request's, unless
+// RangeRatio spreads them), and either Poisson stages ([rate per second,
+// requests], one after another), or Requests under a concurrency cap (0:
+// all at once, offline).
 type Workload struct {
-	In          int          `json:"in"`
-	Out         int          `json:"out"`
+	In  int `json:"in"`
+	Out int `json:"out"`
+	// RangeRatio is the client's --random-range-ratio where its random
+	// dataset draws each request's input and output lengths uniformly
+	// from the integers of [ratio x N, N] (benchmark_serving's
+	// sample_random_requests, np.random.randint(int(N*ratio), N+1)); N is
+	// taken so that the range's mean is In (Out): 2 x In / (1 + ratio).
+	// 0: every request has In and Out exactly. Under a concurrency cap
+	// the spread matters: equal lengths finish together and the next
+	// wave's prompts all arrive at once, where spread ones drift apart.
+	RangeRatio  float64      `json:"range_ratio,omitempty"`
 	Stages      [][2]float64 `json:"stages,omitempty"`
 	Requests    int          `json:"requests,omitempty"`
 	Concurrency int          `json:"concurrency,omitempty"`
@@ -189,6 +199,8 @@ func (s *Suite) check() error {
 			return fmt.Errorf("run %q: stat %q, want mean or median", r.ID, r.Stat)
 		case r.Workload.In < 1 || r.Workload.Out < 1:
 			return fmt.Errorf("run %q: workload lengths must be positive", r.ID)
+		case r.Workload.RangeRatio < 0 || r.Workload.RangeRatio >= 1:
+			return fmt.Errorf("run %q: workload range_ratio %v: want 0 (fixed lengths) or a ratio in (0, 1)", r.ID, r.Workload.RangeRatio)
 		case r.Workload.Prompts < 0:
 			return fmt.Errorf("run %q: workload prompts %d: want 0 (every prompt new) or a positive count", r.ID, r.Workload.Prompts)
 		case (len(r.Workload.Stages) > 0) == (r.Workload.Requests > 0):
@@ -298,8 +310,10 @@ func (s *Suite) Simulate(r Run) (Result, error) {
 		sched = make([]time.Duration, n)
 	}
 	reqs := make([]measure.Request, n)
+	lengths := w.lengths(r.ID)
 	for i := range reqs {
-		reqs[i] = measure.Request{Index: i, PromptTokens: w.In, MaxTokens: w.Out, PrefixID: -1}
+		in, out := lengths()
+		reqs[i] = measure.Request{Index: i, PromptTokens: in, MaxTokens: out, PrefixID: -1}
 		if w.Prompts > 0 {
 			// A cycled prompt is the same tokens every time it comes
 			// round: the whole of it is the group's prefix.
@@ -327,9 +341,13 @@ func (s *Suite) Simulate(r Run) (Result, error) {
 		p = Metrics{TTFT: sum.TTFT.Median, ITL: sum.TPOT.Median, E2E: sum.E2EL.Median}
 	} else {
 		// The mean time per output token as the runs define it:
-		// (E2E mean - TTFT mean) / (output - 1).
+		// (E2E mean - TTFT mean) / (output - 1); with spread lengths,
+		// benchmark_serving's mean over the requests of their own.
 		p = Metrics{TTFT: sum.TTFT.Mean, E2E: sum.E2EL.Mean}
-		if w.Out > 1 {
+		switch {
+		case w.RangeRatio > 0:
+			p.ITL = sum.TPOT.Mean
+		case w.Out > 1:
 			p.ITL = (sum.E2EL.Mean - sum.TTFT.Mean) / float64(w.Out-1)
 		}
 	}
@@ -359,6 +377,27 @@ func (s *Suite) Simulate(r Run) (Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// lengths returns a draw of one request's input and output lengths: In
+// and Out each time, or with RangeRatio, uniform draws over the client's
+// ranges, the stream seeded by the run's id.
+func (w Workload) lengths(id string) func() (in, out int) {
+	if w.RangeRatio == 0 {
+		return func() (int, int) { return w.In, w.Out }
+	}
+	h := fnv.New64a()
+	h.Write([]byte(id))
+	rng := rand.New(rand.NewPCG(2, h.Sum64()))
+	draw := func(mean int) int {
+		hi := int(math.Round(2 * float64(mean) / (1 + w.RangeRatio)))
+		lo := int(float64(hi) * w.RangeRatio)
+		return lo + rng.IntN(hi-lo+1)
+	}
+	return func() (int, int) {
+		in := draw(w.In)
+		return in, draw(w.Out)
+	}
 }
 
 // Simulate runs every measurement.

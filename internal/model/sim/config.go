@@ -70,6 +70,10 @@ type Config struct {
 	BlockSize      int  // block_size (SGLang: page size)
 	EnforceEager   bool // cuda_graphs off
 	CUDAGraphMaxBS int
+	// StreamInterval is stream_interval: a stream's tokens go out one
+	// message per this many (0 or 1: every step's), the first and the
+	// last at once (sends).
+	StreamInterval int
 
 	// Constants are the efficiency constants of the step-time model; zero
 	// fields take the stock values (StockConstants). A calibration
@@ -255,6 +259,7 @@ var settings = []setting{
 	field("block_size", engine.Settings.Int, func(c *Config) *int { return &c.BlockSize }),
 	switched("cuda_graphs", true, func(c *Config) *bool { return &c.EnforceEager }),
 	field("cuda_graph_max_bs", engine.Settings.Int, func(c *Config) *int { return &c.CUDAGraphMaxBS }),
+	field("stream_interval", engine.Settings.Int, func(c *Config) *int { return &c.StreamInterval }),
 	switched("mixed_chunk", false, func(c *Config) *bool { return &c.MixedChunk }),
 	switched("async_scheduling", true, func(c *Config) *bool { return &c.SyncScheduling }),
 	whenOn("expert_parallel", func(c *Config) *bool { return &c.ExpertParallel }),
@@ -617,4 +622,17 @@ func (c *Config) kvBytesPerElem() float64 {
 // head when there are fewer KV heads than ranks.
 func (c *Config) kvHeadsPerGPU() int {
 	return max(1, c.Model.KVHeads/c.TP)
+}
+
+// sends reports whether a stream's tokens go out as a message now, with
+// pending generated since the last message and sent before it: the first
+// token at once, then one message per StreamInterval tokens, and the
+// last. Both engines do so: vLLM's output processor sends when the
+// request finished, on its first token, or once stream_interval tokens
+// have gathered (vllm/v1/engine/output_processor.py, RequestState); SGLang's
+// scheduler when len(output_ids) % stream_interval == 1 or the request
+// finished (scheduler_output_processor_mixin.py, stream_output_generation),
+// the same messages at one token per step.
+func (c *Config) sends(pending, sent int, last bool) bool {
+	return last || sent == 0 || pending >= max(c.StreamInterval, 1)
 }

@@ -86,6 +86,23 @@ const (
 	// constant (sim/doc.go, weak spot 2).
 	fp8GEMMEfficiency = 0.55
 
+	// Block-scaled FP8 (a scale per 128x128 block of weights and per
+	// 128 activations of a token, DeepSeek-V3's checkpoint) multiplies
+	// below the per-tensor kernels' rate. SGLang's benchmark of its
+	// blockwise FP8 GEMMs on DeepSeek-V3's shapes (sgl-project/sglang PR
+	// #5207, N=4608 K=7168, Hopper) times DeepGEMM, which SGLang runs the
+	// linears with on Hopper, at 79, 151 and 271 us for 1,024, 2,048 and
+	// 4,096 tokens: 0.43, 0.45 and 0.50 of the 1,979 TFLOPS FP8 peak; its
+	// Triton blockwise kernel at 165, 266 and 466 us: 0.21, 0.26 and 0.29.
+	// blockFP8GEMMEfficiency is DeepGEMM's 0.45 (2,048 tokens).
+	// blockFP8ExpertEfficiency, the routed experts' grouped GEMMs, is the
+	// Triton kernel's 0.26: with tensor-parallel experts both engines run
+	// them in the fused Triton MoE kernel (fused_moe_triton), whose
+	// block-scaled FP8 path is the same Triton blockwise GEMM per expert.
+	// Estimates from one benchmark (its GPU unstated beyond Hopper).
+	blockFP8GEMMEfficiency   = 0.45
+	blockFP8ExpertEfficiency = 0.26
+
 	// w4a16GEMMEfficiency: AWQ/GPTQ (W4A16) GEMMs reach ~0.45 of the BF16
 	// peak (dequantisation in the kernel).
 	w4a16GEMMEfficiency = 0.45
@@ -153,6 +170,25 @@ const (
 	// larger than the captured sizes): ~10 kernels at ~4 us launch latency.
 	// Estimate.
 	eagerLaunchPerLayer = 40 * time.Microsecond
+	// sglangExtendHostMLAMoE is the host's time per DeepSeek-V2/V3 layer
+	// (MLA and routed experts) that an SGLang extend (prefill or mixed)
+	// step adds to the GPU's work. SGLang runs every extend batch
+	// eagerly: its CUDA graphs capture decode batches only
+	// (cuda_graph_runner.py), and piecewise prefill graphs were opt-in
+	// (--enable-piecewise-cuda-graph, PR #10062: "SGLang's current native
+	// prefilling can incur kernel launch overhead") until PR #16331
+	// (March 2026) made them the default. Such a layer launches many
+	// small kernels through Python: SGLang PR #12160 logs a forward of
+	// 82.6 ms for a one-token extend batch of DeepSeek-V3 run eagerly and
+	// 23.1 ms replayed as a CUDA graph, and reports that prefill latency
+	// hardly changes below 100 new tokens: (82.6 - 23.1) / 61 layers =
+	// 0.975 ms. The time adds to the GPU's rather than hiding behind it:
+	// on 8 x H200 at TP8, DeepSeek-R1 FP8's time to first token at batch
+	// 1 (TensorRT-LLM issue #5929, its PyTorch backend, whose context
+	// steps run eagerly too) is 165 ms at 1,600 tokens and 516 ms at
+	// 8,192, a line whose ~80 ms at zero tokens is this 59.5 ms with the
+	// front end. Estimate from those two measurements.
+	sglangExtendHostMLAMoE = 975 * time.Microsecond
 )
 
 // GPU-side cost of a kernel (calibration, weak spot 3 in doc.go).

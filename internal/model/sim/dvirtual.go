@@ -352,21 +352,25 @@ func (r *dRun) emitPrefill(s *seq, last bool) {
 	r.push(start+xfer+v.link.Latency, s.id, true)
 }
 
-// emitDecode records a decode step's tokens, as Virtual.emit does.
+// emitDecode records a decode step's tokens, as Virtual.emit does: the
+// decode engine streams them.
 func (r *dRun) emitDecode(s *seq, last bool) {
+	if last {
+		r.reqs[s.id].phase = 4
+		r.inflight--
+	}
 	rec := &r.recs[s.id]
+	n := s.generated - rec.OutputTokens
+	if !r.v.d.Decode.sends(n, rec.OutputTokens, last) {
+		return
+	}
 	at := r.offset(r.v.now)
 	if rec.OutputTokens == 0 {
 		rec.First = at
 	}
 	rec.Last, rec.End = at, at
-	n := s.generated - rec.OutputTokens
 	rec.OutputTokens = s.generated
 	rec.Chunks = append(rec.Chunks, measure.Chunk{At: at, Tokens: n})
-	if last {
-		r.reqs[s.id].phase = 4
-		r.inflight--
-	}
 }
 
 // abortUnfinished fails every unfinished request and takes it off its

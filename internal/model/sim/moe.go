@@ -214,7 +214,7 @@ func (x *moeStep) tokenwise(s *stepModel, T float64) float64 {
 	}
 	flops := 2 * pairs * x.expertW
 	bytes := touched*x.expertW*s.wBytes + pairs*(x.hidden+2*x.expertW/(3*x.hidden))*bytesBF16
-	t := roofline(flops, s.gemmRate, bytes, s.bw)
+	t := roofline(flops, s.expertRate, bytes, s.bw)
 	t += roofline(2*T*x.hidden*x.experts, s.bf16Rate, x.hidden*x.experts*bytesBF16, s.bw) // router
 	if x.group > 1 && x.ranks > 1 {
 		fan := x.ranks // gather every rank's tokens, reduce-scatter back

@@ -390,17 +390,19 @@ func (l *loop) commit(next int) {
 	l.s.publish(l.cores)
 }
 
-// emit hands one sampled token to its stream.
+// emit hands a step's sampled tokens to their stream when it sends them
+// now (Config.sends); held tokens go with the next message.
 func (l *loop) emit(q *seq, last bool) {
 	st := l.streams[q.id]
-	n := q.generated - st.emitted
-	st.emitted = q.generated
-	ev := event{generated: q.generated, n: n, last: last, at: l.now}
-	if st.w != nil {
-		k := q.id % len(l.batches)
-		l.batches[k] = append(l.batches[k], pending{st, ev})
-	} else {
-		st.events <- ev
+	if n := q.generated - st.emitted; l.s.cfg.sends(n, st.emitted, last) {
+		st.emitted = q.generated
+		ev := event{generated: q.generated, n: n, last: last, at: l.now}
+		if st.w != nil {
+			k := q.id % len(l.batches)
+			l.batches[k] = append(l.batches[k], pending{st, ev})
+		} else {
+			st.events <- ev
+		}
 	}
 	if last {
 		delete(l.streams, q.id)

@@ -51,6 +51,7 @@ type stepModel struct {
 	gemms         []gemm
 	wBytes        float64 // bytes per linear weight element
 	gemmRate      float64 // achievable FLOP/s of the linear layers
+	expertRate    float64 // achievable FLOP/s of the routed experts' GEMMs
 	bf16Rate      float64 // achievable BF16 FLOP/s (LM head)
 	attnRate      float64 // achievable FLOP/s of attention
 	bw            float64 // achievable HBM bytes/s
@@ -71,11 +72,17 @@ type stepModel struct {
 	pp            int
 	eager         bool
 	graphMaxBS    int
-	cpuBase       float64 // seconds
-	perSeq        float64 // seconds per scheduled sequence
-	async         bool    // the host's step work runs beside the GPU's (vLLM's async scheduling)
-	noOverlap     bool    // SGLang without its overlap scheduler (constants.go, sglangNoOverlapSlowdown)
-	kernels       float64 // seconds of kernel overhead per step (kernelOverhead x kernels)
+	// eagerExtend: steps with prompt tokens never run as CUDA graphs
+	// (SGLang); extendHost is the host's time per layer of such a step
+	// that the GPU's work does not hide (constants.go,
+	// sglangExtendHostMLAMoE).
+	eagerExtend bool
+	extendHost  float64
+	cpuBase     float64 // seconds
+	perSeq      float64 // seconds per scheduled sequence
+	async       bool    // the host's step work runs beside the GPU's (vLLM's async scheduling)
+	noOverlap   bool    // SGLang without its overlap scheduler (constants.go, sglangNoOverlapSlowdown)
+	kernels     float64 // seconds of kernel overhead per step (kernelOverhead x kernels)
 	// kernelsPerLayer and kernelsPerStep are kernels' parts: one layer's
 	// and the step's own.
 	kernelsPerLayer, kernelsPerStep float64
@@ -100,28 +107,29 @@ func newStepModel(cfg Config) stepModel {
 	h, d := float64(m.Hidden), float64(m.HeadDim)
 	q, kv := float64(m.Heads)/tp, float64(cfg.kvHeadsPerGPU())
 	s := stepModel{
-		layers:     float64(m.Layers),
-		wBytes:     cfg.weightBytesPerElem(),
-		bf16Rate:   g.BF16TFLOPS * 1e12 * k.BF16GEMMEfficiency,
-		attnRate:   g.BF16TFLOPS * 1e12 * k.AttentionEfficiency,
-		bw:         g.HBMTBps * 1e12 * k.HBMEfficiency,
-		qPerGPU:    q,
-		kvPerGPU:   kv,
-		headDim:    d,
-		kvElem:     cfg.kvBytesPerElem(),
-		hidden:     h,
-		moe:        m.MoE(),
-		experts:    float64(m.Experts),
-		topK:       float64(m.ExpertsPerTok),
-		expertW:    3 * h * float64(m.Intermediate) / tp,
-		lmHeadW:    float64(m.Vocab) * h / tp,
-		vocab:      float64(m.Vocab),
-		tp:         cfg.TP,
-		pp:         cfg.PP,
-		eager:      cfg.EnforceEager,
-		graphMaxBS: cfg.CUDAGraphMaxBS,
-		async:      cfg.Engine == engine.VLLM && !cfg.SyncScheduling && !cfg.Deviation.SyncHost,
-		noOverlap:  cfg.Engine == engine.SGLang && cfg.SyncScheduling,
+		layers:      float64(m.Layers),
+		wBytes:      cfg.weightBytesPerElem(),
+		bf16Rate:    g.BF16TFLOPS * 1e12 * k.BF16GEMMEfficiency,
+		attnRate:    g.BF16TFLOPS * 1e12 * k.AttentionEfficiency,
+		bw:          g.HBMTBps * 1e12 * k.HBMEfficiency,
+		qPerGPU:     q,
+		kvPerGPU:    kv,
+		headDim:     d,
+		kvElem:      cfg.kvBytesPerElem(),
+		hidden:      h,
+		moe:         m.MoE(),
+		experts:     float64(m.Experts),
+		topK:        float64(m.ExpertsPerTok),
+		expertW:     3 * h * float64(m.Intermediate) / tp,
+		lmHeadW:     float64(m.Vocab) * h / tp,
+		vocab:       float64(m.Vocab),
+		tp:          cfg.TP,
+		pp:          cfg.PP,
+		eager:       cfg.EnforceEager,
+		graphMaxBS:  cfg.CUDAGraphMaxBS,
+		eagerExtend: cfg.Engine == engine.SGLang,
+		async:       cfg.Engine == engine.VLLM && !cfg.SyncScheduling && !cfg.Deviation.SyncHost,
+		noOverlap:   cfg.Engine == engine.SGLang && cfg.SyncScheduling,
 	}
 	s.prefillPairFlops = 4 * d
 	inter := float64(m.Intermediate) / tp
@@ -149,6 +157,10 @@ func newStepModel(cfg Config) stepModel {
 	s.actBytes = 2*4*h*bytesBF16 + 2*2*(q+kv)*d*bytesBF16 + 2*kv*d*(bytesBF16+s.kvElem) + silu
 	w8a8 := false
 	switch {
+	case cfg.Quantization == "fp8" && g.HasFP8() && m.WeightBlock > 0:
+		s.gemmRate = g.FP8TFLOPS * 1e12 * blockFP8GEMMEfficiency
+		s.expertRate = g.FP8TFLOPS * 1e12 * blockFP8ExpertEfficiency
+		w8a8 = true
 	case cfg.Quantization == "fp8" && g.HasFP8():
 		s.gemmRate = g.FP8TFLOPS * 1e12 * k.FP8GEMMEfficiency
 		w8a8 = true
@@ -156,6 +168,12 @@ func newStepModel(cfg Config) stepModel {
 		s.gemmRate = g.BF16TFLOPS * 1e12 * k.W4A16GEMMEfficiency
 	default: // bf16, or fp8 weight-only on GPUs without FP8 tensor cores
 		s.gemmRate = s.bf16Rate
+	}
+	if s.expertRate == 0 {
+		s.expertRate = s.gemmRate
+	}
+	if cfg.Engine == engine.SGLang && m.MLA != nil && m.MoE() {
+		s.extendHost = sglangExtendHostMLAMoE.Seconds()
 	}
 	// The link figures serve the TP all-reduces and the pipeline hops.
 	if cfg.TP > 1 || cfg.PP > 1 {
@@ -276,8 +294,12 @@ func (s *stepModel) gpuSeconds(b batchShape) float64 {
 	layer += 2 * s.allReduce(T*s.hidden*bytesBF16)
 	// Without a CUDA graph the CPU launches each layer's kernels; launches
 	// hide behind GPU work longer than themselves.
-	if s.eager || b.tokens > s.graphMaxBS {
+	extend := s.eagerExtend && b.prefillTokens > 0
+	if s.eager || b.tokens > s.graphMaxBS || extend {
 		layer = math.Max(layer, eagerLaunchPerLayer.Seconds())
+	}
+	if extend {
+		layer += s.extendHost
 	}
 	gpu := s.layers * layer
 	if b.sampled > 0 {
@@ -311,7 +333,7 @@ func (s *stepModel) tokenwise(T float64) float64 {
 		touched := s.experts * (1 - math.Pow(1-s.topK/s.experts, T))
 		flops := 2 * T * s.topK * s.expertW
 		bytes := touched*s.expertW*s.wBytes + T*s.topK*(s.hidden+2*s.expertW/(3*s.hidden))*bytesBF16
-		t += roofline(flops, s.gemmRate, bytes, s.bw)
+		t += roofline(flops, s.expertRate, bytes, s.bw)
 		t += roofline(2*T*s.hidden*s.experts, s.bf16Rate, s.hidden*s.experts*bytesBF16, s.bw) // router
 	}
 	if s.mx != nil {

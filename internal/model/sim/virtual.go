@@ -278,23 +278,27 @@ func (r *virtualRun) enter(s *seq) {
 	}
 }
 
-// emit records a step's sampled tokens of s, as one chunk.
+// emit records a step's sampled tokens of s, as one chunk when the
+// stream sends them now (Config.sends), else held for the next.
 func (r *virtualRun) emit(s *seq, last bool) {
-	rec := &r.recs[s.id]
-	at := r.offset(r.v.now)
-	if rec.OutputTokens == 0 {
-		rec.First = at
-	}
-	rec.Last, rec.End = at, at
-	n := s.generated - rec.OutputTokens
-	rec.OutputTokens = s.generated
-	rec.Chunks = append(rec.Chunks, measure.Chunk{At: at, Tokens: n})
 	if w := r.v.watch; w != nil {
 		w.token(s, r.v.now, last)
 	}
 	if last {
 		r.inflight--
 	}
+	rec := &r.recs[s.id]
+	n := s.generated - rec.OutputTokens
+	if !r.v.cfg.sends(n, rec.OutputTokens, last) {
+		return
+	}
+	at := r.offset(r.v.now)
+	if rec.OutputTokens == 0 {
+		rec.First = at
+	}
+	rec.Last, rec.End = at, at
+	rec.OutputTokens = s.generated
+	rec.Chunks = append(rec.Chunks, measure.Chunk{At: at, Tokens: n})
 }
 
 // errStalled is the message of a request the engine never finished: the

@@ -131,3 +131,33 @@ func TestVirtualCancelStopsAtOnce(t *testing.T) {
 		t.Errorf("%d requests sent, %d finished, %d cancelled: want the queue failed as cancelled", len(recs), done, cancelled)
 	}
 }
+
+// TestRunVirtualStreamInterval: with stream_interval k the first token
+// goes out at once and the rest k at a time, the last message with what
+// is left; the tokens' times are the engine's, so TTFT and the end do not
+// move.
+func TestRunVirtualStreamInterval(t *testing.T) {
+	each := mustParse(t, "llama-3.1-8b", "--max-model-len", "4096")
+	grouped := mustParse(t, "llama-3.1-8b", "--max-model-len", "4096", "--stream-interval", "10")
+	if grouped.StreamInterval != 10 {
+		t.Fatalf("stream_interval %d, want 10", grouped.StreamInterval)
+	}
+	a, err := RunVirtualSchedule(each, fixedReqs(1, 512, 25), []time.Duration{0}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := RunVirtualSchedule(grouped, fixedReqs(1, 512, 25), []time.Duration{0}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tokens []int
+	for _, c := range b[0].Chunks {
+		tokens = append(tokens, c.Tokens)
+	}
+	if len(tokens) != 4 || tokens[0] != 1 || tokens[1] != 10 || tokens[2] != 10 || tokens[3] != 4 {
+		t.Errorf("chunk tokens %v, want [1 10 10 4]", tokens)
+	}
+	if b[0].OutputTokens != 25 || b[0].First != a[0].First || b[0].End != a[0].End {
+		t.Errorf("grouped %+v against every step's %+v", b[0], a[0])
+	}
+}

@@ -55,7 +55,8 @@ type hfConfig struct {
 }
 
 type hfQuant struct {
-	Method string `json:"quant_method"`
+	Method      string `json:"quant_method"`
+	WeightBlock []int  `json:"weight_block_size"`
 }
 
 // knownArchitectures are the architectures whose layers are the ones Model
@@ -181,6 +182,9 @@ func ParseHFConfig(r io.Reader, id string) (Model, error) {
 	}
 	if c.Quant != nil {
 		m.Quantization = normalizeQuant(c.Quant.Method)
+		if len(c.Quant.WeightBlock) > 0 {
+			m.WeightBlock = c.Quant.WeightBlock[0]
+		}
 	}
 	if err := m.Validate(); err != nil {
 		return Model{}, err

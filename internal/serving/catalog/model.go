@@ -26,6 +26,10 @@ type Model struct {
 	// Quantization is the checkpoint's weight quantization when the id or the
 	// config says so (fp8, awq, gptq); empty for 16-bit checkpoints.
 	Quantization string `json:"quantization,omitempty"`
+	// WeightBlock is the side of the square blocks of weights that share
+	// one FP8 scale (quantization_config.weight_block_size; DeepSeek-V3's
+	// checkpoint: 128); 0 for per-tensor or per-channel scales.
+	WeightBlock int `json:"weight_block_size,omitempty"`
 
 	// SharedIntermediate is the MLP size of the always-active shared
 	// experts of an MoE layer, all of them together (DeepSeek:
@@ -253,7 +257,7 @@ var models = []Model{
 	// DeepSeek-V3's checkpoint is FP8 (block-scaled e4m3): it is served as is.
 	{ID: "deepseek-ai/DeepSeek-V3", Aliases: []string{"deepseek-v3", "deepseek-ai/DeepSeek-V3-0324", "deepseek-ai/DeepSeek-R1", "deepseek-r1"},
 		Layers: 61, Hidden: 7168, Heads: 128, KVHeads: 128, HeadDim: 192, Intermediate: 2048, Vocab: 129280, MaxPosition: 163840, DType: "bfloat16",
-		Quantization: "fp8", Experts: 256, ExpertsPerTok: 8, SharedIntermediate: 2048, DenseLayers: 3, DenseIntermediate: 18432,
+		Quantization: "fp8", WeightBlock: 128, Experts: 256, ExpertsPerTok: 8, SharedIntermediate: 2048, DenseLayers: 3, DenseIntermediate: 18432,
 		MLA: &MLA{KVLoRARank: 512, QLoRARank: 1536, QKRopeHeadDim: 64, QKNopeHeadDim: 128, VHeadDim: 128}},
 	// gpt-oss-120b: sized (its experts MXFP4), not simulated.
 	{ID: "openai/gpt-oss-120b", Aliases: []string{"gpt-oss-120b"},

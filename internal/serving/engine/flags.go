@@ -281,6 +281,8 @@ var table = []setting{
 		sglang: spelling{flag: "--max-prefill-tokens"}},
 	{name: "cuda_graph_max_bs", typ: Int, doc: "largest batch captured as a CUDA graph",
 		sglang: spelling{flag: "--cuda-graph-max-bs"}},
+	{name: "stream_interval", typ: Int, min: 1, doc: "tokens per streamed message after the first (the first token goes out at once)",
+		vllm: spelling{flag: "--stream-interval"}, sglang: spelling{flag: "--stream-interval"}},
 	{name: "mixed_chunk", typ: Bool, doc: "SGLang: prefill chunks and decodes in one batch",
 		sglang: spelling{on: []string{"--enable-mixed-chunk"}}},
 	{name: "enable_metrics", typ: Bool, doc: "SGLang: serve Prometheus metrics",
