@@ -66,6 +66,13 @@ type Config struct {
 	SpecAcceptanceSet bool
 	specDraft         catalog.Model // the draft model (draft_model), resolved by Normalize
 
+	// Sampling is the requests' sampling (nil: the model's generation
+	// defaults, Model.Generation, as vLLM's server applies them), and
+	// SamplerSort says that the engine sorts the vocabulary for top-p and
+	// top-k (sim_sampler_sort; steptime.go, samplerSeconds).
+	Sampling    *catalog.Sampling
+	SamplerSort bool
+
 	BlockSize      int  // block_size (SGLang: page size)
 	EnforceEager   bool // cuda_graphs off
 	CUDAGraphMaxBS int
@@ -256,6 +263,7 @@ var settings = []setting{
 	field("cuda_graph_max_bs", engine.Settings.Int, func(c *Config) *int { return &c.CUDAGraphMaxBS }),
 	switched("mixed_chunk", false, func(c *Config) *bool { return &c.MixedChunk }),
 	switched("async_scheduling", true, func(c *Config) *bool { return &c.SyncScheduling }),
+	server(whenOn("sim_sampler_sort", func(c *Config) *bool { return &c.SamplerSort })),
 	whenOn("expert_parallel", func(c *Config) *bool { return &c.ExpertParallel }),
 	whenOn("dp_attention", func(c *Config) *bool { return &c.DPAttention }),
 	{name: "spec_method", parse: text, apply: func(c *Config, v any) { c.SpecMethod = strings.ToLower(v.(string)) },

@@ -327,6 +327,11 @@ var table = []setting{
 		vllm: spelling{flag: "--spec-acceptance"}, sglang: spelling{flag: "--spec-acceptance"}},
 	{name: "sim_kv_link", typ: String, sim: true, doc: "disaggregated prefill and decode: the link the KV cache crosses (nvlink, pcie, infiniband, roce, ethernet)",
 		vllm: spelling{flag: "--kv-link"}, sglang: spelling{flag: "--kv-link"}},
+	// Which sampler a vLLM build runs is its version's, not a flag of it:
+	// the PyTorch-native sort (sim/constants.go, samplerSortMs) until the
+	// FlashInfer and Triton samplers took over.
+	{name: "sim_sampler_sort", typ: Bool, sim: true, doc: "vLLM: top-p/top-k sampling sorts the vocabulary (the PyTorch-native sampler of vLLM 0.12-0.15)",
+		vllm: spelling{on: []string{"--sampler-sort"}}},
 	{name: "sim_force_calibration", typ: Bool, sim: true, doc: "use the calibration profile even on another GPU or engine",
 		vllm: spelling{on: []string{"--force-calibration"}}, sglang: spelling{on: []string{"--force-calibration"}}},
 }
