@@ -10,9 +10,12 @@ import (
 // batchShape is what one engine step computes, in aggregate: enough for the
 // step-time model to be O(1) per step whatever the batch size.
 type batchShape struct {
-	tokens        int     // tokens through the GEMMs (prefill chunk tokens + one per decode)
-	seqs          int     // sequences scheduled
-	sampled       int     // sequences that produce logits this step
+	tokens  int // tokens through the GEMMs (prefill chunk tokens + one per decode)
+	seqs    int // sequences scheduled
+	sampled int // sequences that produce logits this step
+	// filtered: a sampled sequence has a top-p or top-k, so vLLM's
+	// V1 sampler applies them to every sampled row (samplerSeconds).
+	filtered      bool
 	decodeCtx     float64 // sum over decode sequences of the context attended
 	prefillTokens int
 	prefillPairs  float64 // sum over prefill chunks of n*(c0 + (n+1)/2): causal query-key pairs
@@ -285,7 +288,9 @@ func (s *stepModel) gpuSeconds(b batchShape) float64 {
 		if s.tp > 1 { // gather the vocab-parallel logits
 			gpu += s.arLatency + n*s.vocab*4*(float64(s.tp)-1)/float64(s.tp)/s.arBandwidth
 		}
-		gpu += s.samplerSeconds(n)
+		if b.filtered {
+			gpu += s.samplerSeconds(n)
+		}
 	}
 	// Pipeline stages run one after another for a given batch; the
 	// activations hop between stages over the link.
@@ -295,18 +300,14 @@ func (s *stepModel) gpuSeconds(b batchShape) float64 {
 	return gpu + s.kernels
 }
 
-// samplerSort says whether cfg's steps sort the vocabulary to sample
-// (vLLM's native top-p/top-k path, constants.go samplerSortMs: the engine
-// sorts, and the requests' sampling, or the model's defaults, filter) and
-// returns the table's scale to this GPU, in seconds per millisecond, and
-// the vocabulary's place between the table's two (0 at 32,000, 1 at
-// 128,256, linear beyond).
+// samplerSort says whether cfg's engine sorts the vocabulary to sample
+// with a top-p or top-k (vLLM's native path, constants.go samplerSortMs)
+// and returns the table's scale to this GPU, in seconds per millisecond,
+// and the vocabulary's place between the table's two (0 at 32,000, 1 at
+// 128,256, linear beyond). A step pays it when a sampled request filters
+// (batchShape.filtered).
 func samplerSort(cfg Config) (scale, mix float64) {
-	sp := cfg.Sampling
-	if sp == nil {
-		sp = cfg.Model.Generation
-	}
-	if cfg.Engine != engine.VLLM || !cfg.SamplerSort || sp == nil || !sp.Filters() {
+	if cfg.Engine != engine.VLLM || !cfg.SamplerSort {
 		return 0, 0
 	}
 	mix = (float64(cfg.Model.Vocab) - samplerSortVocabLo) / (samplerSortVocabHi - samplerSortVocabLo)
@@ -383,7 +384,8 @@ func EstimateStepTimes(cfg Config, ctx int) (StepTimes, error) {
 		out.Prefill[n] = 1e3 * s.stepSeconds(prefillShape(0, n, true))
 	}
 	for _, bs := range []int{1, 8, 32, 128, 256} {
-		out.Decode[bs] = 1e3 * s.stepSeconds(batchShape{tokens: bs, seqs: bs, sampled: bs, decodeCtx: float64(bs * ctx)})
+		b := batchShape{tokens: bs, seqs: bs, sampled: bs, decodeCtx: float64(bs * ctx), filtered: cfg.DefaultSampling().Filters()}
+		out.Decode[bs] = 1e3 * s.stepSeconds(b)
 	}
 	return out, nil
 }

@@ -52,6 +52,13 @@ func loadGeneration(configPath string) (*Sampling, error) {
 	if p == "" {
 		return nil, nil
 	}
+	return LoadGenerationConfig(p)
+}
+
+// LoadGenerationConfig reads a generation_config.json's sampling
+// defaults (ParseGenerationConfig); nil, and no error, when the file does
+// not exist.
+func LoadGenerationConfig(p string) (*Sampling, error) {
 	f, err := os.Open(p)
 	if err != nil {
 		if os.IsNotExist(err) {
