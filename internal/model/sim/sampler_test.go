@@ -90,3 +90,16 @@ func TestRequestSampling(t *testing.T) {
 		t.Errorf("--generation-config %s: %+v", dir, got)
 	}
 }
+
+// The sampler's settings survive a round trip through Settings, as the
+// engine's flags do (what-if rebuilds configurations from them).
+func TestSamplerSettingsRoundTrip(t *testing.T) {
+	cfg := mustParse(t, "llama-3.1-8b", "--sampler-sort", "--generation-config", "vllm")
+	back, err := FromSettings(cfg.Engine, "llama-3.1-8b", "", cfg.GPU.ID, 0, cfg.Settings())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !back.SamplerSort || back.GenerationConfig != "vllm" {
+		t.Errorf("round trip: sampler sort %v, generation config %q", back.SamplerSort, back.GenerationConfig)
+	}
+}
