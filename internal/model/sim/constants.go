@@ -300,15 +300,17 @@ const (
 // samplerSortMs is that path's time less plain random sampling's, in ms,
 // by sampled rows, at a 32,000 and a 128,256-token vocabulary, on an
 // H200 (4.8 TB/s): GPU time of the vLLM code (temperature, top-p, then
-// random_sample), timed by scripts/sampler_bench.py (torch 2.11, CUDA
-// events with the GPU kept busy ahead of the launches, so host launch
-// time is left out). vLLM PR #40376's table of the same PyTorch path
-// (sort and mask only) agrees at 131,072 tokens: 1.005, 2.27 and 6.15 ms
-// at 64, 128 and 512 rows, here 1.08, 2.38 and 6.70 with the sampling.
-// Other GPUs scale by HBM bandwidth (the sort streams the logits several
-// times); other vocabularies linearly in the vocabulary (a 151,936-token
-// check on the H200: 3.15 and 9.03 ms at 128 and 512 rows, linear 3.18
-// and 9.12).
+// random_sample), timed by scripts/sampler_bench.py (its output in
+// scripts/sampler_bench_h200.json; torch 2.11, where vLLM 0.15 ships
+// torch 2.9; CUDA events with the GPU kept busy ahead of the launches,
+// so host launch time is left out). vLLM PR #40376's table of the same
+// PyTorch path (its GPU not in reach here) agrees: 1.005, 2.27 and 6.15
+// ms at 64, 128 and 512 rows of 131,072 tokens, here 1.08, 2.38 and 6.70
+// at 128,256. Other GPUs scale by HBM bandwidth (an estimate: the sort
+// streams the logits several times; no other GPU was timed); other
+// vocabularies linearly in the vocabulary (a 151,936-token
+// check on the H200, timed with the launches, which do not bind at these
+// sizes: 3.15 and 9.03 ms at 128 and 512 rows, linear 3.18 and 9.12).
 var (
 	samplerSortRows   = []float64{1, 8, 16, 32, 64, 128, 256, 512}
 	samplerSortMs32K  = []float64{0.094, 0.169, 0.185, 0.234, 0.337, 0.652, 0.953, 1.833}
