@@ -20,6 +20,7 @@ import (
 
 	"github.com/servetune/servetune/internal/load/measure"
 	"github.com/servetune/servetune/internal/model/sim"
+	"github.com/servetune/servetune/internal/serving/catalog"
 	"github.com/servetune/servetune/internal/serving/engine"
 )
 
@@ -102,9 +103,14 @@ type Run struct {
 	// from the simulated engine's (async scheduling off before vLLM made
 	// it the default, say).
 	VersionFlags []string `json:"version_flags,omitempty"`
-	Workload     Workload `json:"workload"`
-	Stat         string   `json:"stat"` // "mean" or "median"
-	Measured     Metrics  `json:"measured"`
+	// Sampling is what the run's requests set, where its source says they
+	// set it; absent, they take the model's generation defaults
+	// (sim.Config.DefaultSampling), as a server gives a request that sets
+	// none.
+	Sampling *catalog.Sampling `json:"sampling,omitempty"`
+	Workload Workload          `json:"workload"`
+	Stat     string            `json:"stat"` // "mean" or "median"
+	Measured Metrics           `json:"measured"`
 	// Regimes are the load regimes the run stands for (light, moderate,
 	// saturation, offline) and long-context; tp and moe are added from
 	// the configuration.
@@ -260,7 +266,11 @@ func (s *Suite) config(r Run) (sim.Config, error) {
 	if r.ModelConfig != "" {
 		modelConfig = filepath.Join(s.dir, r.ModelConfig)
 	}
-	return sim.FromSettings(engine.Engine(r.Engine), c.Model, modelConfig, r.GPU, 0, c.Settings)
+	cfg, err := sim.FromSettings(engine.Engine(r.Engine), c.Model, modelConfig, r.GPU, 0, c.Settings)
+	if err == nil && r.Sampling != nil {
+		cfg.Sampling = r.Sampling
+	}
+	return cfg, err
 }
 
 // deployment builds a disaggregated run's deployment: each side the run's

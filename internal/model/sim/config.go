@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -66,6 +67,16 @@ type Config struct {
 	SpecAcceptance    float64
 	SpecAcceptanceSet bool
 	specDraft         catalog.Model // the draft model (draft_model), resolved by Normalize
+
+	// Sampling is the server's sampling for a request that sets none
+	// (nil: DefaultSampling), and SamplerSort says that the engine sorts
+	// the vocabulary for top-p and top-k (sim_sampler_sort; steptime.go,
+	// samplerSeconds). GenerationConfig is vLLM's --generation-config:
+	// "auto" (or empty) for the model's generation_config.json defaults,
+	// "vllm" for none, or a folder holding a generation_config.json.
+	Sampling         *catalog.Sampling
+	SamplerSort      bool
+	GenerationConfig string
 
 	BlockSize      int  // block_size (SGLang: page size)
 	EnforceEager   bool // cuda_graphs off
@@ -186,6 +197,9 @@ func FromModel(e engine.Engine, model string, m catalog.Model, gpu string, numGP
 			return Config{}, fmt.Errorf("%w: %w", ErrBadArgs, err)
 		}
 	}
+	if err := cfg.loadGenerationConfig(); err != nil {
+		return Config{}, fmt.Errorf("%w: %w", ErrBadArgs, err)
+	}
 	if cfg.Engine == engine.SGLang && cfg.MaxBatchedTokens == -1 {
 		cfg.ChunkedPrefill, cfg.MaxBatchedTokens = false, 0
 	}
@@ -262,6 +276,8 @@ var settings = []setting{
 	field("stream_interval", engine.Settings.Int, func(c *Config) *int { return &c.StreamInterval }),
 	switched("mixed_chunk", false, func(c *Config) *bool { return &c.MixedChunk }),
 	switched("async_scheduling", true, func(c *Config) *bool { return &c.SyncScheduling }),
+	whenOn("sim_sampler_sort", func(c *Config) *bool { return &c.SamplerSort }),
+	nonEmpty("generation_config", func(c *Config) *string { return &c.GenerationConfig }),
 	whenOn("expert_parallel", func(c *Config) *bool { return &c.ExpertParallel }),
 	whenOn("dp_attention", func(c *Config) *bool { return &c.DPAttention }),
 	{name: "spec_method", parse: text, apply: func(c *Config, v any) { c.SpecMethod = strings.ToLower(v.(string)) },
@@ -635,4 +651,53 @@ func (c *Config) kvHeadsPerGPU() int {
 // the same messages at one token per step.
 func (c *Config) sends(pending, sent int, last bool) bool {
 	return last || sent == 0 || pending >= max(c.StreamInterval, 1)
+}
+
+// loadGenerationConfig reads the sampling defaults of a --generation-config
+// folder into Sampling; "auto" and "vllm" name no folder.
+func (c *Config) loadGenerationConfig() error {
+	switch c.GenerationConfig {
+	case "", "auto", "vllm":
+		return nil
+	}
+	g, err := catalog.LoadGenerationConfig(filepath.Join(c.GenerationConfig, "generation_config.json"))
+	if err != nil {
+		return err
+	}
+	if g == nil {
+		g = &catalog.Sampling{Temperature: 1}
+	}
+	c.Sampling = g
+	return nil
+}
+
+// DefaultSampling is the sampling the server gives a request that sets
+// none: Sampling when set, else the model's generation_config.json
+// defaults (vLLM's --generation-config auto, its default since PR
+// #12622), else the OpenAI API's (temperature 1, no filter). Only an
+// engine that sorts for a filter (SamplerSort) pays for it.
+func (c *Config) DefaultSampling() catalog.Sampling {
+	switch {
+	case c.Sampling != nil:
+		return *c.Sampling
+	case c.Model.Generation != nil && c.GenerationConfig != "vllm":
+		return *c.Model.Generation
+	}
+	return catalog.Sampling{Temperature: 1}
+}
+
+// RequestSampling is a request's sampling: the fields it sets over the
+// server's defaults (DefaultSampling).
+func (c *Config) RequestSampling(temperature, topP *float64, topK *int) catalog.Sampling {
+	s := c.DefaultSampling()
+	if temperature != nil {
+		s.Temperature = *temperature
+	}
+	if topP != nil {
+		s.TopP = *topP
+	}
+	if topK != nil {
+		s.TopK = *topK
+	}
+	return s
 }

@@ -333,3 +333,41 @@ const (
 	// request is retracted). Estimate: 0.3, its typical steady value.
 	sglangNewTokenRatio = 0.3
 )
+
+// vLLM's PyTorch-native top-k/top-p sampler. Until the Triton kernel of
+// vLLM PR #33538 (opened February 2026, after v0.15) and the FlashInfer
+// sampler's return as the default (PR #40376; it was off by default from
+// PR #26859, October 2025, because of correctness reports), a V1 batch
+// with any request's top_p below 1 or top_k set runs
+// apply_top_k_top_p_pytorch (vllm/v1/sample/ops/topk_topp_sampler.py):
+// it sorts the whole [rows x vocab] float32 logits, takes a softmax and a
+// cumsum of them, masks and scatters back, every step, where plain
+// random sampling is a softmax, an exponential draw and an argmax. vLLM
+// PR #11394 measured the sort at ~20% of ShareGPT throughput (47.40
+// req/s without top-p, 40.20 with); PR #32558 (January 2026) calls the
+// sort-based path the current one and FlashInfer's not on by default.
+//
+// samplerSortMs is that path's time less plain random sampling's, in ms,
+// by sampled rows, at a 32,000 and a 128,256-token vocabulary, on an
+// H200 (4.8 TB/s): GPU time of the vLLM code (temperature, top-p, then
+// random_sample), timed by scripts/sampler_bench.py (its output in
+// scripts/sampler_bench_h200.json; torch 2.11, where vLLM 0.15 ships
+// torch 2.9; CUDA events with the GPU kept busy ahead of the launches,
+// so host launch time is left out). vLLM PR #40376's table of the same
+// PyTorch path (its GPU not in reach here) agrees: 1.005, 2.27 and 6.15
+// ms at 64, 128 and 512 rows of 131,072 tokens, here 1.08, 2.38 and 6.70
+// at 128,256. Other GPUs scale by HBM bandwidth (an estimate: the sort
+// streams the logits several times; no other GPU was timed); other
+// vocabularies linearly in the vocabulary (a 151,936-token
+// check on the H200, timed with the launches, which do not bind at these
+// sizes: 3.15 and 9.03 ms at 128 and 512 rows, linear 3.18 and 9.12).
+var (
+	samplerSortRows   = []float64{1, 8, 16, 32, 64, 128, 256, 512}
+	samplerSortMs32K  = []float64{0.094, 0.169, 0.185, 0.234, 0.337, 0.652, 0.953, 1.833}
+	samplerSortMs128K = []float64{0.141, 0.394, 0.497, 0.698, 1.081, 2.383, 3.416, 6.703}
+)
+
+const (
+	samplerSortVocabLo, samplerSortVocabHi = 32000.0, 128256.0
+	samplerSortTBps                        = 4.8 // the H200 the table was timed on
+)

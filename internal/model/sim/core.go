@@ -39,6 +39,10 @@ type seq struct {
 	// prompt's last token to compute, for its logits (vLLM's KV cache
 	// manager caps a hit at the prompt less one token).
 	remote int
+	// filters: the request samples with a top-p or top-k (its own, or
+	// the server's defaults), which vLLM's native sampler sorts the
+	// vocabulary for (Config.SamplerSort).
+	filters bool
 }
 
 // target is how many tokens must be in the cache before the next token is
@@ -482,6 +486,7 @@ func (c *core) addToShape(b *batchShape, s *seq, n int) {
 	b.seqs++
 	if s.computed+n == s.target() {
 		b.sampled++
+		b.filtered = b.filtered || s.filters
 	}
 	if s.computed+n == s.target() && c.specK > 0 {
 		b.drafting++

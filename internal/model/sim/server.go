@@ -645,6 +645,11 @@ type genRequest struct {
 		ContinuousUsageStats bool `json:"continuous_usage_stats"`
 	} `json:"stream_options"`
 	N *int `json:"n"`
+	// The sampling fields the simulator costs (Config.RequestSampling);
+	// unset ones take the server's defaults.
+	Temperature *float64 `json:"temperature"`
+	TopP        *float64 `json:"top_p"`
+	TopK        *int     `json:"top_k"`
 	// KVTransferParams is the disaggregation handshake (disagg.go).
 	KVTransferParams *kvTransferParams `json:"kv_transfer_params"`
 }
@@ -847,7 +852,8 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 
 	id := int(s.nextID.Add(1))
 	st := &stream{
-		s: seq{id: id, prompt: prompt, maxOut: maxOut, prefixID: -1},
+		s: seq{id: id, prompt: prompt, maxOut: maxOut, prefixID: -1,
+			filters: s.cfg.RequestSampling(req.Temperature, req.TopP, req.TopK).Filters()},
 		// arrived is stamped as the request enters the engine (submit):
 		// the handler's own work before that is this machine's, not the
 		// engine's, and under a time scale would be multiplied by it.

@@ -10,9 +10,12 @@ import (
 // batchShape is what one engine step computes, in aggregate: enough for the
 // step-time model to be O(1) per step whatever the batch size.
 type batchShape struct {
-	tokens        int     // tokens through the GEMMs (prefill chunk tokens + one per decode)
-	seqs          int     // sequences scheduled
-	sampled       int     // sequences that produce logits this step
+	tokens  int // tokens through the GEMMs (prefill chunk tokens + one per decode)
+	seqs    int // sequences scheduled
+	sampled int // sequences that produce logits this step
+	// filtered: a sampled sequence has a top-p or top-k, so vLLM's
+	// V1 sampler applies them to every sampled row (samplerSeconds).
+	filtered      bool
 	decodeCtx     float64 // sum over decode sequences of the context attended
 	prefillTokens int
 	prefillPairs  float64 // sum over prefill chunks of n*(c0 + (n+1)/2): causal query-key pairs
@@ -78,11 +81,16 @@ type stepModel struct {
 	// sglangExtendHostMLAMoE).
 	eagerExtend bool
 	extendHost  float64
-	cpuBase     float64 // seconds
-	perSeq      float64 // seconds per scheduled sequence
-	async       bool    // the host's step work runs beside the GPU's (vLLM's async scheduling)
-	noOverlap   bool    // SGLang without its overlap scheduler (constants.go, sglangNoOverlapSlowdown)
-	kernels     float64 // seconds of kernel overhead per step (kernelOverhead x kernels)
+	// sortScale is the native sampler's sort time per table millisecond
+	// (samplerSortMs at this vocabulary and GPU), in seconds; 0 when the
+	// step samples without it.
+	sortScale    float64
+	sortVocabMix float64 // where the vocabulary lies between the table's two
+	cpuBase      float64 // seconds
+	perSeq       float64 // seconds per scheduled sequence
+	async        bool    // the host's step work runs beside the GPU's (vLLM's async scheduling)
+	noOverlap    bool    // SGLang without its overlap scheduler (constants.go, sglangNoOverlapSlowdown)
+	kernels      float64 // seconds of kernel overhead per step (kernelOverhead x kernels)
 	// kernelsPerLayer and kernelsPerStep are kernels' parts: one layer's
 	// and the step's own.
 	kernelsPerLayer, kernelsPerStep float64
@@ -184,6 +192,7 @@ func newStepModel(cfg Config) stepModel {
 		s.arLatency = lookupLatency(lat, cfg.TP).Seconds()
 		s.arBandwidth = g.LinkGBps * 1e9 * k.LinkEfficiency
 	}
+	s.sortScale, s.sortVocabMix = samplerSort(cfg)
 	s.cpuBase = k.StepOverheadMs / 1e3
 	s.perSeq = k.PerSeqOverheadUs / 1e6
 	s.mx = newMoEStep(cfg, &s)
@@ -308,6 +317,9 @@ func (s *stepModel) gpuSeconds(b batchShape) float64 {
 		if s.tp > 1 { // gather the vocab-parallel logits
 			gpu += s.arLatency + n*s.vocab*4*(float64(s.tp)-1)/float64(s.tp)/s.arBandwidth
 		}
+		if b.filtered {
+			gpu += s.samplerSeconds(n)
+		}
 	}
 	// Pipeline stages run one after another for a given batch; the
 	// activations hop between stages over the link.
@@ -315,6 +327,42 @@ func (s *stepModel) gpuSeconds(b batchShape) float64 {
 		gpu += float64(s.pp-1) * (s.arLatency + T*s.hidden*bytesBF16/math.Max(s.arBandwidth, 1e9))
 	}
 	return gpu + s.kernels
+}
+
+// samplerSort says whether cfg's engine sorts the vocabulary to sample
+// with a top-p or top-k (vLLM's native path, constants.go samplerSortMs)
+// and returns the table's scale to this GPU, in seconds per millisecond,
+// and the vocabulary's place between the table's two (0 at 32,000, 1 at
+// 128,256, linear beyond). A step pays it when a sampled request filters
+// (batchShape.filtered).
+func samplerSort(cfg Config) (scale, mix float64) {
+	if cfg.Engine != engine.VLLM || !cfg.SamplerSort {
+		return 0, 0
+	}
+	mix = (float64(cfg.Model.Vocab) - samplerSortVocabLo) / (samplerSortVocabHi - samplerSortVocabLo)
+	return 1e-3 * samplerSortTBps / cfg.GPU.HBMTBps, mix
+}
+
+// samplerSeconds is the native sampler's sort over n sampled rows, beyond
+// plain random sampling: samplerSortMs interpolated in the rows (and
+// extended by its last slope above 512), blended between the two
+// vocabularies.
+func (s *stepModel) samplerSeconds(n float64) float64 {
+	if s.sortScale == 0 || n <= 0 {
+		return 0
+	}
+	lo, hi := interpolate(samplerSortRows, samplerSortMs32K, n), interpolate(samplerSortRows, samplerSortMs128K, n)
+	return s.sortScale * math.Max(lo+s.sortVocabMix*(hi-lo), 0)
+}
+
+// interpolate is y at x on the piecewise-linear curve through (xs, ys),
+// xs increasing, extended by its end segments.
+func interpolate(xs, ys []float64, x float64) float64 {
+	i := 1
+	for i < len(xs)-1 && x > xs[i] {
+		i++
+	}
+	return ys[i-1] + (ys[i]-ys[i-1])*(x-xs[i-1])/(xs[i]-xs[i-1])
 }
 
 // tokenwise is the time of one layer's work that scales with the tokens
@@ -365,7 +413,8 @@ func EstimateStepTimes(cfg Config, ctx int) (StepTimes, error) {
 		out.Prefill[n] = 1e3 * s.stepSeconds(prefillShape(0, n, true))
 	}
 	for _, bs := range []int{1, 8, 32, 128, 256} {
-		out.Decode[bs] = 1e3 * s.stepSeconds(batchShape{tokens: bs, seqs: bs, sampled: bs, decodeCtx: float64(bs * ctx)})
+		b := batchShape{tokens: bs, seqs: bs, sampled: bs, decodeCtx: float64(bs * ctx), filtered: cfg.DefaultSampling().Filters()}
+		out.Decode[bs] = 1e3 * s.stepSeconds(b)
 	}
 	return out, nil
 }

@@ -27,6 +27,9 @@ type Virtual struct {
 	est   MemoryEstimate
 	cores []*core
 	now   float64 // the virtual clock, seconds since the engine started
+	// filters: the requests, which set no sampling of their own, take
+	// the server's defaults and sample with a top-p or top-k.
+	filters bool
 
 	watch  *engineWatch           // the measured phase in progress
 	engine *measure.EngineMetrics // what the engine reported of the last measured phase
@@ -42,7 +45,7 @@ func NewVirtual(cfg Config) (*Virtual, error) {
 	if err != nil {
 		return nil, err
 	}
-	v := &Virtual{cfg: cfg, est: est, cores: make([]*core, cfg.DP)}
+	v := &Virtual{cfg: cfg, est: est, cores: make([]*core, cfg.DP), filters: cfg.DefaultSampling().Filters()}
 	for i := range v.cores {
 		v.cores[i] = newCore(cfg, est)
 	}
@@ -245,7 +248,7 @@ func (r *virtualRun) arrive() {
 	rec.Status = 200
 	rec.Chunks = make([]measure.Chunk, 0, maxOut)
 	r.recs = append(r.recs, rec)
-	s := &seq{id: id, prompt: prompt, maxOut: maxOut, prefixID: -1, arrival: v.now}
+	s := &seq{id: id, prompt: prompt, maxOut: maxOut, prefixID: -1, arrival: v.now, filters: v.filters}
 	if q.PrefixTokens > 0 && q.PrefixID >= 0 {
 		s.prefixID, s.prefixTokens = q.PrefixID, q.PrefixTokens
 	}

@@ -280,7 +280,9 @@ func normalizeQuant(method string) string {
 	}
 }
 
-// LoadHFConfig reads a config.json file; id as in ParseHFConfig.
+// LoadHFConfig reads a config.json file; id as in ParseHFConfig. The
+// generation_config.json beside it, if any, gives the sampling defaults
+// (Model.Generation).
 func LoadHFConfig(path, id string) (Model, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -289,6 +291,9 @@ func LoadHFConfig(path, id string) (Model, error) {
 	defer f.Close()
 	m, err := ParseHFConfig(f, id)
 	if err != nil {
+		return Model{}, fmt.Errorf("%s: %w", path, err)
+	}
+	if m.Generation, err = loadGeneration(path); err != nil {
 		return Model{}, fmt.Errorf("%s: %w", path, err)
 	}
 	return m, nil

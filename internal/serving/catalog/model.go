@@ -47,6 +47,10 @@ type Model struct {
 	// change the model's cost in a way the simulated engine does not model
 	// (the step time and KV cache of sim); Simulable refuses them.
 	Unmodelled []string `json:"unmodelled,omitempty"`
+	// Generation is the sampling a request that sets none gets: the
+	// model's generation_config.json defaults (sampling.go); nil for
+	// the OpenAI API's (temperature 1, no top-p or top-k).
+	Generation *Sampling `json:"generation_defaults,omitempty"`
 }
 
 // MLA is the shape of multi-head latent attention, as config.json states it.
@@ -226,11 +230,11 @@ func (m Model) Validate() error {
 // docs/reference.md (Engines).
 var models = []Model{
 	{ID: "meta-llama/Llama-3.1-8B-Instruct", Aliases: []string{"llama-3.1-8b", "llama-3.1-8b-instruct", "meta-llama/Llama-3.1-8B", "llama-3-8b", "meta-llama/Meta-Llama-3-8B-Instruct", "meta-llama/Meta-Llama-3.1-8B-Instruct"},
-		Layers: 32, Hidden: 4096, Heads: 32, KVHeads: 8, HeadDim: 128, Intermediate: 14336, Vocab: 128256, MaxPosition: 131072, DType: "bfloat16"},
+		Layers: 32, Hidden: 4096, Heads: 32, KVHeads: 8, HeadDim: 128, Intermediate: 14336, Vocab: 128256, MaxPosition: 131072, DType: "bfloat16", Generation: llama3Generation},
 	{ID: "meta-llama/Llama-3.1-70B-Instruct", Aliases: []string{"llama-3.1-70b", "llama-3.1-70b-instruct", "meta-llama/Llama-3.1-70B", "meta-llama/Meta-Llama-3.1-70B-Instruct"},
-		Layers: 80, Hidden: 8192, Heads: 64, KVHeads: 8, HeadDim: 128, Intermediate: 28672, Vocab: 128256, MaxPosition: 131072, DType: "bfloat16"},
+		Layers: 80, Hidden: 8192, Heads: 64, KVHeads: 8, HeadDim: 128, Intermediate: 28672, Vocab: 128256, MaxPosition: 131072, DType: "bfloat16", Generation: llama3Generation},
 	{ID: "meta-llama/Llama-3.3-70B-Instruct", Aliases: []string{"llama-3.3-70b", "llama-3.3-70b-instruct"},
-		Layers: 80, Hidden: 8192, Heads: 64, KVHeads: 8, HeadDim: 128, Intermediate: 28672, Vocab: 128256, MaxPosition: 131072, DType: "bfloat16"},
+		Layers: 80, Hidden: 8192, Heads: 64, KVHeads: 8, HeadDim: 128, Intermediate: 28672, Vocab: 128256, MaxPosition: 131072, DType: "bfloat16", Generation: llama3Generation},
 	{ID: "Qwen/Qwen2.5-7B-Instruct", Aliases: []string{"qwen2.5-7b", "qwen2.5-7b-instruct"},
 		Layers: 28, Hidden: 3584, Heads: 28, KVHeads: 4, HeadDim: 128, Intermediate: 18944, Vocab: 152064, MaxPosition: 32768, DType: "bfloat16"},
 	{ID: "Qwen/Qwen2.5-32B-Instruct", Aliases: []string{"qwen2.5-32b", "qwen2.5-32b-instruct"},
@@ -238,18 +242,18 @@ var models = []Model{
 	{ID: "Qwen/Qwen2.5-72B-Instruct", Aliases: []string{"qwen2.5-72b", "qwen2.5-72b-instruct"},
 		Layers: 80, Hidden: 8192, Heads: 64, KVHeads: 8, HeadDim: 128, Intermediate: 29568, Vocab: 152064, MaxPosition: 32768, DType: "bfloat16"},
 	{ID: "Qwen/Qwen3-32B", Aliases: []string{"qwen3-32b"},
-		Layers: 64, Hidden: 5120, Heads: 64, KVHeads: 8, HeadDim: 128, Intermediate: 25600, Vocab: 151936, MaxPosition: 40960, DType: "bfloat16"},
+		Layers: 64, Hidden: 5120, Heads: 64, KVHeads: 8, HeadDim: 128, Intermediate: 25600, Vocab: 151936, MaxPosition: 40960, DType: "bfloat16", Generation: qwen3Generation},
 	{ID: "mistralai/Mistral-7B-Instruct-v0.3", Aliases: []string{"mistral-7b", "mistral-7b-instruct"},
 		Layers: 32, Hidden: 4096, Heads: 32, KVHeads: 8, HeadDim: 128, Intermediate: 14336, Vocab: 32768, MaxPosition: 32768, DType: "bfloat16"},
 	{ID: "mistralai/Mixtral-8x7B-Instruct-v0.1", Aliases: []string{"mixtral-8x7b", "mixtral-8x7b-instruct"},
 		Layers: 32, Hidden: 4096, Heads: 32, KVHeads: 8, HeadDim: 128, Intermediate: 14336, Vocab: 32000, MaxPosition: 32768, DType: "bfloat16",
 		Experts: 8, ExpertsPerTok: 2},
 	{ID: "Qwen/Qwen3-30B-A3B", Aliases: []string{"qwen3-30b-a3b"},
-		Layers: 48, Hidden: 2048, Heads: 32, KVHeads: 4, HeadDim: 128, Intermediate: 768, Vocab: 151936, MaxPosition: 40960, DType: "bfloat16",
+		Layers: 48, Hidden: 2048, Heads: 32, KVHeads: 4, HeadDim: 128, Intermediate: 768, Vocab: 151936, MaxPosition: 40960, DType: "bfloat16", Generation: qwen3Generation,
 		Experts: 128, ExpertsPerTok: 8},
 	// The MoE models of docs/reference.md (Mixture of experts).
 	{ID: "Qwen/Qwen3-235B-A22B", Aliases: []string{"qwen3-235b-a22b"},
-		Layers: 94, Hidden: 4096, Heads: 64, KVHeads: 4, HeadDim: 128, Intermediate: 1536, Vocab: 151936, MaxPosition: 40960, DType: "bfloat16",
+		Layers: 94, Hidden: 4096, Heads: 64, KVHeads: 4, HeadDim: 128, Intermediate: 1536, Vocab: 151936, MaxPosition: 40960, DType: "bfloat16", Generation: qwen3Generation,
 		Experts: 128, ExpertsPerTok: 8},
 	{ID: "mistralai/Mixtral-8x22B-Instruct-v0.1", Aliases: []string{"mixtral-8x22b", "mixtral-8x22b-instruct"},
 		Layers: 56, Hidden: 6144, Heads: 48, KVHeads: 8, HeadDim: 128, Intermediate: 16384, Vocab: 32768, MaxPosition: 65536, DType: "bfloat16",
@@ -271,6 +275,10 @@ var models = []Model{
 func (m Model) clone() Model {
 	m.Aliases = append([]string(nil), m.Aliases...)
 	m.Unmodelled = append([]string(nil), m.Unmodelled...)
+	if m.Generation != nil {
+		g := *m.Generation
+		m.Generation = &g
+	}
 	if m.MLA != nil {
 		a := *m.MLA
 		m.MLA = &a

@@ -330,6 +330,13 @@ var table = []setting{
 		vllm: spelling{flag: "--spec-acceptance"}, sglang: spelling{flag: "--spec-acceptance"}},
 	{name: "sim_kv_link", typ: String, sim: true, doc: "disaggregated prefill and decode: the link the KV cache crosses (nvlink, pcie, infiniband, roce, ethernet)",
 		vllm: spelling{flag: "--kv-link"}, sglang: spelling{flag: "--kv-link"}},
+	{name: "generation_config", typ: String, doc: "vLLM: where a request's default sampling comes from (auto: the model's generation_config.json; vllm: none; or a folder)",
+		vllm: spelling{flag: "--generation-config"}},
+	// Which sampler a vLLM build runs is its version's, not a flag of it:
+	// the PyTorch-native sort (sim/constants.go, samplerSortMs) until the
+	// FlashInfer and Triton samplers took over.
+	{name: "sim_sampler_sort", typ: Bool, sim: true, doc: "vLLM: top-p/top-k sampling sorts the vocabulary (the PyTorch-native sampler of vLLM 0.15 and the releases around it)",
+		vllm: spelling{on: []string{"--sampler-sort"}}},
 	{name: "sim_force_calibration", typ: Bool, sim: true, doc: "use the calibration profile even on another GPU or engine",
 		vllm: spelling{on: []string{"--force-calibration"}}, sglang: spelling{on: []string{"--force-calibration"}}},
 }
@@ -343,7 +350,7 @@ var (
 		"--disable-frontend-multiprocessing", "--skip-tokenizer-init", "--disable-fastapi-docs"}
 	ignoredValued = []string{"--dtype", "--seed", "--download-dir", "--tokenizer", "--revision",
 		"--swap-space", "--uvicorn-log-level", "--load-format", "--distributed-executor-backend",
-		"--max-log-len", "--tokenizer-mode", "--generation-config", "--compilation-config", "-O",
+		"--max-log-len", "--tokenizer-mode", "--compilation-config", "-O",
 		"--random-seed", "--log-level", "--attention-backend", "--schedule-policy", "--tool-call-parser",
 		"--reasoning-parser", "--chat-template", "--max-num-partial-prefills", "--limit-mm-per-prompt",
 		"--cuda-graph-bs"}
