@@ -34,7 +34,7 @@ func TestPreemptionWhenKVRunsOut(t *testing.T) {
 		c.add(&seq{id: i, prompt: 1000, maxOut: 1000, prefixID: -1})
 	}
 	for steps := 0; done < 64 && steps < 1e6; steps++ {
-		if b, _ := c.schedule(); b.tokens == 0 {
+		if b, _ := c.schedule(c.endsAt); b.tokens == 0 {
 			t.Fatal("stalled")
 		}
 		c.commit(0, func(_ *seq, last bool) {
@@ -137,7 +137,7 @@ func TestPrefixQueriesCountedOnce(t *testing.T) {
 	c.add(&seq{id: 1, prompt: 1000, maxOut: 4, prefixID: -1})
 	done, steps := 0, 0
 	for ; done < 2 && steps < 1e5; steps++ {
-		if b, _ := c.schedule(); b.tokens == 0 {
+		if b, _ := c.schedule(c.endsAt); b.tokens == 0 {
 			t.Fatal("stalled")
 		}
 		c.commit(0, func(_ *seq, last bool) {
@@ -160,7 +160,7 @@ func TestQueueTimeEndsWhenScheduled(t *testing.T) {
 	s := &seq{id: 0, prompt: 1000, maxOut: 4, prefixID: -1, arrival: 0.5}
 	c.add(s)
 	now := 1.0 // the engine was busy until 1.0
-	b, secs := c.schedule()
+	b, secs := c.schedule(c.endsAt)
 	if b.tokens == 0 || secs <= 0 {
 		t.Fatalf("nothing scheduled: %+v %v", b, secs)
 	}
@@ -186,7 +186,7 @@ func TestKVUsageExcludesCachedFreePrefixes(t *testing.T) {
 		if steps > 1e5 {
 			t.Fatal("stalled")
 		}
-		if b, _ := c.schedule(); b.tokens == 0 {
+		if b, _ := c.schedule(c.endsAt); b.tokens == 0 {
 			t.Fatal("stalled")
 		}
 		c.commit(0, func(_ *seq, last bool) {
@@ -291,7 +291,7 @@ func TestBlockAccounting(t *testing.T) {
 			if step%50 == 0 && n < 200 {
 				add(20)
 			}
-			if b, _ := c.schedule(); b.tokens == 0 {
+			if b, _ := c.schedule(c.endsAt); b.tokens == 0 {
 				t.Fatalf("%s: stalled at step %d", eng, step)
 			}
 			c.commit(float64(step), func(_ *seq, last bool) {
