@@ -310,3 +310,55 @@ func TestBlockAccounting(t *testing.T) {
 		t.Logf("%s: %d requests, %d preemptions, prefix hits %d of %d prompt tokens", eng, n, c.preemptions, c.prefixHits, c.prefixQueries)
 	}
 }
+
+// Under vLLM's async scheduling a step is planned when the one before it
+// starts: a request that arrives while step N runs joins step N+2, not
+// N+1 (core.schedule); with --no-async-scheduling it joins N+1, and an
+// idle engine takes it at once either way.
+func TestAsyncSchedulingAdmitsAStepLater(t *testing.T) {
+	joins := func(extra ...string) uint64 {
+		cfg, est := smallKV(t, extra...)
+		c := newCore(cfg, est)
+		c.add(&seq{id: 0, prompt: 100, maxOut: 1000, prefixID: -1})
+		at := map[int]uint64{}
+		step := func() {
+			now := c.endsAt
+			b, _ := c.schedule(now)
+			if b.tokens == 0 {
+				t.Fatal("nothing scheduled")
+			}
+			for _, s := range c.scheduled {
+				if _, ok := at[s.id]; !ok {
+					at[s.id] = c.steps
+				}
+			}
+			c.commit(c.endsAt, func(*seq, bool) {})
+		}
+		step() // step 1 runs request 0's prompt
+		// Request 1 arrives while step 1 runs.
+		c.add(&seq{id: 1, prompt: 100, maxOut: 10, prefixID: -1, arrival: c.endsAt - c.stepSecs/2})
+		step()
+		step()
+		// An idle engine: a fresh core, the request arriving after
+		// everything finished.
+		c2 := newCore(cfg, est)
+		c2.add(&seq{id: 2, prompt: 100, maxOut: 2, prefixID: -1})
+		c2.schedule(0)
+		c2.commit(c2.endsAt, func(*seq, bool) {})
+		c2.schedule(c2.endsAt)
+		c2.commit(c2.endsAt, func(*seq, bool) {})
+		late := c2.endsAt + 1
+		c2.add(&seq{id: 3, prompt: 100, maxOut: 2, prefixID: -1, arrival: late})
+		b, _ := c2.schedule(late)
+		if b.tokens == 0 || c2.scheduled[0].id != 3 {
+			t.Fatalf("idle engine did not take the new request at once (%d tokens)", b.tokens)
+		}
+		return at[1]
+	}
+	if got := joins(); got != 3 {
+		t.Errorf("async scheduling: the request that came during step 1 joined step %d, want 3", got)
+	}
+	if got := joins("--no-async-scheduling"); got != 2 {
+		t.Errorf("--no-async-scheduling: the request that came during step 1 joined step %d, want 2", got)
+	}
+}
