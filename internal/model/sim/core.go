@@ -93,7 +93,12 @@ type core struct {
 	steps                  uint64  // steps planned (Deviation.AdmitEvery)
 	scheduled              []*seq
 	stepSecs               float64 // duration of the step planned by schedule
-	remainOut              int     // sum over running of output tokens still to generate (SGLang admission)
+	// endsAt is when the step planned last ends (engine clock), and
+	// cutoff the latest arrival the step being planned may admit: under
+	// async scheduling a step that follows another back to back was
+	// planned when that one started (schedule).
+	endsAt, cutoff float64
+	remainOut      int // sum over running of output tokens still to generate (SGLang admission)
 	// Speculative decoding (spec.go): drafts per step (0: off), tokens
 	// verified per sequence, the drafts' acceptance rate.
 	specK, specVerify int
@@ -516,10 +521,25 @@ func (c *core) ahead(s *seq, n int) int {
 	return c.specVerify - 1
 }
 
-// schedule plans the next step and returns its shape and duration in
-// seconds. A zero shape means nothing can run.
-func (c *core) schedule() (batchShape, float64) {
+// schedule plans the step starting at now (engine clock, seconds) and
+// returns its shape and duration in seconds. A zero shape means nothing
+// can run.
+//
+// Under vLLM's async scheduling the engine core keeps two steps in flight
+// (vllm/v1/engine/core.py, step_with_batch_queue, with the executor's
+// max_concurrent_batches of 2): it plans step N+1 as soon as step N is
+// launched, and only then blocks on step N's result. A request that
+// arrives while step N runs therefore waits for step N+1, planned
+// without it, and joins step N+2: one step more than a synchronous
+// engine, for every request that arrives while the engine is busy. When
+// the engine was idle, or step N+1 would be empty, nothing was planned
+// ahead and the request joins the next step.
+func (c *core) schedule(now float64) (batchShape, float64) {
 	c.scheduled = c.scheduled[:0]
+	c.cutoff = math.Inf(1)
+	if c.sm.async && c.steps > 0 && now <= c.endsAt+1e-9 {
+		c.cutoff = now - c.stepSecs
+	}
 	var b batchShape
 	if c.cfg.Engine == engine.SGLang && !c.cfg.MixedChunk {
 		c.scheduleSGLang(&b)
@@ -528,6 +548,7 @@ func (c *core) schedule() (batchShape, float64) {
 	}
 	c.stepSecs = c.sm.stepSeconds(b)
 	c.steps++
+	c.endsAt = now + c.stepSecs
 	return b, c.stepSecs
 }
 
@@ -565,6 +586,9 @@ func (c *core) scheduleVLLM(b *batchShape) {
 	}
 	for c.head < len(c.waiting) && len(c.running) < c.maxSeqs && budget > 0 && c.cfg.Deviation.admits(c.steps, len(c.running)) {
 		s := c.waiting[c.head]
+		if s.arrival > c.cutoff && len(c.scheduled) > 0 {
+			break // came after this step was planned (schedule)
+		}
 		c.lookupPrefix(s)
 		rem := s.target() - s.computed
 		n := min(rem, budget)

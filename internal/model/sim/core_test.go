@@ -34,7 +34,7 @@ func TestPreemptionWhenKVRunsOut(t *testing.T) {
 		c.add(&seq{id: i, prompt: 1000, maxOut: 1000, prefixID: -1})
 	}
 	for steps := 0; done < 64 && steps < 1e6; steps++ {
-		if b, _ := c.schedule(); b.tokens == 0 {
+		if b, _ := c.schedule(c.endsAt); b.tokens == 0 {
 			t.Fatal("stalled")
 		}
 		c.commit(0, func(_ *seq, last bool) {
@@ -137,7 +137,7 @@ func TestPrefixQueriesCountedOnce(t *testing.T) {
 	c.add(&seq{id: 1, prompt: 1000, maxOut: 4, prefixID: -1})
 	done, steps := 0, 0
 	for ; done < 2 && steps < 1e5; steps++ {
-		if b, _ := c.schedule(); b.tokens == 0 {
+		if b, _ := c.schedule(c.endsAt); b.tokens == 0 {
 			t.Fatal("stalled")
 		}
 		c.commit(0, func(_ *seq, last bool) {
@@ -160,7 +160,7 @@ func TestQueueTimeEndsWhenScheduled(t *testing.T) {
 	s := &seq{id: 0, prompt: 1000, maxOut: 4, prefixID: -1, arrival: 0.5}
 	c.add(s)
 	now := 1.0 // the engine was busy until 1.0
-	b, secs := c.schedule()
+	b, secs := c.schedule(c.endsAt)
 	if b.tokens == 0 || secs <= 0 {
 		t.Fatalf("nothing scheduled: %+v %v", b, secs)
 	}
@@ -186,7 +186,7 @@ func TestKVUsageExcludesCachedFreePrefixes(t *testing.T) {
 		if steps > 1e5 {
 			t.Fatal("stalled")
 		}
-		if b, _ := c.schedule(); b.tokens == 0 {
+		if b, _ := c.schedule(c.endsAt); b.tokens == 0 {
 			t.Fatal("stalled")
 		}
 		c.commit(0, func(_ *seq, last bool) {
@@ -291,7 +291,7 @@ func TestBlockAccounting(t *testing.T) {
 			if step%50 == 0 && n < 200 {
 				add(20)
 			}
-			if b, _ := c.schedule(); b.tokens == 0 {
+			if b, _ := c.schedule(c.endsAt); b.tokens == 0 {
 				t.Fatalf("%s: stalled at step %d", eng, step)
 			}
 			c.commit(float64(step), func(_ *seq, last bool) {
@@ -308,5 +308,57 @@ func TestBlockAccounting(t *testing.T) {
 			t.Errorf("%s: no preemption: the test does not exercise re-admission over cached pages", eng)
 		}
 		t.Logf("%s: %d requests, %d preemptions, prefix hits %d of %d prompt tokens", eng, n, c.preemptions, c.prefixHits, c.prefixQueries)
+	}
+}
+
+// Under vLLM's async scheduling a step is planned when the one before it
+// starts: a request that arrives while step N runs joins step N+2, not
+// N+1 (core.schedule); with --no-async-scheduling it joins N+1, and an
+// idle engine takes it at once either way.
+func TestAsyncSchedulingAdmitsAStepLater(t *testing.T) {
+	joins := func(extra ...string) uint64 {
+		cfg, est := smallKV(t, extra...)
+		c := newCore(cfg, est)
+		c.add(&seq{id: 0, prompt: 100, maxOut: 1000, prefixID: -1})
+		at := map[int]uint64{}
+		step := func() {
+			now := c.endsAt
+			b, _ := c.schedule(now)
+			if b.tokens == 0 {
+				t.Fatal("nothing scheduled")
+			}
+			for _, s := range c.scheduled {
+				if _, ok := at[s.id]; !ok {
+					at[s.id] = c.steps
+				}
+			}
+			c.commit(c.endsAt, func(*seq, bool) {})
+		}
+		step() // step 1 runs request 0's prompt
+		// Request 1 arrives while step 1 runs.
+		c.add(&seq{id: 1, prompt: 100, maxOut: 10, prefixID: -1, arrival: c.endsAt - c.stepSecs/2})
+		step()
+		step()
+		// An idle engine: a fresh core, the request arriving after
+		// everything finished.
+		c2 := newCore(cfg, est)
+		c2.add(&seq{id: 2, prompt: 100, maxOut: 2, prefixID: -1})
+		c2.schedule(0)
+		c2.commit(c2.endsAt, func(*seq, bool) {})
+		c2.schedule(c2.endsAt)
+		c2.commit(c2.endsAt, func(*seq, bool) {})
+		late := c2.endsAt + 1
+		c2.add(&seq{id: 3, prompt: 100, maxOut: 2, prefixID: -1, arrival: late})
+		b, _ := c2.schedule(late)
+		if b.tokens == 0 || c2.scheduled[0].id != 3 {
+			t.Fatalf("idle engine did not take the new request at once (%d tokens)", b.tokens)
+		}
+		return at[1]
+	}
+	if got := joins(); got != 3 {
+		t.Errorf("async scheduling: the request that came during step 1 joined step %d, want 3", got)
+	}
+	if got := joins("--no-async-scheduling"); got != 2 {
+		t.Errorf("--no-async-scheduling: the request that came during step 1 joined step %d, want 2", got)
 	}
 }

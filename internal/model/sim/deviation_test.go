@@ -93,7 +93,7 @@ func TestAdmitEvery(t *testing.T) {
 	c := newCore(cfg, est)
 	for i := range 40 {
 		c.add(&seq{id: i, prompt: 64, maxOut: 50, prefixID: -1})
-		b, _ := c.schedule()
+		b, _ := c.schedule(c.endsAt)
 		step := c.steps - 1
 		joined := 0
 		for _, s := range c.scheduled {
@@ -121,7 +121,7 @@ func TestSharedPrefixHits(t *testing.T) {
 		for i := range 8 {
 			c.add(&seq{id: i, prompt: 600, maxOut: 4, prefixID: -1})
 			for !c.idle() {
-				c.schedule()
+				c.schedule(c.endsAt)
 				c.commit(0, func(*seq, bool) {})
 			}
 		}

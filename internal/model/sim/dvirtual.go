@@ -324,7 +324,7 @@ func (r *dRun) enter(e dEvent) {
 }
 
 func (r *dRun) start(rep *replica, k int) {
-	b, secs := rep.cores[k].schedule()
+	b, secs := rep.cores[k].schedule(r.v.now)
 	if b.tokens == 0 {
 		rep.busy[k] = false
 		return

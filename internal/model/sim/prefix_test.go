@@ -81,7 +81,7 @@ func TestPrefixEvictionLRU(t *testing.T) {
 			if step > 1e5 {
 				t.Fatal("stalled")
 			}
-			if b, _ := c.schedule(); b.tokens == 0 {
+			if b, _ := c.schedule(c.endsAt); b.tokens == 0 {
 				t.Fatalf("step %d: nothing runs", step)
 			}
 			c.commit(float64(step), func(*seq, bool) {})

@@ -477,12 +477,12 @@ func (l *loop) start(k int) {
 		}
 	}
 	l.enter(k, from)
-	b, secs := l.cores[k].schedule()
+	b, secs := l.cores[k].schedule(l.simNow(from))
 	if b.tokens == 0 && len(l.pending[k]) > 0 {
 		// Nothing runs until the next arrival: the step starts then.
 		from = l.pending[k][0].ready
 		l.enter(k, from)
-		b, secs = l.cores[k].schedule()
+		b, secs = l.cores[k].schedule(l.simNow(from))
 	}
 	if b.tokens == 0 {
 		l.chained[k] = false

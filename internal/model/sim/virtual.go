@@ -331,7 +331,7 @@ func (r *virtualRun) abortUnfinished(class measure.ErrorClass, msg string) {
 
 // start plans core k's next step.
 func (r *virtualRun) start(k int) {
-	b, secs := r.v.cores[k].schedule()
+	b, secs := r.v.cores[k].schedule(r.v.now)
 	if b.tokens == 0 {
 		r.busy[k] = false
 		return
