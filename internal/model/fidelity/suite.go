@@ -301,35 +301,8 @@ func (s *Suite) Simulate(r Run) (Result, error) {
 		return Result{}, fmt.Errorf("run %q: %w", r.ID, err)
 	}
 	w := r.Workload
-	var sched []time.Duration
-	n := w.Requests
-	if len(w.Stages) > 0 {
-		// Poisson stages back to back, the seed fixed by the run's id.
-		h := fnv.New64a()
-		h.Write([]byte(r.ID))
-		rng := rand.New(rand.NewPCG(1, h.Sum64()))
-		var t float64
-		for _, st := range w.Stages {
-			for range int(st[1]) {
-				t += rng.ExpFloat64() / st[0]
-				sched = append(sched, time.Duration(t*1e9))
-			}
-		}
-		n = len(sched)
-	} else {
-		sched = make([]time.Duration, n)
-	}
-	reqs := make([]measure.Request, n)
-	lengths := w.lengths(r.ID)
-	for i := range reqs {
-		in, out := lengths()
-		reqs[i] = measure.Request{Index: i, PromptTokens: in, MaxTokens: out, PrefixID: -1}
-		if w.Prompts > 0 {
-			// A cycled prompt is the same tokens every time it comes
-			// round: the whole of it is the group's prefix.
-			reqs[i].PrefixID, reqs[i].PrefixTokens = i%w.Prompts, w.In
-		}
-	}
+	reqs, sched := w.requests(r.ID)
+	n := len(reqs)
 	var recs []measure.Record
 	if d := r.Disaggregated; d != nil {
 		var dep sim.Deployment
@@ -366,21 +339,7 @@ func (s *Suite) Simulate(r Run) (Result, error) {
 	if r.Split != "" {
 		res.Split = r.Split
 	}
-	switch {
-	case cfg.SpecMethod != "":
-		res.Regimes = []string{RegimeSpec}
-	case r.Disaggregated != nil:
-		res.Regimes = append(res.Regimes, r.Regimes...)
-		res.Regimes = append(res.Regimes, RegimeDisagg)
-	default:
-		res.Regimes = append(res.Regimes, r.Regimes...)
-		if r.TP > 1 {
-			res.Regimes = append(res.Regimes, RegimeTP)
-		}
-		if cfg.Model.MoE() {
-			res.Regimes = append(res.Regimes, RegimeMoE)
-		}
-	}
+	res.Regimes = regimes(r, cfg)
 	for _, name := range metricNames {
 		if real := r.Measured.get(name); real > 0 {
 			res.Err[name] = p.get(name)/real - 1
@@ -410,7 +369,66 @@ func (w Workload) lengths(id string) func() (in, out int) {
 	}
 }
 
-// Simulate runs every measurement.
+// requests are the run's requests, their lengths drawn as its workload
+// says, and their arrival times: Poisson stages back to back, or all at
+// once (a concurrency cap or an offline batch).
+func (w Workload) requests(id string) ([]measure.Request, []time.Duration) {
+	var sched []time.Duration
+	n := w.Requests
+	if len(w.Stages) > 0 {
+		// Poisson stages back to back, the seed fixed by the run's id.
+		h := fnv.New64a()
+		h.Write([]byte(id))
+		rng := rand.New(rand.NewPCG(1, h.Sum64()))
+		var t float64
+		for _, st := range w.Stages {
+			for range int(st[1]) {
+				t += rng.ExpFloat64() / st[0]
+				sched = append(sched, time.Duration(t*1e9))
+			}
+		}
+		n = len(sched)
+	} else {
+		sched = make([]time.Duration, n)
+	}
+	reqs := make([]measure.Request, n)
+	lengths := w.lengths(id)
+	for i := range reqs {
+		in, out := lengths()
+		reqs[i] = measure.Request{Index: i, PromptTokens: in, MaxTokens: out, PrefixID: -1}
+		if w.Prompts > 0 {
+			// A cycled prompt is the same tokens every time it comes
+			// round: the whole of it is the group's prefix.
+			reqs[i].PrefixID, reqs[i].PrefixTokens = i%w.Prompts, w.In
+		}
+	}
+	return reqs, sched
+}
+
+// regimes are the ones a run counts in: speculative and disaggregated
+// runs in theirs alone, the others in their load regimes plus tp>1 and
+// moe from the configuration.
+func regimes(r Run, cfg sim.Config) []string {
+	var out []string
+	switch {
+	case cfg.SpecMethod != "":
+		return []string{RegimeSpec}
+	case r.Disaggregated != nil:
+		out = append(out, r.Regimes...)
+		out = append(out, RegimeDisagg)
+	default:
+		out = append(out, r.Regimes...)
+		if r.TP > 1 {
+			out = append(out, RegimeTP)
+		}
+		if cfg.Model.MoE() {
+			out = append(out, RegimeMoE)
+		}
+	}
+	return out
+}
+
+// SimulateAll runs every measurement.
 func (s *Suite) SimulateAll() ([]Result, error) {
 	var out []Result
 	var errs []error

@@ -163,23 +163,7 @@ func newStepModel(cfg Config) stepModel {
 		silu *= s.topK
 	}
 	s.actBytes = 2*4*h*bytesBF16 + 2*2*(q+kv)*d*bytesBF16 + 2*kv*d*(bytesBF16+s.kvElem) + silu
-	w8a8 := false
-	switch {
-	case cfg.Quantization == "fp8" && g.HasFP8() && m.WeightBlock > 0:
-		s.gemmRate = g.FP8TFLOPS * 1e12 * blockFP8GEMMEfficiency
-		s.expertRate = g.FP8TFLOPS * 1e12 * blockFP8ExpertEfficiency
-		w8a8 = true
-	case cfg.Quantization == "fp8" && g.HasFP8():
-		s.gemmRate = g.FP8TFLOPS * 1e12 * k.FP8GEMMEfficiency
-		w8a8 = true
-	case cfg.Quantization == "awq" || cfg.Quantization == "gptq":
-		s.gemmRate = g.BF16TFLOPS * 1e12 * k.W4A16GEMMEfficiency
-	default: // bf16, or fp8 weight-only on GPUs without FP8 tensor cores
-		s.gemmRate = s.bf16Rate
-	}
-	if s.expertRate == 0 {
-		s.expertRate = s.gemmRate
-	}
+	w8a8 := s.setGEMMRates(cfg, k)
 	if cfg.Engine == engine.SGLang && m.MLA != nil && m.MoE() {
 		s.extendHost = sglangExtendHostMLAMoE.Seconds()
 	}
@@ -201,6 +185,31 @@ func newStepModel(cfg Config) stepModel {
 	s.kernelsPerLayer, s.kernelsPerStep = k.KernelOverheadUs/1e6*perLayer, k.KernelOverheadUs/1e6*stepKernels
 	s.spec = newSpecStep(cfg, &s)
 	return s
+}
+
+// setGEMMRates sets the linear layers' and the experts' achievable FLOP/s
+// by quantization and reports whether their inputs are quantized too
+// (W8A8): block-scaled FP8 (DeepSeek's checkpoints) runs below the
+// per-tensor rate, and W4A16 dequantizes inside a BF16 GEMM.
+func (s *stepModel) setGEMMRates(cfg Config, k Constants) (w8a8 bool) {
+	g, m := cfg.GPU, cfg.Model
+	switch {
+	case cfg.Quantization == "fp8" && g.HasFP8() && m.WeightBlock > 0:
+		s.gemmRate = g.FP8TFLOPS * 1e12 * blockFP8GEMMEfficiency
+		s.expertRate = g.FP8TFLOPS * 1e12 * blockFP8ExpertEfficiency
+		w8a8 = true
+	case cfg.Quantization == "fp8" && g.HasFP8():
+		s.gemmRate = g.FP8TFLOPS * 1e12 * k.FP8GEMMEfficiency
+		w8a8 = true
+	case cfg.Quantization == "awq" || cfg.Quantization == "gptq":
+		s.gemmRate = g.BF16TFLOPS * 1e12 * k.W4A16GEMMEfficiency
+	default: // bf16, or fp8 weight-only on GPUs without FP8 tensor cores
+		s.gemmRate = s.bf16Rate
+	}
+	if s.expertRate == 0 {
+		s.expertRate = s.gemmRate
+	}
+	return w8a8
 }
 
 // layerKernels counts the kernels one decoder layer launches, averaged
