@@ -380,8 +380,19 @@ func (s *Study) effectCharts() (charted, []charted, []effectRow) {
 	for _, e := range effects {
 		rows = append(rows, effectRow{Param: e.Param, Eta2: fmt.Sprintf("%.2f", e.Eta2), Groups: e.Groups, N: e.N})
 	}
+	effChart := effectBar(effects, len(vals))
+	var scatters []charted
+	for _, p := range params {
+		scatters = append(scatters, paramScatter(p, obj.Metric, cols[p.Name], vals, trials))
+	}
+	return effChart, scatters, rows
+}
+
+// effectBar is the bar chart of the parameters' effects, most important
+// at the top, over n trials with a value.
+func effectBar(effects []Effect, n int) charted {
 	bar := newChart("Parameter effect (η²)", "share of the objective's variance explained", "")
-	if len(effects) > 0 && len(vals) >= 2 {
+	if len(effects) > 0 && n >= 2 {
 		values := make(plotter.Values, len(effects))
 		names := make([]string, len(effects))
 		// Most important at the top: the bar chart counts upwards.
@@ -400,59 +411,60 @@ func (s *Study) effectCharts() (charted, []charted, []effectRow) {
 			bar.empty = false
 		}
 	}
-	effChart := charted{SVG: bar.svg(wideW, smallH+50),
-		Caption: fmt.Sprintf("Over the %d search trials with a value.", len(vals))}
-	var scatters []charted
-	for _, p := range params {
-		c := newChart(p.Name, p.Name, fmt.Sprintf("%s (%s)", metricTitle(obj.Metric), recommend.Unit(obj.Metric)))
-		var xys plotter.XYs
-		col := cols[p.Name]
-		switch p.Kind {
-		case space.KindCategorical, space.KindBool:
-			names := choiceNames(p)
-			idx := map[string]int{}
-			for i, n := range names {
-				idx[n] = i
+	return charted{SVG: bar.svg(wideW, smallH+50),
+		Caption: fmt.Sprintf("Over the %d search trials with a value.", n)}
+}
+
+// paramScatter plots the objective (vals, of trials) against one
+// parameter's values (col): categories spread with a small jitter,
+// numbers on their own axis.
+func paramScatter(p space.Param, metric string, col []any, vals []float64, trials []int) charted {
+	c := newChart(p.Name, p.Name, fmt.Sprintf("%s (%s)", metricTitle(metric), recommend.Unit(metric)))
+	var xys plotter.XYs
+	switch p.Kind {
+	case space.KindCategorical, space.KindBool:
+		names := choiceNames(p)
+		idx := map[string]int{}
+		for i, n := range names {
+			idx[n] = i
+		}
+		for i, v := range col {
+			k, ok := idx[fmt.Sprint(v)]
+			if !ok {
+				continue
 			}
-			for i, v := range col {
-				k, ok := idx[fmt.Sprint(v)]
-				if !ok {
-					continue
-				}
-				// A small fixed jitter keeps equal values apart.
-				j := (float64(trials[i]%7) - 3) * 0.04
-				xys = append(xys, plotter.XY{X: float64(k) + j, Y: vals[i]})
-			}
-			c.nominalX(names)
-		default:
-			var xs []float64
-			for i, v := range col {
-				if f, ok := toFloat(v); ok {
-					xys = append(xys, plotter.XY{X: f, Y: vals[i]})
-					xs = append(xs, f)
-				}
-			}
-			if p.Log {
-				c.logX(xs)
-				if _, isLog := c.p.X.Scale.(plot.LogScale); isLog {
-					c.ticksAt(niceTicks(xs))
-				}
-			} else if vs, err := p.Values(); err == nil && len(vs) <= 8 {
-				// A stepped range's own values (0.80, 0.85, ...), not
-				// the default ticks between them (0.81, 0.87, 0.93).
-				var at []float64
-				for _, v := range vs {
-					if f, ok := toFloat(v); ok {
-						at = append(at, f)
-					}
-				}
-				c.ticksAt(at)
+			// A small fixed jitter keeps equal values apart.
+			j := (float64(trials[i]%7) - 3) * 0.04
+			xys = append(xys, plotter.XY{X: float64(k) + j, Y: vals[i]})
+		}
+		c.nominalX(names)
+	default:
+		var xs []float64
+		for i, v := range col {
+			if f, ok := toFloat(v); ok {
+				xys = append(xys, plotter.XY{X: f, Y: vals[i]})
+				xs = append(xs, f)
 			}
 		}
-		c.scatter(xys, glyph(colMet, draw.CircleGlyph{}, 2.4), "")
-		scatters = append(scatters, charted{SVG: c.svg(smallW, smallH)})
+		if p.Log {
+			c.logX(xs)
+			if _, isLog := c.p.X.Scale.(plot.LogScale); isLog {
+				c.ticksAt(niceTicks(xs))
+			}
+		} else if vs, err := p.Values(); err == nil && len(vs) <= 8 {
+			// A stepped range's own values (0.80, 0.85, ...), not
+			// the default ticks between them (0.81, 0.87, 0.93).
+			var at []float64
+			for _, v := range vs {
+				if f, ok := toFloat(v); ok {
+					at = append(at, f)
+				}
+			}
+			c.ticksAt(at)
+		}
 	}
-	return effChart, scatters, rows
+	c.scatter(xys, glyph(colMet, draw.CircleGlyph{}, 2.4), "")
+	return charted{SVG: c.svg(smallW, smallH)}
 }
 
 // niceTicks are 1-2-5 steps within the range of xs, for a log axis.

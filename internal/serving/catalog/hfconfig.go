@@ -91,17 +91,68 @@ const maxConfigBytes = 1 << 20
 // head_dim is hidden_size/num_attention_heads; tie_word_embeddings defaults
 // to false as in transformers' Llama/Qwen2 configs.
 func ParseHFConfig(r io.Reader, id string) (Model, error) {
+	c, fields, err := readHFConfig(r)
+	if err != nil {
+		return Model{}, err
+	}
+	if id == "" {
+		id = c.NameOrPath
+	}
+	if id == "" {
+		id = "custom"
+	}
+	m := Model{
+		ID: id, Layers: intOrZero(c.Layers), Hidden: intOrZero(c.Hidden), Heads: intOrZero(c.Heads),
+		KVHeads: intOrZero(c.KVHeads), HeadDim: intOrZero(c.HeadDim), Intermediate: intOrZero(c.Intermediate),
+		Vocab: intOrZero(c.Vocab), MaxPosition: intOrZero(c.MaxPosition), DType: c.DType,
+	}
+	if c.KVHeads == nil {
+		m.KVHeads = m.Heads
+	}
+	if c.HeadDim == nil && m.Heads > 0 {
+		m.HeadDim = m.Hidden / m.Heads
+	}
+	if c.Tied != nil {
+		m.TiedEmbeddings = *c.Tied
+	}
+	mixtureAndMLA(&m, &c)
+	m.Unmodelled = append(m.Unmodelled, attentionSpan(&c, fields)...)
+	for _, a := range c.Architectures {
+		if !knownArchitectures[a] {
+			m.Unmodelled = append(m.Unmodelled, fmt.Sprintf("architectures %q", a))
+		}
+	}
+	if m.DType == "" {
+		m.DType = "bfloat16"
+	}
+	if c.Quant != nil {
+		m.Quantization = normalizeQuant(c.Quant.Method)
+		if len(c.Quant.WeightBlock) > 0 {
+			m.WeightBlock = c.Quant.WeightBlock[0]
+		}
+	}
+	if err := m.Validate(); err != nil {
+		return Model{}, err
+	}
+	return m, nil
+}
+
+// readHFConfig decodes a config.json, and its raw fields to find those the
+// simulated engine cannot cost; a multimodal config's text_config is the
+// language model's, taking the outer architectures, dtype and
+// quantization where it has none.
+func readHFConfig(r io.Reader) (hfConfig, hfRaw, error) {
 	data, err := io.ReadAll(io.LimitReader(r, maxConfigBytes+1))
 	if err != nil {
-		return Model{}, fmt.Errorf("read config.json: %w", err)
+		return hfConfig{}, nil, fmt.Errorf("read config.json: %w", err)
 	}
 	if len(data) > maxConfigBytes {
-		return Model{}, fmt.Errorf("config.json larger than %d bytes", maxConfigBytes)
+		return hfConfig{}, nil, fmt.Errorf("config.json larger than %d bytes", maxConfigBytes)
 	}
 	var c hfConfig
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&c); err != nil {
-		return Model{}, fmt.Errorf("parse config.json: %w", err)
+		return hfConfig{}, nil, fmt.Errorf("parse config.json: %w", err)
 	}
 	// The raw fields, to find those the simulated engine cannot cost.
 	var fields hfRaw
@@ -122,32 +173,12 @@ func ParseHFConfig(r io.Reader, id string) (Model, error) {
 		}
 		c = inner
 	}
-	if id == "" {
-		id = c.NameOrPath
-	}
-	if id == "" {
-		id = "custom"
-	}
-	get := func(p *int) int {
-		if p == nil {
-			return 0
-		}
-		return *p
-	}
-	m := Model{
-		ID: id, Layers: get(c.Layers), Hidden: get(c.Hidden), Heads: get(c.Heads),
-		KVHeads: get(c.KVHeads), HeadDim: get(c.HeadDim), Intermediate: get(c.Intermediate),
-		Vocab: get(c.Vocab), MaxPosition: get(c.MaxPosition), DType: c.DType,
-	}
-	if c.KVHeads == nil {
-		m.KVHeads = m.Heads
-	}
-	if c.HeadDim == nil && m.Heads > 0 {
-		m.HeadDim = m.Hidden / m.Heads
-	}
-	if c.Tied != nil {
-		m.TiedEmbeddings = *c.Tied
-	}
+	return c, fields, nil
+}
+
+// mixtureAndMLA reads the experts (Mixtral's, Qwen's and DeepSeek's
+// field names) and MLA's latent ranks into m.
+func mixtureAndMLA(m *Model, c *hfConfig) {
 	switch {
 	case c.LocalExperts != nil:
 		m.Experts = *c.LocalExperts
@@ -157,39 +188,28 @@ func ParseHFConfig(r io.Reader, id string) (Model, error) {
 		m.Experts = *c.RoutedExperts
 	}
 	if m.Experts > 0 {
-		m.ExpertsPerTok = get(c.ExpertsPerTok)
+		m.ExpertsPerTok = intOrZero(c.ExpertsPerTok)
 		if c.ExpertsPerTok == nil {
-			m.ExpertsPerTok = get(c.ExpertsPerToken)
+			m.ExpertsPerTok = intOrZero(c.ExpertsPerToken)
 		}
 		if c.MoEIntermediate != nil {
 			m.Intermediate = *c.MoEIntermediate
 		}
-		moeShape(&m, &c)
+		moeShape(m, c)
 	}
 	if c.KVLoRARank != nil {
-		m.MLA = &MLA{KVLoRARank: *c.KVLoRARank, QLoRARank: get(c.QLoRARank), QKRopeHeadDim: get(c.QKRopeHeadDim),
-			QKNopeHeadDim: get(c.QKNopeHeadDim), VHeadDim: get(c.VHeadDim)}
+		m.MLA = &MLA{KVLoRARank: *c.KVLoRARank, QLoRARank: intOrZero(c.QLoRARank), QKRopeHeadDim: intOrZero(c.QKRopeHeadDim),
+			QKNopeHeadDim: intOrZero(c.QKNopeHeadDim), VHeadDim: intOrZero(c.VHeadDim)}
 		m.HeadDim = m.MLA.QKNopeHeadDim + m.MLA.QKRopeHeadDim
 	}
-	m.Unmodelled = append(m.Unmodelled, attentionSpan(&c, fields)...)
-	for _, a := range c.Architectures {
-		if !knownArchitectures[a] {
-			m.Unmodelled = append(m.Unmodelled, fmt.Sprintf("architectures %q", a))
-		}
+}
+
+// intOrZero is *p, or 0 for a field config.json leaves out.
+func intOrZero(p *int) int {
+	if p == nil {
+		return 0
 	}
-	if m.DType == "" {
-		m.DType = "bfloat16"
-	}
-	if c.Quant != nil {
-		m.Quantization = normalizeQuant(c.Quant.Method)
-		if len(c.Quant.WeightBlock) > 0 {
-			m.WeightBlock = c.Quant.WeightBlock[0]
-		}
-	}
-	if err := m.Validate(); err != nil {
-		return Model{}, err
-	}
-	return m, nil
+	return *p
 }
 
 // hfRaw is a config.json level as raw fields.
