@@ -93,11 +93,10 @@ type core struct {
 	steps                  uint64  // steps planned (Deviation.AdmitEvery)
 	scheduled              []*seq
 	stepSecs               float64 // duration of the step planned by schedule
-	// endsAt is when the step planned last ends (engine clock), and
-	// cutoff the latest arrival the step being planned may admit: under
-	// async scheduling a step that follows another back to back was
-	// planned when that one started (schedule).
-	endsAt, cutoff float64
+	// endsAt is when the step planned last ends (engine clock): under
+	// async scheduling a step that starts then was planned when that one
+	// started (schedule).
+	endsAt float64
 	remainOut      int // sum over running of output tokens still to generate (SGLang admission)
 	// Speculative decoding (spec.go): drafts per step (0: off), tokens
 	// verified per sequence, the drafts' acceptance rate.
@@ -536,15 +535,15 @@ func (c *core) ahead(s *seq, n int) int {
 // ahead and the request joins the next step.
 func (c *core) schedule(now float64) (batchShape, float64) {
 	c.scheduled = c.scheduled[:0]
-	c.cutoff = math.Inf(1)
+	cutoff := math.Inf(1) // the latest arrival this step may admit
 	if c.sm.async && c.steps > 0 && now <= c.endsAt+1e-9 {
-		c.cutoff = now - c.stepSecs
+		cutoff = now - c.stepSecs
 	}
 	var b batchShape
 	if c.cfg.Engine == engine.SGLang && !c.cfg.MixedChunk {
 		c.scheduleSGLang(&b)
 	} else {
-		c.scheduleVLLM(&b)
+		c.scheduleVLLM(&b, cutoff)
 	}
 	c.stepSecs = c.sm.stepSeconds(b)
 	c.steps++
@@ -556,8 +555,9 @@ func (c *core) schedule(now float64) (batchShape, float64) {
 // unfinished chunked prefills) under the token budget, preempting the
 // lowest-priority (latest) running request when KV blocks run out; then, if
 // nothing was preempted, waiting requests in FCFS order while seats, budget
-// and blocks last.
-func (c *core) scheduleVLLM(b *batchShape) {
+// and blocks last, those that arrived after cutoff only into a step that
+// has nothing else (schedule).
+func (c *core) scheduleVLLM(b *batchShape, cutoff float64) {
 	budget := c.cfg.MaxBatchedTokens
 	preempted := false
 	for i := 0; i < len(c.running) && budget > 0; i++ {
@@ -586,7 +586,7 @@ func (c *core) scheduleVLLM(b *batchShape) {
 	}
 	for c.head < len(c.waiting) && len(c.running) < c.maxSeqs && budget > 0 && c.cfg.Deviation.admits(c.steps, len(c.running)) {
 		s := c.waiting[c.head]
-		if s.arrival > c.cutoff && len(c.scheduled) > 0 {
+		if s.arrival > cutoff && len(c.scheduled) > 0 {
 			break // came after this step was planned (schedule)
 		}
 		c.lookupPrefix(s)
