@@ -96,8 +96,8 @@ type core struct {
 	// endsAt is when the step planned last ends (engine clock): under
 	// async scheduling a step that starts then was planned when that one
 	// started (schedule).
-	endsAt float64
-	remainOut      int // sum over running of output tokens still to generate (SGLang admission)
+	endsAt    float64
+	remainOut int // sum over running of output tokens still to generate (SGLang admission)
 	// Speculative decoding (spec.go): drafts per step (0: off), tokens
 	// verified per sequence, the drafts' acceptance rate.
 	specK, specVerify int
