@@ -53,7 +53,7 @@ func TestSimRunMatchesVirtualStudy(t *testing.T) {
 }
 
 // simRunAndStudy returns the summary `sim run --seed seed` writes and the
-// study's stored one, without meta and samples.
+// study's stored one, without meta, samples and date.
 func simRunAndStudy(t *testing.T, dir, db, seed string) (measure.Summary, measure.Summary) {
 	out := filepath.Join(dir, "run.json")
 	code, _, errs := runCLI(t, "sim", "run", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "H100-SXM",
@@ -86,8 +86,10 @@ func simRunAndStudy(t *testing.T, dir, db, seed string) (measure.Summary, measur
 		t.Fatalf("trials %+v, %v", trials, err)
 	}
 	stored := trials[0].LoadPoints[0].Summary
+	// Date is the wall clock's second at the start: the two runs straddle
+	// a second now and then, and it is no measured figure.
 	for _, sum := range []*measure.Summary{&run, &stored} {
-		sum.Meta, sum.Samples, sum.Detail = nil, nil, nil
+		sum.Meta, sum.Samples, sum.Detail, sum.Date = nil, nil, nil, ""
 	}
 	if stored.Completed != 100 {
 		t.Fatalf("study completed %d", stored.Completed)
