@@ -201,7 +201,25 @@ const (
 	// 3.4 us per short kernel launched from a graph, against 2.9 us of
 	// work; the microbenchmark's per-kernel total is the figure used:
 	// 3.4 us. Source, not fit.
-	kernelOverhead = 3400 * time.Nanosecond
+	//
+	// It is the figure at kernelOverheadRefMHz, H100 SXM's boost clock,
+	// where the latency calibration checks it (TestCalibrationVLLMLatency),
+	// and it scales with the inverse of a GPU's SM clock (steptime.go,
+	// kernelClockScale): a kernel too small to load the memory system is
+	// paced by the SMs. microsoft/vidur's kernel profiles of the
+	// Llama-2-70B layer at TP8 and one token
+	// (data/profiling/compute/{h100,a100}/meta-llama/Llama-2-70b-hf/
+	// mlp.csv, commits 683364e and 25e529d) time its five small kernels
+	// (two RMSNorms, rotary, SiLU-and-mul, the residual add) at 17 us on
+	// H100 and 25 us on A100, 1.47x, against clocks of 1,980 and 1,410
+	// MHz, 1.40x; the whole layer at 1-64 tokens takes 1.58-1.70x H100's
+	// there, about the peak-bandwidth ratio (1.64x), which a fixed 3.4 us
+	// per kernel put at 1.46x (TestDecodeLayerMatchesProfile). vLLM's
+	// dashboard latency test on A100-SXM4-80GB (build 9523) agrees: the
+	// simulator was 1-14% fast there with a fixed cost, 3% fast to 1%
+	// slow for 8B and Mixtral with this scaling (70B TP4 stays 11% fast).
+	kernelOverhead       = 3400 * time.Nanosecond
+	kernelOverheadRefMHz = 1980
 
 	// Kernels per layer. newStepModel counts a layer's kernels from its
 	// own linears (steptime.go, layerKernels): one GEMM launch each

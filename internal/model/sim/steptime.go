@@ -4,6 +4,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/servetune/servetune/internal/serving/catalog"
 	"github.com/servetune/servetune/internal/serving/engine"
 )
 
@@ -181,10 +182,22 @@ func newStepModel(cfg Config) stepModel {
 	s.perSeq = k.PerSeqOverheadUs / 1e6
 	s.mx = newMoEStep(cfg, &s)
 	perLayer := s.layerKernels(w8a8)
-	s.kernels = k.KernelOverheadUs / 1e6 * (s.layers*perLayer + stepKernels)
-	s.kernelsPerLayer, s.kernelsPerStep = k.KernelOverheadUs/1e6*perLayer, k.KernelOverheadUs/1e6*stepKernels
+	kernel := k.KernelOverheadUs / 1e6 * kernelClockScale(g)
+	s.kernels = kernel * (s.layers*perLayer + stepKernels)
+	s.kernelsPerLayer, s.kernelsPerStep = kernel*perLayer, kernel*stepKernels
 	s.spec = newSpecStep(cfg, &s)
 	return s
+}
+
+// kernelClockScale is a kernel's fixed cost on g in units of
+// kernelOverhead, which holds at kernelOverheadRefMHz: the inverse of the
+// SM clock (constants.go). A GPU without a clock in the catalog keeps the
+// reference.
+func kernelClockScale(g catalog.GPU) float64 {
+	if g.BoostMHz <= 0 {
+		return 1
+	}
+	return kernelOverheadRefMHz / g.BoostMHz
 }
 
 // setGEMMRates sets the linear layers' and the experts' achievable FLOP/s

@@ -41,7 +41,11 @@ type GPU struct {
 	Link       LinkKind `json:"link"`        // GPU-to-GPU interconnect
 	LinkGBps   float64  `json:"link_gbps"`   // per direction, GB/s
 	TDPWatts   float64  `json:"tdp_watts"`
-	Price      Price    `json:"price"`
+	// BoostMHz is the datasheet's maximum SM clock, 0 where the catalog
+	// has none: the simulator's per-kernel cost scales with its inverse
+	// (internal/model/sim/constants.go, kernelOverhead).
+	BoostMHz float64 `json:"boost_mhz,omitempty"`
+	Price    Price   `json:"price"`
 }
 
 // HasFP8 reports whether the GPU has FP8 tensor cores. Without them FP8 is
@@ -60,25 +64,25 @@ const priceSource = "cloud on-demand listings 2025-2026, median or midpoint of t
 // converted to GiB (approximate, overridable).
 var gpus = []GPU{
 	{ID: "A10G", Name: "NVIDIA A10G", MemoryGiB: 22.49, NominalGB: 24, HBMTBps: 0.60, BF16TFLOPS: 125, FP8TFLOPS: 0,
-		Link: LinkPCIe4, LinkGBps: 32, TDPWatts: 150, Price: Price{1.01, "2026-01", priceSource}},
+		Link: LinkPCIe4, LinkGBps: 32, TDPWatts: 150, BoostMHz: 1710, Price: Price{1.01, "2026-01", priceSource}},
 	{ID: "L4", Name: "NVIDIA L4", MemoryGiB: 22.49, NominalGB: 24, HBMTBps: 0.30, BF16TFLOPS: 121, FP8TFLOPS: 242,
-		Link: LinkPCIe4, LinkGBps: 32, TDPWatts: 72, Price: Price{0.80, "2026-01", priceSource}},
+		Link: LinkPCIe4, LinkGBps: 32, TDPWatts: 72, BoostMHz: 2040, Price: Price{0.80, "2026-01", priceSource}},
 	{ID: "L40S", Name: "NVIDIA L40S", MemoryGiB: 44.99, NominalGB: 48, HBMTBps: 0.864, BF16TFLOPS: 362, FP8TFLOPS: 733,
-		Link: LinkPCIe4, LinkGBps: 32, TDPWatts: 350, Price: Price{1.55, "2026-01", priceSource}},
+		Link: LinkPCIe4, LinkGBps: 32, TDPWatts: 350, BoostMHz: 2520, Price: Price{1.55, "2026-01", priceSource}},
 	{ID: "A100-40G", Name: "NVIDIA A100-SXM4-40GB", MemoryGiB: 39.39, NominalGB: 40, HBMTBps: 1.555, BF16TFLOPS: 312, FP8TFLOPS: 0,
-		Link: LinkNVLink, LinkGBps: 300, TDPWatts: 400, Price: Price{1.48, "2026-01", priceSource}},
+		Link: LinkNVLink, LinkGBps: 300, TDPWatts: 400, BoostMHz: 1410, Price: Price{1.48, "2026-01", priceSource}},
 	{ID: "A100-80G", Name: "NVIDIA A100-SXM4-80GB", MemoryGiB: 79.15, NominalGB: 80, HBMTBps: 2.039, BF16TFLOPS: 312, FP8TFLOPS: 0,
-		Link: LinkNVLink, LinkGBps: 300, TDPWatts: 400, Price: Price{2.05, "2026-01", priceSource}},
+		Link: LinkNVLink, LinkGBps: 300, TDPWatts: 400, BoostMHz: 1410, Price: Price{2.05, "2026-01", priceSource}},
 	{ID: "H100-SXM", Name: "NVIDIA H100 80GB HBM3", MemoryGiB: 79.18, NominalGB: 80, HBMTBps: 3.35, BF16TFLOPS: 989, FP8TFLOPS: 1979,
-		Link: LinkNVLink, LinkGBps: 450, TDPWatts: 700, Price: Price{2.95, "2026-01", priceSource}},
+		Link: LinkNVLink, LinkGBps: 450, TDPWatts: 700, BoostMHz: 1980, Price: Price{2.95, "2026-01", priceSource}},
 	{ID: "H100-PCIe", Name: "NVIDIA H100 PCIe", MemoryGiB: 79.18, NominalGB: 80, HBMTBps: 2.0, BF16TFLOPS: 756, FP8TFLOPS: 1513,
-		Link: LinkPCIe5, LinkGBps: 64, TDPWatts: 350, Price: Price{2.86, "2026-01", priceSource}},
+		Link: LinkPCIe5, LinkGBps: 64, TDPWatts: 350, BoostMHz: 1755, Price: Price{2.86, "2026-01", priceSource}},
 	{ID: "H200", Name: "NVIDIA H200", MemoryGiB: 139.8, NominalGB: 141, HBMTBps: 4.8, BF16TFLOPS: 989, FP8TFLOPS: 1979,
-		Link: LinkNVLink, LinkGBps: 450, TDPWatts: 700, Price: Price{4.75, "2026-01", priceSource}},
+		Link: LinkNVLink, LinkGBps: 450, TDPWatts: 700, BoostMHz: 1980, Price: Price{4.75, "2026-01", priceSource}},
 	{ID: "B200", Name: "NVIDIA B200", MemoryGiB: 179.06, NominalGB: 192, HBMTBps: 7.7, BF16TFLOPS: 2250, FP8TFLOPS: 4500,
 		Link: LinkNVLink, LinkGBps: 900, TDPWatts: 1000, Price: Price{5.25, "2026-01", priceSource}},
 	{ID: "MI300X", Name: "AMD Instinct MI300X", MemoryGiB: 191.98, NominalGB: 192, HBMTBps: 5.3, BF16TFLOPS: 1307, FP8TFLOPS: 2615,
-		Link: LinkInfinityFabric, LinkGBps: 400, TDPWatts: 750, Price: Price{2.00, "2026-01", priceSource}},
+		Link: LinkInfinityFabric, LinkGBps: 400, TDPWatts: 750, BoostMHz: 2100, Price: Price{2.00, "2026-01", priceSource}},
 }
 
 // gpuAliases maps other common spellings to catalog ids (lower case).
