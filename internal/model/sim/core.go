@@ -533,15 +533,25 @@ func (c *core) ahead(s *seq, n int) int {
 // engine, for every request that arrives while the engine is busy. When
 // the engine was idle, or step N+1 would be empty, nothing was planned
 // ahead and the request joins the next step.
+//
+// SGLang's overlap scheduler does the same (scheduler.py,
+// event_loop_overlap, sgl-project/sglang at
+// d51c1c21d1ac07cd5d1de9ead6c99087d8428e79; the loop of PR #2067, v0.4):
+// each pass receives the new requests, plans and launches the next batch,
+// and only then waits for the batch before it and processes its result.
+// The pass that plans batch N+1 starts when batch N-1's result is in, that
+// is when batch N starts on the GPU, so a request that arrives while batch
+// N runs is received by the pass that plans batch N+2. When the last pass
+// launched nothing (the scheduler was idle) it is received at once.
 func (c *core) schedule(now float64) (batchShape, float64) {
 	c.scheduled = c.scheduled[:0]
 	cutoff := math.Inf(1) // the latest arrival this step may admit
-	if c.sm.async && c.steps > 0 && now <= c.endsAt+1e-9 {
+	if (c.sm.async || c.sm.overlap) && c.steps > 0 && now <= c.endsAt+1e-9 {
 		cutoff = now - c.stepSecs
 	}
 	var b batchShape
 	if c.cfg.Engine == engine.SGLang && !c.cfg.MixedChunk {
-		c.scheduleSGLang(&b)
+		c.scheduleSGLang(&b, cutoff)
 	} else {
 		c.scheduleVLLM(&b, cutoff)
 	}
@@ -611,7 +621,9 @@ func (c *core) scheduleVLLM(b *batchShape, cutoff float64) {
 // queue, up to the chunk size and max_prefill_tokens, keeping blocks for
 // the running requests' future output), otherwise one decode step of every
 // running request, retracting the latest requests when the pool runs out.
-func (c *core) scheduleSGLang(b *batchShape) {
+// Requests that arrived after cutoff were not yet received when the step
+// was planned (schedule): they wait unless the step would be empty.
+func (c *core) scheduleSGLang(b *batchShape, cutoff float64) {
 	budget := c.cfg.MaxBatchedTokens
 	if !c.cfg.ChunkedPrefill {
 		budget = c.cfg.MaxPrefillTokens
@@ -630,6 +642,9 @@ func (c *core) scheduleSGLang(b *batchShape) {
 	}
 	for c.head < len(c.waiting) && len(c.running) < c.maxSeqs && budget > 0 && c.cfg.Deviation.admits(c.steps, len(c.running)) {
 		s := c.waiting[c.head]
+		if s.arrival > cutoff && (len(c.scheduled) > 0 || len(c.running) > 0) {
+			break // came after this step was planned (schedule)
+		}
 		c.lookupPrefix(s)
 		rem := s.target() - s.computed
 		n := min(rem, budget)

@@ -314,10 +314,23 @@ func TestBlockAccounting(t *testing.T) {
 // Under vLLM's async scheduling a step is planned when the one before it
 // starts: a request that arrives while step N runs joins step N+2, not
 // N+1 (core.schedule); with --no-async-scheduling it joins N+1, and an
-// idle engine takes it at once either way.
+// idle engine takes it at once either way. SGLang's overlap scheduler
+// plans a batch ahead in the same way (core.schedule); with
+// --disable-overlap-schedule it does not.
 func TestAsyncSchedulingAdmitsAStepLater(t *testing.T) {
+	sglang := []string{"llama-3.1-8b", "--engine", "sglang", "--gpu", "H100", "--context-length", "4096", "--max-running-requests", "256"}
 	joins := func(extra ...string) uint64 {
-		cfg, est := smallKV(t, extra...)
+		var cfg Config
+		var est MemoryEstimate
+		if len(extra) > 0 && extra[0] == "sglang" {
+			cfg = mustParse(t, append(sglang, extra[1:]...)...)
+			var err error
+			if est, err = Estimate(cfg); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			cfg, est = smallKV(t, extra...)
+		}
 		c := newCore(cfg, est)
 		c.add(&seq{id: 0, prompt: 100, maxOut: 1000, prefixID: -1})
 		at := map[int]uint64{}
@@ -360,5 +373,11 @@ func TestAsyncSchedulingAdmitsAStepLater(t *testing.T) {
 	}
 	if got := joins("--no-async-scheduling"); got != 2 {
 		t.Errorf("--no-async-scheduling: the request that came during step 1 joined step %d, want 2", got)
+	}
+	if got := joins("sglang"); got != 3 {
+		t.Errorf("SGLang's overlap scheduler: the request that came during step 1 joined step %d, want 3", got)
+	}
+	if got := joins("sglang", "--disable-overlap-schedule"); got != 2 {
+		t.Errorf("SGLang --disable-overlap-schedule: the request that came during step 1 joined step %d, want 2", got)
 	}
 }

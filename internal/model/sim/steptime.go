@@ -91,7 +91,11 @@ type stepModel struct {
 	perSeq       float64 // seconds per scheduled sequence
 	async        bool    // the host's step work runs beside the GPU's (vLLM's async scheduling)
 	noOverlap    bool    // SGLang without its overlap scheduler (constants.go, sglangNoOverlapSlowdown)
-	kernels      float64 // seconds of kernel overhead per step (kernelOverhead x kernels)
+	// overlap: SGLang's overlap scheduler (its default since v0.4, PR
+	// #2067) plans batch N+1 before batch N's result is in, as vLLM's
+	// async scheduling does (core.schedule).
+	overlap bool
+	kernels float64 // seconds of kernel overhead per step (kernelOverhead x kernels)
 	// kernelsPerLayer and kernelsPerStep are kernels' parts: one layer's
 	// and the step's own.
 	kernelsPerLayer, kernelsPerStep float64
@@ -139,6 +143,7 @@ func newStepModel(cfg Config) stepModel {
 		eagerExtend: cfg.Engine == engine.SGLang,
 		async:       cfg.Engine == engine.VLLM && !cfg.SyncScheduling && !cfg.Deviation.SyncHost,
 		noOverlap:   cfg.Engine == engine.SGLang && cfg.SyncScheduling,
+		overlap:     cfg.Engine == engine.SGLang && !cfg.SyncScheduling,
 	}
 	s.prefillPairFlops = 4 * d
 	inter := float64(m.Intermediate) / tp
