@@ -78,6 +78,11 @@ type Config struct {
 	SamplerSort      bool
 	GenerationConfig string
 
+	// V0Scheduler: vLLM's V0 scheduler (sim_v0_scheduler; core.go,
+	// scheduleV0Prefills), whose steps of new prompts run alone when
+	// chunked prefill is off.
+	V0Scheduler bool
+
 	BlockSize      int  // block_size (SGLang: page size)
 	EnforceEager   bool // cuda_graphs off
 	CUDAGraphMaxBS int
@@ -277,6 +282,7 @@ var settings = []setting{
 	switched("mixed_chunk", false, func(c *Config) *bool { return &c.MixedChunk }),
 	switched("async_scheduling", true, func(c *Config) *bool { return &c.SyncScheduling }),
 	whenOn("sim_sampler_sort", func(c *Config) *bool { return &c.SamplerSort }),
+	whenOn("sim_v0_scheduler", func(c *Config) *bool { return &c.V0Scheduler }),
 	nonEmpty("generation_config", func(c *Config) *string { return &c.GenerationConfig }),
 	whenOn("expert_parallel", func(c *Config) *bool { return &c.ExpertParallel }),
 	whenOn("dp_attention", func(c *Config) *bool { return &c.DPAttention }),

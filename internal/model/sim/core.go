@@ -568,6 +568,9 @@ func (c *core) schedule(now float64) (batchShape, float64) {
 // and blocks last, those that arrived after cutoff only into a step that
 // has nothing else (schedule).
 func (c *core) scheduleVLLM(b *batchShape, cutoff float64) {
+	if c.cfg.V0Scheduler && !c.cfg.ChunkedPrefill && c.scheduleV0Prefills(b) {
+		return
+	}
 	budget := c.cfg.MaxBatchedTokens
 	preempted := false
 	for i := 0; i < len(c.running) && budget > 0; i++ {
@@ -614,6 +617,33 @@ func (c *core) scheduleVLLM(b *batchShape, cutoff float64) {
 		c.addToShape(b, s, n)
 		budget -= n
 	}
+}
+
+// scheduleV0Prefills is vLLM V0's default scheduler without chunked
+// prefill (vllm/core/scheduler.py, Scheduler._schedule_default; at
+// commit 0054e1fa0f8ac79f0524b6b1f4d7c02f9e37eca1 of
+// vllm-project/vllm, the same through the V0 releases, 0.6 among
+// them): it schedules waiting prompts first, whole, in FCFS order while
+// the token budget (max_num_batched_tokens), the seats (max_num_seqs,
+// running requests included) and the KV blocks last, and when it
+// scheduled any it runs no decodes in that step ("Don't schedule
+// decodes if prefills are scheduled"). It reports whether it scheduled
+// a prompt; if not, the running requests decode (scheduleVLLM).
+func (c *core) scheduleV0Prefills(b *batchShape) bool {
+	budget := c.cfg.MaxBatchedTokens
+	for c.head < len(c.waiting) && len(c.running) < c.maxSeqs && c.cfg.Deviation.admits(c.steps, len(c.running)) {
+		s := c.waiting[c.head]
+		c.lookupPrefix(s)
+		rem := s.target() - s.computed
+		if rem > budget || !c.allocate(s, s.computed+rem, 0) {
+			c.undoPrefix(s)
+			break
+		}
+		c.admit(s)
+		c.addToShape(b, s, rem)
+		budget -= rem
+	}
+	return b.tokens > 0
 }
 
 // scheduleSGLang is SGLang's default scheduler: a prefill batch whenever new

@@ -381,3 +381,34 @@ func TestAsyncSchedulingAdmitsAStepLater(t *testing.T) {
 		t.Errorf("SGLang --disable-overlap-schedule: the request that came during step 1 joined step %d, want 2", got)
 	}
 }
+
+// TestV0SchedulerRunsPromptsAlone: under vLLM V0's scheduler without
+// chunked prefill (--v0-scheduler) a step that takes new prompts runs no
+// decodes, and the running requests decode in the next step with no
+// prompt waiting; V1's scheduler (the default) runs them together.
+func TestV0SchedulerRunsPromptsAlone(t *testing.T) {
+	for _, v0 := range []bool{false, true} {
+		args := []string{"--no-enable-chunked-prefill", "--no-async-scheduling"}
+		if v0 {
+			args = append(args, "--v0-scheduler")
+		}
+		cfg, est := smallKV(t, args...)
+		c := newCore(cfg, est)
+		c.add(&seq{id: 0, prompt: 100, maxOut: 8, prefixID: -1})
+		c.schedule(0)
+		c.commit(0, func(*seq, bool) {})
+		c.add(&seq{id: 1, prompt: 100, maxOut: 8, prefixID: -1})
+		b, _ := c.schedule(c.endsAt)
+		c.commit(0, func(*seq, bool) {})
+		wantSeqs := 2 // the decode rides along
+		if v0 {
+			wantSeqs = 1
+		}
+		if b.seqs != wantSeqs || b.prefillTokens != 100 {
+			t.Errorf("v0 %v: the step with the second prompt ran %d sequences, %d prompt tokens; want %d, 100", v0, b.seqs, b.prefillTokens, wantSeqs)
+		}
+		if b, _ = c.schedule(c.endsAt); b.seqs != 2 || b.prefillTokens != 0 {
+			t.Errorf("v0 %v: the next step ran %d sequences, %d prompt tokens; want 2 decodes", v0, b.seqs, b.prefillTokens)
+		}
+	}
+}

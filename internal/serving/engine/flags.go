@@ -337,6 +337,11 @@ var table = []setting{
 	// FlashInfer and Triton samplers took over.
 	{name: "sim_sampler_sort", typ: Bool, sim: true, doc: "vLLM: top-p/top-k sampling sorts the vocabulary (the PyTorch-native sampler of vLLM 0.15 and the releases around it)",
 		vllm: spelling{on: []string{"--sampler-sort"}}},
+	// Which scheduler a vLLM build runs is its version's too: V0's (vLLM
+	// up to 0.10) ran a step of new prompts alone when chunked prefill
+	// was off (sim/core.go, scheduleV0Prefills).
+	{name: "sim_v0_scheduler", typ: Bool, sim: true, doc: "vLLM: V0's scheduler (vLLM before V1): without chunked prefill a step of new prompts runs no decodes",
+		vllm: spelling{on: []string{"--v0-scheduler"}}},
 	{name: "sim_force_calibration", typ: Bool, sim: true, doc: "use the calibration profile even on another GPU or engine",
 		vllm: spelling{on: []string{"--force-calibration"}}, sglang: spelling{on: []string{"--force-calibration"}}},
 }
