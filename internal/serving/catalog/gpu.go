@@ -60,14 +60,18 @@ func (g GPU) NVLink() bool { return g.Link == LinkNVLink || g.Link == LinkInfini
 const priceSource = "cloud on-demand listings 2025-2026, median or midpoint of the range seen (docs/reference.md, GPUs)"
 
 // Memory sizes: H100's 79.18 GiB is the measured figure of docs/reference.md (Engines)
-// (llm-d-benchmark); the others are the nvidia-smi / rocm-smi totals in MiB
-// converted to GiB (approximate, overridable).
+// (llm-d-benchmark); L40S's 44.53 GiB is the total PyTorch reports, which is
+// what vLLM's gpu_memory_utilization takes a fraction of (vllm-project/vllm
+// issue #15598, eight L40S per node: "GPU 6 has a total capacity of 44.53 GiB";
+// nvidia-smi's 46068 MiB, 44.99 GiB, counts memory the CUDA context cannot
+// allocate, as H100's 81559 MiB does); the others are the nvidia-smi /
+// rocm-smi totals in MiB converted to GiB (approximate, overridable).
 var gpus = []GPU{
 	{ID: "A10G", Name: "NVIDIA A10G", MemoryGiB: 22.49, NominalGB: 24, HBMTBps: 0.60, BF16TFLOPS: 125, FP8TFLOPS: 0,
 		Link: LinkPCIe4, LinkGBps: 32, TDPWatts: 150, BoostMHz: 1710, Price: Price{1.01, "2026-01", priceSource}},
 	{ID: "L4", Name: "NVIDIA L4", MemoryGiB: 22.49, NominalGB: 24, HBMTBps: 0.30, BF16TFLOPS: 121, FP8TFLOPS: 242,
 		Link: LinkPCIe4, LinkGBps: 32, TDPWatts: 72, BoostMHz: 2040, Price: Price{0.80, "2026-01", priceSource}},
-	{ID: "L40S", Name: "NVIDIA L40S", MemoryGiB: 44.99, NominalGB: 48, HBMTBps: 0.864, BF16TFLOPS: 362, FP8TFLOPS: 733,
+	{ID: "L40S", Name: "NVIDIA L40S", MemoryGiB: 44.53, NominalGB: 48, HBMTBps: 0.864, BF16TFLOPS: 362, FP8TFLOPS: 733,
 		Link: LinkPCIe4, LinkGBps: 32, TDPWatts: 350, BoostMHz: 2520, Price: Price{1.55, "2026-01", priceSource}},
 	{ID: "A100-40G", Name: "NVIDIA A100-SXM4-40GB", MemoryGiB: 39.39, NominalGB: 40, HBMTBps: 1.555, BF16TFLOPS: 312, FP8TFLOPS: 0,
 		Link: LinkNVLink, LinkGBps: 300, TDPWatts: 400, BoostMHz: 1410, Price: Price{1.48, "2026-01", priceSource}},
