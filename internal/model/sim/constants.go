@@ -290,9 +290,18 @@ const (
 	// (vllm:time_to_first_token_seconds, from the request's arrival at
 	// the engine) leaves it out. vLLM PR #54628 measured the client's TTFT
 	// against the engine's on the same runs: 8.4-12.2 ms more (five runs,
-	// median 11.0; vllm bench serve, 512-token prompts, a laptop RTX 4070,
-	// so a server's CPU may do it faster). Estimate: 10 ms. A calibration
-	// fits it when asked (calibrate --fit).
+	// median 11.0; vllm bench serve, 512-token prompts, a laptop RTX 4070
+	// under WSL2 with the client on the same CPU). On H100 servers the
+	// server's own share is smaller: journey traces of 13 vLLM 0.15.1 runs
+	// (136k requests; inference-sim/training at e95f416,
+	// output/fit/coefficients.json and DESIGN.md) give api.ARRIVED to
+	// journey.QUEUED 9.3 ms mean, most of it the wait for the engine
+	// loop's next pass (QUEUED is stamped there; half a step of 8-19 ms,
+	// which core.schedule models itself), and journey.FINISHED to
+	// api.DEPARTED 1.8 ms: some 3 ms in all. The client's share (network,
+	// the load generator's own parsing) is not measured there, so the
+	// laptop's client-to-engine figure stays. Estimate: 10 ms. A
+	// calibration fits it when asked (calibrate --fit).
 	frontendOverhead = 10 * time.Millisecond
 )
 
