@@ -561,6 +561,14 @@ func (c *core) schedule(now float64) (batchShape, float64) {
 	return b, c.stepSecs
 }
 
+// retime sets the duration of the step just planned to secs, from now:
+// a data-parallel rank that steps with the others lasts as long as the
+// group's step (virtualRun.startLockstep).
+func (c *core) retime(now, secs float64) {
+	c.stepSecs = secs
+	c.endsAt = now + secs
+}
+
 // scheduleVLLM is vLLM V1's scheduler: running requests first (decodes and
 // unfinished chunked prefills) under the token budget, preempting the
 // lowest-priority (latest) running request when KV blocks run out; then, if

@@ -26,6 +26,33 @@ func (c *Config) DPAttentionOn() bool {
 	return c.Model.MoE() && c.DP > 1 && (c.Engine == engine.VLLM || c.DPAttention)
 }
 
+// DPLockstep reports whether the data-parallel ranks step together: vLLM
+// with an MoE model and data_parallel > 1. Each rank is then a
+// DPEngineCoreProc (vllm-project/vllm, vllm/v1/engine/core.py; read at
+// 00080ee13c7a451fce071ccb8d0e94d395acf5a7, where the class asserts
+// model_config.is_moe: a dense model's ranks are plain independent
+// engines), and every forward pass meets the other ranks' in each MoE
+// layer's collectives: the routed experts are sliced over tensor_parallel
+// × data_parallel GPUs (FusedMoEParallelConfig.make in
+// vllm/model_executor/layers/fused_moe/config.py flattens the TP ranks
+// across DP when expert parallelism is off), and the layer gathers every
+// rank's tokens before them and reduce-scatters after (FusedMoE's naive
+// dispatch/combine; allgather_reducescatter is the default backend). A
+// rank with nothing to run keeps stepping with a dummy batch while any
+// rank has requests (run_busy_loop, execute_dummy_batch; the request
+// "waves" of vLLM PR #16277, April 2025), and the ranks agree on each
+// step's token counts first (vllm/v1/worker/dp_utils.py,
+// coordinate_batch_across_dp). vLLM's docs, from before v0.15.1, say the
+// same: "Forward passes must be aligned, and expert layers across all
+// ranks are required to synchronize during every forward pass"
+// (docs.vllm.ai/en/v0.12.0/serving/data_parallel_deployment/). So a step
+// lasts as long as the slowest rank's, and every rank's tokens go through
+// every GPU's expert slices (virtualRun.startLockstep). SGLang's DP
+// attention also meets every step, not modelled here.
+func (c *Config) DPLockstep() bool {
+	return c.DPAttentionOn() && c.Engine == engine.VLLM
+}
+
 // MoEGroup is how many GPUs one pipeline stage's routed experts are
 // spread over (the EP size with expert_parallel); 0 for dense models.
 func (c *Config) MoEGroup() int {
@@ -196,15 +223,18 @@ func newMoEStep(cfg Config, s *stepModel) *moeStep {
 
 // tokenwise is one layer's routed-expert time for a step of T tokens on
 // this data-parallel rank, averaged over the layers: every rank's tokens
-// meet in the experts (data-parallel attention steps the ranks together,
-// taken as equally loaded), so a GPU reads the experts those tokens touch
-// among its own and does its share of their FLOPs; the router; and the
-// exchange among the group. With expert parallelism each token's hidden
-// state goes to the GPUs of its top-k experts and comes back (all-to-all
-// dispatch and combine); without it the ranks' tokens are gathered and
-// the partial sums reduce-scattered.
-func (x *moeStep) tokenwise(s *stepModel, T float64) float64 {
+// meet in the experts, group of them (batchShape.groupTokens; 0 takes
+// every rank as loaded as this one), so a GPU reads the experts those
+// tokens touch among its own and does its share of their FLOPs; the
+// router; and the exchange among the group. With expert parallelism each
+// token's hidden state goes to the GPUs of its top-k experts and comes
+// back (all-to-all dispatch and combine); without it the ranks' tokens
+// are gathered and the partial sums reduce-scattered.
+func (x *moeStep) tokenwise(s *stepModel, T, group float64) float64 {
 	tokens := T * x.ranks // into the experts, from every rank
+	if group > 0 && x.ranks > 1 {
+		tokens = group
+	}
 	touched := x.perGPU * (1 - math.Pow(1-x.topK/x.experts, tokens))
 	// A GPU's share of the routed token-expert pairs: all of them on its
 	// slices, or those of its whole experts.
@@ -217,11 +247,11 @@ func (x *moeStep) tokenwise(s *stepModel, T float64) float64 {
 	t := roofline(flops, s.expertRate, bytes, s.bw)
 	t += roofline(2*T*x.hidden*x.experts, s.bf16Rate, x.hidden*x.experts*bytesBF16, s.bw) // router
 	if x.group > 1 && x.ranks > 1 {
-		fan := x.ranks // gather every rank's tokens, reduce-scatter back
+		moved := tokens // gather every rank's tokens, reduce-scatter back
 		if x.ep {
-			fan = math.Min(x.topK, x.group) // to the GPUs of its experts and back
+			moved = T * math.Min(x.topK, x.group) // to the GPUs of its experts and back
 		}
-		t += 2 * (x.latency + T*fan*x.hidden*bytesBF16*(x.group-1)/x.group/x.bandwidth)
+		t += 2 * (x.latency + moved*x.hidden*bytesBF16*(x.group-1)/x.group/x.bandwidth)
 	}
 	return x.frac * t
 }

@@ -3,8 +3,11 @@ package sim
 import (
 	"errors"
 	"math"
+	"slices"
 	"testing"
+	"time"
 
+	"github.com/servetune/servetune/internal/load/measure"
 	"github.com/servetune/servetune/internal/serving/catalog"
 )
 
@@ -173,5 +176,42 @@ func TestLayerKernels(t *testing.T) {
 		if math.Abs(got-tt.want) > 1e-6 {
 			t.Errorf("%v: %.3f kernels per layer, want %.3f", tt.args, got, tt.want)
 		}
+	}
+}
+
+// vLLM steps an MoE model's data-parallel ranks together (Config.DPLockstep):
+// a rank decoding alone waits, step by step, for the other rank's long
+// prefill, since every MoE layer's all-gather meets that rank's forward
+// pass. A dense model's ranks are independent engines, and its decoding
+// rank keeps its own pace.
+func TestDataParallelMoERanksStepTogether(t *testing.T) {
+	gap := func(model string) (decode, stalled time.Duration) {
+		t.Helper()
+		cfg := mustParse(t, model, "--gpu", "H100-SXM", "-tp", "2", "-dp", "2",
+			"--max-model-len", "4096", "--max-num-seqs", "128", "--max-num-batched-tokens", "2048", "--no-enable-prefix-caching")
+		// A decode-heavy request on one rank, then a 4,000-token prompt,
+		// two prefill chunks, on the other (the least loaded).
+		reqs := []measure.Request{
+			{Index: 0, PromptTokens: 16, MaxTokens: 200, PrefixID: -1},
+			{Index: 1, PromptTokens: 4000, MaxTokens: 1, PrefixID: -1},
+		}
+		recs, err := RunVirtualSchedule(cfg, reqs, []time.Duration{0, 200 * time.Millisecond}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var gaps []time.Duration
+		for i := 1; i < len(recs[0].Chunks); i++ {
+			gaps = append(gaps, recs[0].Chunks[i].At-recs[0].Chunks[i-1].At)
+		}
+		slices.Sort(gaps)
+		return gaps[len(gaps)/2], gaps[len(gaps)-1]
+	}
+	decode, stalled := gap("mistralai/Mixtral-8x7B-Instruct-v0.1")
+	if stalled < 3*decode {
+		t.Errorf("Mixtral TP2 x DP2: decode step %v, longest while the other rank prefills %v: want the prefill chunk's step (several times longer)", decode, stalled)
+	}
+	decode, stalled = gap("meta-llama/Llama-3.1-8B-Instruct")
+	if stalled > decode*3/2 {
+		t.Errorf("Llama-3.1-8B TP2 x DP2: decode step %v, longest %v: a dense model's ranks step on their own", decode, stalled)
 	}
 }

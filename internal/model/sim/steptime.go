@@ -28,6 +28,12 @@ type batchShape struct {
 	verifyCtx float64
 	drafting  int
 	draftCtx  float64
+	// groupTokens are the tokens every data-parallel rank brings into the
+	// routed experts this step when the ranks step together (virtual.go,
+	// lockstep): each rank's own, or 1 for a rank that runs a dummy
+	// batch. 0 takes this rank's tokens times the ranks, as if equally
+	// loaded (moe.go, moeStep.tokenwise).
+	groupTokens float64
 }
 
 // gemm is one linear layer on one GPU.
@@ -316,7 +322,7 @@ func (s *stepModel) stepSeconds(b batchShape) float64 {
 // gpuSeconds is the GPU's time of one step, in seconds.
 func (s *stepModel) gpuSeconds(b batchShape) float64 {
 	T := float64(b.tokens)
-	layer := s.tokenwise(T)
+	layer := s.tokenwiseGroup(T, b.groupTokens)
 	kvTokBytes := 2 * s.kvPerGPU * s.headDim * s.kvElem // one token's K and V in one layer
 	if b.decodeCtx > 0 {
 		flops := 4 * s.headDim * s.qPerGPU * (b.decodeCtx + b.verifyCtx)
@@ -396,7 +402,11 @@ func interpolate(xs, ys []float64, x float64) float64 {
 // of a step alone, in seconds: the linear layers (MoE experts and router
 // included) by roofline, and the memory-bound kernels between them
 // (actBytes), which overlap nothing.
-func (s *stepModel) tokenwise(T float64) float64 {
+func (s *stepModel) tokenwise(T float64) float64 { return s.tokenwiseGroup(T, 0) }
+
+// tokenwiseGroup is tokenwise with the routed experts fed group tokens
+// from every data-parallel rank (batchShape.groupTokens; 0: T per rank).
+func (s *stepModel) tokenwiseGroup(T, group float64) float64 {
 	t := T * s.actBytes / s.bw
 	for _, g := range s.gemms {
 		flops := 2 * T * g.weights
@@ -412,7 +422,7 @@ func (s *stepModel) tokenwise(T float64) float64 {
 		t += roofline(2*T*s.hidden*s.experts, s.bf16Rate, s.hidden*s.experts*bytesBF16, s.bw) // router
 	}
 	if s.mx != nil {
-		t += s.mx.tokenwise(s, T)
+		t += s.mx.tokenwise(s, T, group)
 	}
 	return t
 }

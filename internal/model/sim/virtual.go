@@ -104,6 +104,8 @@ type virtualRun struct {
 	busy     []bool
 	ends     []float64
 	inflight int
+	// lockstep: the data-parallel ranks step together (Config.DPLockstep).
+	lockstep bool
 	// entering are sent requests still in the server's front end, in
 	// send order (the overhead is one constant, so the first is next to
 	// reach the engine); enterAt[i] is when entering[i] does.
@@ -148,6 +150,7 @@ func (r *virtualRun) run(ctx context.Context) {
 	v := r.v
 	r.busy = make([]bool, len(v.cores))
 	r.ends = make([]float64, len(v.cores))
+	r.lockstep = v.cfg.DPLockstep()
 	r.draw()
 	for n := 0; ; n++ {
 		// A cancelled run stops at once: draining a deep queue in
@@ -189,6 +192,15 @@ func (r *virtualRun) run(ctx context.Context) {
 			r.arrive()
 			r.sent++
 			r.draw()
+		case k >= 0 && r.lockstep:
+			// Every rank's step ends together (startLockstep).
+			r.advance(tStep)
+			for i, c := range v.cores {
+				if r.busy[i] {
+					c.commit(v.now, r.emit)
+				}
+			}
+			r.startLockstep()
 		case k >= 0:
 			r.advance(tStep)
 			v.cores[k].commit(v.now, r.emit)
@@ -276,7 +288,14 @@ func (r *virtualRun) enter(s *seq) {
 	}
 	r.rank[s.id] = best
 	v.cores[best].add(s)
-	if !r.busy[best] {
+	switch {
+	case r.lockstep:
+		// An idle rank joins the ranks' next step; when none is
+		// stepping, the ranks start one now (startLockstep).
+		if !slices.Contains(r.busy, true) {
+			r.startLockstep()
+		}
+	case !r.busy[best]:
 		r.start(best)
 	}
 }
@@ -330,6 +349,43 @@ func (r *virtualRun) abortUnfinished(class measure.ErrorClass, msg string) {
 }
 
 // start plans core k's next step.
+// startLockstep starts the data-parallel ranks' next step together
+// (Config.DPLockstep): each rank plans its own batch, and a rank with
+// none runs a dummy batch of one token while any other has work
+// (DPEngineCoreProc.run_busy_loop, execute_dummy_batch). Every rank's
+// tokens meet in each MoE layer, so each rank's step is timed with the
+// whole group's tokens in the experts, and the step lasts as long as the
+// slowest rank's: the MoE layers' collectives wait for it.
+func (r *virtualRun) startLockstep() {
+	v := r.v
+	shapes := make([]batchShape, len(v.cores))
+	group, work := 0.0, false
+	for i, c := range v.cores {
+		shapes[i], _ = c.schedule(v.now)
+		if shapes[i].tokens > 0 {
+			work = true
+			group += float64(shapes[i].tokens)
+		} else {
+			group++ // the dummy batch's token
+		}
+	}
+	secs := 0.0
+	for i, c := range v.cores {
+		r.busy[i] = false
+		if !work || shapes[i].tokens == 0 {
+			continue
+		}
+		shapes[i].groupTokens = group
+		secs = math.Max(secs, c.sm.stepSeconds(shapes[i]))
+	}
+	for i, c := range v.cores {
+		if work && shapes[i].tokens > 0 {
+			c.retime(v.now, secs)
+			r.busy[i], r.ends[i] = true, v.now+secs
+		}
+	}
+}
+
 func (r *virtualRun) start(k int) {
 	b, secs := r.v.cores[k].schedule(r.v.now)
 	if b.tokens == 0 {
