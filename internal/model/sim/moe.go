@@ -118,6 +118,39 @@ type moeStep struct {
 	kernels   float64 // kernels per layer beside the linears' (newMoEStep)
 }
 
+// setMLAGemms replaces s's attention linears with MLA's (DeepSeek-V2/V3):
+// the latent down-projections, the query's up-projection, the absorbed KV
+// up-projection and the output, and sets the attention's per-token shape
+// to the latent.
+func (s *stepModel) setMLAGemms(cfg Config) {
+	m, a := cfg.Model, cfg.Model.MLA
+	tp := float64(cfg.TP)
+	h := float64(m.Hidden)
+	heads := float64(m.Heads) / tp
+	qk := float64(a.QKNopeHeadDim + a.QKRopeHeadDim)
+	latent := float64(a.KVLoRARank + a.QKRopeHeadDim)
+	s.gemms = s.gemms[:0]
+	if a.QLoRARank > 0 {
+		// The query and KV down-projections read the same input and
+		// run as one replicated GEMM (fused_qkv_a_proj in the
+		// engines' deepseek_v2.py), then the query's up-projection.
+		r := float64(a.QLoRARank)
+		s.gemms = append(s.gemms, linear(h*(r+latent), h, r+latent), linear(r*heads*qk, r, heads*qk))
+	} else {
+		s.gemms = append(s.gemms, linear(h*heads*qk, h, heads*qk), linear(h*latent, h, latent))
+	}
+	// The KV up-projection runs absorbed at decode: two batched
+	// GEMMs on bf16 weights, one into the latent before attention
+	// and one out of it after (w_kc and w_vc in the engines'
+	// deepseek_v2.py).
+	kvUp := float64(a.KVLoRARank) * heads * float64(a.QKNopeHeadDim+a.VHeadDim)
+	s.gemms = append(s.gemms,
+		gemm{weights: kvUp, in: float64(a.KVLoRARank), out: heads * float64(a.QKNopeHeadDim+a.VHeadDim), kernels: 2},
+		linear(heads*float64(a.VHeadDim)*h, heads*float64(a.VHeadDim), h))
+	s.headDim, s.kvPerGPU = latent, 0.5 // 2·kv·d = one latent per token
+	s.prefillPairFlops = 2 * (qk + float64(a.VHeadDim))
+}
+
 // newMoEStep returns the MoE step model of cfg (nil for dense models)
 // after fitting s to cfg's attention: MLA's projections replace the
 // grouped-query ones, and its cache reads as kv_lora_rank +
@@ -134,30 +167,8 @@ func newMoEStep(cfg Config, s *stepModel) *moeStep {
 	m := cfg.Model
 	tp := float64(cfg.TP)
 	h := float64(m.Hidden)
-	if a := m.MLA; a != nil {
-		heads := float64(m.Heads) / tp
-		qk := float64(a.QKNopeHeadDim + a.QKRopeHeadDim)
-		latent := float64(a.KVLoRARank + a.QKRopeHeadDim)
-		s.gemms = s.gemms[:0]
-		if a.QLoRARank > 0 {
-			// The query and KV down-projections read the same input and
-			// run as one replicated GEMM (fused_qkv_a_proj in the
-			// engines' deepseek_v2.py), then the query's up-projection.
-			r := float64(a.QLoRARank)
-			s.gemms = append(s.gemms, linear(h*(r+latent), h, r+latent), linear(r*heads*qk, r, heads*qk))
-		} else {
-			s.gemms = append(s.gemms, linear(h*heads*qk, h, heads*qk), linear(h*latent, h, latent))
-		}
-		// The KV up-projection runs absorbed at decode: two batched
-		// GEMMs on bf16 weights, one into the latent before attention
-		// and one out of it after (w_kc and w_vc in the engines'
-		// deepseek_v2.py).
-		kvUp := float64(a.KVLoRARank) * heads * float64(a.QKNopeHeadDim+a.VHeadDim)
-		s.gemms = append(s.gemms,
-			gemm{weights: kvUp, in: float64(a.KVLoRARank), out: heads * float64(a.QKNopeHeadDim+a.VHeadDim), kernels: 2},
-			linear(heads*float64(a.VHeadDim)*h, heads*float64(a.VHeadDim), h))
-		s.headDim, s.kvPerGPU = latent, 0.5 // 2·kv·d = one latent per token
-		s.prefillPairFlops = 2 * (qk + float64(a.VHeadDim))
+	if m.MLA != nil {
+		s.setMLAGemms(cfg)
 	}
 	if !m.MoE() {
 		return nil
