@@ -412,3 +412,44 @@ func TestV0SchedulerRunsPromptsAlone(t *testing.T) {
 		}
 	}
 }
+
+// TestVLLMAdmitsOnTheFirstChunk pins vLLM 0.15's admission of a waiting
+// request under KV pressure (vllm/v1/core/sched/scheduler.py, schedule;
+// vllm/v1/core/kv_cache_manager.py, allocate_slots): the scheduler asks
+// for the blocks of the chunk it schedules, not of the whole prompt,
+// holds no watermark back (the V1 KV cache manager's only test is the
+// blocks asked for against the free ones, cached free pages included),
+// and admits no waiting request in a step that preempted. Admission on
+// the whole prompt (scheduler_reserve_full_isl, vllm-project/vllm PR
+// #37307) and a V1 watermark (PR #44594) came after 0.15.
+func TestVLLMAdmitsOnTheFirstChunk(t *testing.T) {
+	cfg, est := smallKV(t, "--max-num-batched-tokens", "512")
+	est.KVBlocks = 53 // 848 tokens
+	c := newCore(cfg, est)
+	step := func() batchShape {
+		b, _ := c.schedule(c.endsAt)
+		c.commit(c.endsAt, func(*seq, bool) {})
+		return b
+	}
+	c.add(&seq{id: 0, prompt: 320, maxOut: 1000, prefixID: -1})
+	step() // request 0's prompt: 20 blocks, 33 free
+	// Request 1's prompt needs 63 blocks, more than are free; its first
+	// chunk (the budget less request 0's decode, 511 tokens) needs 32,
+	// which with the block request 0's decode takes are all the free
+	// ones: no headroom is kept.
+	c.add(&seq{id: 1, prompt: 1000, maxOut: 10, prefixID: -1})
+	if b := step(); len(c.running) != 2 || b.prefillTokens != 511 {
+		t.Fatalf("waiting request not admitted on its first chunk: %d running, %d prefill tokens", len(c.running), b.prefillTokens)
+	}
+	// Its second chunk does not fit beside request 0: the latest running
+	// request (request 1 itself) is preempted, and nothing is admitted
+	// in that step even though request 2's prompt would fit.
+	c.add(&seq{id: 2, prompt: 16, maxOut: 10, prefixID: -1})
+	b := step()
+	if c.preemptions != 1 {
+		t.Fatalf("%d preemptions, want 1", c.preemptions)
+	}
+	if b.prefillTokens != 0 || len(c.running) != 1 {
+		t.Errorf("a step that preempted admitted a waiting request: %d prefill tokens, %d running", b.prefillTokens, len(c.running))
+	}
+}
