@@ -46,6 +46,7 @@ func TestPreemptionWhenKVRunsOut(t *testing.T) {
 			t.Fatalf("used %d blocks of %d", c.usedBlocks, c.totalBlocks)
 		}
 	}
+	c.schedule(c.endsAt) // the last step's result frees its requests (holdsFinished)
 	if c.preemptions == 0 {
 		t.Errorf("no preemption with %d KV tokens for 128k tokens of demand", est.KVCacheTokens)
 	}
@@ -196,6 +197,7 @@ func TestKVUsageExcludesCachedFreePrefixes(t *testing.T) {
 		})
 		peak = max(peak, c.kvUsage())
 	}
+	c.schedule(c.endsAt) // the last step's result frees its requests (holdsFinished)
 	if c.usedBlocks == 0 || c.evictable != c.usedBlocks {
 		t.Fatalf("want only cached, unreferenced prefix blocks left: used %d, evictable %d", c.usedBlocks, c.evictable)
 	}
@@ -451,5 +453,50 @@ func TestVLLMAdmitsOnTheFirstChunk(t *testing.T) {
 	}
 	if b.prefillTokens != 0 || len(c.running) != 1 {
 		t.Errorf("a step that preempted admitted a waiting request: %d prefill tokens, %d running", b.prefillTokens, len(c.running))
+	}
+}
+
+// TestAsyncSchedulingFreesASeatAStepLater: under vLLM's async scheduling
+// the step after the one a request finishes in was planned before that
+// step's result was in, so the finished request still held its seat
+// (and its blocks) then, and a request waiting for a seat joins the step
+// after; without async scheduling it joins the next one. When the step
+// would be empty without the seat, the engine takes the result first.
+func TestAsyncSchedulingFreesASeatAStepLater(t *testing.T) {
+	joins := func(extra ...string) uint64 {
+		cfg, est := smallKV(t, append([]string{"--max-num-seqs", "2"}, extra...)...)
+		c := newCore(cfg, est)
+		c.add(&seq{id: 0, prompt: 16, maxOut: 2, prefixID: -1})   // finishes in step 2
+		c.add(&seq{id: 1, prompt: 16, maxOut: 100, prefixID: -1}) // keeps its seat
+		c.add(&seq{id: 2, prompt: 16, maxOut: 2, prefixID: -1})   // waits for a seat
+		for step := uint64(1); step <= 5; step++ {
+			if b, _ := c.schedule(c.endsAt); b.tokens == 0 {
+				t.Fatal("nothing scheduled")
+			}
+			for _, s := range c.scheduled {
+				if s.id == 2 {
+					return c.steps
+				}
+			}
+			c.commit(c.endsAt, func(*seq, bool) {})
+		}
+		return 0
+	}
+	if got := joins(); got != 4 {
+		t.Errorf("async scheduling: the waiting request joined step %d, want 4", got)
+	}
+	if got := joins("--no-async-scheduling"); got != 3 {
+		t.Errorf("--no-async-scheduling: the waiting request joined step %d, want 3", got)
+	}
+	// The seat is the only thing left to run: the engine waits for the
+	// result and plans the step with it.
+	cfg, est := smallKV(t, "--max-num-seqs", "1")
+	c := newCore(cfg, est)
+	c.add(&seq{id: 0, prompt: 16, maxOut: 1, prefixID: -1})
+	c.add(&seq{id: 1, prompt: 16, maxOut: 1, prefixID: -1})
+	c.schedule(0)
+	c.commit(c.endsAt, func(*seq, bool) {})
+	if b, _ := c.schedule(c.endsAt); b.tokens == 0 || c.scheduled[0].id != 1 {
+		t.Errorf("the waiting request did not take the freed seat when nothing else could run (%d tokens)", b.tokens)
 	}
 }
