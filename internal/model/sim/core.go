@@ -549,11 +549,27 @@ func (c *core) schedule(now float64) (batchShape, float64) {
 	if (c.sm.async || c.sm.overlap) && c.steps > 0 && now <= c.endsAt+1e-9 {
 		cutoff = now - c.stepSecs
 	}
+	// Requests the last step finished are freed before this one is
+	// planned, unless it was planned while that step ran (holdsFinished);
+	// then they are freed after, and if it would be empty without them
+	// the engine took the result first and plans it again.
+	hold := c.holdsFinished() && c.steps > 0 && now <= c.endsAt+1e-9
+	if !hold {
+		c.dropFinished()
+	}
 	var b batchShape
 	if c.cfg.Engine == engine.SGLang && !c.cfg.MixedChunk {
 		c.scheduleSGLang(&b, cutoff)
 	} else {
 		c.scheduleVLLM(&b, cutoff)
+	}
+	if hold {
+		n := len(c.running)
+		c.dropFinished()
+		if b.tokens == 0 && len(c.running) < n {
+			c.scheduled = c.scheduled[:0]
+			c.scheduleVLLM(&b, cutoff)
+		}
 	}
 	c.stepSecs = c.sm.stepSeconds(b)
 	c.steps++
@@ -583,12 +599,19 @@ func (c *core) scheduleVLLM(b *batchShape, cutoff float64) {
 	preempted := false
 	for i := 0; i < len(c.running) && budget > 0; i++ {
 		s := c.running[i]
+		if s.done {
+			continue // finished in the step running now (holdsFinished)
+		}
 		rem := s.target() - s.computed
 		n := min(rem, budget)
 		ok := true
 		for !c.allocate(s, s.computed+n+c.ahead(s, n), 0) {
 			victim := c.running[len(c.running)-1]
 			c.running = c.running[:len(c.running)-1]
+			if victim.done {
+				c.release(victim) // its blocks were to be freed anyway
+				continue
+			}
 			c.preempt(victim)
 			preempted = true
 			if victim == s {
@@ -759,22 +782,44 @@ func (c *core) commit(now float64, emit emitFunc) {
 		if last {
 			s.done = true
 			c.cachePages(s, true)
-			c.release(s)
 			finished++
 		}
 		emit(s, last)
 	}
 	c.scheduled = c.scheduled[:0]
-	if finished > 0 {
-		kept := c.running[:0]
-		for _, s := range c.running {
-			if !s.done {
-				kept = append(kept, s)
-			}
-		}
-		clear(c.running[len(kept):])
-		c.running = kept
+	if finished > 0 && !c.holdsFinished() {
+		c.dropFinished()
 	}
+}
+
+// holdsFinished reports whether a request that finished in a step keeps
+// its seat and its KV blocks while the next step is planned: vLLM's
+// async scheduling plans step N+1 before it takes step N's result
+// (schedule), and only that result (the scheduler's update_from_output)
+// frees the requests N finished, so the step planned meanwhile counts
+// them among the running requests against max_num_seqs and their blocks
+// as used (vllm/v1/core/sched/scheduler.py at
+// b4622cf924bc72504aed99e486062d6633fde39e of vllm-project/vllm: the
+// running loop skips a request whose previous step reached max_tokens,
+// and the waiting loop stops when len(self.running) reaches
+// max_num_running_reqs). SGLang's overlap loop and vLLM's V0 scheduler
+// are left as they were.
+func (c *core) holdsFinished() bool {
+	return c.sm.async && !c.cfg.V0Scheduler
+}
+
+// dropFinished frees the finished requests still among the running ones.
+func (c *core) dropFinished() {
+	kept := c.running[:0]
+	for _, s := range c.running {
+		if s.done {
+			c.release(s)
+			continue
+		}
+		kept = append(kept, s)
+	}
+	clear(c.running[len(kept):])
+	c.running = kept
 }
 
 // verify accepts s's drafts of the step just run (specAccepted), no more

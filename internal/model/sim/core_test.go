@@ -46,6 +46,7 @@ func TestPreemptionWhenKVRunsOut(t *testing.T) {
 			t.Fatalf("used %d blocks of %d", c.usedBlocks, c.totalBlocks)
 		}
 	}
+	c.schedule(c.endsAt) // the last step's result frees its requests (holdsFinished)
 	if c.preemptions == 0 {
 		t.Errorf("no preemption with %d KV tokens for 128k tokens of demand", est.KVCacheTokens)
 	}
@@ -196,6 +197,7 @@ func TestKVUsageExcludesCachedFreePrefixes(t *testing.T) {
 		})
 		peak = max(peak, c.kvUsage())
 	}
+	c.schedule(c.endsAt) // the last step's result frees its requests (holdsFinished)
 	if c.usedBlocks == 0 || c.evictable != c.usedBlocks {
 		t.Fatalf("want only cached, unreferenced prefix blocks left: used %d, evictable %d", c.usedBlocks, c.evictable)
 	}
@@ -410,5 +412,91 @@ func TestV0SchedulerRunsPromptsAlone(t *testing.T) {
 		if b, _ = c.schedule(c.endsAt); b.seqs != 2 || b.prefillTokens != 0 {
 			t.Errorf("v0 %v: the next step ran %d sequences, %d prompt tokens; want 2 decodes", v0, b.seqs, b.prefillTokens)
 		}
+	}
+}
+
+// TestVLLMAdmitsOnTheFirstChunk pins vLLM 0.15's admission of a waiting
+// request under KV pressure (vllm/v1/core/sched/scheduler.py, schedule;
+// vllm/v1/core/kv_cache_manager.py, allocate_slots): the scheduler asks
+// for the blocks of the chunk it schedules, not of the whole prompt,
+// holds no watermark back (the V1 KV cache manager's only test is the
+// blocks asked for against the free ones, cached free pages included),
+// and admits no waiting request in a step that preempted. Admission on
+// the whole prompt (scheduler_reserve_full_isl, vllm-project/vllm PR
+// #37307) and a V1 watermark (PR #44594) came after 0.15.
+func TestVLLMAdmitsOnTheFirstChunk(t *testing.T) {
+	cfg, est := smallKV(t, "--max-num-batched-tokens", "512")
+	est.KVBlocks = 53 // 848 tokens
+	c := newCore(cfg, est)
+	step := func() batchShape {
+		b, _ := c.schedule(c.endsAt)
+		c.commit(c.endsAt, func(*seq, bool) {})
+		return b
+	}
+	c.add(&seq{id: 0, prompt: 320, maxOut: 1000, prefixID: -1})
+	step() // request 0's prompt: 20 blocks, 33 free
+	// Request 1's prompt needs 63 blocks, more than are free; its first
+	// chunk (the budget less request 0's decode, 511 tokens) needs 32,
+	// which with the block request 0's decode takes are all the free
+	// ones: no headroom is kept.
+	c.add(&seq{id: 1, prompt: 1000, maxOut: 10, prefixID: -1})
+	if b := step(); len(c.running) != 2 || b.prefillTokens != 511 {
+		t.Fatalf("waiting request not admitted on its first chunk: %d running, %d prefill tokens", len(c.running), b.prefillTokens)
+	}
+	// Its second chunk does not fit beside request 0: the latest running
+	// request (request 1 itself) is preempted, and nothing is admitted
+	// in that step even though request 2's prompt would fit.
+	c.add(&seq{id: 2, prompt: 16, maxOut: 10, prefixID: -1})
+	b := step()
+	if c.preemptions != 1 {
+		t.Fatalf("%d preemptions, want 1", c.preemptions)
+	}
+	if b.prefillTokens != 0 || len(c.running) != 1 {
+		t.Errorf("a step that preempted admitted a waiting request: %d prefill tokens, %d running", b.prefillTokens, len(c.running))
+	}
+}
+
+// TestAsyncSchedulingFreesASeatAStepLater: under vLLM's async scheduling
+// the step after the one a request finishes in was planned before that
+// step's result was in, so the finished request still held its seat
+// (and its blocks) then, and a request waiting for a seat joins the step
+// after; without async scheduling it joins the next one. When the step
+// would be empty without the seat, the engine takes the result first.
+func TestAsyncSchedulingFreesASeatAStepLater(t *testing.T) {
+	joins := func(extra ...string) uint64 {
+		cfg, est := smallKV(t, append([]string{"--max-num-seqs", "2"}, extra...)...)
+		c := newCore(cfg, est)
+		c.add(&seq{id: 0, prompt: 16, maxOut: 2, prefixID: -1})   // finishes in step 2
+		c.add(&seq{id: 1, prompt: 16, maxOut: 100, prefixID: -1}) // keeps its seat
+		c.add(&seq{id: 2, prompt: 16, maxOut: 2, prefixID: -1})   // waits for a seat
+		for step := uint64(1); step <= 5; step++ {
+			if b, _ := c.schedule(c.endsAt); b.tokens == 0 {
+				t.Fatal("nothing scheduled")
+			}
+			for _, s := range c.scheduled {
+				if s.id == 2 {
+					return c.steps
+				}
+			}
+			c.commit(c.endsAt, func(*seq, bool) {})
+		}
+		return 0
+	}
+	if got := joins(); got != 4 {
+		t.Errorf("async scheduling: the waiting request joined step %d, want 4", got)
+	}
+	if got := joins("--no-async-scheduling"); got != 3 {
+		t.Errorf("--no-async-scheduling: the waiting request joined step %d, want 3", got)
+	}
+	// The seat is the only thing left to run: the engine waits for the
+	// result and plans the step with it.
+	cfg, est := smallKV(t, "--max-num-seqs", "1")
+	c := newCore(cfg, est)
+	c.add(&seq{id: 0, prompt: 16, maxOut: 1, prefixID: -1})
+	c.add(&seq{id: 1, prompt: 16, maxOut: 1, prefixID: -1})
+	c.schedule(0)
+	c.commit(c.endsAt, func(*seq, bool) {})
+	if b, _ := c.schedule(c.endsAt); b.tokens == 0 || c.scheduled[0].id != 1 {
+		t.Errorf("the waiting request did not take the freed seat when nothing else could run (%d tokens)", b.tokens)
 	}
 }

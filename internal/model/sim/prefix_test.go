@@ -68,7 +68,9 @@ func lruSeq(id, g, prompt, maxOut int) *seq {
 // again, and a request's tail goes before its head), and a page a running
 // request references is never evicted.
 func TestPrefixEvictionLRU(t *testing.T) {
-	cfg, est := smallKV(t)
+	// Synchronous scheduling: a request's blocks are freed with the step
+	// it finished in, not with the next step's planning (holdsFinished).
+	cfg, est := smallKV(t, "--no-async-scheduling")
 	est.KVBlocks = 40
 	c := newCore(cfg, est)
 	if c.pageTokens != 16 || c.pageBlocks != 1 {
