@@ -544,6 +544,14 @@ func (c *core) ahead(s *seq, n int) int {
 // N runs is received by the pass that plans batch N+2. When the last pass
 // launched nothing (the scheduler was idle) it is received at once.
 func (c *core) schedule(now float64) (batchShape, float64) {
+	b := c.plan(now)
+	c.retime(now, c.sm.stepSeconds(b))
+	return b, c.stepSecs
+}
+
+// plan is schedule without the step's timing: it picks the step's batch
+// and counts the step; retime sets when it ends.
+func (c *core) plan(now float64) batchShape {
 	c.scheduled = c.scheduled[:0]
 	cutoff := math.Inf(1) // the latest arrival this step may admit
 	if (c.sm.async || c.sm.overlap) && c.steps > 0 && now <= c.endsAt+1e-9 {
@@ -571,15 +579,13 @@ func (c *core) schedule(now float64) (batchShape, float64) {
 			c.scheduleVLLM(&b, cutoff)
 		}
 	}
-	c.stepSecs = c.sm.stepSeconds(b)
 	c.steps++
-	c.endsAt = now + c.stepSecs
-	return b, c.stepSecs
+	return b
 }
 
 // retime sets the duration of the step just planned to secs, from now:
-// a data-parallel rank that steps with the others lasts as long as the
-// group's step (virtualRun.startLockstep).
+// its own step time (schedule), or, for a data-parallel rank that steps
+// with the others, the group's (virtualRun.startLockstep).
 func (c *core) retime(now, secs float64) {
 	c.stepSecs = secs
 	c.endsAt = now + secs

@@ -348,7 +348,6 @@ func (r *virtualRun) abortUnfinished(class measure.ErrorClass, msg string) {
 	}
 }
 
-// start plans core k's next step.
 // startLockstep starts the data-parallel ranks' next step together
 // (Config.DPLockstep): each rank plans its own batch, and a rank with
 // none runs a dummy batch of one token while any other has work
@@ -361,7 +360,7 @@ func (r *virtualRun) startLockstep() {
 	shapes := make([]batchShape, len(v.cores))
 	group, work := 0.0, false
 	for i, c := range v.cores {
-		shapes[i], _ = c.schedule(v.now)
+		shapes[i] = c.plan(v.now)
 		if shapes[i].tokens > 0 {
 			work = true
 			group += float64(shapes[i].tokens)
@@ -382,10 +381,13 @@ func (r *virtualRun) startLockstep() {
 		if work && shapes[i].tokens > 0 {
 			c.retime(v.now, secs)
 			r.busy[i], r.ends[i] = true, v.now+secs
+		} else {
+			c.retime(v.now, 0) // an empty step ends as it starts
 		}
 	}
 }
 
+// start plans core k's next step.
 func (r *virtualRun) start(k int) {
 	b, secs := r.v.cores[k].schedule(r.v.now)
 	if b.tokens == 0 {
