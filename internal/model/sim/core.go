@@ -146,11 +146,30 @@ func newCore(cfg Config, est MemoryEstimate) *core {
 	return c
 }
 
-// load is the number of requests the core holds, for routing.
-func (c *core) load() int { return len(c.running) + len(c.waiting) - c.head }
+// waitingCount is the number of requests waiting for a seat.
+func (c *core) waitingCount() int { return len(c.waiting) - c.head }
 
-// idle reports whether the core has nothing to do.
-func (c *core) idle() bool { return c.load() == 0 }
+// active is the number of running requests that have not finished. A
+// request finished in the step now running keeps its seat until the next
+// step is planned (holdsFinished), but vLLM's running gauge and its
+// load counts come after the step's result frees it, so it is not
+// counted here.
+func (c *core) active() int {
+	n := 0
+	for _, s := range c.running {
+		if !s.done {
+			n++
+		}
+	}
+	return n
+}
+
+// load is the number of requests the core holds, for routing.
+func (c *core) load() int { return c.active() + c.waitingCount() }
+
+// idle reports whether the core has nothing to do: no request, and none
+// finished still to free.
+func (c *core) idle() bool { return len(c.running)+c.waitingCount() == 0 }
 
 // add queues a new request.
 func (c *core) add(s *seq) {

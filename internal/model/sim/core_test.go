@@ -488,6 +488,21 @@ func TestAsyncSchedulingFreesASeatAStepLater(t *testing.T) {
 	if got := joins("--no-async-scheduling"); got != 3 {
 		t.Errorf("--no-async-scheduling: the waiting request joined step %d, want 3", got)
 	}
+	// A request held for the next step's planning has finished as far as
+	// the running gauge and the router see: vLLM reports them after the
+	// step's result frees it.
+	{
+		cfg, est := smallKV(t, "--max-num-seqs", "2")
+		c := newCore(cfg, est)
+		c.add(&seq{id: 0, prompt: 16, maxOut: 1, prefixID: -1})
+		c.add(&seq{id: 1, prompt: 16, maxOut: 100, prefixID: -1})
+		c.schedule(0)
+		c.commit(c.endsAt, func(*seq, bool) {})
+		if len(c.running) != 2 || c.active() != 1 || c.load() != 1 || c.idle() {
+			t.Errorf("after a request finished: %d held, %d active, load %d, idle %v; want 2, 1, 1, false",
+				len(c.running), c.active(), c.load(), c.idle())
+		}
+	}
 	// The seat is the only thing left to run: the engine waits for the
 	// result and plans the step with it.
 	cfg, est := smallKV(t, "--max-num-seqs", "1")

@@ -532,8 +532,8 @@ func (s *Server) publish(cores []*core) {
 				m.specAcceptedAt[i] += v
 			}
 		}
-		m.running += len(c.running)
-		m.waiting += c.load() - len(c.running)
+		m.running += c.active()
+		m.waiting += c.waitingCount()
 		m.kvUsage += c.kvUsage() / float64(len(cores))
 		m.promptTokens += c.promptTokens
 		m.genTokens += c.genTokens

@@ -72,8 +72,8 @@ func (w *engineWatch) advance(t float64) {
 func (w *engineWatch) sample(cores []*core) {
 	w.running, w.waiting, w.kv = 0, 0, 0
 	for _, c := range cores {
-		w.running += float64(len(c.running))
-		w.waiting += float64(c.load() - len(c.running))
+		w.running += float64(c.active())
+		w.waiting += float64(c.waitingCount())
 		w.kv += c.kvUsage() / float64(len(cores))
 	}
 	w.runPeak = max(w.runPeak, w.running)
