@@ -85,6 +85,22 @@ func (c *Config) specDefaults() error {
 	return nil
 }
 
+// specTreeStopsOverlap reports whether cfg is SGLang drafting a tree (top-k
+// above 1), which SGLang runs without its overlap scheduler, whatever the
+// flags say (docs/reference.md, "Speculative decoding"): in its versions
+// of January 2025 (EAGLE's arrival) and of April 2025 (v0.4.5's time),
+// either side of v0.4.4, ServerArgs.__post_init__
+// (python/sglang/srt/server_args.py) sets disable_overlap_schedule for
+// every EAGLE run (and EAGLE3, once it came), and its later overlap path for speculative decoding takes chains only
+// (top-k 1, num_draft_tokens = num_steps + 1): a tree must run with
+// --disable-overlap-schedule. A step then waits for the host's work
+// (constants.go, sglangNoOverlapSlowdown). A chain's overlap depends on
+// the version: a run of an SGLang that turned it off for chains states
+// --disable-overlap-schedule itself.
+func (c *Config) specTreeStopsOverlap() bool {
+	return c.Engine == engine.SGLang && c.specOn() && c.SpecTopK > 1
+}
+
 // draftConfig is the configuration a draft model runs under: the
 // target's GPUs and tensor parallelism, unquantized, one stage.
 func (c *Config) draftConfig() Config {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/servetune/servetune/internal/serving/engine"
 )
 
 // specRun runs n requests of in/out tokens at concurrency conc and
@@ -251,5 +253,62 @@ func TestServerSpeculativeMetrics(t *testing.T) {
 	}
 	if math.Abs(first/drafts-0.7) > 0.08 {
 		t.Errorf("position 0 accepted %v of %v drafts, want about 0.7: %s", first, drafts, grepLines(string(b), "spec_decode"))
+	}
+}
+
+// TestSGLangSpeculativeTreeRunsWithoutOverlap: SGLang drafting a tree
+// (top-k above 1) runs without its overlap scheduler whatever its flags
+// say (spec.go, specTreeStopsOverlap): a decode step waits for the
+// host's work, sglangNoOverlapSlowdown times the overlapped step's GPU
+// and host time, and the next batch is not planned while one runs. A
+// chain keeps the overlap scheduler unless --disable-overlap-schedule
+// turns it off, and vLLM is unaffected by top-k.
+func TestSGLangSpeculativeTreeRunsWithoutOverlap(t *testing.T) {
+	sglang := func(extra ...string) Config {
+		t.Helper()
+		c := mustParse(t, append([]string{"--model-path", "llama-3.1-8b", "--context-length", "4096",
+			"--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B",
+			"--spec-acceptance", "0.7"}, extra...)...)
+		if err := c.Normalize(); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	tree := sglang("--speculative-num-steps", "5", "--speculative-eagle-topk", "8", "--speculative-num-draft-tokens", "32")
+	chain := sglang("--speculative-num-steps", "3", "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "4")
+	chainOff := sglang("--speculative-num-steps", "3", "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "4",
+		"--disable-overlap-schedule")
+	if tree.Engine != engine.SGLang || tree.SpecTopK != 8 || tree.SyncScheduling {
+		t.Fatalf("tree config: engine %s, top-k %d, sync %v", tree.Engine, tree.SpecTopK, tree.SyncScheduling)
+	}
+	for _, tc := range []struct {
+		name    string
+		cfg     Config
+		overlap bool
+	}{{"tree", tree, false}, {"chain", chain, true}, {"chain, overlap off", chainOff, false}} {
+		sm := newStepModel(tc.cfg)
+		if sm.overlap != tc.overlap || sm.noOverlap == tc.overlap {
+			t.Errorf("%s: overlap %v, noOverlap %v; want overlap %v", tc.name, sm.overlap, sm.noOverlap, tc.overlap)
+		}
+		co := newCore(tc.cfg, MemoryEstimate{KVBlocks: 1 << 20, MaxNumSeqs: 64})
+		var b batchShape
+		co.addToShape(&b, &seq{id: 0, prompt: 512, generated: 10, computed: 521, maxOut: 100}, 1)
+		overlapped := sm.gpuSeconds(b) + sm.spec.seconds(b) + sm.cpuBase + float64(b.seqs)*sm.perSeq
+		want := overlapped
+		if !tc.overlap {
+			want *= sglangNoOverlapSlowdown
+		}
+		if got := sm.stepSeconds(b); math.Abs(got-want) > 1e-12 {
+			t.Errorf("%s: step %.4f ms, want %.4f ms", tc.name, 1e3*got, 1e3*want)
+		}
+	}
+	v := mustParse(t, "llama-3.1-8b", "--max-model-len", "4096",
+		"--speculative-config", `{"method":"eagle","num_speculative_tokens":3}`, "--spec-acceptance", "0.7")
+	v.SpecTopK = 8
+	if err := v.Normalize(); err != nil {
+		t.Fatal(err)
+	}
+	if sm := newStepModel(v); !sm.async || sm.noOverlap || sm.overlap {
+		t.Errorf("vLLM with top-k 8: async %v, noOverlap %v, overlap %v", sm.async, sm.noOverlap, sm.overlap)
 	}
 }

@@ -148,8 +148,8 @@ func newStepModel(cfg Config) stepModel {
 		graphMaxBS:  cfg.CUDAGraphMaxBS,
 		eagerExtend: cfg.Engine == engine.SGLang,
 		async:       cfg.Engine == engine.VLLM && !cfg.SyncScheduling && !cfg.Deviation.SyncHost,
-		noOverlap:   cfg.Engine == engine.SGLang && cfg.SyncScheduling,
-		overlap:     cfg.Engine == engine.SGLang && !cfg.SyncScheduling,
+		noOverlap:   cfg.Engine == engine.SGLang && (cfg.SyncScheduling || cfg.specTreeStopsOverlap()),
+		overlap:     cfg.Engine == engine.SGLang && !cfg.SyncScheduling && !cfg.specTreeStopsOverlap(),
 	}
 	s.prefillPairFlops = 4 * d
 	inter := float64(m.Intermediate) / tp
