@@ -49,6 +49,12 @@ func TestLoadRejectsBadRuns(t *testing.T) {
 		{"both loads", `"requests": 4`, `"requests": 4, "stages": [[2, 10]]`, "either Poisson stages or a request count"},
 		{"prompts", `"requests": 4`, `"requests": 4, "prompts": 2`, ""},
 		{"negative prompts", `"requests": 4`, `"requests": 4, "prompts": -1`, "workload prompts -1"},
+		{"unscored burst", `"regimes": ["light"]`, `"regimes": ["light"], "unscored": "lengths are means"`, ""},
+		{"unscored poisson", `"requests": 4}, "stat": "mean", "measured": {"e2e_ms": 100}, "regimes": ["light"]`,
+			`"stages": [[2, 10]]}, "stat": "mean", "measured": {"e2e_ms": 100}, "regimes": ["light"], "unscored": "x"`, "only a run of every request at once"},
+		{"unscored capped", `"requests": 4}, "stat": "mean", "measured": {"e2e_ms": 100}, "regimes": ["light"]`,
+			`"requests": 4, "concurrency": 2}, "stat": "mean", "measured": {"e2e_ms": 100}, "regimes": ["light"], "unscored": "x"`, "only a run of every request at once"},
+		{"unscored spaces", `"regimes": ["light"]`, `"regimes": ["light"], "unscored": " x"`, "without surrounding space"},
 		{"unknown field", `"stat": "mean"`, `"stat": "mean", "colour": 1`, "unknown field"},
 		{"disaggregated", `"regimes": ["light"]`, `"regimes": [], "disaggregated": {"prefill_replicas": 1, "prefill_tp": 1, "decode_replicas": 1, "decode_tp": 1, "kv_link": "roce"}`, ""},
 		{"disaggregated with regimes", `"regimes": ["light"]`, `"regimes": ["light"], "disaggregated": {"prefill_replicas": 1, "prefill_tp": 1, "decode_replicas": 1, "decode_tp": 1, "kv_link": "roce"}`, "leave regimes empty"},
@@ -244,5 +250,60 @@ func TestPromptsCycleThroughTheCache(t *testing.T) {
 	}
 	if math.Abs(uncached.Predicted.TTFT/fresh.Predicted.TTFT-1) > 0.01 {
 		t.Errorf("prefix cache off: TTFT %.1f ms with cycled prompts, %.1f ms with new ones: want the same", uncached.Predicted.TTFT, fresh.Predicted.TTFT)
+	}
+}
+
+// TestUnscoredRuns: an unscored run is simulated and listed with its
+// reason, but counts in no regime's figures nor in the recorded medians,
+// and the header says how many runs are scored.
+func TestUnscoredRuns(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "runs.json")
+	run := `{"id": "%s", "source": "s", "engine": "vllm", "version": "1", "gpu": "H100-SXM", "model": "meta-llama/Llama-3.1-8B-Instruct",
+		 "tp": 2, "flags": ["--max-model-len", "4096"], "workload": {"in": 200, "out": 200, "requests": 64},
+		 "stat": "mean", "measured": {"output_tok_s": %s}, "regimes": ["offline"]%s}`
+	one := func(id, tok, extra string) string {
+		return strings.Replace(strings.Replace(strings.Replace(run, "%s", id, 1), "%s", tok, 1), "%s", extra, 1)
+	}
+	os.WriteFile(path, []byte(`{"sources": {"s": {"what": "w", "url": "https://example.org", "split": "held-out"}}, "runs": [`+
+		one("scored", "2000", "")+", "+one("means", "500", `, "unscored": "ShareGPT lengths known only as means"`)+`]}`), 0o644)
+	s, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	results, err := s.SimulateAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(results) != 2 || results[1].Predicted.Throughput == 0 {
+		t.Fatalf("the unscored run is still simulated: %+v", results)
+	}
+	tab := Tabulate(results, "")
+	for _, g := range []string{"offline", RegimeTP, All} {
+		if st := tab[g]["throughput"]; st.N != 1 || st.Run != "scored" {
+			t.Errorf("%s throughput: %+v, want the scored run alone", g, st)
+		}
+	}
+	if st := TabulateByLoad(results)[RegimeTP]["offline"]["throughput"]; st.N != 1 {
+		t.Errorf("tp>1 within offline: %+v, want the scored run alone", st)
+	}
+	medians, table := filepath.Join(dir, "medians.json"), filepath.Join(dir, "table.md")
+	var out, errs bytes.Buffer
+	if code := Main(&out, &errs, path, medians, table, true); code != 0 {
+		t.Fatalf("update: exit %d: %s", code, errs.String())
+	}
+	if !strings.Contains(out.String(), "2 runs from 1 sources, 1 scored and 1 unscored") {
+		t.Errorf("header:\n%s", out.String())
+	}
+	rec, err := ReadRecorded(medians)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Runs != 1 || rec.Unscored != 1 || rec.Regimes[All]["throughput"].N != 1 || rec.ByLoad[RegimeTP]["offline"]["throughput"].N != 1 {
+		t.Errorf("recorded: %+v", rec)
+	}
+	b, _ := os.ReadFile(table)
+	if !strings.Contains(string(b), "| means | s (held-out) |") || !strings.Contains(string(b), "offline, tp>1; unscored: ShareGPT lengths known only as means | throughput 500 / ") {
+		t.Errorf("table lacks the unscored run with its reason and figures:\n%s", b)
 	}
 }

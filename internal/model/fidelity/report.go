@@ -16,12 +16,16 @@ import (
 const Slack = 0.02
 
 // Recorded is medians.json: the suite's errors by regime and metric over
-// every run, as last measured (sim reads the same file for the what-if
-// error bands).
+// every scored run, as last measured, and each structural regime's within
+// each load regime (sim reads the same file for the what-if error bands).
 type Recorded struct {
-	About   string                     `json:"about"`
-	Runs    int                        `json:"runs"`
-	Regimes map[string]map[string]Stat `json:"regimes"`
+	About    string                     `json:"about"`
+	Runs     int                        `json:"runs"`     // the scored runs
+	Unscored int                        `json:"unscored"` // runs left out of every figure (Run.Unscored)
+	Regimes  map[string]map[string]Stat `json:"regimes"`
+	// ByLoad is TabulateByLoad's: structural regime, load regime,
+	// metric. Check does not read it; the what-if bands do.
+	ByLoad ByLoad `json:"by_load,omitempty"`
 }
 
 // ReadRecorded reads a medians file.
@@ -37,14 +41,18 @@ func ReadRecorded(path string) (Recorded, error) {
 	return r, nil
 }
 
-// Record turns the table of every run into the medians file's content.
-func Record(t Table, runs int) Recorded {
+// Record turns the tables of every scored run into the medians file's
+// content.
+func Record(t Table, byLoad ByLoad, runs, unscored int) Recorded {
 	return Recorded{
-		About: "The fidelity suite's errors (internal/model/sim/testdata/fidelity/runs.json) by regime and metric over every run, " +
+		About: "The fidelity suite's errors (internal/model/sim/testdata/fidelity/runs.json) by regime and metric over every scored run " +
+			"(runs marked unscored count nowhere; docs/fidelity.md says why), " +
 			"as `make fidelity FIDELITY_ARGS=-update` last recorded them: median, p90 and worst absolute relative error. " +
-			"make fidelity fails when a median rises more than 2 points above its figure here; " +
-			"the what-if rows take their error band from the p90s (sim.SuiteBand).",
-		Runs: runs, Regimes: t,
+			"make fidelity fails when a median in regimes rises more than 2 points above its figure here. " +
+			"by_load gives each structural regime (tp>1, moe, long-context, speculative, disaggregated) within each load regime. " +
+			"The what-if rows take their error band from the p90s (sim.ErrorBand): a structural regime's within the row's load " +
+			"where that has at least 3 runs of the metric, else over every load.",
+		Runs: runs, Unscored: unscored, Regimes: t, ByLoad: byLoad,
 	}
 }
 
@@ -88,8 +96,15 @@ func Main(stdout, stderr io.Writer, suitePath, mediansPath, out string, update b
 		return 2
 	}
 	all := Tabulate(results, "")
-	fmt.Fprintf(stdout, "fidelity: %d runs from %d sources; median and worst absolute error by regime and metric (all runs; fit | held-out medians)\n",
-		len(results), len(s.Sources))
+	unscored := 0
+	for _, r := range results {
+		if r.Run.Unscored != "" {
+			unscored++
+		}
+	}
+	fmt.Fprintf(stdout, "fidelity: %d runs from %d sources, %d scored and %d unscored (left out of every figure; their reasons are in the whole table)\n",
+		len(results), len(s.Sources), len(results)-unscored, unscored)
+	fmt.Fprintln(stdout, "fidelity: median and worst absolute error by regime and metric (scored runs; fit | held-out medians)")
 	WriteSummary(stdout, all, Tabulate(results, "fit"), Tabulate(results, "held-out"))
 	if out != "" {
 		if err := writeFile(out, func(w io.Writer) { WriteMarkdown(w, s, results, all) }); err != nil {
@@ -99,7 +114,7 @@ func Main(stdout, stderr io.Writer, suitePath, mediansPath, out string, update b
 		fmt.Fprintln(stdout, "fidelity: the whole table is in", out)
 	}
 	if update {
-		b, _ := json.MarshalIndent(Record(round(all), len(results)), "", " ")
+		b, _ := json.MarshalIndent(Record(round(all), roundByLoad(TabulateByLoad(results)), len(results)-unscored, unscored), "", " ")
 		if err := os.WriteFile(mediansPath, append(b, '\n'), 0o644); err != nil {
 			fmt.Fprintln(stderr, "fidelity:", err)
 			return 2
@@ -131,6 +146,14 @@ func round(t Table) Table {
 		for m, s := range byMetric {
 			out[g][m] = Stat{N: s.N, Median: r(s.Median), Bias: r(s.Bias), Worst: r(s.Worst), P90: r(s.P90), Run: s.Run}
 		}
+	}
+	return out
+}
+
+func roundByLoad(b ByLoad) ByLoad {
+	out := ByLoad{}
+	for g, t := range b {
+		out[g] = round(t)
 	}
 	return out
 }
@@ -173,6 +196,8 @@ func WriteSummary(w io.Writer, all, fit, held Table) {
 func WriteMarkdown(w io.Writer, s *Suite, results []Result, all Table) {
 	fmt.Fprintln(w, "# Fidelity suite: every run")
 	fmt.Fprintln(w)
+	fmt.Fprintln(w, "The figures are over the scored runs; an unscored run is listed below with its reason and counts in none of them.")
+	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| regime | metric | n | median abs | p90 abs | worst abs | median signed | worst run |")
 	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- | --- |")
 	for _, g := range all.Regimes() {
@@ -192,8 +217,12 @@ func WriteMarkdown(w io.Writer, s *Suite, results []Result, all Table) {
 				cells = append(cells, fmt.Sprintf("%s %.4g / %.4g (%+.1f%%)", m, r.Run.Measured.get(m), r.Predicted.get(m), 100*e))
 			}
 		}
+		regimes := strings.Join(r.Regimes, ", ")
+		if r.Run.Unscored != "" {
+			regimes += "; unscored: " + mdEscape(r.Run.Unscored)
+		}
 		fmt.Fprintf(w, "| %s | %s (%s) | %s %s | %s | %s | %d | %s | %s |\n", mdEscape(r.Run.ID), mdEscape(r.Run.Source), r.Split,
-			r.Run.Engine, mdEscape(r.Run.Version), r.Run.GPU, mdEscape(r.Run.Model), r.Run.TP, strings.Join(r.Regimes, ", "), strings.Join(cells, "; "))
+			r.Run.Engine, mdEscape(r.Run.Version), r.Run.GPU, mdEscape(r.Run.Model), r.Run.TP, regimes, strings.Join(cells, "; "))
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Sources:")

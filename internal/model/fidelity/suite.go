@@ -126,6 +126,18 @@ type Run struct {
 	// the aggregated regimes' figures, which the what-if rows' bands rest
 	// on, stay the aggregated engine's.
 	Disaggregated *Disaggregation `json:"disaggregated,omitempty"`
+	// Unscored, when set, says why the run's error measures how the suite
+	// represents its workload rather than the simulated engine: the run is
+	// simulated and printed with its reason, and counted in no regime's
+	// figures (Tabulate) nor in medians.json. The suite's one criterion
+	// (docs/fidelity.md, "Unscored runs"): every request sent at once and
+	// free to run together (no Poisson rate, no concurrency cap, client's
+	// or engine's --max-num-seqs 1), with lengths the source gives only as
+	// means of a varying distribution (ShareGPT and the like), which the
+	// suite simulates at the mean, so every simulated request ends
+	// together where the real run ends in a tail of its longest requests.
+	// Load accepts it on such a workload only: all at once, no range ratio.
+	Unscored string `json:"unscored,omitempty"`
 }
 
 // Disaggregation is a run's prefill and decode engines and the link
@@ -215,6 +227,10 @@ func (s *Suite) check() error {
 			return fmt.Errorf("run %q: no measured figure", r.ID)
 		case r.Split != "" && r.Split != "fit" && r.Split != "held-out":
 			return fmt.Errorf("run %q: split %q, want fit or held-out", r.ID, r.Split)
+		case r.Unscored != "" && (len(r.Workload.Stages) > 0 || r.Workload.Concurrency > 0 || r.Workload.RangeRatio > 0):
+			return fmt.Errorf("run %q: unscored: only a run of every request at once whose lengths are means of a varying distribution is left unscored (no Poisson stages, no concurrency cap, no range ratio)", r.ID)
+		case r.Unscored != strings.TrimSpace(r.Unscored):
+			return fmt.Errorf("run %q: unscored: a reason without surrounding space, please", r.ID)
 		}
 		for _, st := range r.Workload.Stages {
 			if !(st[0] > 0) || st[1] < 1 || st[1] != math.Trunc(st[1]) {
@@ -469,7 +485,8 @@ func (t Table) Regimes() []string {
 }
 
 // Tabulate gathers the results' errors by regime and metric; split ""
-// takes every run, else only the runs of that split.
+// takes every scored run, else only the scored runs of that split.
+// Unscored runs count nowhere.
 func Tabulate(results []Result, split string) Table {
 	errs := map[string]map[string][]float64{}
 	worst := map[string]map[string]string{}
@@ -483,7 +500,7 @@ func Tabulate(results []Result, split string) Table {
 		errs[g][m] = append(errs[g][m], e)
 	}
 	for _, r := range results {
-		if split != "" && r.Split != split {
+		if split != "" && r.Split != split || r.Run.Unscored != "" {
 			continue
 		}
 		for _, m := range metricNames {
@@ -512,6 +529,43 @@ func Tabulate(results []Result, split string) Table {
 		}
 	}
 	return t
+}
+
+// The load regimes a what-if row sits in (sim.Regime), and the regimes
+// that a run's configuration or lengths add beside its load.
+var (
+	loadsOnly  = []string{"light", "moderate", "saturation", "offline"}
+	structural = []string{"long-context", RegimeTP, RegimeMoE, RegimeSpec, RegimeDisagg}
+)
+
+// ByLoad maps a structural regime (tp>1, moe, long-context...) to its
+// figures within each load regime: ByLoad["tp>1"]["moderate"]["itl"] is
+// the itl error of the tp>1 runs at moderate load. A what-if row's band
+// (sim.ErrorBand) takes these, so that a moderate-load row's tp>1 figure
+// does not come from bursts.
+type ByLoad map[string]Table
+
+// TabulateByLoad gathers the scored runs' errors by structural regime,
+// load regime and metric; a pair without runs is absent.
+func TabulateByLoad(results []Result) ByLoad {
+	out := ByLoad{}
+	for _, g := range structural {
+		for _, l := range loadsOnly {
+			var in []Result
+			for _, r := range results {
+				if slices.Contains(r.Regimes, g) && slices.Contains(r.Regimes, l) {
+					in = append(in, r)
+				}
+			}
+			if st, ok := Tabulate(in, "")[g]; ok {
+				if out[g] == nil {
+					out[g] = Table{}
+				}
+				out[g][l] = st
+			}
+		}
+	}
+	return out
 }
 
 func maxAbs(xs []float64) float64 {

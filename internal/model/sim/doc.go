@@ -43,7 +43,9 @@
 // forced.
 // ErrorBand states the expected error of a prediction in its regime and
 // over the metrics its verdict rests on, from the fidelity suite's
-// measured errors (testdata/fidelity/medians.json, docs/fidelity.md); the
+// measured errors (testdata/fidelity/medians.json, docs/fidelity.md): its
+// load regime's, and each structural regime's (tp>1, moe...) within that
+// load where the suite has 3 runs of the metric there; the
 // what-if bands in the weak spots below are those of earlier rounds. The
 // simulated vLLM runs async scheduling (its default since PR #27614) unless
 // --no-async-scheduling is given; the calibration points below that ran an

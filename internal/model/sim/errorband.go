@@ -92,17 +92,27 @@ type suiteStat struct {
 //go:embed testdata/fidelity/medians.json
 var suiteMedians []byte
 
-// suite is the fidelity suite's recorded errors by regime and metric
-// (medians.json, which make fidelity checks and records).
-var suite = func() map[string]map[string]suiteStat {
-	var f struct {
-		Regimes map[string]map[string]suiteStat `json:"regimes"`
-	}
+// suiteFigures are the fidelity suite's recorded errors (medians.json,
+// which make fidelity checks and records): by regime and metric over
+// every load, and each structural regime's by load regime and metric.
+type suiteFigures struct {
+	Regimes map[string]map[string]suiteStat            `json:"regimes"`
+	ByLoad  map[string]map[string]map[string]suiteStat `json:"by_load"`
+}
+
+// suite is medians.json's figures.
+var suite = func() suiteFigures {
+	var f suiteFigures
 	if err := json.Unmarshal(suiteMedians, &f); err != nil {
 		panic("sim: testdata/fidelity/medians.json: " + err.Error())
 	}
-	return f.Regimes
+	return f
 }()
+
+// MinWithinLoad is the fewest runs of a metric a structural regime needs
+// within a load regime for a band to take its figure there rather than
+// the structural regime's over every load.
+const MinWithinLoad = 3
 
 // MetricOfLimit maps an SLO metric (ttft_p99_ms, tpot_p50, e2el_mean_ms...)
 // to the suite's metric, "" when it has none.
@@ -122,38 +132,49 @@ func MetricOfLimit(name string) string {
 // prediction in situation s with stock constants, from the fidelity
 // suite's measured error: for each metric the verdict rests on, the p90
 // absolute error of the suite's runs in s's load regime (of the whole
-// suite where that regime has no run of the metric), and in the tp>1, moe,
-// long-context and disaggregated regimes where s is one; the widest of
-// these. basis
-// says which figure set it.
+// suite where that regime has no run of the metric), and of its runs in
+// each of the tp>1, moe, long-context, speculative and disaggregated
+// regimes where s is one; the widest of these. A structural regime's
+// figure is its runs' within s's load regime where it has at least
+// MinWithinLoad runs of the metric there (a moderate-load tp>1 row takes
+// the tp>1 runs at moderate load, not the bursts'), else its runs' over
+// every load. basis says which figure set it.
 func ErrorBand(s Situation) (band float64, basis string) {
 	regimes := s.Regimes()
 	metrics := s.Metrics
 	if len(metrics) == 0 {
 		metrics = []string{"throughput"}
 	}
+	load := string(s.Regime)
 	for _, m := range metrics {
 		for _, g := range regimes {
-			st, ok := suite[g][m]
-			where := g
-			if !ok {
-				if g != string(s.Regime) {
-					continue // a structural regime without the metric adds nothing
-				}
-				if st, ok = suite["all"][m]; !ok {
+			st, ok := suite.Regimes[g][m]
+			where := fmt.Sprintf("%d %s runs", st.N, g)
+			switch {
+			case g == load && !ok:
+				if st, ok = suite.Regimes["all"][m]; !ok {
 					continue
 				}
-				where = "all runs (none " + g + ")"
+				where = fmt.Sprintf("%d runs of every regime (none %s)", st.N, g)
+			case g == load:
+			case !ok:
+				continue // a structural regime without the metric adds nothing
+			default:
+				if in, ok := suite.ByLoad[g][load][m]; ok && in.N >= MinWithinLoad {
+					st, where = in, fmt.Sprintf("%d %s runs at %s load", in.N, g, load)
+				} else {
+					where = fmt.Sprintf("%d %s runs of every load (%d at %s load, fewer than %d)", st.N, g, in.N, load, MinWithinLoad)
+				}
 			}
 			if st.P90 > band {
 				band = st.P90
-				basis = fmt.Sprintf("fidelity suite: p90 %s error %.0f%% over %d %s runs (docs/fidelity.md)", m, 100*st.P90, st.N, where)
+				basis = fmt.Sprintf("fidelity suite: p90 %s error %.0f%% over %s (docs/fidelity.md)", m, 100*st.P90, where)
 			}
 		}
 	}
 	if basis == "" {
 		// The suite measures none of the metrics: its widest p90.
-		for m, st := range suite["all"] {
+		for m, st := range suite.Regimes["all"] {
 			if st.P90 > band {
 				band = st.P90
 				basis = fmt.Sprintf("fidelity suite: p90 %s error %.0f%% over %d runs, the widest (docs/fidelity.md)", m, 100*st.P90, st.N)

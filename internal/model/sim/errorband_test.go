@@ -8,10 +8,10 @@ import (
 // TestErrorBandFromSuite: a row's band is the fidelity suite's p90 error of
 // its metrics in its regimes (medians.json), the widest of them.
 func TestErrorBandFromSuite(t *testing.T) {
-	mod := suite["moderate"]["itl"].P90
-	tp := suite["tp>1"]["itl"].P90
+	mod := suite.Regimes["moderate"]["itl"].P90
+	tp := suite.ByLoad["tp>1"]["moderate"]["itl"].P90 // 20 runs: the tp>1 runs at moderate load
 	if mod == 0 || tp == 0 {
-		t.Fatalf("medians.json lacks moderate or tp>1 itl: %v", suite)
+		t.Fatalf("medians.json lacks moderate itl or tp>1 itl at moderate load: %v", suite)
 	}
 	b, why := ErrorBand(Situation{Regime: RegimeModerate, Metrics: []string{"itl"}})
 	if b != mod || !strings.Contains(why, "moderate") {
@@ -22,13 +22,13 @@ func TestErrorBandFromSuite(t *testing.T) {
 		t.Errorf("moderate TP2 itl: %v, want %v", b, max(mod, tp))
 	}
 	both, _ := ErrorBand(Situation{Regime: RegimeModerate, Metrics: []string{"itl", "e2e"}})
-	if both != max(mod, suite["moderate"]["e2e"].P90) {
+	if both != max(mod, suite.Regimes["moderate"]["e2e"].P90) {
 		t.Errorf("itl and e2e: %v", both)
 	}
 	// A regime without runs of the metric takes the whole suite's figure.
-	if _, ok := suite["saturation"]["ttft"]; !ok {
+	if _, ok := suite.Regimes["saturation"]["ttft"]; !ok {
 		b, why = ErrorBand(Situation{Regime: RegimeSaturation, Metrics: []string{"ttft"}})
-		if b != suite["all"]["ttft"].P90 || !strings.Contains(why, "all runs (none saturation)") {
+		if b != suite.Regimes["all"]["ttft"].P90 || !strings.Contains(why, "runs of every regime (none saturation)") {
 			t.Errorf("saturation ttft: %v %q", b, why)
 		}
 	}
@@ -49,7 +49,7 @@ func TestCalibratedBandCoversEveryMetric(t *testing.T) {
 	}
 	// A limit the fit did not measure takes the suite's band for it.
 	b, why = CalibratedBand(p, Situation{Regime: RegimeModerate, Metrics: []string{"e2e"}})
-	if want := suite["moderate"]["e2e"].P90; b != max(want, 0.05) || !strings.Contains(why, "measured no e2e") {
+	if want := suite.Regimes["moderate"]["e2e"].P90; b != max(want, 0.05) || !strings.Contains(why, "measured no e2e") {
 		t.Errorf("e2e row: %v %q, want %v", b, why, want)
 	}
 }
@@ -62,7 +62,7 @@ func TestErrorBandSpeculative(t *testing.T) {
 	spec.Speculative = true
 	p, _ := ErrorBand(plain)
 	s, basis := ErrorBand(spec)
-	want := suite["speculative"]["throughput"].P90
+	want := suite.Regimes["speculative"]["throughput"].P90
 	if !(want > 0) || s != max(p, want) || s == want && !strings.Contains(basis, "speculative") {
 		t.Errorf("speculative band %.3f (%s), plain %.3f, suite p90 %.3f", s, basis, p, want)
 	}
@@ -81,7 +81,61 @@ func TestDisaggregatedBand(t *testing.T) {
 	if dis < agg {
 		t.Errorf("band %.2f (%s) below the aggregated %.2f", dis, basis, agg)
 	}
-	if st, ok := suite["disaggregated"]["ttft"]; !ok || dis < st.P90 {
+	if st, ok := suite.Regimes["disaggregated"]["ttft"]; !ok || dis < st.P90 {
 		t.Errorf("band %.2f below the disaggregated regime's ttft p90 %+v", dis, st)
+	}
+}
+
+// TestErrorBandStructuralWithinLoad: a structural regime's figure is its
+// runs' within the row's load regime where it has MinWithinLoad runs of
+// the metric there, else its runs' over every load. Against a suite whose
+// tp>1 itl p90 is 46% over every load (bursts) and 20% at moderate load,
+// a moderate TP2 itl row takes 20%, not the bursts' 46%; with two
+// moderate runs it falls back to 46% and says so.
+func TestErrorBandStructuralWithinLoad(t *testing.T) {
+	saved := suite
+	defer func() { suite = saved }()
+	suite = suiteFigures{
+		Regimes: map[string]map[string]suiteStat{
+			"moderate": {"itl": {N: 30, P90: 0.10}},
+			"offline":  {"itl": {N: 40, P90: 0.60}},
+			"tp>1":     {"itl": {N: 50, P90: 0.46}},
+		},
+		ByLoad: map[string]map[string]map[string]suiteStat{
+			"tp>1": {"moderate": {"itl": {N: 3, P90: 0.20}}, "offline": {"itl": {N: 40, P90: 0.60}}},
+		},
+	}
+	s := Situation{Regime: RegimeModerate, TP: 2, Metrics: []string{"itl"}}
+	b, why := ErrorBand(s)
+	if b != 0.20 || !strings.Contains(why, "3 tp>1 runs at moderate load") {
+		t.Errorf("moderate TP2 itl: %v %q, want 0.20 from the tp>1 runs at moderate load", b, why)
+	}
+	suite.ByLoad["tp>1"]["moderate"]["itl"] = suiteStat{N: 2, P90: 0.20}
+	b, why = ErrorBand(s)
+	if b != 0.46 || !strings.Contains(why, "50 tp>1 runs of every load (2 at moderate load, fewer than 3)") {
+		t.Errorf("moderate TP2 itl, 2 moderate tp>1 runs: %v %q, want 0.46 over every load", b, why)
+	}
+	// A burst TP row still takes the offline figures.
+	b, _ = ErrorBand(Situation{Regime: RegimeOffline, TP: 2, Metrics: []string{"itl"}})
+	if b != 0.60 {
+		t.Errorf("offline TP2 itl: %v, want 0.60", b)
+	}
+}
+
+// TestRecordedBandsWithinLoad: on the recorded suite, a moderate TP2 row's
+// itl band is the wider of the moderate runs' p90 and the tp>1 runs' at
+// moderate load, no offline run's figure.
+func TestRecordedBandsWithinLoad(t *testing.T) {
+	mod := suite.Regimes["moderate"]["itl"]
+	in, ok := suite.ByLoad["tp>1"]["moderate"]["itl"]
+	if !ok || in.N < MinWithinLoad {
+		t.Fatalf("medians.json: tp>1 itl at moderate load %+v, want at least %d runs", in, MinWithinLoad)
+	}
+	b, why := ErrorBand(Situation{Regime: RegimeModerate, TP: 2, Metrics: []string{"itl"}})
+	if b != max(mod.P90, in.P90) {
+		t.Errorf("moderate TP2 itl: %v %q, want max(%v, %v)", b, why, mod.P90, in.P90)
+	}
+	if strings.Contains(why, "offline") || strings.Contains(why, "every load") {
+		t.Errorf("moderate TP2 itl band from %q", why)
 	}
 }
