@@ -150,17 +150,9 @@ func TestSpeculativeRunsAreTheirOwnRegime(t *testing.T) {
 		 "tp": 2, "flags": [%s"--max-model-len", "2048", "--max-num-seqs", "1"], "workload": {"in": 76, "out": 64, "requests": 4},
 		 "stat": "mean", "measured": {"output_tok_s": 200}, "regimes": ["light"]}`
 	spec := `"--speculative-config", "{\"method\":\"eagle3\",\"model\":\"yuhuili/EAGLE3-LLaMA3.1-Instruct-8B\",\"num_speculative_tokens\":2}", "--spec-acceptance", "0.7", `
-	os.WriteFile(path, []byte(`{"sources": {"s": {"what": "w", "url": "https://example.org", "split": "held-out"}}, "runs": [`+
-		strings.Replace(strings.Replace(run, "%s", "plain", 1), "%s", "", 1)+", "+
-		strings.Replace(strings.Replace(run, "%s", "spec", 1), "%s", spec, 1)+`]}`), 0o644)
-	s, err := Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	results, err := s.SimulateAll()
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, results := loadSuite(t, path,
+		strings.Replace(strings.Replace(run, "%s", "plain", 1), "%s", "", 1),
+		strings.Replace(strings.Replace(run, "%s", "spec", 1), "%s", spec, 1))
 	if got := strings.Join(results[1].Regimes, ","); got != RegimeSpec {
 		t.Errorf("speculative run's regimes %q, want only %q", got, RegimeSpec)
 	}
@@ -219,14 +211,10 @@ func TestDisaggregatedRegime(t *testing.T) {
 // the cache, so the first token comes sooner, and nothing else differs.
 func TestPromptsCycleThroughTheCache(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "runs.json")
-	os.WriteFile(path, []byte(`{"sources": {"s": {"what": "w", "url": "https://example.org", "split": "held-out"}}, "runs": [
+	s, _ := loadSuite(t, path, `
 		{"id": "a", "source": "s", "engine": "vllm", "version": "1", "gpu": "H100-SXM", "model": "meta-llama/Llama-3.1-8B-Instruct",
 		 "tp": 1, "flags": ["--max-model-len", "8192"], "workload": {"in": 4000, "out": 32, "stages": [[4, 80]]}, "stat": "mean",
-		 "measured": {"ttft_ms": 100}, "regimes": ["moderate"]}]}`), 0o644)
-	s, err := Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+		 "measured": {"ttft_ms": 100}, "regimes": ["moderate"]}`)
 	fresh, err := s.Simulate(s.Runs[0])
 	if err != nil {
 		t.Fatal(err)
@@ -265,16 +253,7 @@ func TestUnscoredRuns(t *testing.T) {
 	one := func(id, tok, extra string) string {
 		return strings.Replace(strings.Replace(strings.Replace(run, "%s", id, 1), "%s", tok, 1), "%s", extra, 1)
 	}
-	os.WriteFile(path, []byte(`{"sources": {"s": {"what": "w", "url": "https://example.org", "split": "held-out"}}, "runs": [`+
-		one("scored", "2000", "")+", "+one("means", "500", `, "unscored": "ShareGPT lengths known only as means"`)+`]}`), 0o644)
-	s, err := Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	results, err := s.SimulateAll()
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, results := loadSuite(t, path, one("scored", "2000", ""), one("means", "500", `, "unscored": "ShareGPT lengths known only as means"`))
 	if len(results) != 2 || results[1].Predicted.Throughput == 0 {
 		t.Fatalf("the unscored run is still simulated: %+v", results)
 	}
@@ -306,4 +285,23 @@ func TestUnscoredRuns(t *testing.T) {
 	if !strings.Contains(string(b), "| means | s (held-out) |") || !strings.Contains(string(b), "offline, tp>1; unscored: ShareGPT lengths known only as means | throughput 500 / ") {
 		t.Errorf("table lacks the unscored run with its reason and figures:\n%s", b)
 	}
+}
+
+// loadSuite writes runs (JSON objects of source "s") to path as a suite,
+// loads it and simulates every run.
+func loadSuite(t *testing.T, path string, runs ...string) (*Suite, []Result) {
+	t.Helper()
+	doc := `{"sources": {"s": {"what": "w", "url": "https://example.org", "split": "held-out"}}, "runs": [` + strings.Join(runs, ", ") + `]}`
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	results, err := s.SimulateAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, results
 }
