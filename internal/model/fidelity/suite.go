@@ -538,22 +538,33 @@ var (
 	structural = []string{"long-context", RegimeTP, RegimeMoE, RegimeSpec, RegimeDisagg}
 )
 
-// ByLoad maps a structural regime (tp>1, moe, long-context...) to its
-// figures within each load regime: ByLoad["tp>1"]["moderate"]["itl"] is
-// the itl error of the tp>1 runs at moderate load. A what-if row's band
-// (sim.ErrorBand) takes these, so that a moderate-load row's tp>1 figure
-// does not come from bursts.
+// Poisson is ByLoad's pseudo load regime of every run under a rate or a
+// concurrency cap (light, moderate and saturation): a what-if row found
+// under load falls back to it, never to the bursts' figures (offline),
+// where its own load regime has too few runs.
+const Poisson = "poisson"
+
+// ByLoad maps a structural regime (tp>1, moe, long-context...), or All
+// for every run, to its figures within each load regime and within
+// Poisson: ByLoad["tp>1"]["moderate"]["itl"] is the itl error of the tp>1
+// runs at moderate load. A what-if row's band (sim.ErrorBand) takes
+// these, so that a moderate-load row's tp>1 figure does not come from
+// bursts.
 type ByLoad map[string]Table
 
-// TabulateByLoad gathers the scored runs' errors by structural regime,
-// load regime and metric; a pair without runs is absent.
+// TabulateByLoad gathers the scored runs' errors by structural regime
+// (or All), load regime (or Poisson) and metric; a pair without runs is
+// absent.
 func TabulateByLoad(results []Result) ByLoad {
 	out := ByLoad{}
-	for _, g := range structural {
-		for _, l := range loadsOnly {
+	for _, g := range append(slices.Clone(structural), All) {
+		for _, l := range append(slices.Clone(loadsOnly), Poisson) {
 			var in []Result
 			for _, r := range results {
-				if slices.Contains(r.Regimes, g) && slices.Contains(r.Regimes, l) {
+				inGroup := g == All || slices.Contains(r.Regimes, g)
+				atLoad := slices.Contains(r.Regimes, l) ||
+					l == Poisson && slices.ContainsFunc(r.Regimes, func(x string) bool { return x != "offline" && slices.Contains(loadsOnly, x) })
+				if inGroup && atLoad {
 					in = append(in, r)
 				}
 			}

@@ -4,6 +4,8 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -114,6 +116,10 @@ var suite = func() suiteFigures {
 // the structural regime's over every load.
 const MinWithinLoad = 3
 
+// poissonLoad is medians.json's by_load key for every run under a rate or
+// a concurrency cap (fidelity.Poisson).
+const poissonLoad = "poisson"
+
 // MetricOfLimit maps an SLO metric (ttft_p99_ms, tpot_p50, e2el_mean_ms...)
 // to the suite's metric, "" when it has none.
 func MetricOfLimit(name string) string {
@@ -131,14 +137,19 @@ func MetricOfLimit(name string) string {
 // ErrorBand is the simulator's expected relative error (0.1 = ±10%) of a
 // prediction in situation s with stock constants, from the fidelity
 // suite's measured error: for each metric the verdict rests on, the p90
-// absolute error of the suite's runs in s's load regime (of the whole
-// suite where that regime has no run of the metric), and of its runs in
-// each of the tp>1, moe, long-context, speculative and disaggregated
+// absolute error of the suite's runs in s's load regime, and of its runs
+// in each of the tp>1, moe, long-context, speculative and disaggregated
 // regimes where s is one; the widest of these. A structural regime's
 // figure is its runs' within s's load regime where it has at least
 // MinWithinLoad runs of the metric there (a moderate-load tp>1 row takes
-// the tp>1 runs at moderate load, not the bursts'), else its runs' over
-// every load. basis says which figure set it.
+// the tp>1 runs at moderate load, not the bursts'). Where the load regime
+// has too few, a row found under load (light, moderate, saturation) takes
+// the runs under load of every such regime and never the bursts' (offline:
+// every request at once, whose throughput and latencies measure another
+// regime), and a metric without MinWithinLoad runs there adds nothing; an
+// offline row, or a regime without bursts (speculative, disaggregated:
+// runs with no load regime), takes the runs of every load. basis says
+// which figure set it.
 func ErrorBand(s Situation) (band float64, basis string) {
 	regimes := s.Regimes()
 	metrics := s.Metrics
@@ -146,24 +157,39 @@ func ErrorBand(s Situation) (band float64, basis string) {
 		metrics = []string{"throughput"}
 	}
 	load := string(s.Regime)
+	underLoad := s.Regime != RegimeOffline
 	for _, m := range metrics {
 		for _, g := range regimes {
 			st, ok := suite.Regimes[g][m]
 			where := fmt.Sprintf("%d %s runs", st.N, g)
-			switch {
-			case g == load && !ok:
-				if st, ok = suite.Regimes["all"][m]; !ok {
-					continue
+			if g != load {
+				in, inOK := suite.ByLoad[g][load][m]
+				if !ok {
+					continue // a structural regime without the metric adds nothing
 				}
-				where = fmt.Sprintf("%d runs of every regime (none %s)", st.N, g)
-			case g == load:
-			case !ok:
-				continue // a structural regime without the metric adds nothing
-			default:
-				if in, ok := suite.ByLoad[g][load][m]; ok && in.N >= MinWithinLoad {
+				switch {
+				case inOK && in.N >= MinWithinLoad:
 					st, where = in, fmt.Sprintf("%d %s runs at %s load", in.N, g, load)
-				} else {
+				case underLoad && suite.ByLoad[g]["offline"][m].N > 0:
+					st, ok = suite.ByLoad[g][poissonLoad][m]
+					if !ok || st.N < MinWithinLoad {
+						continue // too few runs under load: the bursts' figure says nothing of this row
+					}
+					where = fmt.Sprintf("%d %s runs under load (%d at %s load, fewer than %d)", st.N, g, in.N, load, MinWithinLoad)
+				default:
 					where = fmt.Sprintf("%d %s runs of every load (%d at %s load, fewer than %d)", st.N, g, in.N, load, MinWithinLoad)
+				}
+			} else if !ok {
+				if underLoad {
+					st, ok = suite.ByLoad["all"][poissonLoad][m]
+					if !ok || st.N < MinWithinLoad {
+						continue
+					}
+					where = fmt.Sprintf("%d runs under load (none %s)", st.N, g)
+				} else if st, ok = suite.Regimes["all"][m]; ok {
+					where = fmt.Sprintf("%d runs of every regime (none %s)", st.N, g)
+				} else {
+					continue
 				}
 			}
 			if st.P90 > band {
@@ -173,11 +199,16 @@ func ErrorBand(s Situation) (band float64, basis string) {
 		}
 	}
 	if basis == "" {
-		// The suite measures none of the metrics: its widest p90.
-		for m, st := range suite.Regimes["all"] {
-			if st.P90 > band {
+		// The suite measures none of the metrics here: its widest p90 (of
+		// the runs under load for a row under load).
+		widest, what := suite.Regimes["all"], "runs"
+		if underLoad {
+			widest, what = suite.ByLoad["all"][poissonLoad], "runs under load"
+		}
+		for _, m := range slices.Sorted(maps.Keys(widest)) {
+			if st := widest[m]; st.P90 > band {
 				band = st.P90
-				basis = fmt.Sprintf("fidelity suite: p90 %s error %.0f%% over %d runs, the widest (docs/fidelity.md)", m, 100*st.P90, st.N)
+				basis = fmt.Sprintf("fidelity suite: p90 %s error %.0f%% over %d %s, the widest (docs/fidelity.md)", m, 100*st.P90, st.N, what)
 			}
 		}
 	}

@@ -110,10 +110,32 @@ func TestErrorBandStructuralWithinLoad(t *testing.T) {
 	if b != 0.20 || !strings.Contains(why, "3 tp>1 runs at moderate load") {
 		t.Errorf("moderate TP2 itl: %v %q, want 0.20 from the tp>1 runs at moderate load", b, why)
 	}
+	// Too few at moderate load: the tp>1 runs under any load, never the
+	// bursts', and nothing when too few are under load either.
 	suite.ByLoad["tp>1"]["moderate"]["itl"] = suiteStat{N: 2, P90: 0.20}
+	suite.ByLoad["tp>1"]["poisson"] = map[string]suiteStat{"itl": {N: 5, P90: 0.25}}
 	b, why = ErrorBand(s)
-	if b != 0.46 || !strings.Contains(why, "50 tp>1 runs of every load (2 at moderate load, fewer than 3)") {
-		t.Errorf("moderate TP2 itl, 2 moderate tp>1 runs: %v %q, want 0.46 over every load", b, why)
+	if b != 0.25 || !strings.Contains(why, "5 tp>1 runs under load (2 at moderate load, fewer than 3)") {
+		t.Errorf("moderate TP2 itl, 2 moderate tp>1 runs: %v %q, want 0.25 from the tp>1 runs under load", b, why)
+	}
+	suite.ByLoad["tp>1"]["poisson"]["itl"] = suiteStat{N: 2, P90: 0.25}
+	if b, why = ErrorBand(s); b != 0.10 {
+		t.Errorf("moderate TP2 itl, 2 tp>1 runs under load: %v %q, want the moderate runs' 0.10", b, why)
+	}
+	// A load regime without the metric takes the runs under load, not the
+	// bursts' (here a throughput measured only offline).
+	suite.Regimes["all"] = map[string]suiteStat{"throughput": {N: 41, P90: 1.47}}
+	suite.ByLoad["all"] = map[string]map[string]suiteStat{"poisson": {"throughput": {N: 1, P90: 0.65}}}
+	b, why = ErrorBand(Situation{Regime: RegimeModerate, Metrics: []string{"itl", "throughput"}})
+	if b != 0.10 || strings.Contains(why, "throughput") {
+		t.Errorf("moderate itl and throughput: %v %q, want the moderate itl's 0.10 (one throughput run under load is too few)", b, why)
+	}
+	suite.ByLoad["all"]["poisson"]["throughput"] = suiteStat{N: 4, P90: 0.30}
+	if b, why = ErrorBand(Situation{Regime: RegimeModerate, Metrics: []string{"itl", "throughput"}}); b != 0.30 || !strings.Contains(why, "4 runs under load (none moderate)") {
+		t.Errorf("moderate itl and throughput: %v %q, want 0.30 from the throughput runs under load", b, why)
+	}
+	if b, _ = ErrorBand(Situation{Regime: RegimeOffline, Metrics: []string{"throughput"}}); b != 1.47 {
+		t.Errorf("offline throughput: %v, want every run's 1.47", b)
 	}
 	// A burst TP row still takes the offline figures.
 	b, _ = ErrorBand(Situation{Regime: RegimeOffline, TP: 2, Metrics: []string{"itl"}})
