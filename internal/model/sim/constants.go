@@ -25,7 +25,14 @@ const (
 	// probabilities, log-probabilities, top-k/top-p sort values and int64
 	// indices). Fit: with the forward-pass term below it reproduces the
 	// activation peaks of docs/reference.md (Engines) (8B TP1 4.76 GiB; 70B TP2
-	// 4.84 GiB), whose ratio to seqs*vocab*4 is 9.6-9.9.
+	// 4.84 GiB), whose ratio to seqs*vocab*4 is 9.6-9.9. Those logs
+	// (llm-d/llm-d-benchmark, config_explorer/empirical-vllm-memory-results.md)
+	// and the Qwen3-14B ones of v0.15.0 and v0.16.0 (jgchn/llm-d-planner,
+	// accuracy/results/version-sweep/run_matrix.md), which it also
+	// reproduces, come from releases whose sampler sorts the logits for
+	// top-k/top-p. v0.17 and later log a much smaller peak (2.23 against
+	// 5.64 GiB for Qwen3-14B), and so may a v0.11.0 with FlashInfer's
+	// sampler; neither is modelled (docs/fidelity.md, GPUStack, "Memory").
 	samplerLogitCopies = 8.58
 
 	// activationHiddenCopies is the number of [tokens x hidden] bf16 buffers

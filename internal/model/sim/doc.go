@@ -63,7 +63,10 @@
 //     16000: KV 51.41 GiB vs 51.38 measured (+0.1%); Llama-3.3-70B FP8 TP2:
 //     31.99 vs 32.0 GiB (0.0%); TP1 fails with vLLM's "No available memory
 //     for the cache blocks"; Qwen3-32B TP1: 4.20 vs 4.45 GiB (-5.6%) and
-//     fails at max_model_len 32000 with vLLM's message. Unchanged.
+//     fails at max_model_len 32000 with vLLM's message; TP2: 34.68 vs
+//     34.49 GiB (+0.6%); Qwen3-14B at 0.95 and max_model_len 8192 (vLLM
+//     v0.15.0/v0.16.0): 41.92 vs 41.94 GiB (-0.05%; v0.17 and later log
+//     45.34, their sampler's peak being smaller). Unchanged.
 //   - Light load (point 2, vLLM v0.5 blog, indirect): the GPU part of an 8B
 //     decode step at batch 4 on H100 is 6.6 ms vs ~4.9 ms implied by "62%
 //     of ~13 ms on the CPU" (+34%, was +33%). Point 5 measures the same

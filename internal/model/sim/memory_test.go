@@ -18,8 +18,11 @@ func mustParse(t testing.TB, args ...string) Config {
 	return cfg
 }
 
-// TestMemoryMatchesVLLM checks the memory model against the llm-d-benchmark
-// measurements of docs/reference.md (Engines).
+// TestMemoryMatchesVLLM checks the memory model against the vLLM start-up
+// logs of docs/reference.md (Engines): llm-d-benchmark's
+// (config_explorer/empirical-vllm-memory-results.md) and llm-d-planner's
+// Qwen3-14B version sweep (accuracy/results/version-sweep/run_matrix.md,
+// v0.15.0 and v0.16.0, whose sampler sorts as the model's does).
 func TestMemoryMatchesVLLM(t *testing.T) {
 	tests := []struct {
 		name       string
@@ -35,6 +38,8 @@ func TestMemoryMatchesVLLM(t *testing.T) {
 		{"qwen3-32b bf16 tp1", []string{"Qwen/Qwen3-32B", "--max-model-len", "16000"}, 61.03, 4.45, 0.08, ""},
 		{"llama-70b fp8 tp1", []string{"meta-llama/Llama-3.3-70B-Instruct", "--quantization", "fp8", "--max-model-len", "16000"}, 67.72, 0, 0, "No available memory for the cache blocks"},
 		{"qwen3-32b at 32000", []string{"Qwen/Qwen3-32B", "--max-model-len", "32000"}, 61.03, 0, 0, "KV cache is needed, which is larger than the available KV cache memory"},
+		{"qwen3-32b bf16 tp2", []string{"Qwen/Qwen3-32B", "-tp", "2", "--max-model-len", "16000"}, 30.59, 34.49, 0.02, ""},
+		{"qwen3-14b at 0.95 v0.15", []string{"Qwen/Qwen3-14B", "--model-config", "testdata/fidelity/qwen3-14b.config.json", "--max-model-len", "8192", "--gpu-memory-utilization", "0.95"}, 27.52, 41.94, 0.02, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
