@@ -131,9 +131,9 @@ type Run struct {
 	// simulated and printed with its reason, and counted in no regime's
 	// figures (Tabulate) nor in medians.json. The suite's one criterion
 	// (docs/fidelity.md, "Unscored runs"): every request sent at once and
-	// free to run together (no Poisson rate, no concurrency cap, client's
-	// or engine's --max-num-seqs 1), with lengths the source gives only as
-	// means of a varying distribution (ShareGPT and the like), which the
+	// free to run together (no Poisson rate, no client concurrency cap, no
+	// engine limited to one running sequence), with lengths the source
+	// gives only as means of a varying distribution (ShareGPT and the like), which the
 	// suite simulates at the mean, so every simulated request ends
 	// together where the real run ends in a tail of its longest requests.
 	// Load accepts it on such a workload only: all at once, no range ratio.
