@@ -491,13 +491,19 @@ func TestAsyncSchedulingFreesASeatAStepLater(t *testing.T) {
 	// A request held for the next step's planning has finished as far as
 	// the running gauge and the router see: vLLM reports them after the
 	// step's result frees it.
-	{
-		cfg, est := smallKV(t, "--max-num-seqs", "2")
+	// afterFirstStep is a core of seats running two 16-token prompts, the
+	// first to finish after one token, once the first step has run.
+	afterFirstStep := func(seats string, secondOut int) *core {
+		cfg, est := smallKV(t, "--max-num-seqs", seats)
 		c := newCore(cfg, est)
 		c.add(&seq{id: 0, prompt: 16, maxOut: 1, prefixID: -1})
-		c.add(&seq{id: 1, prompt: 16, maxOut: 100, prefixID: -1})
+		c.add(&seq{id: 1, prompt: 16, maxOut: secondOut, prefixID: -1})
 		c.schedule(0)
 		c.commit(c.endsAt, func(*seq, bool) {})
+		return c
+	}
+	{
+		c := afterFirstStep("2", 100)
 		if len(c.running) != 2 || c.active() != 1 || c.load() != 1 || c.idle() {
 			t.Errorf("after a request finished: %d held, %d active, load %d, idle %v; want 2, 1, 1, false",
 				len(c.running), c.active(), c.load(), c.idle())
@@ -505,12 +511,7 @@ func TestAsyncSchedulingFreesASeatAStepLater(t *testing.T) {
 	}
 	// The seat is the only thing left to run: the engine waits for the
 	// result and plans the step with it.
-	cfg, est := smallKV(t, "--max-num-seqs", "1")
-	c := newCore(cfg, est)
-	c.add(&seq{id: 0, prompt: 16, maxOut: 1, prefixID: -1})
-	c.add(&seq{id: 1, prompt: 16, maxOut: 1, prefixID: -1})
-	c.schedule(0)
-	c.commit(c.endsAt, func(*seq, bool) {})
+	c := afterFirstStep("1", 1)
 	if b, _ := c.schedule(c.endsAt); b.tokens == 0 || c.scheduled[0].id != 1 {
 		t.Errorf("the waiting request did not take the freed seat when nothing else could run (%d tokens)", b.tokens)
 	}

@@ -170,7 +170,7 @@ func ErrorBand(s Situation) (band float64, basis string) {
 				switch {
 				case inOK && in.N >= MinWithinLoad:
 					st, where = in, fmt.Sprintf("%d %s runs at %s load", in.N, g, load)
-				case underLoad && suite.ByLoad[g]["offline"][m].N > 0:
+				case underLoad && suite.ByLoad[g][string(RegimeOffline)][m].N > 0:
 					st, ok = suite.ByLoad[g][poissonLoad][m]
 					if !ok || st.N < MinWithinLoad {
 						continue // too few runs under load: the bursts' figure says nothing of this row
