@@ -305,3 +305,86 @@ func loadSuite(t *testing.T, path string, runs ...string) (*Suite, []Result) {
 	}
 	return s, results
 }
+
+// lengthRun is a burst of 64 requests of 200 and 200 tokens on the mean,
+// its extra fields (a length table, say) added after the workload's.
+func lengthRun(id, workloadExtra, runExtra string) string {
+	return `{"id": "` + id + `", "source": "s", "engine": "vllm", "version": "1", "gpu": "H100-SXM", "model": "meta-llama/Llama-3.1-8B-Instruct",
+		 "tp": 1, "flags": ["--max-model-len", "4096"], "workload": {"in": 200, "out": 200, "requests": 64` + workloadExtra + `},
+		 "stat": "mean", "measured": {"output_tok_s": 1000}, "regimes": ["offline"]` + runExtra + `}`
+}
+
+// TestLengthTables: Load reads a run's length table, draws its rows in
+// the file's order scaled to the run's means, and refuses a malformed
+// table, one whose means are too far from the run's, or a table beside a
+// range ratio, cycled prompts or an unscored reason, in one line each.
+func TestLengthTables(t *testing.T) {
+	dir := t.TempDir()
+	tables := map[string]string{
+		"good.csv":  "# in,out from a source\n190,50\n210,330\n\n",
+		"far.csv":   "200,50\n200,150\n",
+		"bad.csv":   "200,50\n200 150\n",
+		"zero.csv":  "200,0\n",
+		"empty.csv": "# nothing\n",
+	}
+	for name, body := range tables {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct{ name, workload, run, want string }{
+		{"good", `, "lengths": "good.csv"`, "", ""},
+		{"missing", `, "lengths": "none.csv"`, "", "none.csv: no such file"},
+		{"malformed", `, "lengths": "bad.csv"`, "", `bad.csv:2: "200 150": want "in,out"`},
+		{"zero", `, "lengths": "zero.csv"`, "", `zero.csv:1: "200,0"`},
+		{"empty", `, "lengths": "empty.csv"`, "", "empty.csv: no lengths"},
+		{"far", `, "lengths": "far.csv"`, "", "mean output 100.0 is -50.0% from the workload's 200 (at most 10%"},
+		{"range ratio", `, "lengths": "good.csv", "range_ratio": 0.5`, "", "takes no range_ratio or prompts"},
+		{"prompts", `, "lengths": "good.csv", "prompts": 4`, "", "takes no range_ratio or prompts"},
+		{"unscored", `, "lengths": "good.csv"`, `, "unscored": "means"`, "a run with a length table has its requests' lengths, and is scored"},
+	}
+	for _, tt := range tests {
+		path := filepath.Join(dir, "runs.json")
+		doc := `{"sources": {"s": {"what": "w", "url": "https://example.org", "split": "held-out"}}, "runs": [` + lengthRun("a", tt.workload, tt.run) + `]}`
+		if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		s, err := Load(path)
+		if tt.want != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("%s: err %v, want one line with %q", tt.name, err, tt.want)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", tt.name, err)
+		}
+		// Rows (190, 50) and (210, 330), means 200 and 190: inputs stay,
+		// outputs scale by 200/190, in the file's order.
+		reqs, _ := s.Runs[0].Workload.requests("a")
+		if len(reqs) != 64 || reqs[0].PromptTokens != 190 || reqs[0].MaxTokens != 53 || reqs[1].PromptTokens != 210 || reqs[1].MaxTokens != 347 || reqs[2].MaxTokens != 53 {
+			t.Errorf("%s: requests %+v ...", tt.name, reqs[:3])
+		}
+	}
+}
+
+// TestLengthTableBurstEndsLater simulates one burst at its mean lengths
+// and drawn from a table of the same means whose outputs vary: the varied
+// burst ends in a tail of its longest requests, at a small batch, so it
+// takes longer to move the same tokens.
+func TestLengthTableBurstEndsLater(t *testing.T) {
+	dir := t.TempDir()
+	// Three short answers for one long one: output mean (3 x 50 + 650) / 4 = 200.
+	if err := os.WriteFile(filepath.Join(dir, "tail.csv"), []byte("200,50\n200,50\n200,50\n200,650\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, results := loadSuite(t, filepath.Join(dir, "runs.json"), lengthRun("mean", "", ""), lengthRun("table", `, "lengths": "tail.csv"`, ""))
+	atMean, drawn := results[0].Predicted, results[1].Predicted
+	if !(drawn.Throughput < 0.8*atMean.Throughput) {
+		t.Errorf("output throughput %.0f tok/s with the table's tail, %.0f at the mean: want the tail's well below", drawn.Throughput, atMean.Throughput)
+	}
+	t.Logf("output throughput %.0f tok/s drawn from the table, %.0f at the mean", drawn.Throughput, atMean.Throughput)
+	if drawn.ITL <= 0 {
+		t.Errorf("the table run's time per output token: %v", drawn.ITL)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -86,7 +87,26 @@ type Workload struct {
 	// pre-generated and reused in turn); 0 when every prompt is new. The
 	// engine's prefix cache then serves a repeated prompt's KV.
 	Prompts int `json:"prompts,omitempty"`
+	// Lengths, where set, names a table beside runs.json of per-request
+	// lengths, one "in,out" pair a line ('#' starts a comment): the
+	// client's own sample of a varying dataset with its filters applied
+	// (docs/fidelity.md, "Length tables"). Request i takes row i mod the
+	// table's rows, in the file's order, so a run is the same every
+	// time. Each length is scaled by In (Out) over the mean of the rows
+	// the run draws, so the run's totals stay its source's (the table's
+	// tokenizer need not be the run's model's); Load refuses a table
+	// whose drawn means are more than MaxLengthsGap from In or Out.
+	Lengths string `json:"lengths,omitempty"`
+	// drawn are the run's requests' lengths from Lengths, scaled (Load).
+	drawn [][2]int
 }
+
+// MaxLengthsGap is how far a length table's mean input or output may be
+// from the run's own means (In, Out) for the table to stand for the
+// run's distribution: 10%, stated before any run was simulated with a
+// table (docs/fidelity.md, "Length tables"). Past it the table is
+// another workload, whatever its shape, and scaling it would hide that.
+const MaxLengthsGap = 0.10
 
 // Run is one public measurement.
 type Run struct {
@@ -136,7 +156,8 @@ type Run struct {
 	// gives only as means of a varying distribution (ShareGPT and the like), which the
 	// suite simulates at the mean, so every simulated request ends
 	// together where the real run ends in a tail of its longest requests.
-	// Load accepts it on such a workload only: all at once, no range ratio.
+	// Load accepts it on such a workload only: all at once, no range ratio,
+	// no length table (Workload.Lengths: the requests' own lengths).
 	Unscored string `json:"unscored,omitempty"`
 }
 
@@ -203,7 +224,7 @@ func (s *Suite) check() error {
 		}
 	}
 	seen := map[string]bool{}
-	for _, r := range s.Runs {
+	for i, r := range s.Runs {
 		switch {
 		case r.ID == "" || seen[r.ID]:
 			return fmt.Errorf("run %q: empty or repeated id", r.ID)
@@ -250,6 +271,9 @@ func (s *Suite) check() error {
 		} else if len(r.Regimes) == 0 {
 			return fmt.Errorf("run %q: no regime", r.ID)
 		}
+		if err := s.loadLengths(&s.Runs[i]); err != nil {
+			return fmt.Errorf("run %q: %w", r.ID, err)
+		}
 		for _, g := range r.Regimes {
 			if !slices.Contains(loadRegimes, g) {
 				return fmt.Errorf("run %q: regime %q, want one of %s", r.ID, g, strings.Join(loadRegimes, ", "))
@@ -258,6 +282,82 @@ func (s *Suite) check() error {
 		seen[r.ID] = true
 	}
 	return nil
+}
+
+// loadLengths reads a run's length table (Workload.Lengths), checks its
+// means against the run's and draws the run's requests' lengths from it.
+func (s *Suite) loadLengths(r *Run) error {
+	w := &r.Workload
+	switch {
+	case w.Lengths == "":
+		return nil
+	case w.RangeRatio > 0 || w.Prompts > 0:
+		return errors.New("lengths: a length table takes no range_ratio or prompts")
+	case r.Unscored != "":
+		return errors.New("unscored: a run with a length table has its requests' lengths, and is scored")
+	}
+	rows, err := readLengths(filepath.Join(s.dir, w.Lengths))
+	if err != nil {
+		return fmt.Errorf("lengths: %w", err)
+	}
+	n := w.Requests
+	for _, st := range w.Stages {
+		n += int(st[1])
+	}
+	var sum [2]float64
+	for i := range n {
+		sum[0] += float64(rows[i%len(rows)][0])
+		sum[1] += float64(rows[i%len(rows)][1])
+	}
+	var scale [2]float64
+	for k, want := range [2]int{w.In, w.Out} {
+		mean := sum[k] / float64(n)
+		if gap := mean/float64(want) - 1; math.Abs(gap) > MaxLengthsGap {
+			return fmt.Errorf("lengths %s: mean %s %.1f is %+.1f%% from the workload's %d (at most %.0f%%: docs/fidelity.md, \"Length tables\")",
+				w.Lengths, [2]string{"input", "output"}[k], mean, 100*gap, want, 100*MaxLengthsGap)
+		}
+		scale[k] = float64(want) / mean
+	}
+	w.drawn = make([][2]int, n)
+	for i := range w.drawn {
+		for k := range 2 {
+			w.drawn[i][k] = max(1, int(math.Round(float64(rows[i%len(rows)][k])*scale[k])))
+		}
+	}
+	return nil
+}
+
+// readLengths reads a length table: "in,out" a line, '#' comments and
+// blank lines skipped, every length a positive whole number.
+func readLengths(path string) ([][2]int, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var rows [][2]int
+	for i, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		var in, out int
+		f := strings.Split(line, ",")
+		if len(f) != 2 || !positive(f[0], &in) || !positive(f[1], &out) {
+			return nil, fmt.Errorf("%s:%d: %q: want \"in,out\", two positive whole numbers", filepath.Base(path), i+1, line)
+		}
+		rows = append(rows, [2]int{in, out})
+	}
+	if len(rows) == 0 {
+		return nil, fmt.Errorf("%s: no lengths", filepath.Base(path))
+	}
+	return rows, nil
+}
+
+// positive parses s as a positive whole number into n.
+func positive(s string, n *int) bool {
+	v, err := strconv.Atoi(strings.TrimSpace(s))
+	*n = v
+	return err == nil && v > 0
 }
 
 // Result is one run's prediction and its errors.
@@ -344,7 +444,7 @@ func (s *Suite) Simulate(r Run) (Result, error) {
 		// benchmark_serving's mean over the requests of their own.
 		p = Metrics{TTFT: sum.TTFT.Mean, E2E: sum.E2EL.Mean}
 		switch {
-		case w.RangeRatio > 0:
+		case w.RangeRatio > 0 || len(w.drawn) > 0:
 			p.ITL = sum.TPOT.Mean
 		case w.Out > 1:
 			p.ITL = (sum.E2EL.Mean - sum.TTFT.Mean) / float64(w.Out-1)
@@ -366,8 +466,17 @@ func (s *Suite) Simulate(r Run) (Result, error) {
 
 // lengths returns a draw of one request's input and output lengths: In
 // and Out each time, or with RangeRatio, uniform draws over the client's
-// ranges, the stream seeded by the run's id.
+// ranges, the stream seeded by the run's id, or with a length table the
+// run's rows in turn.
 func (w Workload) lengths(id string) func() (in, out int) {
+	if len(w.drawn) > 0 {
+		i := 0
+		return func() (int, int) {
+			d := w.drawn[i%len(w.drawn)]
+			i++
+			return d[0], d[1]
+		}
+	}
 	if w.RangeRatio == 0 {
 		return func() (int, int) { return w.In, w.Out }
 	}
