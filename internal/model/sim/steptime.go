@@ -214,7 +214,9 @@ func kernelClockScale(g catalog.GPU) float64 {
 // setGEMMRates sets the linear layers' and the experts' achievable FLOP/s
 // by quantization and reports whether their inputs are quantized too
 // (W8A8): block-scaled FP8 (DeepSeek's checkpoints) runs below the
-// per-tensor rate, and W4A16 dequantizes inside a BF16 GEMM.
+// per-tensor rate, W4A16 dequantizes inside a BF16 GEMM, and routed
+// experts in 16-bit activations run in the fused MoE path below the
+// dense rate (constants.go, fusedMoEBF16Efficiency).
 func (s *stepModel) setGEMMRates(cfg Config, k Constants) (w8a8 bool) {
 	g, m := cfg.GPU, cfg.Model
 	switch {
@@ -229,6 +231,7 @@ func (s *stepModel) setGEMMRates(cfg Config, k Constants) (w8a8 bool) {
 		s.gemmRate = g.BF16TFLOPS * 1e12 * k.W4A16GEMMEfficiency
 	default: // bf16, or fp8 weight-only on GPUs without FP8 tensor cores
 		s.gemmRate = s.bf16Rate
+		s.expertRate = g.BF16TFLOPS * 1e12 * fusedMoEBF16Efficiency
 	}
 	if s.expertRate == 0 {
 		s.expertRate = s.gemmRate
