@@ -221,10 +221,30 @@ func TestServerSGLangMetrics(t *testing.T) {
 // of eight here). Summary statistics follow such a cascade (the mean by up
 // to 14%, and the median of 60 sits between two of the TTFT
 // distribution's modes, 74 and 102 ms); most requests' TTFT does not.
+//
+// The served side runs on the real clock of a shared machine: a stall of
+// it (10.2% once, with six other test processes on two cores) moves the
+// median request too, so the test measures twice before it fails, and
+// fails only when both attempts disagree.
 func TestServeAgreesWithVirtual(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a few seconds of real-clock serving")
 	}
+	var fails []string
+	for attempt := 1; attempt <= 2; attempt++ {
+		fails = serveAgainstVirtual(t)
+		if len(fails) == 0 {
+			return
+		}
+		t.Logf("attempt %d: %s", attempt, strings.Join(fails, "; "))
+	}
+	t.Error(strings.Join(fails, "; "))
+}
+
+// serveAgainstVirtual runs one comparison of TestServeAgreesWithVirtual
+// and returns what disagreed.
+func serveAgainstVirtual(t *testing.T) (fails []string) {
+	t.Helper()
 	// Real time (scale 1) with prompts long enough that the HTTP path's
 	// sub-millisecond cost on a loaded machine stays small next to TTFT.
 	const scale = 1.0
@@ -274,19 +294,14 @@ func TestServeAgreesWithVirtual(t *testing.T) {
 	t.Logf("TTFT: serve mean %.2f median %.2f ms, run mean %.2f median %.2f ms; requests' median difference %.1f%%",
 		served.TTFT.Mean*scale, served.TTFT.Median*scale, virt.TTFT.Mean, virt.TTFT.Median, 100*diffs[n/2])
 	if diffs[n/2] > 0.10 {
-		t.Errorf("TTFT: the median request differs by %.1f%% between serve and run", 100*diffs[n/2])
+		fails = append(fails, fmt.Sprintf("TTFT: the median request differs by %.1f%% between serve and run", 100*diffs[n/2]))
 	}
-	for _, m := range []struct {
-		name       string
-		serve, vir float64
-	}{
-		{"median TPOT", served.TPOT.Median * scale, virt.TPOT.Median},
-	} {
-		t.Logf("%s: serve %.2f ms, run %.2f ms", m.name, m.serve, m.vir)
-		if math.Abs(m.serve-m.vir)/m.vir > 0.10 {
-			t.Errorf("%s: serve %.2f ms vs run %.2f ms: more than 10%% apart", m.name, m.serve, m.vir)
-		}
+	sv, vr := served.TPOT.Median*scale, virt.TPOT.Median
+	t.Logf("median TPOT: serve %.2f ms, run %.2f ms", sv, vr)
+	if math.Abs(sv-vr)/vr > 0.10 {
+		fails = append(fails, fmt.Sprintf("median TPOT: serve %.2f ms vs run %.2f ms: more than 10%% apart", sv, vr))
 	}
+	return fails
 }
 
 func TestServerPrefixCaching(t *testing.T) {
