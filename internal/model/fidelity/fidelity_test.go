@@ -48,6 +48,9 @@ func TestLoadRejectsBadRuns(t *testing.T) {
 		{"run held out", `"regimes": ["light"]`, `"regimes": ["light"], "split": "held-out"`, ""},
 		{"both loads", `"requests": 4`, `"requests": 4, "stages": [[2, 10]]`, "either Poisson stages or a request count"},
 		{"prompts", `"requests": 4`, `"requests": 4, "prompts": 2`, ""},
+		{"range ratio", `"requests": 4`, `"requests": 4, "range_ratio": 1`, "want a ratio in [0, 1)"},
+		{"range ratio spread", `"requests": 4`, `"requests": 4, "range_ratio": 0.5`, ""},
+		{"vllm zero draws", `"requests": 4`, `"requests": 4, "range_ratio": 0`, "draws lengths of 0"},
 		{"negative prompts", `"requests": 4`, `"requests": 4, "prompts": -1`, "workload prompts -1"},
 		{"unscored burst", `"regimes": ["light"]`, `"regimes": ["light"], "unscored": "lengths are means"`, ""},
 		{"unscored poisson", `"requests": 4}, "stat": "mean", "measured": {"e2e_ms": 100}, "regimes": ["light"]`,
@@ -361,7 +364,7 @@ func TestLengthTables(t *testing.T) {
 		}
 		// Rows (190, 50) and (210, 330), means 200 and 190: inputs stay,
 		// outputs scale by 200/190, in the file's order.
-		reqs, _ := s.Runs[0].Workload.requests("a")
+		reqs, _, _ := s.Runs[0].Workload.requests("a", "vllm")
 		if len(reqs) != 64 || reqs[0].PromptTokens != 190 || reqs[0].MaxTokens != 53 || reqs[1].PromptTokens != 210 || reqs[1].MaxTokens != 347 || reqs[2].MaxTokens != 53 {
 			t.Errorf("%s: requests %+v ...", tt.name, reqs[:3])
 		}
@@ -386,5 +389,63 @@ func TestLengthTableBurstEndsLater(t *testing.T) {
 	t.Logf("output throughput %.0f tok/s drawn from the table, %.0f at the mean", drawn.Throughput, atMean.Throughput)
 	if drawn.ITL <= 0 {
 		t.Errorf("the table run's time per output token: %v", drawn.ITL)
+	}
+}
+
+// TestZeroLengthDraws: a range that reaches 0 (SGLang's bench_serving
+// draws output lengths from np.random.randint(int(N·r), N + 1), so N = 8
+// at a small ratio draws 0..8) never sends a request without max_tokens,
+// which the engine would fill to the context's end: each output asks for
+// its draw, a 0 as the one token SGLang runs for max_new_tokens 0, and
+// that token is left out of the count, as the client counts the draw.
+func TestZeroLengthDraws(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "runs.json")
+	s, results := loadSuite(t, path, `
+		{"id": "a", "source": "s", "engine": "sglang", "version": "0.2", "gpu": "H100-SXM", "model": "meta-llama/Llama-3.1-8B-Instruct",
+		 "tp": 1, "flags": [], "workload": {"in": 512, "out": 4, "range_ratio": 0.001, "requests": 100}, "stat": "mean",
+		 "measured": {"output_tok_s": 100}, "regimes": ["offline"]}`)
+	w := s.Runs[0].Workload
+	reqs, _, uncounted := w.requests("a", "sglang")
+	draw, zeros := w.lengths("a"), 0
+	for _, q := range reqs {
+		in, out := draw()
+		if out == 0 {
+			zeros++
+		}
+		if q.PromptTokens != max(in, 1) || q.MaxTokens != max(out, 1) || out > 8 {
+			t.Fatalf("request %d: drawn %d in, %d out; sent %d, %d", q.Index, in, out, q.PromptTokens, q.MaxTokens)
+		}
+	}
+	if zeros == 0 || uncounted != zeros {
+		t.Errorf("%d zero output draws, %d tokens uncounted: want some, one each", zeros, uncounted)
+	}
+	// Every request ends within its prefill and 8 decode steps: a
+	// 100-request burst of 512-token prompts on one H100 is over in
+	// seconds, not the hours of requests decoding to the 131,072-token
+	// context's end (mean E2E 12,062,933 ms before the fix).
+	if e2e := results[0].Predicted.E2E; !(e2e > 0 && e2e < 20e3) {
+		t.Errorf("mean E2E %.0f ms: want under 20 s", e2e)
+	}
+}
+
+// TestFullRange: range_ratio 0, SGLang's bench_serving default, draws
+// over [0, N], N twice the mean (a vLLM run whose range reaches 0 is
+// refused: TestLoadRejectsBadRuns).
+func TestFullRange(t *testing.T) {
+	w := Workload{In: 4096, Out: 4, RangeRatio: new(float64), Requests: 2000}
+	reqs, _, uncounted := w.requests("full", "sglang")
+	in, out := 0, 0
+	for _, q := range reqs {
+		in += q.PromptTokens
+		out += q.MaxTokens
+	}
+	if mean := float64(in) / 2000; math.Abs(mean/4096-1) > 0.05 {
+		t.Errorf("mean input %.0f: want 4096 (uniform over 0..8192)", mean)
+	}
+	if mean := float64(out-uncounted) / 2000; math.Abs(mean/4-1) > 0.05 {
+		t.Errorf("mean counted output %.2f: want 4 (uniform over 0..8)", mean)
+	}
+	if zeros := float64(uncounted) / 2000; math.Abs(zeros*9-1) > 0.2 {
+		t.Errorf("%.3f of the outputs drawn 0: want about 1/9", zeros)
 	}
 }

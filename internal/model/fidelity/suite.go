@@ -74,10 +74,12 @@ type Workload struct {
 	// from the integers of [ratio x N, N] (benchmark_serving's
 	// sample_random_requests, np.random.randint(int(N*ratio), N+1)); N is
 	// taken so that the range's mean is In (Out): 2 x In / (1 + ratio).
-	// 0: every request has In and Out exactly. Under a concurrency cap
+	// Absent: every request has In and Out exactly; 0, SGLang's
+	// bench_serving default, draws over [0, N]. Under a concurrency cap
 	// the spread matters: equal lengths finish together and the next
 	// wave's prompts all arrive at once, where spread ones drift apart.
-	RangeRatio  float64      `json:"range_ratio,omitempty"`
+	// A range that reaches 0 draws empty prompts and outputs (zeroDraw).
+	RangeRatio  *float64     `json:"range_ratio,omitempty"`
 	Stages      [][2]float64 `json:"stages,omitempty"`
 	Requests    int          `json:"requests,omitempty"`
 	Concurrency int          `json:"concurrency,omitempty"`
@@ -238,8 +240,10 @@ func (s *Suite) check() error {
 			return fmt.Errorf("run %q: stat %q, want mean or median", r.ID, r.Stat)
 		case r.Workload.In < 1 || r.Workload.Out < 1:
 			return fmt.Errorf("run %q: workload lengths must be positive", r.ID)
-		case r.Workload.RangeRatio < 0 || r.Workload.RangeRatio >= 1:
-			return fmt.Errorf("run %q: workload range_ratio %v: want 0 (fixed lengths) or a ratio in (0, 1)", r.ID, r.Workload.RangeRatio)
+		case r.Workload.RangeRatio != nil && !(*r.Workload.RangeRatio >= 0 && *r.Workload.RangeRatio < 1):
+			return fmt.Errorf("run %q: workload range_ratio %v: want a ratio in [0, 1), or none for fixed lengths", r.ID, *r.Workload.RangeRatio)
+		case r.Engine == "vllm" && r.Workload.drawsZero():
+			return fmt.Errorf("run %q: workload range_ratio %v draws lengths of 0, which vLLM refuses with a 400 (empty prompt, max_tokens below 1): the suite does not represent failed requests", r.ID, *r.Workload.RangeRatio)
 		case r.Workload.Prompts < 0:
 			return fmt.Errorf("run %q: workload prompts %d: want 0 (every prompt new) or a positive count", r.ID, r.Workload.Prompts)
 		case (len(r.Workload.Stages) > 0) == (r.Workload.Requests > 0):
@@ -248,7 +252,7 @@ func (s *Suite) check() error {
 			return fmt.Errorf("run %q: no measured figure", r.ID)
 		case r.Split != "" && r.Split != "fit" && r.Split != "held-out":
 			return fmt.Errorf("run %q: split %q, want fit or held-out", r.ID, r.Split)
-		case r.Unscored != "" && (len(r.Workload.Stages) > 0 || r.Workload.Concurrency > 0 || r.Workload.RangeRatio > 0):
+		case r.Unscored != "" && (len(r.Workload.Stages) > 0 || r.Workload.Concurrency > 0 || r.Workload.RangeRatio != nil):
 			return fmt.Errorf("run %q: unscored: only a run of every request at once whose lengths are means of a varying distribution is left unscored (no Poisson stages, no concurrency cap, no range ratio)", r.ID)
 		case r.Unscored != strings.TrimSpace(r.Unscored):
 			return fmt.Errorf("run %q: unscored: a reason without surrounding space, please", r.ID)
@@ -291,7 +295,7 @@ func (s *Suite) loadLengths(r *Run) error {
 	switch {
 	case w.Lengths == "":
 		return nil
-	case w.RangeRatio > 0 || w.Prompts > 0:
+	case w.RangeRatio != nil || w.Prompts > 0:
 		return errors.New("lengths: a length table takes no range_ratio or prompts")
 	case r.Unscored != "":
 		return errors.New("unscored: a run with a length table has its requests' lengths, and is scored")
@@ -417,7 +421,7 @@ func (s *Suite) Simulate(r Run) (Result, error) {
 		return Result{}, fmt.Errorf("run %q: %w", r.ID, err)
 	}
 	w := r.Workload
-	reqs, sched := w.requests(r.ID)
+	reqs, sched, uncounted := w.requests(r.ID, r.Engine)
 	n := len(reqs)
 	var recs []measure.Record
 	if d := r.Disaggregated; d != nil {
@@ -444,13 +448,18 @@ func (s *Suite) Simulate(r Run) (Result, error) {
 		// benchmark_serving's mean over the requests of their own.
 		p = Metrics{TTFT: sum.TTFT.Mean, E2E: sum.E2EL.Mean}
 		switch {
-		case w.RangeRatio > 0 || len(w.drawn) > 0:
+		case w.RangeRatio != nil || len(w.drawn) > 0:
 			p.ITL = sum.TPOT.Mean
 		case w.Out > 1:
 			p.ITL = (sum.E2EL.Mean - sum.TTFT.Mean) / float64(w.Out-1)
 		}
 	}
 	p.Throughput = sum.OutputThroughput
+	if uncounted > 0 && sum.Duration > 0 {
+		// The client counts a request's output as its drawn length:
+		// a zero draw's one token is run, not counted (zeroDraw).
+		p.Throughput = float64(sum.TotalOutputTokens-uncounted) / sum.Duration
+	}
 	res := Result{Run: r, Split: s.Sources[r.Source].Split, Predicted: p, Err: map[string]float64{}}
 	if r.Split != "" {
 		res.Split = r.Split
@@ -466,8 +475,8 @@ func (s *Suite) Simulate(r Run) (Result, error) {
 
 // lengths returns a draw of one request's input and output lengths: In
 // and Out each time, or with RangeRatio, uniform draws over the client's
-// ranges, the stream seeded by the run's id, or with a length table the
-// run's rows in turn.
+// ranges (drawRange), the stream seeded by the run's id, or with a
+// length table the run's rows in turn.
 func (w Workload) lengths(id string) func() (in, out int) {
 	if len(w.drawn) > 0 {
 		i := 0
@@ -477,15 +486,14 @@ func (w Workload) lengths(id string) func() (in, out int) {
 			return d[0], d[1]
 		}
 	}
-	if w.RangeRatio == 0 {
+	if w.RangeRatio == nil {
 		return func() (int, int) { return w.In, w.Out }
 	}
 	h := fnv.New64a()
 	h.Write([]byte(id))
 	rng := rand.New(rand.NewPCG(2, h.Sum64()))
 	draw := func(mean int) int {
-		hi := int(math.Round(2 * float64(mean) / (1 + w.RangeRatio)))
-		lo := int(float64(hi) * w.RangeRatio)
+		lo, hi := w.drawRange(mean)
 		return lo + rng.IntN(hi-lo+1)
 	}
 	return func() (int, int) {
@@ -494,10 +502,44 @@ func (w Workload) lengths(id string) func() (in, out int) {
 	}
 }
 
+// drawRange is the client's range of a length whose mean is mean:
+// [int(N x ratio), N], N = 2 x mean / (1 + ratio).
+func (w Workload) drawRange(mean int) (lo, hi int) {
+	r := *w.RangeRatio
+	hi = int(math.Round(2 * float64(mean) / (1 + r)))
+	return int(float64(hi) * r), hi
+}
+
+// drawsZero says whether the workload's ranges reach a length of 0.
+func (w Workload) drawsZero() bool {
+	if w.RangeRatio == nil {
+		return false
+	}
+	loIn, _ := w.drawRange(w.In)
+	loOut, _ := w.drawRange(w.Out)
+	return loIn == 0 || loOut == 0
+}
+
+// zeroDraw is what SGLang runs for a drawn length of 0: one token. A
+// request of max_new_tokens 0 is prefilled and finishes on the token its
+// prefill samples (SGLang's Req.check_finished: output_ids reach
+// max_new_tokens once the first is appended), and an empty prompt is
+// tokenized to the tokenizer's BOS token alone. Sent as 0, the request
+// would ask for no max_tokens at all, which the simulated engine, as the
+// real one, fills to the context's end. sglang.bench_serving counts each
+// request's output as its drawn length (RequestFuncOutput.output_len =
+// the request's output_len), so the one token is run but not counted:
+// sgl-project/sglang PR #1060's burst of --random-output 8 at the default
+// ratio 0 prints 3,930 generated tokens (26.75 tok/s over 146.91 s, the
+// draws' sum) and 4,038 retokenized, 108 more, about the 1,000 / 9 zero
+// draws.
+const zeroDraw = 1
+
 // requests are the run's requests, their lengths drawn as its workload
-// says, and their arrival times: Poisson stages back to back, or all at
-// once (a concurrency cap or an offline batch).
-func (w Workload) requests(id string) ([]measure.Request, []time.Duration) {
+// says, their arrival times (Poisson stages back to back, or all at
+// once: a concurrency cap or an offline batch), and how many output
+// tokens they run that the client does not count (zeroDraw).
+func (w Workload) requests(id, eng string) ([]measure.Request, []time.Duration, int) {
 	var sched []time.Duration
 	n := w.Requests
 	if len(w.Stages) > 0 {
@@ -518,8 +560,15 @@ func (w Workload) requests(id string) ([]measure.Request, []time.Duration) {
 	}
 	reqs := make([]measure.Request, n)
 	lengths := w.lengths(id)
+	uncounted := 0
 	for i := range reqs {
 		in, out := lengths()
+		if eng == string(engine.SGLang) {
+			if out == 0 {
+				uncounted += zeroDraw
+			}
+			in, out = max(in, zeroDraw), max(out, zeroDraw)
+		}
 		reqs[i] = measure.Request{Index: i, PromptTokens: in, MaxTokens: out, PrefixID: -1}
 		if w.Prompts > 0 {
 			// A cycled prompt is the same tokens every time it comes
@@ -527,7 +576,7 @@ func (w Workload) requests(id string) ([]measure.Request, []time.Duration) {
 			reqs[i].PrefixID, reqs[i].PrefixTokens = i%w.Prompts, w.In
 		}
 	}
-	return reqs, sched
+	return reqs, sched, uncounted
 }
 
 // regimes are the ones a run counts in: speculative and disaggregated

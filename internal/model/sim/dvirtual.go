@@ -266,7 +266,7 @@ func (r *dRun) arrive() {
 	rec.PromptTokens = prompt
 	maxLen := min(v.d.Prefill.MaxModelLen, v.d.Decode.MaxModelLen)
 	maxOut := q.MaxTokens
-	if maxOut <= 0 {
+	if maxOut == 0 { // max_tokens unset; a negative one is the 400 below
 		maxOut = maxLen - prompt
 	}
 	id := len(r.recs)

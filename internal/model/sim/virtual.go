@@ -236,7 +236,7 @@ func (r *virtualRun) arrive() {
 	}
 	rec.PromptTokens = prompt
 	maxOut := q.MaxTokens
-	if maxOut <= 0 {
+	if maxOut == 0 { // max_tokens unset; a negative one is the 400 below
 		maxOut = v.cfg.MaxModelLen - prompt
 	}
 	id := len(r.recs)

@@ -96,6 +96,29 @@ func TestRunVirtualNoMaxTokensTooLong(t *testing.T) {
 	}
 }
 
+// TestRunVirtualNegativeMaxTokens: only 0 leaves max_tokens unset (the
+// HTTP client omits it); a negative one is the 400 sim serve answers
+// max_tokens -1 with, on the virtual clock as over HTTP, not a request
+// filled to the context's end.
+func TestRunVirtualNegativeMaxTokens(t *testing.T) {
+	cfg := mustParse(t, "llama-3.1-8b", "--max-model-len", "4096")
+	recs, err := RunVirtualSchedule(cfg, fixedReqs(1, 100, -1), []time.Duration{0}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := recs[0]; r.Error != measure.ErrHTTP4xx || r.Status != 400 || r.OutputTokens != 0 || r.ErrorMsg != "max_tokens must be at least 1, got -1." {
+		t.Errorf("max_tokens -1: %d tokens, status %d, error %q: %q", r.OutputTokens, r.Status, r.Error, r.ErrorMsg)
+	}
+	d := Deployment{PrefillReplicas: 1, DecodeReplicas: 1, Link: "roce", Prefill: cfg, Decode: cfg}
+	recs, err = RunDeploymentSchedule(d, fixedReqs(1, 100, -1), []time.Duration{0}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := recs[0]; r.Status != 400 || r.OutputTokens != 0 {
+		t.Errorf("disaggregated, max_tokens -1: %d tokens, status %d: %q", r.OutputTokens, r.Status, r.ErrorMsg)
+	}
+}
+
 // TestVirtualCancelStopsAtOnce: a phase whose context ends fails its
 // unfinished requests as cancelled instead of running them to their end in
 // virtual time (a deep queue took seconds to drain after a signal).
