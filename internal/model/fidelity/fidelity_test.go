@@ -449,3 +449,25 @@ func TestFullRange(t *testing.T) {
 		t.Errorf("%.3f of the outputs drawn 0: want about 1/9", zeros)
 	}
 }
+
+// TestFailedRequestsSayWhy: a run whose simulated requests fail says
+// why in its one-line error (the first failure's message), here a
+// prompt and output over the context length (1,000 + 100 > 1,024).
+func TestFailedRequestsSayWhy(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "runs.json")
+	doc := `{"sources": {"s": {"what": "w", "url": "https://example.org", "split": "held-out"}}, "runs": [
+		{"id": "long", "source": "s", "engine": "vllm", "version": "1", "gpu": "H100-SXM", "model": "meta-llama/Llama-3.1-8B-Instruct",
+		 "tp": 1, "flags": ["--max-model-len", "1024"], "workload": {"in": 1000, "out": 100, "requests": 4}, "stat": "mean",
+		 "measured": {"output_tok_s": 100}, "regimes": ["offline"]}]}`
+	if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Simulate(s.Runs[0])
+	if err == nil || !strings.Contains(err.Error(), "4 of 4 simulated requests failed") || !strings.Contains(err.Error(), "maximum context length is 1024 tokens") || strings.Contains(err.Error(), "\n") {
+		t.Errorf("err %v: want the count and the first failure's message on one line", err)
+	}
+}

@@ -437,7 +437,7 @@ func (s *Suite) Simulate(r Run) (Result, error) {
 	}
 	sum := measure.Summarize(recs, measure.SummaryOptions{Bootstrap: 1})
 	if sum.Failed > 0 {
-		return Result{}, fmt.Errorf("run %q: %d of %d simulated requests failed", r.ID, sum.Failed, n)
+		return Result{}, fmt.Errorf("run %q: %d of %d simulated requests failed, the first with %q", r.ID, sum.Failed, n, firstFailure(recs))
 	}
 	var p Metrics
 	if r.Stat == "median" {
@@ -471,6 +471,16 @@ func (s *Suite) Simulate(r Run) (Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// firstFailure is the message of the first failed record, by request.
+func firstFailure(recs []measure.Record) string {
+	for _, rec := range recs {
+		if rec.Error != measure.ErrNone {
+			return rec.ErrorMsg
+		}
+	}
+	return ""
 }
 
 // lengths returns a draw of one request's input and output lengths: In
