@@ -28,10 +28,12 @@ type Deployment struct {
 	// None"), so such an engine ignores the kv_transfer_params and
 	// computes the whole prompt itself, after the prefill engine has
 	// computed it too, and no KV crosses the link. Dynamo 1.0 made the
-	// connector explicit (ai-dynamo/dynamo PR #6513, February 2026: no
-	// default connector; only a prefill worker is made to name one), so a
-	// decode worker given its decode role and no connector has none
-	// (PR #12568's docs: both halves of a NIXL pair must name the
+	// connector explicit (ai-dynamo/dynamo PR #6450, merged February 2026
+	// and in v1.0.0; PR #6554: "nixl is no longer the default KV transfer
+	// connector"; components/src/dynamo/vllm/args.py at 000a36a7: "the
+	// default is already no connector", only a prefill worker made to name
+	// one), so a decode worker given its decode role and no connector has
+	// none (PR #12568's docs: both halves of a NIXL pair must name the
 	// connector for transfers to succeed).
 	DecodeNoConnector bool
 }
