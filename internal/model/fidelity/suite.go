@@ -171,6 +171,10 @@ type Disaggregation struct {
 	DecodeReplicas  int    `json:"decode_replicas"`
 	DecodeTP        int    `json:"decode_tp"`
 	KVLink          string `json:"kv_link"`
+	// DecodeNoConnector: the decode engines were started without a KV
+	// connector (sim.Deployment.DecodeNoConnector), as the source's own
+	// command lines show.
+	DecodeNoConnector bool `json:"decode_no_connector,omitempty"`
 }
 
 // Suite is runs.json.
@@ -397,7 +401,7 @@ func (s *Suite) config(r Run) (sim.Config, error) {
 // engine flags at its own tensor-parallel size.
 func (s *Suite) deployment(r Run) (sim.Deployment, error) {
 	d := r.Disaggregated
-	dep := sim.Deployment{PrefillReplicas: d.PrefillReplicas, DecodeReplicas: d.DecodeReplicas, Link: d.KVLink}
+	dep := sim.Deployment{PrefillReplicas: d.PrefillReplicas, DecodeReplicas: d.DecodeReplicas, Link: d.KVLink, DecodeNoConnector: d.DecodeNoConnector}
 	for _, side := range []struct {
 		tp  int
 		cfg *sim.Config

@@ -82,6 +82,10 @@ type Config struct {
 	// scheduleV0Prefills), whose steps of new prompts run alone when
 	// chunked prefill is off.
 	V0Scheduler bool
+	// NoAsyncOutputProc is async_output_proc off (a vLLM V0 switch):
+	// each step's output processing runs between the steps
+	// (constants.go, outputProcPerSeq).
+	NoAsyncOutputProc bool
 
 	BlockSize      int  // block_size (SGLang: page size)
 	EnforceEager   bool // cuda_graphs off
@@ -283,6 +287,7 @@ var settings = []setting{
 	switched("async_scheduling", true, func(c *Config) *bool { return &c.SyncScheduling }),
 	whenOn("sim_sampler_sort", func(c *Config) *bool { return &c.SamplerSort }),
 	whenOn("sim_v0_scheduler", func(c *Config) *bool { return &c.V0Scheduler }),
+	whenOff("async_output_proc", func(c *Config) *bool { return &c.NoAsyncOutputProc }),
 	nonEmpty("generation_config", func(c *Config) *string { return &c.GenerationConfig }),
 	whenOn("expert_parallel", func(c *Config) *bool { return &c.ExpertParallel }),
 	whenOn("dp_attention", func(c *Config) *bool { return &c.DPAttention }),
@@ -333,6 +338,14 @@ func switched(name string, negated bool, at func(*Config) *bool) setting {
 		parse: func(s engine.Settings, name string) (any, bool) { return boxed(s.Bool(name)) },
 		apply: func(c *Config, v any) { *at(c) = v.(bool) != negated },
 		value: func(c *Config) (any, bool) { return *at(c) != negated, true }}
+}
+
+// whenOff is a bool setting, on by default, written back only when off
+// (at holds its being off).
+func whenOff(name string, at func(*Config) *bool) setting {
+	st := switched(name, true, at)
+	st.value = func(c *Config) (any, bool) { return !*at(c), *at(c) }
+	return st
 }
 
 // whenOn is a bool setting written back only when true: configurations

@@ -198,6 +198,18 @@ const (
 	// perSeqOverhead is the CPU time per scheduled sequence per step
 	// (detokenisation, stop checks, output objects). Estimate: 3 us.
 	perSeqOverhead = 3 * time.Microsecond
+	// outputProcPerSeq is vLLM V0's output processing per sequence and
+	// step (_process_model_outputs: detokenising, stop checks, the
+	// request outputs) when it does not run beside the GPU's next step
+	// (async_output_proc off; vLLM PR #7049, in v0.6.0, made it overlap).
+	// Source: vLLM RFC #6913 (the issue before that PR) profiled it on
+	// Llama-3-70B FP8 on 4 x H100, 128-token prompts: 0.2 ms a step at
+	// batch 1 and 3.4 ms at batch 32 (TPOT 19 and 25 ms), so
+	// (3.4 - 0.2) / 31 = 0.103 ms per sequence; less the perSeqOverhead
+	// every step already pays: 0.1 ms. (The RFC's third row, batch 1024
+	// at 0.2 ms and "20%", contradicts itself and is not used.) One
+	// published profile, not fit.
+	outputProcPerSeq = 100 * time.Microsecond
 	// eagerLaunchPerLayer is the kernel-launch cost per decoder layer when
 	// a step does not run as a CUDA graph (cuda_graphs off, or a batch
 	// larger than the captured sizes): ~10 kernels at ~4 us launch latency.

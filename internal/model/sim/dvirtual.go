@@ -21,6 +21,21 @@ type Deployment struct {
 	Prefill, Decode                 Config
 	PrefillReplicas, DecodeReplicas int
 	Link                            string // a Links name; "" is DefaultLink
+	// DecodeNoConnector says the decode engines were started without a
+	// KV connector: vLLM V1's scheduler takes a request's externally
+	// computed tokens only from its connector (get_num_new_matched_tokens
+	// in vllm/v1/core/sched/scheduler.py, under "if self.connector is not
+	// None"), so such an engine ignores the kv_transfer_params and
+	// computes the whole prompt itself, after the prefill engine has
+	// computed it too, and no KV crosses the link. Dynamo 1.0 made the
+	// connector explicit (ai-dynamo/dynamo PR #6450, merged February 2026
+	// and in v1.0.0; PR #6554: "nixl is no longer the default KV transfer
+	// connector"; components/src/dynamo/vllm/args.py at 000a36a7: "the
+	// default is already no connector", only a prefill worker made to name
+	// one), so a decode worker given its decode role and no connector has
+	// none (PR #12568's docs: both halves of a NIXL pair must name the
+	// connector for transfers to succeed).
+	DecodeNoConnector bool
 }
 
 // GPUs is the deployment's GPU count.
@@ -290,6 +305,9 @@ func (r *dRun) arrive() {
 	r.recs = append(r.recs, rec)
 	pre := &seq{id: id, prompt: prompt, maxOut: 1, prefixID: -1, filters: v.d.Prefill.DefaultSampling().Filters()}
 	dec := &seq{id: id, prompt: prompt, maxOut: maxOut, prefixID: -1, remote: prompt - 1, filters: v.d.Decode.DefaultSampling().Filters()}
+	if v.d.DecodeNoConnector {
+		dec.remote = 0
+	}
 	if q.PrefixTokens > 0 && q.PrefixID >= 0 {
 		pre.prefixID, pre.prefixTokens = q.PrefixID, q.PrefixTokens
 		dec.prefixID, dec.prefixTokens = q.PrefixID, q.PrefixTokens
@@ -345,8 +363,12 @@ func (r *dRun) emitPrefill(s *seq, last bool) {
 	req.decRep = v.dec[v.nextD%len(v.dec)]
 	v.nextD++
 	req.phase = 2
-	xfer := req.decRep.cfg.KVTransferSeconds(v.link, req.dec.remote, req.preRep.cfg.TP) - v.link.Latency
 	from := v.now + req.decRep.cfg.Constants.FrontendOverheadMs/1e3
+	if v.d.DecodeNoConnector {
+		r.push(from, s.id, true) // nothing to pull: the decode engine prefills
+		return
+	}
+	xfer := req.decRep.cfg.KVTransferSeconds(v.link, req.dec.remote, req.preRep.cfg.TP) - v.link.Latency
 	start := math.Max(from, req.preRep.linkFree)
 	req.preRep.linkFree = start + xfer
 	r.push(start+xfer+v.link.Latency, s.id, true)

@@ -127,3 +127,53 @@ func TestDisaggRoundRobin(t *testing.T) {
 		t.Error("no prefill engine: no error")
 	}
 }
+
+// TestDisaggDecodeWithoutConnector: a decode engine started without a KV
+// connector ignores the request's kv_transfer_params and computes the
+// whole prompt itself after the prefill engine has: each engine computes
+// every prompt token, no KV crosses, and on idle engines the first token
+// comes about two prefills after the request. Under load the decode
+// engine's prefills sit between its decode steps, so a request's second
+// token waits on the next prompt's prefill (the Dynamo 1.x B200 runs of
+// the fidelity suite: their second token 0.76 s after the first).
+func TestDisaggDecodeWithoutConnector(t *testing.T) {
+	args := []string{"llama-3.1-8b", "--gpu", "H100-SXM", "--max-model-len", "16384"}
+	const prompt = 8000
+	agg, err := NewVirtual(mustParse(t, args...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	alone := sendAll(t, agg, 1, prompt, 1, 0)[0].First
+	cfg := mustParse(t, args...)
+	v, err := NewDisaggVirtual(Deployment{Prefill: cfg, Decode: cfg, PrefillReplicas: 1, DecodeReplicas: 1, Link: "ethernet", DecodeNoConnector: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := sendAll(t, v, 1, prompt, 1, 0)[0].First
+	if first < 2*alone-alone/10 || first > 2*alone+alone/2 {
+		t.Errorf("first token at %v; one prefill alone takes %v: want about two", first, alone)
+	}
+	if p, d := v.pre[0].cores[0].promptTokens, v.dec[0].cores[0].promptTokens; p != prompt || d != prompt || v.dec[0].cores[0].prefixHits != 0 {
+		t.Errorf("prefill engine computed %d prompt tokens, decode engine %d with %d pulled; want %d each, none pulled", p, d, v.dec[0].cores[0].prefixHits, prompt)
+	}
+	// Under load: a request every 100 ms, each decoding 200 tokens, faster
+	// than the decode engine prefills them, so a prompt is always waiting
+	// there (as in those runs, whose first tokens waited seconds).
+	second := func(noConn bool) time.Duration {
+		v, err := NewDisaggVirtual(Deployment{Prefill: cfg, Decode: cfg, PrefillReplicas: 2, DecodeReplicas: 1, Link: "nvlink", DecodeNoConnector: noConn})
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs := sendAll(t, v, 40, prompt, 200, 100*time.Millisecond)
+		var sum time.Duration
+		for _, r := range recs[10:] {
+			sum += r.Chunks[1].At - r.Chunks[0].At
+		}
+		return sum / time.Duration(len(recs)-10)
+	}
+	with, without := second(false), second(true)
+	if without < 3*with || without < alone/4 {
+		t.Errorf("mean gap to the second token: %v with the connector, %v without; a prefill takes %v", with, without, alone)
+	}
+	t.Logf("one prefill %v; second-token gap %v with a connector, %v without", alone, with, without)
+}

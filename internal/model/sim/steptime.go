@@ -191,6 +191,9 @@ func newStepModel(cfg Config) stepModel {
 	s.sortScale, s.sortVocabMix = samplerSort(cfg)
 	s.cpuBase = k.StepOverheadMs / 1e3
 	s.perSeq = k.PerSeqOverheadUs / 1e6
+	if cfg.NoAsyncOutputProc {
+		s.perSeq += outputProcPerSeq.Seconds()
+	}
 	s.mx = newMoEStep(cfg, &s)
 	perLayer := s.layerKernels(w8a8)
 	kernel := k.KernelOverheadUs / 1e6 * kernelClockScale(g)

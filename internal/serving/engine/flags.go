@@ -296,6 +296,8 @@ var table = []setting{
 	{name: "async_scheduling", typ: Bool, doc: "schedule the next step while the GPU runs this one (vLLM's async scheduling, SGLang's overlap scheduler; on by default)",
 		vllm:   spelling{on: []string{"--async-scheduling"}, off: []string{"--no-async-scheduling"}},
 		sglang: spelling{off: []string{"--disable-overlap-schedule"}}},
+	{name: "async_output_proc", typ: Bool, doc: "vLLM V0 (0.6 to 0.10): process a step's outputs while the GPU runs the next (on by default)",
+		vllm: spelling{off: []string{"--disable-async-output-proc"}}},
 
 	// Disaggregated prefill and decode (docs/reference.md (Disaggregated
 	// prefill and decode)): vLLM's KV connector and its role, SGLang's
