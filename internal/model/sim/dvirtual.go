@@ -290,10 +290,8 @@ func (r *dRun) arrive() {
 	r.recs = append(r.recs, rec)
 	pre := &seq{id: id, prompt: prompt, maxOut: 1, prefixID: -1, filters: v.d.Prefill.DefaultSampling().Filters()}
 	dec := &seq{id: id, prompt: prompt, maxOut: maxOut, prefixID: -1, remote: prompt - 1, filters: v.d.Decode.DefaultSampling().Filters()}
-	if q.PrefixTokens > 0 && q.PrefixID >= 0 {
-		pre.prefixID, pre.prefixTokens = q.PrefixID, q.PrefixTokens
-		dec.prefixID, dec.prefixTokens = q.PrefixID, q.PrefixTokens
-	}
+	pre.setPrefix(q)
+	dec.setPrefix(q)
 	req := &dRequest{pre: pre, dec: dec}
 	req.preRep = v.pre[v.nextP%len(v.pre)]
 	v.nextP++
