@@ -33,6 +33,13 @@ type Request struct {
 	MaxTokens    int    `json:"max_tokens"`    // output tokens asked for (ignore_eos on)
 	PrefixID     int    `json:"prefix_id"`     // shared-prefix group, -1 when none
 	PrefixTokens int    `json:"prefix_tokens"` // length of the shared prefix in tokens
+	// GroupTokens, where > 0, says that the prefix's first GroupTokens
+	// tokens are shared by every prefix of group GroupID (a system
+	// prompt several prompts begin with: inference-perf's shared_prefix
+	// data, each of its num_groups groups one system prompt before its
+	// prompts' own questions); the rest of the prefix is PrefixID's own.
+	GroupID     int `json:"group_id,omitempty"`
+	GroupTokens int `json:"group_tokens,omitempty"`
 	// Synthetic marks prompts built from the word list; only those are
 	// re-sized to match the server's /tokenize.
 	Synthetic bool `json:"synthetic,omitempty"`

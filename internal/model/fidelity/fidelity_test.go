@@ -52,6 +52,10 @@ func TestLoadRejectsBadRuns(t *testing.T) {
 		{"range ratio spread", `"requests": 4`, `"requests": 4, "range_ratio": 0.5`, ""},
 		{"vllm zero draws", `"requests": 4`, `"requests": 4, "range_ratio": 0`, "draws lengths of 0"},
 		{"negative prompts", `"requests": 4`, `"requests": 4, "prompts": -1`, "workload prompts -1"},
+		{"prompt groups", `"requests": 4`, `"requests": 4, "prompts": 4, "prompt_groups": 2, "system_prompt": 16`, ""},
+		{"groups alone", `"requests": 4`, `"requests": 4, "prompts": 4, "prompt_groups": 2`, "want both positive"},
+		{"more groups than prompts", `"requests": 4`, `"requests": 4, "prompts": 1, "prompt_groups": 2, "system_prompt": 16`, "at most the 1 cycled prompts"},
+		{"system prompt too long", `"requests": 4`, `"requests": 4, "prompts": 4, "prompt_groups": 2, "system_prompt": 32`, "fewer tokens than the prompt's 32"},
 		{"unscored burst", `"regimes": ["light"]`, `"regimes": ["light"], "unscored": "lengths are means"`, ""},
 		{"unscored poisson", `"requests": 4}, "stat": "mean", "measured": {"e2e_ms": 100}, "regimes": ["light"]`,
 			`"stages": [[2, 10]]}, "stat": "mean", "measured": {"e2e_ms": 100}, "regimes": ["light"], "unscored": "x"`, "only a run of every request at once"},
@@ -241,6 +245,23 @@ func TestPromptsCycleThroughTheCache(t *testing.T) {
 	}
 	if math.Abs(uncached.Predicted.TTFT/fresh.Predicted.TTFT-1) > 0.01 {
 		t.Errorf("prefix cache off: TTFT %.1f ms with cycled prompts, %.1f ms with new ones: want the same", uncached.Predicted.TTFT, fresh.Predicted.TTFT)
+	}
+}
+
+// TestPromptGroupsShareASystemPrompt: with prompt groups, cycled prompt p
+// is in group p mod the groups, its first system_prompt tokens the
+// group's.
+func TestPromptGroupsShareASystemPrompt(t *testing.T) {
+	w := Workload{In: 575, Out: 248, Requests: 25, Prompts: 10, PromptGroups: 5, SystemPrompt: 100}
+	reqs, _, _ := w.requests("x", "vllm")
+	for i, q := range reqs {
+		if q.PrefixID != i%10 || q.PrefixTokens != 575 || q.GroupID != i%10%5 || q.GroupTokens != 100 {
+			t.Fatalf("request %d: prefix %d of %d tokens, group %d of %d: want prefix %d, group %d of 100", i, q.PrefixID, q.PrefixTokens, q.GroupID, q.GroupTokens, i%10, i%5)
+		}
+	}
+	w.PromptGroups, w.SystemPrompt = 0, 0
+	if reqs, _, _ = w.requests("x", "vllm"); reqs[3].GroupTokens != 0 {
+		t.Errorf("no groups: request 3 has %d group tokens", reqs[3].GroupTokens)
 	}
 }
 

@@ -89,6 +89,15 @@ type Workload struct {
 	// pre-generated and reused in turn); 0 when every prompt is new. The
 	// engine's prefix cache then serves a repeated prompt's KV.
 	Prompts int `json:"prompts,omitempty"`
+	// PromptGroups and SystemPrompt, where set, say that the Prompts
+	// prompts fall in PromptGroups groups whose prompts begin with the
+	// same SystemPrompt tokens (inference-perf's shared_prefix data:
+	// num_groups system prompts of system_prompt_len tokens, each
+	// followed by num_prompts_per_group questions); prompt p is in group
+	// p mod PromptGroups. The prefix cache then shares a group's system
+	// prompt between its prompts.
+	PromptGroups int `json:"prompt_groups,omitempty"`
+	SystemPrompt int `json:"system_prompt,omitempty"`
 	// Lengths, where set, names a table beside runs.json of per-request
 	// lengths, one "in,out" pair a line ('#' starts a comment): the
 	// client's own sample of a varying dataset with its filters applied
@@ -279,6 +288,9 @@ func (s *Suite) check() error {
 		} else if len(r.Regimes) == 0 {
 			return fmt.Errorf("run %q: no regime", r.ID)
 		}
+		if err := r.Workload.checkPromptGroups(); err != nil {
+			return fmt.Errorf("run %q: %w", r.ID, err)
+		}
 		if err := s.loadLengths(&s.Runs[i]); err != nil {
 			return fmt.Errorf("run %q: %w", r.ID, err)
 		}
@@ -288,6 +300,23 @@ func (s *Suite) check() error {
 			}
 		}
 		seen[r.ID] = true
+	}
+	return nil
+}
+
+// checkPromptGroups refuses system-prompt groups a workload cannot have:
+// groups of no cycled prompts, a system prompt not shorter than the
+// prompt, or one without groups.
+func (w Workload) checkPromptGroups() error {
+	switch {
+	case w.PromptGroups == 0 && w.SystemPrompt == 0:
+		return nil
+	case w.PromptGroups < 1 || w.SystemPrompt < 1:
+		return fmt.Errorf("workload prompt_groups %d, system_prompt %d: want both positive, or neither", w.PromptGroups, w.SystemPrompt)
+	case w.Prompts < w.PromptGroups:
+		return fmt.Errorf("workload prompt_groups %d: want at most the %d cycled prompts", w.PromptGroups, w.Prompts)
+	case w.SystemPrompt >= w.In:
+		return fmt.Errorf("workload system_prompt %d: want fewer tokens than the prompt's %d", w.SystemPrompt, w.In)
 	}
 	return nil
 }
@@ -588,6 +617,10 @@ func (w Workload) requests(id, eng string) ([]measure.Request, []time.Duration, 
 			// A cycled prompt is the same tokens every time it comes
 			// round: the whole of it is the group's prefix.
 			reqs[i].PrefixID, reqs[i].PrefixTokens = i%w.Prompts, w.In
+			if w.PromptGroups > 0 {
+				reqs[i].GroupID = reqs[i].PrefixID % w.PromptGroups
+				reqs[i].GroupTokens = w.SystemPrompt
+			}
 		}
 	}
 	return reqs, sched, uncounted

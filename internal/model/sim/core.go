@@ -13,6 +13,11 @@ type seq struct {
 	maxOut       int
 	prefixID     int // -1 when none
 	prefixTokens int
+	// groupTokens > 0: the prefix's first groupTokens tokens are prefix
+	// group groupID's, shared with the other prefixes of the group (a
+	// system prompt; measure.Request.GroupTokens).
+	groupID     int
+	groupTokens int
 	// ids are the prompt's token ids (the server's tokenizer); nil when
 	// only lengths are known, and the content is then the prefix group's
 	// for its first prefixTokens tokens and the sequence's own (uid)
@@ -316,12 +321,14 @@ func (c *core) release(s *seq) {
 }
 
 // Content and hashing. A token is an id of the server's tokenizer, or,
-// when only lengths are known, a synthetic one: the prefix group's i-th
-// token, or the sequence's own.
+// when only lengths are known, a synthetic one: the prefix's group's
+// i-th token (a shared system prompt), the prefix group's i-th token, or
+// the sequence's own.
 const (
 	hashSeed      = 0x6a09e667f3bcc908
 	prefixTokenNS = 0x510e527fade682d1
 	ownTokenNS    = 0x9b05688c2b3e6c1f
+	groupTokenNS  = 0x3c6ef372fe94f82b
 )
 
 // mix64 chains x onto h (splitmix64's finalizer over both).
@@ -336,6 +343,8 @@ func mix64(h, x uint64) uint64 {
 // the tokens it generated (outputText's words, as the server sends them).
 func (c *core) tokenAt(s *seq, i int) uint64 {
 	switch {
+	case s.prefixID >= 0 && i < s.groupTokens:
+		return mix64(mix64(groupTokenNS, uint64(s.groupID)), uint64(i))
 	case s.prefixID >= 0 && i < s.prefixTokens:
 		return mix64(mix64(prefixTokenNS, uint64(s.prefixID)), uint64(i))
 	case s.ids != nil && i < len(s.ids):
@@ -361,6 +370,8 @@ func (c *core) pageHash(s *seq, k int) uint64 {
 			h = s.hashes[j-1]
 		}
 		switch {
+		case s.ids == nil && s.prefixID >= 0 && (j+1)*c.pageTokens <= s.groupTokens:
+			h = mix64(h, mix64(mix64(groupTokenNS, uint64(s.groupID)), uint64(j)))
 		case s.ids == nil && s.prefixID >= 0 && (j+1)*c.pageTokens <= s.prefixTokens:
 			h = mix64(h, mix64(mix64(prefixTokenNS, uint64(s.prefixID)), uint64(j)))
 		case s.ids == nil:

@@ -308,10 +308,8 @@ func (r *dRun) arrive() {
 	if v.d.DecodeNoConnector {
 		dec.remote = 0
 	}
-	if q.PrefixTokens > 0 && q.PrefixID >= 0 {
-		pre.prefixID, pre.prefixTokens = q.PrefixID, q.PrefixTokens
-		dec.prefixID, dec.prefixTokens = q.PrefixID, q.PrefixTokens
-	}
+	pre.setPrefix(q)
+	dec.setPrefix(q)
 	req := &dRequest{pre: pre, dec: dec}
 	req.preRep = v.pre[v.nextP%len(v.pre)]
 	v.nextP++

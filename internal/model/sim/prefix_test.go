@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/servetune/servetune/internal/load/measure"
 	"github.com/servetune/servetune/internal/serving/engine"
 )
 
@@ -378,5 +380,40 @@ func TestConversationPrefixCache(t *testing.T) {
 				t.Errorf("caching off: median TTFT of turns 3+ %.1f ms, want over turn 1's %.1f ms", l, f1)
 			}
 		})
+	}
+}
+
+// TestPromptGroupsShareTheSystemPrompt: prompts of one group share the
+// full pages of their system prompt and nothing after it (a page that
+// mixes the system prompt's tail with a question is the prompt's own);
+// another group's prompts share none. Ten prompts of one group, sent
+// one after another, hit the first's six system-prompt pages each.
+func TestPromptGroupsShareTheSystemPrompt(t *testing.T) {
+	cfg, est := smallKV(t)
+	c := newCore(cfg, est)
+	mk := func(prefix, group int) *seq {
+		return &seq{prompt: 575, maxOut: 8, prefixID: prefix, prefixTokens: 575, groupID: group, groupTokens: 100}
+	}
+	a, b, other := mk(1, 3), mk(2, 3), mk(3, 4)
+	for k := range 8 {
+		if same := c.pageHash(a, k) == c.pageHash(b, k); same != (k < 6) {
+			t.Errorf("page %d: shared %v within the group, want %v (100 tokens: six full pages)", k, same, k < 6)
+		}
+		if c.pageHash(a, k) == c.pageHash(other, k) {
+			t.Errorf("page %d shared across groups", k)
+		}
+	}
+	v, err := NewVirtual(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := make([]measure.Request, 10)
+	for i := range reqs {
+		reqs[i] = measure.Request{Index: i, PromptTokens: 575, MaxTokens: 8, PrefixID: i, PrefixTokens: 575, GroupID: 0, GroupTokens: 100}
+	}
+	virtualPhase(v, reqs, 1, false)
+	m := v.EngineMetrics()
+	if want := 9 * 96.0 / (10 * 575); m.PrefixCacheHitRate == nil || math.Abs(*m.PrefixCacheHitRate-want) > 1e-9 {
+		t.Errorf("prefix hit rate %v, want %.5f: nine of ten prompts hit their group's 96 system-prompt tokens", m.PrefixCacheHitRate, want)
 	}
 }

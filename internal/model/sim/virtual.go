@@ -261,9 +261,7 @@ func (r *virtualRun) arrive() {
 	rec.Chunks = make([]measure.Chunk, 0, maxOut)
 	r.recs = append(r.recs, rec)
 	s := &seq{id: id, prompt: prompt, maxOut: maxOut, prefixID: -1, arrival: v.now, filters: v.filters}
-	if q.PrefixTokens > 0 && q.PrefixID >= 0 {
-		s.prefixID, s.prefixTokens = q.PrefixID, q.PrefixTokens
-	}
+	s.setPrefix(q)
 	r.seqs = append(r.seqs, s)
 	r.rank = append(r.rank, -1)
 	r.inflight++
@@ -273,6 +271,18 @@ func (r *virtualRun) arrive() {
 		return
 	}
 	r.enter(s)
+}
+
+// setPrefix gives s the request's prefix group and, within it, its
+// prefix's shared group (a system prompt several prompts begin with).
+func (s *seq) setPrefix(q measure.Request) {
+	if q.PrefixTokens <= 0 || q.PrefixID < 0 {
+		return
+	}
+	s.prefixID, s.prefixTokens = q.PrefixID, q.PrefixTokens
+	if q.GroupTokens > 0 && q.GroupID >= 0 {
+		s.groupID, s.groupTokens = q.GroupID, min(q.GroupTokens, q.PrefixTokens)
+	}
 }
 
 // enter hands s, through the server's front end, to the least loaded
