@@ -176,9 +176,7 @@ func newStepModel(cfg Config) stepModel {
 	}
 	s.actBytes = 2*4*h*bytesBF16 + 2*2*(q+kv)*d*bytesBF16 + 2*kv*d*(bytesBF16+s.kvElem) + silu
 	w8a8 := s.setGEMMRates(cfg, k)
-	if cfg.Engine == engine.SGLang && m.MLA != nil && m.MoE() {
-		s.extendHost = sglangExtendHostMLAMoE.Seconds()
-	}
+	s.setHostCosts(cfg, k)
 	// The link figures serve the TP all-reduces and the pipeline hops.
 	if cfg.TP > 1 || cfg.PP > 1 {
 		lat := allReduceLatencyNVLink
@@ -189,11 +187,6 @@ func newStepModel(cfg Config) stepModel {
 		s.arBandwidth = g.LinkGBps * 1e9 * k.LinkEfficiency
 	}
 	s.sortScale, s.sortVocabMix = samplerSort(cfg)
-	s.cpuBase = k.StepOverheadMs / 1e3
-	s.perSeq = k.PerSeqOverheadUs / 1e6
-	if cfg.NoAsyncOutputProc {
-		s.perSeq += outputProcPerSeq.Seconds()
-	}
 	s.mx = newMoEStep(cfg, &s)
 	perLayer := s.layerKernels(w8a8)
 	kernel := k.KernelOverheadUs / 1e6 * kernelClockScale(g)
@@ -212,6 +205,21 @@ func kernelClockScale(g catalog.GPU) float64 {
 		return 1
 	}
 	return kernelOverheadRefMHz / g.BoostMHz
+}
+
+// setHostCosts sets the host's time a step: its fixed part, its part per
+// running sequence (more when vLLM V0 processes outputs between the steps,
+// constants.go, outputProcPerSeq) and SGLang's eager extend layers of
+// DeepSeek's MLA and MoE (sglangExtendHostMLAMoE).
+func (s *stepModel) setHostCosts(cfg Config, k Constants) {
+	s.cpuBase = k.StepOverheadMs / 1e3
+	s.perSeq = k.PerSeqOverheadUs / 1e6
+	if cfg.NoAsyncOutputProc {
+		s.perSeq += outputProcPerSeq.Seconds()
+	}
+	if cfg.Engine == engine.SGLang && cfg.Model.MLA != nil && cfg.Model.MoE() {
+		s.extendHost = sglangExtendHostMLAMoE.Seconds()
+	}
 }
 
 // setGEMMRates sets the linear layers' and the experts' achievable FLOP/s
