@@ -34,18 +34,28 @@ func deployment(t *testing.T, link string, p, d int, args ...string) *DisaggVirt
 	return v
 }
 
-// TestDisaggFirstToken: on idle engines a request's first token comes
-// after the prefill, the decode server's front end, the KV's transfer and
-// one decode step; the link's share is the transfer time the model gives.
-func TestDisaggFirstToken(t *testing.T) {
+// disaggPrompt is the prompt of the disaggregated first-token tests.
+const disaggPrompt = 8000
+
+// prefillAlone is the first-token tests' engine (Llama-3.1-8B on H100, 16K
+// context): its arguments, its configuration and the first token of one
+// disaggPrompt-token prompt alone on an aggregated engine.
+func prefillAlone(t *testing.T) ([]string, Config, time.Duration) {
+	t.Helper()
 	args := []string{"llama-3.1-8b", "--gpu", "H100-SXM", "--max-model-len", "16384"}
-	const prompt = 8000
 	agg, err := NewVirtual(mustParse(t, args...))
 	if err != nil {
 		t.Fatal(err)
 	}
-	alone := sendAll(t, agg, 1, prompt, 1, 0)[0].First
-	cfg := mustParse(t, args...)
+	return args, mustParse(t, args...), sendAll(t, agg, 1, disaggPrompt, 1, 0)[0].First
+}
+
+// TestDisaggFirstToken: on idle engines a request's first token comes
+// after the prefill, the decode server's front end, the KV's transfer and
+// one decode step; the link's share is the transfer time the model gives.
+func TestDisaggFirstToken(t *testing.T) {
+	args, cfg, alone := prefillAlone(t)
+	const prompt = disaggPrompt
 	fe := time.Duration(cfg.Constants.FrontendOverheadMs * float64(time.Millisecond))
 	for _, link := range []string{"nvlink", "ethernet"} {
 		l, _ := LookupLink(link)
@@ -137,14 +147,8 @@ func TestDisaggRoundRobin(t *testing.T) {
 // token waits on the next prompt's prefill (the Dynamo 1.x B200 runs of
 // the fidelity suite: their second token 0.76 s after the first).
 func TestDisaggDecodeWithoutConnector(t *testing.T) {
-	args := []string{"llama-3.1-8b", "--gpu", "H100-SXM", "--max-model-len", "16384"}
-	const prompt = 8000
-	agg, err := NewVirtual(mustParse(t, args...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	alone := sendAll(t, agg, 1, prompt, 1, 0)[0].First
-	cfg := mustParse(t, args...)
+	_, cfg, alone := prefillAlone(t)
+	const prompt = disaggPrompt
 	v, err := NewDisaggVirtual(Deployment{Prefill: cfg, Decode: cfg, PrefillReplicas: 1, DecodeReplicas: 1, Link: "ethernet", DecodeNoConnector: true})
 	if err != nil {
 		t.Fatal(err)
