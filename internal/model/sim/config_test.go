@@ -61,6 +61,17 @@ func TestParseArgs(t *testing.T) {
 					t.Errorf("%+v", c)
 				}
 			}},
+		// SGLang profiles no prefill at start-up (TestSGLangStartsWithoutPrefillProfile):
+		// a whole-context prefill batch is accepted and the engine starts.
+		{"sglang chunked prefill off at 131072", []string{"--model-path", "llama-3.1-8b", "--chunked-prefill-size", "-1", "--context-length", "131072", "--gpu", "H100-SXM"}, nil,
+			func(t *testing.T, c Config) {
+				if c.ChunkedPrefill || c.MaxBatchedTokens != 131072 {
+					t.Errorf("%+v", c)
+				}
+				if _, err := Estimate(c); err != nil {
+					t.Errorf("does not start: %v", err)
+				}
+			}},
 		{"fp8 id and kv", []string{"meta-llama/Llama-3.3-70B-Instruct-FP8", "-tp", "4", "--kv-cache-dtype", "fp8"}, nil,
 			func(t *testing.T, c Config) {
 				if c.Quantization != "fp8" || c.kvBytesPerElem() != 1 || c.ModelID != "meta-llama/Llama-3.3-70B-Instruct-FP8" {

@@ -280,21 +280,10 @@ func (r *dRun) arrive() {
 	}
 	rec.PromptTokens = prompt
 	maxLen := min(v.d.Prefill.MaxModelLen, v.d.Decode.MaxModelLen)
-	maxOut := q.MaxTokens
-	if maxOut == 0 { // max_tokens unset; a negative one is the 400 below
-		maxOut = maxLen - prompt
-	}
+	maxOut, msg := admitLength(v.d.Prefill.Engine, maxLen, prompt, q.MaxTokens)
 	id := len(r.recs)
-	if prompt+maxOut > maxLen || prompt <= 0 || maxOut < 1 {
-		rec.Status, rec.Error = 400, measure.ErrHTTP4xx
-		switch {
-		case prompt <= 0:
-			rec.ErrorMsg = "The decoder prompt cannot be empty"
-		case maxOut < 1:
-			rec.ErrorMsg = fmt.Sprintf("max_tokens must be at least 1, got %d.", maxOut)
-		default:
-			rec.ErrorMsg = contextLengthMessage(maxLen, prompt, maxOut)
-		}
+	if msg != "" {
+		rec.Status, rec.Error, rec.ErrorMsg = 400, measure.ErrHTTP4xx, msg
 		rec.End = rec.Send
 		r.recs = append(r.recs, rec)
 		r.reqs = append(r.reqs, nil)

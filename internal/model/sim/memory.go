@@ -32,7 +32,9 @@ type MemoryEstimate struct {
 	RequestedGiB float64       `json:"requested_gib"` // vLLM: total*utilisation; SGLang: total*mem_fraction_static
 	WeightsGiB   float64       `json:"weights_gib"`
 	// ActivationGiB is vLLM's profiled peak of a dummy forward and sampler
-	// pass; for SGLang the estimate of what the reserve must hold.
+	// pass; for SGLang the run-time peak of its largest prefill batch,
+	// which the 1 - mem_fraction_static reserve must hold once serving
+	// (SGLang does not profile it at start-up).
 	ActivationGiB float64 `json:"activation_gib"`
 	NonTorchGiB   float64 `json:"non_torch_gib"`
 	CUDAGraphGiB  float64 `json:"cuda_graph_gib"`
@@ -152,11 +154,20 @@ func Estimate(cfg Config) (MemoryEstimate, error) {
 		} else {
 			est.MaxNumSeqs = cfg.MaxNumSeqs
 		}
-		// The reserve must hold activations and CUDA graphs.
-		if reserve := total * (1 - cfg.MemFraction); (est.ActivationGiB+est.CUDAGraphGiB)*GiB > reserve {
+		// SGLang runs no prefill at start-up: profile_max_num_token
+		// (sgl-project/sglang python/sglang/srt/model_executor/
+		// model_runner_kv_cache_mixin.py at 001ccef0072a4537d4ec6bdd50a73e6feb2c907d;
+		// model_runner.py before the split) sizes the pool from the free
+		// memory after the weights less total*(1-mem_fraction_static), and
+		// the only allocation after it is the decode CUDA graph capture. So
+		// start-up fails only when the graphs do not fit that reserve, as
+		// vLLM's check above. The prefill activations (ActivationGiB) come
+		// out of the same reserve at run time; the simulator does not model
+		// a run-time OOM and serves such a prefill.
+		if reserve := total * (1 - cfg.MemFraction); est.CUDAGraphGiB*GiB > reserve {
 			return est, &StartupError{Engine: cfg.Engine, Message: fmt.Sprintf(
 				"torch.OutOfMemoryError: %s Tried to allocate %.2f GiB during CUDA graph capture. GPU 0 has a total capacity of %.2f GiB of which %.2f GiB is free.",
-				engine.MsgCUDAOOM, est.ActivationGiB+est.CUDAGraphGiB, total/GiB, reserve/GiB)}
+				engine.MsgCUDAOOM, est.CUDAGraphGiB, total/GiB, reserve/GiB)}
 		}
 	}
 	return est, nil

@@ -122,3 +122,44 @@ func isOOM(msg string) bool {
 	_, ok := engine.OOMLine(msg)
 	return ok
 }
+
+// TestSGLangStartsWithoutPrefillProfile: SGLang sizes its KV pool from the
+// memory left after the weights less total*(1 - mem_fraction_static)
+// (profile_max_num_token, sgl-project/sglang
+// python/sglang/srt/model_executor/model_runner_kv_cache_mixin.py at
+// 001ccef0072a4537d4ec6bdd50a73e6feb2c907d) and runs no prefill at
+// start-up, so a whole-context prefill batch (chunked prefill off at
+// 131072) starts with the same pool as chunked prefill on, though its
+// run-time activations are larger. vLLM does profile a dummy run of
+// max_num_batched_tokens (vllm-project/vllm vllm/worker/model_runner.py at
+// 587909ce7f4fe9cb48be48fb50936bcb18b2f73c, profile_run), which is
+// max_model_len with chunked prefill off, so its pool shrinks. What still
+// fails SGLang's start-up is CUDA graph capture in the reserve.
+func TestSGLangStartsWithoutPrefillProfile(t *testing.T) {
+	base := []string{"--model-path", "llama-3.1-8b", "--context-length", "131072", "--gpu", "H100-SXM"}
+	on, err := Estimate(mustParse(t, base...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	off, err := Estimate(mustParse(t, append(base, "--chunked-prefill-size", "-1")...))
+	if err != nil {
+		t.Fatalf("chunked prefill off: %v", err)
+	}
+	if off.KVCacheTokens != on.KVCacheTokens || off.ActivationGiB <= on.ActivationGiB {
+		t.Errorf("pool %d vs %d tokens, run-time activations %.2f vs %.2f GiB", off.KVCacheTokens, on.KVCacheTokens, off.ActivationGiB, on.ActivationGiB)
+	}
+	vOn, errOn := Estimate(mustParse(t, "llama-3.1-8b", "--max-model-len", "131072", "--gpu", "H100-SXM"))
+	vOff, errOff := Estimate(mustParse(t, "llama-3.1-8b", "--max-model-len", "131072", "--gpu", "H100-SXM", "--no-enable-chunked-prefill"))
+	if errOn != nil || errOff != nil || vOff.KVCacheTokens >= vOn.KVCacheTokens {
+		t.Errorf("vLLM: pool %d tokens chunked off vs %d on (%v, %v); the profile run should shrink it", vOff.KVCacheTokens, vOn.KVCacheTokens, errOff, errOn)
+	}
+	// A reserve too small for the CUDA graphs still fails SGLang's start-up;
+	// without graphs nothing is allocated there.
+	_, err = Estimate(mustParse(t, append(base, "--mem-fraction-static", "0.999")...))
+	if !errors.Is(err, ErrOOM) || !strings.Contains(err.Error(), "CUDA graph capture") {
+		t.Errorf("tiny reserve: err = %v", err)
+	}
+	if _, err := Estimate(mustParse(t, append(base, "--mem-fraction-static", "0.999", "--disable-cuda-graph")...)); err != nil {
+		t.Errorf("tiny reserve without CUDA graphs: %v", err)
+	}
+}

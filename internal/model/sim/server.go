@@ -825,23 +825,20 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 		apiError(w, http.StatusBadRequest, "BadRequestError", err.Error())
 		return
 	}
-	if prompt == 0 {
-		apiError(w, http.StatusBadRequest, "BadRequestError", "The decoder prompt cannot be empty")
-		return
-	}
-	maxOut := s.cfg.MaxModelLen - prompt
+	maxTokens := 0 // unset
 	if req.MaxCompletionTokens != nil {
-		maxOut = *req.MaxCompletionTokens
+		maxTokens = *req.MaxCompletionTokens
 	}
 	if req.MaxTokens != nil {
-		maxOut = *req.MaxTokens
+		maxTokens = *req.MaxTokens
 	}
-	if maxOut < 1 {
-		apiError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf("max_tokens must be at least 1, got %d.", maxOut))
+	if (req.MaxTokens != nil || req.MaxCompletionTokens != nil) && maxTokens < 1 && prompt > 0 {
+		apiError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf("max_tokens must be at least 1, got %d.", maxTokens))
 		return
 	}
-	if prompt+maxOut > s.cfg.MaxModelLen {
-		apiError(w, http.StatusBadRequest, "BadRequestError", contextLengthMessage(s.cfg.MaxModelLen, prompt, maxOut))
+	maxOut, msg := admitLength(s.cfg.Engine, s.cfg.MaxModelLen, prompt, maxTokens)
+	if msg != "" {
+		apiError(w, http.StatusBadRequest, "BadRequestError", msg)
 		return
 	}
 

@@ -439,3 +439,19 @@ func TestListenAndServePortTaken(t *testing.T) {
 		t.Fatal("ListenAndServe on a taken port did not return")
 	}
 }
+
+// TestServerSGLangLengthChecks: sim serve as SGLang answers an over-long
+// request with SGLang's 400 (admitLength), and caps an unset max_tokens at
+// context_length - 2 - prompt tokens.
+func TestServerSGLangLengthChecks(t *testing.T) {
+	_, url := startServer(t, "--model-path", "llama-3.1-8b", "--context-length", "16", "--time-scale", "100", "--sim-load-time", "0")
+	resp, body := post(t, url+"/v1/completions", `{"prompt":"a b c d","max_tokens":13}`)
+	if resp.StatusCode != 400 || !strings.Contains(body, "Requested token count exceeds the model's maximum context length of 16 tokens") {
+		t.Fatalf("status %d body %s", resp.StatusCode, body)
+	}
+	_, body = post(t, url+"/v1/completions", `{"prompt":"a b c d"}`)
+	var r struct{ Usage map[string]int }
+	if err := json.Unmarshal([]byte(body), &r); err != nil || r.Usage["completion_tokens"] != 10 {
+		t.Fatalf("unset max_tokens: body %s (%v), want 10 tokens", body, err)
+	}
+}

@@ -235,22 +235,12 @@ func (r *virtualRun) arrive() {
 		prompt = CountTokens(q.Prompt)
 	}
 	rec.PromptTokens = prompt
-	maxOut := q.MaxTokens
-	if maxOut == 0 { // max_tokens unset; a negative one is the 400 below
-		maxOut = v.cfg.MaxModelLen - prompt
-	}
+	// max_tokens 0 is unset; a negative one is a 400. The messages sim
+	// serve answers with (server.go).
+	maxOut, msg := admitLength(v.cfg.Engine, v.cfg.MaxModelLen, prompt, q.MaxTokens)
 	id := len(r.recs)
-	if prompt+maxOut > v.cfg.MaxModelLen || prompt <= 0 || maxOut < 1 {
-		// The messages sim serve answers with (server.go).
-		rec.Status, rec.Error = 400, measure.ErrHTTP4xx
-		switch {
-		case prompt <= 0:
-			rec.ErrorMsg = "The decoder prompt cannot be empty"
-		case maxOut < 1:
-			rec.ErrorMsg = fmt.Sprintf("max_tokens must be at least 1, got %d.", maxOut)
-		default:
-			rec.ErrorMsg = contextLengthMessage(v.cfg.MaxModelLen, prompt, maxOut)
-		}
+	if msg != "" {
+		rec.Status, rec.Error, rec.ErrorMsg = 400, measure.ErrHTTP4xx, msg
 		rec.End = rec.Send
 		r.recs = append(r.recs, rec)
 		r.seqs = append(r.seqs, nil)

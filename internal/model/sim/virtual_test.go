@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -182,5 +183,36 @@ func TestRunVirtualStreamInterval(t *testing.T) {
 	}
 	if b[0].OutputTokens != 25 || b[0].First != a[0].First || b[0].End != a[0].End {
 		t.Errorf("grouped %+v against every step's %+v", b[0], a[0])
+	}
+}
+
+// TestRunVirtualSGLangLengthChecks: SGLang's request-length rules
+// (admitLength; TokenizerManager._validate_one_request and the
+// scheduler's max_new_tokens cap, sources there): a prompt of the whole
+// context and a prompt + max_tokens over it are 400s with SGLang's
+// wording; what passes is clipped to context_length - 2 - prompt tokens.
+func TestRunVirtualSGLangLengthChecks(t *testing.T) {
+	cfg := mustParse(t, "--model-path", "llama-3.1-8b", "--context-length", "4096")
+	tests := []struct {
+		prompt, maxTokens int
+		status, out       int
+		msg               string
+	}{
+		{4096, 0, 400, 0, "The input (4096 tokens) is longer than the model's context length (4096 tokens)."},
+		{4000, 97, 400, 0, "Requested token count exceeds the model's maximum context length of 4096 tokens. You requested a total of 4097 tokens"},
+		{4000, 96, 200, 94, ""}, // the sum fits (> rejects, not >=) and is capped
+		{4000, 0, 200, 94, ""},  // unset: context_length - 2 - prompt
+		{4000, 50, 200, 50, ""},
+	}
+	for _, tt := range tests {
+		recs, err := RunVirtualSchedule(cfg, fixedReqs(1, tt.prompt, tt.maxTokens), []time.Duration{0}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := recs[0]
+		if r.Status != tt.status || r.OutputTokens != tt.out || !strings.HasPrefix(r.ErrorMsg, tt.msg) {
+			t.Errorf("prompt %d max_tokens %d: status %d, %d tokens, %q; want %d, %d, %q",
+				tt.prompt, tt.maxTokens, r.Status, r.OutputTokens, r.ErrorMsg, tt.status, tt.out, tt.msg)
+		}
 	}
 }
