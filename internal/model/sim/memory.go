@@ -96,27 +96,7 @@ func Estimate(cfg Config) (MemoryEstimate, error) {
 			engine.MsgCUDAOOM, weights/GiB, total/GiB, math.Max(0, total-weights)/GiB)}
 	}
 
-	var kv float64
-	switch cfg.Engine {
-	case engine.VLLM:
-		requested := total * cfg.MemFraction
-		act := scale * activationPeak(cfg)
-		nonTorch := scale * vllmNonTorchTP1
-		if cfg.TP*cfg.PP > 1 || cfg.DPAttentionOn() {
-			nonTorch = scale * vllmNonTorchTPN
-		}
-		nonTorch += cfg.Deviation.seqReserve(cfg)
-		kv = requested - weights - act - nonTorch
-		est.RequestedGiB, est.ActivationGiB, est.NonTorchGiB = requested/GiB, act/GiB, nonTorch/GiB
-		est.MaxNumSeqs = cfg.MaxNumSeqs
-	case engine.SGLang:
-		requested := total * cfg.MemFraction
-		ctxBytes := scale*sglangContextBytes + cfg.Deviation.seqReserve(cfg)
-		est.RequestedGiB, est.NonTorchGiB = requested/GiB, ctxBytes/GiB
-		// max_total_tokens = (free after weights - total*(1-frac)) / bytes per token.
-		kv = (total - ctxBytes - weights) - total*(1-cfg.MemFraction)
-		est.ActivationGiB = scale * activationPeak(cfg) / GiB
-	}
+	kv := cfg.kvPool(&est, total, weights)
 	if kv <= 0 {
 		est.KVCacheGiB = kv / GiB
 		msg := engine.MsgNoCacheBlocks
@@ -132,20 +112,22 @@ func Estimate(cfg Config) (MemoryEstimate, error) {
 	est.KVCacheGiB = float64(est.KVBlocks) * blockBytes / GiB
 	est.MaxConcurrency = float64(est.KVCacheTokens) / float64(cfg.MaxModelLen)
 
+	return est, cfg.startupLimits(&est, kv, kvPerTok, total)
+}
+
+// startupLimits checks what else start-up needs once the KV pool of kv
+// bytes is sized (kvPerTok bytes a token): vLLM one request of
+// max_model_len in the pool; both engines' CUDA graphs in the headroom.
+// It sets SGLang's default max_running_requests from the pool.
+func (cfg Config) startupLimits(est *MemoryEstimate, kv, kvPerTok, total float64) error {
 	switch cfg.Engine {
 	case engine.VLLM:
 		need := kvPerTok * float64(cfg.MaxModelLen)
 		if need > kv {
 			estLen := int(kv/kvPerTok) / cfg.BlockSize * cfg.BlockSize
-			return est, &StartupError{Engine: cfg.Engine, Message: fmt.Sprintf(
+			return &StartupError{Engine: cfg.Engine, Message: fmt.Sprintf(
 				"To serve at least one request with the models's max seq len (%d), (%.2f GiB %s (%.2f GiB). Based on the available memory, the estimated maximum model length is %d. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",
 				cfg.MaxModelLen, need/GiB, engine.MsgKVTooSmall, kv/GiB, estLen)}
-		}
-		// CUDA graphs are captured in the 1 - utilisation headroom.
-		if headroom := total * (1 - cfg.MemFraction); est.CUDAGraphGiB*GiB > headroom {
-			return est, &StartupError{Engine: cfg.Engine, Message: fmt.Sprintf(
-				"torch.OutOfMemoryError: %s Tried to allocate %.2f GiB during CUDA graph capture. GPU 0 has a total capacity of %.2f GiB of which %.2f GiB is free.",
-				engine.MsgCUDAOOM, est.CUDAGraphGiB, total/GiB, headroom/GiB)}
 		}
 	case engine.SGLang:
 		// SGLang: max_running_requests defaults from the pool size.
@@ -154,23 +136,52 @@ func Estimate(cfg Config) (MemoryEstimate, error) {
 		} else {
 			est.MaxNumSeqs = cfg.MaxNumSeqs
 		}
-		// SGLang runs no prefill at start-up: profile_max_num_token
-		// (sgl-project/sglang python/sglang/srt/model_executor/
-		// model_runner_kv_cache_mixin.py at 001ccef0072a4537d4ec6bdd50a73e6feb2c907d;
-		// model_runner.py before the split) sizes the pool from the free
-		// memory after the weights less total*(1-mem_fraction_static), and
-		// the only allocation after it is the decode CUDA graph capture. So
-		// start-up fails only when the graphs do not fit that reserve, as
-		// vLLM's check above. The prefill activations (ActivationGiB) come
-		// out of the same reserve at run time; the simulator does not model
-		// a run-time OOM and serves such a prefill.
-		if reserve := total * (1 - cfg.MemFraction); est.CUDAGraphGiB*GiB > reserve {
-			return est, &StartupError{Engine: cfg.Engine, Message: fmt.Sprintf(
-				"torch.OutOfMemoryError: %s Tried to allocate %.2f GiB during CUDA graph capture. GPU 0 has a total capacity of %.2f GiB of which %.2f GiB is free.",
-				engine.MsgCUDAOOM, est.CUDAGraphGiB, total/GiB, reserve/GiB)}
-		}
 	}
-	return est, nil
+	// CUDA graphs are captured in the 1 - mem_fraction headroom, on both
+	// engines. SGLang runs no prefill at start-up: profile_max_num_token
+	// (sgl-project/sglang python/sglang/srt/model_executor/
+	// model_runner_kv_cache_mixin.py at 001ccef0072a4537d4ec6bdd50a73e6feb2c907d;
+	// model_runner.py before the split) sizes the pool from the free
+	// memory after the weights less total*(1-mem_fraction_static), and the
+	// only allocation after it is the decode CUDA graph capture, so the
+	// graphs are its one start-up check too. The prefill activations
+	// (ActivationGiB) come out of the same reserve at run time; the
+	// simulator does not model a run-time OOM and serves such a prefill.
+	if headroom := total * (1 - cfg.MemFraction); est.CUDAGraphGiB*GiB > headroom {
+		return &StartupError{Engine: cfg.Engine, Message: fmt.Sprintf(
+			"torch.OutOfMemoryError: %s Tried to allocate %.2f GiB during CUDA graph capture. GPU 0 has a total capacity of %.2f GiB of which %.2f GiB is free.",
+			engine.MsgCUDAOOM, est.CUDAGraphGiB, total/GiB, headroom/GiB)}
+	}
+	return nil
+}
+
+// kvPool is the bytes the engine's start-up leaves for the KV cache on one
+// GPU after the weights, filling est's reservation terms: vLLM's requested
+// share less the profiled activation peak and the memory outside torch;
+// SGLang's max_total_tokens budget, the free memory after the weights and
+// its context less total*(1-mem_fraction_static).
+func (cfg Config) kvPool(est *MemoryEstimate, total, weights float64) float64 {
+	scale := cfg.Constants.MemoryOverhead // the reservations' scale (constants.go)
+	requested := total * cfg.MemFraction
+	est.RequestedGiB = requested / GiB
+	switch cfg.Engine {
+	case engine.VLLM:
+		act := scale * activationPeak(cfg)
+		nonTorch := scale * vllmNonTorchTP1
+		if cfg.TP*cfg.PP > 1 || cfg.DPAttentionOn() {
+			nonTorch = scale * vllmNonTorchTPN
+		}
+		nonTorch += cfg.Deviation.seqReserve(cfg)
+		est.ActivationGiB, est.NonTorchGiB = act/GiB, nonTorch/GiB
+		est.MaxNumSeqs = cfg.MaxNumSeqs
+		return requested - weights - act - nonTorch
+	case engine.SGLang:
+		ctxBytes := scale*sglangContextBytes + cfg.Deviation.seqReserve(cfg)
+		est.NonTorchGiB = ctxBytes / GiB
+		est.ActivationGiB = scale * activationPeak(cfg) / GiB
+		return (total - ctxBytes - weights) - total*(1-cfg.MemFraction)
+	}
+	return 0
 }
 
 // activationPeak is vLLM's profiled peak of the dummy run: the forward pass
