@@ -245,7 +245,7 @@ func (s *Suite) check() error {
 			return fmt.Errorf("run %q: empty or repeated id", r.ID)
 		case s.Sources[r.Source].Split == "":
 			return fmt.Errorf("run %q: unknown source %q", r.ID, r.Source)
-		case r.Engine != "vllm" && r.Engine != "sglang":
+		case r.Engine != string(engine.VLLM) && r.Engine != string(engine.SGLang):
 			return fmt.Errorf("run %q: engine %q, want vllm or sglang", r.ID, r.Engine)
 		case r.Version == "" || r.GPU == "" || r.Model == "" || r.TP < 1:
 			return fmt.Errorf("run %q: version, gpu, model and tp are required", r.ID)
@@ -255,7 +255,7 @@ func (s *Suite) check() error {
 			return fmt.Errorf("run %q: workload lengths must be positive", r.ID)
 		case r.Workload.RangeRatio != nil && !(*r.Workload.RangeRatio >= 0 && *r.Workload.RangeRatio < 1):
 			return fmt.Errorf("run %q: workload range_ratio %v: want a ratio in [0, 1), or none for fixed lengths", r.ID, *r.Workload.RangeRatio)
-		case r.Engine == "vllm" && r.Workload.drawsZero():
+		case r.Engine == string(engine.VLLM) && r.Workload.drawsZero():
 			return fmt.Errorf("run %q: workload range_ratio %v draws lengths of 0, which vLLM refuses with a 400 (empty prompt, max_tokens below 1): the suite does not represent failed requests", r.ID, *r.Workload.RangeRatio)
 		case r.Workload.Prompts < 0:
 			return fmt.Errorf("run %q: workload prompts %d: want 0 (every prompt new) or a positive count", r.ID, r.Workload.Prompts)
@@ -337,10 +337,7 @@ func (s *Suite) loadLengths(r *Run) error {
 	if err != nil {
 		return fmt.Errorf("lengths: %w", err)
 	}
-	n := w.Requests
-	for _, st := range w.Stages {
-		n += int(st[1])
-	}
+	n := w.count()
 	var sum [2]float64
 	for i := range n {
 		sum[0] += float64(rows[i%len(rows)][0])
@@ -577,6 +574,16 @@ func (w Workload) drawsZero() bool {
 // draws' sum) and 4,038 retokenized, 108 more, about the 1,000 / 9 zero
 // draws.
 const zeroDraw = 1
+
+// count is the run's number of requests: Requests, or the Poisson
+// stages' counts in all.
+func (w Workload) count() int {
+	n := w.Requests
+	for _, st := range w.Stages {
+		n += int(st[1])
+	}
+	return n
+}
 
 // requests are the run's requests, their lengths drawn as its workload
 // says, their arrival times (Poisson stages back to back, or all at
