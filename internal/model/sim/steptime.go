@@ -57,14 +57,17 @@ func linear(weights, in, out float64) gemm {
 // stepModel holds the per-GPU figures of one config so that a step's time is
 // a handful of multiply-adds.
 type stepModel struct {
-	layers        float64
-	gemms         []gemm
-	wBytes        float64 // bytes per linear weight element
-	gemmRate      float64 // achievable FLOP/s of the linear layers
-	expertRate    float64 // achievable FLOP/s of the routed experts' GEMMs
-	bf16Rate      float64 // achievable BF16 FLOP/s (LM head)
-	attnRate      float64 // achievable FLOP/s of attention
-	bw            float64 // achievable HBM bytes/s
+	layers     float64
+	gemms      []gemm
+	wBytes     float64 // bytes per linear weight element
+	gemmRate   float64 // achievable FLOP/s of the linear layers
+	expertRate float64 // achievable FLOP/s of the routed experts' GEMMs
+	bf16Rate   float64 // achievable BF16 FLOP/s (LM head)
+	attnRate   float64 // achievable FLOP/s of attention
+	bw         float64 // achievable HBM bytes/s
+	// decodeBW is the HBM rate of the decode attention kernel's KV
+	// reads: bw, or less under FlashAttention-2 (setDecodeBW).
+	decodeBW      float64
 	qPerGPU       float64
 	kvPerGPU      float64
 	headDim       float64
@@ -177,6 +180,7 @@ func newStepModel(cfg Config) stepModel {
 	s.actBytes = 2*4*h*bytesBF16 + 2*2*(q+kv)*d*bytesBF16 + 2*kv*d*(bytesBF16+s.kvElem) + silu
 	w8a8 := s.setGEMMRates(cfg, k)
 	s.setHostCosts(cfg, k)
+	s.setDecodeBW(cfg)
 	// The link figures serve the TP all-reduces and the pipeline hops.
 	if cfg.TP > 1 || cfg.PP > 1 {
 		lat := allReduceLatencyNVLink
@@ -219,6 +223,19 @@ func (s *stepModel) setHostCosts(cfg Config, k Constants) {
 	}
 	if cfg.Engine == engine.SGLang && cfg.Model.MLA != nil && cfg.Model.MoE() {
 		s.extendHost = sglangExtendHostMLAMoE.Seconds()
+	}
+}
+
+// setDecodeBW sets the decode attention kernel's HBM rate. vLLM runs
+// FlashAttention-2 on GPUs without FP8 tensor cores (Ampere; FA3 needs
+// Hopper), whose decode kernel reads the KV cache below the rate of the
+// other memory-bound work (constants.go, fa2DecodeEfficiency); it keeps
+// its ratio to a calibrated HBM efficiency. Hopper's FA3 and SGLang's
+// FlashInfer keep bw: no profile of theirs says otherwise.
+func (s *stepModel) setDecodeBW(cfg Config) {
+	s.decodeBW = s.bw
+	if cfg.Engine == engine.VLLM && !cfg.GPU.HasFP8() {
+		s.decodeBW = s.bw * fa2DecodeEfficiency / hbmEfficiency
 	}
 }
 
@@ -339,8 +356,7 @@ func (s *stepModel) gpuSeconds(b batchShape) float64 {
 	layer := s.tokenwiseGroup(T, b.groupTokens)
 	kvTokBytes := 2 * s.kvPerGPU * s.headDim * s.kvElem // one token's K and V in one layer
 	if b.decodeCtx > 0 {
-		flops := 4 * s.headDim * s.qPerGPU * (b.decodeCtx + b.verifyCtx)
-		layer += roofline(flops, s.attnRate, b.decodeCtx*kvTokBytes, s.bw)
+		layer += s.decodeAttention(b.decodeCtx, b.verifyCtx)
 	}
 	if b.prefillTokens > 0 {
 		flops := s.prefillPairFlops * s.qPerGPU * b.prefillPairs
@@ -374,6 +390,16 @@ func (s *stepModel) gpuSeconds(b batchShape) float64 {
 		gpu += float64(s.pp-1) * (s.arLatency + T*s.hidden*bytesBF16/math.Max(s.arBandwidth, 1e9))
 	}
 	return gpu + s.kernels
+}
+
+// decodeAttention is one layer's decode attention over ctx tokens of
+// context in all (their KV read once) and verify query-key pairs more
+// for the drafts verified, in seconds: a memory-bound read of the KV
+// cache at the decode kernel's rate (setDecodeBW).
+func (s *stepModel) decodeAttention(ctx, verify float64) float64 {
+	kvTokBytes := 2 * s.kvPerGPU * s.headDim * s.kvElem
+	flops := 4 * s.headDim * s.qPerGPU * (ctx + verify)
+	return roofline(flops, s.attnRate, ctx*kvTokBytes, s.decodeBW)
 }
 
 // samplerSort says whether cfg's engine sorts the vocabulary to sample
