@@ -187,7 +187,9 @@ const (
 // the 2,039 GB/s peak (gate_up alone 0.72-0.79). On H100 the same four
 // at TP4 and 16 tokens take 0.1605 ms, 0.87 of 3,350 GB/s, which
 // hbmEfficiency (0.85) already gives. Source: the pooled A100 rows
-// (TestGEMMStreamMatchesProfile); A100-40G shares the chip. At 128
+// (TestGEMMStreamMatchesProfile, which also holds vidur's CodeLlama-34B
+// TP2 rows, read after the choice: its linears at 0.76); A100-40G
+// shares the chip. At 128
 // tokens, near A100's ridge (153 FLOP/B), the profile's linears take
 // 1.3x what this rate and bf16GEMMEfficiency's roofline give, which
 // the model does not follow.
