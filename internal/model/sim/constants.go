@@ -140,6 +140,30 @@ const (
 	// peak (dequantisation in the kernel).
 	w4a16GEMMEfficiency = 0.45
 
+	// fa2DecodeEfficiency is the share of peak HBM bandwidth at which
+	// FlashAttention-2's decode kernel reads the KV cache, which vLLM
+	// runs on GPUs without FP8 tensor cores (Ampere; its FA3 needs
+	// Hopper). The kernel launches one thread block per sequence and
+	// KV head (the query heads of a GQA group packed into one block),
+	// splitting the context only when those blocks fill less than most
+	// of the SMs, so on A100's 108 SMs a batch runs in whole waves and a
+	// wave's last blocks leave SMs idle. microsoft/vidur's profile of it
+	// on A100 (data/profiling/a100/attention.csv at e2d00e9, Llama-2-70B
+	// at TP2: 4 KV heads of 128 per GPU, bf16, block size 16) steps with
+	// the waves (at 2,048 tokens of context: 0.140 ms at batch 54, 0.189
+	// at 55, whose 220 blocks need a third wave of 108). Its median
+	// attn_decode times at 1,024 and 2,048 tokens and batch 16, 32, 64
+	// and 128 (0.057, 0.064, 0.122, 0.192; 0.072, 0.108, 0.219, 0.349
+	// ms), less the kernel's fixed cost the model charges apart
+	// (kernelOverhead at A100's clock, 4.8 us), read the KV cache at
+	// 0.32-0.77 of the 2,039 GB/s peak (median 0.59), where the other
+	// memory-bound work reaches hbmEfficiency; all eight together, 1.51
+	// GB in 1.145 ms, at 0.65. Source: that total, which a step's sum
+	// of layers follows (TestDecodeAttentionMatchesProfile). No H100
+	// row of vidur's attention profiles is readable (Git LFS), so
+	// Hopper keeps hbmEfficiency.
+	fa2DecodeEfficiency = 0.65
+
 	// attentionEfficiency: FlashAttention prefill reaches 35-75% of the BF16
 	// peak (FA2 ~35-50% on H100, FA3 up to 75%). Estimate: 0.5.
 	attentionEfficiency = 0.5
@@ -149,6 +173,27 @@ const (
 	// TP2 on DGX-H100 (245 us, microsoft/vidur profiling): 0.6.
 	linkEfficiency = 0.6
 )
+
+// gemmStreamEfficiency is the share of peak HBM bandwidth at which a
+// GPU's BF16 GEMMs (the linear layers in 16-bit weights, the LM head)
+// stream their weights at decode batch sizes, where it differs from
+// hbmEfficiency; quantized linears run other kernels and keep it. microsoft/vidur's kernel profiles of
+// the Llama-2-70B layer (data/profiling/compute/{a100,h100}/meta-llama/
+// Llama-2-70b-hf/mlp.csv at 25e529d and 683364e) time the four linears
+// (QKV, O, gate_up, down; 428 MB of bf16 weights per GPU at TP4, 855 MB
+// at TP2) at 16, 32 and 64 tokens on A100 at 0.3025, 0.301, 0.3075 ms
+// (TP4) and 0.549, 0.571, 0.5925 ms (TP2): less 4.8 us of fixed cost a
+// kernel (kernelOverhead at A100's clock), 3.85 GB in 2.51 ms, 0.75 of
+// the 2,039 GB/s peak (gate_up alone 0.72-0.79). On H100 the same four
+// at TP4 and 16 tokens take 0.1605 ms, 0.87 of 3,350 GB/s, which
+// hbmEfficiency (0.85) already gives. Source: the pooled A100 rows
+// (TestGEMMStreamMatchesProfile, which also holds vidur's CodeLlama-34B
+// TP2 rows, read after the choice: its linears at 0.76); A100-40G
+// shares the chip. At 128
+// tokens, near A100's ridge (153 FLOP/B), the profile's linears take
+// 1.3x what this rate and bf16GEMMEfficiency's roofline give, which
+// the model does not follow.
+var gemmStreamEfficiency = map[string]float64{"A100-80G": 0.75, "A100-40G": 0.75}
 
 // All-reduce start-up latency by TP size (the alpha of alpha + bytes/beta).
 var (

@@ -57,31 +57,37 @@ func linear(weights, in, out float64) gemm {
 // stepModel holds the per-GPU figures of one config so that a step's time is
 // a handful of multiply-adds.
 type stepModel struct {
-	layers        float64
-	gemms         []gemm
-	wBytes        float64 // bytes per linear weight element
-	gemmRate      float64 // achievable FLOP/s of the linear layers
-	expertRate    float64 // achievable FLOP/s of the routed experts' GEMMs
-	bf16Rate      float64 // achievable BF16 FLOP/s (LM head)
-	attnRate      float64 // achievable FLOP/s of attention
-	bw            float64 // achievable HBM bytes/s
-	qPerGPU       float64
-	kvPerGPU      float64
-	headDim       float64
-	kvElem        float64
-	hidden        float64
-	moe           bool
-	experts, topK float64
-	expertW       float64 // elements of one expert's MLP per GPU
-	lmHeadW       float64 // elements per GPU
-	actBytes      float64 // bytes per token per layer of the memory-bound kernels between the GEMMs
-	vocab         float64
-	tp            int
-	arLatency     float64 // seconds
-	arBandwidth   float64 // bytes/s
-	pp            int
-	eager         bool
-	graphMaxBS    int
+	layers     float64
+	gemms      []gemm
+	wBytes     float64 // bytes per linear weight element
+	gemmRate   float64 // achievable FLOP/s of the linear layers
+	expertRate float64 // achievable FLOP/s of the routed experts' GEMMs
+	bf16Rate   float64 // achievable BF16 FLOP/s (LM head)
+	attnRate   float64 // achievable FLOP/s of attention
+	bw         float64 // achievable HBM bytes/s
+	// decodeBW is the HBM rate of the decode attention kernel's KV
+	// reads: bw, or less under FlashAttention-2; gemmBW the rate at
+	// which a BF16 GEMM (the LM head) streams its weights: bw, or the
+	// GPU's own; linearBW the linear layers' rate, gemmBW for 16-bit
+	// weights (setMemoryRates).
+	decodeBW, gemmBW, linearBW float64
+	qPerGPU                    float64
+	kvPerGPU                   float64
+	headDim                    float64
+	kvElem                     float64
+	hidden                     float64
+	moe                        bool
+	experts, topK              float64
+	expertW                    float64 // elements of one expert's MLP per GPU
+	lmHeadW                    float64 // elements per GPU
+	actBytes                   float64 // bytes per token per layer of the memory-bound kernels between the GEMMs
+	vocab                      float64
+	tp                         int
+	arLatency                  float64 // seconds
+	arBandwidth                float64 // bytes/s
+	pp                         int
+	eager                      bool
+	graphMaxBS                 int
 	// eagerExtend: steps with prompt tokens never run as CUDA graphs
 	// (SGLang); extendHost is the host's time per layer of such a step
 	// that the GPU's work does not hide (constants.go,
@@ -177,6 +183,7 @@ func newStepModel(cfg Config) stepModel {
 	s.actBytes = 2*4*h*bytesBF16 + 2*2*(q+kv)*d*bytesBF16 + 2*kv*d*(bytesBF16+s.kvElem) + silu
 	w8a8 := s.setGEMMRates(cfg, k)
 	s.setHostCosts(cfg, k)
+	s.setMemoryRates(cfg)
 	// The link figures serve the TP all-reduces and the pipeline hops.
 	if cfg.TP > 1 || cfg.PP > 1 {
 		lat := allReduceLatencyNVLink
@@ -219,6 +226,30 @@ func (s *stepModel) setHostCosts(cfg Config, k Constants) {
 	}
 	if cfg.Engine == engine.SGLang && cfg.Model.MLA != nil && cfg.Model.MoE() {
 		s.extendHost = sglangExtendHostMLAMoE.Seconds()
+	}
+}
+
+// setMemoryRates sets the HBM rates of the decode attention kernel and
+// of the GEMMs' weight reads, each keeping its ratio to a calibrated HBM
+// efficiency. vLLM runs FlashAttention-2 on GPUs without FP8 tensor
+// cores (Ampere; FA3 needs Hopper), whose decode kernel reads the KV
+// cache below the rate of the other memory-bound work (constants.go,
+// fa2DecodeEfficiency); Hopper's FA3 and SGLang's FlashInfer keep bw, no
+// profile of theirs saying otherwise. BF16 GEMMs stream their weights
+// at the GPU's own rate where it was measured below hbmEfficiency
+// (gemmStreamEfficiency, A100); quantized linears run other kernels
+// (Marlin, CUTLASS) and keep bw.
+func (s *stepModel) setMemoryRates(cfg Config) {
+	s.decodeBW = s.bw
+	if cfg.Engine == engine.VLLM && !cfg.GPU.HasFP8() {
+		s.decodeBW = s.bw * fa2DecodeEfficiency / hbmEfficiency
+	}
+	s.gemmBW, s.linearBW = s.bw, s.bw
+	if e, ok := gemmStreamEfficiency[cfg.GPU.ID]; ok {
+		s.gemmBW = s.bw * e / hbmEfficiency
+	}
+	if s.wBytes == bytesBF16 {
+		s.linearBW = s.gemmBW
 	}
 }
 
@@ -339,8 +370,7 @@ func (s *stepModel) gpuSeconds(b batchShape) float64 {
 	layer := s.tokenwiseGroup(T, b.groupTokens)
 	kvTokBytes := 2 * s.kvPerGPU * s.headDim * s.kvElem // one token's K and V in one layer
 	if b.decodeCtx > 0 {
-		flops := 4 * s.headDim * s.qPerGPU * (b.decodeCtx + b.verifyCtx)
-		layer += roofline(flops, s.attnRate, b.decodeCtx*kvTokBytes, s.bw)
+		layer += s.decodeAttention(b.decodeCtx, b.verifyCtx)
 	}
 	if b.prefillTokens > 0 {
 		flops := s.prefillPairFlops * s.qPerGPU * b.prefillPairs
@@ -360,7 +390,7 @@ func (s *stepModel) gpuSeconds(b batchShape) float64 {
 	gpu := s.layers * layer
 	if b.sampled > 0 {
 		n := float64(b.sampled)
-		gpu += roofline(2*n*s.lmHeadW, s.bf16Rate, s.lmHeadW*bytesBF16+n*s.vocab/float64(s.tp)*4, s.bw)
+		gpu += roofline(2*n*s.lmHeadW, s.bf16Rate, s.lmHeadW*bytesBF16+n*s.vocab/float64(s.tp)*4, s.gemmBW)
 		if s.tp > 1 { // gather the vocab-parallel logits
 			gpu += s.arLatency + n*s.vocab*4*(float64(s.tp)-1)/float64(s.tp)/s.arBandwidth
 		}
@@ -374,6 +404,16 @@ func (s *stepModel) gpuSeconds(b batchShape) float64 {
 		gpu += float64(s.pp-1) * (s.arLatency + T*s.hidden*bytesBF16/math.Max(s.arBandwidth, 1e9))
 	}
 	return gpu + s.kernels
+}
+
+// decodeAttention is one layer's decode attention over ctx tokens of
+// context in all (their KV read once) and verify query-key pairs more
+// for the drafts verified, in seconds: a memory-bound read of the KV
+// cache at the decode kernel's rate (setMemoryRates).
+func (s *stepModel) decodeAttention(ctx, verify float64) float64 {
+	kvTokBytes := 2 * s.kvPerGPU * s.headDim * s.kvElem
+	flops := 4 * s.headDim * s.qPerGPU * (ctx + verify)
+	return roofline(flops, s.attnRate, ctx*kvTokBytes, s.decodeBW)
 }
 
 // samplerSort says whether cfg's engine sorts the vocabulary to sample
@@ -425,7 +465,7 @@ func (s *stepModel) tokenwiseGroup(T, group float64) float64 {
 	for _, g := range s.gemms {
 		flops := 2 * T * g.weights
 		bytes := g.weights*s.wBytes + T*(g.in+g.out)*bytesBF16
-		t += roofline(flops, s.gemmRate, bytes, s.bw)
+		t += roofline(flops, s.gemmRate, bytes, s.linearBW)
 	}
 	if s.moe {
 		// Experts touched by T tokens routed top-k of E: E*(1-(1-k/E)^T).
