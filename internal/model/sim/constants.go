@@ -141,9 +141,10 @@ const (
 	w4a16GEMMEfficiency = 0.45
 
 	// fa2DecodeEfficiency is the share of peak HBM bandwidth at which
-	// FlashAttention-2's decode kernel reads the KV cache, which vLLM
-	// runs on GPUs without FP8 tensor cores (Ampere; its FA3 needs
-	// Hopper). The kernel launches one thread block per sequence and
+	// FlashAttention-2's decode kernel reads the KV cache on Ampere (the
+	// catalog's GPUs without FP8 tensor cores), where vLLM runs FA2 (its
+	// FA3 needs Hopper; Ada runs FA2 too, unprofiled here, and keeps
+	// hbmEfficiency). The kernel launches one thread block per sequence and
 	// KV head (the query heads of a GQA group packed into one block),
 	// splitting the context only when those blocks fill less than most
 	// of the SMs, so on A100's 108 SMs a batch runs in whole waves and a

@@ -231,11 +231,12 @@ func (s *stepModel) setHostCosts(cfg Config, k Constants) {
 
 // setMemoryRates sets the HBM rates of the decode attention kernel and
 // of the GEMMs' weight reads, each keeping its ratio to a calibrated HBM
-// efficiency. vLLM runs FlashAttention-2 on GPUs without FP8 tensor
-// cores (Ampere; FA3 needs Hopper), whose decode kernel reads the KV
-// cache below the rate of the other memory-bound work (constants.go,
-// fa2DecodeEfficiency); Hopper's FA3 and SGLang's FlashInfer keep bw, no
-// profile of theirs saying otherwise. BF16 GEMMs stream their weights
+// efficiency. vLLM runs FlashAttention-2 before Hopper (its FA3 needs
+// Hopper), whose decode kernel reads the KV cache below the rate of the
+// other memory-bound work on Ampere, the catalog's GPUs without FP8
+// tensor cores (constants.go, fa2DecodeEfficiency); Ada (L40S) runs FA2
+// too but no profile of it was read, and Hopper's FA3 and SGLang's
+// FlashInfer keep bw, no profile of theirs saying otherwise. BF16 GEMMs stream their weights
 // at the GPU's own rate where it was measured below hbmEfficiency
 // (gemmStreamEfficiency, A100); quantized linears run other kernels
 // (Marlin, CUTLASS) and keep bw.
