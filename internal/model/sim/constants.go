@@ -212,9 +212,9 @@ var gemmStreamEfficiency = map[string]float64{"A100-80G": 0.75, "A100-40G": 0.75
 // is within 1-6% of the profiles, by up to +12 points, so p is the
 // smallest that moves none of them more than 3 points: 2.95, rounded
 // to 3 (2.7 at most). Median error of the rows, hard max to p = 3: A100
-// 16.9% to 9.8%, H100 18.0% to 8.5%, the held-out CodeLlama rows 21.8%
-// to 14.3%; at 65-128 tokens the mean goes from -17.8% to -4.8% on A100
-// and -5.1% to -1.9% on H100. What stays: the profiles step with the
+// 16.9% to 10.0%, H100 18.0% to 8.6%, the held-out CodeLlama rows 21.8%
+// to 14.6%; at 65-128 tokens the mean goes from -17.8% to -5.1% on A100
+// and -5.1% to -2.1% on H100. What stays: the profiles step with the
 // GEMMs' 128-row tiles (at 136 and 264 tokens the time jumps 20-60%),
 // which no smooth curve follows; between 136 and 296 tokens the model
 // stays 10-35% short. Llama-2-7B at TP1 on H100 (e26eb8f; 46 rows, read
