@@ -110,31 +110,42 @@ const (
 	blockFP8GEMMEfficiency   = 0.45
 	blockFP8ExpertEfficiency = 0.26
 
-	// fusedMoEBF16Efficiency is the routed experts' rate in 16-bit
-	// activations (BF16 weights, or FP8 weights dequantized to BF16 on
-	// GPUs without FP8 tensor cores), as a share of the BF16 peak. The
-	// engines run them as one fused MoE path (vLLM's fused_experts in
+	// fusedMoEBF16Efficiency and fusedMoEExpertRows are the routed
+	// experts' rate in 16-bit activations (BF16 weights, or FP8 weights
+	// dequantized to BF16 on GPUs without FP8 tensor cores). The engines
+	// run them as one fused MoE path (vLLM's fused_experts in
 	// vllm/model_executor/layers/fused_moe/fused_moe.py, SGLang's
-	// fused_moe_triton): tokens gathered per expert into grouped GEMMs
-	// of a few hundred rows, with the alignment, SiLU-and-mul and top-k
-	// sum between them, and it stays below a dense GEMM's rate
-	// (bf16GEMMEfficiency) even where it is compute-bound. Published
-	// vLLM benchmark_moe.py kernel times with tuned configs, whole path,
-	// FLOPs 2·tokens·top_k·3·hidden·N, at the largest batch each shows:
+	// fused_moe_triton): tokens gathered per expert into grouped GEMMs,
+	// each expert's rows padded to BLOCK_SIZE_M (16-128) tiles, with the
+	// alignment, SiLU-and-mul and top-k sum between them. Its share of
+	// the peak grows with the rows per expert m = tokens·top_k/E: the
+	// padding and the per-expert fixed work cost about the same whatever
+	// m is, so the model charges every expert that gets tokens
+	// fusedMoEExpertRows more rows of work at fusedMoEBF16Efficiency of
+	// the BF16 peak, a share of effMax·m/(m + m0) where compute-bound.
+	// Published vLLM benchmark_moe.py sweeps with tuned configs, whole
+	// path, FLOPs 2·tokens·top_k·3·hidden·N (N the per-GPU intermediate,
+	// the config files' N; docs/reference.md, "Fused MoE kernel
+	// timings", has every row); each sweep's two largest batches give
+	// its effMax and m0 (1/share is linear in 1/m):
 	//   - A100-SXM4-80GB, E=64 N=1408 hidden 2048 top-6 (vllm-project/
-	//     vllm PR #40542): 4,096 tokens in 2,636.6 us, 425.2 GFLOP at
-	//     161 TFLOPS, 0.52 of 312 (1,024 tokens: 929.9 us, 0.37);
+	//     vllm PR #40542): 1,024 tokens (m=96) in 929.9 us, 0.37 of 312;
+	//     4,096 (m=384) in 2,636.6 us, 0.52: effMax 0.60, m0 61;
 	//   - H200, Gemma4's E=128 N=704 hidden 2816 top-8 (PR #44818):
-	//     4,096 tokens in 1,189.6 us, 389.8 GFLOP at 328 TFLOPS, 0.33 of
-	//     989 (2,048 tokens: 728.2 us, 0.27);
+	//     3,072 (m=192) in 962.9 us, 0.31 of 989; 4,096 (m=256) in
+	//     1,189.6 us, 0.33: effMax 0.43, m0 80;
 	//   - H100, Mixtral TP2's E=8 N=7168 hidden 4096 top-2 (PR #24700):
-	//     1,536 tokens in 1,122.9 us, 541.1 GFLOP at 482 TFLOPS, 0.49 of
-	//     989 (1,024 tokens: 833.7 us, 0.44).
-	// The median of the three, 0.49. Estimate: none is Qwen3-235B's
-	// shape at TP8 (E=128, N=192, hidden 4096), whose narrow N is likely
-	// below it, and no public large-batch figure of vLLM's Marlin MoE
-	// kernel (W8A16 on Ampere) was found: it takes the same share.
-	fusedMoEBF16Efficiency = 0.49
+	//     1,024 (m=256) in 833.7 us, 0.44 of 989; 1,536 (m=384) in
+	//     1,122.9 us, 0.49: effMax 0.63, m0 113.
+	// The medians of the three: effMax 0.60 (A100), m0 80 (H200). The
+	// H200 sweep stays ~25% faster in the model than measured from 1,024
+	// tokens up: its narrow N is slower per FLOP, but one sweep cannot
+	// tell N from E, hidden and the GPU, so no width factor is taken
+	// (Qwen3-235B's N=192 at TP8 is likely slower still). No public
+	// large-batch figure of vLLM's Marlin MoE kernel (W8A16 on Ampere)
+	// was found: it takes the same law.
+	fusedMoEBF16Efficiency = 0.60
+	fusedMoEExpertRows     = 80
 
 	// w4a16GEMMEfficiency: AWQ/GPTQ (W4A16) GEMMs reach ~0.45 of the BF16
 	// peak (dequantisation in the kernel).

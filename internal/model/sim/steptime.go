@@ -62,6 +62,10 @@ type stepModel struct {
 	wBytes     float64 // bytes per linear weight element
 	gemmRate   float64 // achievable FLOP/s of the linear layers
 	expertRate float64 // achievable FLOP/s of the routed experts' GEMMs
+	// expertRows is the fused MoE path's fixed work per expert that
+	// receives tokens, in rows of its GEMMs (constants.go,
+	// fusedMoEExpertRows); 0 on the other expert paths.
+	expertRows float64
 	bf16Rate   float64 // achievable BF16 FLOP/s (LM head)
 	attnRate   float64 // achievable FLOP/s of attention
 	bw         float64 // achievable HBM bytes/s
@@ -264,7 +268,8 @@ func (s *stepModel) setMemoryRates(cfg Config) {
 // (W8A8): block-scaled FP8 (DeepSeek's checkpoints) runs below the
 // per-tensor rate, W4A16 dequantizes inside a BF16 GEMM, and routed
 // experts in 16-bit activations run in the fused MoE path below the
-// dense rate (constants.go, fusedMoEBF16Efficiency).
+// dense rate, with fixed work per expert (constants.go,
+// fusedMoEBF16Efficiency and fusedMoEExpertRows).
 func (s *stepModel) setGEMMRates(cfg Config, k Constants) (w8a8 bool) {
 	g, m := cfg.GPU, cfg.Model
 	switch {
@@ -280,6 +285,7 @@ func (s *stepModel) setGEMMRates(cfg Config, k Constants) (w8a8 bool) {
 	default: // bf16, or fp8 weight-only on GPUs without FP8 tensor cores
 		s.gemmRate = s.bf16Rate
 		s.expertRate = g.BF16TFLOPS * 1e12 * fusedMoEBF16Efficiency
+		s.expertRows = fusedMoEExpertRows
 	}
 	if s.expertRate == 0 {
 		s.expertRate = s.gemmRate
@@ -496,7 +502,7 @@ func (s *stepModel) tokenwiseGroup(T, group float64) float64 {
 	if s.moe {
 		// Experts touched by T tokens routed top-k of E: E*(1-(1-k/E)^T).
 		touched := s.experts * (1 - math.Pow(1-s.topK/s.experts, T))
-		flops := 2 * T * s.topK * s.expertW
+		flops := 2 * (T*s.topK + touched*s.expertRows) * s.expertW
 		bytes := touched*s.expertW*s.wBytes + T*s.topK*(s.hidden+2*s.expertW/(3*s.hidden))*bytesBF16
 		t += roofline(flops, s.expertRate, bytes, s.bw)
 		t += roofline(2*T*s.hidden*s.experts, s.bf16Rate, s.hidden*s.experts*bytesBF16, s.bw) // router
