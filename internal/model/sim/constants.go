@@ -147,8 +147,17 @@ const (
 	fusedMoEBF16Efficiency = 0.60
 	fusedMoEExpertRows     = 80
 
-	// w4a16GEMMEfficiency: AWQ/GPTQ (W4A16) GEMMs reach ~0.45 of the BF16
-	// peak (dequantisation in the kernel).
+	// w4a16GEMMEfficiency: Marlin's weight-only GEMMs (AWQ/GPTQ W4A16, and
+	// FP8 weights on GPUs without FP8 tensor cores, W8A16) reach ~0.45 of
+	// the BF16 peak where compute-bound (dequantisation in the kernel).
+	// Marlin on A100 (vllm-project/vllm PR #2497, IST-DASLab/marlin
+	// bench.py): 139.7-141.4 TFLOPS from 64 to 4,000 rows, 0.45 of 312,
+	// flat because it runs its 64-row tile repeatedly above 64
+	// (IST-DASLab/marlin issue #2). vLLM runs FP8 checkpoints' linears and
+	// experts in Marlin below compute capability 8.9 (fp8.py,
+	// Fp8LinearMethod and Fp8MoEMethod use_marlin; the FP8 Marlin of PR
+	// #5975 is GPTQ Marlin's 8-bit mainloop); no W8A16 figure at large
+	// batch was found, so it shares the W4A16 plateau (an estimate).
 	w4a16GEMMEfficiency = 0.45
 
 	// fa2DecodeEfficiency is the share of peak HBM bandwidth at which

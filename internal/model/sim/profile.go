@@ -20,7 +20,7 @@ type Constants struct {
 	HBMEfficiency       float64 `json:"hbm_efficiency,omitempty"`        // share of peak HBM bandwidth
 	BF16GEMMEfficiency  float64 `json:"bf16_gemm_efficiency,omitempty"`  // share of the BF16 tensor peak
 	FP8GEMMEfficiency   float64 `json:"fp8_gemm_efficiency,omitempty"`   // share of the FP8 tensor peak
-	W4A16GEMMEfficiency float64 `json:"w4a16_gemm_efficiency,omitempty"` // AWQ/GPTQ GEMMs, share of the BF16 peak
+	W4A16GEMMEfficiency float64 `json:"w4a16_gemm_efficiency,omitempty"` // Marlin GEMMs (AWQ/GPTQ; FP8 without FP8 tensor cores), share of the BF16 peak
 	AttentionEfficiency float64 `json:"attention_efficiency,omitempty"`  // prefill attention, share of the BF16 peak
 	LinkEfficiency      float64 `json:"link_efficiency,omitempty"`       // all-reduce bus bandwidth, share of the link's
 	StepOverheadMs      float64 `json:"step_overhead_ms,omitempty"`      // CPU time per step not hidden behind the GPU

@@ -266,7 +266,8 @@ func (s *stepModel) setMemoryRates(cfg Config) {
 // setGEMMRates sets the linear layers' and the experts' achievable FLOP/s
 // by quantization and reports whether their inputs are quantized too
 // (W8A8): block-scaled FP8 (DeepSeek's checkpoints) runs below the
-// per-tensor rate, W4A16 dequantizes inside a BF16 GEMM, and routed
+// per-tensor rate, W4A16 dequantizes inside a BF16 GEMM, as FP8 weights
+// do on GPUs without FP8 tensor cores (Marlin W8A16), and routed
 // experts in 16-bit activations run in the fused MoE path below the
 // dense rate, with fixed work per expert (constants.go,
 // fusedMoEBF16Efficiency and fusedMoEExpertRows).
@@ -282,7 +283,11 @@ func (s *stepModel) setGEMMRates(cfg Config, k Constants) (w8a8 bool) {
 		w8a8 = true
 	case cfg.Quantization == "awq" || cfg.Quantization == "gptq":
 		s.gemmRate = g.BF16TFLOPS * 1e12 * k.W4A16GEMMEfficiency
-	default: // bf16, or fp8 weight-only on GPUs without FP8 tensor cores
+	case cfg.Quantization == "fp8": // weight-only FP8 Marlin (W8A16) without FP8 tensor cores
+		s.gemmRate = g.BF16TFLOPS * 1e12 * k.W4A16GEMMEfficiency
+		s.expertRate = g.BF16TFLOPS * 1e12 * fusedMoEBF16Efficiency
+		s.expertRows = fusedMoEExpertRows
+	default: // bf16
 		s.gemmRate = s.bf16Rate
 		s.expertRate = g.BF16TFLOPS * 1e12 * fusedMoEBF16Efficiency
 		s.expertRows = fusedMoEExpertRows
