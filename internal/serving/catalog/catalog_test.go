@@ -51,13 +51,17 @@ func TestParamsMatchPublishedCounts(t *testing.T) {
 func TestLookupModel(t *testing.T) {
 	tests := []struct {
 		in, wantBase, wantQuant string
+		wantBlock               int // weight_block_size
 	}{
-		{"llama-3.1-8b", "meta-llama/Llama-3.1-8B-Instruct", ""},
-		{"META-LLAMA/llama-3.1-8b-instruct", "meta-llama/Llama-3.1-8B-Instruct", ""},
-		{"meta-llama/Llama-3.3-70B-Instruct-FP8", "meta-llama/Llama-3.3-70B-Instruct-FP8", "fp8"},
-		{"RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic", "RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic", "fp8"},
-		{"Qwen/Qwen2.5-7B-Instruct-AWQ", "Qwen/Qwen2.5-7B-Instruct-AWQ", "awq"},
-		{"qwen3-30b-a3b", "Qwen/Qwen3-30B-A3B", ""},
+		{"llama-3.1-8b", "meta-llama/Llama-3.1-8B-Instruct", "", 0},
+		{"META-LLAMA/llama-3.1-8b-instruct", "meta-llama/Llama-3.1-8B-Instruct", "", 0},
+		{"meta-llama/Llama-3.3-70B-Instruct-FP8", "meta-llama/Llama-3.3-70B-Instruct-FP8", "fp8", 0},
+		{"RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic", "RedHatAI/Llama-3.3-70B-Instruct-FP8-dynamic", "fp8", 0},
+		{"Qwen/Qwen2.5-7B-Instruct-AWQ", "Qwen/Qwen2.5-7B-Instruct-AWQ", "awq", 0},
+		{"qwen3-30b-a3b", "Qwen/Qwen3-30B-A3B", "", 0},
+		// Qwen's own FP8 checkpoints are block-scaled; others' re-uploads are not.
+		{"Qwen/Qwen3-235B-A22B-FP8", "Qwen/Qwen3-235B-A22B-FP8", "fp8", 128},
+		{"RedHatAI/Qwen3-32B-FP8-dynamic", "RedHatAI/Qwen3-32B-FP8-dynamic", "fp8", 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
@@ -65,8 +69,9 @@ func TestLookupModel(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if m.ID != tt.wantBase || m.Quantization != tt.wantQuant {
-				t.Errorf("got (%q, %q), want (%q, %q)", m.ID, m.Quantization, tt.wantBase, tt.wantQuant)
+			if m.ID != tt.wantBase || m.Quantization != tt.wantQuant || m.WeightBlock != tt.wantBlock {
+				t.Errorf("got (%q, %q, block %d), want (%q, %q, block %d)", m.ID, m.Quantization, m.WeightBlock,
+					tt.wantBase, tt.wantQuant, tt.wantBlock)
 			}
 		})
 	}

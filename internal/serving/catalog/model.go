@@ -348,6 +348,15 @@ func LookupModel(id string) (Model, error) {
 	if quant != "" {
 		m.ID = strings.TrimSpace(id)
 		m.Quantization = quant
+		if quant == "fp8" && strings.HasPrefix(key, "qwen/") {
+			// The Qwen organisation's own FP8 checkpoints are block-scaled
+			// (quantization_config.weight_block_size [128, 128], as
+			// internal/model/sim/testdata/fidelity/qwen3-14b-fp8.config.json
+			// has it; vLLM issue #17569: Qwen3-235B-A22B-FP8's "block_n =
+			// 128"), where re-uploads under other organisations (RedHatAI,
+			// neuralmagic) are per-channel.
+			m.WeightBlock = 128
+		}
 	}
 	return m, nil
 }
