@@ -198,21 +198,21 @@ const (
 // gemmStreamEfficiency is the share of peak HBM bandwidth at which a
 // GPU's BF16 GEMMs (the linear layers in 16-bit weights, the LM head)
 // stream their weights at decode batch sizes, where it differs from
-// hbmEfficiency; quantized linears run other kernels and keep it. microsoft/vidur's kernel profiles of
-// the Llama-2-70B layer (data/profiling/compute/{a100,h100}/meta-llama/
-// Llama-2-70b-hf/mlp.csv at 25e529d and 683364e) time the four linears
-// (QKV, O, gate_up, down; 428 MB of bf16 weights per GPU at TP4, 855 MB
-// at TP2) at 16, 32 and 64 tokens on A100 at 0.3025, 0.301, 0.3075 ms
-// (TP4) and 0.549, 0.571, 0.5925 ms (TP2): less 4.8 us of fixed cost a
-// kernel (kernelOverhead at A100's clock), 3.85 GB in 2.51 ms, 0.75 of
-// the 2,039 GB/s peak (gate_up alone 0.72-0.79). On H100 the same four
-// at TP4 and 16 tokens take 0.1605 ms, 0.87 of 3,350 GB/s, which
-// hbmEfficiency (0.85) already gives. Source: the pooled A100 rows
-// (TestGEMMStreamMatchesProfile, which also holds vidur's CodeLlama-34B
-// TP2 rows, read after the choice: its linears at 0.76); A100-40G
-// shares the chip. At 128
-// tokens, near A100's ridge (153 FLOP/B), the profile's linears take
-// 1.3x what this rate and bf16GEMMEfficiency's hard roofline give;
+// hbmEfficiency; quantized linears run other kernels and keep it.
+// microsoft/vidur's kernel profiles of the Llama-2-70B layer
+// (data/profiling/compute/{a100,h100}/meta-llama/Llama-2-70b-hf/mlp.csv
+// at 25e529d and 683364e) time the four linears (QKV, O, gate_up, down;
+// 428 MB of bf16 weights per GPU at TP4, 855 MB at TP2) at 16, 32 and 64
+// tokens on A100 at 0.3025, 0.301, 0.3075 ms (TP4) and 0.549, 0.571,
+// 0.5925 ms (TP2): less 4.8 us of fixed cost a kernel (kernelOverhead at
+// A100's clock), 3.85 GB in 2.51 ms, 0.75 of the 2,039 GB/s peak
+// (gate_up alone 0.72-0.79). On H100 the same four at TP4 and 16 tokens
+// take 0.1605 ms, 0.87 of 3,350 GB/s, which hbmEfficiency (0.85) already
+// gives. Source: the pooled A100 rows (TestGEMMStreamMatchesProfile,
+// which also holds vidur's CodeLlama-34B TP2 rows, read after the
+// choice: its linears at 0.76); A100-40G shares the chip. At 128 tokens,
+// near A100's ridge (153 FLOP/B), the profile's linears take 1.3x what
+// this rate and bf16GEMMEfficiency's hard roofline give;
 // gemmRidgeExponent's smooth roofline follows most of it.
 var gemmStreamEfficiency = map[string]float64{"A100-80G": 0.75, "A100-40G": 0.75}
 

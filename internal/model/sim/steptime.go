@@ -244,10 +244,10 @@ func (s *stepModel) setHostCosts(cfg Config, k Constants) {
 // other memory-bound work on Ampere, the catalog's GPUs without FP8
 // tensor cores (constants.go, fa2DecodeEfficiency); Ada (L40S) runs FA2
 // too but no profile of it was read, and Hopper's FA3 and SGLang's
-// FlashInfer keep bw, no profile of theirs saying otherwise. BF16 GEMMs stream their weights
-// at the GPU's own rate where it was measured below hbmEfficiency
-// (gemmStreamEfficiency, A100); quantized linears run other kernels
-// (Marlin, CUTLASS) and keep bw.
+// FlashInfer keep bw, no profile of theirs saying otherwise. BF16 GEMMs
+// stream their weights at the GPU's own rate where it was measured below
+// hbmEfficiency (gemmStreamEfficiency, A100); quantized linears run other
+// kernels (Marlin, CUTLASS) and keep bw.
 func (s *stepModel) setMemoryRates(cfg Config) {
 	s.decodeBW = s.bw
 	if cfg.Engine == engine.VLLM && !cfg.GPU.HasFP8() {
