@@ -186,32 +186,8 @@ const (
 	fa2DecodeEfficiency = 0.65
 
 	// attentionEfficiency: FlashAttention prefill reaches 35-75% of the BF16
-	// peak (FA2 ~35-50% on H100, FA3 up to 75%). Estimate: 0.5, kept for
-	// Hopper (vLLM's FA3) and SGLang (FlashInfer), which no readable
-	// profile covers (vidur's H100 attention files are Git LFS).
+	// peak (FA2 ~35-50% on H100, FA3 up to 75%). Estimate: 0.5.
 	attentionEfficiency = 0.5
-
-	// fa2PrefillEfficiency is the share of the BF16 peak at which vLLM's
-	// FlashAttention-2 (vllm_flash_attn) runs prefill attention on Ampere,
-	// where fa2DecodeEfficiency is scoped. microsoft/vidur's A100 profile
-	// (data/profiling/a100/attention.csv at e2d00e9, Llama-2-70B at TP2:
-	// 32 query heads of 128 per GPU, one request, median attn_prefill)
-	// times sarathi-serve's call, flash_attn_with_kvcache with the chunk's
-	// new K/V appended inside the kernel (sarathi/model_executor/attention/
-	// flash_attention_wrapper.py): the append is repeated by every query
-	// tile and head, so a chunk's own causal block runs at 0.15-0.19 of
-	// peak (1,664 tokens 0.480 ms, 4,096 tokens 2.314 ms), an artifact
-	// vLLM avoids (it writes K/V once, reshape_and_cache, then attends).
-	// The cost of the cached prefix is the kernel's rate on full tiles:
-	// the rise in time with kv_cache_size at a fixed chunk, 1,664 tokens
-	// 0.480 -> 0.835 ms over 2,432 cached (0.60 of 312 TFLOPS), 2,432
-	// tokens 1.020 -> 1.234 ms from 416 to 1,664 (0.74), 2,496 tokens
-	// 0.951 -> 1.180 ms to 1,152 (0.66); together 0.655. Source: that
-	// total (TestPrefillAttentionMatchesProfile). Shorter chunks fill the
-	// 108 SMs with fewer query tiles and run slower (928 tokens 0.49, 256
-	// tokens 0.35), which the model does not follow: attention is a small
-	// part of those steps.
-	fa2PrefillEfficiency = 0.65
 
 	// linkEfficiency: NCCL all-reduce bus bandwidth as a share of the
 	// per-direction link bandwidth. Fit to the measured 64 MB all-reduce at

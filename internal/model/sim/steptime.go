@@ -239,7 +239,7 @@ func (s *stepModel) setHostCosts(cfg Config, k Constants) {
 
 // setMemoryRates sets the HBM rates of the decode attention kernel and
 // of the GEMMs' weight reads, each keeping its ratio to a calibrated HBM
-// efficiency, and FA2's prefill attention rate beside them. vLLM runs FlashAttention-2 before Hopper (its FA3 needs
+// efficiency. vLLM runs FlashAttention-2 before Hopper (its FA3 needs
 // Hopper), whose decode kernel reads the KV cache below the rate of the
 // other memory-bound work on Ampere, the catalog's GPUs without FP8
 // tensor cores (constants.go, fa2DecodeEfficiency); Ada (L40S) runs FA2
@@ -252,10 +252,6 @@ func (s *stepModel) setMemoryRates(cfg Config) {
 	s.decodeBW = s.bw
 	if cfg.Engine == engine.VLLM && !cfg.GPU.HasFP8() {
 		s.decodeBW = s.bw * fa2DecodeEfficiency / hbmEfficiency
-		// FA2's prefill kernel on Ampere, measured the same way
-		// (constants.go, fa2PrefillEfficiency); Hopper's FA3 and
-		// SGLang's FlashInfer keep the estimate.
-		s.attnRate = s.attnRate * fa2PrefillEfficiency / attentionEfficiency
 	}
 	s.gemmBW, s.linearBW = s.bw, s.bw
 	if e, ok := gemmStreamEfficiency[cfg.GPU.ID]; ok {
@@ -412,7 +408,9 @@ func (s *stepModel) gpuSeconds(b batchShape) float64 {
 		layer += s.decodeAttention(b.decodeCtx, b.verifyCtx)
 	}
 	if b.prefillTokens > 0 {
-		layer += s.prefillAttention(b, kvTokBytes)
+		flops := s.prefillPairFlops * s.qPerGPU * b.prefillPairs
+		bytes := b.prefillKV*kvTokBytes + float64(b.prefillTokens)*2*s.qPerGPU*s.headDim*bytesBF16
+		layer += roofline(flops, s.attnRate, bytes, s.bw)
 	}
 	layer += 2 * s.allReduce(T*s.hidden*bytesBF16)
 	// Without a CUDA graph the CPU launches each layer's kernels; launches
@@ -443,15 +441,6 @@ func (s *stepModel) gpuSeconds(b batchShape) float64 {
 		gpu += float64(s.pp-1) * (s.arLatency + T*s.hidden*bytesBF16/math.Max(s.arBandwidth, 1e9))
 	}
 	return gpu + s.kernels
-}
-
-// prefillAttention is one layer's attention over b's prefill chunks, in
-// seconds: their causal query-key pairs at the attention rate
-// (setAttentionRate), or their KV and query reads where those take longer.
-func (s *stepModel) prefillAttention(b batchShape, kvTokBytes float64) float64 {
-	flops := s.prefillPairFlops * s.qPerGPU * b.prefillPairs
-	bytes := b.prefillKV*kvTokBytes + float64(b.prefillTokens)*2*s.qPerGPU*s.headDim*bytesBF16
-	return roofline(flops, s.attnRate, bytes, s.bw)
 }
 
 // decodeAttention is one layer's decode attention over ctx tokens of
