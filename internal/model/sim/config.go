@@ -605,6 +605,9 @@ func (c *Config) validate() error {
 	default:
 		return bad("%s %q: the simulator models fp8, awq and gptq", engine.Flag(c.Engine, "quantization"), c.Quantization)
 	}
+	if err := c.checkWeightBlocks(); err != nil {
+		return err
+	}
 	switch c.KVCacheDType {
 	case "", "auto":
 		c.KVCacheDType = "auto"
@@ -623,6 +626,36 @@ func (c *Config) validate() error {
 	}
 	if c.Port < 0 || c.Port > 65535 {
 		return bad("%s %d: out of range", engine.Flag(c.Engine, "port"), c.Port)
+	}
+	return nil
+}
+
+// checkWeightBlocks refuses, as both engines do while creating the
+// weights, a block-scaled FP8 checkpoint whose MLPs tensor parallelism
+// splits off a block: each GPU's share of a gate/up output (and of the
+// down projection's input) must be whole blocks of weight_block_size.
+// Routed experts under expert parallelism stay whole. vLLM's
+// Fp8MoEMethod.create_weights and validate_fp8_block_shape (fp8.py) and
+// SGLang's copy raise it: Qwen3-235B-A22B-FP8 at TP8, 1536/8 = 192
+// against 128 (vLLM issue #17569), served at TP4 (384) or with experts
+// in parallel instead.
+func (c *Config) checkWeightBlocks() error {
+	b := c.Model.WeightBlock
+	if c.Quantization != "fp8" || b <= 0 || c.TP <= 1 {
+		return nil
+	}
+	if c.Model.Experts > 0 && !c.ExpertParallel && (c.Model.Intermediate/c.TP)%b != 0 {
+		return bad("The output_size of gate's and up's weight = %d is not divisible by weight quantization block_n = %d.",
+			c.Model.Intermediate/c.TP, b)
+	}
+	dense := []int{c.Model.SharedIntermediate, c.Model.DenseIntermediate}
+	if c.Model.Experts == 0 {
+		dense = []int{c.Model.Intermediate}
+	}
+	for _, n := range dense {
+		if n > 0 && (n/c.TP)%b != 0 {
+			return bad("Weight output_partition_size = %d is not divisible by weight quantization block_n = %d.", n/c.TP, b)
+		}
 	}
 	return nil
 }

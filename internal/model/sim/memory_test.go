@@ -163,3 +163,26 @@ func TestSGLangStartsWithoutPrefillProfile(t *testing.T) {
 		t.Errorf("tiny reserve without CUDA graphs: %v", err)
 	}
 }
+
+// A block-scaled FP8 checkpoint refuses a tensor-parallel size that splits
+// a block of its MLPs, as vLLM and SGLang do while creating the weights
+// (config.go, checkWeightBlocks): Qwen3-235B-A22B-FP8's experts (1536
+// wide, 128x128 blocks) at TP8 get 192 columns a GPU. TP4 (384) and TP8
+// with the experts in parallel start; so does the BF16 checkpoint at TP8.
+func TestFP8BlocksRefuseSplitShards(t *testing.T) {
+	tp, ep := engine.Flag(engine.VLLM, "tensor_parallel"), engine.Flag(engine.VLLM, "expert_parallel")
+	fp8 := []string{"Qwen/Qwen3-235B-A22B-FP8", "--gpu", "H200"}
+	_, err := ParseArgs(append(fp8, tp, "8"), nil)
+	if !errors.Is(err, ErrBadArgs) || !strings.Contains(err.Error(), "= 192 is not divisible by weight quantization block_n = 128") {
+		t.Errorf("FP8 at TP8: err = %v", err)
+	}
+	for _, args := range [][]string{
+		append(fp8, tp, "4"),
+		append(fp8, tp, "8", ep),
+		{"Qwen/Qwen3-235B-A22B", "--gpu", "H200", tp, "8"},
+	} {
+		if _, err := Estimate(mustParse(t, args...)); err != nil {
+			t.Errorf("%v: %v", args, err)
+		}
+	}
+}
