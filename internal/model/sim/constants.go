@@ -212,37 +212,9 @@ const (
 // which also holds vidur's CodeLlama-34B TP2 rows, read after the
 // choice: its linears at 0.76); A100-40G shares the chip. At 128 tokens,
 // near A100's ridge (153 FLOP/B), the profile's linears take 1.3x what
-// this rate and bf16GEMMEfficiency's hard roofline give;
-// gemmRidgeExponent's smooth roofline follows most of it.
+// this rate and bf16GEMMEfficiency's roofline give, which the model does
+// not follow (docs/fidelity.md: a smooth roofline was tried and reverted).
 var gemmStreamEfficiency = map[string]float64{"A100-80G": 0.75, "A100-40G": 0.75}
-
-// gemmRidgeExponent is p in a BF16 GEMM's time (tc^p + tm^p)^(1/p),
-// its compute time at bf16GEMMEfficiency and its weights' read at the
-// GEMM stream rate (steptime.go, smoothRoofline): near the roofline's
-// ridge a GEMM neither streams at full rate nor computes at full rate
-// (tile waves, pipeline fill), where a hard max() of the two is short.
-// Fit to microsoft/vidur's kernel profiles (data/profiling/compute/
-// {a100,h100}/<model>/mlp.csv; the four linears' median times, QKV, O,
-// gate_up, down, plus the model's fixed cost a kernel): Llama-2-70B at
-// TP2, TP4 and TP8 on A100 (25e529d; 37 rows, 16 to 4,096 tokens) and
-// at TP4 and TP8 on H100 (683364e; 26 rows, 16 to 4,096), with
-// CodeLlama-34B at TP4 on H100 (e26eb8f; 23 rows, 112-288 tokens) held
-// out. The exponent minimizing the pooled squared log error, 1.7-1.8,
-// moves the memory-bound rows at 16-64 tokens, where the hard roofline
-// is within 1-6% of the profiles, by up to +12 points, so p is the
-// smallest that moves none of them more than 3 points: 2.95, rounded
-// to 3 (2.7 at most). Median error of the rows, hard max to p = 3: A100
-// 16.9% to 10.0%, H100 18.0% to 8.6%, the held-out CodeLlama rows 21.8%
-// to 14.6%; at 65-128 tokens the mean goes from -17.8% to -5.1% on A100
-// and -5.1% to -2.1% on H100. What stays: the profiles step with the
-// GEMMs' 128-row tiles (at 136 and 264 tokens the time jumps 20-60%),
-// which no smooth curve follows; between 136 and 296 tokens the model
-// stays 10-35% short. Llama-2-7B at TP1 on H100 (e26eb8f; 46 rows, read
-// after the choice) agrees: median error 21.4% to 14.8%. The same rows
-// far above the ridge put bf16GEMMEfficiency a little low (4,096 tokens
-// at TP8: 0.78 of peak on A100, 0.75 on H100; 720-896 at TP4 on A100:
-// 0.71), not clearly enough across both GPUs to move it.
-const gemmRidgeExponent = 3
 
 // All-reduce start-up latency by TP size (the alpha of alpha + bytes/beta).
 var (

@@ -121,10 +121,6 @@ type stepModel struct {
 	// prefill sets its own (moe.go).
 	prefillPairFlops float64
 
-	// bf16Linears: the linear layers are BF16 GEMMs, timed by the
-	// smooth roofline near the ridge (denseGEMM).
-	bf16Linears bool
-
 	// mx costs MoE under DP attention and EP, and MLA (moe.go); nil for
 	// dense models.
 	mx *moeStep
@@ -259,7 +255,6 @@ func (s *stepModel) setMemoryRates(cfg Config) {
 	}
 	if s.wBytes == bytesBF16 {
 		s.linearBW = s.gemmBW
-		s.bf16Linears = true
 	}
 }
 
@@ -347,24 +342,6 @@ func roofline(flops, rate, bytes, bw float64) float64 {
 	return math.Max(flops/rate, bytes/bw)
 }
 
-// denseGEMM is one dense linear layer's time: a BF16 GEMM by the smooth
-// roofline (constants.go, gemmRidgeExponent); quantized linears run other
-// kernels, whose rates were read at the ridge, and keep the hard one.
-func (s *stepModel) denseGEMM(flops, bytes float64) float64 {
-	if !s.bf16Linears {
-		return roofline(flops, s.gemmRate, bytes, s.linearBW)
-	}
-	return smoothRoofline(flops/s.gemmRate, bytes/s.linearBW)
-}
-
-// smoothRoofline joins a BF16 GEMM's compute time tc and memory time tm
-// as (tc^p + tm^p)^(1/p), p = gemmRidgeExponent = 3 (a cube root, cheaper
-// than math.Pow on the step model's hot path): the larger of the two far
-// from the ridge, 2^(1/3) times either at it.
-func smoothRoofline(tc, tm float64) float64 {
-	return math.Cbrt(tc*tc*tc + tm*tm*tm)
-}
-
 // allReduce is the ring all-reduce time of n bytes: alpha + 2(t-1)/t * n / beta.
 func (s *stepModel) allReduce(n float64) float64 {
 	if s.tp <= 1 {
@@ -425,9 +402,7 @@ func (s *stepModel) gpuSeconds(b batchShape) float64 {
 	gpu := s.layers * layer
 	if b.sampled > 0 {
 		n := float64(b.sampled)
-		// The LM head is a BF16 GEMM as the linears are (denseGEMM).
-		bytes := s.lmHeadW*bytesBF16 + n*s.vocab/float64(s.tp)*4
-		gpu += smoothRoofline(2*n*s.lmHeadW/s.bf16Rate, bytes/s.gemmBW)
+		gpu += roofline(2*n*s.lmHeadW, s.bf16Rate, s.lmHeadW*bytesBF16+n*s.vocab/float64(s.tp)*4, s.gemmBW)
 		if s.tp > 1 { // gather the vocab-parallel logits
 			gpu += s.arLatency + n*s.vocab*4*(float64(s.tp)-1)/float64(s.tp)/s.arBandwidth
 		}
@@ -502,7 +477,7 @@ func (s *stepModel) tokenwiseGroup(T, group float64) float64 {
 	for _, g := range s.gemms {
 		flops := 2 * T * g.weights
 		bytes := g.weights*s.wBytes + T*(g.in+g.out)*bytesBF16
-		t += s.denseGEMM(flops, bytes)
+		t += roofline(flops, s.gemmRate, bytes, s.linearBW)
 	}
 	if s.moe {
 		// Experts touched by T tokens routed top-k of E: E*(1-(1-k/E)^T).
