@@ -278,12 +278,11 @@ func (s *stepModel) setGEMMRates(cfg Config, k Constants) (w8a8 bool) {
 		w8a8 = true
 	case cfg.Quantization == "awq" || cfg.Quantization == "gptq":
 		s.gemmRate = g.BF16TFLOPS * 1e12 * k.W4A16GEMMEfficiency
-	case cfg.Quantization == "fp8": // weight-only FP8 Marlin (W8A16) without FP8 tensor cores
-		s.gemmRate = g.BF16TFLOPS * 1e12 * k.W4A16GEMMEfficiency
-		s.expertRate = g.BF16TFLOPS * 1e12 * fusedMoEBF16Efficiency
-		s.expertRows = fusedMoEExpertRows
-	default: // bf16
+	default: // bf16, or weight-only FP8 without FP8 tensor cores
 		s.gemmRate = s.bf16Rate
+		if cfg.Quantization == "fp8" { // Marlin (W8A16)
+			s.gemmRate = g.BF16TFLOPS * 1e12 * k.W4A16GEMMEfficiency
+		}
 		s.expertRate = g.BF16TFLOPS * 1e12 * fusedMoEBF16Efficiency
 		s.expertRows = fusedMoEExpertRows
 	}
@@ -380,7 +379,7 @@ func (s *stepModel) stepSeconds(b batchShape) float64 {
 func (s *stepModel) gpuSeconds(b batchShape) float64 {
 	T := float64(b.tokens)
 	layer := s.tokenwiseGroup(T, b.groupTokens)
-	kvTokBytes := 2 * s.kvPerGPU * s.headDim * s.kvElem // one token's K and V in one layer
+	kvTokBytes := s.kvTokenBytes()
 	if b.decodeCtx > 0 {
 		layer += s.decodeAttention(b.decodeCtx, b.verifyCtx)
 	}
@@ -423,10 +422,12 @@ func (s *stepModel) gpuSeconds(b batchShape) float64 {
 // for the drafts verified, in seconds: a memory-bound read of the KV
 // cache at the decode kernel's rate (setMemoryRates).
 func (s *stepModel) decodeAttention(ctx, verify float64) float64 {
-	kvTokBytes := 2 * s.kvPerGPU * s.headDim * s.kvElem
 	flops := 4 * s.headDim * s.qPerGPU * (ctx + verify)
-	return roofline(flops, s.attnRate, ctx*kvTokBytes, s.decodeBW)
+	return roofline(flops, s.attnRate, ctx*s.kvTokenBytes(), s.decodeBW)
 }
+
+// kvTokenBytes is one token's K and V in one layer on one GPU.
+func (s *stepModel) kvTokenBytes() float64 { return 2 * s.kvPerGPU * s.headDim * s.kvElem }
 
 // samplerSort says whether cfg's engine sorts the vocabulary to sample
 // with a top-p or top-k (vLLM's native path, constants.go samplerSortMs)
