@@ -225,6 +225,7 @@ type fusedMoESweep struct {
 	experts, topK, n, hid float64
 	tokens, us            []float64
 	tol                   float64 // relative error allowed from 16 tokens up
+	lastTol               float64 // at the largest batch, where the rate was first read
 }
 
 // fusedMoESweeps are the sweeps fusedMoEBF16Efficiency and
@@ -234,17 +235,19 @@ type fusedMoESweep struct {
 // before the law was checked against every row, and one row missed it:
 // H100 at 512 tokens, -23% with the single rate before this law and
 // after, at the roofline's knee (the larger of the memory and the
-// compute time), where the kernel overlaps the two only in part.
+// compute time), where the kernel overlaps the two only in part. At
+// each sweep's largest batch the single rate's test held 10%, 5% and
+// 35%, and those still hold.
 var fusedMoESweeps = []fusedMoESweep{
 	{"PR #40542 A100-SXM4-80GB E=64 N=1408", 312, 2.039, 64, 6, 1408, 2048,
 		[]float64{1, 4, 16, 64, 256, 1024, 4096},
-		[]float64{183.5, 266.2, 523.3, 677.6, 717.0, 929.9, 2636.6}, 0.25},
+		[]float64{183.5, 266.2, 523.3, 677.6, 717.0, 929.9, 2636.6}, 0.25, 0.10},
 	{"PR #44818 H200 Gemma4 E=128 N=704", 989, 4.8, 128, 8, 704, 2816,
 		[]float64{1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 256, 512, 1024, 1536, 2048, 3072, 4096},
-		[]float64{185.1, 188.9, 185.1, 204.4, 264.1, 314.4, 324.9, 365.5, 384.1, 390.3, 396.4, 419.6, 442.3, 528.4, 582.0, 728.2, 962.9, 1189.6}, 0.35},
+		[]float64{185.1, 188.9, 185.1, 204.4, 264.1, 314.4, 324.9, 365.5, 384.1, 390.3, 396.4, 419.6, 442.3, 528.4, 582.0, 728.2, 962.9, 1189.6}, 0.35, 0.35},
 	{"PR #24700 H100 Mixtral TP2 E=8 N=7168", 989, 3.35, 8, 2, 7168, 4096,
 		[]float64{1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 256, 512, 1024, 1536},
-		[]float64{144.03, 229.28, 351.10, 434.98, 471.49, 478.27, 487.35, 487.85, 483.14, 494.42, 491.39, 536.77, 662.33, 833.72, 1122.93}, 0.25},
+		[]float64{144.03, 229.28, 351.10, 434.98, 471.49, 478.27, 487.35, 487.85, 483.14, 494.42, 491.39, 536.77, 662.33, 833.72, 1122.93}, 0.25, 0.05},
 }
 
 // The routed experts' fused path (constants.go, fusedMoEBF16Efficiency,
@@ -272,7 +275,11 @@ func TestFusedMoEPathMatchesKernelBenchmarks(t *testing.T) {
 			e := (got - sw.us[i]) / sw.us[i]
 			t.Logf("%s: %5.0f tokens (%6.1f rows/expert): model %7.1f us, measured %7.1f (%+.0f%%)",
 				sw.name, tokens, tokens*sw.topK/sw.experts, got, sw.us[i], 100*e)
-			if tokens >= 16 && math.Abs(e) > sw.tol {
+			tol := sw.tol
+			if i == last {
+				tol = sw.lastTol
+			}
+			if tokens >= 16 && math.Abs(e) > tol {
 				t.Errorf("%s: %.0f tokens in %.1f us, measured %.1f (%+.1f%%)", sw.name, tokens, got, sw.us[i], 100*e)
 			}
 		}
