@@ -492,3 +492,41 @@ func TestFailedRequestsSayWhy(t *testing.T) {
 		t.Errorf("err %v: want the count and the first failure's message on one line", err)
 	}
 }
+
+// TestTabulateBySource gathers each source's scored runs whatever their
+// regimes (a speculative run too, which All leaves out), counts its fit
+// and held-out runs, and leaves the unscored out; the whole table
+// carries the section.
+func TestTabulateBySource(t *testing.T) {
+	res := func(id, src, split, unscored string, regimes []string, err map[string]float64) Result {
+		return Result{Run: Run{ID: id, Source: src, Unscored: unscored}, Split: split, Regimes: regimes, Err: err}
+	}
+	results := []Result{
+		res("a1", "a", "fit", "", []string{"moderate"}, map[string]float64{"itl": 0.10, "ttft": -0.30}),
+		res("a2", "a", "held-out", "", []string{"moderate"}, map[string]float64{"itl": -0.02}),
+		res("a3", "a", "held-out", "", []string{"moderate"}, map[string]float64{"itl": 0.04}),
+		res("b1", "b", "held-out", "", []string{RegimeSpec}, map[string]float64{"throughput": 0.20}),
+		res("b2", "b", "held-out", "no lengths", []string{"offline"}, map[string]float64{"throughput": 1.50}),
+	}
+	by := TabulateBySource(results)
+	a, b := by["a"], by["b"]
+	if a.Fit != 1 || a.HeldOut != 2 || b.Fit != 0 || b.HeldOut != 1 {
+		t.Errorf("counts: a %d/%d, b %d/%d; want 1/2 and 0/1 (the unscored run counts nowhere)", a.Fit, a.HeldOut, b.Fit, b.HeldOut)
+	}
+	if st := a.Metrics["itl"]; st.N != 3 || math.Abs(st.Median-0.04) > 1e-12 || st.Run != "a1" {
+		t.Errorf("a itl: %+v, want 3 runs, median 4%%, worst a1", st)
+	}
+	if st := a.Metrics["ttft"]; st.N != 1 || st.Bias != -0.30 {
+		t.Errorf("a ttft: %+v", st)
+	}
+	if st, ok := b.Metrics["throughput"]; !ok || st.N != 1 || st.Median != 0.20 {
+		t.Errorf("b throughput: %+v (the speculative run counts in its source, the unscored one does not)", st)
+	}
+	var md bytes.Buffer
+	writeBySource(&md, results)
+	for _, want := range []string{"| a | 3 (1 / 2) | 30.0% (1) | 4.0% (3) | - | - |", "| b | 1 (0 / 1) | - | - | - | 20.0% (1) |"} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("by-source table lacks %q:\n%s", want, md.String())
+		}
+	}
+}

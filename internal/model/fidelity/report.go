@@ -208,6 +208,8 @@ func WriteMarkdown(w io.Writer, s *Suite, results []Result, all Table) {
 		}
 	}
 	fmt.Fprintln(w)
+	writeBySource(w, results)
+	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| run | source (split) | engine | GPU | model | TP | regimes | metric: measured / simulated (error) |")
 	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- | --- |")
 	for _, r := range results {
@@ -239,6 +241,33 @@ func WriteMarkdown(w io.Writer, s *Suite, results []Result, all Table) {
 			where = src.Repo + " " + src.Path + " @ " + src.Commit
 		}
 		fmt.Fprintf(w, "- %s (%s): %s; %s\n", mdEscape(n), src.Split, mdEscape(where), mdEscape(src.What))
+	}
+}
+
+// writeBySource writes each source's median absolute error per metric
+// over its scored runs (TabulateBySource): where the error sits.
+func writeBySource(w io.Writer, results []Result) {
+	by := TabulateBySource(results)
+	names := make([]string, 0, len(by))
+	for n := range by {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	fmt.Fprintln(w, "By source: median absolute error (runs) over each source's scored runs, whatever their regimes.")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| source | scored runs (fit / held-out) | ttft | itl | e2e | throughput |")
+	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- |")
+	for _, n := range names {
+		st := by[n]
+		cells := make([]string, 0, len(metricNames))
+		for _, m := range metricNames {
+			if x, ok := st.Metrics[m]; ok {
+				cells = append(cells, fmt.Sprintf("%s (%d)", pct(x.Median), x.N))
+			} else {
+				cells = append(cells, "-")
+			}
+		}
+		fmt.Fprintf(w, "| %s | %d (%d / %d) | %s |\n", mdEscape(n), st.Fit+st.HeldOut, st.Fit, st.HeldOut, strings.Join(cells, " | "))
 	}
 }
 

@@ -700,17 +700,7 @@ func (t Table) Regimes() []string {
 // takes every scored run, else only the scored runs of that split.
 // Unscored runs count nowhere.
 func Tabulate(results []Result, split string) Table {
-	errs := map[string]map[string][]float64{}
-	worst := map[string]map[string]string{}
-	add := func(g, m string, e float64, id string) {
-		if errs[g] == nil {
-			errs[g], worst[g] = map[string][]float64{}, map[string]string{}
-		}
-		if len(errs[g][m]) == 0 || math.Abs(e) > maxAbs(errs[g][m]) {
-			worst[g][m] = id
-		}
-		errs[g][m] = append(errs[g][m], e)
-	}
+	c := collector{}
 	for _, r := range results {
 		if split != "" && r.Split != split || r.Run.Unscored != "" {
 			continue
@@ -721,26 +711,100 @@ func Tabulate(results []Result, split string) Table {
 				continue
 			}
 			for _, g := range r.Regimes {
-				add(g, m, e, r.Run.ID)
+				c.add(g, m, e, r.Run.ID)
 			}
 			if r.Run.Disaggregated == nil && !slices.Contains(r.Regimes, RegimeSpec) {
-				add(All, m, e, r.Run.ID)
+				c.add(All, m, e, r.Run.ID)
 			}
 		}
 	}
+	return c.table()
+}
+
+// collector gathers signed errors by group (a regime, a source) and
+// metric, and the run of the largest in size.
+type collector map[string]map[string]*errSet
+
+type errSet struct {
+	es    []float64
+	worst string
+}
+
+func (c collector) add(g, m string, e float64, id string) {
+	if c[g] == nil {
+		c[g] = map[string]*errSet{}
+	}
+	s := c[g][m]
+	if s == nil {
+		s = &errSet{}
+		c[g][m] = s
+	}
+	if len(s.es) == 0 || math.Abs(e) > maxAbs(s.es) {
+		s.worst = id
+	}
+	s.es = append(s.es, e)
+}
+
+func (c collector) table() Table {
 	t := Table{}
-	for g, byMetric := range errs {
+	for g, byMetric := range c {
 		t[g] = map[string]Stat{}
-		for m, es := range byMetric {
-			abs := make([]float64, len(es))
-			for i, e := range es {
-				abs[i] = math.Abs(e)
-			}
-			t[g][m] = Stat{N: len(es), Median: measure.Median(abs), Bias: measure.Median(es), Worst: maxAbs(es),
-				P90: measure.PercentileOf(abs, 90), Run: worst[g][m]}
+		for m, s := range byMetric {
+			t[g][m] = newStat(s.es, s.worst)
 		}
 	}
 	return t
+}
+
+// newStat is the figures of signed errors es, whose largest in size is
+// run worst's.
+func newStat(es []float64, worst string) Stat {
+	abs := make([]float64, len(es))
+	for i, e := range es {
+		abs[i] = math.Abs(e)
+	}
+	return Stat{N: len(es), Median: measure.Median(abs), Bias: measure.Median(es), Worst: maxAbs(es),
+		P90: measure.PercentileOf(abs, 90), Run: worst}
+}
+
+// SourceStat is one source's scored runs: how many of each split, and
+// each metric's absolute errors over them (Stat.Median, Stat.N; the
+// run-level regimes do not matter here).
+type SourceStat struct {
+	Fit, HeldOut int
+	Metrics      map[string]Stat
+}
+
+// TabulateBySource gathers the scored runs' errors by source and metric,
+// over every run of the source whatever its regimes (speculative and
+// disaggregated runs too, which All leaves out): where the suite's error
+// sits. Unscored runs count nowhere.
+func TabulateBySource(results []Result) map[string]SourceStat {
+	out := map[string]SourceStat{}
+	c := collector{}
+	for _, r := range results {
+		if r.Run.Unscored != "" {
+			continue
+		}
+		st := out[r.Run.Source]
+		if r.Split == "fit" {
+			st.Fit++
+		} else {
+			st.HeldOut++
+		}
+		out[r.Run.Source] = st
+		for _, m := range metricNames {
+			if e, ok := r.Err[m]; ok {
+				c.add(r.Run.Source, m, e, r.Run.ID)
+			}
+		}
+	}
+	for src, byMetric := range c.table() {
+		st := out[src]
+		st.Metrics = byMetric
+		out[src] = st
+	}
+	return out
 }
 
 // The load regimes a what-if row sits in (sim.Regime), and the regimes
