@@ -32,7 +32,8 @@ const (
 	// reproduces, come from releases whose sampler sorts the logits for
 	// top-k/top-p. v0.17 and later log a much smaller peak (2.23 against
 	// 5.64 GiB for Qwen3-14B), and so may a v0.11.0 with FlashInfer's
-	// sampler; neither is modelled (docs/fidelity.md, GPUStack, "Memory").
+	// sampler; neither is modelled (docs/fidelity-accounts.md,
+	// "GPUStack's performance lab", its Memory item).
 	samplerLogitCopies = 8.58
 
 	// activationHiddenCopies is the number of [tokens x hidden] bf16 buffers
@@ -213,7 +214,7 @@ const (
 // choice: its linears at 0.76); A100-40G shares the chip. At 128 tokens,
 // near A100's ridge (153 FLOP/B), the profile's linears take 1.3x what
 // this rate and bf16GEMMEfficiency's roofline give, which the model does
-// not follow (docs/fidelity.md: a smooth roofline was tried and reverted).
+// not follow (docs/fidelity-accounts.md: a smooth roofline was tried and reverted).
 var gemmStreamEfficiency = map[string]float64{"A100-80G": 0.75, "A100-40G": 0.75}
 
 // All-reduce start-up latency by TP size (the alpha of alpha + bytes/beta).
