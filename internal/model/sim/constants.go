@@ -214,7 +214,8 @@ const (
 // choice: its linears at 0.76); A100-40G shares the chip. At 128 tokens,
 // near A100's ridge (153 FLOP/B), the profile's linears take 1.3x what
 // this rate and bf16GEMMEfficiency's roofline give, which the model does
-// not follow (docs/fidelity-accounts.md: a smooth roofline was tried and reverted).
+// not follow: a smooth roofline was tried and reverted
+// (docs/fidelity-accounts.md, "A100's BF16 GEMMs stream their weights at 0.75 of the peak").
 var gemmStreamEfficiency = map[string]float64{"A100-80G": 0.75, "A100-40G": 0.75}
 
 // All-reduce start-up latency by TP size (the alpha of alpha + bytes/beta).
