@@ -229,7 +229,8 @@ func (c *composite) all() []part {
 
 // Ready waits until every engine part serves, then starts the router and
 // waits for it. The first part that fails ends the wait, its error a
-// PartError.
+// PartError: the other parts' waits then end in cancellation, which may
+// reach the channel before it, so a PartError is returned over them.
 func (c *composite) Ready(ctx context.Context) error {
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -244,14 +245,25 @@ func (c *composite) Ready(ctx context.Context) error {
 			errs <- err
 		}()
 	}
-	var first error
+	var failed, other error // the first part's failure; the first other error (ctx's end)
 	for range c.parts {
-		if err := <-errs; err != nil && first == nil {
-			first = err
+		err := <-errs
+		var pe *PartError
+		switch {
+		case err == nil:
+		case errors.As(err, &pe):
+			if failed == nil {
+				failed = err
+			}
+		case other == nil:
+			other = err
 		}
 	}
-	if first != nil {
-		return first
+	if failed != nil {
+		return failed
+	}
+	if other != nil {
+		return other
 	}
 	if err := c.startRouter(ctx); err != nil {
 		return err

@@ -146,3 +146,31 @@ func TestDisaggregatedGPUs(t *testing.T) {
 		t.Errorf("Launch on too few GPUs: %v", err)
 	}
 }
+
+// readyFunc is an Instance whose Ready is f.
+type readyFunc func(ctx context.Context) error
+
+func (f readyFunc) Endpoint() string                { return "http://127.0.0.1:1" }
+func (f readyFunc) Ready(ctx context.Context) error { return f(ctx) }
+func (f readyFunc) Logs() string                    { return "" }
+func (f readyFunc) Stop(context.Context) error      { return nil }
+
+// TestDisaggregatedReadyNamesTheFailedPart: when one part fails while the
+// others wait, Ready's error is that part's, never a waiting part's
+// cancellation, whichever reaches the channel first (a race the trial's
+// OOM test once lost: it saw "context canceled" of another part).
+func TestDisaggregatedReadyNamesTheFailedPart(t *testing.T) {
+	wait := readyFunc(func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() })
+	oom := errors.New("CUDA out of memory")
+	for i := range 300 {
+		c := &composite{parts: []part{{name: "decode 0", role: engine.Decode, inst: readyFunc(func(context.Context) error { return oom })}}}
+		for j := range 8 {
+			c.parts = append(c.parts, part{name: fmt.Sprintf("prefill %d", j), role: engine.Prefill, inst: wait})
+		}
+		err := c.Ready(context.Background())
+		var pe *PartError
+		if !errors.As(err, &pe) || pe.Part != "decode 0" || !errors.Is(err, oom) {
+			t.Fatalf("try %d: Ready = %v, want decode 0's error", i, err)
+		}
+	}
+}
