@@ -253,13 +253,7 @@ func (x *moeStep) tokenwise(s *stepModel, T, group float64) float64 {
 	if x.ep {
 		pairs *= x.perGPU / x.experts
 	}
-	// Each expert a GPU runs costs expertRows more rows of work (tile
-	// padding and per-expert fixed work, constants.go,
-	// fusedMoEExpertRows).
-	flops := 2 * (pairs + touched*s.expertRows) * x.expertW
-	bytes := touched*x.expertW*s.wBytes + pairs*(x.hidden+2*x.expertW/(3*x.hidden))*bytesBF16
-	t := roofline(flops, s.expertRate, bytes, s.bw)
-	t += roofline(2*T*x.hidden*x.experts, s.bf16Rate, x.hidden*x.experts*bytesBF16, s.bw) // router
+	t := s.routedExperts(T, pairs, touched, x.experts, x.expertW, x.hidden)
 	if x.group > 1 && x.ranks > 1 {
 		moved := tokens // gather every rank's tokens, reduce-scatter back
 		if x.ep {

@@ -483,15 +483,26 @@ func (s *stepModel) tokenwiseGroup(T, group float64) float64 {
 	if s.moe {
 		// Experts touched by T tokens routed top-k of E: E*(1-(1-k/E)^T).
 		touched := s.experts * (1 - math.Pow(1-s.topK/s.experts, T))
-		flops := 2 * (T*s.topK + touched*s.expertRows) * s.expertW
-		bytes := touched*s.expertW*s.wBytes + T*s.topK*(s.hidden+2*s.expertW/(3*s.hidden))*bytesBF16
-		t += roofline(flops, s.expertRate, bytes, s.bw)
-		t += roofline(2*T*s.hidden*s.experts, s.bf16Rate, s.hidden*s.experts*bytesBF16, s.bw) // router
+		t += s.routedExperts(T, T*s.topK, touched, s.experts, s.expertW, s.hidden)
 	}
 	if s.mx != nil {
 		t += s.mx.tokenwise(s, T, group)
 	}
 	return t
+}
+
+// routedExperts is one layer's routed experts and router for a step of
+// T tokens on one GPU: pairs token-expert pairs over the touched experts
+// of its own (expertW elements of MLP each, hidden wide), the router
+// scoring experts of them. Each expert that receives tokens costs
+// expertRows more rows of work (tile padding and per-expert fixed work,
+// constants.go, fusedMoEExpertRows). Plain TP (tokenwiseGroup) and
+// DP/EP (moeStep.tokenwise) differ only in the counts.
+func (s *stepModel) routedExperts(T, pairs, touched, experts, expertW, hidden float64) float64 {
+	flops := 2 * (pairs + touched*s.expertRows) * expertW
+	bytes := touched*expertW*s.wBytes + pairs*(hidden+2*expertW/(3*hidden))*bytesBF16
+	return roofline(flops, s.expertRate, bytes, s.bw) +
+		roofline(2*T*hidden*experts, s.bf16Rate, hidden*experts*bytesBF16, s.bw) // router
 }
 
 // StepTimes are representative step times of a config, for `sim estimate`.
