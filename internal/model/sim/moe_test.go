@@ -218,10 +218,10 @@ func TestDataParallelMoERanksStepTogether(t *testing.T) {
 
 // fusedMoESweep is one published benchmark_moe.py sweep with tuned
 // configs (docs/reference.md, "Fused MoE kernel timings"): the shape,
-// the GPU's BF16 peak and HBM bandwidth, and kernel times by batch.
+// the catalog GPU it ran on, and kernel times by batch.
 type fusedMoESweep struct {
 	name                  string
-	peakTF, hbmTBps       float64
+	gpu                   string
 	experts, topK, n, hid float64
 	tokens, us            []float64
 	tol                   float64 // relative error allowed from 16 tokens up
@@ -239,13 +239,13 @@ type fusedMoESweep struct {
 // each sweep's largest batch the single rate's test held 10%, 5% and
 // 35%, and those still hold.
 var fusedMoESweeps = []fusedMoESweep{
-	{"PR #40542 A100-SXM4-80GB E=64 N=1408", 312, 2.039, 64, 6, 1408, 2048,
+	{"PR #40542 A100-SXM4-80GB E=64 N=1408", "A100-80G", 64, 6, 1408, 2048,
 		[]float64{1, 4, 16, 64, 256, 1024, 4096},
 		[]float64{183.5, 266.2, 523.3, 677.6, 717.0, 929.9, 2636.6}, 0.25, 0.10},
-	{"PR #44818 H200 Gemma4 E=128 N=704", 989, 4.8, 128, 8, 704, 2816,
+	{"PR #44818 H200 Gemma4 E=128 N=704", "H200", 128, 8, 704, 2816,
 		[]float64{1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 256, 512, 1024, 1536, 2048, 3072, 4096},
 		[]float64{185.1, 188.9, 185.1, 204.4, 264.1, 314.4, 324.9, 365.5, 384.1, 390.3, 396.4, 419.6, 442.3, 528.4, 582.0, 728.2, 962.9, 1189.6}, 0.35, 0.35},
-	{"PR #24700 H100 Mixtral TP2 E=8 N=7168", 989, 3.35, 8, 2, 7168, 4096,
+	{"PR #24700 H100 Mixtral TP2 E=8 N=7168", "H100-SXM", 8, 2, 7168, 4096,
 		[]float64{1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 256, 512, 1024, 1536},
 		[]float64{144.03, 229.28, 351.10, 434.98, 471.49, 478.27, 487.35, 487.85, 483.14, 494.42, 491.39, 536.77, 662.33, 833.72, 1122.93}, 0.25, 0.05},
 }
@@ -260,9 +260,13 @@ var fusedMoESweeps = []fusedMoESweep{
 // batch.
 func TestFusedMoEPathMatchesKernelBenchmarks(t *testing.T) {
 	for _, sw := range fusedMoESweeps {
-		peak := sw.peakTF * 1e12
+		g, err := catalog.LookupGPU(sw.gpu)
+		if err != nil {
+			t.Fatal(err)
+		}
+		peak := g.BF16TFLOPS * 1e12
 		s := stepModel{expertRate: peak * fusedMoEBF16Efficiency, expertRows: fusedMoEExpertRows,
-			bf16Rate: peak * bf16GEMMEfficiency, wBytes: bytesBF16, bw: sw.hbmTBps * 1e12 * hbmEfficiency}
+			bf16Rate: peak * bf16GEMMEfficiency, wBytes: bytesBF16, bw: g.HBMTBps * 1e12 * hbmEfficiency}
 		x := &moeStep{frac: 1, ranks: 1, group: 1, experts: sw.experts, topK: sw.topK,
 			expertW: 3 * sw.hid * sw.n, perGPU: sw.experts, hidden: sw.hid}
 		last := len(sw.tokens) - 1
