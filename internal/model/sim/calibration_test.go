@@ -2,7 +2,6 @@ package sim
 
 import (
 	"math"
-	"sort"
 	"strconv"
 	"testing"
 	"time"
@@ -227,8 +226,7 @@ func TestDecodeAttentionMatchesProfile(t *testing.T) {
 		got, want = got+ms, want+r.ms
 		t.Logf("A100 TP2 ctx %4d batch %3d: profile %.3f ms, model %.3f ms (%+.1f%%)", r.ctx, r.batch, r.ms, ms, errs[len(errs)-1])
 	}
-	sort.Float64s(errs)
-	med := (errs[len(errs)/2-1] + errs[len(errs)/2]) / 2
+	med := measure.Median(errs)
 	t.Logf("median error %+.1f%%, total %+.1f%%", med, 100*(got/want-1))
 	if math.Abs(med) > 15 || math.Abs(100*(got/want-1)) > 5 {
 		t.Errorf("median error %+.1f%%, total %+.1f%%: want within 15%% and 5%%", med, 100*(got/want-1))
