@@ -24,12 +24,39 @@ var (
 // being in the layout.
 var azureLayouts = []string{"2006-01-02 15:04:05", "2006-01-02 15:04:05Z07:00", "2006-01-02 15:04:05 Z07:00"}
 
+// errLongRecord is a CSV record (a line, or the lines an open quote
+// joins) over MaxLine bytes.
+var errLongRecord = fmt.Errorf("a record over %d bytes (the cap on one line; an unclosed quote joins every line after it)", MaxLine)
+
+// boundedReader fails once more than MaxLine bytes (plus the CSV reader's
+// buffer) were read past the end of the last whole record, so a file with
+// no line end or an open quote is refused at the cap rather than read
+// into memory whole.
+type boundedReader struct {
+	r          io.Reader
+	read, mark int64
+}
+
+func (b *boundedReader) Read(p []byte) (int, error) {
+	if b.read-b.mark > MaxLine+64<<10 {
+		return 0, errLongRecord
+	}
+	n, err := b.r.Read(p)
+	b.read += int64(n)
+	return n, err
+}
+
 func readCSV(r io.Reader, f Format, add func(raw) (bool, error)) error {
-	cr := csv.NewReader(r)
+	br := &boundedReader{r: r}
+	cr := csv.NewReader(br)
 	cr.ReuseRecord = true
 	header, err := cr.Read()
+	br.mark = cr.InputOffset()
 	if err == io.EOF {
 		return &Error{Line: 1, Msg: "empty file: no header"}
+	}
+	if errors.Is(err, errLongRecord) {
+		return &Error{Line: 1, Msg: errLongRecord.Error()}
 	}
 	if err != nil {
 		return csvProblem(err)
@@ -60,15 +87,21 @@ func readCSV(r io.Reader, f Format, add func(raw) (bool, error)) error {
 		tsCol, inCol, outCol = col["Timestamp"], col["Request tokens"], col["Response tokens"]
 	}
 	var origin time.Time
+	last := 1 // the line of the last whole record
 	for first := true; ; first = false {
 		rec, err := cr.Read()
 		if err == io.EOF {
 			return nil
 		}
 		if err != nil {
+			if errors.Is(err, errLongRecord) {
+				return &Error{Line: last + 1, Msg: errLongRecord.Error()}
+			}
 			return csvProblem(err)
 		}
+		br.mark = cr.InputOffset()
 		line, _ := cr.FieldPos(0)
+		last = line
 		fail := func(format string, a ...any) error {
 			return &Error{Line: line, Msg: fmt.Sprintf(format, a...)}
 		}

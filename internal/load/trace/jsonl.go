@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
+	"reflect"
 	"strings"
 	"time"
 )
@@ -27,16 +29,19 @@ type plainLine struct {
 	HashIDs      []int64  `json:"hash_ids"`
 }
 
-// maxLine bounds one JSON line (a 2M-token prompt's hash ids fit).
-const maxLine = 64 << 20
-
 func readJSONL(r io.Reader, f Format, add func(raw) (bool, error)) error {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), maxLine)
+	sc.Buffer(make([]byte, 64<<10), MaxLine)
 	n := 0
 	for sc.Scan() {
 		n++
-		b := bytes.TrimSpace(sc.Bytes())
+		b := sc.Bytes()
+		if n == 1 {
+			// A byte-order mark, as Windows editors write: the CSV
+			// reader accepts one too.
+			b = bytes.TrimPrefix(b, []byte("\ufeff"))
+		}
+		b = bytes.TrimSpace(b)
 		if len(b) == 0 {
 			continue
 		}
@@ -50,6 +55,9 @@ func readJSONL(r io.Reader, f Format, add func(raw) (bool, error)) error {
 		}
 	}
 	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return &Error{Line: n + 1, Msg: fmt.Sprintf("line over %d bytes (the cap on one line)", MaxLine)}
+		}
 		return &Error{Line: n + 1, Msg: err.Error()}
 	}
 	return nil
@@ -97,6 +105,11 @@ func jsonRow(b []byte, f Format) (raw, error) {
 	}
 	q := Request{Input: *in, Output: *out}
 	if ids != nil {
+		// Each id stands for a block of the prompt: more ids than the
+		// prompt has blocks name tokens it does not have.
+		if most := (*in + MooncakeBlockSize - 1) / MooncakeBlockSize; len(ids) > most {
+			return raw{}, fmt.Errorf("%d hash ids for %s %d: at most %d (one per %d tokens)", len(ids), keys[1], *in, most, MooncakeBlockSize)
+		}
 		q.HashIDs, q.BlockSize = ids, MooncakeBlockSize
 	}
 	return raw{at: at, req: q}, nil
@@ -104,6 +117,15 @@ func jsonRow(b []byte, f Format) (raw, error) {
 
 // jsonProblem shortens encoding/json's messages to the problem.
 func jsonProblem(err error) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		// Go's wording names the struct; the user wrote a key.
+		want := "number"
+		if te.Type.Kind() == reflect.Slice {
+			want = "list of integers"
+		}
+		return fmt.Errorf("%q: want a %s, got %s", te.Field, want, te.Value)
+	}
 	msg := strings.TrimPrefix(err.Error(), "json: ")
 	return fmt.Errorf("malformed JSON: %s", msg)
 }
@@ -119,12 +141,28 @@ func duration(v, unit float64) (time.Duration, error) {
 	return time.Duration(math.Round(us)) * time.Microsecond, nil
 }
 
+// MaxLength bounds a request's input and output lengths: ten million
+// tokens, the longest context any model publishes, as bench's --input-len
+// (internal/load/bench/dist.go MaxLen). Past it one line would make a
+// prompt of gigabytes before any server could refuse it.
+const MaxLength = 10_000_000
+
+// MaxLine bounds one line of a trace (a record of the CSV formats): a
+// line of MaxLength input tokens has 19,532 hash ids, under 400 KB
+// however they are written, and a CSV row is under a hundred bytes.
+const MaxLine = 1 << 20
+
 func lengths(inName string, in int, outName string, out int) error {
-	if in < 0 {
-		return fmt.Errorf("%s %d is negative", inName, in)
-	}
-	if out < 0 {
-		return fmt.Errorf("%s %d is negative", outName, out)
+	for _, c := range []struct {
+		name string
+		v    int
+	}{{inName, in}, {outName, out}} {
+		if c.v < 0 {
+			return fmt.Errorf("%s %d is negative", c.name, c.v)
+		}
+		if c.v > MaxLength {
+			return fmt.Errorf("%s %d is over %d tokens", c.name, c.v, MaxLength)
+		}
 	}
 	return nil
 }

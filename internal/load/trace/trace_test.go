@@ -166,7 +166,7 @@ func TestBadTraces(t *testing.T) {
 		{"mooncake missing timestamp", `{"input_length": 4, "output_length": 1}`, FormatMooncake, 1, `missing "timestamp"`},
 		{"mooncake unknown key", mc + `{"timestamp": 1, "input_length": 4, "output_length": 1, "prompt": "hi"}`, FormatMooncake, 2, `unknown field "prompt"`},
 		{"mooncake malformed", mc + `{"timestamp": 1, "input_length": 4,`, FormatMooncake, 2, "malformed JSON"},
-		{"mooncake wrong type", `{"timestamp": "0", "input_length": 4, "output_length": 1}`, FormatMooncake, 1, "malformed JSON"},
+		{"mooncake wrong type", `{"timestamp": "0", "input_length": 4, "output_length": 1}`, FormatMooncake, 1, `"timestamp": want a number, got string`},
 		{"mooncake two values", `{"timestamp": 0, "input_length": 4, "output_length": 1} {}`, FormatMooncake, 1, "more than one JSON value"},
 		{"mooncake negative time", `{"timestamp": -1, "input_length": 4, "output_length": 1}`, FormatMooncake, 1, "timestamp: -1 is not a time"},
 		{"jsonl mooncake keys", `{"timestamp": 0, "input_length": 4, "output_length": 1}`, FormatJSONL, 1, `unknown field "input_length"`},
