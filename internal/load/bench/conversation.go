@@ -247,7 +247,19 @@ const streamTurns = 5
 type convSession struct {
 	turns []int
 	think []time.Duration
+	// lazy, when set, is the session's plan whose messages are built
+	// when the session starts (their requests' prompts are empty until
+	// then): a level of more than eagerTurns turns.
+	lazy *trace.Session
 }
+
+// eagerTurns is the most turns a conversation level builds before it
+// runs, so that the server's /tokenize aligns their lengths; a larger
+// level builds each session's messages when the session starts, their
+// lengths as the word list gives them (the figures count the server's
+// usage either way), so that memory holds the sessions in flight: 200,000
+// turns built up front took 3.9 GB.
+const eagerTurns = countPool
 
 // conversation builds cfg's sessions and their turns' requests from the
 // trace generator (trace.Conversations), deterministic in cfg.Seed, and
@@ -272,11 +284,22 @@ func (cfg Config) conversation(text bool) (sessions []convSession, reqs, warm []
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("%w: %v", ErrBadDataset, err)
 	}
+	total := 0
+	for _, n := range counts {
+		total += n
+	}
+	eager := total <= eagerTurns
 	sessions = make([]convSession, len(plan))
 	for s, p := range plan {
-		for _, t := range p.Turns[:counts[s]] {
-			r := measure.Request{Index: len(reqs), PromptTokens: t.New, MaxTokens: t.Output, PrefixID: -1, Synthetic: true}
-			if text {
+		p.Turns = p.Turns[:counts[s]] // drawn in turn order: the rest is never built
+		if text && eager {
+			p = p.Build()
+		} else if text {
+			sessions[s].lazy = &p
+		}
+		for _, t := range p.Turns {
+			r := measure.Request{Index: len(reqs), PromptTokens: t.New, MaxTokens: t.Output, PrefixID: -1, Synthetic: eager}
+			if text && eager {
 				r.Prompt = trace.Text(t.Message)
 			}
 			sessions[s].turns = append(sessions[s].turns, len(reqs))
@@ -408,6 +431,13 @@ func (h *httpTransport) session(ctx context.Context, p measure.Phase, sess convS
 	start time.Time, sched, ready time.Duration, live *inflight, finish func(sent)) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	var messages []string // a lazy session's, built now
+	if sess.lazy != nil {
+		b := sess.lazy.Build()
+		for _, t := range b.Turns {
+			messages = append(messages, trace.Text(t.Message))
+		}
+	}
 	var history []chatMessage
 	for k, i := range sess.turns {
 		if k > 0 {
@@ -418,6 +448,9 @@ func (h *httpTransport) session(ctx context.Context, p measure.Phase, sess convS
 			}
 		}
 		req := reqs[i]
+		if messages != nil {
+			req.Prompt = messages[k]
+		}
 		history = append(history, chatMessage{Role: "user", Content: req.Prompt})
 		body, bodyErr := h.c.turnBody(history, req.MaxTokens)
 		rec := measure.Record{Sched: sched}

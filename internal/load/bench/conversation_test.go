@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/servetune/servetune/internal/load/measure"
+	"github.com/servetune/servetune/internal/load/trace"
 )
 
 func TestParseThinkTime(t *testing.T) {
@@ -95,6 +96,41 @@ func TestConversationConfigRefused(t *testing.T) {
 		cfg.Target.BaseURL, cfg.Target.Model = "http://127.0.0.1:1", "m"
 		if err := cfg.Validate(); err == nil {
 			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+// TestConversationLazy: a level of more than eagerTurns turns holds no
+// message until its session starts (200,000 turns built up front took 3.9
+// GB), and the messages a session then builds are the ones a small level
+// of the same seed builds up front.
+func TestConversationLazy(t *testing.T) {
+	spec := func(sessions int) Config {
+		return Config{Seed: 4, Dataset: DatasetSpec{Kind: DatasetConversation, Sessions: sessions,
+			Turns: &Dist{Kind: DistFixed, Value: 2}, Input: Dist{Kind: DistFixed, Value: 40}, Output: Dist{Kind: DistFixed, Value: 8}}}
+	}
+	big, bigReqs, _, err := spec(eagerTurns/2 + 1).conversation(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	small, smallReqs, _, err := spec(3).conversation(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range bigReqs {
+		if r.Prompt != "" || r.Synthetic {
+			t.Fatalf("request %d of a level of %d turns holds a prompt before its session starts", i, len(bigReqs))
+		}
+	}
+	if small[0].lazy != nil {
+		t.Fatal("a small level builds its prompts up front (they are aligned with /tokenize)")
+	}
+	for s := range small {
+		b := big[s].lazy.Build()
+		for k, i := range small[s].turns {
+			if got := trace.Text(b.Turns[k].Message); got != smallReqs[i].Prompt {
+				t.Fatalf("session %d turn %d: the lazily built message differs from the one built up front", s, k)
+			}
 		}
 	}
 }

@@ -162,6 +162,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	align, reset := cfg.prepareServer(ctx, tr, reqs, warm)
+	if conv && len(sessions) > 0 && sessions[0].lazy != nil && !cfg.NoAlign {
+		align = fmt.Sprintf("off: the level's %d turns are over %d, so each session's messages are built when it starts, not aligned with /tokenize; prompt lengths approximate", len(reqs), eagerTurns)
+	}
 
 	records, err := cfg.warmUp(ctx, tr, warm)
 	if err != nil {

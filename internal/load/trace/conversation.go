@@ -56,7 +56,9 @@ type ConversationSpec struct {
 // the history instead).
 type Turn struct {
 	// Think is the wait after the previous turn's answer (0 on the first).
-	Think   time.Duration
+	Think time.Duration
+	// Message and Answer are the turn's tokens: nil until the session is
+	// built (Session.Build).
 	Message []int
 	// Output is the answer's length, the request's max tokens.
 	Output int
@@ -70,10 +72,11 @@ type Turn struct {
 type Session struct {
 	ID    int
 	Turns []Turn
+	seed  uint64
 }
 
 // Prompt is turn k's prompt: every earlier message and answer, in order,
-// then turn k's message.
+// then turn k's message (of a built session).
 func (s Session) Prompt(k int) []int {
 	n := s.Turns[k].Reused + s.Turns[k].New
 	p := make([]int, 0, n)
@@ -83,7 +86,24 @@ func (s Session) Prompt(k int) []int {
 	return append(p, s.Turns[k].Message...)
 }
 
-// Conversations builds spec's sessions, deterministic in spec.Seed; each
+// Build returns s with its turns' tokens: each session's are its own
+// stream, drawn in turn order (message, then answer). Conversations plans
+// lengths only, so a run of 100,000 sessions holds the tokens of those in
+// flight, not of every session from the start.
+func (s Session) Build() Session {
+	src := newStream(s.seed, domainConversation, uint64(s.ID))
+	turns := make([]Turn, len(s.Turns))
+	for k, t := range s.Turns {
+		t.Message = src.tokens(t.New)
+		t.Answer = src.tokens(t.Output)
+		turns[k] = t
+	}
+	s.Turns = turns
+	return s
+}
+
+// Conversations plans spec's sessions, deterministic in spec.Seed: each
+// turn's lengths and think time, its tokens left to Session.Build. Each
 // session's tokens are its own, so sessions share nothing but what a turn
 // repeats of its own history.
 func Conversations(spec ConversationSpec) ([]Session, error) {
@@ -100,17 +120,14 @@ func Conversations(spec ConversationSpec) ([]Session, error) {
 	r := rand.New(rand.NewPCG(spec.Seed, domainConversation))
 	out := make([]Session, spec.Sessions)
 	for s := range out {
-		// One token stream per session, drawn in turn order.
-		src := newStream(spec.Seed, domainConversation, uint64(s))
-		sess := Session{ID: s, Turns: make([]Turn, spec.Turns)}
+		sess := Session{ID: s, Turns: make([]Turn, spec.Turns), seed: spec.Seed}
 		history := 0
 		for k := range sess.Turns {
 			in, outLen := length(spec.Input, r), length(spec.Output, r)
-			t := Turn{Message: src.tokens(in), Output: outLen, New: in, Reused: history}
+			t := Turn{Output: outLen, New: in, Reused: history}
 			if k > 0 {
 				t.Think = time.Duration(math.Max(0, think.Sample(r)) * float64(time.Second))
 			}
-			t.Answer = src.tokens(outLen)
 			history += in + outLen
 			sess.Turns[k] = t
 		}

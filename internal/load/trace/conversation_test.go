@@ -16,7 +16,15 @@ func TestConversations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	for _, s := range ss {
+		if s.Turns[0].Message != nil {
+			t.Fatal("the plan holds tokens: they are built when a session starts")
+		}
+	}
 	again, _ := Conversations(spec)
+	for i := range ss {
+		ss[i], again[i] = ss[i].Build(), again[i].Build()
+	}
 	if len(ss) != 3 {
 		t.Fatalf("%d sessions", len(ss))
 	}
@@ -47,6 +55,7 @@ func TestConversations(t *testing.T) {
 		t.Error("two sessions share their first message")
 	}
 	other, _ := Conversations(ConversationSpec{Sessions: 1, Turns: 1, Input: Fixed(100), Output: Fixed(10), Seed: 10})
+	other[0] = other[0].Build()
 	if slices.Equal(other[0].Turns[0].Message, ss[0].Turns[0].Message[:min(100, len(ss[0].Turns[0].Message))]) {
 		t.Error("another seed built the same message")
 	}
