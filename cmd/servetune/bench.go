@@ -197,6 +197,7 @@ func buildBenchConfig(f *benchFlags) (bench.Config, []level, error) {
 		cfg.NumRequests = 0
 	}
 	cfg.KeepEOS, cfg.NoAlign = f.keepEOS, f.noAlign
+	cfg.KeepChunks = f.requestsOut != "" // written there; otherwise folded as requests end
 	cfg.Summary = measure.SummaryOptions{Goodput: slo, Bootstrap: f.bootstrap, Seed: f.seed, KeepSamples: f.jsonOut != "" || f.htmlOut != ""}
 
 	levels := []level{{load: cfg.Load, name: loadName(cfg.Load)}}

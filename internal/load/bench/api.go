@@ -50,6 +50,14 @@ type Config struct {
 	// Run sends at Load.Rate x TimeScale with Timeout and Duration
 	// divided by it, then converts what it measured (measure.EngineTime).
 	TimeScale float64
+
+	// KeepChunks keeps each measured record's chunk times in
+	// Result.Records (--requests-out writes them). Without it, or
+	// Summary.KeepSamples, an HTTP level folds them into its summary as
+	// each request ends (measure.Folded), so it holds a few numbers per
+	// request: 200,000 conversation turns with their chunk times took
+	// over a gigabyte.
+	KeepChunks bool
 }
 
 // GPUWatch says which GPUs a run samples, and how often.

@@ -391,6 +391,9 @@ func (h *httpTransport) converse(ctx context.Context, p measure.Phase, sessions 
 	finish := func(s sent) {
 		mu.Lock()
 		defer mu.Unlock()
+		if p.Done != nil {
+			p.Done(&s.rec)
+		}
 		done = append(done, s)
 		if p.Progress != nil {
 			p.Progress(len(done), len(reqs))

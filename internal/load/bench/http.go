@@ -172,6 +172,9 @@ func (h *httpTransport) collect(results <-chan sent, p measure.Phase, stop func(
 	total := p.Total()
 	streak := 0
 	for r := range results {
+		if p.Done != nil {
+			p.Done(&r.rec)
+		}
 		done = append(done, r)
 		if p.Progress != nil {
 			p.Progress(len(done), total)

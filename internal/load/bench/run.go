@@ -166,7 +166,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		align = fmt.Sprintf("off: the level's %d turns are over %d, so each session's messages are built when it starts, not aligned with /tokenize; prompt lengths approximate", len(reqs), eagerTurns)
 	}
 
-	records, err := cfg.warmUp(ctx, tr, warm)
+	var fold *measure.Folded
+	var done func(*measure.Record)
+	if cfg.Transport == nil && !cfg.KeepChunks && !cfg.Summary.KeepSamples {
+		fold = measure.NewFolded(cfg.Seed)
+		done = func(r *measure.Record) { fold.Add(r, k) }
+	}
+	records, err := cfg.warmUp(ctx, tr, warm, done)
 	if err != nil {
 		return &Result{Records: records}, err
 	}
@@ -184,16 +190,25 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	var start time.Time
 	if conv {
 		p := measure.Phase{MaxConcurrency: cfg.Load.MaxConcurrency, Timeout: timeout(cfg), Progress: cfg.Progress, Waiting: cfg.Waiting,
-			Next: cfg.Load.Pacer(rand.New(rand.NewPCG(cfg.Seed, streamSchedule))).Next}
+			Next: cfg.Load.Pacer(rand.New(rand.NewPCG(cfg.Seed, streamSchedule))).Next, Done: done}
 		measured, start = tr.(*httpTransport).converse(ctx, p, sessions, reqs, k)
 	} else {
-		measured, start = tr.Send(ctx, cfg.phase(reqs, offsets))
+		p := cfg.phase(reqs, offsets)
+		p.Done = done
+		measured, start = tr.Send(ctx, p)
 	}
 	records = append(records, measured...)
+	if fold != nil {
+		for i := range records {
+			fold.Add(&records[i], k) // a no-op for those folded as they ended
+		}
+	}
 	why := stopReason(tr)
 	seen := w.stop()
 
-	sum := summarize(records, cfg.Summary, k)
+	opts := cfg.Summary
+	opts.Folded = fold
+	sum := summarize(records, opts, k)
 	if timed {
 		// The client's lateness is on its own clock: judged against the
 		// latencies as it saw them.
@@ -255,7 +270,7 @@ func (cfg Config) prepareServer(ctx context.Context, tr measure.Transport, reqs,
 
 // warmUp sends the warm-up requests (none when warm is empty); an error
 // when the transport stopped during them.
-func (cfg Config) warmUp(ctx context.Context, tr measure.Transport, warm []measure.Request) ([]measure.Record, error) {
+func (cfg Config) warmUp(ctx context.Context, tr measure.Transport, warm []measure.Request, done func(*measure.Record)) ([]measure.Record, error) {
 	if len(warm) == 0 {
 		return nil, nil
 	}
@@ -265,7 +280,7 @@ func (cfg Config) warmUp(ctx context.Context, tr measure.Transport, warm []measu
 	}
 	count := max(cfg.Warmup, len(warm)) // the warm-up pool cycles past countPool
 	recs, _ := tr.Send(ctx, measure.Phase{Waiting: cfg.Waiting,
-		Warmup: true, Count: count, MaxConcurrency: wc, Timeout: timeout(cfg),
+		Warmup: true, Count: count, MaxConcurrency: wc, Timeout: timeout(cfg), Done: done,
 		Request: func(i int) measure.Request {
 			r := warm[i%len(warm)]
 			if cycle := i / len(warm); cycle > 0 {

@@ -32,6 +32,10 @@ type Phase struct {
 	// flight how many there are and how long the oldest has waited, so a
 	// hung server shows as waiting requests, not a bar stuck at 0%.
 	Waiting func(inflight int, oldest time.Duration)
+	// Done, when set, is given each finished record before the phase
+	// keeps it, from one goroutine: a level that keeps no chunk times
+	// folds them here (Folded.Add).
+	Done func(*Record)
 }
 
 // Total is the request count of a count-bound phase; 0 when it is

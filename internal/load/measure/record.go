@@ -81,6 +81,9 @@ type Record struct {
 	// EngineClock is set when every text chunk carried the server's own
 	// clock (Chunk.Engine).
 	EngineClock bool `json:"engine_clock,omitempty"`
+	// folded is set once Folded.Add took the record's chunks: it is in the
+	// engine's time and has no chunks.
+	folded bool
 }
 
 // Fail marks r as failed with class and a one-line message (at most 300

@@ -7,6 +7,9 @@ func ScaleRecords(recs []Record, k float64) {
 	sc := func(d *time.Duration) { *d = time.Duration(float64(*d) * k) }
 	for i := range recs {
 		r := &recs[i]
+		if r.folded {
+			continue // in the engine's time already
+		}
 		sc(&r.Sched)
 		sc(&r.Send)
 		sc(&r.First)
@@ -31,10 +34,14 @@ func ScaleRecords(recs []Record, k float64) {
 // so the network and client overhead count once, as a client of a real
 // engine would see them, not k times (scaling the whole latency would
 // multiply a 2 ms scheduling hiccup of this machine into 100 ms at k = 50).
-// Records without the engine's clock are scaled whole (ScaleRecords).
+// Records without the engine's clock are scaled whole (ScaleRecords);
+// folded ones (Folded.Add) are left alone, being in the engine's time.
 func EngineTime(recs []Record, k float64) {
 	for i := range recs {
 		r := &recs[i]
+		if r.folded {
+			continue // in the engine's time already
+		}
 		if !r.EngineClock || len(r.Chunks) == 0 {
 			ScaleRecords(recs[i:i+1], k)
 			continue

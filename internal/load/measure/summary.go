@@ -23,6 +23,10 @@ type SummaryOptions struct {
 	// KeepSamples stores the per-request TTFT, TPOT, ITL and E2EL values in
 	// Summary.Samples (for `bench compare`).
 	KeepSamples bool
+	// Folded, when set, holds the records' chunk times (their ITL and
+	// output arrivals), folded in as each request ended; the records
+	// have none. Not with KeepSamples, which needs every gap.
+	Folded *Folded
 }
 
 // Summary is the result of one run (one load level), written with the keys
@@ -250,6 +254,12 @@ func Summarize(records []Record, opts SummaryOptions) Summary {
 		if !math.IsNaN(m.TPOT) {
 			tpot = append(tpot, m.TPOT)
 		}
+		if opts.Folded != nil {
+			if opts.Goodput.Good(m) {
+				good++
+			}
+			continue
+		}
 		itlCounts = append(itlCounts, max(len(r.Chunks)-1, 0))
 		for j := 1; j < len(r.Chunks); j++ {
 			gap := ms(r.Chunks[j].At - r.Chunks[j-1].At)
@@ -270,7 +280,11 @@ func Summarize(records []Record, opts SummaryOptions) Summary {
 		last = first
 	}
 	s.setRates(last-first, good)
-	s.PeakOutputThroughput = peakOutput(records, first)
+	if opts.Folded != nil {
+		s.PeakOutputThroughput = opts.Folded.peakOutput(first)
+	} else {
+		s.PeakOutputThroughput = peakOutput(records, first)
+	}
 	s.MaxConcurrentRequests = peakInFlight(records)
 	s.Detail = detail
 	if opts.KeepSamples {
@@ -282,8 +296,13 @@ func Summarize(records []Record, opts SummaryOptions) Summary {
 	s.TTFTSched = NewStats(ttftSched, rng, b)
 	s.Queue = NewStats(queue, rng, b)
 	s.TPOT = NewStats(tpot, rng, b)
-	s.ITL = NewStats(itl, rng, b)
-	s.ITLPerToken = NewStats(itlTok, rng, b)
+	if f := opts.Folded; f != nil {
+		s.ITL = f.itl.stats(rng, b)
+		s.ITLPerToken = f.itlTok.stats(rng, b)
+	} else {
+		s.ITL = NewStats(itl, rng, b)
+		s.ITLPerToken = NewStats(itlTok, rng, b)
+	}
 	s.E2EL = NewStats(e2el, rng, b)
 	s.E2ELSched = NewStats(e2elSched, rng, b)
 	return s
