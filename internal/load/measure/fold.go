@@ -92,9 +92,9 @@ func floorDiv(a, b int64) int64 {
 // reservoir keeps up to foldedCap values, a uniform sample of all it was
 // given past that, with their exact count, sum and sum of squares.
 type reservoir struct {
-	rng      *rand.Rand
-	values   []float64
-	n        int64
+	rng     *rand.Rand
+	values  []float64
+	n       int64
 	sum, sq float64
 }
 
