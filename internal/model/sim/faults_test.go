@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -100,5 +101,68 @@ func TestServeSilentClient(t *testing.T) {
 	_, err = conn.Read(make([]byte, 1))
 	if err == nil || time.Since(start) > 3*time.Second {
 		t.Errorf("a silent connection: read %v after %v; want it closed by the server within the header timeout", err, time.Since(start))
+	}
+}
+
+// TestServeBodiesBudget: the bodies a server holds at once are bounded in
+// sum, not only each: with two 60 MB bodies arriving, a third waits for
+// room and is answered 503 naming the cap (eight such bodies took the
+// server to 1.34 GB); once one ends, a new request is served.
+func TestServeBodiesBudget(t *testing.T) {
+	old := admitWait
+	admitWait = 300 * time.Millisecond
+	defer func() { admitWait = old }()
+	srv, url := startServer(t, "meta-llama/Llama-3.1-8B-Instruct", "--sim-load-time", "0")
+	host := strings.TrimPrefix(url, "http://")
+	const size = 60 << 20
+	open := func() net.Conn {
+		conn, err := net.Dial("tcp", host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(conn, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n{\"prompt\": \"", size)
+		return conn
+	}
+	a, b := open(), open()
+	defer b.Close()
+	for {
+		srv.bodies.mu.Lock()
+		used := srv.bodies.used
+		srv.bodies.mu.Unlock()
+		if used == 2*size {
+			break
+		}
+		runtime.Gosched()
+	}
+	c := open()
+	defer c.Close()
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), fmt.Sprint(maxBodiesBytes)) {
+		t.Errorf("a third 60 MB body: %d %s; want 503 naming the cap", resp.StatusCode, body)
+	}
+	a.Close() // its handler ends, its bytes return
+	r, text := post(t, url+"/v1/completions", `{"prompt": "hello there", "max_tokens": 2}`)
+	if r.StatusCode != http.StatusOK {
+		t.Errorf("after a body ended: %d %s", r.StatusCode, text)
+	}
+}
+
+// TestServeOutOfVocabulary: a prompt of token ids outside the model's
+// vocabulary is refused 400, in vLLM's words (they were served).
+func TestServeOutOfVocabulary(t *testing.T) {
+	_, url := startServer(t, "meta-llama/Llama-3.1-8B-Instruct", "--sim-load-time", "0")
+	for _, ids := range []string{"[1, -1]", "[99999999999]", "[128256]"} {
+		r, text := post(t, url+"/v1/completions", `{"prompt": `+ids+`, "max_tokens": 2}`)
+		if r.StatusCode != http.StatusBadRequest || !strings.Contains(text, "out of vocabulary") {
+			t.Errorf("prompt %s: %d %s", ids, r.StatusCode, text)
+		}
+	}
+	if r, text := post(t, url+"/v1/completions", `{"prompt": [1, 128255], "max_tokens": 2}`); r.StatusCode != http.StatusOK {
+		t.Errorf("ids in the vocabulary: %d %s", r.StatusCode, text)
 	}
 }

@@ -73,6 +73,7 @@ type Server struct {
 	writers  []*emitter // the writer pool of hijacked streams, by stream id
 	liveMu   sync.Mutex
 	live     map[*stream]struct{} // hijacked streams, for the shutdown sweep
+	bodies   bodyBudget           // request body bytes held (admitBody)
 	closing  bool                 // the sweep ran: new streams end at once
 }
 
@@ -662,6 +663,74 @@ type chatMessage struct {
 // maxBodyBytes bounds a request body (long prompts are a few MB at most).
 const maxBodyBytes = 64 << 20
 
+// maxBodiesBytes bounds the request bodies one server holds at once, from
+// reading them to the end of their answers: eight concurrent 60 MB bodies
+// took it from 65 MB to 1.34 GB. A request past it waits for room (as
+// long as a body may take to arrive), then is answered 503.
+const maxBodiesBytes = 2 * maxBodyBytes
+
+// bodyBudget is a weighted semaphore over request body bytes.
+type bodyBudget struct {
+	mu      sync.Mutex
+	used    int64
+	waiters []chan struct{}
+}
+
+// acquire takes n bytes, waiting until they fit or ctx ends (false).
+func (b *bodyBudget) acquire(ctx context.Context, n int64) bool {
+	for {
+		b.mu.Lock()
+		if b.used+n <= maxBodiesBytes {
+			b.used += n
+			b.mu.Unlock()
+			return true
+		}
+		ch := make(chan struct{})
+		b.waiters = append(b.waiters, ch)
+		b.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// release returns n bytes and wakes every waiter to try again.
+func (b *bodyBudget) release(n int64) {
+	b.mu.Lock()
+	b.used -= n
+	w := b.waiters
+	b.waiters = nil
+	b.mu.Unlock()
+	for _, ch := range w {
+		close(ch)
+	}
+}
+
+// admitWait is how long a request waits for room among the bodies in
+// flight: as long as a body may take to arrive.
+var admitWait = bodyTimeout
+
+// admitBody reserves r's body (its Content-Length, or the largest body
+// when it sends none) in the server's budget; false after answering 503
+// when no room came within admitWait.
+func (s *Server) admitBody(w http.ResponseWriter, r *http.Request) (release func(), ok bool) {
+	n := r.ContentLength
+	if n < 0 || n > maxBodyBytes {
+		n = maxBodyBytes // MaxBytesReader refuses more
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), admitWait)
+	defer cancel()
+	if !s.bodies.acquire(ctx, n) {
+		w.Header().Set("Retry-After", "1")
+		apiError(w, http.StatusServiceUnavailable, "ServiceUnavailableError",
+			fmt.Sprintf("request bodies in flight are at the server's cap of %d bytes", maxBodiesBytes))
+		return nil, false
+	}
+	return func() { s.bodies.release(n) }, true
+}
+
 // promptTokens counts the tokens of a completions prompt (a string, one
 // string in an array, or token ids) or of chat messages (the text of every
 // message; the simulated chat template adds nothing), and returns the text
@@ -705,6 +774,18 @@ func promptTokens(req *genRequest, chat bool) (int, string, []int, error) {
 	return 0, "", nil, errors.New("prompt: want a string, an array of one string, or token ids")
 }
 
+// inVocabulary refuses a prompt of token ids holding one outside the
+// model's vocabulary (vocab 0: unknown, only negative ids refused), in
+// vLLM's words.
+func inVocabulary(ids []int, vocab int) error {
+	for _, id := range ids {
+		if id < 0 || (vocab > 0 && id >= vocab) {
+			return fmt.Errorf("Token id %d is out of vocabulary (the model's has %d tokens, ids 0 to %d)", id, vocab, vocab-1)
+		}
+	}
+	return nil
+}
+
 func contentTokens(raw json.RawMessage) (int, string, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return 0, "", nil
@@ -736,6 +817,11 @@ func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
 		Prompt   *string       `json:"prompt"`
 		Messages []chatMessage `json:"messages"`
 	}
+	release, ok := s.admitBody(w, r)
+	if !ok {
+		return
+	}
+	defer release()
 	if !decodeBody(w, r, &req) {
 		return
 	}
@@ -808,6 +894,11 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 		apiError(w, http.StatusServiceUnavailable, "ServiceUnavailableError", "the engine is loading")
 		return
 	}
+	release, ok := s.admitBody(w, r)
+	if !ok {
+		return
+	}
+	defer release()
 	var req genRequest
 	if !decodeBody(w, r, &req) {
 		return
@@ -821,6 +912,9 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 		return
 	}
 	prompt, text, ids, err := promptTokens(&req, chat)
+	if err == nil {
+		err = inVocabulary(ids, s.cfg.Model.Vocab)
+	}
 	if err != nil {
 		apiError(w, http.StatusBadRequest, "BadRequestError", err.Error())
 		return
