@@ -195,3 +195,16 @@ func TestRecommendManifestsMoE(t *testing.T) {
 		})
 	}
 }
+
+// TestRecommendRouterImage: --router-image takes an image reference only,
+// refused with exit 2 before the study is read (any string was written
+// into the router's Deployment).
+func TestRecommendRouterImage(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "none.db")
+	for _, bad := range []string{"not an image", "UPPER/Case:1", "ghcr.io/org/router:", "a@sha256:xyz", "$(reboot)"} {
+		code, _, errs := runCLI(t, "recommend", "same", "--db", db, "--format", "k8s", "--router-image", bad)
+		if code != exitUsage || !strings.Contains(errs, "--router-image") || !strings.Contains(errs, "is not an image reference") {
+			t.Errorf("%q: exit %d: %s", bad, code, errs)
+		}
+	}
+}

@@ -557,6 +557,11 @@ func newRecommendCmd() *cobra.Command {
 			default:
 				return usageErrorf("--format %q: want vllm, sglang, docker, yaml, json, k8s or kserve", format)
 			}
+			if routerImage != "" {
+				if err := kube.ValidImage(routerImage); err != nil {
+					return usageErrorf("--router-image: %v", err)
+				}
+			}
 			ss, err := loadStudy(cmd.Context(), dbPath, args[0])
 			if err != nil {
 				return err

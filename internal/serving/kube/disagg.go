@@ -6,6 +6,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/distribution/reference"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -31,6 +32,16 @@ type Router struct {
 	Argv       []string // its command, the parts' Service URLs (PartURL) and its port (engine.ContainerPort) filled
 	Image      string   // "" = the engine's image
 	HealthPath string   // "" = engine.HealthPath
+}
+
+// ValidImage refuses what is no container image reference
+// ([registry/]name[:tag][@digest], as Docker and the kubelet read it): a
+// pod with one would never start.
+func ValidImage(ref string) error {
+	if _, err := reference.ParseNormalizedNamed(ref); err != nil {
+		return fmt.Errorf("%w: %q is not an image reference (%v); want e.g. ghcr.io/org/router:1.2 or NAME@sha256:DIGEST", ErrBadServe, ref, err)
+	}
+	return nil
 }
 
 // RouterCPU and RouterMemory are the router's requests: it forwards
@@ -69,6 +80,11 @@ func Disaggregated(s Serve, parts []Part, r Router) ([]any, error) {
 		n := int32(max(p.Replicas, 1))
 		d.Spec.Replicas = &n
 		objs = append(objs, d, svc)
+	}
+	if r.Image != "" {
+		if err := ValidImage(r.Image); err != nil {
+			return nil, fmt.Errorf("the router's image: %w", err)
+		}
 	}
 	for _, a := range append([]string{r.Image}, r.Argv...) {
 		if !utf8.ValidString(a) || strings.IndexFunc(a, Unwritable) >= 0 {

@@ -218,3 +218,16 @@ func TestRequests(t *testing.T) {
 		}
 	}
 }
+
+// TestRouterImage: the router's image is an image reference or refused.
+func TestRouterImage(t *testing.T) {
+	s := Serve{Engine: engine.VLLM, Model: "m", GPUs: 1}
+	parts := []Part{{Role: engine.Prefill, GPUs: 1}, {Role: engine.Decode, GPUs: 1}}
+	for img, ok := range map[string]bool{"ghcr.io/org/router:1.2": true, "nginx": true, "localhost:5000/r@sha256:" + strings.Repeat("a", 64): true,
+		"not an image": false, "UPPER/Case": false, "r:": false} {
+		_, err := Disaggregated(s, parts, Router{Argv: []string{"router"}, Image: img})
+		if ok != (err == nil) || (!ok && !errors.Is(err, ErrBadServe)) {
+			t.Errorf("%q: %v", img, err)
+		}
+	}
+}
