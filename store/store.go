@@ -463,6 +463,14 @@ func validResult(r TrialResult) error {
 		if lp.Label == "" || lp.Kind == "" {
 			return fmt.Errorf("%w: load point needs a level and a kind", ErrInvalid)
 		}
+		// JSON has no +Inf or NaN: a figure that overflowed would fail
+		// the write half-way; refused whole, before it, naming the level.
+		if _, err := json.Marshal(lp.Summary); err != nil {
+			return fmt.Errorf("%w: load point %s holds a figure that is not a finite number (%v)", ErrInvalid, lp.Label, err)
+		}
+		if _, err := json.Marshal(lp.Load); err != nil {
+			return fmt.Errorf("%w: load point %s: its load is not a finite number (%v)", ErrInvalid, lp.Label, err)
+		}
 	}
 	return nil
 }

@@ -446,6 +446,9 @@ func TestFinishTrialValidation(t *testing.T) {
 		{"unknown status", func(r *TrialResult) { r.Status = "great" }, ErrInvalid},
 		{"unknown failure", func(r *TrialResult) { r.Status, r.Failure = measure.StatusFailed, "segfault" }, ErrInvalid},
 		{"load point without level", func(r *TrialResult) { r.LoadPoints[0].Label = "" }, ErrInvalid},
+		// time_scale 1e308 overflowed a throughput: the write failed half-way,
+		// leaving the trial interrupted and the study failed.
+		{"+Inf figure", func(r *TrialResult) { r.LoadPoints[0].Summary.OutputThroughput = math.Inf(1) }, ErrInvalid},
 		{"trial never started", func(r *TrialResult) { r.Number = 4 }, ErrNotRunning},
 	}
 	for _, tt := range tests {

@@ -36,6 +36,7 @@ func TestTimeScaleKeepsClientOverheadOnce(t *testing.T) {
 		Levels:           []measure.Load{{Rate: 16}},
 		RequestsPerLevel: 48,
 		Seed:             3,
+		KeepChunks:       true, // the records' chunks are read below
 	}
 	run := func(l launcher.Launcher) measure.Level {
 		p := base

@@ -2,6 +2,7 @@ package trial
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -46,6 +47,10 @@ type Plan struct {
 	Goodput          measure.SLO   // per-request limits for goodput
 	Seed             uint64        // level i's workload is seeded Seed+i
 	Bootstrap        int           // bootstrap resamples of each level's CIs; 0 = measure's default
+	// KeepChunks keeps each request's chunk times in the level's records
+	// (bench.Config.KeepChunks); by default they are folded into the
+	// summary as requests end, as the store keeps none.
+	KeepChunks bool
 	// SummariesOnly drops each level's records once it is summarized (and
 	// a rate probe checked for a growing queue): a forecast needs no more,
 	// and holds one level's records at a time instead of the trial's.
@@ -432,6 +437,7 @@ func (p Plan) BenchConfig(i int, load measure.Load) bench.Config {
 		Timeout:     p.Timeout,
 		Seed:        p.Seed + uint64(i),
 		Summary:     measure.SummaryOptions{Goodput: p.Goodput, Seed: p.Seed, Bootstrap: p.Bootstrap},
+		KeepChunks:  p.KeepChunks,
 	}
 }
 
@@ -496,6 +502,11 @@ func (r *runner) level(ctx, mctx context.Context, i int, load measure.Load) (mea
 		return lv, r.fail(engine.FailCrash, "the engine stopped accepting connections during the measurement: "+err.Error(), r.inst.Logs())
 	case err != nil:
 		return lv, r.fail(engine.FailBenchError, err.Error(), r.inst.Logs())
+	}
+	if _, err := json.Marshal(lv.Summary); err != nil {
+		// A figure overflowed (an engine's clock scaled past reason): the
+		// trial fails here, saying so, rather than in the store's write.
+		return lv, r.fail(engine.FailBenchError, fmt.Sprintf("the measurement gave a figure that is not a finite number (%v)", err), r.inst.Logs())
 	}
 	// Failed requests may be the engine dying: its exit is observed a
 	// moment after the connections break (the process reaped, the

@@ -144,11 +144,26 @@ func (d *Decoder) Number(n *yaml.Node, field string) float64 {
 	return v
 }
 
-// Positive reads a number > 0.
+// MaxNumber bounds every number Positive reads: no price per GPU-hour,
+// latency in milliseconds (11 days), weight, speed-up or rate a spec gives
+// comes near it, and a larger one is a typo that would overflow into +Inf
+// in the figures computed from it. Fields with a tighter range say so
+// (PositiveAtMost).
+const MaxNumber = 1e9
+
+// Positive reads a number in (0, MaxNumber].
 func (d *Decoder) Positive(n *yaml.Node, field string) float64 {
+	return d.PositiveAtMost(n, field, MaxNumber)
+}
+
+// PositiveAtMost reads a number in (0, max].
+func (d *Decoder) PositiveAtMost(n *yaml.Node, field string, max float64) float64 {
 	v := d.Number(n, field)
 	if d.err == nil && v <= 0 {
 		d.Fail(n, field, "%g must be > 0", v)
+	}
+	if d.err == nil && v > max {
+		d.Fail(n, field, "%s is above the maximum %g", n.Value, max)
 	}
 	return v
 }

@@ -112,7 +112,7 @@ func (s *Sim) Launch(ctx context.Context, spec launcher.Spec) (launcher.Instance
 // SimKeys are the keys of the simulated engine's launchers (the sim kind,
 // and docker with the servetune-sim image).
 var SimKeys = []launcher.Key{
-	{Name: "time_scale", Doc: "how many times faster than real time the simulated engine runs (default 1)"},
+	{Name: "time_scale", Doc: "how many times faster than real time the simulated engine runs: above 0, at most 1000 (default 1)"},
 	{Name: "load_time", Doc: "simulated start-up time before /health turns ready, e.g. 10s"},
 }
 
@@ -120,7 +120,7 @@ var SimKeys = []launcher.Key{
 func DecodeSimKeys(d *yamlspec.Decoder, keys map[string]*yaml.Node) (scale float64, load time.Duration) {
 	scale = 1
 	if x := keys["time_scale"]; x != nil {
-		scale = d.Positive(x, "launcher.time_scale")
+		scale = d.PositiveAtMost(x, "launcher.time_scale", engine.MaxTimeScale)
 	}
 	if x := keys["load_time"]; x != nil {
 		load = d.Duration(x, "launcher.load_time")

@@ -381,9 +381,17 @@ func (p *specParser) parse(root *yaml.Node) *Spec {
 	sp := &Spec{}
 	sp.Name = p.Str(top["name"], "name")
 	if !p.Failed() && !validName(sp.Name) {
-		p.Fail(top["name"], "name", "%q: use letters, digits, '-', '_' and '.'", sp.Name)
+		shown := sp.Name
+		if len(shown) > 40 {
+			shown = shown[:40] + "..."
+		}
+		p.Fail(top["name"], "name", "%q (%d characters): use 1 to %d letters, digits, '-', '_' and '.'", shown, len(sp.Name), maxNameLen)
 	}
 	sp.Model = p.Str(top["model"], "model")
+	if !p.Failed() && strings.TrimSpace(sp.Model) == "" {
+		p.Fail(top["model"], "model", "empty: give a Hugging Face id (meta-llama/Llama-3.1-8B-Instruct) or a directory holding config.json")
+		return nil
+	}
 	if dir, cfg, ok := catalog.ModelPath(sp.Model); ok && !p.Failed() {
 		raw, err := os.ReadFile(cfg)
 		if err == nil {
@@ -460,8 +468,12 @@ func (p *specParser) parse(root *yaml.Node) *Spec {
 	return sp
 }
 
+// maxNameLen bounds a study's name: it names containers, Kubernetes
+// objects and files.
+const maxNameLen = 128
+
 func validName(s string) bool {
-	if s == "" || len(s) > 128 {
+	if s == "" || len(s) > maxNameLen {
 		return false
 	}
 	for _, r := range s {
@@ -798,7 +810,7 @@ const minRatePrecision = 0.001
 
 // rate reads a request rate of n, bounded by MaxRequestRate.
 func (p *specParser) rate(n *yaml.Node, field string) float64 {
-	r := p.Positive(n, field)
+	r := p.PositiveAtMost(n, field, math.Inf(1)) // the bound below, in its own words
 	if !p.Failed() && r > MaxRequestRate {
 		p.Fail(n, field, "%g req/s is above %d req/s, a burst and not a rate (give concurrency levels for a burst)", r, MaxRequestRate)
 	}

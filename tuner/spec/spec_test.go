@@ -110,6 +110,12 @@ func TestParseSpecBad(t *testing.T) {
 		{"absurd start rate", "load: {concurrency: [1, 8]}", "load: {capacity: rate, start_rate: 1e9, max_rate: 1e12}", 15, "workload.load.start_rate", "above 10000 req/s"},
 		{"absurd max rate", "load: {concurrency: [1, 8]}", "load: {capacity: rate, max_rate: 1e12}", 15, "workload.load.max_rate", "above 10000 req/s"},
 		{"absurd rate level", "load: {concurrency: [1, 8]}", "load: {rate: [2, 1e6]}", 15, "workload.load.rate", "above 10000 req/s"},
+		{"absurd time scale", "time_scale: 50", "time_scale: 1e308", 8, "launcher.time_scale", "1e308 is above the maximum 1000"},
+		{"time scale 1e30", "time_scale: 50", "time_scale: 1e30", 8, "launcher.time_scale", "above the maximum 1000"},
+		{"absurd price", "price_per_gpu_hour: 2.5", "price_per_gpu_hour: 1e300", 9, "hardware.price_per_gpu_hour", "above the maximum 1e+09"},
+		{"absurd slo", "tpot_p99_ms: 50", "tpot_p99_ms: 1e300", 18, "slo.tpot_p99_ms", "above the maximum 1e+09"},
+		{"long name", "name: s1", "name: " + strings.Repeat("n", 5000), 1, "name", "(5000 characters): use 1 to 128"},
+		{"empty model", "model: meta-llama/Llama-3.1-8B-Instruct", `model: ""`, 2, "model", "empty: give a Hugging Face id"},
 		{"endless bisection", "load: {concurrency: [1, 8]}", "load: {capacity: rate, rate_precision: 1e-300}", 15, "workload.load.rate_precision", "want 0.001 to 1"},
 	}
 	for _, tc := range tests {

@@ -2,7 +2,6 @@ package sim
 
 import (
 	"fmt"
-	"math"
 	"path/filepath"
 	"strings"
 	"time"
@@ -196,8 +195,8 @@ func FromModel(e engine.Engine, model string, m catalog.Model, gpu string, numGP
 	if cfg.GPU, err = catalog.LookupGPU(gpu); err != nil {
 		return Config{}, fmt.Errorf("%w: %w", ErrBadArgs, err)
 	}
-	if v, ok := s.Float("sim_time_scale"); ok && !(v > 0) {
-		return Config{}, fmt.Errorf("%w: %s %v: must be a positive number", ErrBadArgs, engine.Flag(e, "sim_time_scale"), v)
+	if v, ok := s.Float("sim_time_scale"); ok && !(v > 0 && v <= engine.MaxTimeScale) {
+		return Config{}, fmt.Errorf("%w: %s %v: want a number above 0 and at most %d", ErrBadArgs, engine.Flag(e, "sim_time_scale"), v, engine.MaxTimeScale)
 	}
 	cfg.apply(s)
 	if path, ok := s.String("sim_calibration"); ok && path != "" {
@@ -618,8 +617,8 @@ func (c *Config) validate() error {
 	if c.TimeScale == 0 {
 		c.TimeScale = 1
 	}
-	if !(c.TimeScale > 0) || math.IsInf(c.TimeScale, 0) {
-		return bad("%s %v: must be a positive number", engine.Flag(c.Engine, "sim_time_scale"), c.TimeScale)
+	if !(c.TimeScale > 0 && c.TimeScale <= engine.MaxTimeScale) {
+		return bad("%s %v: want a number above 0 and at most %d", engine.Flag(c.Engine, "sim_time_scale"), c.TimeScale, engine.MaxTimeScale)
 	}
 	if c.LoadTime < 0 {
 		c.LoadTime = defaultLoadTime

@@ -125,6 +125,7 @@ func TestParseArgsErrors(t *testing.T) {
 		{"unknown quant", []string{"llama-3.1-8b", "-q", "bitsandbytes"}, "models fp8, awq and gptq"},
 		{"bad kv dtype", []string{"llama-3.1-8b", "--kv-cache-dtype", "int4"}, "kv-cache-dtype"},
 		{"bad time scale", []string{"llama-3.1-8b", "--time-scale", "0"}, "--time-scale"},
+		{"absurd time scale", []string{"llama-3.1-8b", "--time-scale", "1e30"}, "at most 1000"},
 		{"bad fraction", []string{"llama-3.1-8b", "--gpu-memory-utilization", "1.5"}, "memory fraction"},
 		{"two models", []string{"a", "b"}, "unrecognized arguments: b"},
 		{"bool with value", []string{"llama-3.1-8b", "--enforce-eager=yes"}, "ignored explicit argument"},

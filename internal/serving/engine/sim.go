@@ -23,6 +23,13 @@ const (
 	EnvSimSpecAcceptance = "SERVETUNE_SIM_SPEC_ACCEPTANCE"
 )
 
+// MaxTimeScale bounds how many times faster than real time the simulated
+// engine runs: at 1,000 a 1 ms decode step is 1 us of this machine's time,
+// about what one step's own bookkeeping costs, so a faster clock measures
+// the host, not the model (a time_scale of 1e30 was stored as 201,100
+// tok/s per GPU, 1e308 as +Inf).
+const MaxTimeScale = 1000
+
 // SimAnswerHeader marks every completion the simulated engine serves: its
 // text is placeholder words in the requested number, not a model's
 // answer, so whoever scores answers (the quality gate) must say it cannot,
