@@ -538,6 +538,7 @@ func TestSiliconTable(t *testing.T) {
 	dir := t.TempDir()
 	head := "id,backend,backend_version,model_path,system,precision,mode,isl,osl,gemm_quant_mode,moe_quant_mode,batch_size,tp_size,pp_size,attention_dp_size,moe_ep_size,silicon_ttft_ms,silicon_tpot_ms,measured\n"
 	rows := "a,vllm,0.12.0,meta-llama/Llama-3.1-8B-Instruct,h100_sxm,,agg,1024,1024,,,16,1,1,,1,80,9,\n" +
+		"f,sglang,0.5.1.post1,meta-llama/Llama-3.1-8B-Instruct,h100_sxm,,agg,1024,128,,,8,2,1,,1,50,8,\n" +
 		"b,sglang,,meta-llama/Llama-3.1-8B-Instruct,h100_sxm,fp8,agg,512,128,fp8,fp8,4,1,1,,1,30,5,2026-01-02\n" +
 		"c,vllm,0.12.0,example/unknown-model,h100_sxm,,agg,1024,128,,,4,1,1,,1,50,8,\n" +
 		"d,sglang,0.5.8,meta-llama/Llama-3.1-8B-Instruct,h100_sxm,,disagg,1024,128,,,,,,,,50,8,\n" +
@@ -555,17 +556,20 @@ func TestSiliconTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.Runs) != 2 {
-		t.Fatalf("%d runs, want 2 (a, b)", len(s.Runs))
+	if len(s.Runs) != 3 {
+		t.Fatalf("%d runs, want 3 (a, f, b)", len(s.Runs))
 	}
-	a, b := s.Runs[0], s.Runs[1]
+	a, f, b := s.Runs[0], s.Runs[1], s.Runs[2]
+	if !slices.Equal(f.VersionFlags, []string{"--mem-fraction-static", "0.87", "--cuda-graph-max-bs", "160", "--chunked-prefill-size", "8192"}) {
+		t.Errorf("SGLang 0.5.1.post1 at TP2: version flags %v, want the defaults before PR #10975", f.VersionFlags)
+	}
 	if a.Workload.Concurrency != 16 || a.Workload.Requests != 48 || a.Measured.TTFT != 80 || a.Measured.ITL != 9 || a.Stat != "mean" {
 		t.Errorf("run a: %+v", a)
 	}
 	if !slices.Equal(a.Regimes, []string{RegimeConcurrency, "long-context"}) || !slices.Equal(b.Regimes, []string{RegimeConcurrency}) {
 		t.Errorf("regimes %v and %v, want concurrency (and long-context at 2,048 tokens)", a.Regimes, b.Regimes)
 	}
-	if !slices.Equal(b.Flags, []string{"--quantization", "fp8"}) || !strings.Contains(b.Version, "2026-01-02") {
+	if !slices.Equal(b.Flags, []string{"--quantization", "fp8"}) || !strings.Contains(b.Version, "2026-01-02") || len(b.VersionFlags) > 0 {
 		t.Errorf("run b: flags %v, version %q", b.Flags, b.Version)
 	}
 	want := map[string]string{"c": "not in the simulator's catalog", "d": "disaggregated", "e": "not simulated"}

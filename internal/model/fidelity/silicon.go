@@ -170,6 +170,13 @@ func siliconRun(row map[string]string, t SiliconTable) (Run, string) {
 			version += " (measured " + row["measured"] + ")"
 		}
 	}
+	var versionFlags []string
+	if row["backend"] == "sglang" && releaseBefore(row["backend_version"], [3]int{0, 5, 3}) {
+		// SGLang's defaults before the GPU-memory rule (sgl-project/sglang
+		// PR #10975, September 2025): the memory fraction by TP, a chunk of
+		// 8,192 and CUDA graphs to batch 160 (docs/reference.md (Engines)).
+		versionFlags = []string{"--mem-fraction-static", oldSGLangFraction(num("tp_size")), "--cuda-graph-max-bs", "160", "--chunked-prefill-size", "8192"}
+	}
 	c, in, out := num("batch_size"), num("isl"), num("osl")
 	regimes := []string{RegimeConcurrency}
 	if in+out >= sim.LongContext {
@@ -177,7 +184,7 @@ func siliconRun(row map[string]string, t SiliconTable) (Run, string) {
 	}
 	return Run{
 		ID: row["id"], Source: t.Source, Engine: row["backend"], Version: version, GPU: gpu,
-		Model: row["model_path"], TP: num("tp_size"), Flags: flags,
+		Model: row["model_path"], TP: num("tp_size"), Flags: flags, VersionFlags: versionFlags,
 		Workload: Workload{In: in, Out: out, Requests: c * t.Rounds, Concurrency: c},
 		Stat:     "mean",
 		Measured: Metrics{TTFT: ttft, ITL: tpot},
@@ -256,4 +263,38 @@ func writeUnrunnable(w io.Writer, s *Suite) {
 		fmt.Fprintf(w, "| %s | %s | %s | %d | %s |\n", mdEscape(k.src), mdEscape(k.model), mdEscape(k.eng), n[k], mdEscape(k.why))
 	}
 	fmt.Fprintln(w)
+}
+
+// releaseBefore says whether version (major.minor.patch, a suffix such as
+// ".post1" ignored) is a release before want; an empty or unreadable
+// version is not.
+func releaseBefore(version string, want [3]int) bool {
+	parts := strings.SplitN(strings.TrimPrefix(version, "v"), ".", 4)
+	if len(parts) < 3 {
+		return false
+	}
+	for i := range 3 {
+		n, err := strconv.Atoi(parts[i])
+		if err != nil {
+			return false
+		}
+		if n != want[i] {
+			return n < want[i]
+		}
+	}
+	return false
+}
+
+// oldSGLangFraction is SGLang's memory fraction by TP size before PR
+// #10975: 0.88/0.87/0.85/0.81 for TP 1/2/4/8 (docs/reference.md (Engines)).
+func oldSGLangFraction(tp int) string {
+	switch {
+	case tp >= 8:
+		return "0.81"
+	case tp >= 4:
+		return "0.85"
+	case tp >= 2:
+		return "0.87"
+	}
+	return "0.88"
 }
