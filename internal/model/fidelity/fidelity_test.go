@@ -530,3 +530,67 @@ func TestTabulateBySource(t *testing.T) {
 		}
 	}
 }
+
+// TestSiliconTable: a silicon table's rows become closed-loop runs at the
+// row's concurrency, and the rows the simulator cannot run are listed with
+// their reason, not dropped.
+func TestSiliconTable(t *testing.T) {
+	dir := t.TempDir()
+	head := "id,backend,backend_version,model_path,system,precision,mode,isl,osl,gemm_quant_mode,moe_quant_mode,batch_size,tp_size,pp_size,attention_dp_size,moe_ep_size,silicon_ttft_ms,silicon_tpot_ms,measured\n"
+	rows := "a,vllm,0.12.0,meta-llama/Llama-3.1-8B-Instruct,h100_sxm,,agg,1024,1024,,,16,1,1,,1,80,9,\n" +
+		"f,sglang,0.5.1.post1,meta-llama/Llama-3.1-8B-Instruct,h100_sxm,,agg,1024,128,,,8,2,1,,1,50,8,\n" +
+		"b,sglang,,meta-llama/Llama-3.1-8B-Instruct,h100_sxm,fp8,agg,512,128,fp8,fp8,4,1,1,,1,30,5,2026-01-02\n" +
+		"c,vllm,0.12.0,example/unknown-model,h100_sxm,,agg,1024,128,,,4,1,1,,1,50,8,\n" +
+		"d,sglang,0.5.8,meta-llama/Llama-3.1-8B-Instruct,h100_sxm,,disagg,1024,128,,,,,,,,50,8,\n" +
+		"e,vllm,0.12.0,openai/gpt-oss-120b,h100_sxm,fp4,agg,1024,128,nvfp4,nvfp4,4,1,1,,1,50,8,\n"
+	if err := os.WriteFile(filepath.Join(dir, "t.csv"), []byte(head+rows), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	suite := `{"sources": {"aic": {"what": "w", "repo": "r", "path": "p", "commit": "c", "split": "held-out"}}, "runs": [],
+		"silicon": [{"file": "t.csv", "source": "aic", "rounds": 3}]}`
+	path := filepath.Join(dir, "runs.json")
+	if err := os.WriteFile(path, []byte(suite), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Runs) != 3 {
+		t.Fatalf("%d runs, want 3 (a, f, b)", len(s.Runs))
+	}
+	a, f, b := s.Runs[0], s.Runs[1], s.Runs[2]
+	if !slices.Equal(f.VersionFlags, []string{"--mem-fraction-static", "0.87", "--cuda-graph-max-bs", "160", "--chunked-prefill-size", "8192"}) {
+		t.Errorf("SGLang 0.5.1.post1 at TP2: version flags %v, want the defaults before PR #10975", f.VersionFlags)
+	}
+	if a.Workload.Concurrency != 16 || a.Workload.Requests != 48 || a.Measured.TTFT != 80 || a.Measured.ITL != 9 || a.Stat != "mean" {
+		t.Errorf("run a: %+v", a)
+	}
+	if !slices.Equal(a.Regimes, []string{RegimeConcurrency, "long-context"}) || !slices.Equal(b.Regimes, []string{RegimeConcurrency}) {
+		t.Errorf("regimes %v and %v, want concurrency (and long-context at 2,048 tokens)", a.Regimes, b.Regimes)
+	}
+	if !slices.Equal(b.Flags, []string{"--quantization", "fp8"}) || !strings.Contains(b.Version, "2026-01-02") || len(b.VersionFlags) > 0 {
+		t.Errorf("run b: flags %v, version %q", b.Flags, b.Version)
+	}
+	want := map[string]string{"c": "not in the simulator's catalog", "d": "disaggregated", "e": "not simulated"}
+	if len(s.Unrunnable) != len(want) {
+		t.Fatalf("unrunnable %+v, want c, d, e", s.Unrunnable)
+	}
+	for _, u := range s.Unrunnable {
+		if !strings.Contains(u.Reason, want[u.ID]) {
+			t.Errorf("row %s: reason %q, want %q", u.ID, u.Reason, want[u.ID])
+		}
+	}
+	res, err := s.Simulate(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(res.Regimes, RegimeConcurrency) || res.Predicted.TTFT <= 0 || res.Predicted.ITL <= 0 {
+		t.Errorf("simulated a: %+v", res)
+	}
+	var md strings.Builder
+	WriteMarkdown(&md, s, []Result{res}, Tabulate([]Result{res}, ""))
+	if !strings.Contains(md.String(), "example/unknown-model") {
+		t.Error("the whole table does not list the unrunnable rows")
+	}
+}

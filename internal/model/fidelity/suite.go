@@ -191,12 +191,17 @@ type Suite struct {
 	About   string            `json:"about"`
 	Sources map[string]Source `json:"sources"`
 	Runs    []Run             `json:"runs"`
-	dir     string
+	// Silicon names tables of runs at a fixed concurrency in
+	// aiconfigurator's columns (SiliconTable): Load adds their rows to
+	// Runs, and those the simulator cannot run to Unrunnable.
+	Silicon    []SiliconTable `json:"silicon,omitempty"`
+	Unrunnable []Unrunnable   `json:"-"`
+	dir        string
 }
 
 // The load regimes a run names; RegimeTP, RegimeMoE and RegimeSpec come
 // from the configuration.
-var loadRegimes = []string{"light", "moderate", "saturation", "offline", "long-context"}
+var loadRegimes = []string{"light", "moderate", "saturation", "offline", RegimeConcurrency, "long-context"}
 
 // Derived regimes and the whole suite. A speculative run's error carries
 // its acceptance rate's (given, not simulated), so RegimeSpec is its own
@@ -223,6 +228,9 @@ func Load(path string) (*Suite, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	s.dir = filepath.Dir(path)
+	if err := s.loadSilicon(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
 	if err := s.check(); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -810,12 +818,12 @@ func TabulateBySource(results []Result) map[string]SourceStat {
 // The load regimes a what-if row sits in (sim.Regime), and the regimes
 // that a run's configuration or lengths add beside its load.
 var (
-	loadsOnly  = []string{"light", "moderate", "saturation", "offline"}
+	loadsOnly  = []string{"light", "moderate", "saturation", "offline", RegimeConcurrency}
 	structural = []string{"long-context", RegimeTP, RegimeMoE, RegimeSpec, RegimeDisagg}
 )
 
 // Poisson is ByLoad's pseudo load regime of every run under a rate or a
-// concurrency cap (light, moderate and saturation): a what-if row found
+// concurrency cap (light, moderate, saturation and concurrency): a what-if row found
 // under load falls back to it, never to the bursts' figures (offline),
 // where its own load regime has too few runs.
 const Poisson = "poisson"

@@ -553,23 +553,35 @@ func (c *Config) sglangDefaults() error {
 	if c.MaxModelLen == 0 {
 		c.MaxModelLen = c.Model.MaxPosition
 	}
+	if c.MaxPrefillTokens == 0 {
+		c.MaxPrefillTokens = sglangDefaultMaxPrefill
+	}
+	// The chunk, the CUDA graphs' largest batch and the memory fraction
+	// by the GPU's memory (sglangMemoryDefaults); without chunked
+	// prefill the reserve is for max_prefill_tokens instead.
+	chunk := c.MaxBatchedTokens
+	if !c.ChunkedPrefill {
+		chunk = c.MaxPrefillTokens
+	}
+	dpAttention := 1
+	if c.DPAttentionOn() {
+		dpAttention = c.DP
+	}
+	chunk, graphBS, frac := sglangMemoryDefaults(c.GPU.MemoryGiB*1024, c.TP, max(c.PP, 1), dpAttention, c.SpecMethod != "", chunk, c.CUDAGraphMaxBS)
 	if c.MaxBatchedTokens == 0 {
-		c.MaxBatchedTokens = sglangDefaultChunkedPrefill
+		c.MaxBatchedTokens = chunk
 		if !c.ChunkedPrefill {
 			c.MaxBatchedTokens = max(c.MaxModelLen, sglangDefaultMaxPrefill)
 		}
 	}
-	if c.MaxPrefillTokens == 0 {
-		c.MaxPrefillTokens = sglangDefaultMaxPrefill
+	if c.CUDAGraphMaxBS == 0 {
+		c.CUDAGraphMaxBS = graphBS
 	}
 	if c.MemFraction == 0 {
-		c.MemFraction = sglangDefaultMemFraction(c.TP)
+		c.MemFraction = frac
 	}
 	if c.BlockSize == 0 {
 		c.BlockSize = 1
-	}
-	if c.CUDAGraphMaxBS == 0 {
-		c.CUDAGraphMaxBS = sglangDefaultCUDAGraphMaxBS
 	}
 	return nil
 }

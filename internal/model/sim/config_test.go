@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"reflect"
 	"strings"
@@ -51,7 +52,7 @@ func TestParseArgs(t *testing.T) {
 			}},
 		{"sglang defaults and --model from the launcher", []string{"--model", "qwen2.5-7b", "--engine", "sglang", "--tp-size", "4"}, nil,
 			func(t *testing.T, c Config) {
-				if c.Engine != engine.SGLang || c.MemFraction != 0.85 || !c.ChunkedPrefill || c.MaxBatchedTokens != sglangDefaultChunkedPrefill {
+				if c.Engine != engine.SGLang || c.MemFraction != 0.823 || !c.ChunkedPrefill || c.MaxBatchedTokens != 8192 || c.CUDAGraphMaxBS != 512 {
 					t.Errorf("%+v", c)
 				}
 			}},
@@ -289,5 +290,38 @@ func TestFromModel(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("FromModel\n%+v, FromSettings\n%+v", got, want)
+	}
+}
+
+// TestSGLangMemoryDefaults: SGLang's chunk, CUDA graph batch and memory
+// fraction by the GPU's memory (sgl-project/sglang PR #10975), worked by
+// hand from server_args.py's rule.
+func TestSGLangMemoryDefaults(t *testing.T) {
+	for _, tt := range []struct {
+		gpu         string
+		tp          int
+		chunk, bs   int
+		frac        float64
+		dpAttention int
+	}{
+		{"H100-SXM", 1, 8192, 256, 0.834, 1}, // 512 + 12,288 + 512 + 128 MiB of 81,080
+		{"H100-SXM", 4, 8192, 512, 0.823, 1}, // 512 + 12,288 + 1,024 + 512
+		{"H200", 8, 8192, 512, 0.896, 1},     // 512 + 12,288 + 1,024 + 1,024 of 143,155
+		{"B200", 4, 16384, 512, 0.855, 1},    // 512 + 24,576 + 1,024 + 512 of 183,357
+		{"L40S", 1, 4096, 32, 0.850, 1},      // 512 + 6,144 + 64 + 128 of 45,599
+		{"A100-80G", 2, 8192, 256, 0.834, 1}, // 512 + 12,288 + 512 + 256 of 81,050: 0.8335
+	} {
+		g, err := catalog.LookupGPU(tt.gpu)
+		if err != nil {
+			t.Fatal(err)
+		}
+		chunk, bs, frac := sglangMemoryDefaults(g.MemoryGiB*1024, tt.tp, 1, tt.dpAttention, false, 0, 0)
+		if chunk != tt.chunk || bs != tt.bs || math.Abs(frac-tt.frac) > 0.0011 {
+			t.Errorf("%s TP%d: chunk %d, graph batch %d, fraction %.3f; want %d, %d, %.3f", tt.gpu, tt.tp, chunk, bs, frac, tt.chunk, tt.bs, tt.frac)
+		}
+	}
+	// A user's chunk sets the reserve: 1.5 MiB a token of it.
+	if _, _, frac := sglangMemoryDefaults(81080, 1, 1, 1, false, 16384, 0); frac != 0.683 {
+		t.Errorf("H100 TP1 with a 16K chunk: fraction %.3f, want 0.683 (512 + 24,576 + 512 + 128 MiB of 81,080)", frac)
 	}
 }

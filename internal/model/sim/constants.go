@@ -1,6 +1,9 @@
 package sim
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // Every physical and calibrated constant of the simulated engine lives in
 // this file, each with its source. Figures from docs/reference.md are facts;
@@ -433,14 +436,14 @@ const (
 	vllmLargeGPUThresholdGiB = 70
 	vllmMaxCaptureSize       = 512 // default largest CUDA graph batch size in V1
 
-	sglangDefaultChunkedPrefill = 8192
-	sglangDefaultMaxPrefill     = 16384
-	sglangDefaultCUDAGraphMaxBS = 160
-	sglangMaxRunningCap         = 4096
+	sglangDefaultMaxPrefill = 16384
+	sglangMaxRunningCap     = 4096
 )
 
 // sglangDefaultMemFraction is SGLang's gpu_memory_fraction by TP size in its
-// older releases (docs/reference.md (Engines)): 0.88/0.87/0.85/0.81 for TP 1/2/4/8.
+// releases before the GPU-memory rule (sglangMemoryDefaults), which runs of
+// those releases state with --mem-fraction-static (docs/reference.md
+// (Engines)): 0.88/0.87/0.85/0.81 for TP 1/2/4/8.
 func sglangDefaultMemFraction(tp int) float64 {
 	switch {
 	case tp >= 8:
@@ -452,6 +455,57 @@ func sglangDefaultMemFraction(tp int) float64 {
 	default:
 		return 0.88
 	}
+}
+
+// sglangMemoryDefaults are SGLang's defaults by the GPU's memory (MiB, as
+// torch reports it) since sgl-project/sglang PR #10975 (September 2025;
+// python/sglang/srt/server_args.py, _handle_gpu_memory_settings): the
+// chunked prefill size and the largest CUDA graph batch by memory bucket,
+// then mem_fraction_static = (memory - reserved) / memory, the reserve in
+// MiB being 512 of metadata, 1.5 per token of the prefill chunk (at least
+// 2,048), 2 per CUDA graph batch row, 1,024 per 8 GPUs of TP x PP, 3 (and
+// past 300 rows 1.5 more) per graph row and attention-DP rank under DP
+// attention, at least 10 GiB on GPUs over 60 GiB, and 2 GiB more for an
+// EAGLE draft. chunk and graphBS, where positive, are the user's.
+func sglangMemoryDefaults(gpuMiB float64, tp, pp, dpAttention int, spec bool, chunk, graphBS int) (int, int, float64) {
+	small := tp < 4
+	pick := func(c, gSmall, gLarge int) {
+		if chunk == 0 {
+			chunk = c
+		}
+		if graphBS == 0 {
+			graphBS = gLarge
+			if small {
+				graphBS = gSmall
+			}
+		}
+	}
+	switch {
+	case gpuMiB < 20*1024:
+		pick(2048, 8, 8)
+	case gpuMiB < 35*1024:
+		pick(2048, 24, 80)
+	case gpuMiB < 60*1024:
+		pick(4096, 32, 160)
+	case gpuMiB < 160*1024:
+		pick(8192, 256, 512)
+	default:
+		pick(16384, 512, 512)
+	}
+	reserved := 512 + 1.5*float64(max(chunk, 2048)) + 2*float64(graphBS) + float64(tp*pp)/8*1024
+	if dpAttention > 1 {
+		reserved += 3 * float64(graphBS*dpAttention)
+		if graphBS > 300 {
+			reserved += 1.5 * float64(graphBS*dpAttention)
+		}
+	}
+	if gpuMiB > 60*1024 {
+		reserved = max(reserved, 10*1024)
+	}
+	if spec {
+		reserved += 2 * 1024
+	}
+	return chunk, graphBS, math.Round((gpuMiB-reserved)/gpuMiB*1000) / 1000
 }
 
 // DefaultGPU is the GPU the simulator models when none is named.

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -137,13 +138,19 @@ func isOOM(msg string) bool {
 // fails SGLang's start-up is CUDA graph capture in the reserve.
 func TestSGLangStartsWithoutPrefillProfile(t *testing.T) {
 	base := []string{"--model-path", "llama-3.1-8b", "--context-length", "131072", "--gpu", "H100-SXM"}
-	on, err := Estimate(mustParse(t, base...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	off, err := Estimate(mustParse(t, append(base, "--chunked-prefill-size", "-1")...))
+	offCfg := mustParse(t, append(base, "--chunked-prefill-size", "-1")...)
+	off, err := Estimate(offCfg)
 	if err != nil {
 		t.Fatalf("chunked prefill off: %v", err)
+	}
+	// The default fraction reserves for max_prefill_tokens without chunks
+	// (sglangMemoryDefaults); at the same fraction the pools are the same.
+	if err := offCfg.Normalize(); err != nil {
+		t.Fatal(err)
+	}
+	on, err := Estimate(mustParse(t, append(base, "--mem-fraction-static", fmt.Sprint(offCfg.MemFraction))...))
+	if err != nil {
+		t.Fatal(err)
 	}
 	if off.KVCacheTokens != on.KVCacheTokens || off.ActivationGiB <= on.ActivationGiB {
 		t.Errorf("pool %d vs %d tokens, run-time activations %.2f vs %.2f GiB", off.KVCacheTokens, on.KVCacheTokens, off.ActivationGiB, on.ActivationGiB)

@@ -1,0 +1,300 @@
+package fidelity
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/servetune/servetune/internal/model/sim"
+	"github.com/servetune/servetune/internal/serving/catalog"
+)
+
+// RegimeConcurrency is the load regime of a run at a fixed concurrency:
+// a closed-loop client of N workers, each sending its next request when
+// its last one ends (aiconfigurator's silicon runs). It is a load of its
+// own, neither Poisson (light, moderate, saturation) nor a burst
+// (offline): N requests are in flight the whole run.
+const RegimeConcurrency = "concurrency"
+
+// SiliconTable names a CSV of runs in aiconfigurator's silicon columns
+// (ai-dynamo/aiconfigurator,
+// aic-core/src/aiconfigurator_core/systems/silicon_sample.csv): one row a
+// run at a fixed concurrency (batch_size) and fixed lengths (isl, osl),
+// its mean TTFT and TPOT (silicon_ttft_ms, silicon_tpot_ms). Load turns
+// each row the simulator can run into a Run of Source, and lists every
+// other row in Suite.Unrunnable with the reason.
+type SiliconTable struct {
+	File   string `json:"file"`
+	Source string `json:"source"`
+	// Rounds is how many requests each of the client's workers sends:
+	// a run is batch_size x Rounds requests under a concurrency cap of
+	// batch_size, all of them averaged (the source's columns are means
+	// over the run's requests, and it states no warm-up to leave out).
+	Rounds int `json:"rounds"`
+}
+
+// Unrunnable is a row of a silicon table that the simulator cannot run,
+// and why: it is listed in the whole table, never silently dropped.
+type Unrunnable struct {
+	ID, Source, Engine, Model, Reason string
+}
+
+// siliconGPUs maps the source's system names to the catalog's GPUs.
+var siliconGPUs = map[string]string{"h100_sxm": "H100-SXM"}
+
+// loadSilicon reads the suite's silicon tables into runs and unrunnable
+// rows.
+func (s *Suite) loadSilicon() error {
+	for _, t := range s.Silicon {
+		switch {
+		case t.File == "" || t.Source == "":
+			return fmt.Errorf("silicon table: want a file and a source")
+		case s.Sources[t.Source].Split == "":
+			return fmt.Errorf("silicon table %s: unknown source %q", t.File, t.Source)
+		case t.Rounds < 1:
+			return fmt.Errorf("silicon table %s: rounds %d: want at least one request a worker", t.File, t.Rounds)
+		}
+		rows, err := readSilicon(filepath.Join(s.dir, t.File))
+		if err != nil {
+			return fmt.Errorf("silicon table %s: %w", t.File, err)
+		}
+		for _, row := range rows {
+			r, why := siliconRun(row, t)
+			if why != "" {
+				s.Unrunnable = append(s.Unrunnable, Unrunnable{ID: row["id"], Source: t.Source, Engine: row["backend"], Model: row["model_path"], Reason: why})
+				continue
+			}
+			if _, err := s.config(r); err != nil {
+				s.Unrunnable = append(s.Unrunnable, Unrunnable{ID: r.ID, Source: t.Source, Engine: r.Engine, Model: r.Model, Reason: err.Error()})
+				continue
+			}
+			s.Runs = append(s.Runs, r)
+		}
+	}
+	return nil
+}
+
+// maxSiliconBytes bounds a silicon table read into memory.
+const maxSiliconBytes = 16 << 20
+
+// readSilicon reads a silicon CSV: a header row, then one run a row, each
+// as a map from column to value.
+func readSilicon(path string) ([]map[string]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxSiliconBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxSiliconBytes {
+		return nil, fmt.Errorf("larger than %d bytes", maxSiliconBytes)
+	}
+	recs, err := csv.NewReader(strings.NewReader(string(b))).ReadAll()
+	if err != nil {
+		return nil, err
+	}
+	if len(recs) < 2 {
+		return nil, fmt.Errorf("no rows")
+	}
+	head := recs[0]
+	for _, col := range []string{"id", "backend", "backend_version", "model_path", "system", "mode", "isl", "osl", "gemm_quant_mode", "moe_quant_mode", "batch_size", "tp_size", "pp_size", "attention_dp_size", "moe_ep_size", "silicon_ttft_ms", "silicon_tpot_ms"} {
+		if !slices.Contains(head, col) {
+			return nil, fmt.Errorf("no column %q", col)
+		}
+	}
+	var out []map[string]string
+	for _, rec := range recs[1:] {
+		m := make(map[string]string, len(head))
+		for i, col := range head {
+			m[col] = strings.TrimSpace(rec[i])
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// siliconRun is a silicon row's run, or why the simulator cannot run it.
+func siliconRun(row map[string]string, t SiliconTable) (Run, string) {
+	num := func(col string) int {
+		n, err := strconv.Atoi(row[col])
+		if err != nil {
+			return 0
+		}
+		return n
+	}
+	ttft, err1 := strconv.ParseFloat(row["silicon_ttft_ms"], 64)
+	tpot, err2 := strconv.ParseFloat(row["silicon_tpot_ms"], 64)
+	gpu, gpuOK := siliconGPUs[row["system"]]
+	m, modelErr := catalog.LookupModel(row["model_path"])
+	switch {
+	case row["id"] == "":
+		return Run{}, "no id"
+	case err1 != nil || err2 != nil || ttft <= 0 || tpot <= 0:
+		return Run{}, "no measured TTFT and TPOT"
+	case !gpuOK:
+		return Run{}, fmt.Sprintf("system %q is not one of the catalog's GPUs the table maps", row["system"])
+	case row["mode"] != "agg":
+		return Run{}, "disaggregated (" + row["mode"] + "): the source gives each side's workers and parallelism but not the KV link or connector between them"
+	case modelErr != nil:
+		return Run{}, "model not in the simulator's catalog"
+	case len(m.Unmodelled) > 0:
+		return Run{}, "model not simulated: " + strings.Join(m.Unmodelled, "; ")
+	case num("pp_size") > 1 || num("attention_dp_size") > 1 || num("moe_ep_size") > 1:
+		return Run{}, "pipeline, attention-DP or expert parallelism, which the table's runs do not map"
+	case num("batch_size") < 1 || num("tp_size") < 1 || num("isl") < 1 || num("osl") < 1:
+		return Run{}, "no concurrency, tp, isl or osl"
+	}
+	var flags []string
+	switch q := row["gemm_quant_mode"]; q {
+	case "":
+	case "fp8":
+		flags = append(flags, "--quantization", "fp8")
+	default:
+		return Run{}, fmt.Sprintf("weights in %s, which the simulator does not model", q)
+	}
+	if q := row["moe_quant_mode"]; q != "" && q != row["gemm_quant_mode"] && m.MoE() {
+		return Run{}, fmt.Sprintf("experts in %s beside GEMMs in %s", q, row["gemm_quant_mode"])
+	}
+	version := row["backend_version"]
+	if version == "" {
+		version = "not given"
+		if row["measured"] != "" {
+			version += " (measured " + row["measured"] + ")"
+		}
+	}
+	var versionFlags []string
+	if row["backend"] == "sglang" && releaseBefore(row["backend_version"], [3]int{0, 5, 3}) {
+		// SGLang's defaults before the GPU-memory rule (sgl-project/sglang
+		// PR #10975, September 2025): the memory fraction by TP, a chunk of
+		// 8,192 and CUDA graphs to batch 160 (docs/reference.md (Engines)).
+		versionFlags = []string{"--mem-fraction-static", oldSGLangFraction(num("tp_size")), "--cuda-graph-max-bs", "160", "--chunked-prefill-size", "8192"}
+	}
+	c, in, out := num("batch_size"), num("isl"), num("osl")
+	regimes := []string{RegimeConcurrency}
+	if in+out >= sim.LongContext {
+		regimes = append(regimes, "long-context")
+	}
+	return Run{
+		ID: row["id"], Source: t.Source, Engine: row["backend"], Version: version, GPU: gpu,
+		Model: row["model_path"], TP: num("tp_size"), Flags: flags, VersionFlags: versionFlags,
+		Workload: Workload{In: in, Out: out, Requests: c * t.Rounds, Concurrency: c},
+		Stat:     "mean",
+		Measured: Metrics{TTFT: ttft, ITL: tpot},
+		Regimes:  regimes,
+	}, ""
+}
+
+// EngineStat is one source's scored runs of one engine: each metric's
+// absolute errors over them.
+type EngineStat struct {
+	Source, Engine string
+	Metrics        map[string]Stat
+}
+
+// TabulateSiliconByEngine gathers the scored runs of the suite's silicon
+// sources by source and engine (the issue's check: each engine's median
+// TTFT and TPOT error on them).
+func TabulateSiliconByEngine(s *Suite, results []Result) []EngineStat {
+	c := collector{}
+	for _, r := range results {
+		if r.Run.Unscored != "" || !s.isSilicon(r.Run.Source) {
+			continue
+		}
+		for _, m := range metricNames {
+			if e, ok := r.Err[m]; ok {
+				c.add(r.Run.Source+"\x00"+r.Run.Engine, m, e, r.Run.ID)
+			}
+		}
+	}
+	var out []EngineStat
+	for k, byMetric := range c.table() {
+		src, eng, _ := strings.Cut(k, "\x00")
+		out = append(out, EngineStat{Source: src, Engine: eng, Metrics: byMetric})
+	}
+	slices.SortFunc(out, func(a, b EngineStat) int { return strings.Compare(a.Source+a.Engine, b.Source+b.Engine) })
+	return out
+}
+
+func (s *Suite) isSilicon(source string) bool {
+	return slices.ContainsFunc(s.Silicon, func(t SiliconTable) bool { return t.Source == source })
+}
+
+// writeSilicon prints each silicon source's errors by engine and how many
+// of its rows the simulator cannot run.
+func writeSilicon(w io.Writer, s *Suite, results []Result) {
+	for _, st := range TabulateSiliconByEngine(s, results) {
+		fmt.Fprintf(w, "fidelity: %s %s (%s load): %d runs, median |error| ttft %s, itl (TPOT) %s\n", st.Source, st.Engine, RegimeConcurrency,
+			st.Metrics["ttft"].N, pct(st.Metrics["ttft"].Median), pct(st.Metrics["itl"].Median))
+	}
+	if len(s.Unrunnable) > 0 {
+		fmt.Fprintf(w, "fidelity: %d silicon rows the simulator cannot run (each with its reason in the whole table)\n", len(s.Unrunnable))
+	}
+}
+
+// writeUnrunnable lists the silicon rows the simulator cannot run, grouped
+// by model, engine and reason.
+func writeUnrunnable(w io.Writer, s *Suite) {
+	if len(s.Unrunnable) == 0 {
+		return
+	}
+	type key struct{ src, model, eng, why string }
+	n := map[key]int{}
+	var keys []key
+	for _, u := range s.Unrunnable {
+		k := key{u.Source, u.Model, u.Engine, u.Reason}
+		if n[k] == 0 {
+			keys = append(keys, k)
+		}
+		n[k]++
+	}
+	fmt.Fprintln(w, "Silicon rows the simulator cannot run (listed, scored nowhere):")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| source | model | engine | rows | reason |")
+	fmt.Fprintln(w, "| --- | --- | --- | --- | --- |")
+	for _, k := range keys {
+		fmt.Fprintf(w, "| %s | %s | %s | %d | %s |\n", mdEscape(k.src), mdEscape(k.model), mdEscape(k.eng), n[k], mdEscape(k.why))
+	}
+	fmt.Fprintln(w)
+}
+
+// releaseBefore says whether version (major.minor.patch, a suffix such as
+// ".post1" ignored) is a release before want; an empty or unreadable
+// version is not.
+func releaseBefore(version string, want [3]int) bool {
+	parts := strings.SplitN(strings.TrimPrefix(version, "v"), ".", 4)
+	if len(parts) < 3 {
+		return false
+	}
+	for i := range 3 {
+		n, err := strconv.Atoi(parts[i])
+		if err != nil {
+			return false
+		}
+		if n != want[i] {
+			return n < want[i]
+		}
+	}
+	return false
+}
+
+// oldSGLangFraction is SGLang's memory fraction by TP size before PR
+// #10975: 0.88/0.87/0.85/0.81 for TP 1/2/4/8 (docs/reference.md (Engines)).
+func oldSGLangFraction(tp int) string {
+	switch {
+	case tp >= 8:
+		return "0.81"
+	case tp >= 4:
+		return "0.85"
+	case tp >= 2:
+		return "0.87"
+	}
+	return "0.88"
+}
