@@ -234,11 +234,11 @@ func TestSimRunDurationCLI(t *testing.T) {
 
 // A model the simulated engine cannot cost is refused by name, with its
 // weights sized, by every command that simulates it; never sized as
-// something else (DeepSeek-V3 read as a dense 38B model once; gpt-oss's
-// sliding window is not modelled).
+// something else (DeepSeek-V3 read as a dense 38B model once). Jamba's
+// Mamba layers are not modelled.
 func TestUnmodelledModelRefused(t *testing.T) {
 	dir := t.TempDir()
-	raw, err := os.ReadFile("../../internal/serving/catalog/testdata/gpt-oss-120b.json")
+	raw, err := os.ReadFile("../../internal/serving/catalog/testdata/jamba-1.5-mini.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +260,7 @@ func TestUnmodelledModelRefused(t *testing.T) {
 			if code != exitUsage {
 				t.Fatalf("exit %d, want 2; stderr %q", code, stderr)
 			}
-			for _, f := range []string{"sliding_window 128", "GptOssForCausalLM", "116.8B"} {
+			for _, f := range []string{"mamba_d_state", "attn_layer_period", "JambaForCausalLM"} {
 				if !strings.Contains(stderr, f) {
 					t.Errorf("stderr %q does not name %s", stderr, f)
 				}
@@ -268,8 +268,8 @@ func TestUnmodelledModelRefused(t *testing.T) {
 		})
 	}
 	code, _, stderr := runCLI(t, "sim", "estimate", dir, "--gpu", "B200")
-	if code != exitUsage || !strings.Contains(stderr, "59.4 GiB at mxfp4") {
-		t.Errorf("sim estimate: exit %d, stderr %q: want the weights sized (59.4 GiB at mxfp4)", code, stderr)
+	if code != exitUsage || !strings.Contains(stderr, "GiB at 16-bit") {
+		t.Errorf("sim estimate: exit %d, stderr %q: want the weights sized", code, stderr)
 	}
 	// A Mixtral-style config.json is modelled: its experts count in the weights.
 	mix := t.TempDir()

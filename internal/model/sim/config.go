@@ -608,13 +608,13 @@ func (c *Config) validate() error {
 	switch c.Quantization {
 	case "", "none":
 		c.Quantization = c.Model.Quantization
-	case "fp8", "awq", "gptq", "awq_marlin", "gptq_marlin":
+	case "fp8", "awq", "gptq", "awq_marlin", "gptq_marlin", "mxfp4":
 		c.Quantization = strings.TrimSuffix(c.Quantization, "_marlin")
 		if c.Model.Quantization != "" && c.Model.Quantization != c.Quantization {
 			return bad("Quantization method specified in the model config (%s) does not match the quantization method specified in the `quantization` argument (%s).", c.Model.Quantization, c.Quantization)
 		}
 	default:
-		return bad("%s %q: the simulator models fp8, awq and gptq", engine.Flag(c.Engine, "quantization"), c.Quantization)
+		return bad("%s %q: the simulator models fp8, awq, gptq and mxfp4", engine.Flag(c.Engine, "quantization"), c.Quantization)
 	}
 	if err := c.checkWeightBlocks(); err != nil {
 		return err
@@ -672,21 +672,34 @@ func (c *Config) checkWeightBlocks() error {
 }
 
 // weightsBytes is the whole model's weights: quantized linear layers,
-// 16-bit embeddings and LM head.
+// 16-bit embeddings and LM head (catalog.Model.WeightBytes).
 func (c *Config) weightsBytes() float64 {
-	return c.Model.LinearParams()*c.weightBytesPerElem() + c.Model.EmbeddingParams()*bytesBF16
+	return c.Model.WeightBytes(c.quantOrNone())
 }
 
-// weightBytesPerElem is the storage size of a quantized linear weight.
+// quantOrNone is the quantization for catalog's weight formats: "none"
+// for 16-bit, so that the checkpoint's own does not stand in for it.
+func (c *Config) quantOrNone() string {
+	if c.Quantization == "" {
+		return "none"
+	}
+	return c.Quantization
+}
+
+// weightBytesPerElem is the storage size of a linear weight other than
+// a routed expert's.
 func (c *Config) weightBytesPerElem() float64 {
-	switch c.Quantization {
-	case "fp8":
-		return bytesFP8
-	case "awq", "gptq", "mxfp4": // 4-bit values with a scale per group (32 for MXFP4)
-		return bytesInt4
-	default:
+	bits, expertsOnly := catalog.QuantBits(c.Quantization)
+	if expertsOnly {
 		return bytesBF16
 	}
+	return bits / 8
+}
+
+// expertBytesPerElem is the storage size of a routed expert's weight.
+func (c *Config) expertBytesPerElem() float64 {
+	bits, _ := catalog.QuantBits(c.Quantization)
+	return bits / 8
 }
 
 // kvBytesPerElem is the KV cache element size.

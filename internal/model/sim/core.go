@@ -191,14 +191,15 @@ func (c *core) blocksFor(n int) int { return (n + c.bs - 1) / c.bs }
 // yet pinned, will hold.
 func (c *core) held(s *seq) int { return len(s.pages)*c.pageBlocks + s.blocks }
 
-// allocate grows s's blocks to hold n tokens, evicting free cached pages
+// allocate grows s's blocks to hold n tokens (and their windowed
+// layers' share, hybrid.go), evicting free cached pages
 // (least recently freed first) when the free pool is short. reserve
 // blocks must stay free afterwards. A sequence's hits found by
 // lookupPrefix are pinned here, once the allocation is sure to succeed:
 // those that sit in the free queue cannot also be evicted for it (vLLM's
 // allocate_slots counts them apart the same way).
 func (c *core) allocate(s *seq, n, reserve int) bool {
-	need := c.blocksFor(n) - c.held(s)
+	need := c.blocksFor(n) + c.boundedBlocks(n) - c.held(s)
 	if need <= 0 {
 		c.pin(s)
 		return true

@@ -74,7 +74,7 @@ func Estimate(cfg Config) (MemoryEstimate, error) {
 	// sharded over TP (vocab-parallel embeddings) and PP (layers), the
 	// routed experts over their group (moe.go).
 	weights, experts := cfg.weightsPerGPU()
-	kvPerTok := cfg.kvBytesPerTokenPerGPU()
+	kvPerTok := cfg.kvPoolBytesPerToken() // windowed layers: hybrid.go
 	// Speculative decoding's drafts: their weights and their KV cache,
 	// token for token beside the target's (spec.go).
 	weights += cfg.specWeightsPerGPU()
@@ -122,7 +122,7 @@ func Estimate(cfg Config) (MemoryEstimate, error) {
 func (cfg Config) startupLimits(est *MemoryEstimate, kv, kvPerTok, total float64) error {
 	switch cfg.Engine {
 	case engine.VLLM:
-		need := kvPerTok * float64(cfg.MaxModelLen)
+		need := kvPerTok*float64(cfg.MaxModelLen) + cfg.boundedKVBytes(cfg.MaxModelLen, cfg.MaxBatchedTokens)
 		if need > kv {
 			estLen := int(kv/kvPerTok) / cfg.BlockSize * cfg.BlockSize
 			return &StartupError{Engine: cfg.Engine, Message: fmt.Sprintf(

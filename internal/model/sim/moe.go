@@ -70,9 +70,7 @@ func (c *Config) MoEGroup() int {
 // ceil(experts / group) of them.
 func (c *Config) weightsPerGPU() (all, experts float64) {
 	m := c.Model
-	wb := c.weightBytesPerElem()
-	routed := m.RoutedParams()
-	rest := (m.LinearParams()-routed)*wb + m.EmbeddingParams()*bytesBF16
+	rest, routed := m.WeightBytesSplit(c.quantOrNone())
 	all = rest / float64(c.TP*c.PP)
 	if routed == 0 {
 		return all, 0
@@ -82,21 +80,15 @@ func (c *Config) weightsPerGPU() (all, experts float64) {
 	if c.ExpertParallel {
 		share = math.Ceil(float64(m.Experts)/g) / float64(m.Experts)
 	}
-	experts = routed * share * wb / float64(c.PP)
+	experts = routed * share / float64(c.PP)
 	return all + experts, experts
 }
 
-// kvBytesPerTokenPerGPU is one token's KV cache on one GPU: its stage's
-// layers, of the GPU's KV heads (2·kv·d elements per layer), or of MLA's
-// latent (kv_lora_rank + qk_rope_head_dim elements per layer, whole on
-// every TP rank).
+// kvBytesPerTokenPerGPU is one token's KV cache on one GPU in its
+// stage's full-attention layers (kvLayerBytesPerGPU each); windowed
+// layers hold boundedKVBytes a request instead (hybrid.go).
 func (c *Config) kvBytesPerTokenPerGPU() float64 {
-	m := c.Model
-	layers := float64(m.Layers) / float64(c.PP)
-	if a := m.MLA; a != nil {
-		return layers * float64(a.KVLoRARank+a.QKRopeHeadDim) * c.kvBytesPerElem()
-	}
-	return 2 * layers * float64(c.kvHeadsPerGPU()) * float64(m.HeadDim) * c.kvBytesPerElem()
+	return float64(c.Model.FullLayers()) / float64(c.PP) * c.kvLayerBytesPerGPU()
 }
 
 // moeStep is the step-time model of an MoE layer under data-parallel

@@ -266,7 +266,7 @@ func TestFusedMoEPathMatchesKernelBenchmarks(t *testing.T) {
 		}
 		peak := g.BF16TFLOPS * 1e12
 		s := stepModel{expertRate: peak * fusedMoEBF16Efficiency, expertRows: fusedMoEExpertRows,
-			bf16Rate: peak * bf16GEMMEfficiency, wBytes: bytesBF16, bw: g.HBMTBps * 1e12 * hbmEfficiency}
+			bf16Rate: peak * bf16GEMMEfficiency, wBytes: bytesBF16, expertBytes: bytesBF16, bw: g.HBMTBps * 1e12 * hbmEfficiency}
 		x := &moeStep{frac: 1, ranks: 1, group: 1, experts: sw.experts, topK: sw.topK,
 			expertW: 3 * sw.hid * sw.n, perGPU: sw.experts, hidden: sw.hid}
 		last := len(sw.tokens) - 1

@@ -131,7 +131,7 @@ func (c *Config) specWeightsPerGPU() float64 {
 func (c *Config) specKVPerTokenPerGPU() float64 {
 	switch c.SpecMethod {
 	case "eagle", "eagle3", "mtp":
-		return c.kvBytesPerTokenPerGPU() * float64(c.PP) / float64(c.Model.Layers)
+		return c.kvLayerBytesPerGPU()
 	case "draft_model":
 		d := c.draftConfig()
 		return d.kvBytesPerTokenPerGPU()

@@ -121,6 +121,15 @@ type stepModel struct {
 	// prefill sets its own (moe.go).
 	prefillPairFlops float64
 
+	// fullFrac is the share of the layers that attend to the whole
+	// context, spans the windowed ones (hybrid.go); spans is empty when
+	// every layer attends to the whole context.
+	fullFrac float64
+	spans    []attnSpan
+	// expertBytes is the bytes per routed expert weight element (wBytes
+	// unless only the experts are quantized: MXFP4).
+	expertBytes float64
+
 	// mx costs MoE under DP attention and EP, and MLA (moe.go); nil for
 	// dense models.
 	mx *moeStep
@@ -138,6 +147,7 @@ func newStepModel(cfg Config) stepModel {
 	s := stepModel{
 		layers:      float64(m.Layers),
 		wBytes:      cfg.weightBytesPerElem(),
+		expertBytes: cfg.expertBytesPerElem(),
 		bf16Rate:    g.BF16TFLOPS * 1e12 * k.BF16GEMMEfficiency,
 		attnRate:    g.BF16TFLOPS * 1e12 * k.AttentionEfficiency,
 		bw:          g.HBMTBps * 1e12 * k.HBMEfficiency,
@@ -162,6 +172,7 @@ func newStepModel(cfg Config) stepModel {
 		overlap:     cfg.Engine == engine.SGLang && !cfg.SyncScheduling && !cfg.specTreeStopsOverlap(),
 	}
 	s.prefillPairFlops = 4 * d
+	s.setSpans(m)
 	inter := float64(m.Intermediate) / tp
 	s.gemms = []gemm{
 		linear(h*d*(q+2*kv), h, d*(q+2*kv)), // QKV
@@ -379,15 +390,7 @@ func (s *stepModel) stepSeconds(b batchShape) float64 {
 func (s *stepModel) gpuSeconds(b batchShape) float64 {
 	T := float64(b.tokens)
 	layer := s.tokenwiseGroup(T, b.groupTokens)
-	kvTokBytes := s.kvTokenBytes()
-	if b.decodeCtx > 0 {
-		layer += s.decodeAttention(b.decodeCtx, b.verifyCtx)
-	}
-	if b.prefillTokens > 0 {
-		flops := s.prefillPairFlops * s.qPerGPU * b.prefillPairs
-		bytes := b.prefillKV*kvTokBytes + float64(b.prefillTokens)*2*s.qPerGPU*s.headDim*bytesBF16
-		layer += roofline(flops, s.attnRate, bytes, s.bw)
-	}
+	layer += s.attention(b)
 	layer += 2 * s.allReduce(T*s.hidden*bytesBF16)
 	// Without a CUDA graph the CPU launches each layer's kernels; launches
 	// hide behind GPU work longer than themselves.
@@ -500,7 +503,7 @@ func (s *stepModel) tokenwiseGroup(T, group float64) float64 {
 // DP/EP (moeStep.tokenwise) differ only in the counts.
 func (s *stepModel) routedExperts(T, pairs, touched, experts, expertW, hidden float64) float64 {
 	flops := 2 * (pairs + touched*s.expertRows) * expertW
-	bytes := touched*expertW*s.wBytes + pairs*(hidden+2*expertW/(3*hidden))*bytesBF16
+	bytes := touched*expertW*s.expertBytes + pairs*(hidden+2*expertW/(3*hidden))*bytesBF16
 	return roofline(flops, s.expertRate, bytes, s.bw) +
 		roofline(2*T*hidden*experts, s.bf16Rate, hidden*experts*bytesBF16, s.bw) // router
 }

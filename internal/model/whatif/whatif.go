@@ -296,9 +296,13 @@ func (o *Options) normalize() (catalog.Model, []catalog.GPU, error) {
 		return m, nil, inputErr("--model: %v", err)
 	}
 	if err := m.Simulable(); err != nil {
-		// Sized all the same, so that the refusal still says how big.
-		w := func(b float64) float64 { return (m.LinearParams()*b + m.EmbeddingParams()*2) / (1 << 30) }
-		return m, nil, inputErr("--model: %v; its weights alone are %.1f GiB at 16-bit, %.1f GiB at fp8", err, w(2), w(1))
+		// Sized all the same, so that the refusal still says how big:
+		// the checkpoint's own format, as the other commands size it.
+		q := m.Quantization
+		if q == "" {
+			q = "16-bit"
+		}
+		return m, nil, inputErr("--model: %v; its weights alone are %.1f GiB at %s", err, m.WeightBytes("")/(1<<30), q)
 	}
 	if len(o.GPUs) == 0 {
 		return m, nil, inputErr("--gpus: give at least one GPU (known: %s)", gpuIDs())

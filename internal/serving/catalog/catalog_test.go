@@ -26,8 +26,10 @@ func TestParamsMatchPublishedCounts(t *testing.T) {
 		// MLA: 61 layers of kv_lora_rank 512 + qk_rope_head_dim 64.
 		{"deepseek-ai/DeepSeek-V3", 671, 37, 61 * (512 + 64) * 2 / 1024.0},
 		// gpt-oss-120b's card counts 5.1B active without the input
-		// embedding; ActiveParams counts it (0.58B).
-		{"openai/gpt-oss-120b", 116.8, 5.13 + 0.58, 72},
+		// embedding; ActiveParams counts it (0.58B). Its KV grows in the
+		// 18 full-attention layers only (KVSpans holds the others).
+		{"openai/gpt-oss-120b", 116.8, 5.13 + 0.58, 36},
+		{"openai/gpt-oss-20b", 20.9, 3.61 + 0.58, 24},
 	}
 	for _, tt := range tests {
 		t.Run(tt.id, func(t *testing.T) {
@@ -203,9 +205,8 @@ func TestMoEConfigKeys(t *testing.T) {
 		t.Errorf("gpt-oss: %d experts top %d, %q, %.1fB (catalog %.1fB)", g.Experts, g.ExpertsPerTok, g.Quantization, g.Params()/1e9, cat.Params()/1e9)
 	}
 	for _, mm := range []Model{g, cat} {
-		err := mm.Simulable()
-		if err == nil || !strings.Contains(err.Error(), "sliding") || !strings.Contains(err.Error(), "GptOssForCausalLM") {
-			t.Errorf("Simulable(%s) = %v, want the sliding window and architecture named", mm.ID, err)
+		if err := mm.Simulable(); err != nil || mm.SlidingLayers != 18 || mm.SlidingWindow != 128 || !mm.AttentionSinks {
+			t.Errorf("%s: Simulable %v, %d sliding layers of %d tokens, sinks %v; want 18 of 128, sinks", mm.ID, err, mm.SlidingLayers, mm.SlidingWindow, mm.AttentionSinks)
 		}
 	}
 	// experts_per_token alone is enough.
@@ -300,4 +301,43 @@ func FuzzParseHFConfig(f *testing.F) {
 			t.Fatalf("accepted an unusable model: %+v", m)
 		}
 	})
+}
+
+// Each model's weights, from its config.json and from the catalog, are
+// within 3% of its published checkpoint (model.safetensors.index.json's
+// total_size: tensor bytes without the file headers; testdata/SOURCES.md).
+func TestWeightsMatchPublishedCheckpoints(t *testing.T) {
+	tests := []struct {
+		config, id string
+		bytes      float64
+	}{
+		{"testdata/gpt-oss-120b.json", "openai/gpt-oss-120b", 65_248_815_744},
+		{"testdata/gpt-oss-20b.json", "openai/gpt-oss-20b", 13_761_264_768},
+	}
+	for _, tt := range tests {
+		t.Run(tt.id, func(t *testing.T) {
+			fromConfig, err := LoadHFConfig(tt.config, tt.id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cat, err := LookupModel(tt.id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range []Model{fromConfig, cat} {
+				if err := m.Simulable(); err != nil {
+					t.Errorf("Simulable: %v", err)
+				}
+				got := m.WeightBytes("")
+				t.Logf("%s: %.0f B, %+.2f%% from the checkpoint", m.ID, got, 100*(got/tt.bytes-1))
+				if math.Abs(got/tt.bytes-1) > 0.03 {
+					t.Errorf("%s: weights %.0f B, want %.0f B within 3%% (%+.1f%%)", m.ID, got, tt.bytes, 100*(got/tt.bytes-1))
+				}
+			}
+			if fromConfig.WeightBytes("") != cat.WeightBytes("") || fromConfig.KVBytesPerToken(2) != cat.KVBytesPerToken(2) {
+				t.Errorf("config.json and catalog differ: %.0f B and %.0f B, KV %.0f and %.0f B a token",
+					fromConfig.WeightBytes(""), cat.WeightBytes(""), fromConfig.KVBytesPerToken(2), cat.KVBytesPerToken(2))
+			}
+		})
+	}
 }

@@ -68,6 +68,9 @@ var knownArchitectures = map[string]bool{
 	"Qwen2ForCausalLM": true, "Qwen3ForCausalLM": true, "Qwen2MoeForCausalLM": true, "Qwen3MoeForCausalLM": true,
 	"DeepseekV2ForCausalLM": true, "DeepseekV3ForCausalLM": true,
 	"GemmaForCausalLM": true, "GraniteForCausalLM": true,
+	// gpt-oss: GQA with attention sinks (a learned logit per head) and
+	// biases, sliding-window attention in every other layer (layer_types).
+	"GptOssForCausalLM": true,
 }
 
 // hybridFields are config.json fields of models whose layers are not all
@@ -116,8 +119,9 @@ func ParseHFConfig(r io.Reader, id string) (Model, error) {
 		m.TiedEmbeddings = *c.Tied
 	}
 	mixtureAndMLA(&m, &c)
-	m.Unmodelled = append(m.Unmodelled, attentionSpan(&c, fields)...)
+	m.Unmodelled = append(m.Unmodelled, attentionSpan(&m, &c, fields)...)
 	for _, a := range c.Architectures {
+		m.AttentionSinks = m.AttentionSinks || a == "GptOssForCausalLM"
 		if !knownArchitectures[a] {
 			m.Unmodelled = append(m.Unmodelled, fmt.Sprintf("architectures %q", a))
 		}
@@ -260,19 +264,37 @@ func moeShape(m *Model, c *hfConfig) {
 	}
 }
 
-// attentionSpan names the fields by which some layers attend to less than
-// the whole context, or are no attention at all.
-func attentionSpan(c *hfConfig, fields hfRaw) []string {
+// attentionSpan reads the layers that attend to part of the context
+// (layer_types "sliding_attention" with sliding_window: gpt-oss) into m,
+// and names the fields by which some layers attend to less than the
+// whole context, or are no attention at all, in a way the simulated
+// engine does not cost (a window over every layer, as Mistral v0.1's,
+// leaves no layer whose cache grows with the sequence).
+func attentionSpan(m *Model, c *hfConfig, fields hfRaw) []string {
 	var out []string
+	window := 0
 	if w := c.SlidingWindow; w != nil && *w > 0 && (c.UseSlidingWindow == nil || *c.UseSlidingWindow) &&
 		(c.MaxPosition == nil || *w < *c.MaxPosition) {
-		out = append(out, fmt.Sprintf("sliding_window %d", *w))
+		window = *w
 	}
+	sliding := 0
 	for _, t := range c.LayerTypes {
-		if t != "full_attention" {
+		switch t {
+		case "full_attention":
+		case "sliding_attention":
+			sliding++
+		default:
 			out = append(out, fmt.Sprintf("layer_types %q", t))
-			break
 		}
+	}
+	switch {
+	case len(out) > 0:
+	case sliding > 0 && window > 0 && len(c.LayerTypes) == m.Layers && sliding < m.Layers:
+		m.SlidingLayers, m.SlidingWindow = sliding, window
+	case sliding > 0:
+		out = append(out, fmt.Sprintf("layer_types %q", "sliding_attention"))
+	case window > 0:
+		out = append(out, fmt.Sprintf("sliding_window %d", window))
 	}
 	for _, f := range hybridFields {
 		if fields.present(f) {

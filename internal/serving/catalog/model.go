@@ -43,6 +43,18 @@ type Model struct {
 	// MLA is multi-head latent attention's shape (DeepSeek-V2/V3); nil for
 	// grouped-query attention.
 	MLA *MLA `json:"mla,omitempty"`
+	// SlidingLayers of the Layers attend to the last SlidingWindow tokens
+	// only (layer_types "sliding_attention"; gpt-oss: 18 of 36, window
+	// 128), and ChunkedLayers to the tokens of their own
+	// AttentionChunk-token chunk (Llama-4: 36 of 48, 8192): their KV
+	// cache stops growing there (layers.go, KVSpans).
+	SlidingWindow  int `json:"sliding_window,omitempty"`
+	SlidingLayers  int `json:"sliding_layers,omitempty"`
+	AttentionChunk int `json:"attention_chunk_size,omitempty"`
+	ChunkedLayers  int `json:"chunked_layers,omitempty"`
+	// AttentionSinks: each head adds a learned logit to its softmax's
+	// denominator (gpt-oss); no KV, a term per head.
+	AttentionSinks bool `json:"attention_sinks,omitempty"`
 	// Unmodelled names the config.json fields, with their values, that
 	// change the model's cost in a way the simulated engine does not model
 	// (the step time and KV cache of sim); Simulable refuses them.
@@ -158,15 +170,21 @@ func (m Model) ActiveParams() float64 {
 	return float64(m.Layers)*m.AttentionParams() + m.moeLayers()*mlp + dense + m.EmbeddingParams()
 }
 
-// KVBytesPerToken is the KV cache of one token over all layers, 2*L*kv*d
-// elements of elemBytes each (2 for bf16, 1 for fp8). MLA caches the
-// compressed latent and the rotary key instead: L*(kv_lora_rank +
-// qk_rope_head_dim) elements.
+// KVBytesPerToken is the KV cache of one token over the layers whose
+// cache grows with the sequence (FullLayers), 2*L*kv*d elements of
+// elemBytes each (2 for bf16, 1 for fp8). MLA caches the compressed
+// latent and the rotary key instead: L*(kv_lora_rank + qk_rope_head_dim)
+// elements. The layers whose cache stops growing are KVSpans'.
 func (m Model) KVBytesPerToken(elemBytes float64) float64 {
+	return float64(m.FullLayers()) * m.KVBytesPerLayerToken(elemBytes)
+}
+
+// KVBytesPerLayerToken is one token's KV cache in one attention layer.
+func (m Model) KVBytesPerLayerToken(elemBytes float64) float64 {
 	if a := m.MLA; a != nil {
-		return float64(m.Layers) * float64(a.KVLoRARank+a.QKRopeHeadDim) * elemBytes
+		return float64(a.KVLoRARank+a.QKRopeHeadDim) * elemBytes
 	}
-	return 2 * float64(m.Layers) * float64(m.KVHeads) * float64(m.HeadDim) * elemBytes
+	return 2 * float64(m.KVHeads) * float64(m.HeadDim) * elemBytes
 }
 
 // Simulable says whether the simulated engine can cost the model; the
@@ -208,6 +226,9 @@ func (m Model) Validate() error {
 	}
 	if m.DenseLayers > 0 && m.DenseIntermediate <= 0 {
 		return fmt.Errorf("model %q: intermediate_size must be positive for the first_k_dense_replace layers, got %d", m.ID, m.DenseIntermediate)
+	}
+	if err := m.validateLayerKinds(); err != nil {
+		return err
 	}
 	if a := m.MLA; a != nil {
 		for _, c := range []struct {
@@ -263,11 +284,14 @@ var models = []Model{
 		Layers: 61, Hidden: 7168, Heads: 128, KVHeads: 128, HeadDim: 192, Intermediate: 2048, Vocab: 129280, MaxPosition: 163840, DType: "bfloat16",
 		Quantization: "fp8", WeightBlock: 128, Experts: 256, ExpertsPerTok: 8, SharedIntermediate: 2048, DenseLayers: 3, DenseIntermediate: 18432,
 		MLA: &MLA{KVLoRARank: 512, QLoRARank: 1536, QKRopeHeadDim: 64, QKNopeHeadDim: 128, VHeadDim: 128}},
-	// gpt-oss-120b: sized (its experts MXFP4), not simulated.
+	// gpt-oss: MXFP4 routed experts, BF16 elsewhere; sliding-window
+	// attention (128 tokens) in every other layer, attention sinks.
 	{ID: "openai/gpt-oss-120b", Aliases: []string{"gpt-oss-120b"},
 		Layers: 36, Hidden: 2880, Heads: 64, KVHeads: 8, HeadDim: 64, Intermediate: 2880, Vocab: 201088, MaxPosition: 131072, DType: "bfloat16",
-		Quantization: "mxfp4", Experts: 128, ExpertsPerTok: 4,
-		Unmodelled: []string{"sliding_window 128 (every other layer)", `architectures "GptOssForCausalLM" (attention sinks)`}},
+		Quantization: "mxfp4", Experts: 128, ExpertsPerTok: 4, SlidingWindow: 128, SlidingLayers: 18, AttentionSinks: true},
+	{ID: "openai/gpt-oss-20b", Aliases: []string{"gpt-oss-20b"},
+		Layers: 24, Hidden: 2880, Heads: 64, KVHeads: 8, HeadDim: 64, Intermediate: 2880, Vocab: 201088, MaxPosition: 131072, DType: "bfloat16",
+		Quantization: "mxfp4", Experts: 32, ExpertsPerTok: 4, SlidingWindow: 128, SlidingLayers: 12, AttentionSinks: true},
 }
 
 // clone returns m sharing no slice or pointer with it: lookups hand out

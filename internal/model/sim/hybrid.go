@@ -1,0 +1,138 @@
+package sim
+
+import (
+	"math"
+
+	"github.com/servetune/servetune/internal/serving/catalog"
+	"github.com/servetune/servetune/internal/serving/engine"
+)
+
+// Models whose layers are not all alike (catalog.Model.KVSpans): the KV
+// cache and attention of sliding-window and chunked local attention
+// layers, and the bytes of weights quantized in part.
+//
+// KV cache. vLLM's hybrid KV cache manager puts every layer kind in one
+// pool of equal pages and frees, per layer kind, the blocks a layer no
+// longer attends to (vllm/v1/kv_cache_interface.py: a sliding-window
+// layer holds at most window-1 tokens plus the block being written, a
+// chunked local layer its current chunk): the pool is counted in blocks
+// of the full-attention layers (kvBytesPerTokenPerGPU), and a request
+// of n tokens holds boundedKVBytes(n) more. SGLang keeps the windowed
+// layers in a pool of their own, sized at swa_full_tokens_ratio (0.8,
+// ServerArgs) of the full pool's tokens (SWATokenToKVPoolAllocator): its
+// full pool holds fewer tokens for it, and a request's few windowed
+// tokens never run that pool short, so they are not counted per request.
+//
+// Attention. A windowed layer attends to at most its span of keys: a
+// decode query to min(context, span) of them, a prefill chunk's queries
+// to at most span each. Attention sinks (gpt-oss) add one logit per head
+// to each softmax: no KV and no cost worth a term.
+
+// sglangSWAFullTokensRatio is SGLang's --swa-full-tokens-ratio default
+// (python/sglang/srt/server_args.py, swa_full_tokens_ratio: float = 0.8).
+const sglangSWAFullTokensRatio = 0.8
+
+// kvLayerBytesPerGPU is one token's KV cache in one attention layer on
+// one GPU: the GPU's KV heads (2·kv·d elements), or MLA's latent
+// (kv_lora_rank + qk_rope_head_dim elements, whole on every TP rank).
+func (c *Config) kvLayerBytesPerGPU() float64 {
+	m := c.Model
+	if a := m.MLA; a != nil {
+		return float64(a.KVLoRARank+a.QKRopeHeadDim) * c.kvBytesPerElem()
+	}
+	return 2 * float64(c.kvHeadsPerGPU()) * float64(m.HeadDim) * c.kvBytesPerElem()
+}
+
+// boundedKVBytes is what a request of n tokens holds on one GPU in its
+// stage's windowed layers under vLLM's hybrid manager, beyond the
+// full-attention layers' kvBytesPerTokenPerGPU a token; 0 for SGLang,
+// whose windowed layers have a pool of their own (kvPoolBytesPerToken).
+// A windowed layer holds the span less one token plus the tokens being
+// written: a block's worth in a step of decoding, as the manager frees
+// what falls out (scheduled = the block size); at start-up vLLM checks a
+// request against a whole step's, min(span - 1 + max_num_batched_tokens,
+// max_model_len) (SlidingWindowSpec.max_memory_usage_bytes).
+func (c *Config) boundedKVBytes(n, scheduled int) float64 {
+	if c.Engine == engine.SGLang {
+		return 0
+	}
+	b := 0.0
+	for _, sp := range c.Model.KVSpans() {
+		held := min(n, sp.Span-1+max(1, scheduled))
+		b += float64(sp.Layers) / float64(c.PP) * c.kvLayerBytesPerGPU() * float64(held)
+	}
+	return b
+}
+
+// kvPoolBytesPerToken is the pool's bytes per token of a full-attention
+// layer's block: the full layers' KV, and under SGLang the windowed
+// layers' at swa_full_tokens_ratio of it (their own pool, sized so).
+func (c *Config) kvPoolBytesPerToken() float64 {
+	b := c.kvBytesPerTokenPerGPU()
+	if c.Engine == engine.SGLang {
+		for _, sp := range c.Model.KVSpans() {
+			b += sglangSWAFullTokensRatio * float64(sp.Layers) / float64(c.PP) * c.kvLayerBytesPerGPU()
+		}
+	}
+	return b
+}
+
+// boundedBlocks is the pool blocks a request of n tokens holds in the
+// windowed layers (boundedKVBytes), in blocks of the full layers'.
+func (c *core) boundedBlocks(n int) int {
+	b := c.cfg.boundedKVBytes(n, c.bs)
+	if b == 0 {
+		return 0
+	}
+	block := (c.cfg.kvPoolBytesPerToken() + c.cfg.specKVPerTokenPerGPU()) * float64(c.bs)
+	return int(math.Ceil(b / block))
+}
+
+// attnSpan is a set of windowed layers in the step model: its share of
+// the layers and the keys a query attends to at most.
+type attnSpan struct {
+	frac, span float64
+}
+
+// setSpans sets the step model's windowed layer sets.
+func (s *stepModel) setSpans(m catalog.Model) {
+	s.fullFrac = float64(m.FullLayers()) / float64(m.Layers)
+	for _, sp := range m.KVSpans() {
+		s.spans = append(s.spans, attnSpan{frac: float64(sp.Layers) / float64(m.Layers), span: float64(sp.Span)})
+	}
+}
+
+// attention is one layer's attention time in a step, averaged over the
+// layers: decode over the cached context, prefill over the causal
+// pairs. A windowed layer set caps each query's keys at its span
+// (decode: min(context, seqs·span) keys in all; prefill: at most span
+// pairs per prompt token, and the keys read at prompt tokens plus
+// span per sequence).
+func (s *stepModel) attention(b batchShape) float64 {
+	if len(s.spans) == 0 {
+		return s.attentionOver(b.decodeCtx, b.verifyCtx, b.prefillPairs, b.prefillKV, b.prefillTokens)
+	}
+	t := s.fullFrac * s.attentionOver(b.decodeCtx, b.verifyCtx, b.prefillPairs, b.prefillKV, b.prefillTokens)
+	seqs, pt := float64(b.seqs), float64(b.prefillTokens)
+	for _, sp := range s.spans {
+		t += sp.frac * s.attentionOver(math.Min(b.decodeCtx, seqs*sp.span), math.Min(b.verifyCtx, seqs*sp.span),
+			math.Min(b.prefillPairs, pt*sp.span), math.Min(b.prefillKV, pt+seqs*sp.span), b.prefillTokens)
+	}
+	return t
+}
+
+// attentionOver is one layer's attention over decode context ctx (verify
+// draft pairs more) and a prefill of pairs query-key pairs reading kv
+// cached tokens, for prefill prompt tokens.
+func (s *stepModel) attentionOver(ctx, verify, pairs, kv float64, prefill int) float64 {
+	t := 0.0
+	if ctx > 0 {
+		t += s.decodeAttention(ctx, verify)
+	}
+	if prefill > 0 {
+		flops := s.prefillPairFlops * s.qPerGPU * pairs
+		bytes := kv*s.kvTokenBytes() + float64(prefill)*2*s.qPerGPU*s.headDim*bytesBF16
+		t += roofline(flops, s.attnRate, bytes, s.bw)
+	}
+	return t
+}

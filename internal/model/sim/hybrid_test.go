@@ -1,0 +1,70 @@
+package sim
+
+import (
+	"math"
+	"testing"
+)
+
+// gpt-oss-120b's 18 sliding-window layers (128 tokens) hold at most the
+// window and a block per request under vLLM's hybrid manager, whatever
+// the request's length, so a long request's blocks are its 18 full
+// layers' and a fixed few; its weights are the published checkpoint's.
+func TestSlidingLayersHoldTheirWindow(t *testing.T) {
+	cfg := mustParse(t, "openai/gpt-oss-120b", "-tp", "2", "--gpu", "H100-SXM")
+	est, err := Estimate(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 65,248,815,744 B published (model.safetensors.index.json), over 2 GPUs.
+	if got, want := est.WeightsGiB*2, 65_248_815_744.0/GiB; math.Abs(got/want-1) > 0.03 {
+		t.Errorf("weights %.2f GiB in all, want %.2f within 3%%", got, want)
+	}
+	// 18 full layers x 4 KV heads x 64 x 2 (K, V) x 2 B at TP2.
+	if est.KVBytesPerTok != 18*4*64*2*2 {
+		t.Errorf("KV per token per GPU %v B, want the 18 full layers' %v", est.KVBytesPerTok, 18*4*64*2*2)
+	}
+	c := newCore(cfg, est)
+	for _, tt := range []struct{ n, want int }{
+		{100, 7},     // a short request: all of its 100 tokens (7 blocks of 16)
+		{1_000, 9},   // window 127 + a block of 16: 143 tokens, 9 blocks
+		{100_000, 9}, // the same however long
+		{131_072, 9},
+	} {
+		if got := c.boundedBlocks(tt.n); got != tt.want {
+			t.Errorf("%d tokens: the sliding layers hold %d blocks, want %d", tt.n, got, tt.want)
+		}
+	}
+	// SGLang keeps them in a pool of their own at 0.8 of the full pool's
+	// tokens: each token of the pool costs 1.8 full layers' worth.
+	sg := mustParse(t, "--model-path", "openai/gpt-oss-120b", "--tp-size", "2", "--gpu", "H100-SXM")
+	if got, want := sg.kvPoolBytesPerToken(), 1.8*18*4*64*2*2; math.Abs(got-want) > 1e-6 {
+		t.Errorf("SGLang pool bytes per token %v, want %v", got, want)
+	}
+	if sg.boundedKVBytes(100_000, 16) != 0 {
+		t.Errorf("SGLang counts the windowed layers per request")
+	}
+}
+
+// Decoding a long context costs gpt-oss's sliding layers their window
+// only: the step at 32k tokens of context is cheaper than the same
+// model with every layer full, and costs more than at 128 tokens.
+func TestSlidingLayersAttendToTheirWindow(t *testing.T) {
+	cfg := mustParse(t, "openai/gpt-oss-120b", "-tp", "2", "--gpu", "H100-SXM")
+	full := cfg
+	full.Model.SlidingLayers, full.Model.SlidingWindow = 0, 0
+	step := func(c Config, ctx int) float64 {
+		s := newStepModel(c)
+		return s.stepSeconds(batchShape{tokens: 64, seqs: 64, sampled: 64, decodeCtx: float64(64 * ctx)})
+	}
+	long, longFull, short := step(cfg, 32768), step(full, 32768), step(cfg, 128)
+	t.Logf("64 x 32k: %.2f ms (every layer full: %.2f ms); 64 x 128: %.2f ms", 1e3*long, 1e3*longFull, 1e3*short)
+	if !(long < longFull && short < long) {
+		t.Errorf("decode step %.3f ms at 32k (full layers: %.3f), %.3f ms at 128", 1e3*long, 1e3*longFull, 1e3*short)
+	}
+	// Half the layers attend to 128 tokens instead of 32k: the attention
+	// part of the step is about halved.
+	base := step(cfg, 1)
+	if r := (long - base) / (longFull - base); r < 0.45 || r > 0.55 {
+		t.Errorf("attention at 32k costs %.2f of the all-full model's, want about 0.5", r)
+	}
+}
