@@ -572,7 +572,7 @@ func TestSiliconTable(t *testing.T) {
 	if !slices.Equal(b.Flags, []string{"--quantization", "fp8"}) || !strings.Contains(b.Version, "2026-01-02") || len(b.VersionFlags) > 0 {
 		t.Errorf("run b: flags %v, version %q", b.Flags, b.Version)
 	}
-	want := map[string]string{"c": "not in the simulator's catalog", "d": "disaggregated", "e": "not simulated"}
+	want := map[string]string{"c": "not in the simulator's catalog", "d": "disaggregated", "e": "nvfp4"}
 	if len(s.Unrunnable) != len(want) {
 		t.Fatalf("unrunnable %+v, want c, d, e", s.Unrunnable)
 	}
