@@ -197,7 +197,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		p.Done = done
 		measured, start = tr.Send(ctx, p)
 	}
-	records = append(records, measured...)
+	if records == nil {
+		records = measured // no warm-up: no copy of a level's records
+	} else {
+		records = append(records, measured...)
+	}
 	if fold != nil {
 		for i := range records {
 			fold.Add(&records[i], k) // a no-op for those folded as they ended
