@@ -290,13 +290,17 @@ func (cfg Config) conversation(text bool) (sessions []convSession, reqs, warm []
 	}
 	eager := total <= eagerTurns
 	sessions = make([]convSession, len(plan))
-	for s, p := range plan {
-		p.Turns = p.Turns[:counts[s]] // drawn in turn order: the rest is never built
+	reqs = make([]measure.Request, 0, total)
+	for s := range plan {
+		plan[s].Turns = plan[s].Turns[:counts[s]] // drawn in turn order: the rest is never built
+		p := plan[s]
 		if text && eager {
 			p = p.Build()
 		} else if text {
-			sessions[s].lazy = &p
+			sessions[s].lazy = &plan[s]
 		}
+		sessions[s].turns = make([]int, 0, len(p.Turns))
+		sessions[s].think = make([]time.Duration, 0, len(p.Turns))
 		for _, t := range p.Turns {
 			r := measure.Request{Index: len(reqs), PromptTokens: t.New, MaxTokens: t.Output, PrefixID: -1, Synthetic: eager}
 			if text && eager {
