@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/servetune/servetune/internal/load/measure"
@@ -107,15 +108,23 @@ func tracePrefixes(reqs []trace.Request) (ids, tokens []int) {
 			f(k+1, h)
 		}
 	}
-	count := map[uint64]int{}
+	// Every chain hash, sorted: a hash shared by two requests is there
+	// twice. A slice, not a map of counts: a window holds up to
+	// trace.MaxWindowHashIDs of them.
+	var all []uint64
 	for _, q := range reqs {
-		chain(q, func(_ int, h uint64) { count[h]++ })
+		chain(q, func(_ int, h uint64) { all = append(all, h) })
+	}
+	slices.Sort(all)
+	shared := func(h uint64) bool {
+		i, ok := slices.BinarySearch(all, h)
+		return ok && i+1 < len(all) && all[i+1] == h
 	}
 	ids, tokens = make([]int, len(reqs)), make([]int, len(reqs))
 	for i, q := range reqs {
 		ids[i] = -1
 		chain(q, func(k int, h uint64) {
-			if count[h] > 1 {
+			if shared(h) {
 				ids[i], tokens[i] = int(h>>2), min(k*q.BlockSize, q.Input)
 			}
 		})
