@@ -81,13 +81,9 @@ func (d *Disaggregated) Launch(ctx context.Context, spec Spec) (Instance, error)
 	if len(spec.GPUs) > 0 && len(spec.GPUs) != need {
 		return nil, fmt.Errorf("%w: the parts need %d GPUs, the trial has %d", ErrBadSpec, need, len(spec.GPUs))
 	}
-	port, err := FreePort()
-	if spec.Port != 0 {
-		port, err = spec.Port, nil
-	}
-	if err != nil {
-		return nil, err
-	}
+	// The router's port is chosen as it starts (startRouter), not now:
+	// the parts' start-up is a long window for another process to take it.
+	port := spec.Port
 	in := &composite{d: d, spec: spec, host: OrDefault(d.Host, "127.0.0.1"), port: port, exited: make(chan struct{})}
 	next := 0
 	for _, p := range parts {
@@ -206,7 +202,11 @@ var (
 	_ PartExiter = (*composite)(nil)
 )
 
-func (c *composite) Endpoint() string { return "http://" + HostPort(c.host, c.port) }
+func (c *composite) Endpoint() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return "http://" + HostPort(c.host, c.port)
+}
 
 // Logs is each part's tail under its name, the router's last.
 func (c *composite) Logs() string {
@@ -278,6 +278,15 @@ func (c *composite) startRouter(ctx context.Context) error {
 	argv, err := c.routerArgv()
 	if err != nil {
 		return &PartError{Part: "router", Err: err}
+	}
+	if c.port == 0 {
+		port, err := freePort()
+		if err != nil {
+			return &PartError{Part: "router", Err: err}
+		}
+		c.mu.Lock()
+		c.port = port
+		c.mu.Unlock()
 	}
 	p := Process{Command: argv, Host: c.host, HealthPath: OrDefault(c.d.Router.HealthPath, "/health"), StopTimeout: c.d.StopTimeout}
 	rs := Spec{Model: c.spec.Model, Study: c.spec.Study, Trial: c.spec.Trial, Owner: c.spec.Owner, Port: c.port}

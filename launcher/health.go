@@ -2,12 +2,16 @@ package launcher
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/servetune/servetune/internal/serving/engine"
 )
 
 // DefaultPollInterval is how often Ready asks an engine's /health.
@@ -19,6 +23,15 @@ var healthClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: tr
 // WaitHealthy polls url until it answers 200, exited is closed (then it
 // returns exitErr()), or ctx ends. exited may be nil for engines nobody owns.
 func WaitHealthy(ctx context.Context, url string, every time.Duration, exited <-chan struct{}, exitErr func() error) error {
+	return waitHealthy(ctx, url, "", every, exited, exitErr)
+}
+
+// waitHealthy is WaitHealthy that, given the nonce the engine was started
+// with, refuses a 200 carrying another one (engine.NonceHeader): another
+// engine that took the port chosen for this one, whose answers would
+// otherwise be measured as this trial's. It keeps polling: the engine
+// started here fails to bind the port and exits, which it reports.
+func waitHealthy(ctx context.Context, url, nonce string, every time.Duration, exited <-chan struct{}, exitErr func() error) error {
 	if every <= 0 {
 		every = DefaultPollInterval
 	}
@@ -36,7 +49,7 @@ func WaitHealthy(ctx context.Context, url string, every time.Duration, exited <-
 			return exitErr()
 		case <-t.C:
 		}
-		ok, err := probe(ctx, url, every)
+		ok, err := probe(ctx, url, nonce, every)
 		if ok {
 			return nil
 		}
@@ -49,7 +62,7 @@ func WaitHealthy(ctx context.Context, url string, every time.Duration, exited <-
 
 // probe makes one GET with a timeout of a few poll intervals, so a server
 // that accepts but never answers does not stall Ready past ctx.
-func probe(ctx context.Context, url string, every time.Duration) (bool, error) {
+func probe(ctx context.Context, url, nonce string, every time.Duration) (bool, error) {
 	pctx, cancel := context.WithTimeout(ctx, max(5*every, 2*time.Second))
 	defer cancel()
 	req, err := http.NewRequestWithContext(pctx, http.MethodGet, url, nil)
@@ -65,12 +78,26 @@ func probe(ctx context.Context, url string, every time.Duration) (bool, error) {
 	if resp.StatusCode != http.StatusOK {
 		return false, fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
+	if got := resp.Header.Get(engine.NonceHeader); nonce != "" && got != "" && got != nonce {
+		return false, fmt.Errorf("GET %s: answered by another engine (its identity %.8s..., not this one's): another process holds the port", url, got)
+	}
 	return true, nil
 }
 
+// newNonce is a random identity for an engine to be started.
+func newNonce() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// freePort picks the port of an engine to be started (a test narrows it).
+var freePort = FreePort
+
 // FreePort asks the kernel for an unused loopback port. Another process may
-// take it before the engine binds it; the engine then fails to start and the
-// trial reports that, which is rare enough not to retry here.
+// take it before the engine binds it: the engine then fails to start and the
+// trial reports that, and the readiness check refuses the other process's
+// answers (each engine carries its own nonce, engine.EnvEngineNonce).
 func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/internal/testengine"
 )
 
@@ -92,7 +93,7 @@ func helperMain(mode string, args []string) int {
 			fmt.Fprintln(os.Stderr, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB")
 			return 1
 		}
-	case "serve", "router":
+	case "serve", "router", "ident":
 	default:
 		fmt.Fprintf(os.Stderr, "unknown helper mode %q\n", mode)
 		return 2
@@ -118,6 +119,6 @@ func helperMain(mode string, args []string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	_ = http.Serve(l, mux)
+	_ = http.Serve(l, engine.WithNonce(mux)) // as sim serve answers
 	return 1
 }

@@ -59,10 +59,11 @@ func (p *Process) Launch(ctx context.Context, spec Spec) (Instance, error) {
 	port := spec.Port
 	if port == 0 {
 		var err error
-		if port, err = FreePort(); err != nil {
+		if port, err = freePort(); err != nil {
 			return nil, err
 		}
 	}
+	nonce := newNonce()
 	args, err := spec.Args()
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadSpec, err)
@@ -71,6 +72,7 @@ func (p *Process) Launch(ctx context.Context, spec Spec) (Instance, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = p.Dir
 	cmd.Env = append(append(append(os.Environ(), PassEnv(p.PassEnv, os.LookupEnv)...), spec.Env...), labelEnv(spec)...)
+	cmd.Env = append(cmd.Env, engine.EnvEngineNonce+"="+nonce)
 	logs := NewTailBuffer(p.LogBytes)
 	cmd.Stdout = logs
 	cmd.Stderr = logs
@@ -84,6 +86,7 @@ func (p *Process) Launch(ctx context.Context, spec Spec) (Instance, error) {
 		pgid:        cmd.Process.Pid,
 		endpoint:    "http://" + HostPort(host, port),
 		healthPath:  OrDefault(p.HealthPath, "/health"),
+		nonce:       nonce,
 		logs:        logs,
 		exited:      make(chan struct{}),
 		stopTimeout: p.StopTimeout,
@@ -132,6 +135,7 @@ type processInstance struct {
 	pgid        int
 	endpoint    string
 	healthPath  string
+	nonce       string // its identity (engine.EnvEngineNonce)
 	logs        *TailBuffer
 	stopTimeout time.Duration
 	poll        time.Duration
@@ -202,7 +206,7 @@ func (in *processInstance) Exit() engine.Exit {
 }
 
 func (in *processInstance) Ready(ctx context.Context) error {
-	return WaitHealthy(ctx, in.endpoint+in.healthPath, in.poll, in.exited, func() error {
+	return waitHealthy(ctx, in.endpoint+in.healthPath, in.nonce, in.poll, in.exited, func() error {
 		return &ExitError{engine.Exit{Code: in.exitCode}}
 	})
 }

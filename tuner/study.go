@@ -4,13 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/servetune/servetune/internal/load/bench"
 	"github.com/servetune/servetune/internal/load/gpu"
 	"github.com/servetune/servetune/internal/load/measure"
+	"github.com/servetune/servetune/internal/load/trace"
 	"github.com/servetune/servetune/internal/proc"
 	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/launcher"
@@ -680,6 +683,9 @@ func KeepLive(self proc.Owner) func(launcher.Reaped) bool {
 // configuration of the space fits.
 func (s *Study) preflight(ctx context.Context) error {
 	sp := s.Spec
+	if err := datasetFiles(sp.Workload.Dataset, "workload.dataset"); err != nil {
+		return err
+	}
 	if preflight := capsOf(sp).Preflight; preflight != nil {
 		if err := preflight(ctx, launcher.Spec{Engine: sp.Engine, Model: sp.Model, Extra: sp.Space.Extra, Study: sp.Name}); err != nil {
 			return err
@@ -689,6 +695,36 @@ func (s *Study) preflight(ctx context.Context) error {
 		return nil
 	}
 	return (&TrialRunner{Spec: sp}).anyFits()
+}
+
+// datasetFiles refuses a dataset whose file cannot be read, and a trace
+// whose lines up to the window's first request do not parse, as bench
+// refuses them: otherwise the study is stored and every trial fails on
+// it.
+func datasetFiles(d bench.DatasetSpec, field string) error {
+	for i, p := range d.Mix {
+		if err := datasetFiles(p.Spec, fmt.Sprintf("%s.mix[%d].spec", field, i)); err != nil {
+			return err
+		}
+	}
+	if d.Path == "" {
+		return nil
+	}
+	f, err := os.Open(d.Path)
+	if err != nil {
+		return fmt.Errorf("%s.path: %w", field, err)
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || st.IsDir() {
+		return fmt.Errorf("%s.path: %s is not a file", field, d.Path)
+	}
+	if d.Kind == bench.DatasetTrace && d.Trace != nil {
+		t := d.Trace
+		if _, err := trace.Read(f, d.Path, trace.Format(t.Format), trace.Options{Speed: t.Speed, Start: t.Start, Duration: t.Duration, Max: 1}); err != nil {
+			return fmt.Errorf("%s: %w", field, err)
+		}
+	}
+	return nil
 }
 
 // maxFitChecks bounds the configurations anyFits tries (a sample past it).

@@ -576,6 +576,11 @@ func benchOutcome(runErr error, sums []measure.Summary) error {
 		if s.Completed == 0 {
 			return failedError(fmt.Errorf("no request completed: %s", failureLine(s)))
 		}
+		if c := s.Conversation; c != nil && c.SessionsCompleted == 0 {
+			// Turns may have completed, but no conversation did: there is
+			// no session latency to report.
+			return failedError(fmt.Errorf("no session completed: %d of %d failed at a turn (%s)", c.SessionsFailed, c.Sessions, failureLine(s)))
+		}
 	}
 	return nil
 }
@@ -1093,13 +1098,22 @@ func printConversation(w io.Writer, c *measure.Conversation) {
 		fmt.Fprintf(w, "; %d turns not sent (their session ended at a failed turn)", c.TurnsNotSent)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "Session latency (ms): mean %.1f, median %.1f, p99 %.1f\n", c.MeanSessionMS, c.MedianSessionMS, c.P99SessionMS)
+	if c.SessionsCompleted > 0 {
+		fmt.Fprintf(w, "Session latency (ms): mean %.1f, median %.1f, p99 %.1f\n", c.MeanSessionMS, c.MedianSessionMS, c.P99SessionMS)
+	} else {
+		fmt.Fprintf(w, "Session latency: none (no session completed)\n")
+	}
 	fmt.Fprintf(w, "Input tokens: %d new, %d reused from history (%.1f%%)\n", c.NewInputTokens, c.ReusedInputTokens, 100*c.ReusedShare)
 	if c.PrefixCacheHitRate != nil {
 		fmt.Fprintf(w, "Engine prefix-cache hit rate: %.1f%%\n", 100**c.PrefixCacheHitRate)
 	}
 	fmt.Fprintf(w, "%4s %5s %6s %9s %9s %11s %9s %11s %9s\n", "turn", "ok", "failed", "input", "reused", "TTFT med", "p99", "E2E med", "p99")
 	for _, t := range c.Turns {
+		if t.Completed == 0 {
+			// No figures, not zeros.
+			fmt.Fprintf(w, "%4d %5d %6d %9s %9s %11s %9s %11s %9s\n", t.Turn, t.Completed, t.Failed, "-", "-", "-", "-", "-", "-")
+			continue
+		}
 		fmt.Fprintf(w, "%4d %5d %6d %9.0f %9.0f %11.1f %9.1f %11.1f %9.1f\n", t.Turn, t.Completed, t.Failed, t.MeanInputTokens, t.MeanReusedTokens,
 			t.MedianTTFTMS, t.P99TTFTMS, t.MedianE2ELMS, t.P99E2ELMS)
 	}

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -250,7 +251,9 @@ func TestBenchConversationBadInput(t *testing.T) {
 // TestBenchConversationFailedTurnEndsSession: a proxy in front of `sim
 // serve` answers 503 to every third turn (a chat history of five
 // messages); each session ends there, its fourth turn is not sent, and
-// the summary says so.
+// the summary says so. No session completed, so the run exits 1 naming
+// that, and prints no session latency or turn figures of zeros (it
+// printed "mean 0.0, median 0.0, p99 0.0" and exited 0).
 func TestBenchConversationFailedTurnEndsSession(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a short real-clock benchmark")
@@ -279,8 +282,14 @@ func TestBenchConversationFailedTurnEndsSession(t *testing.T) {
 	code, stdout, stderr := runCLI(t, "bench", "--base-url", proxy.URL, "--model", model, "--endpoint-type", "chat",
 		"--dataset", "conversation", "--sessions", "4", "--turns", "4", "--input-len", "32", "--output-len", "16",
 		"--request-rate", "20", "--gpus", "none", "--no-progress", "--json", out)
-	if code != exitOK {
-		t.Fatalf("exit %d: %s", code, stderr)
+	if code != exitFailed || !strings.Contains(stderr, "no session completed: 4 of 4 failed at a turn (http_5xx 4") {
+		t.Fatalf("exit %d: %s; want 1 naming that no session completed", code, stderr)
+	}
+	if strings.Contains(stdout, "mean 0.0") || !strings.Contains(stdout, "Session latency: none (no session completed)") {
+		t.Errorf("session latency of zeros:\n%s", stdout)
+	}
+	if !regexp.MustCompile(`(?m)^\s+4\s+0\s+0\s+-\s+-`).MatchString(stdout) {
+		t.Errorf("turn 4, never sent, has figures:\n%s", stdout)
 	}
 	sums, err := readSummaries(out)
 	if err != nil {

@@ -195,6 +195,10 @@ func TestTuneNothingMeasured(t *testing.T) {
 		{"unknown model", "meta-llama/Llama-3.1-8B-Instruct", "acme/no-such-model-7B", "the simulated engine cannot model acme/no-such-model-7B"},
 		{"unknown GPU", "gpu: H100-SXM", "gpu: Z900", "hardware.gpu"},
 		{"nothing fits", "gpu_memory_fraction: [0.85, 0.9]", "gpu_memory_fraction: [0.05, 0.1]", "none of the 6 configurations tried fits"},
+		// Stored, then every trial failed on the file (bench refused it).
+		{"missing trace", "dataset: {kind: random, input: 256, output: 32}", "dataset: {kind: trace, path: nope.jsonl, format: mooncake}", "workload.dataset.path: open "},
+		{"missing sharegpt", "dataset: {kind: random, input: 256, output: 32}", "dataset: {kind: sharegpt, path: nope.json}", "nope.json: no such file or directory"},
+		{"malformed trace", "dataset: {kind: random, input: 256, output: 32}", "dataset: {kind: trace, path: /dev/zero, format: azure}", "the cap on one line"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			db := filepath.Join(t.TempDir(), "s.db")

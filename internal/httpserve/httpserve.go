@@ -1,6 +1,7 @@
 // Package httpserve is the one serve-until-cancelled sequence of the
-// project's HTTP servers (the dashboard, the simulated engine) and the one
-// test of whether a host is this machine's loopback.
+// project's HTTP servers (the dashboard, the simulated engine), the one
+// test of whether a host is this machine's loopback, and a listener that
+// caps the connections one address holds.
 package httpserve
 
 import (
@@ -11,6 +12,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -58,4 +60,64 @@ func IsLoopback(host string) bool {
 	}
 	ip, err := netip.ParseAddr(strings.Trim(host, "[]"))
 	return err == nil && ip.IsLoopback()
+}
+
+// PerHostLimit wraps ln so that one remote address holds at most n of its
+// connections at once: past them a new connection from that address is
+// answered 503 (the reason in one line) and closed as it is accepted, so
+// connections held open by one client (headers sent a byte a second,
+// reconnecting) cannot take every place a server has and starve a client
+// elsewhere.
+func PerHostLimit(ln net.Listener, n int) net.Listener {
+	return &hostLimit{Listener: ln, n: n, open: map[string]int{}}
+}
+
+type hostLimit struct {
+	net.Listener
+	n    int
+	mu   sync.Mutex
+	open map[string]int
+}
+
+func (l *hostLimit) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		host, _, _ := net.SplitHostPort(c.RemoteAddr().String())
+		l.mu.Lock()
+		full := l.open[host] >= l.n
+		if !full {
+			l.open[host]++
+		}
+		l.mu.Unlock()
+		if full {
+			_ = c.SetWriteDeadline(time.Now().Add(time.Second))
+			fmt.Fprintf(c, "HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Type: text/plain\r\nRetry-After: 30\r\n\r\n%d connections from %s are open, the most one address may hold\n", l.n, host)
+			_ = c.Close()
+			continue
+		}
+		return &hostConn{Conn: c, release: func() { l.release(host) }}, nil
+	}
+}
+
+func (l *hostLimit) release(host string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.open[host]--; l.open[host] <= 0 {
+		delete(l.open, host)
+	}
+}
+
+// hostConn gives its place back once, on its first Close.
+type hostConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *hostConn) Close() error {
+	c.once.Do(c.release)
+	return c.Conn.Close()
 }

@@ -290,13 +290,17 @@ func (cfg Config) conversation(text bool) (sessions []convSession, reqs, warm []
 	}
 	eager := total <= eagerTurns
 	sessions = make([]convSession, len(plan))
-	for s, p := range plan {
-		p.Turns = p.Turns[:counts[s]] // drawn in turn order: the rest is never built
+	reqs = make([]measure.Request, 0, total)
+	for s := range plan {
+		plan[s].Turns = plan[s].Turns[:counts[s]] // drawn in turn order: the rest is never built
+		p := plan[s]
 		if text && eager {
 			p = p.Build()
 		} else if text {
-			sessions[s].lazy = &p
+			sessions[s].lazy = &plan[s]
 		}
+		sessions[s].turns = make([]int, 0, len(p.Turns))
+		sessions[s].think = make([]time.Duration, 0, len(p.Turns))
 		for _, t := range p.Turns {
 			r := measure.Request{Index: len(reqs), PromptTokens: t.New, MaxTokens: t.Output, PrefixID: -1, Synthetic: eager}
 			if text && eager {
@@ -384,9 +388,14 @@ func (h *httpTransport) converse(ctx context.Context, p measure.Phase, sessions 
 	h.stopped = ""
 	live := newInflight()
 	defer live.watch(p.Waiting)()
+	// Each turn's record goes to its request's place, so the level holds
+	// one record a turn and no copy of them (200,000 turns).
 	var (
-		mu   sync.Mutex
-		done []sent
+		mu    sync.Mutex
+		recs  = make([]measure.Record, len(reqs))
+		late  = make([]time.Duration, len(reqs))
+		got   = make([]bool, len(reqs))
+		count int
 	)
 	finish := func(s sent) {
 		mu.Lock()
@@ -394,9 +403,10 @@ func (h *httpTransport) converse(ctx context.Context, p measure.Phase, sessions 
 		if p.Done != nil {
 			p.Done(&s.rec)
 		}
-		done = append(done, s)
+		recs[s.seq], late[s.seq], got[s.seq] = s.rec, s.late, true
+		count++
 		if p.Progress != nil {
-			p.Progress(len(done), len(reqs))
+			p.Progress(count, len(reqs))
 		}
 	}
 	next := p.Next
@@ -420,13 +430,16 @@ func (h *httpTransport) converse(ctx context.Context, p measure.Phase, sessions 
 		})
 	}
 	wg.Wait()
-	slices.SortFunc(done, func(a, b sent) int { return a.seq - b.seq })
-	out := make([]measure.Record, len(done))
-	h.late = make([]time.Duration, len(done))
-	for i := range done {
-		out[i], h.late[i] = done[i].rec, done[i].late
+	n := 0
+	for i := range recs {
+		if got[i] {
+			recs[n], late[n] = recs[i], late[i]
+			n++
+		}
 	}
-	return out, start
+	clear(recs[n:])
+	h.late = late[:n]
+	return recs[:n], start
 }
 
 // session sends one session's turns (converse).
@@ -475,11 +488,23 @@ func (h *httpTransport) session(ctx context.Context, p measure.Phase, sess convS
 // (the previous turn's prompt and answer, as the server counted them) and
 // what is new.
 func summarizeConversation(sessions []convSession, records []measure.Record, engine *measure.EngineMetrics) *measure.Conversation {
-	byIndex := make(map[int]*measure.Record, len(records))
-	for i := range records {
-		if !records[i].Warmup {
-			byIndex[records[i].Index] = &records[i]
+	// The measured records are in request order (converse): a turn's
+	// is found by its index without a map of 200,000 entries.
+	var measured []measure.Record
+	if first := slices.IndexFunc(records, func(r measure.Record) bool { return !r.Warmup }); first >= 0 {
+		measured = records[first:]
+	}
+	byIdx := func(a, b measure.Record) int { return a.Index - b.Index }
+	if !slices.IsSortedFunc(measured, byIdx) || slices.ContainsFunc(measured, func(r measure.Record) bool { return r.Warmup }) {
+		measured = slices.DeleteFunc(slices.Clone(measured), func(r measure.Record) bool { return r.Warmup })
+		slices.SortFunc(measured, byIdx)
+	}
+	byIndex := func(i int) *measure.Record {
+		k, ok := slices.BinarySearchFunc(measured, i, func(r measure.Record, i int) int { return r.Index - i })
+		if !ok {
+			return nil
 		}
+		return &measured[k]
 	}
 	c := &measure.Conversation{Sessions: len(sessions)}
 	if engine != nil {
@@ -500,7 +525,7 @@ func summarizeConversation(sessions []convSession, records []measure.Record, eng
 			for len(turns) <= k {
 				turns = append(turns, turnAcc{})
 			}
-			r := byIndex[i]
+			r := byIndex(i)
 			if r == nil {
 				c.TurnsNotSent++
 				complete = false

@@ -152,11 +152,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	conv := cfg.Dataset.Kind == DatasetConversation && cfg.Requests == nil
 	var reqs, warm []measure.Request
 	var offsets []time.Duration
+	var build func(int) string // a trace's prompts, built as they are sent
 	var err error
 	if conv {
 		sessions, reqs, warm, err = cfg.conversation(text)
 	} else {
-		reqs, warm, offsets, err = cfg.requests(text)
+		reqs, warm, offsets, build, err = cfg.requests(text)
 	}
 	if err != nil {
 		return nil, err
@@ -195,9 +196,21 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	} else {
 		p := cfg.phase(reqs, offsets)
 		p.Done = done
+		if build != nil {
+			request := p.Request
+			p.Request = func(i int) measure.Request {
+				r := request(i)
+				r.Prompt = build(i)
+				return r
+			}
+		}
 		measured, start = tr.Send(ctx, p)
 	}
-	records = append(records, measured...)
+	if records == nil {
+		records = measured // no warm-up: no copy of a level's records
+	} else {
+		records = append(records, measured...)
+	}
 	if fold != nil {
 		for i := range records {
 			fold.Add(&records[i], k) // a no-op for those folded as they ended
@@ -410,7 +423,8 @@ func (cfg Config) checkLengths(ctx context.Context, tr measure.Transport) error 
 
 // lengths generates cfg's requests without prompt text.
 func (cfg Config) lengths() (reqs, warm []measure.Request, offsets []time.Duration, err error) {
-	return cfg.requests(false)
+	reqs, warm, offsets, _, err = cfg.requests(false)
+	return reqs, warm, offsets, err
 }
 
 // The seeded streams of a run: independent, so that changing one part of
@@ -427,13 +441,13 @@ const (
 // dataset's, or cfg.Requests (whose first Warmup entries, cycled, warm up).
 // text false leaves prompts empty (lengths only). offsets are a trace's
 // send times (traceWorkload), nil for every other dataset.
-func (cfg Config) requests(text bool) (reqs, warm []measure.Request, offsets []time.Duration, err error) {
+func (cfg Config) requests(text bool) (reqs, warm []measure.Request, offsets []time.Duration, build func(int) string, err error) {
 	if cfg.Requests != nil {
 		reqs = cfg.Requests
 		for i := range cfg.Warmup {
 			warm = append(warm, reqs[i%len(reqs)])
 		}
-		return reqs, warm, nil, nil
+		return reqs, warm, nil, nil, nil
 	}
 	if cfg.Dataset.Kind == DatasetTrace {
 		return cfg.traceWorkload(text)
@@ -447,16 +461,16 @@ func (cfg Config) requests(text bool) (reqs, warm []measure.Request, offsets []t
 		n = durationPool
 	}
 	if reqs, err = gen(rand.New(rand.NewPCG(cfg.Seed, streamData)), n); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	keyPrefixes(reqs, cfg.Seed, streamData)
 	if cfg.Warmup > 0 {
 		if warm, err = gen(rand.New(rand.NewPCG(cfg.Seed, streamWarmup)), min(cfg.Warmup, countPool)); err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
 		}
 		keyPrefixes(warm, cfg.Seed, streamWarmup)
 	}
-	return reqs, warm, nil, nil
+	return reqs, warm, nil, nil, nil
 }
 
 // keyPrefixes makes the prefix groups of one generated batch distinct from

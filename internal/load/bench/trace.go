@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/servetune/servetune/internal/load/measure"
@@ -45,21 +46,42 @@ func (d DatasetSpec) validateTrace() error {
 // virtual time (which has no text), the longest block prefix a request
 // shares with another request of the window (tracePrefixes).
 func (d DatasetSpec) traceRequests(rng *rand.Rand, n int, text bool) ([]measure.Request, []time.Duration, error) {
+	reqs, offsets, build, err := d.traceRequestsLazy(rng, n, text)
+	if err != nil || build == nil {
+		return reqs, offsets, err
+	}
+	for i := range reqs {
+		reqs[i].Prompt = build(i)
+	}
+	return reqs, offsets, nil
+}
+
+// traceRequestsLazy is traceRequests leaving every prompt empty: build
+// gives request i's (nil without text). A replay builds each as it sends
+// it, so memory holds the prompts in flight, not a whole window's (200,000
+// requests of thousands of tokens each).
+func (d DatasetSpec) traceRequestsLazy(rng *rand.Rand, n int, text bool) ([]measure.Request, []time.Duration, func(i int) string, error) {
 	if err := d.validateTrace(); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	t := d.Trace
 	tr, err := trace.Load(d.Path, trace.Format(t.Format), trace.Options{Speed: t.Speed, Start: t.Start, Duration: t.Duration, Max: n})
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", ErrBadDataset, err)
+		return nil, nil, nil, fmt.Errorf("%w: %w", ErrBadDataset, err)
 	}
 	if len(tr) == 0 {
-		return nil, nil, fmt.Errorf("%w: %s: no request in the window (start %v, duration %v)", ErrBadDataset, d.Path, t.Start, t.Duration)
+		return nil, nil, nil, fmt.Errorf("%w: %s: no request in the window (start %v, duration %v)", ErrBadDataset, d.Path, t.Start, t.Duration)
 	}
 	seed := rng.Uint64()
-	var prompts [][]int
+	var build func(i int) string
 	if text {
-		prompts = trace.Prompts(tr, seed)
+		build = func(i int) string {
+			p := trace.Prompt(tr[i], i, seed)
+			if len(p) == 0 {
+				p = []int{0}
+			}
+			return trace.Text(p)
+		}
 	}
 	ids, lens := tracePrefixes(tr)
 	reqs := make([]measure.Request, len(tr))
@@ -67,16 +89,9 @@ func (d DatasetSpec) traceRequests(rng *rand.Rand, n int, text bool) ([]measure.
 	for i, q := range tr {
 		in := max(q.Input, 1)
 		reqs[i] = measure.Request{PromptTokens: in, MaxTokens: max(q.Output, 1), PrefixID: ids[i], PrefixTokens: lens[i]}
-		if text {
-			p := prompts[i]
-			if len(p) == 0 {
-				p = []int{0}
-			}
-			reqs[i].Prompt = trace.Text(p)
-		}
 		offsets[i] = q.Offset
 	}
-	return reqs, offsets, nil
+	return reqs, offsets, build, nil
 }
 
 // tracePrefixes gives each request the longest run of leading hash ids
@@ -93,15 +108,23 @@ func tracePrefixes(reqs []trace.Request) (ids, tokens []int) {
 			f(k+1, h)
 		}
 	}
-	count := map[uint64]int{}
+	// Every chain hash, sorted: a hash shared by two requests is there
+	// twice. A slice, not a map of counts: a window holds up to
+	// trace.MaxWindowHashIDs of them.
+	var all []uint64
 	for _, q := range reqs {
-		chain(q, func(_ int, h uint64) { count[h]++ })
+		chain(q, func(_ int, h uint64) { all = append(all, h) })
+	}
+	slices.Sort(all)
+	shared := func(h uint64) bool {
+		i, ok := slices.BinarySearch(all, h)
+		return ok && i+1 < len(all) && all[i+1] == h
 	}
 	ids, tokens = make([]int, len(reqs)), make([]int, len(reqs))
 	for i, q := range reqs {
 		ids[i] = -1
 		chain(q, func(k int, h uint64) {
-			if count[h] > 1 {
+			if shared(h) {
 				ids[i], tokens[i] = int(h>>2), min(k*q.BlockSize, q.Input)
 			}
 		})
@@ -116,24 +139,24 @@ func tracePrefixes(reqs []trace.Request) (ids, tokens []int) {
 // requests of the window (at most NumRequests when set) with their
 // offsets, and the warm-up's, which are the window's first Warmup requests
 // with prompts of their own.
-func (cfg Config) traceWorkload(text bool) (reqs, warm []measure.Request, offsets []time.Duration, err error) {
+func (cfg Config) traceWorkload(text bool) (reqs, warm []measure.Request, offsets []time.Duration, build func(int) string, err error) {
 	n := cfg.NumRequests
 	if n == 0 {
 		n = MaxRequests + 1
 	}
-	reqs, offsets, err = cfg.Dataset.traceRequests(rand.New(rand.NewPCG(cfg.Seed, streamData)), n, text)
+	reqs, offsets, build, err = cfg.Dataset.traceRequestsLazy(rand.New(rand.NewPCG(cfg.Seed, streamData)), n, text)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	if len(reqs) > MaxRequests {
-		return nil, nil, nil, fmt.Errorf("%w: %s: the window holds over %d requests; narrow it (start, duration) or cap it (requests)", ErrBadConfig, cfg.Dataset.Path, MaxRequests)
+		return nil, nil, nil, nil, fmt.Errorf("%w: %s: the window holds over %d requests; narrow it (start, duration) or cap it (requests)", ErrBadConfig, cfg.Dataset.Path, MaxRequests)
 	}
 	keyPrefixes(reqs, cfg.Seed, streamData)
 	if cfg.Warmup > 0 {
 		if warm, _, err = cfg.Dataset.traceRequests(rand.New(rand.NewPCG(cfg.Seed, streamWarmup)), min(cfg.Warmup, countPool), text); err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
 		}
 		keyPrefixes(warm, cfg.Seed, streamWarmup)
 	}
-	return reqs, warm, offsets, nil
+	return reqs, warm, offsets, build, nil
 }

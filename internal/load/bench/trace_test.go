@@ -72,6 +72,17 @@ func TestRunTraceOverHTTP(t *testing.T) {
 	if p0 == "" || !strings.HasPrefix(p3, p0+" ") {
 		t.Error("request 4 does not start with request 1's 3,037 words")
 	}
+	// Each prompt is built as it is sent: the ones built up front for
+	// the same seed, no others.
+	eager, _, err := ds.traceRequests(rand.New(rand.NewPCG(3, streamData)), MaxRequests, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range eager {
+		if _, ok := f.byText[r.Prompt]; !ok {
+			t.Fatalf("request %d: the server got another prompt than the one built up front", i)
+		}
+	}
 	w0, w2 := strings.Fields(p0), strings.Fields(p2)
 	if strings.Join(w0[:512], " ") != strings.Join(w2[:512], " ") || w0[512] == w2[512] && w0[513] == w2[513] && w0[514] == w2[514] {
 		t.Error("requests 1 and 3 should share exactly block 0's 512 words")

@@ -12,7 +12,7 @@ import (
 // kept about 6.5 KB each with their chunks, and the pooled ITL arrays cost
 // as much again when summarized.
 //
-// ITL and ITL per token are exact up to foldedCap gaps each; past it each
+// ITL and ITL per token are exact up to foldedCap (524,288) gaps each; past it each
 // is a uniform sample of foldedCap gaps (reservoir sampling, seeded) for
 // the percentiles and their intervals, while the count, mean and standard
 // deviation stay exact. The peak output throughput counts tokens on a 10 ms
@@ -22,8 +22,9 @@ type Folded struct {
 	tokens      map[int64]int // output tokens per foldGrid slot of arrival
 }
 
-// foldedCap is the most ITL gaps a Folded keeps of each kind: 8 MB.
-const foldedCap = 1 << 20
+// foldedCap is the most ITL gaps a Folded keeps of each kind: 4 MB,
+// percentiles to a fraction of a percent.
+const foldedCap = 1 << 19
 
 // foldGrid is the resolution of the peak output throughput's windows.
 const foldGrid = 10 * time.Millisecond

@@ -104,3 +104,18 @@ func TestJSONLTypeMessage(t *testing.T) {
 		t.Errorf("got %v", err)
 	}
 }
+
+// A window of more than MaxWindowHashIDs hash ids is refused naming the
+// cap, having kept no more than it.
+func TestWindowHashIDCap(t *testing.T) {
+	ids := strings.TrimSuffix(strings.Repeat("7,", 2000), ",")
+	line := `{"timestamp": 1, "input_length": 1024000, "output_length": 1, "hash_ids": [` + ids + "]}\n"
+	n := MaxWindowHashIDs/2000 + 2
+	_, err := Read(strings.NewReader(strings.Repeat(line, n)), "t", FormatMooncake, Options{})
+	if err == nil || !strings.Contains(err.Error(), "the window holds over 2097152 hash ids") {
+		t.Errorf("got %v", err)
+	}
+	if _, err := Read(strings.NewReader(strings.Repeat(line, n)), "t", FormatMooncake, Options{Max: 10}); err != nil {
+		t.Errorf("a capped window: %v", err)
+	}
+}

@@ -48,6 +48,26 @@ func Prompts(reqs []Request, seed uint64) [][]int {
 	return out
 }
 
+// Prompt is request i's prompt as Prompts builds it, built alone (its
+// blocks drawn again rather than kept): a replay builds each prompt as it
+// sends it, so memory holds the prompts in flight, not the trace's.
+func Prompt(q Request, i int, seed uint64) []int {
+	p := make([]int, 0, q.Input)
+	if q.BlockSize > 0 {
+		for _, id := range q.HashIDs {
+			if len(p) >= q.Input {
+				break
+			}
+			b := tokens(seed, domainBlock, uint64(id), min(q.BlockSize, q.Input-len(p)))
+			p = append(p, b...)
+		}
+	}
+	if rest := q.Input - len(p); rest > 0 {
+		p = append(p, tokens(seed, domainUnique, uint64(i), rest)...)
+	}
+	return p
+}
+
 // tokens returns n token ids of the stream (seed, domain, id).
 func tokens(seed, domain, id uint64, n int) []int {
 	s := newStream(seed, domain, id)

@@ -161,3 +161,18 @@ func TestLongLine(t *testing.T) {
 		t.Fatalf("%d requests, %v", len(reqs), err)
 	}
 }
+
+// Prompt builds alone what Prompts builds for the whole trace.
+func TestPromptAlone(t *testing.T) {
+	reqs, err := Load("testdata/mooncake.jsonl", FormatMooncake, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs = append(reqs, Request{Input: 700}, Request{Input: 100, HashIDs: []int64{1, 2}, BlockSize: 512})
+	all := Prompts(reqs, 42)
+	for i, q := range reqs {
+		if !slices.Equal(Prompt(q, i, 42), all[i]) {
+			t.Fatalf("request %d: built alone it differs", i)
+		}
+	}
+}

@@ -137,6 +137,12 @@ func Read(r io.Reader, name string, f Format, o Options) ([]Request, error) {
 	return c.out, nil
 }
 
+// MaxWindowHashIDs bounds the hash ids a window keeps (16 MB of them, a
+// billion prompt tokens in 512-token blocks; Mooncake's published
+// conversation trace has about 425,000): past it a window is refused, so a
+// trace file of hundreds of megabytes of ids is not held whole.
+const MaxWindowHashIDs = 1 << 21
+
 // collector checks the order of the parsed rows and windows, re-bases,
 // compresses and caps them as they come.
 type collector struct {
@@ -145,6 +151,7 @@ type collector struct {
 	first time.Duration
 	prev  *raw
 	out   []Request
+	ids   int // hash ids kept
 }
 
 // add takes the next row; done when no later row can be kept.
@@ -164,6 +171,10 @@ func (c *collector) add(row raw) (done bool, err error) {
 		return false, nil
 	}
 	q := row.req
+	if c.ids += len(q.HashIDs); c.ids > MaxWindowHashIDs {
+		return true, &Error{Line: row.line, Msg: fmt.Sprintf(
+			"the window holds over %d hash ids; narrow it (start, duration) or cap its requests", MaxWindowHashIDs)}
+	}
 	q.Offset = time.Duration(float64(off-c.o.Start) / c.speed)
 	c.out = append(c.out, q)
 	return c.o.Max > 0 && len(c.out) == c.o.Max, nil

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/servetune/servetune/internal/httpserve"
+	"github.com/servetune/servetune/internal/serving/engine"
 )
 
 // Router is the stand-in for a disaggregated deployment's router (vLLM's
@@ -74,7 +75,7 @@ func engineURLs(side string, hosts []string, ports []int) ([]string, error) {
 }
 
 // Handler is the router's HTTP API.
-func (r *Router) Handler() http.Handler { return r.mux }
+func (r *Router) Handler() http.Handler { return engine.WithNonce(r.mux) }
 
 // ListenAndServe serves on addr until ctx ends; ready, when not nil, gets
 // the bound address.
@@ -86,7 +87,7 @@ func (r *Router) ListenAndServe(ctx context.Context, addr string, ready func(net
 	if ready != nil {
 		ready(ln.Addr())
 	}
-	hs := &http.Server{Handler: r.mux, ReadHeaderTimeout: headerTimeout, IdleTimeout: 60 * time.Second}
+	hs := &http.Server{Handler: r.Handler(), ReadHeaderTimeout: headerTimeout, IdleTimeout: 60 * time.Second}
 	return httpserve.Serve(ctx, hs, ln, 5*time.Second, nil)
 }
 

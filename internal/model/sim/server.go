@@ -151,7 +151,7 @@ func (s *Server) handleResetPrefixCache(w http.ResponseWriter, r *http.Request) 
 func (s *Server) Estimate() MemoryEstimate { return s.est }
 
 // Handler is the HTTP API.
-func (s *Server) Handler() http.Handler { return s.mux }
+func (s *Server) Handler() http.Handler { return engine.WithNonce(s.mux) }
 
 // Ready reports whether the simulated load time is over.
 func (s *Server) Ready() bool { return s.ready.Load() }

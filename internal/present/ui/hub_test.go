@@ -372,3 +372,62 @@ func TestReportRenderedPerChange(t *testing.T) {
 		t.Errorf("missing study: %s", resp.Status)
 	}
 }
+
+// TestSlowClientsOneAddress: 300 connections from one address that send
+// their headers a byte at a time and never finish hold at most
+// MaxConnsPerAddr places; the rest are answered 503 as they are accepted,
+// and a client from another address (127.0.0.2, loopback too) is served
+// its page (260 such connections kept 18 of 20 page loads at 503).
+func TestSlowClientsOneAddress(t *testing.T) {
+	db, _ := bigStudy(t, 3, true)
+	srv := &Server{DB: db, Tool: "servetune test", Poll: 20 * time.Millisecond}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	addrc := make(chan net.Addr, 1)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, "127.0.0.1:0", func(a net.Addr) { addrc <- a }) }()
+	addr := (<-addrc).String()
+	from := func(ip string) *net.Dialer {
+		return &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 5 * time.Second}
+	}
+	refused := 0
+	for range 300 {
+		c, err := from("127.0.0.1").Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if _, err := c.Write([]byte("GET / HTTP/1.1\r\nHo")); err != nil {
+			refused++ // closed at once
+		}
+	}
+	// The 301st from the same address is answered at once, naming the cap.
+	c, err := from("127.0.0.1").Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	line, _ := bufio.NewReader(c).ReadString('\n')
+	c.Close()
+	if !strings.Contains(line, "503") {
+		t.Errorf("a connection past the address's cap: %q, want 503", line)
+	}
+	if n := srv.conns.Load(); n > 32+1 {
+		t.Errorf("%d connections held by one address", n)
+	}
+	tr := &http.Transport{DialContext: from("127.0.0.2").DialContext, DisableKeepAlives: true}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Get("http://" + addr + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "big") {
+		t.Errorf("a new client while one address holds 300 slow connections: %s", resp.Status)
+	}
+	cancel()
+	if err := <-served; err != nil {
+		t.Error(err)
+	}
+}

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"net/http"
+	"os"
 	"strconv"
 	"strings"
 )
@@ -29,6 +31,29 @@ const (
 // the host, not the model (a time_scale of 1e30 was stored as 201,100
 // tok/s per GPU, 1e308 as +Inf).
 const MaxTimeScale = 1000
+
+// EnvEngineNonce and NonceHeader prove which process answers: a launcher
+// gives each engine it starts a random value in EnvEngineNonce, and the
+// simulated engine and router send it back in NonceHeader on every answer,
+// so a readiness check is never satisfied by another trial's engine that
+// took the port chosen for this one.
+const (
+	EnvEngineNonce = "SERVETUNE_ENGINE_NONCE"
+	NonceHeader    = "X-Servetune-Engine-Nonce"
+)
+
+// WithNonce sets NonceHeader on every answer of h to the value this
+// process was started with (EnvEngineNonce); h itself when it has none.
+func WithNonce(h http.Handler) http.Handler {
+	nonce := os.Getenv(EnvEngineNonce)
+	if nonce == "" {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(NonceHeader, nonce)
+		h.ServeHTTP(w, r)
+	})
+}
 
 // SimAnswerHeader marks every completion the simulated engine serves: its
 // text is placeholder words in the requested number, not a model's
