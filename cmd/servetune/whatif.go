@@ -458,14 +458,16 @@ func printWhatif(w io.Writer, rep *whatif.Report) {
 		fmt.Fprintf(w, "\nshape: %s\n", v)
 	}
 	short := func(r whatif.Row) string { return whatifShortName(rep, r) }
-	if ties := rep.Ties(); ties != nil {
-		names := make([]string, len(ties))
-		for i, r := range ties {
-			names[i] = short(r)
+	if d, ok := rep.Decide(); ok {
+		fmt.Fprintf(w, "\nbest: %s (±%.0f%%); %d of the %d other rows that fit stand apart from it beyond the model's error\n",
+			short(d.Best), 100*d.Best.ErrorBand, d.Separable, d.Fitting-1)
+		if len(d.Tied) > 0 {
+			names := make([]string, len(d.Tied))
+			for i, r := range d.Tied {
+				names[i] = short(r)
+			}
+			fmt.Fprintf(w, "measure before choosing: %s %s within its error (or calibrate)\n", joinAnd(names), map[bool]string{true: "is", false: "are"}[len(names) == 1])
 		}
-		fmt.Fprintf(w, "\ntie: %s are within the model's error of each other; measure them (or calibrate) before choosing\n", joinAnd(names))
-	} else if len(rep.Rows) > 0 && rep.Rows[0].Rank == 1 {
-		fmt.Fprintf(w, "\nbest: %s stands apart from the next row beyond the model's error\n", short(rep.Rows[0]))
 	}
 	if len(unfit) > 0 {
 		fmt.Fprintln(w, "\ncannot serve:")

@@ -26,6 +26,9 @@ type Recorded struct {
 	// ByLoad is TabulateByLoad's: structural regime, load regime,
 	// metric. Check does not read it; the what-if bands do.
 	ByLoad ByLoad `json:"by_load,omitempty"`
+	// Bands is TabulateBands': load/engine/context, metric. Check does
+	// not read it; the what-if bands of rows with an engine do.
+	Bands Table `json:"bands,omitempty"`
 }
 
 // ReadRecorded reads a medians file.
@@ -43,16 +46,17 @@ func ReadRecorded(path string) (Recorded, error) {
 
 // Record turns the tables of every scored run into the medians file's
 // content.
-func Record(t Table, byLoad ByLoad, runs, unscored int) Recorded {
+func Record(t Table, byLoad ByLoad, bands Table, runs, unscored int) Recorded {
 	return Recorded{
 		About: "The fidelity suite's errors (internal/model/sim/testdata/fidelity/runs.json) by regime and metric over every scored run " +
 			"(runs marked unscored count nowhere; docs/fidelity.md says why), " +
 			"as `make fidelity FIDELITY_ARGS=-update` last recorded them: median, p90 and worst absolute relative error. " +
 			"make fidelity fails when a median in regimes rises more than 2 points above its figure here. " +
-			"by_load gives each structural regime (tp>1, moe, long-context, speculative, disaggregated) within each load regime. " +
+			"by_load gives each structural regime (tp>1, moe, long-context, speculative, disaggregated) within each load regime; " +
+			"bands gives the runs by load regime, engine and context (poisson: light, moderate and saturation together). " +
 			"The what-if rows take their error band from the p90s (sim.ErrorBand): a structural regime's within the row's load " +
 			"where that has at least 3 runs of the metric, else over every load.",
-		Runs: runs, Unscored: unscored, Regimes: t, ByLoad: byLoad,
+		Runs: runs, Unscored: unscored, Regimes: t, ByLoad: byLoad, Bands: bands,
 	}
 }
 
@@ -115,7 +119,7 @@ func Main(stdout, stderr io.Writer, suitePath, mediansPath, out string, update b
 		fmt.Fprintln(stdout, "fidelity: the whole table is in", out)
 	}
 	if update {
-		b, _ := json.MarshalIndent(Record(round(all), roundByLoad(TabulateByLoad(results)), len(results)-unscored, unscored), "", " ")
+		b, _ := json.MarshalIndent(Record(round(all), roundByLoad(TabulateByLoad(results)), round(TabulateBands(results)), len(results)-unscored, unscored), "", " ")
 		if err := os.WriteFile(mediansPath, append(b, '\n'), 0o644); err != nil {
 			fmt.Fprintln(stderr, "fidelity:", err)
 			return 2

@@ -870,3 +870,42 @@ func maxAbs(xs []float64) float64 {
 	}
 	return m
 }
+
+// TabulateBands gathers the scored runs' errors by what changes them: the
+// load regime, the engine and the context ("moderate/vllm/long-context",
+// "moderate/vllm/short", "moderate/vllm", "moderate"), and the same over
+// every Poisson load (light, moderate, saturation) under Poisson. A what-if
+// row's band (sim.ErrorBand) takes the narrowest group of its own with
+// sim.MinBandRuns runs. Speculative and disaggregated runs count in their
+// own regimes only, as in All.
+func TabulateBands(results []Result) Table {
+	c := collector{}
+	for _, r := range results {
+		if r.Run.Unscored != "" || slices.Contains(r.Regimes, RegimeSpec) || slices.Contains(r.Regimes, RegimeDisagg) {
+			continue
+		}
+		ctx := "short"
+		if slices.Contains(r.Regimes, "long-context") {
+			ctx = "long-context"
+		}
+		for _, load := range r.Regimes {
+			if !slices.Contains(loadsOnly, load) {
+				continue
+			}
+			loads := []string{load}
+			if load != "offline" && load != RegimeConcurrency {
+				loads = append(loads, Poisson)
+			}
+			for _, l := range loads {
+				for _, g := range []string{l + "/" + r.Run.Engine + "/" + ctx, l + "/" + r.Run.Engine, l} {
+					for _, m := range metricNames {
+						if e, ok := r.Err[m]; ok {
+							c.add(g, m, e, r.Run.ID)
+						}
+					}
+				}
+			}
+		}
+	}
+	return c.table()
+}

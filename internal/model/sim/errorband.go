@@ -58,7 +58,11 @@ type Situation struct {
 	// Disaggregated: prefill and decode engines apart (dvirtual.go), the
 	// suite's disaggregated regime.
 	Disaggregated bool
-	Metrics       []string
+	// Engine is the row's engine (vllm, sglang): where set, the band is
+	// the suite's runs of that engine at the row's load and context
+	// (ErrorBand).
+	Engine  string
+	Metrics []string
 }
 
 // Regimes are the fidelity suite's regimes s sits in: its load regime,
@@ -100,6 +104,11 @@ var suiteMedians []byte
 type suiteFigures struct {
 	Regimes map[string]map[string]suiteStat            `json:"regimes"`
 	ByLoad  map[string]map[string]map[string]suiteStat `json:"by_load"`
+	// Bands are the runs' errors by load, engine and context
+	// (fidelity.TabulateBands): "moderate/vllm/long-context",
+	// "moderate/vllm", "moderate", and "poisson/..." for light, moderate
+	// and saturation together.
+	Bands map[string]map[string]suiteStat `json:"bands"`
 }
 
 // suite is medians.json's figures.
@@ -115,6 +124,10 @@ var suite = func() suiteFigures {
 // within a load regime for a band to take its figure there rather than
 // the structural regime's over every load.
 const MinWithinLoad = 3
+
+// MinBandRuns is the fewest runs of a metric a band group needs for a
+// row's band to take its p90: fewer say too little of the error's spread.
+const MinBandRuns = 20
 
 // poissonLoad is medians.json's by_load key for every run under a rate or
 // a concurrency cap (fidelity.Poisson).
@@ -151,7 +164,16 @@ func MetricOfLimit(name string) string {
 // runs with no load regime), takes the runs of every load. basis says
 // which figure set it.
 func ErrorBand(s Situation) (band float64, basis string) {
-	regimes := s.Regimes()
+	if s.Engine != "" && len(suite.Bands) > 0 {
+		return splitBand(s)
+	}
+	return regimesBand(s, s.Regimes(), true)
+}
+
+// regimesBand is ErrorBand's figure over the given regimes of s; with
+// widest, a row none of whose metrics the suite measures takes its
+// widest p90.
+func regimesBand(s Situation, regimes []string, widest bool) (band float64, basis string) {
 	metrics := s.Metrics
 	if len(metrics) == 0 {
 		metrics = []string{"throughput"}
@@ -198,7 +220,7 @@ func ErrorBand(s Situation) (band float64, basis string) {
 			}
 		}
 	}
-	if basis == "" {
+	if basis == "" && widest {
 		// The suite measures none of the metrics here: its widest p90 (of
 		// the runs under load for a row under load).
 		widest, what := suite.Regimes["all"], "runs"
@@ -210,6 +232,83 @@ func ErrorBand(s Situation) (band float64, basis string) {
 				band = st.P90
 				basis = fmt.Sprintf("fidelity suite: p90 %s error %.0f%% over %d %s, the widest (docs/fidelity.md)", m, 100*st.P90, st.N, what)
 			}
+		}
+	}
+	return band, basis
+}
+
+// bandGroups are the band groups a row in situation s may take, narrowest
+// first: its load, engine and context; its load and engine; then, for a
+// row under load, the same over every Poisson load (light, moderate,
+// saturation) and over every such run; an offline row ends at its load.
+// Runs at a fixed concurrency (closed-loop clients) are a load of their
+// own: a what-if row's open-loop Poisson arrivals never take them.
+func bandGroups(s Situation) []string {
+	ctx := "short"
+	if s.LongContext {
+		ctx = "long-context"
+	}
+	load := string(s.Regime)
+	out := []string{load + "/" + s.Engine + "/" + ctx, load + "/" + s.Engine}
+	if s.Regime == RegimeOffline {
+		return append(out, load)
+	}
+	return append(out, poissonLoad+"/"+s.Engine+"/"+ctx, poissonLoad+"/"+s.Engine, poissonLoad)
+}
+
+// describeGroup names a band group for a basis: "29 vllm runs at
+// moderate load".
+func describeGroup(g string, n int) string {
+	parts := strings.Split(g, "/")
+	what := ""
+	if len(parts) > 1 {
+		what = parts[1] + " "
+	}
+	if len(parts) > 2 {
+		what += parts[2] + " "
+	}
+	load := parts[0] + " load"
+	if parts[0] == poissonLoad {
+		load = "Poisson load (light, moderate, saturation)"
+	}
+	return fmt.Sprintf("%d %sruns at %s", n, what, load)
+}
+
+// splitBand is ErrorBand for a row whose engine is known: for each metric,
+// the p90 of the narrowest band group (bandGroups) with MinBandRuns runs
+// of it, and beside it the structural regimes that change the error on
+// their own (moe, speculative, disaggregated) as ErrorBand takes them;
+// the widest of these. TP size is not among the splits: at moderate load
+// the suite's tp>1 vLLM runs err as its vLLM runs do (docs/fidelity.md,
+// "Error bands").
+func splitBand(s Situation) (band float64, basis string) {
+	metrics := s.Metrics
+	if len(metrics) == 0 {
+		metrics = []string{"throughput"}
+	}
+	groups := bandGroups(s)
+	for _, m := range metrics {
+		for _, g := range groups {
+			st, ok := suite.Bands[g][m]
+			if !ok || st.N < MinBandRuns {
+				continue
+			}
+			if basis == "" || st.P90 > band {
+				band = st.P90
+				basis = fmt.Sprintf("fidelity suite: p90 %s error %.0f%% over %s (docs/fidelity.md)", m, 100*st.P90, describeGroup(g, st.N))
+			}
+			break
+		}
+	}
+	var extra []string
+	for _, g := range s.Regimes()[1:] {
+		if g == "moe" || g == "speculative" || g == "disaggregated" {
+			extra = append(extra, g)
+		}
+	}
+	if len(extra) > 0 {
+		if b, why := regimesBand(Situation{Regime: s.Regime, Metrics: metrics}, extra, false); b > band {
+			band, basis = b, why
 		}
 	}
 	return band, basis

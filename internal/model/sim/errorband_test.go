@@ -161,3 +161,39 @@ func TestRecordedBandsWithinLoad(t *testing.T) {
 		t.Errorf("moderate TP2 itl band from %q", why)
 	}
 }
+
+// TestSplitBand: a row with an engine takes the narrowest band group of
+// its load, engine and context with MinBandRuns runs, never the runs at
+// a fixed concurrency, and adds the moe runs' figure on an MoE row.
+func TestSplitBand(t *testing.T) {
+	saved := suite
+	defer func() { suite = saved }()
+	suite = suiteFigures{
+		Regimes: map[string]map[string]suiteStat{"moe": {"ttft": {N: 30, P90: 0.50}}},
+		ByLoad:  map[string]map[string]map[string]suiteStat{"moe": {"moderate": {"ttft": {N: 5, P90: 0.40}}}},
+		Bands: map[string]map[string]suiteStat{
+			"moderate/vllm/long-context": {"ttft": {N: 2, P90: 1.10}},
+			"moderate/vllm":              {"ttft": {N: 29, P90: 0.17}, "itl": {N: 32, P90: 0.13}},
+			"poisson/vllm":               {"ttft": {N: 35, P90: 0.47}},
+			"poisson":                    {"ttft": {N: 46, P90: 0.48}},
+			"concurrency/vllm":           {"ttft": {N: 138, P90: 4.31}},
+		},
+	}
+	s := Situation{Regime: RegimeModerate, Engine: "vllm", LongContext: true, TP: 4, Metrics: []string{"ttft", "itl", "throughput"}}
+	b, why := ErrorBand(s)
+	if b != 0.17 || !strings.Contains(why, "29 vllm runs at moderate load") {
+		t.Errorf("moderate vLLM long-context row: %v %q, want 0.17 from the 29 vLLM runs at moderate load (2 long-context are too few)", b, why)
+	}
+	s.Regime = RegimeSaturation
+	if b, why = ErrorBand(s); b != 0.47 || !strings.Contains(why, "35 vllm runs at Poisson load") {
+		t.Errorf("saturation row: %v %q, want the Poisson vLLM runs' 0.47", b, why)
+	}
+	s.Regime, s.MoE = RegimeModerate, true
+	if b, why = ErrorBand(s); b != 0.40 || !strings.Contains(why, "moe") {
+		t.Errorf("moderate MoE row: %v %q, want the moe runs' 0.40 at moderate load", b, why)
+	}
+	s.Engine, s.MoE = "sglang", false
+	if b, why = ErrorBand(s); b != 0.48 {
+		t.Errorf("SGLang row: %v %q, want every Poisson run's 0.48", b, why)
+	}
+}

@@ -150,6 +150,7 @@ func (row *Row) fillMeasured(o Options, m catalog.Model, c candidate, best store
 	sit := situationOf(o.SLO, level, m)
 	sit.TP, _ = set.Int("tensor_parallel")
 	sit.Speculative = row.Speculative != ""
+	sit.Engine = string(c.engine)
 	if c.disagg {
 		_, ptp, _, dtp := disaggLayout(set)
 		sit.TP, sit.Disaggregated = max(ptp, dtp), true

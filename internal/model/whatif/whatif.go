@@ -801,6 +801,36 @@ func (rep *Report) Ties() []Row {
 	return out
 }
 
+// Decision is what a ranking decides: its best row, the rows that fit
+// and are within the model's error of it (to measure, or calibrate,
+// before choosing), and how many of the other rows that fit stand apart
+// from it beyond that error.
+type Decision struct {
+	Best      Row
+	Tied      []Row // best first excluded
+	Separable int
+	Fitting   int // the ranked rows, the best included
+}
+
+// Decide is the ranking's decision; ok is false when no row fits.
+func (rep *Report) Decide() (d Decision, ok bool) {
+	if len(rep.Rows) == 0 || rep.Rows[0].Rank != 1 {
+		return d, false
+	}
+	d.Best = rep.Rows[0]
+	for _, r := range rep.Rows {
+		if r.Rank == 0 {
+			continue
+		}
+		d.Fitting++
+		if r.Rank > 1 && slices.Contains(r.TiesWith, d.Best.Name()) {
+			d.Tied = append(d.Tied, r)
+		}
+	}
+	d.Separable = d.Fitting - 1 - len(d.Tied)
+	return d, true
+}
+
 // launcherFor is the virtual launcher of a candidate.
 func launcherFor(o Options, c candidate) *simulated.Virtual {
 	v := &simulated.Virtual{GPU: c.gpu.ID, KVLink: o.KVLink}

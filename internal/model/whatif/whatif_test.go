@@ -208,6 +208,14 @@ func TestRankAndTies(t *testing.T) {
 	if ties := rep.Ties(); len(ties) != 2 || ties[1].GPU != "B" {
 		t.Errorf("Ties() = %v, want A and B", ties)
 	}
+	// The decision: A is best, B within its error, C apart; D does not fit.
+	d, ok := rep.Decide()
+	if !ok || d.Best.GPU != "A" || len(d.Tied) != 1 || d.Tied[0].GPU != "B" || d.Separable != 1 || d.Fitting != 3 {
+		t.Errorf("Decide() = %+v, %v; want best A, B tied, 1 of 2 others separable, 3 fitting", d, ok)
+	}
+	if _, ok := (&Report{Rows: rows[3:]}).Decide(); ok {
+		t.Error("Decide() on rows none of which fit: ok")
+	}
 }
 
 // TestModelDirAndCalibration: a model known only by its config.json (a
