@@ -353,7 +353,7 @@ var table = []setting{
 // read without complaint.
 var (
 	ignoredSwitches = []string{"--disable-log-requests", "--disable-log-stats", "--trust-remote-code",
-		"--enable-log-requests", "--disable-custom-all-reduce",
+		"--enable-log-requests", "--no-enable-log-requests", "--disable-custom-all-reduce",
 		"--disable-frontend-multiprocessing", "--skip-tokenizer-init", "--disable-fastapi-docs"}
 	ignoredValued = []string{"--dtype", "--seed", "--download-dir", "--tokenizer", "--revision",
 		"--swap-space", "--uvicorn-log-level", "--load-format", "--distributed-executor-backend",
