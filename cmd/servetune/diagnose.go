@@ -115,7 +115,8 @@ func diagnoseStudy(cmd *cobra.Command, dbPath, name string, n int, prefer string
 		}
 		p := rec.Best.Point
 		head := fmt.Sprintf("%s: trial %d at %s (recommended, prefer %s)  %s", name, p.Trial, p.Label, pref.For(sp.Tuner.Objective).Describe(sp.Tuner.Objective), settingsLine(p.Settings))
-		return head, diagnose.Level(diagnose.Input{Engine: sp.Engine, Settings: p.Settings, Level: p.Level}), nil
+		return head, diagnose.Level(diagnose.Input{Engine: sp.Engine, Settings: p.Settings, Level: p.Level,
+			CacheCold: cacheCold(map[string]any{"dataset": sp.Workload.Dataset})}), nil
 	}
 	for _, t := range ss.trials {
 		if t.Number != n {

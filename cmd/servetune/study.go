@@ -839,7 +839,8 @@ func writeRecommendation(w io.Writer, sp *spec.Spec, rec recommend.Recommendatio
 	p := best.Point
 	pj := toPointJSON(p, sp)
 	// Why it performs as it does, at the recommended level.
-	findings := diagnose.Level(diagnose.Input{Engine: sp.Engine, Settings: p.Settings, Level: p.Level})
+	findings := diagnose.Level(diagnose.Input{Engine: sp.Engine, Settings: p.Settings, Level: p.Level,
+		CacheCold: cacheCold(map[string]any{"dataset": sp.Workload.Dataset})})
 	switch format {
 	case "json", "yaml":
 		doc := recommendationDoc(sp, rec, alt, pref, verdict, findings)
