@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -86,5 +88,58 @@ func TestRecommendNamesEngineVersion(t *testing.T) {
 	_, out, errs := runCLI(t, "recommend", "obj", "--db", db, "--format", "sglang")
 	if !strings.Contains(errs, "measured on vllm") || !strings.Contains(out, "# for sglang "+engine.NewestVersion(engine.SGLang).String()) {
 		t.Errorf("--format sglang: want a warning and the SGLang version:\nstdout %s\nstderr %s", out, errs)
+	}
+}
+
+// TestSimHelpListsFlags: the sim commands that parse their own arguments
+// list them in --help (cobra alone lists only -h), and no help offers a
+// model every command refuses.
+func TestSimHelpListsFlags(t *testing.T) {
+	for _, c := range [][]string{{"sim", "run", "--help"}, {"sim", "serve", "--help"}} {
+		_, out, _ := runCLI(t, c...)
+		for _, want := range []string{"--max-num-seqs", "--gpu ", "--enforce-eager              turns off:"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%v lacks %q:\n%s", c, want, out)
+			}
+		}
+	}
+	if _, out, _ := runCLI(t, "sim", "run", "--help"); !strings.Contains(out, "--max-concurrency") {
+		t.Errorf("sim run --help lists no workload flags:\n%s", out)
+	}
+	if _, out, _ := runCLI(t, "sim", "estimate", "--help"); strings.Contains(out, "gpt-oss-120b") || !strings.Contains(out, "Llama-3.1-8B") {
+		t.Errorf("sim estimate --help offers a refused model or none:\n%s", out)
+	}
+}
+
+// TestExamplesNameRealFlags: every `servetune recommend` line an example
+// spec's comments advise takes only flags recommend has.
+func TestExamplesNameRealFlags(t *testing.T) {
+	files, err := filepath.Glob("../../examples/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("examples: %v", err)
+	}
+	flags := newRecommendCmd().Flags()
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(raw), "\n") {
+			_, cmdline, ok := strings.Cut(line, "servetune recommend ")
+			if !ok || !strings.HasPrefix(strings.TrimSpace(line), "#") {
+				continue
+			}
+			for _, w := range strings.Fields(cmdline) {
+				if w == "#" {
+					break
+				}
+				if name, ok := strings.CutPrefix(w, "--"); ok {
+					name, _, _ = strings.Cut(name, "=")
+					if flags.Lookup(name) == nil && name != "db" {
+						t.Errorf("%s advises `servetune recommend ... --%s`: recommend has no such flag", f, name)
+					}
+				}
+			}
+		}
 	}
 }
