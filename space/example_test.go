@@ -13,7 +13,7 @@ import (
 func ExampleParse() {
 	src := `tensor_parallel: [1, 2]
 quantization: [none, fp8]
-extra_args: ["--disable-log-requests"]
+extra_args: ["--no-enable-log-requests"]
 `
 	var doc yaml.Node
 	if err := yaml.Unmarshal([]byte(src), &doc); err != nil {
@@ -32,8 +32,8 @@ extra_args: ["--disable-log-requests"]
 		fmt.Println(strings.Join(engine.ServeCommand(engine.VLLM, "meta-llama/Llama-3.1-8B-Instruct", s, sp.Extra), " "))
 	}
 	// Output:
-	// vllm serve meta-llama/Llama-3.1-8B-Instruct --tensor-parallel-size 1 --disable-log-requests
-	// vllm serve meta-llama/Llama-3.1-8B-Instruct --tensor-parallel-size 1 --quantization fp8 --disable-log-requests
+	// vllm serve meta-llama/Llama-3.1-8B-Instruct --tensor-parallel-size 1 --no-enable-log-requests
+	// vllm serve meta-llama/Llama-3.1-8B-Instruct --tensor-parallel-size 1 --quantization fp8 --no-enable-log-requests
 	// skip: infeasible settings: tensor×pipeline×data parallel = 2×1×1 needs 2 GPUs, 1 available
 	// skip: infeasible settings: tensor×pipeline×data parallel = 2×1×1 needs 2 GPUs, 1 available
 }

@@ -18,7 +18,7 @@ import (
 //	gpu_memory_fraction: {float: [0.80, 0.95]}      # optional log, step
 //	prefix_caching: {bool: true}                    # or [true, false]
 //	kv_cache_dtype: fp8                             # a scalar: fixed value
-//	extra_args: ["--disable-log-requests"]          # appended to every trial
+//	extra_args: ["--no-enable-log-requests"]          # appended to every trial
 //	constraints: ["max_batched_tokens >= max_running_requests"]
 //
 // Errors are *yamlspec.Error values with file, line and field "space.NAME".

@@ -65,7 +65,7 @@ metrics stay silent on results measured without them.`,
 	}
 	addDBFlag(cmd, &dbPath)
 	cmd.Flags().IntVar(&trialN, "trial", -1, "diagnose this trial's levels instead of the recommended configuration")
-	cmd.Flags().StringVar(&prefer, "prefer", "throughput", "which recommendation: throughput | cost | latency")
+	cmd.Flags().StringVar(&prefer, "prefer", "objective", preferHelp)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the findings as a JSON array")
 	return cmd
 }
@@ -114,8 +114,9 @@ func diagnoseStudy(cmd *cobra.Command, dbPath, name string, n int, prefer string
 			return "", nil, failedError(fmt.Errorf("study %s: %w (name one with --trial N)", name, err))
 		}
 		p := rec.Best.Point
-		head := fmt.Sprintf("%s: trial %d at %s (recommended, prefer %s)  %s", name, p.Trial, p.Label, pref, settingsLine(p.Settings))
-		return head, diagnose.Level(diagnose.Input{Engine: sp.Engine, Settings: p.Settings, Level: p.Level}), nil
+		head := fmt.Sprintf("%s: trial %d at %s (recommended, prefer %s)  %s", name, p.Trial, p.Label, pref.For(sp.Tuner.Objective).Describe(sp.Tuner.Objective), settingsLine(p.Settings))
+		return head, diagnose.Level(diagnose.Input{Engine: sp.Engine, Settings: p.Settings, Level: p.Level,
+			CacheCold: cacheCold(map[string]any{"dataset": sp.Workload.Dataset})}), nil
 	}
 	for _, t := range ss.trials {
 		if t.Number != n {

@@ -137,6 +137,9 @@ func catalogHelp() string {
 	var b strings.Builder
 	b.WriteString("Models (a Hugging Face id or alias; a config.json or its directory also works):\n")
 	for _, m := range catalog.Models() {
+		if m.Simulable() != nil {
+			continue // sized only: every command refuses it (its own error says why)
+		}
 		b.WriteString("  " + m.ID)
 		if len(m.Aliases) > 0 {
 			b.WriteString(" (" + strings.Join(m.Aliases, ", ") + ")")
@@ -149,6 +152,31 @@ func catalogHelp() string {
 	}
 	b.WriteString("GPUs (--gpu): " + strings.Join(ids, ", "))
 	return b.String()
+}
+
+// engineFlagsHelp lists the engine and simulator flags a sim command
+// takes (engine.FlagDocs), for the help of the commands that parse their
+// own arguments (cobra lists only -h for them).
+func engineFlagsHelp() string {
+	var eng, simf strings.Builder
+	for _, d := range engine.FlagDocs(engine.VLLM) {
+		line := fmt.Sprintf("  %-28s %s\n", d.Flag, d.Doc)
+		if d.Sim {
+			simf.WriteString(line)
+		} else {
+			eng.WriteString(line)
+		}
+	}
+	return "Engine flags (vLLM's spelling; SGLang's are taken too, with --engine sglang or " + engine.Flag(engine.SGLang, "model") + "):\n" + eng.String() +
+		"\nSimulator flags:\n" + simf.String()
+}
+
+// benchFlagsHelp lists sim run's workload and load flags.
+func benchFlagsHelp() string {
+	var f benchFlags
+	fs := pflag.NewFlagSet("sim run", pflag.ContinueOnError)
+	simBenchFlags(fs, &f)
+	return "Workload and load flags:\n" + fs.FlagUsages()
 }
 
 func printEstimate(w io.Writer, cfg sim.Config, e simEstimate) {
@@ -266,6 +294,8 @@ func newSimRunCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "run [engine flags] [--gpu NAME] [--num-gpus N] [workload and load flags] [--json F]",
 		Short: "Run a bench workload against the simulated engine in virtual time (same result JSON as bench)",
+		Long: "Run a bench workload against the simulated engine in virtual time (same result JSON as bench).\n\n" +
+			benchFlagsHelp() + "\n" + engineFlagsHelp(),
 		Example: "  servetune sim run meta-llama/Llama-3.1-8B-Instruct " + engineFlag("max_model_len") + " 8192 \\\n" +
 			"    --input-len 512 --output-len 128 --max-concurrency 256 --num-requests 10000 --json result.json",
 		DisableFlagParsing: true,
@@ -358,7 +388,9 @@ As a part of a disaggregated deployment it takes the engines' flags: vLLM's
 --disaggregation-mode prefill|decode (--disaggregation-transfer-backend is
 accepted), and speaks vLLM's kv_transfer_params handshake (servetune sim
 router). A decode engine waits for the prompt's KV to cross --kv-link
-(` + strings.Join(sim.LinkNames(), ", ") + `; default ` + sim.DefaultLink + `) before it decodes.`,
+(` + strings.Join(sim.LinkNames(), ", ") + `; default ` + sim.DefaultLink + `) before it decodes.
+
+` + engineFlagsHelp(),
 		Example: "  servetune sim serve meta-llama/Llama-3.1-8B-Instruct " + engineFlag("max_model_len") + " 8192 --port 8000\n" +
 			"  " + engine.EnvSimGPU + "=H100-SXM servetune sim serve " + engine.Flag(engine.SGLang, "model") + " Qwen/Qwen2.5-7B-Instruct " +
 			engine.Flag(engine.SGLang, "tensor_parallel") + " 1 --port 30000",

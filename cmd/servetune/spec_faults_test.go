@@ -86,7 +86,7 @@ func TestTuneSecretsAtRest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := strings.Replace(string(good), `extra_args: ["--disable-log-requests"]`, `extra_args: ["--disable-log-requests", "--api-key", "`+secret+`"]`, 1)
+	src := strings.Replace(string(good), `extra_args: ["--no-enable-log-requests"]`, `extra_args: ["--no-enable-log-requests", "--api-key", "`+secret+`"]`, 1)
 	src = strings.Replace(src, "trials: 24", "trials: 4", 1)
 	dir := t.TempDir()
 	db := filepath.Join(dir, "s.db")

@@ -541,8 +541,11 @@ func newParetoCmd() *cobra.Command {
 	return cmd
 }
 
+// preferHelp is --prefer's help on every command that ranks a study.
+const preferHelp = "what to rank by: objective (the study's tuner.objective) | throughput | cost | latency | any metric (goodput_per_gpu, ttft_p99, ...) | \"max METRIC\" | \"min METRIC\""
+
 func newRecommendCmd() *cobra.Command {
-	var dbPath, prefer, format, hfSecret, modelClaim, routerImage string
+	var dbPath, prefer, format, hfSecret, modelClaim, routerImage, engineVersion string
 	cmd := &cobra.Command{
 		Use:   "recommend STUDY",
 		Short: "Print the best measured configuration under the SLOs as a serve command",
@@ -570,6 +573,19 @@ func newRecommendCmd() *cobra.Command {
 			if format == "" {
 				format = string(sp.Engine)
 			}
+			var ver engine.Version
+			if engineVersion != "" {
+				if ver, err = engine.ParseVersion(engineVersion); err == nil {
+					err = engine.CheckVersion(engineFor(sp, format), ver)
+				}
+				if err != nil {
+					return usageErrorf("--engine-version: %v", err)
+				}
+			}
+			if e := engineFor(sp, format); e != sp.Engine {
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: study %s was measured on %s; this %s command carries its settings over unmeasured (%s's memory, scheduler and defaults differ): tune it on %s before serving it\n",
+					sp.Name, sp.Engine, e, e, e)
+			}
 			rec, err := recommend.RecommendStudy(ss.trials, sp.Terms(), pref)
 			if err != nil {
 				return failedError(fmt.Errorf("study %s: %w", sp.Name, err))
@@ -580,16 +596,25 @@ func newRecommendCmd() *cobra.Command {
 				return writeManifests(cmd.OutOrStdout(), sp, rec, alt, pref, format, hfSecret, modelClaim, routerImage)
 			}
 			q := recommendedQuality(sp, ss.study, ss.trials, rec.Best.Point.Trial)
-			return writeRecommendation(cmd.OutOrStdout(), sp, rec, alt, pref, format, q)
+			return writeRecommendation(cmd.OutOrStdout(), sp, rec, alt, pref, format, q, ver)
 		},
 	}
 	addDBFlag(cmd, &dbPath)
-	cmd.Flags().StringVar(&prefer, "prefer", "throughput", "throughput | cost | latency")
+	cmd.Flags().StringVar(&prefer, "prefer", "objective", preferHelp)
+	cmd.Flags().StringVar(&engineVersion, "engine-version", "", "the engine release the command is for, e.g. 0.11.0 (default: the newest the flag table knows); its flags are checked against it")
 	cmd.Flags().StringVar(&format, "format", "", "vllm | sglang | docker | yaml | json | k8s (Deployment + Service) | kserve (ServingRuntime + InferenceService) (default: the study's engine)")
 	cmd.Flags().StringVar(&modelClaim, "model-claim", "", "with k8s or kserve and a local model: the PersistentVolumeClaim holding its files (default: NAME-model)")
 	cmd.Flags().StringVar(&routerImage, "router-image", "", "with k8s and a disaggregated recommendation: the image of the router's command (default: the engine's)")
 	cmd.Flags().StringVar(&hfSecret, "hf-secret", "hf-token", `with k8s or kserve: the Secret whose key "token" holds the Hugging Face token ("" for none)`)
 	return cmd
+}
+
+// nonNil is xs, or an empty list for JSON's [] where there is none.
+func nonNil(xs []string) []string {
+	if xs == nil {
+		return []string{}
+	}
+	return xs
 }
 
 // warnSuspect warns, on stderr so that every format's output stays
@@ -644,7 +669,10 @@ func writeManifests(w io.Writer, sp *spec.Spec, rec recommend.Recommendation, al
 	} else {
 		cmdText = engine.ShellJoin(serveArgv(sp, p, string(sp.Engine)))
 	}
-	head := fmt.Sprintf("%s: trial %d at %s, best %s under SLO %s; as commands on one host:\n  %s", sp.Name, p.Trial, p.Label, pref, sp.SLO, cmdText)
+	head := fmt.Sprintf("%s: trial %d at %s, best %s under SLO %s; as commands on one host:\n  %s", sp.Name, p.Trial, p.Label, pref.For(sp.Tuner.Objective).Describe(sp.Tuner.Objective), sp.SLO, cmdText)
+	for _, r := range rec.Best.SLORisks(sp.SLO) {
+		head += "\ncaution: " + r
+	}
 	if alt != nil {
 		var b strings.Builder
 		writeAlternative(&b, sp, rec.Best, alt.Best)
@@ -743,7 +771,7 @@ func recommendationDoc(sp *spec.Spec, rec recommend.Recommendation, alt *recomme
 	p := best.Point
 	pj := toPointJSON(p, sp)
 	doc := map[string]any{
-		"study": sp.Name, "model": sp.Model, "engine": string(sp.Engine), "prefer": string(pref),
+		"study": sp.Name, "model": sp.Model, "engine": string(sp.Engine), "prefer": string(pref.For(sp.Tuner.Objective)), "slo_risks": nonNil(rec.Best.SLORisks(sp.SLO)),
 		"trial": pj.Trial, "level": pj.Level, "gpus": pj.GPUs, "settings": pj.Settings, "metrics": pj.Metrics,
 		"runs": best.Runs(), "metrics_ci95": candidateMetrics(best),
 		"command":  serveArgv(sp, p, string(sp.Engine)),
@@ -782,26 +810,66 @@ func recommendationDoc(sp *spec.Spec, rec recommend.Recommendation, alt *recomme
 	return doc
 }
 
-func writeRecommendation(w io.Writer, sp *spec.Spec, rec recommend.Recommendation, alt *recommend.Recommendation, pref recommend.Preference, format string, verdict *measure.Quality) error {
+// engineFor is the engine a recommend format's command runs: the study's
+// for vllm-less formats (docker, yaml, json), else the format's.
+func engineFor(sp *spec.Spec, format string) engine.Engine {
+	switch format {
+	case string(engine.VLLM):
+		return engine.VLLM
+	case string(engine.SGLang):
+		return engine.SGLang
+	}
+	return sp.Engine
+}
+
+// versionLines are the comment lines that say which release of its
+// engine a printed command is for, and every flag of it that release
+// does not take (engine.CheckFlags).
+func versionLines(e engine.Engine, v engine.Version, argvs ...[]string) []string {
+	lines := []string{fmt.Sprintf("for %s %s (the flags servetune knows for it; --engine-version picks another release)", e, v)}
+	seen := map[string]bool{}
+	for _, argv := range argvs {
+		for _, p := range engine.CheckFlags(e, v, argv) {
+			if !seen[p] {
+				seen[p] = true
+				lines = append(lines, "warning: "+p+"; remove it (a spec's extra_args) before running this command")
+			}
+		}
+	}
+	return lines
+}
+
+func writeRecommendation(w io.Writer, sp *spec.Spec, rec recommend.Recommendation, alt *recommend.Recommendation, pref recommend.Preference, format string, verdict *measure.Quality, ver engine.Version) error {
 	best := rec.Best
 	p := best.Point
 	pj := toPointJSON(p, sp)
 	// Why it performs as it does, at the recommended level.
-	findings := diagnose.Level(diagnose.Input{Engine: sp.Engine, Settings: p.Settings, Level: p.Level})
+	findings := diagnose.Level(diagnose.Input{Engine: sp.Engine, Settings: p.Settings, Level: p.Level,
+		CacheCold: cacheCold(map[string]any{"dataset": sp.Workload.Dataset})})
 	switch format {
 	case "json", "yaml":
 		doc := recommendationDoc(sp, rec, alt, pref, verdict, findings)
+		v := ver
+		if v == (engine.Version{}) {
+			v = engine.NewestVersion(sp.Engine)
+		}
+		doc["engine_version"] = v.String()
+		doc["flag_problems"] = nonNil(engine.CheckFlags(sp.Engine, v, serveArgv(sp, p, string(sp.Engine))))
 		if format == "json" {
 			return writeJSON(w, doc)
 		}
 		return yamlenc.Encode(w, doc) // the command holds the spec's strings
 	}
 	argv := serveArgv(sp, p, format)
+	e := engineFor(sp, format)
+	if ver == (engine.Version{}) {
+		ver = engine.NewestVersion(e)
+	}
 	runs := "1 run"
 	if best.Runs() > 1 {
 		runs = fmt.Sprintf("%d runs, 95%% CI", best.Runs())
 	}
-	fmt.Fprintf(w, "# %s: trial %d at %s, best %s under SLO %s (%s):\n", sp.Name, p.Trial, pj.Level, pref, sp.SLO, runs)
+	fmt.Fprintf(w, "# %s: trial %d at %s, best %s under SLO %s (%s):\n", sp.Name, p.Trial, pj.Level, pref.For(sp.Tuner.Objective).Describe(sp.Tuner.Objective), sp.SLO, runs)
 	var parts []string
 	for _, name := range recommendMetrics {
 		if value, ci, ok := best.Figure(name); ok {
@@ -813,6 +881,9 @@ func writeRecommendation(w io.Writer, sp *spec.Spec, rec recommend.Recommendatio
 		// Within slo.error_rate, yet the user serves a configuration
 		// that fails requests at this load.
 		fmt.Fprintf(w, "#   at this level %s\n", f)
+	}
+	for _, r := range best.SLORisks(sp.SLO) {
+		fmt.Fprint(w, "# "+wrap("caution: "+r, 100, "#   ")[4:])
 	}
 	if ru := rec.RunnerUp; ru != nil {
 		sep := "cannot be separated from the best at 95%: either will do"
@@ -839,6 +910,13 @@ func writeRecommendation(w io.Writer, sp *spec.Spec, rec recommend.Recommendatio
 	}
 	if alt != nil {
 		writeAlternative(w, sp, best, alt.Best)
+	}
+	argvs := [][]string{argv}
+	for _, c := range sp.PartCommands(p) {
+		argvs = append(argvs, c.Argv)
+	}
+	for _, l := range versionLines(e, ver, argvs...) {
+		fmt.Fprint(w, "# "+wrap(l, 100, "#   ")[4:])
 	}
 	if parts := sp.PartCommands(p); parts != nil {
 		fmt.Fprintf(w, "# disaggregated on one host: %d engines in the background, each on its GPUs, and the router in front (on several hosts, each engine's host in the router's)\n", len(parts)-1)

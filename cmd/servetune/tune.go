@@ -159,7 +159,7 @@ func runTune(ctx context.Context, sp *spec.Spec, o tuneOptions, stdout, stderr i
 	if !anyOK(trials) {
 		return failedError(fmt.Errorf("study %s: no trial succeeded: %s", sp.Name, failureSummary(trials)))
 	}
-	rec, err := recommend.RecommendStudy(trials, sp.Terms(), recommend.PreferThroughput)
+	rec, err := recommend.RecommendStudy(trials, sp.Terms(), recommend.PreferObjective)
 	if err != nil {
 		fmt.Fprintf(stdout, "no recommendation: %v\n", err)
 		return nil
@@ -168,7 +168,7 @@ func runTune(ctx context.Context, sp *spec.Spec, o tuneOptions, stdout, stderr i
 	if err != nil {
 		return failedError(err)
 	}
-	return writeRecommendation(stdout, sp, rec, shapeAlternative(trials, sp, recommend.PreferThroughput, rec.Best), recommend.PreferThroughput, string(sp.Engine), recommendedQuality(sp, st, trials, rec.Best.Point.Trial))
+	return writeRecommendation(stdout, sp, rec, shapeAlternative(trials, sp, recommend.PreferObjective, rec.Best), recommend.PreferObjective, string(sp.Engine), recommendedQuality(sp, st, trials, rec.Best.Point.Trial), engine.Version{})
 }
 
 func anyOK(trials []store.Trial) bool {

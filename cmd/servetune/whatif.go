@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"slices"
 	"sort"
@@ -18,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/servetune/servetune/internal/load/bench"
+	"github.com/servetune/servetune/internal/load/measure"
 	"github.com/servetune/servetune/internal/model/sim"
 	"github.com/servetune/servetune/internal/model/whatif"
 	"github.com/servetune/servetune/internal/serving/catalog"
@@ -36,6 +36,8 @@ type whatifFlags struct {
 	targetRPS, perDay, peak   float64
 	prices                    []string
 	reserved                  float64
+	maxReplicas               int
+	maxMonthly                float64
 	calibrations              []string
 	force                     bool
 	quant, kv                 string
@@ -87,6 +89,8 @@ study spec's model, workload, slo and whatif: section (docs/spec.md); flags win.
 	fl.Float64Var(&f.targetRPS, "target-rps", 0, "peak requests per second to serve (rows rank by $/month); without a target they rank by $/Mtok")
 	fl.Float64Var(&f.perDay, "requests-per-day", 0, "requests a day, instead of --target-rps (target = N / 86400 x --peak-factor)")
 	fl.Float64Var(&f.peak, "peak-factor", 2, "peak over average rate, with --requests-per-day")
+	fl.IntVar(&f.maxReplicas, "max-replicas", whatif.DefaultMaxReplicas, "most replicas a row may need for the target; rows past it are marked unusable, not ranked")
+	fl.Float64Var(&f.maxMonthly, "max-monthly-cost", 0, "most $ per month a row may cost; rows past it are marked unusable, not ranked (0: no limit)")
 	fl.StringSliceVar(&f.prices, "price", nil, "on-demand $/GPU-hour overriding the catalog's, e.g. H100-SXM=2.5,H200=3.8")
 	fl.Float64Var(&f.reserved, "reserved-discount", 0.4, "share a reservation takes off the on-demand price")
 	fl.StringSliceVar(&f.calibrations, "calibration", nil, "calibration profiles (servetune calibrate); each applies to the rows of its GPU and engine")
@@ -256,6 +260,7 @@ func whatifOptions(fl *pflag.FlagSet, f *whatifFlags) (whatif.Options, error) {
 	if set("reserved-discount") {
 		o.ReservedDiscount = f.reserved
 	}
+	o.MaxReplicas, o.MaxMonthlyCost = f.maxReplicas, f.maxMonthly
 	if err := whatifSearch(fl, f, set, &o); err != nil {
 		return o, err
 	}
@@ -469,10 +474,24 @@ func printWhatif(w io.Writer, rep *whatif.Report) {
 			fmt.Fprintf(w, "measure before choosing: %s %s within its error (or calibrate)\n", joinAnd(names), map[bool]string{true: "is", false: "are"}[len(names) == 1])
 		}
 	}
-	if len(unfit) > 0 {
+	var unusable []whatif.Row
+	for _, r := range unfit {
+		if r.Unusable != "" {
+			unusable = append(unusable, r)
+		}
+	}
+	if len(unusable) > 0 {
+		fmt.Fprintln(w, "\nunusable (serves, but past a limit; not ranked):")
+		for _, r := range unusable {
+			fmt.Fprintf(w, "  %s: %s\n", r.Name(), r.Unusable)
+		}
+	}
+	if len(unfit) > len(unusable) {
 		fmt.Fprintln(w, "\ncannot serve:")
 		for _, r := range unfit {
-			fmt.Fprintf(w, "  %s: %s\n", r.Name(), r.Reason)
+			if r.Unusable == "" {
+				fmt.Fprintf(w, "  %s: %s\n", r.Name(), r.Reason)
+			}
 		}
 	}
 	printWhatifSources(w, rep)
@@ -592,20 +611,8 @@ func printWhatifSources(w io.Writer, rep *whatif.Report) {
 	}
 }
 
-func dollars(v float64) string {
-	if math.IsInf(v, 0) || math.IsNaN(v) {
-		return "-"
-	}
-	s := strconv.FormatFloat(math.Round(v), 'f', 0, 64)
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	return "$" + b.String()
-}
+// dollars is measure.Dollars: money is written one way everywhere.
+func dollars(v float64) string { return measure.Dollars(v) }
 
 func joinAnd(v []string) string {
 	switch len(v) {

@@ -40,7 +40,7 @@ func Unit(metric string) string {
 // Format writes a value of metric with its unit: "12.3 req/s/GPU".
 func Format(metric string, v float64) string {
 	if metric == "cost_per_mtok" {
-		return fmt.Sprintf("$%.3g/Mtok", v)
+		return measure.DollarsPer(v, "Mtok")
 	}
 	return fmt.Sprintf("%.4g %s", v, Unit(metric))
 }

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
+
+	"github.com/servetune/servetune/internal/load/measure"
 )
 
 // Front returns the points of pts that no other point dominates under objs,
@@ -60,24 +63,67 @@ func Front(pts []Point, objs []Objective) []Point {
 }
 
 // Preference says what Recommend optimises among the points that meet the
-// SLOs.
+// SLOs: a named preference (throughput, cost, latency), the study's own
+// objective (PreferObjective, resolved with Preference.For), or any
+// objective written as the spec writes one ("max goodput_per_gpu").
 type Preference string
 
-// Preferences Recommend knows.
+// Preferences Recommend knows by name.
 const (
 	PreferThroughput Preference = "throughput" // max output tokens/s per GPU
 	PreferCost       Preference = "cost"       // min $ per million output tokens
 	PreferLatency    Preference = "latency"    // min p99 TTFT
+	// PreferObjective is the study's tuner.objective: what its sampler
+	// optimised, and what recommend, report, diagnose and the dashboard
+	// rank by unless told otherwise.
+	PreferObjective Preference = "objective"
 )
 
-// ParsePreference checks a --prefer value.
+// ParsePreference checks a --prefer value: throughput, cost, latency,
+// objective (the study's tuner.objective), a metric name (its direction
+// from the metric table: goodput_per_gpu is maximised, ttft_p99
+// minimised) or "max METRIC" / "min METRIC".
 func ParsePreference(s string) (Preference, error) {
+	s = strings.TrimSpace(s)
 	switch p := Preference(s); p {
-	case PreferThroughput, PreferCost, PreferLatency:
+	case PreferThroughput, PreferCost, PreferLatency, PreferObjective:
 		return p, nil
 	}
-	return "", fmt.Errorf("preference %q: want throughput, cost or latency", s)
+	if m, ok := measure.LookupMetric(s); ok {
+		return Preference(Objective{Metric: m.Name, Maximize: m.Better == measure.Higher}.String()), nil
+	}
+	if o, err := ParseObjective(s); err == nil {
+		return Preference(o.String()), nil
+	}
+	return "", fmt.Errorf("preference %q: want throughput, cost, latency, objective (the study's tuner.objective), a metric (e.g. goodput_per_gpu) or \"max METRIC\" / \"min METRIC\"; metrics: %s",
+		s, strings.Join(Metrics, ", "))
 }
+
+// For resolves PreferObjective to the study's objective obj (spelled as
+// an objective, "max goodput_per_gpu"); other preferences are returned as
+// they are. Without an objective (obj.Metric empty) it is throughput.
+func (p Preference) For(obj Objective) Preference {
+	if p != PreferObjective && p != "" {
+		return p
+	}
+	if obj.Metric == "" {
+		return PreferThroughput
+	}
+	return Preference(obj.String())
+}
+
+// Describe names what p ranks by for a reader: "throughput", "max
+// goodput_per_gpu (the study's objective)" when p resolved from the
+// study's objective obj.
+func (p Preference) Describe(obj Objective) string {
+	if obj.Metric != "" && string(p) == obj.String() {
+		return string(p) + " (the study's objective)"
+	}
+	return string(p)
+}
+
+// Primary is the objective p ranks by first.
+func (p Preference) Primary() Objective { return p.objectives()[0] }
 
 // objectives returns the ranking of a preference: the primary objective then
 // tie-breakers.
@@ -87,8 +133,20 @@ func (p Preference) objectives() []Objective {
 		return []Objective{{"cost_per_mtok", false}, {"output_throughput_per_gpu", true}, {"ttft_p99", false}}
 	case PreferLatency:
 		return []Objective{{"ttft_p99", false}, {"e2el_p99", false}, {"output_throughput_per_gpu", true}}
+	case PreferThroughput, PreferObjective, "":
+		return []Objective{{"output_throughput_per_gpu", true}, {"ttft_p99", false}}
 	}
-	return []Objective{{"output_throughput_per_gpu", true}, {"ttft_p99", false}}
+	o, err := ParseObjective(string(p))
+	if err != nil {
+		return PreferThroughput.objectives()
+	}
+	rank := []Objective{o}
+	for _, tie := range []Objective{{"output_throughput_per_gpu", true}, {"ttft_p99", false}} {
+		if tie.Metric != o.Metric {
+			rank = append(rank, tie)
+		}
+	}
+	return rank
 }
 
 // ErrNoFeasible is returned by Recommend when no measured point meets the SLOs.
@@ -108,7 +166,7 @@ func Recommend(pts []Point, objs []Objective, slo SLO, pref Preference) (Point, 
 		return Point{}, ErrNoFeasible
 	}
 	rank := pref.objectives()
-	if pref == PreferCost {
+	if rank[0].Metric == "cost_per_mtok" {
 		// Without a price, cost ranks like throughput per GPU.
 		if _, has := ok[0].Metric("cost_per_mtok"); !has {
 			rank = PreferThroughput.objectives()

@@ -8,9 +8,11 @@ import (
 
 // Terms are what ranking a study's measurements reads of its spec: the
 // Pareto objectives, the SLOs, the price of a GPU-hour (0 without one) and
-// the space (a configuration it no longer holds is not recommended).
+// the space (a configuration it no longer holds is not recommended), and
+// the study's tuner.objective (what PreferObjective ranks by).
 type Terms struct {
 	Objectives []Objective
+	Objective  Objective
 	SLO        SLO
 	Price      float64
 	Space      space.Space

@@ -47,11 +47,14 @@ type Recommendation struct {
 // compete (a single lucky measurement does not win); a configuration any
 // of whose runs missed the SLOs does not compete either. The recommended
 // point is the search trial's best level on the Pareto front (Recommend).
+// PreferObjective ranks by the study's tuner.objective (Terms.Objective).
 func RecommendStudy(trials []store.Trial, sp Terms, pref Preference) (Recommendation, error) {
+	pref = pref.For(sp.Objective)
 	rank := pref.objectives()
 	price := sp.Price
-	if pref == PreferCost && price <= 0 {
+	if rank[0].Metric == "cost_per_mtok" && price <= 0 {
 		rank = PreferThroughput.objectives()
+		pref = PreferThroughput
 	}
 	primary := rank[0]
 	byNumber := map[int]store.Trial{}
@@ -125,6 +128,15 @@ func RecommendStudy(trials []store.Trial, sp Terms, pref Preference) (Recommenda
 	sort.SliceStable(cands, func(i, j int) bool {
 		if cands[i].Mean != cands[j].Mean {
 			return primary.Better(cands[i].Mean, cands[j].Mean)
+		}
+		// Equal on the primary (goodput ties when every request met the
+		// limits): the ranking's tie-breakers, then the trial number.
+		for _, o := range rank[1:] {
+			a, _, okA := cands[i].MetricCI(o.Metric)
+			b, _, okB := cands[j].MetricCI(o.Metric)
+			if okA && okB && a != b {
+				return o.Better(a, b)
+			}
 		}
 		return cands[i].Trial < cands[j].Trial
 	})
@@ -237,7 +249,7 @@ func (c Candidate) Disagreement() string {
 // FormatCI writes a 95% interval of metric: "[2801, 2920]", "[$0.112, $0.118]".
 func FormatCI(metric string, ci [2]float64) string {
 	if metric == "cost_per_mtok" {
-		return fmt.Sprintf("[$%.3g, $%.3g]", ci[0], ci[1])
+		return fmt.Sprintf("[%s, %s]", measure.Dollars(ci[0]), measure.Dollars(ci[1]))
 	}
 	return fmt.Sprintf("[%.4g, %.4g]", ci[0], ci[1])
 }
@@ -288,6 +300,27 @@ func (c Candidate) Difference(other Candidate, metrics []string) map[string]floa
 		if okA && okB && a != 0 {
 			out[name] = 100 * (b - a) / a
 		}
+	}
+	return out
+}
+
+// SLORisks says, for each latency limit of slo whose 95% interval over
+// the candidate's runs reaches past the limit while the mean meets it,
+// that the configuration may miss it in service: "ttft_p99's 95% interval
+// [670, 1610] ms crosses the SLO's 1500 ms". None with one run (no
+// interval) or when every interval lies within its limit.
+func (c Candidate) SLORisks(slo SLO) []string {
+	if c.Runs() < 2 {
+		return nil
+	}
+	var out []string
+	for _, l := range slo.Latency() {
+		mean, ci, ok := c.MetricCI(l.Metric)
+		if !ok || mean > l.Max || ci[1] <= l.Max {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s's 95%% interval %s ms crosses the SLO's %g ms: the mean meets it, but the configuration may miss it in service; confirm it with more runs (tuner.confirm) or serve a point with room",
+			l.Metric, FormatCI(l.Metric, ci), l.Max))
 	}
 	return out
 }

@@ -89,3 +89,63 @@ func TestRecommendStudy(t *testing.T) {
 		t.Errorf("only a trial outside the space: %v", err)
 	}
 }
+
+// TestRecommendStudyRanksByObjective: PreferObjective ranks by the study's
+// tuner.objective, not throughput: a trial with less throughput and more
+// goodput wins under "max goodput_per_gpu"; --prefer takes any metric.
+func TestRecommendStudyRanksByObjective(t *testing.T) {
+	sp := Terms{
+		Objectives: []Objective{{Metric: "output_throughput_per_gpu", Maximize: true}},
+		Objective:  Objective{Metric: "goodput_per_gpu", Maximize: true},
+		SLO:        SLO{{Metric: "ttft_p99", Max: 2000}},
+		Space: space.Space{Params: []space.Param{
+			{Name: "max_running_requests", Kind: space.KindCategorical, Choices: []any{8, 16}},
+		}},
+	}
+	fast := storedTrial(0, nil, 8, 2000, 100)
+	fast.LoadPoints[0].Summary.RequestGoodput = 5
+	good := storedTrial(1, nil, 16, 1500, 100)
+	good.LoadPoints[0].Summary.RequestGoodput = 9
+	trials := []store.Trial{fast, good}
+	rec, err := RecommendStudy(trials, sp, PreferObjective)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Best.Trial != 1 || rec.Best.Metric != "goodput_per_gpu" {
+		t.Errorf("objective max goodput_per_gpu: best trial %d by %s, want trial 1 by goodput_per_gpu", rec.Best.Trial, rec.Best.Metric)
+	}
+	if rec, _ = RecommendStudy(trials, sp, PreferThroughput); rec.Best.Trial != 0 {
+		t.Errorf("prefer throughput: best trial %d, want 0", rec.Best.Trial)
+	}
+	p, err := ParsePreference("goodput_per_gpu")
+	if err != nil || p != "max goodput_per_gpu" {
+		t.Fatalf("ParsePreference(goodput_per_gpu) = %q, %v", p, err)
+	}
+	if p, err = ParsePreference("ttft_p90"); err != nil || p != "min ttft_p90" {
+		t.Errorf("ParsePreference(ttft_p90) = %q, %v; want min ttft_p90", p, err)
+	}
+	if _, err := ParsePreference("speed"); err == nil || !strings.Contains(err.Error(), "goodput_per_gpu") {
+		t.Errorf("ParsePreference(speed) = %v; want an error listing the metrics", err)
+	}
+	if d := PreferObjective.For(sp.Objective).Describe(sp.Objective); d != "max goodput_per_gpu (the study's objective)" {
+		t.Errorf("Describe = %q", d)
+	}
+}
+
+// TestSLORisks: a recommendation whose interval crosses an SLO limit says
+// so; one whose interval lies within it does not.
+func TestSLORisks(t *testing.T) {
+	c := Candidate{Values: []float64{1, 1, 1}}
+	for _, ttft := range []float64{700, 1400, 1500} {
+		lv := storedTrial(0, nil, 8, 1000, ttft).LoadPoints[0]
+		c.Levels = append(c.Levels, Point{GPUs: 1, Level: lv})
+	}
+	slo := SLO{{Metric: "ttft_p99", Max: 1500}, {Metric: ErrorRate, Max: 0.01}}
+	risks := c.SLORisks(slo)
+	if len(risks) != 1 || !strings.Contains(risks[0], "ttft_p99") || !strings.Contains(risks[0], "1500 ms") {
+		t.Fatalf("SLORisks = %q; want one naming ttft_p99 and 1500 ms", risks)
+	}
+	if r := c.SLORisks(SLO{{Metric: "ttft_p99", Max: 5000}}); r != nil {
+		t.Errorf("interval within 5000 ms: SLORisks = %q, want none", r)
+	}
+}

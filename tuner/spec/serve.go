@@ -47,7 +47,7 @@ func (sp *Spec) Image() string {
 
 // Terms are what ranking the study's measurements reads of the spec.
 func (sp *Spec) Terms() recommend.Terms {
-	return recommend.Terms{Objectives: sp.Objectives, SLO: sp.SLO, Price: sp.Hardware.PricePerGPUHour, Space: sp.Space}
+	return recommend.Terms{Objectives: sp.Objectives, Objective: sp.Tuner.Objective, SLO: sp.SLO, Price: sp.Hardware.PricePerGPUHour, Space: sp.Space}
 }
 
 // PartCommand is one process of a disaggregated deployment.

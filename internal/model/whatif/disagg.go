@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/servetune/servetune/internal/load/measure"
 	"github.com/servetune/servetune/internal/model/sim"
 	"github.com/servetune/servetune/internal/serving/catalog"
 	"github.com/servetune/servetune/internal/serving/engine"
@@ -204,12 +205,12 @@ func (rep *Report) Verdict() string {
 		if r.Rank == 0 || r.Deployment == best.Deployment {
 			continue
 		}
-		what, a, b := "$/Mtok", best.CostPerMTok, r.CostPerMTok
+		unit, a, b := "Mtok", best.CostPerMTok, r.CostPerMTok
 		if rep.TargetRPS > 0 {
-			what, a, b = "$/month", best.MonthlyCost, r.MonthlyCost
+			unit, a, b = "month", best.MonthlyCost, r.MonthlyCost
 		}
-		return fmt.Sprintf("%s wins for this workload and SLO: %s at %.3g %s against %s's best, %s, at %.3g",
-			best.Deployment, best.Name(), a, what, r.Deployment, r.Name(), b)
+		return fmt.Sprintf("%s wins for this workload and SLO: %s at %s against %s's best, %s, at %s",
+			best.Deployment, best.Name(), measure.DollarsPer(a, unit), r.Deployment, r.Name(), measure.DollarsPer(b, unit))
 	}
 	return fmt.Sprintf("%s wins for this workload and SLO: no %s row serves it", best.Deployment, other(best.Deployment))
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/servetune/servetune/internal/load/bench"
+	"github.com/servetune/servetune/internal/load/measure"
 	"github.com/servetune/servetune/internal/model/sim"
 	"github.com/servetune/servetune/internal/serving/catalog"
 	"github.com/servetune/servetune/internal/serving/engine"
@@ -85,6 +86,13 @@ type Options struct {
 	// (sim.Links; default sim.DefaultLink).
 	Shapes []string
 	KVLink string
+	// MaxReplicas is the most replicas a usable row may need to serve the
+	// target (default DefaultMaxReplicas); MaxMonthlyCost the most $ per
+	// month it may cost (0: no limit). A row past either is marked
+	// Unusable and not ranked: a thousand replicas of a small GPU is
+	// arithmetic, not an answer.
+	MaxReplicas    int
+	MaxMonthlyCost float64
 	// Workers search candidates at once (default GOMAXPROCS).
 	Workers  int
 	Progress func(Progress) // optional, from several goroutines, serialised
@@ -201,8 +209,13 @@ type Row struct {
 	Calibration string  `json:"calibration,omitempty"` // the profile used, "" = stock constants
 	Fits        bool    `json:"fits"`
 	Reason      string  `json:"reason,omitempty"` // why a row does not fit or serve
-	Trials      int     `json:"trials"`
-	// Rank is the row's place (1 = best); 0 for rows that cannot serve.
+	// Unusable says why a row that serves is past a limit of the
+	// question (Options.MaxReplicas, MaxMonthlyCost); such a row is not
+	// ranked.
+	Unusable string `json:"unusable,omitempty"`
+	Trials   int    `json:"trials"`
+	// Rank is the row's place (1 = best); 0 for rows that cannot serve
+	// or are Unusable.
 	Rank    int     `json:"rank"`
 	meanOut float64 // mean output tokens per request at capacity
 	// TiesWith lists the better-ranked rows this one cannot be told apart
@@ -319,6 +332,15 @@ func (o *Options) normalize() (catalog.Model, []catalog.GPU, error) {
 	}
 	if o.MaxGPUs == 0 {
 		o.MaxGPUs = 8
+	}
+	if o.MaxReplicas == 0 {
+		o.MaxReplicas = DefaultMaxReplicas
+	}
+	if o.MaxReplicas < 1 {
+		return m, nil, inputErr("--max-replicas %d: want at least 1", o.MaxReplicas)
+	}
+	if o.MaxMonthlyCost < 0 || math.IsNaN(o.MaxMonthlyCost) || math.IsInf(o.MaxMonthlyCost, 0) {
+		return m, nil, inputErr("--max-monthly-cost %g: want a positive amount of dollars, or 0 for no limit", o.MaxMonthlyCost)
 	}
 	if o.MaxGPUs < 1 || o.MaxGPUs > 64 {
 		return m, nil, inputErr("--max-gpus %d: want 1 to 64", o.MaxGPUs)
@@ -511,6 +533,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	for i := range rows {
 		rows[i].cost(o, rep.Prices[rows[i].GPU].PerGPUHour)
+		rows[i].limit(o)
 		rep.TrialsRun += rows[i].Trials
 	}
 	rank(rows, o.TargetRPS)
@@ -744,12 +767,32 @@ func (r *Row) cost(o Options, price float64) {
 	r.MonthlyCostReserved = r.MonthlyCost * (1 - o.ReservedDiscount)
 }
 
+// DefaultMaxReplicas is the most replicas a row may need before it is
+// marked unusable: past a hundred, a bigger GPU or a lower target is the
+// answer, not the row.
+const DefaultMaxReplicas = 100
+
+// limit marks a serving row past the question's replica or cost limit
+// as unusable.
+func (r *Row) limit(o Options) {
+	if !r.Fits || !(r.CapacityRPS > 0) {
+		return
+	}
+	switch {
+	case o.TargetRPS > 0 && r.Replicas > o.MaxReplicas:
+		r.Unusable = fmt.Sprintf("needs %d replicas for %.3g req/s, past the limit of %d (--max-replicas)", r.Replicas, o.TargetRPS, o.MaxReplicas)
+	case o.MaxMonthlyCost > 0 && r.MonthlyCost > o.MaxMonthlyCost:
+		r.Unusable = fmt.Sprintf("costs %s, past the limit of %s (--max-monthly-cost)",
+			measure.DollarsPer(r.MonthlyCost, "month"), measure.DollarsPer(o.MaxMonthlyCost, "month"))
+	}
+}
+
 // rank orders the rows: those that serve by $ per month (with a target) or
 // $ per Mtok, then the others; and marks the rows whose cost range overlaps
 // a better row's.
 func rank(rows []Row, target float64) {
 	key := func(r Row) float64 {
-		if !r.Fits || !(r.CapacityRPS > 0) {
+		if !r.Fits || !(r.CapacityRPS > 0) || r.Unusable != "" {
 			return math.Inf(1)
 		}
 		if target > 0 {

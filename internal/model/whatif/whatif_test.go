@@ -296,3 +296,37 @@ func TestCapacityIndependentOfTarget(t *testing.T) {
 		t.Errorf("capacity %.2f req/s at target 30, %.2f at target 100000: want the same", caps[0], caps[1])
 	}
 }
+
+// TestUnusableRows: a row that serves the target only with more replicas
+// or money than the question allows is marked unusable and not ranked;
+// the verdict writes money as the table does.
+func TestUnusableRows(t *testing.T) {
+	o := Options{TargetRPS: 100, MaxReplicas: 100, MaxMonthlyCost: 200000}
+	rows := []Row{
+		{GPU: "A", GPUsPerReplica: 1, Engine: engine.VLLM, Fits: true, CapacityRPS: 0.1, Replicas: 966, MonthlyCost: 3349605},
+		{GPU: "B", GPUsPerReplica: 8, Engine: engine.VLLM, Fits: true, CapacityRPS: 2, Replicas: 50, MonthlyCost: 250000},
+		{GPU: "C", GPUsPerReplica: 8, Engine: engine.VLLM, Fits: true, CapacityRPS: 5, Replicas: 20, MonthlyCost: 51684.2, Deployment: ShapeAggregated},
+		{GPU: "D", GPUsPerReplica: 8, Engine: engine.VLLM, Fits: true, CapacityRPS: 4, Replicas: 25, MonthlyCost: 60000, Deployment: ShapeDisaggregated},
+	}
+	for i := range rows {
+		rows[i].limit(o)
+	}
+	rank(rows, o.TargetRPS)
+	byGPU := map[string]Row{}
+	for _, r := range rows {
+		byGPU[r.GPU] = r
+	}
+	if r := byGPU["A"]; r.Rank != 0 || !strings.Contains(r.Unusable, "966 replicas") {
+		t.Errorf("A: rank %d, unusable %q; want unranked, 966 replicas named", r.Rank, r.Unusable)
+	}
+	if r := byGPU["B"]; r.Rank != 0 || !strings.Contains(r.Unusable, "$250,000/month") {
+		t.Errorf("B: rank %d, unusable %q; want unranked past the cost limit", r.Rank, r.Unusable)
+	}
+	if byGPU["C"].Rank != 1 || byGPU["D"].Rank != 2 {
+		t.Errorf("C, D ranks %d, %d; want 1, 2", byGPU["C"].Rank, byGPU["D"].Rank)
+	}
+	v := (&Report{Rows: rows, TargetRPS: 100}).Verdict()
+	if !strings.Contains(v, "$51,684/month") || !strings.Contains(v, "$60,000/month") || strings.Contains(v, "e+") {
+		t.Errorf("verdict %q: want $51,684/month and $60,000/month", v)
+	}
+}

@@ -57,6 +57,7 @@ var Rules = []Rule{
 	{"gpu_underused", "the GPUs are idle half the time with nothing waiting", gpuUnderused},
 	{"client_overhead", "the client's TTFT is far above the server's: network or client overhead", clientOverhead},
 	{"client_late", "the client sent requests later than the arrival schedule", clientLate},
+	{"overloaded", "most completed requests missed the goodput limits and TTFT is long: the load is past the configuration's capacity", overloaded},
 	{"prefix_cache_warm", "the prefix cache served many prompt tokens of a workload that shares no prefixes: the prompts were sent before", prefixCacheWarm},
 }
 
@@ -168,14 +169,34 @@ func ttftPrefill(in Input) (Finding, bool) {
 	f := Finding{Severity: Info,
 		Summary: fmt.Sprintf("TTFT is mostly prefill: %.0f ms of the %.0f ms server-side TTFT (%.0f%%) went to computing the prompt after it was scheduled",
 			ttft-queue, ttft, 100*(ttft-queue)/ttft),
-		Advice: fmt.Sprintf("prefill-bound: reuse shared prompt prefixes with %s, give prefill a larger token budget per step with a higher %s, or compute it on more GPUs with a higher %s",
-			prefixCache(in), in.flag("max_batched_tokens"), in.flag("tensor_parallel")),
+		Advice: fmt.Sprintf("prefill-bound: %sgive prefill a larger token budget per step with a higher %s, or compute it on more GPUs with a higher %s",
+			prefixReuse(in), in.flag("max_batched_tokens"), in.flag("tensor_parallel")),
 		Evidence: []Evidence{{"server_ttft_mean", ttft, "ms"}, {"server_queue_time_mean", queue, "ms"}, {"prefill_share_of_ttft", 100 * (ttft - queue) / ttft, "%"}},
 	}
 	if s.Completed > 0 {
 		f.Evidence = append(f.Evidence, Evidence{"mean_prompt_tokens", float64(s.TotalInputTokens) / float64(s.Completed), "tokens"})
 	}
 	return f, true
+}
+
+// prefixReuse is the prefix-cache advice of a prefill-bound level, ""
+// where the run's own state rules it out: prompts that share nothing
+// (random prompts: nothing to reuse), a cache already on, or one already
+// serving prompt tokens (its hit rate above zero).
+func prefixReuse(in Input) string {
+	if in.CacheCold {
+		return ""
+	}
+	if e := in.Level.Summary.Engine; e != nil && e.PrefixCacheHitRate != nil && *e.PrefixCacheHitRate > 0 {
+		return ""
+	}
+	on, known := in.Settings.Bool("prefix_caching")
+	if !known || on {
+		// Unknown: both engines cache prefixes by default (vLLM V1,
+		// SGLang's radix cache), so the advice would be to do nothing.
+		return ""
+	}
+	return "reuse shared prompt prefixes with " + prefixCache(in) + ", "
 }
 
 // prefixCache names how the engine reuses prefixes: vLLM's flag turns it
@@ -249,4 +270,25 @@ func prefixCacheWarm(in Input) (Finding, bool) {
 		f.Evidence = append(f.Evidence, Evidence{"prompt_tokens", e.PromptTokens, "tokens"})
 	}
 	return f, true
+}
+
+// overloadGoodShare and overloadTTFTms: a level whose goodput is under
+// half its request throughput with a median TTFT over a second is past
+// capacity: requests queue, and most of them miss the limits.
+const (
+	overloadGoodShare = 0.5
+	overloadTTFTms    = 1000
+)
+
+func overloaded(in Input) (Finding, bool) {
+	s := in.Level.Summary
+	if s.GoodputSLO == nil || !(s.RequestThroughput > 0) || s.RequestGoodput >= overloadGoodShare*s.RequestThroughput || s.TTFT.Median < overloadTTFTms {
+		return Finding{}, false
+	}
+	return Finding{Severity: Warning,
+		Summary: fmt.Sprintf("overloaded: %.3g of %.3g req/s met the goodput limits (%.0f%%) and the median TTFT is %.1f s: requests queue past the configuration's capacity, so throughput here is not a rate it serves within the SLO",
+			s.RequestGoodput, s.RequestThroughput, 100*s.RequestGoodput/s.RequestThroughput, s.TTFT.Median/1000),
+		Advice:   "offer less load (a lower --request-rate or --max-concurrency) to find the rate it serves within the limits, or add replicas",
+		Evidence: []Evidence{{"request_goodput", s.RequestGoodput, "req/s"}, {"request_throughput", s.RequestThroughput, "req/s"}, {"ttft_median", s.TTFT.Median, "ms"}},
+	}, true
 }

@@ -100,8 +100,9 @@ func TestRules(t *testing.T) {
 			}),
 			[]string{"waited 4871 ms of their 5005 ms", "97%"}},
 		{"ttft_prefill",
-			with(func(_ *Input, e *measure.EngineMetrics, s *measure.Summary) {
+			with(func(in *Input, e *measure.EngineMetrics, s *measure.Summary) {
 				e.TTFT.MeanMs, e.QueueTime.MeanMs, s.TTFT.Mean = 900, 100, 905
+				in.Settings = engine.Settings{"prefix_caching": false}
 			}),
 			with(func(_ *Input, e *measure.EngineMetrics, s *measure.Summary) {
 				e.TTFT.MeanMs, e.QueueTime.MeanMs, s.TTFT.Mean = 900, 600, 905
@@ -143,6 +144,22 @@ func TestRules(t *testing.T) {
 			}),
 			[]string{"[warning] concurrency=48", "96.9%", "share no prefix", "/reset_prefix_cache", "/flush_cache"}},
 	}
+	tests = append(tests, struct {
+		rule     string
+		fires    Input
+		notFires Input
+		want     []string
+	}{"overloaded",
+		// The observed bench: goodput 0.26 of 5.77 req/s, median TTFT 3.3 s.
+		with(func(_ *Input, _ *measure.EngineMetrics, s *measure.Summary) {
+			s.GoodputSLO = &measure.SLO{TTFTms: 2000}
+			s.RequestThroughput, s.RequestGoodput, s.TTFT.Median = 5.77, 0.26, 3300
+		}),
+		with(func(_ *Input, _ *measure.EngineMetrics, s *measure.Summary) {
+			s.GoodputSLO = &measure.SLO{TTFTms: 2000}
+			s.RequestThroughput, s.RequestGoodput, s.TTFT.Median = 5.77, 5.5, 3300
+		}),
+		[]string{"[warning]", "Overloaded: 0.26 of 5.77 req/s", "3.3 s", "Offer less load"}})
 	tested := map[string]bool{}
 	for _, tt := range tests {
 		tested[tt.rule] = true
@@ -201,6 +218,7 @@ func TestSGLangSpelling(t *testing.T) {
 		t.Errorf("SGLang advice %v", fs)
 	}
 	in.Level.Summary.Engine.TTFT.MeanMs, in.Level.Summary.Engine.QueueTime.MeanMs = 900, 100
+	in.Settings = engine.Settings{"prefix_caching": false}
 	for _, f := range Level(in) {
 		if f.Rule == "ttft_prefill" && (!strings.Contains(f.Advice, "radix cache") || !strings.Contains(f.Advice, "--chunked-prefill-size")) {
 			t.Errorf("SGLang prefill advice %q", f.Advice)
@@ -258,5 +276,32 @@ func TestPrefixCacheWarm(t *testing.T) {
 				t.Errorf("finding %+v: want a warning with the hit rate and the reset", got)
 			}
 		})
+	}
+}
+
+// TestPrefillAdviceFollowsTheRun: a prefill-bound level is told to cache
+// prefixes only where that can help: not with the cache on, not while it
+// already serves prompt tokens (a trace at a 66.5% hit rate), not with
+// random prompts that share nothing.
+func TestPrefillAdviceFollowsTheRun(t *testing.T) {
+	base := func(fn func(*Input, *measure.EngineMetrics)) Input {
+		return with(func(in *Input, e *measure.EngineMetrics, s *measure.Summary) {
+			e.TTFT.MeanMs, e.QueueTime.MeanMs, s.TTFT.Mean = 900, 100, 905
+			in.Settings = engine.Settings{"prefix_caching": false}
+			fn(in, e)
+		})
+	}
+	hit := 0.665
+	for name, in := range map[string]Input{
+		"cache on":         base(func(in *Input, _ *measure.EngineMetrics) { in.Settings["prefix_caching"] = true }),
+		"hits already":     base(func(_ *Input, e *measure.EngineMetrics) { e.PrefixCacheHitRate = &hit }),
+		"random prompts":   base(func(in *Input, _ *measure.EngineMetrics) { in.CacheCold = true }),
+		"settings unknown": base(func(in *Input, _ *measure.EngineMetrics) { in.Settings = nil }),
+	} {
+		for _, f := range Level(in) {
+			if f.Rule == "ttft_prefill" && strings.Contains(f.Advice, "prefix") {
+				t.Errorf("%s: advice %q names prefix caching", name, f.Advice)
+			}
+		}
 	}
 }

@@ -91,7 +91,7 @@ func Load(ctx context.Context, db *store.Store, name string) (*Study, error) {
 // (package diagnose): what bound each one, with its evidence and the
 // engine's flag to change.
 func diagnoseRecommended(sp *spec.Spec, trials []store.Trial) []Finding {
-	rec, err := recommend.RecommendStudy(trials, sp.Terms(), recommend.PreferThroughput)
+	rec, err := recommend.RecommendStudy(trials, sp.Terms(), recommend.PreferObjective)
 	if err != nil {
 		return nil
 	}
@@ -359,7 +359,7 @@ func (s *Study) counts() string {
 
 func (s *Study) recommendation(v *view) {
 	sp := s.Spec
-	rec, err := recommend.RecommendStudy(s.Trials, sp.Terms(), recommend.PreferThroughput)
+	rec, err := recommend.RecommendStudy(s.Trials, sp.Terms(), recommend.PreferObjective)
 	if err != nil {
 		v.NoRec = fmt.Sprintf("No recommendation: %v (SLO %s). See the failures and the Pareto chart below for how close the trials came.", err, sp.SLO)
 		return
@@ -379,8 +379,15 @@ func (s *Study) recommendation(v *view) {
 	if best.Runs() > 1 {
 		runs = fmt.Sprintf("%d runs (the search trial and its confirmation runs)", best.Runs())
 	}
-	r.Why = fmt.Sprintf("The highest %s among the configurations whose every run met the SLO, over %s, at %s.",
-		metricTitle(best.Metric), runs, p.Label)
+	dir := "highest"
+	if m, ok := measure.LookupMetric(best.Metric); ok && m.Better == measure.Lower {
+		dir = "lowest"
+	}
+	r.Why = fmt.Sprintf("The %s %s (%s) among the configurations whose every run met the SLO, over %s, at %s.",
+		dir, metricTitle(best.Metric), recommend.PreferObjective.For(sp.Tuner.Objective).Describe(sp.Tuner.Objective), runs, p.Label)
+	for _, risk := range best.SLORisks(sp.SLO) {
+		r.Why += " Caution: " + risk + "."
+	}
 	if d := best.Disagreement(); d != "" {
 		r.Why += " Note: " + d + "."
 	}
@@ -423,7 +430,7 @@ func serveCommands(sp *spec.Spec, p recommend.Point) []command {
 // than best's, with the measured difference (recommend.OtherShape); nil
 // when the study measured none that meets the SLO.
 func alternativeOf(sp *spec.Spec, trials []store.Trial, best recommend.Candidate) *alternative {
-	alt := recommend.OtherShape(trials, sp.Terms(), recommend.PreferThroughput, best)
+	alt := recommend.OtherShape(trials, sp.Terms(), recommend.PreferObjective, best)
 	if alt == nil {
 		return nil
 	}

@@ -59,7 +59,7 @@ func (s *Study) charts(v *view, pts []recommend.Point) {
 func (s *Study) ParetoChart() template.HTML {
 	pts := recommend.StoredPoints(s.Trials, s.Spec.Hardware.PricePerGPUHour)
 	var chosen *recommend.Point
-	if rec, err := recommend.RecommendStudy(s.Trials, s.Spec.Terms(), recommend.PreferThroughput); err == nil {
+	if rec, err := recommend.RecommendStudy(s.Trials, s.Spec.Terms(), recommend.PreferObjective); err == nil {
 		p := rec.Best.Point
 		chosen = &p
 	}
@@ -157,7 +157,7 @@ func (s *Study) latencyTrials(pts []recommend.Point) (trials []int, also map[int
 	}
 	front := recommend.Front(met, sp.Objectives)
 	seen := map[int]bool{}
-	if rec, err := recommend.RecommendStudy(s.Trials, sp.Terms(), recommend.PreferThroughput); err == nil {
+	if rec, err := recommend.RecommendStudy(s.Trials, sp.Terms(), recommend.PreferObjective); err == nil {
 		trials = append(trials, rec.Best.Trial)
 		seen[rec.Best.Trial] = true
 	}
@@ -280,7 +280,7 @@ func (s *Study) latencyChart(prefix, fallback string, trials []int, also map[int
 
 // recTrialSet is the recommended trial, when there is one.
 func (s *Study) recTrialSet() []int {
-	if rec, err := recommend.RecommendStudy(s.Trials, s.Spec.Terms(), recommend.PreferThroughput); err == nil {
+	if rec, err := recommend.RecommendStudy(s.Trials, s.Spec.Terms(), recommend.PreferObjective); err == nil {
 		return []int{rec.Best.Trial}
 	}
 	return nil

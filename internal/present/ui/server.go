@@ -466,8 +466,8 @@ func (x *studySource) load(ctx context.Context) error {
 		return err
 	}
 	x.waiting, x.st, x.sp, x.trials, x.recommended = false, st, sp, trials, ""
-	if rec, err := recommend.RecommendStudy(trials, sp.Terms(), recommend.PreferThroughput); err == nil {
-		x.recommended = fmt.Sprintf("trial %d, %s output at %s", rec.Best.Trial, recommend.Format(rec.Best.Metric, rec.Best.Mean), rec.Best.Point.Label)
+	if rec, err := recommend.RecommendStudy(trials, sp.Terms(), recommend.PreferObjective); err == nil {
+		x.recommended = fmt.Sprintf("trial %d, %s at %s (%s)", rec.Best.Trial, recommend.Format(rec.Best.Metric, rec.Best.Mean), rec.Best.Point.Label, recommend.PreferObjective.For(sp.Tuner.Objective).Describe(sp.Tuner.Objective))
 	}
 	x.pareto = (&report.Study{Stored: st, Spec: sp, Trials: trials}).ParetoChart()
 	return nil

@@ -353,7 +353,7 @@ var table = []setting{
 // read without complaint.
 var (
 	ignoredSwitches = []string{"--disable-log-requests", "--disable-log-stats", "--trust-remote-code",
-		"--enable-log-requests", "--disable-custom-all-reduce",
+		"--enable-log-requests", "--no-enable-log-requests", "--disable-custom-all-reduce",
 		"--disable-frontend-multiprocessing", "--skip-tokenizer-init", "--disable-fastapi-docs"}
 	ignoredValued = []string{"--dtype", "--seed", "--download-dir", "--tokenizer", "--revision",
 		"--swap-space", "--uvicorn-log-level", "--load-format", "--distributed-executor-backend",
@@ -1040,4 +1040,35 @@ func readVLLMSpecConfig(val string, s Settings) error {
 		s["spec_draft_model"] = c.Model
 	}
 	return nil
+}
+
+// FlagDoc is one flag of an engine's command line, for help texts.
+type FlagDoc struct {
+	Flag string
+	Doc  string
+	Sim  bool // the simulated engine's own flag
+}
+
+// FlagDocs lists e's flags in the table's order (tunable settings, server
+// settings, the simulated engine's own), each by its first spelling: the
+// one list `sim run --help` and `sim serve --help` print.
+func FlagDocs(e Engine) []FlagDoc {
+	var out []FlagDoc
+	for _, k := range table {
+		sp := k.spell(e)
+		f, doc := sp.flag, k.doc
+		switch {
+		case f != "":
+		case len(sp.on) > 0:
+			f = sp.on[0]
+		case len(sp.off) > 0:
+			f, doc = sp.off[0], "turns off: "+doc
+		case len(sp.emits) > 0:
+			continue // written by another setting's flag
+		default:
+			continue
+		}
+		out = append(out, FlagDoc{Flag: f, Doc: doc, Sim: k.sim})
+	}
+	return out
 }
