@@ -45,6 +45,9 @@ type hfConfig struct {
 	SlidingWindow    *int     `json:"sliding_window"`
 	UseSlidingWindow *bool    `json:"use_sliding_window"`
 	LayerTypes       []string `json:"layer_types"`
+	AttnTypeList     []int    `json:"attn_type_list"` // MiniMax: 1 full attention, 0 linear
+	UseQKNorm        *bool    `json:"use_qk_norm"`
+	QKNormType       string   `json:"qk_norm_type"` // MiniMax: "per_layer" spans every head
 	Architectures    []string `json:"architectures"`
 	MaxPosition      *int     `json:"max_position_embeddings"`
 	DType            string   `json:"torch_dtype"`
@@ -71,6 +74,10 @@ var knownArchitectures = map[string]bool{
 	// gpt-oss: GQA with attention sinks (a learned logit per head) and
 	// biases, sliding-window attention in every other layer (layer_types).
 	"GptOssForCausalLM": true,
+	// MiniMax-M2: GQA with per-layer QK norm and partial rotary in every
+	// layer (attn_type_list all 1: full attention; 0, MiniMax-01's
+	// lightning attention, is refused), routed experts without a shared one.
+	"MiniMaxM2ForCausalLM": true,
 }
 
 // hybridFields are config.json fields of models whose layers are not all
@@ -295,6 +302,13 @@ func attentionSpan(m *Model, c *hfConfig, fields hfRaw) []string {
 		out = append(out, fmt.Sprintf("layer_types %q", "sliding_attention"))
 	case window > 0:
 		out = append(out, fmt.Sprintf("sliding_window %d", window))
+	}
+	m.QKNormAllHeads = c.QKNormType == "per_layer" && (c.UseQKNorm == nil || *c.UseQKNorm)
+	for _, t := range c.AttnTypeList {
+		if t != 1 {
+			out = append(out, fmt.Sprintf("attn_type_list %d (linear attention)", t))
+			break
+		}
 	}
 	for _, f := range hybridFields {
 		if fields.present(f) {

@@ -55,6 +55,10 @@ type Model struct {
 	// AttentionSinks: each head adds a learned logit to its softmax's
 	// denominator (gpt-oss); no KV, a term per head.
 	AttentionSinks bool `json:"attention_sinks,omitempty"`
+	// QKNormAllHeads: the query and key RMSNorms span every head of the
+	// layer (MiniMax-M2's qk_norm_type "per_layer"), so tensor
+	// parallelism all-reduces their per-token variances in every layer.
+	QKNormAllHeads bool `json:"qk_norm_all_heads,omitempty"`
 	// Unmodelled names the config.json fields, with their values, that
 	// change the model's cost in a way the simulated engine does not model
 	// (the step time and KV cache of sim); Simulable refuses them.
@@ -292,6 +296,11 @@ var models = []Model{
 	{ID: "openai/gpt-oss-20b", Aliases: []string{"gpt-oss-20b"},
 		Layers: 24, Hidden: 2880, Heads: 64, KVHeads: 8, HeadDim: 64, Intermediate: 2880, Vocab: 201088, MaxPosition: 131072, DType: "bfloat16",
 		Quantization: "mxfp4", Experts: 32, ExpertsPerTok: 4, SlidingWindow: 128, SlidingLayers: 12, AttentionSinks: true},
+	// MiniMax-M2.5: FP8 checkpoint (block-scaled e4m3, 128x128), 256
+	// experts top 8 and no shared expert, full attention in every layer.
+	{ID: "MiniMaxAI/MiniMax-M2.5", Aliases: []string{"minimax-m2.5", "MiniMaxAI/MiniMax-M2"},
+		Layers: 62, Hidden: 3072, Heads: 48, KVHeads: 8, HeadDim: 128, Intermediate: 1536, Vocab: 200064, MaxPosition: 196608, DType: "bfloat16",
+		Quantization: "fp8", WeightBlock: 128, Experts: 256, ExpertsPerTok: 8, QKNormAllHeads: true},
 }
 
 // clone returns m sharing no slice or pointer with it: lookups hand out
