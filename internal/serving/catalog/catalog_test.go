@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"reflect"
 	"strings"
@@ -34,6 +35,8 @@ func TestParamsMatchPublishedCounts(t *testing.T) {
 		// MiniMax-M2.5's card: 229B total, 10B active (the active count
 		// here includes the 0.6B input embedding).
 		{"MiniMaxAI/MiniMax-M2.5", 229, 10 + 0.6, 62 * 8 * 128 * 2 * 2 / 1024.0},
+		// Kimi-K2's card: 1T total, 32B activated; MLA's latent.
+		{"moonshotai/Kimi-K2-Instruct", 1026, 32.9, 61 * (512 + 64) * 2 / 1024.0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.id, func(t *testing.T) {
@@ -233,6 +236,7 @@ func TestParseHFConfigUnmodelled(t *testing.T) {
 		{"window null", `"sliding_window":null`, ""},
 		{"layer types", `"layer_types":["sliding_attention","full_attention"]`, `layer_types "sliding_attention"`},
 		{"full layer types", `"layer_types":["full_attention","full_attention"]`, ""},
+		{"linear layer types named once", `"layer_types":["linear_attention","linear_attention","linear_attention","full_attention"]`, `not model layer_types "linear_attention"`},
 		{"mamba hybrid", `"layers_block_type":["mamba","attention"]`, "layers_block_type"},
 		{"linear attention hybrid", `"full_attention_interval":4`, "full_attention_interval"},
 		{"unknown architecture", `"architectures":["Gemma3ForCausalLM"]`, `architectures "Gemma3ForCausalLM"`},
@@ -257,6 +261,11 @@ func TestParseHFConfigUnmodelled(t *testing.T) {
 				t.Errorf("Simulable = %v, want mention of %s", err, tt.want)
 			}
 		})
+	}
+	// A layer kind is named once, however many layers have it.
+	if m, err := ParseHFConfig(strings.NewReader(`{`+base+`,"layer_types":["linear_attention","linear_attention","linear_attention","full_attention"]}`), ""); err != nil ||
+		strings.Count(fmt.Sprint(m.Simulable()), "linear_attention") != 1 {
+		t.Errorf("layer kinds named: %v, %v", m.Simulable(), err)
 	}
 	// Qwen2-MoE's shared expert counts in the size.
 	m, _ := ParseHFConfig(strings.NewReader(`{`+base+`,"num_experts":4,"num_experts_per_tok":2,"moe_intermediate_size":32,"shared_expert_intermediate_size":256}`), "")
@@ -320,6 +329,7 @@ func TestWeightsMatchPublishedCheckpoints(t *testing.T) {
 		{"testdata/gpt-oss-120b.json", "openai/gpt-oss-120b", 65_248_815_744},
 		{"testdata/gpt-oss-20b.json", "openai/gpt-oss-20b", 13_761_264_768},
 		{"testdata/minimax-m2.5.json", "MiniMaxAI/MiniMax-M2.5", 0},
+		{"testdata/kimi-k2-instruct.json", "moonshotai/Kimi-K2-Instruct", 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.id, func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -291,7 +292,9 @@ func attentionSpan(m *Model, c *hfConfig, fields hfRaw) []string {
 		case "sliding_attention":
 			sliding++
 		default:
-			out = append(out, fmt.Sprintf("layer_types %q", t))
+			if named := fmt.Sprintf("layer_types %q", t); !slices.Contains(out, named) {
+				out = append(out, named)
+			}
 		}
 	}
 	switch {

@@ -301,6 +301,12 @@ var models = []Model{
 	{ID: "MiniMaxAI/MiniMax-M2.5", Aliases: []string{"minimax-m2.5", "MiniMaxAI/MiniMax-M2"},
 		Layers: 62, Hidden: 3072, Heads: 48, KVHeads: 8, HeadDim: 128, Intermediate: 1536, Vocab: 200064, MaxPosition: 196608, DType: "bfloat16",
 		Quantization: "fp8", WeightBlock: 128, Experts: 256, ExpertsPerTok: 8, QKNormAllHeads: true},
+	// Kimi-K2: DeepSeek-V3's architecture (MLA, FP8 128-blocks) with 384
+	// experts, 64 heads and one leading dense layer.
+	{ID: "moonshotai/Kimi-K2-Instruct", Aliases: []string{"kimi-k2", "kimi-k2-instruct", "moonshotai/Kimi-K2-Instruct-0905"},
+		Layers: 61, Hidden: 7168, Heads: 64, KVHeads: 64, HeadDim: 192, Intermediate: 2048, Vocab: 163840, MaxPosition: 131072, DType: "bfloat16",
+		Quantization: "fp8", WeightBlock: 128, Experts: 384, ExpertsPerTok: 8, SharedIntermediate: 2048, DenseLayers: 1, DenseIntermediate: 18432,
+		MLA: &MLA{KVLoRARank: 512, QLoRARank: 1536, QKRopeHeadDim: 64, QKNopeHeadDim: 128, VHeadDim: 128}},
 }
 
 // clone returns m sharing no slice or pointer with it: lookups hand out
