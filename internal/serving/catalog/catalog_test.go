@@ -37,6 +37,10 @@ func TestParamsMatchPublishedCounts(t *testing.T) {
 		{"MiniMaxAI/MiniMax-M2.5", 229, 10 + 0.6, 62 * 8 * 128 * 2 * 2 / 1024.0},
 		// Kimi-K2's card: 1T total, 32B activated; MLA's latent.
 		{"moonshotai/Kimi-K2-Instruct", 1026, 32.9, 61 * (512 + 64) * 2 / 1024.0},
+		// Llama-4's cards: 109B (Scout) and 400B (Maverick) total with the
+		// vision tower, 17B active; KV grows in the 12 NoPE layers.
+		{"meta-llama/Llama-4-Scout-17B-16E-Instruct", 109, 17, 12 * 8 * 128 * 2 * 2 / 1024.0},
+		{"meta-llama/Llama-4-Maverick-17B-128E-Instruct", 400, 17, 12 * 8 * 128 * 2 * 2 / 1024.0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.id, func(t *testing.T) {
@@ -330,6 +334,8 @@ func TestWeightsMatchPublishedCheckpoints(t *testing.T) {
 		{"testdata/gpt-oss-20b.json", "openai/gpt-oss-20b", 13_761_264_768},
 		{"testdata/minimax-m2.5.json", "MiniMaxAI/MiniMax-M2.5", 0},
 		{"testdata/kimi-k2-instruct.json", "moonshotai/Kimi-K2-Instruct", 0},
+		{"testdata/llama-4-scout.json", "meta-llama/Llama-4-Scout-17B-16E-Instruct", 0},
+		{"testdata/llama-4-maverick.json", "meta-llama/Llama-4-Maverick-17B-128E-Instruct", 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.id, func(t *testing.T) {
@@ -360,5 +366,33 @@ func TestWeightsMatchPublishedCheckpoints(t *testing.T) {
 				t.Errorf("config.json and catalog differ:\n%+v\n%+v", a, b)
 			}
 		})
+	}
+}
+
+// Llama-4's layer kinds from config.json: NoPE layers where
+// no_rope_layers has a 0 (every 4th when it is empty), chunked local
+// attention in the others, dense layers between interleaved MoE ones.
+func TestLlama4LayerKinds(t *testing.T) {
+	const base = `"architectures":["Llama4ForConditionalGeneration"],"text_config":{"num_hidden_layers":8,"hidden_size":64,"num_attention_heads":4,"num_key_value_heads":2,"head_dim":16,"intermediate_size":32,"intermediate_size_mlp":128,"vocab_size":100,"max_position_embeddings":65536,"num_local_experts":4,"num_experts_per_tok":1,"attention_chunk_size":8192`
+	for _, tt := range []struct {
+		extra                      string
+		chunked, dense, denseInter int
+	}{
+		{`,"interleave_moe_layer_step":1,"no_rope_layers":[]`, 6, 0, 0},
+		{`,"interleave_moe_layer_step":2,"no_rope_layers":[1,0,1,0,1,1,1,1]`, 6, 4, 128},
+		{`,"interleave_moe_layer_step":4`, 6, 6, 128},
+	} {
+		m, err := ParseHFConfig(strings.NewReader(`{`+base+tt.extra+`}}`), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Simulable(); err != nil || m.ChunkedLayers != tt.chunked || m.AttentionChunk != 8192 || m.DenseLayers != tt.dense ||
+			m.DenseIntermediate != tt.denseInter || m.SharedIntermediate != 32 {
+			t.Errorf("%s: %v; %d chunked layers of %d, %d dense of %d, shared %d; want %d chunked, %d dense of %d, shared 32",
+				tt.extra, err, m.ChunkedLayers, m.AttentionChunk, m.DenseLayers, m.DenseIntermediate, m.SharedIntermediate, tt.chunked, tt.dense, tt.denseInter)
+		}
+	}
+	if _, err := ParseHFConfig(strings.NewReader(`{`+base+`,"no_rope_layers":[1,0]}}`), ""); err == nil || !strings.Contains(err.Error(), "no_rope_layers") {
+		t.Errorf("a short no_rope_layers: %v", err)
 	}
 }

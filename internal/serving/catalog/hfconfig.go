@@ -56,6 +56,7 @@ type hfConfig struct {
 	Quant            *hfQuant `json:"quantization_config"`
 	// Multimodal wrappers keep the language model's shape here.
 	TextConfig *hfConfig `json:"text_config"`
+	llama4Fields
 }
 
 type hfQuant struct {
@@ -75,6 +76,10 @@ var knownArchitectures = map[string]bool{
 	// gpt-oss: GQA with attention sinks (a learned logit per head) and
 	// biases, sliding-window attention in every other layer (layer_types).
 	"GptOssForCausalLM": true,
+	// Llama-4: chunked local and NoPE global attention, interleaved MoE
+	// with a shared expert (llama4.go); its vision tower is under 1% of
+	// the weights.
+	"Llama4ForConditionalGeneration": true, "Llama4ForCausalLM": true,
 	// MiniMax-M2: GQA with per-layer QK norm and partial rotary in every
 	// layer (attn_type_list all 1: full attention; 0, MiniMax-01's
 	// lightning attention, is refused), routed experts without a shared one.
@@ -127,6 +132,14 @@ func ParseHFConfig(r io.Reader, id string) (Model, error) {
 		m.TiedEmbeddings = *c.Tied
 	}
 	mixtureAndMLA(&m, &c)
+	if isLlama4(c.Architectures) {
+		if err := llama4Layers(&m, c.llama4Fields); err != nil {
+			return Model{}, err
+		}
+		for _, f := range []string{"interleave_moe_layer_step", "no_rope_layers", "attention_chunk_size"} {
+			delete(fields, f)
+		}
+	}
 	m.Unmodelled = append(m.Unmodelled, attentionSpan(&m, &c, fields)...)
 	for _, a := range c.Architectures {
 		m.AttentionSinks = m.AttentionSinks || a == "GptOssForCausalLM"

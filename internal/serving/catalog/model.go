@@ -307,6 +307,15 @@ var models = []Model{
 		Layers: 61, Hidden: 7168, Heads: 64, KVHeads: 64, HeadDim: 192, Intermediate: 2048, Vocab: 163840, MaxPosition: 131072, DType: "bfloat16",
 		Quantization: "fp8", WeightBlock: 128, Experts: 384, ExpertsPerTok: 8, SharedIntermediate: 2048, DenseLayers: 1, DenseIntermediate: 18432,
 		MLA: &MLA{KVLoRARank: 512, QLoRARank: 1536, QKRopeHeadDim: 64, QKNopeHeadDim: 128, VHeadDim: 128}},
+	// Llama-4 (llama4.go): chunked local attention (8192) in the 36 RoPE
+	// layers, global in the 12 NoPE ones; one shared expert beside the
+	// routed ones; Maverick's odd layers are dense (intermediate_size_mlp).
+	{ID: "meta-llama/Llama-4-Scout-17B-16E-Instruct", Aliases: []string{"llama-4-scout", "meta-llama/Llama-4-Scout-17B-16E"},
+		Layers: 48, Hidden: 5120, Heads: 40, KVHeads: 8, HeadDim: 128, Intermediate: 8192, Vocab: 202048, MaxPosition: 10485760, DType: "bfloat16",
+		Experts: 16, ExpertsPerTok: 1, SharedIntermediate: 8192, AttentionChunk: 8192, ChunkedLayers: 36},
+	{ID: "meta-llama/Llama-4-Maverick-17B-128E-Instruct", Aliases: []string{"llama-4-maverick", "meta-llama/Llama-4-Maverick-17B-128E"},
+		Layers: 48, Hidden: 5120, Heads: 40, KVHeads: 8, HeadDim: 128, Intermediate: 8192, Vocab: 202048, MaxPosition: 1048576, DType: "bfloat16",
+		Experts: 128, ExpertsPerTok: 1, SharedIntermediate: 8192, DenseLayers: 24, DenseIntermediate: 16384, AttentionChunk: 8192, ChunkedLayers: 36},
 }
 
 // clone returns m sharing no slice or pointer with it: lookups hand out
