@@ -351,6 +351,11 @@ const (
 	// and MLPs: the two fused add+RMSNorms, rotary embedding, the
 	// KV-cache write and attention.
 	attentionBlockKernels = 5
+	// qkNormTPKernels: QK norms over every head under TP (MiniMax-M2)
+	// take a variance kernel and a normalize kernel around their
+	// all-reduce (vLLM's MiniMaxText01RMSNormTP, forward_qkv; the
+	// all-reduce is steptime.go's).
+	qkNormTPKernels = 2
 	// mlpActivationKernels is SiLU-and-mul, once per MLP (the dense one,
 	// an MoE layer's shared experts).
 	mlpActivationKernels = 1

@@ -136,3 +136,16 @@ func (s *stepModel) attentionOver(ctx, verify, pairs, kv float64, prefill int) f
 	}
 	return t
 }
+
+// qkNormAllReduce is one layer's all-reduce of the per-token query and
+// key variances of a model whose QK norms span every head
+// (catalog.Model.QKNormAllHeads) under tensor parallelism: vLLM's
+// MiniMaxText01RMSNormTP (forward_qkv) reduces both variances, two fp32
+// a token, in one all-reduce between a variance kernel and a normalize
+// kernel; 0 without TP or such norms.
+func (s *stepModel) qkNormAllReduce(T float64) float64 {
+	if !s.qkNormTP {
+		return 0
+	}
+	return s.allReduce(T * 2 * 4)
+}

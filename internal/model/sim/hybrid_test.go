@@ -68,3 +68,28 @@ func TestSlidingLayersAttendToTheirWindow(t *testing.T) {
 		t.Errorf("attention at 32k costs %.2f of the all-full model's, want about 0.5", r)
 	}
 }
+
+// MiniMax-M2.5's QK norms span all 48 heads: under TP4 each layer
+// all-reduces the tokens' query and key variances between two kernels
+// of its own, which a one-token decode step pays in every layer; TP8
+// is refused as vLLM refuses it (1536/8 = 192 is not whole 128-blocks),
+// TP8 with expert parallelism is not.
+func TestMiniMaxQKNormAllReduce(t *testing.T) {
+	cfg := mustParse(t, "MiniMaxAI/MiniMax-M2.5", "-tp", "4", "--enable-expert-parallel", "--max-model-len", "16384", "--gpu", "H100-SXM")
+	plain := cfg
+	plain.Model.QKNormAllHeads = false
+	b := batchShape{tokens: 1, seqs: 1, sampled: 1, decodeCtx: 1024}
+	with, without := newStepModel(cfg), newStepModel(plain)
+	extra := with.gpuSeconds(b) - without.gpuSeconds(b)
+	want := 62 * (with.allReduce(8) + qkNormTPKernels*kernelOverhead.Seconds()*kernelClockScale(cfg.GPU))
+	t.Logf("QK norm all-reduce: %.3f ms a decode step (62 layers)", 1e3*extra)
+	if math.Abs(extra-want) > 1e-9 {
+		t.Errorf("the QK norms add %.4f ms a step, want %.4f", 1e3*extra, 1e3*want)
+	}
+	if _, err := ParseArgs([]string{"MiniMaxAI/MiniMax-M2.5", "-tp", "8"}, nil); err == nil {
+		t.Errorf("TP8 without expert parallelism accepted")
+	}
+	if _, err := ParseArgs([]string{"MiniMaxAI/MiniMax-M2.5", "-tp", "8", "--enable-expert-parallel", "--max-model-len", "16384"}, nil); err != nil {
+		t.Errorf("TP8 with expert parallelism: %v", err)
+	}
+}

@@ -129,6 +129,9 @@ type stepModel struct {
 	// expertBytes is the bytes per routed expert weight element (wBytes
 	// unless only the experts are quantized: MXFP4).
 	expertBytes float64
+	// qkNormTP: the QK norms span every head and TP splits them, an
+	// all-reduce a layer (hybrid.go, qkNormAllReduce).
+	qkNormTP bool
 
 	// mx costs MoE under DP attention and EP, and MLA (moe.go); nil for
 	// dense models.
@@ -173,6 +176,7 @@ func newStepModel(cfg Config) stepModel {
 	}
 	s.prefillPairFlops = 4 * d
 	s.setSpans(m)
+	s.qkNormTP = m.QKNormAllHeads && cfg.TP > 1
 	inter := float64(m.Intermediate) / tp
 	s.gemms = []gemm{
 		linear(h*d*(q+2*kv), h, d*(q+2*kv)), // QKV
@@ -314,6 +318,9 @@ func (s *stepModel) setGEMMRates(cfg Config, k Constants) (w8a8 bool) {
 // kernel quantizes its experts' inputs itself.
 func (s *stepModel) layerKernels(w8a8 bool) float64 {
 	n := float64(attentionBlockKernels)
+	if s.qkNormTP {
+		n += qkNormTPKernels
+	}
 	for _, g := range s.gemms {
 		n += g.kernels
 		if w8a8 && g.quant > 0 {
@@ -391,7 +398,7 @@ func (s *stepModel) gpuSeconds(b batchShape) float64 {
 	T := float64(b.tokens)
 	layer := s.tokenwiseGroup(T, b.groupTokens)
 	layer += s.attention(b)
-	layer += 2 * s.allReduce(T*s.hidden*bytesBF16)
+	layer += 2*s.allReduce(T*s.hidden*bytesBF16) + s.qkNormAllReduce(T)
 	// Without a CUDA graph the CPU launches each layer's kernels; launches
 	// hide behind GPU work longer than themselves.
 	extend := s.eagerExtend && b.prefillTokens > 0

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -45,6 +46,9 @@ type hfConfig struct {
 	SlidingWindow    *int     `json:"sliding_window"`
 	UseSlidingWindow *bool    `json:"use_sliding_window"`
 	LayerTypes       []string `json:"layer_types"`
+	AttnTypeList     []int    `json:"attn_type_list"` // MiniMax: 1 full attention, 0 linear
+	UseQKNorm        *bool    `json:"use_qk_norm"`
+	QKNormType       string   `json:"qk_norm_type"` // MiniMax: "per_layer" spans every head
 	Architectures    []string `json:"architectures"`
 	MaxPosition      *int     `json:"max_position_embeddings"`
 	DType            string   `json:"torch_dtype"`
@@ -52,6 +56,7 @@ type hfConfig struct {
 	Quant            *hfQuant `json:"quantization_config"`
 	// Multimodal wrappers keep the language model's shape here.
 	TextConfig *hfConfig `json:"text_config"`
+	llama4Fields
 }
 
 type hfQuant struct {
@@ -71,6 +76,14 @@ var knownArchitectures = map[string]bool{
 	// gpt-oss: GQA with attention sinks (a learned logit per head) and
 	// biases, sliding-window attention in every other layer (layer_types).
 	"GptOssForCausalLM": true,
+	// Llama-4: chunked local and NoPE global attention, interleaved MoE
+	// with a shared expert (llama4.go); its vision tower is under 1% of
+	// the weights.
+	"Llama4ForConditionalGeneration": true, "Llama4ForCausalLM": true,
+	// MiniMax-M2: GQA with per-layer QK norm and partial rotary in every
+	// layer (attn_type_list all 1: full attention; 0, MiniMax-01's
+	// lightning attention, is refused), routed experts without a shared one.
+	"MiniMaxM2ForCausalLM": true,
 }
 
 // hybridFields are config.json fields of models whose layers are not all
@@ -119,6 +132,14 @@ func ParseHFConfig(r io.Reader, id string) (Model, error) {
 		m.TiedEmbeddings = *c.Tied
 	}
 	mixtureAndMLA(&m, &c)
+	if isLlama4(c.Architectures) {
+		if err := llama4Layers(&m, c.llama4Fields); err != nil {
+			return Model{}, err
+		}
+		for _, f := range []string{"interleave_moe_layer_step", "no_rope_layers", "attention_chunk_size"} {
+			delete(fields, f)
+		}
+	}
 	m.Unmodelled = append(m.Unmodelled, attentionSpan(&m, &c, fields)...)
 	for _, a := range c.Architectures {
 		m.AttentionSinks = m.AttentionSinks || a == "GptOssForCausalLM"
@@ -284,7 +305,9 @@ func attentionSpan(m *Model, c *hfConfig, fields hfRaw) []string {
 		case "sliding_attention":
 			sliding++
 		default:
-			out = append(out, fmt.Sprintf("layer_types %q", t))
+			if named := fmt.Sprintf("layer_types %q", t); !slices.Contains(out, named) {
+				out = append(out, named)
+			}
 		}
 	}
 	switch {
@@ -295,6 +318,13 @@ func attentionSpan(m *Model, c *hfConfig, fields hfRaw) []string {
 		out = append(out, fmt.Sprintf("layer_types %q", "sliding_attention"))
 	case window > 0:
 		out = append(out, fmt.Sprintf("sliding_window %d", window))
+	}
+	m.QKNormAllHeads = c.QKNormType == "per_layer" && (c.UseQKNorm == nil || *c.UseQKNorm)
+	for _, t := range c.AttnTypeList {
+		if t != 1 {
+			out = append(out, fmt.Sprintf("attn_type_list %d (linear attention)", t))
+			break
+		}
 	}
 	for _, f := range hybridFields {
 		if fields.present(f) {

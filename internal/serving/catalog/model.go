@@ -55,6 +55,10 @@ type Model struct {
 	// AttentionSinks: each head adds a learned logit to its softmax's
 	// denominator (gpt-oss); no KV, a term per head.
 	AttentionSinks bool `json:"attention_sinks,omitempty"`
+	// QKNormAllHeads: the query and key RMSNorms span every head of the
+	// layer (MiniMax-M2's qk_norm_type "per_layer"), so tensor
+	// parallelism all-reduces their per-token variances in every layer.
+	QKNormAllHeads bool `json:"qk_norm_all_heads,omitempty"`
 	// Unmodelled names the config.json fields, with their values, that
 	// change the model's cost in a way the simulated engine does not model
 	// (the step time and KV cache of sim); Simulable refuses them.
@@ -292,6 +296,26 @@ var models = []Model{
 	{ID: "openai/gpt-oss-20b", Aliases: []string{"gpt-oss-20b"},
 		Layers: 24, Hidden: 2880, Heads: 64, KVHeads: 8, HeadDim: 64, Intermediate: 2880, Vocab: 201088, MaxPosition: 131072, DType: "bfloat16",
 		Quantization: "mxfp4", Experts: 32, ExpertsPerTok: 4, SlidingWindow: 128, SlidingLayers: 12, AttentionSinks: true},
+	// MiniMax-M2.5: FP8 checkpoint (block-scaled e4m3, 128x128), 256
+	// experts top 8 and no shared expert, full attention in every layer.
+	{ID: "MiniMaxAI/MiniMax-M2.5", Aliases: []string{"minimax-m2.5", "MiniMaxAI/MiniMax-M2"},
+		Layers: 62, Hidden: 3072, Heads: 48, KVHeads: 8, HeadDim: 128, Intermediate: 1536, Vocab: 200064, MaxPosition: 196608, DType: "bfloat16",
+		Quantization: "fp8", WeightBlock: 128, Experts: 256, ExpertsPerTok: 8, QKNormAllHeads: true},
+	// Kimi-K2: DeepSeek-V3's architecture (MLA, FP8 128-blocks) with 384
+	// experts, 64 heads and one leading dense layer.
+	{ID: "moonshotai/Kimi-K2-Instruct", Aliases: []string{"kimi-k2", "kimi-k2-instruct", "moonshotai/Kimi-K2-Instruct-0905"},
+		Layers: 61, Hidden: 7168, Heads: 64, KVHeads: 64, HeadDim: 192, Intermediate: 2048, Vocab: 163840, MaxPosition: 131072, DType: "bfloat16",
+		Quantization: "fp8", WeightBlock: 128, Experts: 384, ExpertsPerTok: 8, SharedIntermediate: 2048, DenseLayers: 1, DenseIntermediate: 18432,
+		MLA: &MLA{KVLoRARank: 512, QLoRARank: 1536, QKRopeHeadDim: 64, QKNopeHeadDim: 128, VHeadDim: 128}},
+	// Llama-4 (llama4.go): chunked local attention (8192) in the 36 RoPE
+	// layers, global in the 12 NoPE ones; one shared expert beside the
+	// routed ones; Maverick's odd layers are dense (intermediate_size_mlp).
+	{ID: "meta-llama/Llama-4-Scout-17B-16E-Instruct", Aliases: []string{"llama-4-scout", "meta-llama/Llama-4-Scout-17B-16E"},
+		Layers: 48, Hidden: 5120, Heads: 40, KVHeads: 8, HeadDim: 128, Intermediate: 8192, Vocab: 202048, MaxPosition: 10485760, DType: "bfloat16",
+		Experts: 16, ExpertsPerTok: 1, SharedIntermediate: 8192, AttentionChunk: 8192, ChunkedLayers: 36},
+	{ID: "meta-llama/Llama-4-Maverick-17B-128E-Instruct", Aliases: []string{"llama-4-maverick", "meta-llama/Llama-4-Maverick-17B-128E"},
+		Layers: 48, Hidden: 5120, Heads: 40, KVHeads: 8, HeadDim: 128, Intermediate: 8192, Vocab: 202048, MaxPosition: 1048576, DType: "bfloat16",
+		Experts: 128, ExpertsPerTok: 1, SharedIntermediate: 8192, DenseLayers: 24, DenseIntermediate: 16384, AttentionChunk: 8192, ChunkedLayers: 36},
 }
 
 // clone returns m sharing no slice or pointer with it: lookups hand out
