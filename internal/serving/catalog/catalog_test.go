@@ -357,9 +357,9 @@ func TestGPUs2026Systems(t *testing.T) {
 		{"GB300", "GB300", 72, 100, true},
 		{"MI325X", "MI325X", 8, 50, false},
 		{"mi355", "MI355X", 8, 50, true},
-		{"rtx-pro-6000", "RTXPRO6000", 1, 25, true},
+		{"rtx-pro-6000", "RTXPRO6000", 8, 25, true},
 		{"H100-SXM", "H100-SXM", 8, 50, false}, // defaults: HGX board, NDR 400G
-		{"L40S", "L40S", 1, 50, false},
+		{"L40S", "L40S", 8, 50, false},
 	}
 	for _, tt := range tests {
 		g, err := LookupGPU(tt.in)

@@ -48,10 +48,10 @@ type GPU struct {
 	// FP4TFLOPS is the dense FP4 tensor peak (NVFP4 on Blackwell, MXFP4
 	// on CDNA4); 0 = no FP4 tensor cores.
 	FP4TFLOPS float64 `json:"fp4_tflops,omitempty"`
-	// Domain is the number of GPUs one scale-up fabric (Link) joins: 8 in
-	// an HGX/DGX or UBB node, 72 in an NVL72 rack, 1 where GPUs meet over
-	// PCIe only. Tensor parallelism stays inside it; DomainOf gives the
-	// default for rows that leave it 0.
+	// Domain is the number of GPUs Link joins without a NIC: 8 in an
+	// HGX/DGX or UBB node or a server of 8 PCIe GPUs, 72 in an NVL72 rack.
+	// Tensor parallelism stays inside it; DomainOf gives the default for
+	// rows that leave it 0.
 	Domain int `json:"domain,omitempty"`
 	// ScaleOutGbps is the scale-out NIC line rate per GPU (InfiniBand or
 	// RoCE), Gb/s: the link that joins domains (ScaleOut).
@@ -59,17 +59,13 @@ type GPU struct {
 	Price        Price   `json:"price"`
 }
 
-// DomainOf is g's scale-up domain size: the row's Domain, else 8 for an
-// NVLink or Infinity Fabric GPU (an HGX board or an AMD UBB) and 1 for a
-// PCIe one.
+// DomainOf is g's scale-up domain size: the row's Domain, else 8 (an HGX
+// board, an AMD UBB, or a server of 8 PCIe GPUs, whose GPUs meet over Link).
 func (g GPU) DomainOf() int {
-	switch {
-	case g.Domain > 0:
+	if g.Domain > 0 {
 		return g.Domain
-	case g.NVLink():
-		return 8
 	}
-	return 1
+	return 8
 }
 
 // ScaleOut is g's scale-out link per GPU in GB/s per direction: the NIC's
@@ -169,10 +165,11 @@ var gpus = []GPU{
 	// page's 1/2/4 PFLOPS BF16/FP8/FP4 are sparse, so the dense rates are
 	// estimates at half (the whitepaper's Workstation Edition dense rates,
 	// 503.8/1,007.6/2,015.2 TF at 2,617 MHz, agree within 5%).
-	// nvidia-smi 97,887 MiB. Servers share a NIC between GPUs: 200 Gb/s
-	// per GPU is an estimate.
+	// nvidia-smi 97,887 MiB. A server holds 8 over PCIe (Domain 8, priced
+	// at the PCIe link as L40S's are). Servers share a NIC between GPUs:
+	// 200 Gb/s per GPU is an estimate.
 	{ID: "RTXPRO6000", Name: "NVIDIA RTX PRO 6000 Blackwell Server Edition", MemoryGiB: 95.59, NominalGB: 96, HBMTBps: 1.597, BF16TFLOPS: 480, FP8TFLOPS: 960, FP4TFLOPS: 1920,
-		Link: LinkPCIe5, LinkGBps: 64, Domain: 1, ScaleOutGbps: 200, TDPWatts: 600, Price: Price{2.50, "2026-09", priceSource2026}},
+		Link: LinkPCIe5, LinkGBps: 64, Domain: 8, ScaleOutGbps: 200, TDPWatts: 600, Price: Price{2.50, "2026-09", priceSource2026}},
 }
 
 // priceSource2026 is the note of the 2026 systems' prices.
