@@ -82,7 +82,42 @@ type simEstimate struct {
 	TP    int    `json:"tensor_parallel_size"`
 	sim.MemoryEstimate
 	StepTimes *sim.StepTimes `json:"step_times,omitempty"`
+	Network   simNetwork     `json:"network"`
 	Error     string         `json:"error,omitempty"`
+}
+
+// simNetwork is where a configuration's GPUs sit and what one decode and
+// one prefill step send across the scale-out network, per GPU.
+type simNetwork struct {
+	sim.Topology
+	Decode  sim.NetworkStep `json:"decode_step"`
+	Prefill sim.NetworkStep `json:"prefill_step"`
+}
+
+// networkOf prices cfg's cross-domain traffic at a decode step of 64
+// sequences per data-parallel rank and a prefill step of 8,192 tokens.
+func networkOf(cfg sim.Config) simNetwork {
+	return simNetwork{Topology: cfg.Topology(), Decode: cfg.NetworkStep(64), Prefill: cfg.NetworkStep(8192)}
+}
+
+// networkLine is simNetwork in one line.
+func networkLine(n simNetwork) string {
+	line := fmt.Sprintf("%d domain(s) of %d GPUs, scale-out %.0f GB/s per GPU", n.Nodes, n.Domain, n.ScaleOutGBps)
+	if n.Decode.Bytes == 0 {
+		return line + "; nothing crosses it"
+	}
+	var what []string
+	if n.TPCrosses {
+		what = append(what, "TP all-reduces")
+	}
+	if n.PPCrossHops > 0 {
+		what = append(what, fmt.Sprintf("%d pipeline hop(s)", n.PPCrossHops))
+	}
+	if n.EPCrossShare > 0 {
+		what = append(what, fmt.Sprintf("%.0f%% of the expert exchange", 100*n.EPCrossShare))
+	}
+	return line + fmt.Sprintf("; crossing: %s; per GPU a decode step of %d tokens sends %.2f MB (%.2f ms), a prefill step of %d %.1f MB (%.2f ms)",
+		strings.Join(what, ", "), n.Decode.Tokens, n.Decode.Bytes/1e6, n.Decode.Seconds*1e3, n.Prefill.Tokens, n.Prefill.Bytes/1e6, n.Prefill.Seconds*1e3)
 }
 
 func newSimEstimateCmd() *cobra.Command {
@@ -103,7 +138,7 @@ func newSimEstimateCmd() *cobra.Command {
 				return err
 			}
 			est, estErr := sim.Estimate(cfg)
-			out := simEstimate{Model: cfg.ModelID, TP: cfg.TP, MemoryEstimate: est}
+			out := simEstimate{Model: cfg.ModelID, TP: cfg.TP, MemoryEstimate: est, Network: networkOf(cfg)}
 			if estErr == nil {
 				st, err := sim.EstimateStepTimes(cfg, 1024)
 				if err != nil {
@@ -211,6 +246,7 @@ func printEstimate(w io.Writer, cfg sim.Config, e simEstimate) {
 		row("speculative", "%s, %d draft tokens, acceptance %.2f: %.2f tokens per decode step expected",
 			cfg.SpecMethod, cfg.SpecTokens, cfg.SpecAcceptance, sim.SpecExpectedTokens(cfg.SpecTokens, cfg.SpecAcceptance))
 	}
+	row("network", "%s", networkLine(e.Network))
 	row("constants", "%s", constantsName(cfg))
 	tw.Flush()
 	if e.StepTimes != nil {
@@ -345,6 +381,8 @@ func runSimVirtual(cmd *cobra.Command, cfg sim.Config, f *benchFlags) error {
 	}
 	defer out.close()
 	stdout := cmd.OutOrStdout()
+	net := networkOf(cfg)
+	fmt.Fprintf(stdout, "network: %s\n", networkLine(net))
 	var sums []measure.Summary
 	for li, l := range levels {
 		bcfg.Load = l.load
@@ -356,7 +394,7 @@ func runSimVirtual(cmd *cobra.Command, cfg sim.Config, f *benchFlags) error {
 		for k, v := range map[string]any{
 			"tool": "servetune " + version, "level": li, "endpoint": "sim (virtual time)",
 			"engine": string(cfg.Engine), "gpu": cfg.GPU.ID, "num_gpus": cfg.NumGPUs,
-			"engine_settings": cfg.Settings(), "constants": constantsName(cfg),
+			"engine_settings": cfg.Settings(), "constants": constantsName(cfg), "network": net,
 		} {
 			s.Meta[k] = v
 		}

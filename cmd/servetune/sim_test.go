@@ -398,3 +398,14 @@ func TestSimRunSpeculative(t *testing.T) {
 		t.Errorf("speed-up %.2fx at concurrency 1, %.2fx at 256: want >= 1.5x, and well less at 256", g1, g256)
 	}
 }
+
+// sim estimate accepts each GPU of the 2026 systems.
+func TestSimEstimate2026GPUs(t *testing.T) {
+	for _, g := range []string{"B300", "GB200", "GB300", "MI325X", "MI355X", "RTXPRO6000"} {
+		var out, errb bytes.Buffer
+		code := run(context.Background(), []string{"sim", "estimate", "llama-3.3-70b", "--gpu", g, "-tp", "2", "--max-model-len", "16000", "--json"}, &out, &errb)
+		if code != exitOK || !strings.Contains(out.String(), `"kv_cache_tokens"`) {
+			t.Errorf("%s: exit %d, stderr %s", g, code, errb.String())
+		}
+	}
+}

@@ -108,6 +108,10 @@ type moeStep struct {
 	bandwidth float64 // bytes/s
 	ep        bool
 	kernels   float64 // kernels per layer beside the linears' (newMoEStep)
+	// cross is the share of the exchange bound for other domains
+	// (Topology.EPCrossShare), sent at netBW after netLatency; domain
+	// the GPUs of one domain.
+	cross, domain, netLatency, netBW float64
 }
 
 // setMLAGemms replaces s's attention linears with MLA's (DeepSeek-V2/V3):
@@ -220,6 +224,10 @@ func newMoEStep(cfg Config, s *stepModel) *moeStep {
 		x.latency = lookupLatency(lat, int(g)).Seconds()
 		x.bandwidth = cfg.GPU.LinkGBps * 1e9 * cfg.Constants.WithDefaults(cfg.Engine).LinkEfficiency
 	}
+	if s.topo.EPCrossShare > 0 {
+		x.cross, x.domain = s.topo.EPCrossShare, float64(s.topo.Domain)
+		x.netLatency, x.netBW = scaleOutLatency.Seconds(), s.topo.bandwidth()
+	}
 	s.moe = false // moeStep costs the routed experts and the router
 	return x
 }
@@ -251,7 +259,15 @@ func (x *moeStep) tokenwise(s *stepModel, T, group float64) float64 {
 		if x.ep {
 			moved = T * math.Min(x.topK, x.group) // to the GPUs of its experts and back
 		}
-		t += 2 * (x.latency + moved*x.hidden*bytesBF16*(x.group-1)/x.group/x.bandwidth)
+		n := moved * x.hidden * bytesBF16
+		if x.cross > 0 {
+			// Across domains the NVLink share and the network share
+			// go at once; the slower sets the time (DeepEP's
+			// internode kernels are bound by RDMA).
+			t += 2 * (x.netLatency + math.Max(n*(x.domain-1)/x.group/x.bandwidth, n*x.cross/x.netBW))
+		} else {
+			t += 2 * (x.latency + n*(x.group-1)/x.group/x.bandwidth)
+		}
 	}
 	return x.frac * t
 }

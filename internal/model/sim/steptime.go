@@ -90,6 +90,7 @@ type stepModel struct {
 	arLatency                  float64 // seconds
 	arBandwidth                float64 // bytes/s
 	pp                         int
+	topo                       Topology // domains and the network between them (network.go)
 	eager                      bool
 	graphMaxBS                 int
 	// eagerExtend: steps with prompt tokens never run as CUDA graphs
@@ -211,6 +212,12 @@ func newStepModel(cfg Config) stepModel {
 		}
 		s.arLatency = lookupLatency(lat, cfg.TP).Seconds()
 		s.arBandwidth = g.LinkGBps * 1e9 * k.LinkEfficiency
+	}
+	s.topo = cfg.Topology()
+	if s.topo.TPCrosses {
+		// A ring spanning domains runs at its slowest hop: the NIC.
+		s.arLatency += scaleOutLatency.Seconds()
+		s.arBandwidth = math.Min(s.arBandwidth, s.topo.bandwidth())
 	}
 	s.sortScale, s.sortVocabMix = samplerSort(cfg)
 	s.mx = newMoEStep(cfg, &s)
@@ -420,9 +427,14 @@ func (s *stepModel) gpuSeconds(b batchShape) float64 {
 		}
 	}
 	// Pipeline stages run one after another for a given batch; the
-	// activations hop between stages over the link.
+	// activations hop between stages over the link, or over the
+	// network where a boundary falls between domains (Topology).
 	if s.pp > 1 {
-		gpu += float64(s.pp-1) * (s.arLatency + T*s.hidden*bytesBF16/math.Max(s.arBandwidth, 1e9))
+		hop, cross := T*s.hidden*bytesBF16, float64(s.topo.PPCrossHops)
+		gpu += (float64(s.pp-1) - cross) * (s.arLatency + hop/math.Max(s.arBandwidth, 1e9))
+		if cross > 0 {
+			gpu += cross * (scaleOutLatency.Seconds() + hop/s.topo.bandwidth())
+		}
 	}
 	return gpu + s.kernels
 }

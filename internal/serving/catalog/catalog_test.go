@@ -396,3 +396,39 @@ func TestLlama4LayerKinds(t *testing.T) {
 		t.Errorf("a short no_rope_layers: %v", err)
 	}
 }
+
+// The 2026 systems are in the catalog with their domain and scale-out
+// link; rates are dense and FP4 at least FP8 where there is FP4.
+func TestGPUs2026Systems(t *testing.T) {
+	tests := []struct {
+		in     string
+		want   string
+		domain int
+		nicGBs float64
+		fp4    bool
+	}{
+		{"B300", "B300", 8, 100, true},
+		{"gb200-nvl72", "GB200", 72, 50, true},
+		{"GB300", "GB300", 72, 100, true},
+		{"MI325X", "MI325X", 8, 50, false},
+		{"mi355", "MI355X", 8, 50, true},
+		{"rtx-pro-6000", "RTXPRO6000", 8, 25, true},
+		{"H100-SXM", "H100-SXM", 8, 50, false}, // defaults: HGX board, NDR 400G
+		{"L40S", "L40S", 8, 50, false},
+	}
+	for _, tt := range tests {
+		g, err := LookupGPU(tt.in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g.ID != tt.want || g.DomainOf() != tt.domain || g.ScaleOut() != tt.nicGBs || (g.FP4TFLOPS > 0) != tt.fp4 {
+			t.Errorf("%s: got %s domain %d scale-out %g GB/s fp4 %g", tt.in, g.ID, g.DomainOf(), g.ScaleOut(), g.FP4TFLOPS)
+		}
+		if g.FP4TFLOPS > 0 && g.FP4TFLOPS < g.FP8TFLOPS || g.FP8TFLOPS < g.BF16TFLOPS || g.MemoryGiB > g.NominalGB || g.TDPWatts <= 0 {
+			t.Errorf("%s: inconsistent rates or memory: %+v", g.ID, g)
+		}
+		if g.Price.PerGPUHour <= 0 || g.Price.Date == "" || g.Price.Source == "" {
+			t.Errorf("%s: price lacks figure, date or source: %+v", g.ID, g.Price)
+		}
+	}
+}
