@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/servetune/servetune/internal/serving/catalog"
 	"github.com/servetune/servetune/internal/serving/engine"
 )
 
@@ -106,8 +107,14 @@ func TestSimHelpListsFlags(t *testing.T) {
 	if _, out, _ := runCLI(t, "sim", "run", "--help"); !strings.Contains(out, "--max-concurrency") {
 		t.Errorf("sim run --help lists no workload flags:\n%s", out)
 	}
-	if _, out, _ := runCLI(t, "sim", "estimate", "--help"); strings.Contains(out, "gpt-oss-120b") || !strings.Contains(out, "Llama-3.1-8B") {
-		t.Errorf("sim estimate --help offers a refused model or none:\n%s", out)
+	_, out, _ := runCLI(t, "sim", "estimate", "--help")
+	if !strings.Contains(out, "Llama-3.1-8B") {
+		t.Errorf("sim estimate --help offers no model:\n%s", out)
+	}
+	for _, m := range catalog.Models() {
+		if err := m.Simulable(); err != nil && strings.Contains(out, m.ID+" ") {
+			t.Errorf("sim estimate --help offers %s, which every command refuses (%v)", m.ID, err)
+		}
 	}
 }
 

@@ -122,7 +122,7 @@ var gpus = []GPU{
 	// tables print BF16/FP8 sparse (halved here) and FP4 as sparse | dense
 	// (dense taken; 1.33:1 on Blackwell Ultra). Memory is the smi total in
 	// MiB / 1024 where public nvidia-smi logs give it, else the nominal GiB
-	// (marked estimate). Prices: docs/reference.md (GPUs, 2026 systems).
+	// (marked estimate). Prices: docs/reference.md (2026 systems: past one node).
 	//
 	// B300 HGX: NVIDIA HGX page (FP4 144|108 PF, FP8 72 PF sparse, BF16 36
 	// PF sparse per 8 GPUs; NVLink 5 1.8 TB/s bidir per GPU); nvidia-smi
