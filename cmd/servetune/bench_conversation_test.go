@@ -230,6 +230,8 @@ func TestBenchConversationBadInput(t *testing.T) {
 		{[]string{"--dataset", "conversation", "--sessions", "2", "--turns", "3", "--dataset-path", sharegptConversations}, "--turns"},
 		{[]string{"--dataset", "conversation", "--sessions", "2", "--dataset-path", "no-such.json"}, "--dataset-path"},
 		{[]string{"--dataset", "conversation", "--sessions", "9", "--dataset-path", sharegptConversations}, "fewer than the 9 sessions"},
+		// 100,000 sessions at once took 1.7 GB before the descriptors ran out.
+		{[]string{"--dataset", "conversation", "--sessions", "100000", "--turns", "2"}, "100000 sessions all at once is over 1024: give --max-concurrency or --request-rate"},
 	} {
 		code, _, stderr := runCLI(t, append(slices.Clone(base), tc.args...)...)
 		if code != exitUsage || !strings.Contains(stderr, tc.want) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {

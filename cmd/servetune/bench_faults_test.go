@@ -82,15 +82,25 @@ func TestBenchOutOfFiles(t *testing.T) {
 	}))
 	defer srv.Close()
 	defer close(hang)
-	cmd := exec.Command("sh", "-c", `ulimit -n 128 && exec "$0" "$@"`, bin, "bench", "--base-url", srv.URL, "--model", "m",
-		"--num-requests", "400", "--no-progress", "--no-tokenize", "--timeout", "20s")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	start := time.Now()
-	err := cmd.Run()
-	var ee *exec.ExitError
-	if !asExit(err, &ee) || ee.ExitCode() != exitFailed || !strings.Contains(stderr.String(), "ran out of file descriptors") {
-		t.Fatalf("exit %v after %v, stderr %q", err, time.Since(start), stderr.String())
+	for _, workload := range [][]string{{"--num-requests", "400"},
+		// A conversation's sessions stop there too (they went on failing,
+		// each starting its own).
+		{"--dataset", "conversation", "--sessions", "400", "--turns", "2"}} {
+		args := append([]string{"bench", "--base-url", srv.URL, "--model", "m", "--no-progress", "--no-tokenize", "--timeout", "20s"}, workload...)
+		cmd := exec.Command("sh", append([]string{"-c", `ulimit -n 128 && exec "$0" "$@"`, bin}, args...)...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		start := time.Now()
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if !asExit(err, &ee) || ee.ExitCode() != exitFailed || !strings.Contains(stderr.String(), "ran out of file descriptors") {
+			t.Fatalf("%v: exit %v after %v, stderr %q", workload, err, time.Since(start), stderr.String())
+		}
+		// Stopped at once: the requests in flight are cancelled, not
+		// waited for until their 20 s timeout.
+		if took := time.Since(start); took > 15*time.Second {
+			t.Errorf("%v: stopped after %v", workload, took)
+		}
 	}
 }
 

@@ -386,6 +386,10 @@ func (h *httpTransport) converse(ctx context.Context, p measure.Phase, sessions 
 		}
 	}
 	h.stopped = ""
+	// This machine out of file descriptors stops the level, as it stops
+	// any other (collect): no more sessions start, those in flight end.
+	ctx, stopAll := context.WithCancel(ctx)
+	defer stopAll()
 	live := newInflight()
 	defer live.watch(p.Waiting)()
 	// Each turn's record goes to its request's place, so the level holds
@@ -405,6 +409,10 @@ func (h *httpTransport) converse(ctx context.Context, p measure.Phase, sessions 
 		}
 		recs[s.seq], late[s.seq], got[s.seq] = s.rec, s.late, true
 		count++
+		if h.stopped == "" && s.rec.Error == measure.ErrConnect && strings.HasPrefix(s.rec.ErrorMsg, outOfFiles) {
+			h.stopped = s.rec.ErrorMsg
+			stopAll()
+		}
 		if p.Progress != nil {
 			p.Progress(count, len(reqs))
 		}

@@ -30,6 +30,13 @@ const durationPool = 2048
 // with distinct prompts, as a duration-bound one does.
 const countPool = 10_000
 
+// MaxOpenSessions bounds the sessions of a conversation started all at
+// once (no request rate, no max concurrency): each holds a goroutine, its
+// messages and a connection with its buffers (about 90 KB in flight; 4,096
+// at once peaked at 660 MB), and 100,000 at once took 1.7 GB before this
+// machine ran out of file descriptors.
+const MaxOpenSessions = 1024
+
 // MaxRequests bounds the requests of one level (and of its warm-up): a
 // duration-bound level stops sending there. Each measured request keeps a
 // record with its chunk times (about 3 KB at 128 output tokens), so this
@@ -98,6 +105,8 @@ func (cfg Config) Validate() error {
 			return fmt.Errorf("%w: a conversation needs an HTTP server: each turn waits for the answer before it, which the simulated engine's virtual clock does not send", ErrBadConfig)
 		case cfg.Duration > 0:
 			return fmt.Errorf("%w: a conversation runs its sessions to the end: give --sessions, not --duration", ErrBadConfig)
+		case l.Unlimited() && l.MaxConcurrency == 0 && cfg.Dataset.Sessions > MaxOpenSessions:
+			return fmt.Errorf("%w: %d sessions all at once is over %d: give --max-concurrency or --request-rate", ErrBadConfig, cfg.Dataset.Sessions, MaxOpenSessions)
 		}
 		return cfg.Dataset.Validate()
 	}
