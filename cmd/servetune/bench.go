@@ -994,8 +994,10 @@ anyway, with a warning.`,
 			var warnings []string
 			for i := range base {
 				if d := workloadDiffs(base[i], cur[i]); len(d) > 0 {
-					w := fmt.Sprintf("%s and %s ran different workloads at level %d (%s): %s", args[0], args[1], i+1,
-						levelPair(base[i], cur[i]), strings.Join(d, "; "))
+					// Base first everywhere in the line, as the
+					// differences ("name base vs new") are.
+					w := fmt.Sprintf("%s and %s ran different workloads at level %d (%s vs %s): %s", args[0], args[1], i+1,
+						summaryLoad(base[i]).Name(), summaryLoad(cur[i]).Name(), strings.Join(d, "; "))
 					if !allowDiff {
 						return usageErrorf("%s; their difference is not the server's (--allow-different-workloads compares them anyway)", w)
 					}
@@ -1144,13 +1146,27 @@ func printDiffs(w io.Writer, base, cur measure.Summary, ds []measure.Diff) {
 		fmt.Fprintf(w, "%-12s %11.3f %11.3f %+11.3f %+7.1f%% %25s  %s\n", d.Stat+" "+d.Metric, d.Base, d.New, d.Delta, d.RelPct,
 			fmt.Sprintf("[%+.3f, %+.3f]", d.CI[0], d.CI[1]), sig)
 	}
-	for _, t := range []struct {
+	rows := []struct {
 		name      string
 		base, new float64
 	}{
 		{"output tok/s", base.OutputThroughput, cur.OutputThroughput},
 		{"request/s", base.RequestThroughput, cur.RequestThroughput},
-	} {
+	}
+	if base.GoodputSLO != nil && cur.GoodputSLO != nil {
+		// Goodput counts against each run's own limits: said when they
+		// differ, as the figure then compares two questions.
+		name := "goodput/s"
+		if *base.GoodputSLO != *cur.GoodputSLO {
+			name = "goodput/s*"
+			defer fmt.Fprintf(w, "* goodput under different limits: base %+v, new %+v\n", *base.GoodputSLO, *cur.GoodputSLO)
+		}
+		rows = append(rows, struct {
+			name      string
+			base, new float64
+		}{name, base.RequestGoodput, cur.RequestGoodput})
+	}
+	for _, t := range rows {
 		rel := 0.0
 		if t.base != 0 {
 			rel = 100 * (t.new - t.base) / t.base
