@@ -323,6 +323,24 @@ func (r *Run) SetQualityBaseline(ctx context.Context, baseline string) error {
 	return nil
 }
 
+// SetStop stores that the study stopped early (Study.Stop), while the run
+// holds it.
+func (r *Run) SetStop(ctx context.Context, stop Stop) error {
+	err := r.s.write(ctx, func(tx *sql.Tx) error {
+		if err := r.holds(ctx, tx); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE studies SET stop_reason = ?, stop_at = ?, stop_of = ? WHERE id = ?`,
+			Redact(stop.Why), stop.At, stop.Of, r.Study.ID)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store: stop: %w", err)
+	}
+	r.Study.Stop = stop
+	return nil
+}
+
 // Trials returns the study's trials (Store.Trials).
 func (r *Run) Trials(ctx context.Context) ([]Trial, error) { return r.s.Trials(ctx, r.Study.ID) }
 

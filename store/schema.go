@@ -115,7 +115,14 @@ var migrations = []string{
 	`ALTER TABLE gpu_samples ADD COLUMN temp_c REAL;
 	ALTER TABLE trials ADD COLUMN quality TEXT NOT NULL DEFAULT '';
 	ALTER TABLE studies ADD COLUMN quality_baseline TEXT NOT NULL DEFAULT '';`,
+
+	// 8: a study that stopped before its trial count on the sampler's
+	// judgement: at which search trial of how many, and why ('' and 0
+	// when it ran them all).
+	`ALTER TABLE studies ADD COLUMN stop_reason TEXT NOT NULL DEFAULT '';
+	ALTER TABLE studies ADD COLUMN stop_at INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE studies ADD COLUMN stop_of INTEGER NOT NULL DEFAULT 0;`,
 }
 
 // SchemaVersion is the user_version of a database this package writes.
-const SchemaVersion = 7 // len(migrations); a test keeps them equal
+const SchemaVersion = 8 // len(migrations); a test keeps them equal

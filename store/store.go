@@ -294,13 +294,13 @@ func (s *Store) CreateStudy(ctx context.Context, st Study) (Study, error) {
 	return st, nil
 }
 
-const studyColumns = `id, name, spec, seed, started, finished, status, model_config, tool, quality_baseline`
+const studyColumns = `id, name, spec, seed, started, finished, status, model_config, tool, quality_baseline, stop_reason, stop_at, stop_of`
 
 func scanStudy(row interface{ Scan(...any) error }) (Study, error) {
 	var st Study
 	var seed int64
 	var started, finished sql.NullString
-	if err := row.Scan(&st.ID, &st.Name, &st.Spec, &seed, &started, &finished, &st.Status, &st.ModelConfig, &st.Tool, &st.QualityBaseline); err != nil {
+	if err := row.Scan(&st.ID, &st.Name, &st.Spec, &seed, &started, &finished, &st.Status, &st.ModelConfig, &st.Tool, &st.QualityBaseline, &st.Stop.Why, &st.Stop.At, &st.Stop.Of); err != nil {
 		return Study{}, err
 	}
 	st.Seed = uint64(seed)

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/servetune/servetune/internal/load/gpu"
@@ -34,6 +35,26 @@ type Study struct {
 	// QualityBaseline is the quality gate's measurement of the baseline
 	// configuration, as the tuner wrote it (JSON); "" before one.
 	QualityBaseline string
+	// Stop is set when the study stopped before its trial count on the
+	// sampler's judgement (the guided sampler's forecast).
+	Stop Stop
+}
+
+// Stop is an early stop: after At search trials of Of planned, and Why.
+type Stop struct {
+	At, Of int
+	Why    string
+}
+
+// Stopped reports whether the study stopped early.
+func (s Stop) Stopped() bool { return s.Why != "" }
+
+// String is "stopped at 4 of 30 trials: why", "" when it did not stop.
+func (s Stop) String() string {
+	if !s.Stopped() {
+		return ""
+	}
+	return fmt.Sprintf("stopped at %d of %d trials: %s", s.At, s.Of, s.Why)
 }
 
 // Trial is one stored trial with its load points.

@@ -94,6 +94,10 @@ type Outcome struct {
 	Completed int // trials with status ok
 	Failed    int
 	Rerun     []int // interrupted trial numbers that were run again
+	// Stop is set when the sampler stopped proposing before the study's
+	// trial count (the guided sampler's forecast); it is stored with the
+	// study (store.Study.Stop).
+	Stop store.Stop
 }
 
 type job struct {
@@ -174,6 +178,11 @@ func (s *Study) Run(ctx context.Context) (Outcome, error) {
 	r.dispatch(ctx, r.searchJob)
 	if sum := smp.Summary(); sum != "" {
 		s.note("%s", sum)
+	}
+	if r.out.Stop.Stopped() {
+		if err := run.SetStop(context.WithoutCancel(ctx), r.out.Stop); err != nil {
+			s.note("warning: %v", err)
+		}
 	}
 	if ctx.Err() == nil && !r.stopped(ctx) {
 		r.confirm(ctx)
@@ -520,6 +529,11 @@ func (r *studyRun) searchJob() (job, bool) {
 	}
 	p, err := r.sampler.Ask()
 	if errors.Is(err, sampler.ErrExhausted) {
+		if st, ok := r.sampler.(sampler.Stopper); ok && r.started < r.total {
+			if why := st.StopReason(); why != "" {
+				r.out.Stop = store.Stop{At: r.started, Of: r.total, Why: why}
+			}
+		}
 		return job{}, false
 	}
 	if err != nil {

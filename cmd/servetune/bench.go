@@ -63,6 +63,81 @@ type benchFlags struct {
 	// --dataset conversation
 	sessions         int
 	turns, thinkTime string
+	// vLLM's bench spellings taken as they are (vllmAliases).
+	percentileMetrics, tokenizer string
+}
+
+// vllmFlagNames are vLLM's `vllm bench serve` names for flags servetune
+// spells its own way: either name works.
+var vllmFlagNames = map[string]string{"num-prompts": "num-requests", "dataset-name": "dataset"}
+
+// vllmAliases lets a `vllm bench serve` command line run as it is: its
+// names for servetune's flags (vllmFlagNames), and the flags that change
+// nothing here, checked and recorded: --percentile-metrics (every
+// latency's percentiles are reported) and --tokenizer (token counts are
+// the server's own usage figures).
+func vllmAliases(fl *pflag.FlagSet, f *benchFlags) {
+	prev := fl.GetNormalizeFunc()
+	fl.SetNormalizeFunc(func(fs *pflag.FlagSet, name string) pflag.NormalizedName {
+		if to, ok := vllmFlagNames[name]; ok {
+			name = to
+		}
+		return prev(fs, name)
+	})
+	fl.StringVar(&f.percentileMetrics, "percentile-metrics", "", "vLLM's flag, taken for compatibility: ttft,tpot,itl,e2el (servetune reports every one's percentiles)")
+	fl.StringVar(&f.tokenizer, "tokenizer", "", "vLLM's flag, taken for compatibility: token counts are the server's usage figures, so no tokenizer is loaded")
+}
+
+// checkPercentileMetrics refuses a --percentile-metrics name servetune
+// has no latency series for.
+func checkPercentileMetrics(s string) error {
+	for _, m := range strings.Split(s, ",") {
+		switch strings.TrimSpace(m) {
+		case "", "ttft", "tpot", "itl", "e2el":
+		default:
+			return fmt.Errorf("--percentile-metrics %q: unknown metric %q (ttft, tpot, itl, e2el)", s, m)
+		}
+	}
+	return nil
+}
+
+// joinGoodput rewrites vLLM's space-separated --goodput (`--goodput
+// ttft:500 tpot:50`) as servetune's one comma-separated value: the
+// words after --goodput that are limits join its value.
+func joinGoodput(args []string) []string {
+	out := make([]string, 0, len(args))
+	limit := func(a string) bool {
+		k, _, ok := strings.Cut(a, ":")
+		if !ok {
+			k, _, ok = strings.Cut(a, "=")
+		}
+		switch strings.ToLower(k) {
+		case "ttft", "tpot", "e2el":
+			return ok
+		}
+		return false
+	}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		if (a == "--goodput" && i+1 < len(args)) || strings.HasPrefix(a, "--goodput=") {
+			v := strings.TrimPrefix(a, "--goodput=")
+			if a == "--goodput" {
+				i++
+				v = args[i]
+			}
+			for i+1 < len(args) && limit(args[i+1]) {
+				i++
+				v += "," + args[i]
+			}
+			out = append(out, "--goodput="+v)
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
 }
 
 func newBenchCmd() *cobra.Command {
@@ -106,6 +181,7 @@ vLLM's result key names.`,
 // `servetune bench` and `servetune sim run` share (same names, same meaning).
 func workloadFlags(fl *pflag.FlagSet, f *benchFlags) {
 	datasetFlags(fl, f)
+	vllmAliases(fl, f)
 	fl.StringVar(&f.rate, "request-rate", "inf", "requests per second (Poisson) or inf (all at once)")
 	fl.Float64Var(&f.burstiness, "burstiness", 1, "gamma shape of arrivals: 1 Poisson, <1 burstier, >1 more regular")
 	fl.IntVar(&f.maxConc, "max-concurrency", 0, "cap on requests in flight (0 = none)")
@@ -186,6 +262,9 @@ func buildBenchConfig(f *benchFlags) (bench.Config, []level, error) {
 	}
 	if f.bootstrap < 1 {
 		return cfg, nil, fmt.Errorf("--bootstrap %d: must be >= 1", f.bootstrap)
+	}
+	if err := checkPercentileMetrics(f.percentileMetrics); err != nil {
+		return cfg, nil, err
 	}
 	slo, err := parseGoodput(f.goodput)
 	if err != nil {
@@ -921,8 +1000,10 @@ anyway, with a warning.`,
 			var warnings []string
 			for i := range base {
 				if d := workloadDiffs(base[i], cur[i]); len(d) > 0 {
-					w := fmt.Sprintf("%s and %s ran different workloads at level %d (%s): %s", args[0], args[1], i+1,
-						levelPair(base[i], cur[i]), strings.Join(d, "; "))
+					// Base first everywhere in the line, as the
+					// differences ("name base vs new") are.
+					w := fmt.Sprintf("%s and %s ran different workloads at level %d (%s vs %s): %s", args[0], args[1], i+1,
+						summaryLoad(base[i]).Name(), summaryLoad(cur[i]).Name(), strings.Join(d, "; "))
 					if !allowDiff {
 						return usageErrorf("%s; their difference is not the server's (--allow-different-workloads compares them anyway)", w)
 					}
@@ -1071,13 +1152,27 @@ func printDiffs(w io.Writer, base, cur measure.Summary, ds []measure.Diff) {
 		fmt.Fprintf(w, "%-12s %11.3f %11.3f %+11.3f %+7.1f%% %25s  %s\n", d.Stat+" "+d.Metric, d.Base, d.New, d.Delta, d.RelPct,
 			fmt.Sprintf("[%+.3f, %+.3f]", d.CI[0], d.CI[1]), sig)
 	}
-	for _, t := range []struct {
+	rows := []struct {
 		name      string
 		base, new float64
 	}{
 		{"output tok/s", base.OutputThroughput, cur.OutputThroughput},
 		{"request/s", base.RequestThroughput, cur.RequestThroughput},
-	} {
+	}
+	if base.GoodputSLO != nil && cur.GoodputSLO != nil {
+		// Goodput counts against each run's own limits: said when they
+		// differ, as the figure then compares two questions.
+		name := "goodput/s"
+		if *base.GoodputSLO != *cur.GoodputSLO {
+			name = "goodput/s*"
+			defer fmt.Fprintf(w, "* goodput under different limits: base %+v, new %+v\n", *base.GoodputSLO, *cur.GoodputSLO)
+		}
+		rows = append(rows, struct {
+			name      string
+			base, new float64
+		}{name, base.RequestGoodput, cur.RequestGoodput})
+	}
+	for _, t := range rows {
 		rel := 0.0
 		if t.base != 0 {
 			rel = 100 * (t.new - t.base) / t.base

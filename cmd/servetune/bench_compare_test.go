@@ -23,7 +23,7 @@ func writeResult(t *testing.T, path string, l measure.Load, shift float64) {
 			PromptTokens: 8, OutputTokens: 4, Chunks: []measure.Chunk{{At: at(first), Tokens: 1}, {At: at(first + 10), Tokens: 1},
 				{At: at(first + 20), Tokens: 1}, {At: at(first + 30), Tokens: 1}}})
 	}
-	s := measure.Summarize(recs, measure.SummaryOptions{KeepSamples: true, Bootstrap: 50})
+	s := measure.Summarize(recs, measure.SummaryOptions{KeepSamples: true, Bootstrap: 50, Goodput: measure.SLO{TTFTms: 22}})
 	s.RequestRate, s.MaxConcurrency, s.Burstiness = l.Rate, l.MaxConcurrency, 1
 	s.Meta = map[string]any{"dataset": map[string]any{"kind": "random"}, "num_requests": 40}
 	raw, err := json.Marshal(s)
@@ -47,8 +47,8 @@ func TestBenchCompareRefusesDifferentWorkloads(t *testing.T) {
 	writeResult(t, c, measure.Load{Rate: 6.441961327797018}, 5)
 
 	code, _, stderr := runCLI(t, "bench", "compare", a, b)
-	if code != exitUsage || !strings.Contains(stderr, "request_rate 8 vs 14") || !strings.Contains(stderr, "--allow-different-workloads") {
-		t.Fatalf("different rates: exit %d, %q; want %d naming request_rate 8 vs 14", code, stderr, exitUsage)
+	if code != exitUsage || !strings.Contains(stderr, "request_rate 8 vs 14") || !strings.Contains(stderr, "(rate=8 vs rate=14)") || !strings.Contains(stderr, "--allow-different-workloads") {
+		t.Fatalf("different rates: exit %d, %q; want %d naming request_rate 8 vs 14, the levels base first", code, stderr, exitUsage)
 	}
 
 	html := filepath.Join(dir, "cmp.html")
@@ -74,8 +74,12 @@ func TestBenchCompareRefusesDifferentWorkloads(t *testing.T) {
 		t.Error("HTML names a level by its index or with every digit of its rate")
 	}
 
-	if code, _, stderr := runCLI(t, "bench", "compare", a, a); code != exitOK || strings.Contains(stderr, "warning") {
+	code, stdout, stderr = runCLI(t, "bench", "compare", a, a)
+	if code != exitOK || strings.Contains(stderr, "warning") {
 		t.Errorf("same workload: exit %d, %q", code, stderr)
+	}
+	if !strings.Contains(stdout, "goodput/s ") {
+		t.Errorf("compare leaves goodput out:\n%s", stdout)
 	}
 }
 

@@ -87,7 +87,7 @@ var version = "dev"
 // run executes one invocation and returns the process exit code.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root := newRoot(stdout, stderr)
-	root.SetArgs(args)
+	root.SetArgs(joinGoodput(args))
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return exitOK

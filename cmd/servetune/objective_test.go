@@ -150,3 +150,30 @@ func TestExamplesNameRealFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestVLLMBenchSpellings: a `vllm bench serve` command line's names run
+// as they are: --num-prompts, --dataset-name, space-separated --goodput,
+// --percentile-metrics and --tokenizer; a bad percentile metric is a
+// usage error.
+func TestVLLMBenchSpellings(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "r.json")
+	code, stdout, errs := runCLI(t, "sim", "run", "meta-llama/Llama-3.1-8B-Instruct", "--dataset-name", "random", "--input-len", "128",
+		"--output-len", "16", "--num-prompts", "20", "--max-concurrency", "4", "--goodput", "ttft:500", "tpot:50",
+		"--percentile-metrics", "ttft,tpot,itl", "--tokenizer", "meta-llama/Llama-3.1-8B-Instruct", "--json", out)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if !strings.Contains(stdout, "Successful requests:                   20") || !strings.Contains(stdout, "Request goodput") {
+		t.Errorf("want 20 requests and goodput:\n%s", stdout)
+	}
+	raw, err := os.ReadFile(out)
+	if err != nil || !strings.Contains(string(raw), `"tpot_ms": 50`) || !strings.Contains(string(raw), `"ttft_ms": 500`) {
+		t.Errorf("goodput limits not both taken: %v\n%.400s", err, raw)
+	}
+	if code, _, errs := runCLI(t, "sim", "run", "meta-llama/Llama-3.1-8B-Instruct", "--num-prompts", "4", "--percentile-metrics", "ttft,speed"); code != exitUsage || !strings.Contains(errs, "speed") {
+		t.Errorf("--percentile-metrics ttft,speed: exit %d, %s", code, errs)
+	}
+	if got := joinGoodput([]string{"bench", "--goodput", "ttft:500", "tpot:50", "--seed", "1"}); strings.Join(got, " ") != "bench --goodput=ttft:500,tpot:50 --seed 1" {
+		t.Errorf("joinGoodput = %q", got)
+	}
+}

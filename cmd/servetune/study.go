@@ -974,6 +974,7 @@ type partJSON struct {
 	Name    string   `json:"name"`
 	Role    string   `json:"role,omitempty"`
 	GPUs    []int    `json:"gpus,omitempty"`
+	Env     []string `json:"env,omitempty"`
 	Port    int      `json:"port"`
 	Command []string `json:"command"`
 }
@@ -981,7 +982,7 @@ type partJSON struct {
 func partsJSON(sp *spec.Spec, p recommend.Point) []partJSON {
 	var out []partJSON
 	for _, c := range sp.PartCommands(p) {
-		out = append(out, partJSON{Name: c.Name, Role: string(c.Role), GPUs: c.GPUs, Port: c.Port, Command: c.Argv})
+		out = append(out, partJSON{Name: c.Name, Role: string(c.Role), GPUs: c.GPUs, Env: c.Env, Port: c.Port, Command: c.Argv})
 	}
 	return out
 }

@@ -152,6 +152,11 @@ func runTune(ctx context.Context, sp *spec.Spec, o tuneOptions, stdout, stderr i
 		return failedError(err)
 	}
 	fmt.Fprintf(stdout, "study %s: %d trials (%d ok, %d failed this run)\n", sp.Name, out.Trials, out.Completed, out.Failed)
+	if out.Stop.Stopped() {
+		// The study's last word: not a line that scrolls past among the
+		// trials' (store.Study.Stop keeps it for report and dashboard).
+		fmt.Fprintf(stdout, "study %s: %s\n", sp.Name, out.Stop)
+	}
 	trials, err := db.Trials(ctx, out.StudyID)
 	if err != nil {
 		return failedError(err)

@@ -232,6 +232,7 @@ type guide struct {
 	disagree int
 	fallback sampler.Sampler
 	stopped  bool
+	why      string // why it stopped proposing, "" before
 	saved    int
 	// inNoise counts the latest measurements in a row that came within
 	// guidedNoise of their corrected forecast.
@@ -727,14 +728,16 @@ func (g *guide) ask() (sampler.Proposal, error) {
 	}
 	top := g.ranked(1)
 	if len(top) == 0 {
-		g.note("guided: every configuration of the space is measured, pending or predicted not to start")
+		g.why = "every configuration of the space is measured, pending or predicted not to start"
+		g.note("guided: " + g.why)
 		return sampler.Proposal{}, sampler.ErrExhausted
 	}
 	c := top[0]
 	if best, n := g.bestMeasured(); n >= guidedMinTrials && best > 0 && g.expected(c) < guidedNoise*best {
 		g.stopped = true
-		g.note(fmt.Sprintf("guided: stopping after %d measured trials: the largest expected gain of an unmeasured configuration is %.2f%% of the best measured, inside the %.0f%% noise of a measurement",
-			n, 100*g.expected(c)/best, 100*guidedNoise))
+		g.why = fmt.Sprintf("the forecast's largest expected gain of an unmeasured configuration is %.2f%% of the best measured, inside the %.0f%% noise of a measurement",
+			100*g.expected(c)/best, 100*guidedNoise)
+		g.note(fmt.Sprintf("guided: stopping after %d measured trials: %s", n, g.why))
 		return sampler.Proposal{}, sampler.ErrExhausted
 	}
 	if best, n := g.bestMeasured(); n >= guidedMinTrials && best > 0 && g.inNoise >= guidedMinTrials {
@@ -743,8 +746,9 @@ func (g *guide) ask() (sampler.Proposal, error) {
 		// measure the noise.
 		if gain := g.bestOpenMean()/best - 1; gain <= guidedNoise {
 			g.stopped = true
-			g.note(fmt.Sprintf("guided: stopping after %d measured trials: the best forecast of an unmeasured configuration is %+.2f%% of the best measured, and the last %d measurements came within the %.0f%% noise of their forecasts",
-				n, 100*gain, g.inNoise, 100*guidedNoise))
+			g.why = fmt.Sprintf("the best forecast of an unmeasured configuration is %+.2f%% of the best measured, and the last %d measurements came within the %.0f%% noise of their forecasts",
+				100*gain, g.inNoise, 100*guidedNoise)
+			g.note(fmt.Sprintf("guided: stopping after %d measured trials: %s", n, g.why))
 			return sampler.Proposal{}, sampler.ErrExhausted
 		}
 	}

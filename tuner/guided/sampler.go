@@ -59,6 +59,18 @@ func (s *Sampler) Observe(id int, res trial.Result) {
 	}
 }
 
+// StopReason says why the guide stopped proposing before the study's
+// trial count (the forecast's reason), "" while it proposes or after the
+// fallback to TPE.
+func (s *Sampler) StopReason() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.g.fallback != nil {
+		return ""
+	}
+	return s.g.why
+}
+
 // Summary says what the guide did: refits, fallback, trials saved.
 func (s *Sampler) Summary() string {
 	s.mu.Lock()

@@ -15,6 +15,13 @@ import (
 // ErrExhausted is returned by Ask when a grid sampler has proposed every point.
 var ErrExhausted = errors.New("search space exhausted")
 
+// Stopper is a Sampler that may stop proposing before the study's trial
+// count on its own judgement (the guided sampler's forecast): StopReason
+// says why, "" while it proposes.
+type Stopper interface {
+	StopReason() string
+}
+
 // Sampler proposes settings and learns from results (ask and tell). Values
 // told are "higher is better"; a failed trial is told as failed and ranks
 // below every success, so the sampler moves away from it. Implementations

@@ -7,6 +7,8 @@ import (
 
 	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/internal/yamlspec"
+	"github.com/servetune/servetune/space"
+	"github.com/servetune/servetune/tuner/recommend"
 	"github.com/servetune/servetune/tuner/spec"
 )
 
@@ -88,5 +90,36 @@ func TestParseSpecDisaggregatedBad(t *testing.T) {
 	_, err := spec.ParseSpec([]byte(src), "bad.yaml")
 	if err == nil || !strings.Contains(err.Error(), "space.disaggregated: a disaggregated configuration needs a disaggregation section") {
 		t.Errorf("no section: %v", err)
+	}
+}
+
+// TestPartCommandsNixlSideChannel: vLLM NixlConnector engines on one
+// host each get their own VLLM_NIXL_SIDE_CHANNEL_PORT (one shared port
+// would collide), and the script sets it on each engine's line.
+func TestPartCommandsNixlSideChannel(t *testing.T) {
+	sp, err := spec.ParseSpec([]byte(disaggSpec), "d.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := recommend.Point{Settings: space.Settings{"disaggregated": true, "prefill_replicas": 2, "decode_replicas": 1,
+		"tensor_parallel": 1, "max_running_requests": 32}}
+	parts := sp.PartCommands(p)
+	if len(parts) != 4 {
+		t.Fatalf("%d commands, want 2 prefill, 1 decode and the router", len(parts))
+	}
+	seen := map[string]bool{}
+	for _, c := range parts[:3] {
+		if len(c.Env) != 1 || !strings.HasPrefix(c.Env[0], "VLLM_NIXL_SIDE_CHANNEL_PORT=") || seen[c.Env[0]] {
+			t.Errorf("%s: env %q; want its own VLLM_NIXL_SIDE_CHANNEL_PORT", c.Name, c.Env)
+		}
+		seen[c.Env[0]] = true
+	}
+	if parts[3].Env != nil {
+		t.Errorf("router env %q", parts[3].Env)
+	}
+	for i, line := range spec.Script(parts)[:3] {
+		if !strings.Contains(line, " "+parts[i].Env[0]+" ") {
+			t.Errorf("script line %q lacks %s", line, parts[i].Env[0])
+		}
 	}
 }

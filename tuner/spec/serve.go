@@ -55,6 +55,10 @@ type PartCommand struct {
 	Name string      // "prefill 0", "decode 0", "router"
 	Role engine.Role // "" for the router
 	GPUs []int       // the GPUs it is given on the host (CUDA_VISIBLE_DEVICES); none for the router
+	// Env is the environment it needs beside CUDA_VISIBLE_DEVICES: a vLLM
+	// NixlConnector engine's own side-channel port (NixlSideChannelBase),
+	// as vLLM's same-host disaggregation guide sets one per instance.
+	Env  []string
 	Port int
 	Argv []string // secret flags' values redacted
 }
@@ -64,6 +68,11 @@ type PartCommand struct {
 const (
 	RouterPort   = engine.ContainerPort
 	PartPortBase = 8100
+	// NixlSideChannelBase is part i's VLLM_NIXL_SIDE_CHANNEL_PORT less
+	// 100 i: NixlConnector engines on one host each need their own
+	// (vLLM's default is one port for every instance), and a hundred
+	// apart leaves room for an engine's ranks.
+	NixlSideChannelBase = 5600
 )
 
 // PartCommands are the commands that serve disaggregated point p on one
@@ -90,7 +99,11 @@ func (sp *Spec) PartCommands(p recommend.Point) []PartCommand {
 			gpus[j] = gpu
 			gpu++
 		}
-		out = append(out, PartCommand{Name: part.Name(), Role: part.Role, GPUs: gpus, Port: port, Argv: redact.Args(argv)})
+		var env []string
+		if sp.Engine == engine.VLLM && strings.Contains(strings.Join(engine.RoleArgs(sp.Engine, part.Role, d.KV), " "), "NixlConnector") {
+			env = []string{"VLLM_NIXL_SIDE_CHANNEL_PORT=" + strconv.Itoa(NixlSideChannelBase+100*i)}
+		}
+		out = append(out, PartCommand{Name: part.Name(), Role: part.Role, GPUs: gpus, Env: env, Port: port, Argv: redact.Args(argv)})
 		urls[part.Role] = append(urls[part.Role], "http://"+net.JoinHostPort(host, strconv.Itoa(port)))
 	}
 	// The URLs above always parse: RouterArgv has nothing to refuse.
@@ -113,7 +126,8 @@ func Script(cmds []PartCommand) []string {
 			for i, g := range c.GPUs {
 				ids[i] = strconv.Itoa(g)
 			}
-			line = "CUDA_VISIBLE_DEVICES=" + strings.Join(ids, ",") + " " + line + " &"
+			env := append([]string{"CUDA_VISIBLE_DEVICES=" + strings.Join(ids, ",")}, c.Env...)
+			line = strings.Join(env, " ") + " " + line + " &"
 		}
 		out = append(out, line)
 	}

@@ -354,6 +354,10 @@ func (s *Study) counts() string {
 	if other > 0 {
 		c += fmt.Sprintf(", %d interrupted or running", other)
 	}
+	if st := s.Stored.Stop; st.Stopped() {
+		// An early stop is the study's outcome, not a missing part of it.
+		c += "; " + st.String()
+	}
 	return c
 }
 

@@ -413,6 +413,7 @@ type studyView struct {
 	SLO                  string
 	ReportURL            string
 	Recommended          string
+	Stopped              string // "stopped at 4 of 30 trials: why", "" unless it stopped early
 }
 
 type runningTrial struct {
@@ -543,6 +544,11 @@ func (x *studySource) view(now time.Time) ([]frag, bool, error) {
 		if eta, ok := spec.ETA(durations, v.Planned-v.Done, sp.Parallelism()); ok {
 			v.ETA = spec.ShortDuration(eta)
 		}
+	}
+	if st.Stop.Stopped() {
+		// The study ended before its plan on the sampler's judgement:
+		// what it ran is what it planned to, and the stop says why.
+		v.Planned, v.Stopped = v.Done, st.Stop.String()
 	}
 	v.Recommended = x.recommended
 	var out []frag
