@@ -193,6 +193,9 @@ type Row struct {
 	// load, or at one replica's capacity without a target.
 	CostPerMTok  float64 `json:"cost_per_mtok"`
 	ServeCommand string  `json:"serve_command"`
+	// Hosts is the launch per host of a replica that spans hosts (its
+	// ServeCommand is then the one-host form); nil on one host.
+	Hosts []HostCommand `json:"hosts,omitempty"`
 	// ErrorBand is the simulator's expected relative error in this row's
 	// regime (0.1 = ±10%), applied to capacity, replicas and cost.
 	ErrorBand   float64 `json:"error_band"`
@@ -506,6 +509,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	rows, err := searchAll(ctx, o, m, cands, began)
+	addHostCommands(o, cands, rows)
 	if err != nil {
 		return nil, err
 	}
@@ -529,7 +533,7 @@ func candidates(o Options, m catalog.Model, gpus []catalog.GPU) []candidate {
 		for n := 1; n <= o.MaxGPUs && o.wants(ShapeAggregated); n *= 2 {
 			for _, e := range o.Engines {
 				c := candidate{gpu: g, n: n, engine: e, cal: o.calibrationFor(g.ID, e)}
-				shapes := moeShapes(m, n)
+				shapes := shapesWithinDomain(g, moeShapes(m, n))
 				if len(shapes) == 0 {
 					cands = append(cands, c)
 				}
@@ -556,12 +560,12 @@ func checkFits(o Options, m catalog.Model, cands []candidate) error {
 	var largest string
 	for i := range cands {
 		c := &cands[i]
-		c.tps = tensorChoices(m, c.n)
+		c.tps = withinDomain(c.gpu, tensorChoices(m, c.n))
 		if c.shape != nil {
 			c.tps = []int{c.shape.tp}
 		}
 		if c.disagg {
-			c.tps = disaggTPs(m, c.n)
+			c.tps = withinDomain(c.gpu, disaggTPs(m, c.n))
 			c.anchor, c.unfit = disaggFits(o, *c)
 		} else {
 			c.anchor, c.unfit = fits(o, *c, c.tps)
