@@ -152,3 +152,24 @@ func addHostCommands(o Options, cands []candidate, rows []Row) {
 		rows[i].Hosts = hostCommands(cands[i].gpu, cands[i].engine, model, rows[i].Settings, cands[i].n)
 	}
 }
+
+// maxReplicaGPUs is the most GPUs one replica may span: an NVL72 rack.
+const maxReplicaGPUs = 72
+
+// replicaSizes are the aggregated candidates' GPUs per replica: powers of
+// two up to MaxGPUs and, for an MoE model, MaxGPUs itself where it is a
+// multiple of 8 but not a power of two (72: a whole NVL72 rack, split
+// into data-parallel ranks of 1 to 8 GPUs with the experts over all).
+func replicaSizes(o Options, m catalog.Model) []int {
+	if !o.wants(ShapeAggregated) {
+		return nil
+	}
+	var out []int
+	for n := 1; n <= o.MaxGPUs; n *= 2 {
+		out = append(out, n)
+	}
+	if n := o.MaxGPUs; m.MoE() && n%8 == 0 && n&(n-1) != 0 {
+		out = append(out, n)
+	}
+	return out
+}

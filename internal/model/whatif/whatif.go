@@ -323,8 +323,8 @@ func (o *Options) normalize() (catalog.Model, []catalog.GPU, error) {
 	if o.MaxGPUs == 0 {
 		o.MaxGPUs = 8
 	}
-	if o.MaxGPUs < 1 || o.MaxGPUs > 64 {
-		return m, nil, inputErr("--max-gpus %d: want 1 to 64", o.MaxGPUs)
+	if o.MaxGPUs < 1 || o.MaxGPUs > maxReplicaGPUs {
+		return m, nil, inputErr("--max-gpus %d: want 1 to %d", o.MaxGPUs, maxReplicaGPUs)
 	}
 	if len(o.Engines) == 0 {
 		o.Engines = []engine.Engine{engine.VLLM}
@@ -508,6 +508,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := checkFits(o, m, cands); err != nil {
 		return nil, err
 	}
+	pruneBySLO(o, cands)
 	rows, err := searchAll(ctx, o, m, cands, began)
 	addHostCommands(o, cands, rows)
 	if err != nil {
@@ -530,7 +531,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 func candidates(o Options, m catalog.Model, gpus []catalog.GPU) []candidate {
 	var cands []candidate
 	for _, g := range gpus {
-		for n := 1; n <= o.MaxGPUs && o.wants(ShapeAggregated); n *= 2 {
+		for _, n := range replicaSizes(o, m) {
 			for _, e := range o.Engines {
 				c := candidate{gpu: g, n: n, engine: e, cal: o.calibrationFor(g.ID, e)}
 				shapes := shapesWithinDomain(g, moeShapes(m, n))
