@@ -1,6 +1,8 @@
 package whatif
 
 import (
+	"github.com/servetune/servetune/internal/load/bench"
+	"github.com/servetune/servetune/tuner/recommend"
 	"strings"
 	"testing"
 
@@ -83,5 +85,54 @@ func TestHostCommands(t *testing.T) {
 	}
 	if hostCommands(h100, engine.VLLM, "m", tpp, 8) != nil {
 		t.Error("one host needs no per-host commands")
+	}
+}
+
+// A 72-GPU question adds the whole rack for an MoE model only.
+func TestReplicaSizes(t *testing.T) {
+	ds, _ := catalog.LookupModel("deepseek-ai/DeepSeek-V3")
+	llama, _ := catalog.LookupModel("meta-llama/Llama-3.3-70B-Instruct")
+	o := Options{MaxGPUs: 72, Shapes: []string{ShapeAggregated}}
+	if got := replicaSizes(o, ds); len(got) != 8 || got[7] != 72 || got[6] != 64 {
+		t.Errorf("DeepSeek sizes %v", got)
+	}
+	if got := replicaSizes(o, llama); len(got) != 7 || got[6] != 64 {
+		t.Errorf("Llama sizes %v", got)
+	}
+	var tp8 bool
+	for _, s := range moeShapes(ds, 72) {
+		tp8 = tp8 || s.tp == 8 && s.dp == 9 && s.ep
+	}
+	if !tp8 {
+		t.Errorf("72-GPU shapes lack TP8xDP9+EP72: %v", moeShapes(ds, 72))
+	}
+}
+
+// An L4 cannot decode an 8B model's token in 20 ms (16 GB of weights at
+// 300 GB/s): it is dropped before any simulation; an H100 stays.
+func TestPruneBySLO(t *testing.T) {
+	o := Options{Model: "meta-llama/Llama-3.1-8B-Instruct", GPUs: []string{"L4", "H100-SXM"}, MaxGPUs: 1,
+		Dataset: bench.DatasetSpec{Kind: bench.DatasetRandom, Input: fixed(512), Output: fixed(128)},
+		SLO:     recommend.SLO{{Metric: "tpot_p99", Max: 20}}}
+	m, gpus, err := o.normalize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cands := candidates(o, m, gpus)
+	if err := checkFits(o, m, cands); err != nil {
+		t.Fatal(err)
+	}
+	pruneBySLO(o, cands)
+	for _, c := range cands {
+		switch c.gpu.ID {
+		case "L4":
+			if c.anchor != nil || !strings.Contains(c.unfit, "cannot meet TPOT 20 ms") {
+				t.Errorf("L4 kept: %q", c.unfit)
+			}
+		case "H100-SXM":
+			if c.anchor == nil {
+				t.Errorf("H100 dropped: %s", c.unfit)
+			}
+		}
 	}
 }
