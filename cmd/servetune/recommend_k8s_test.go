@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	lws "sigs.k8s.io/lws/api/leaderworkerset/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/servetune/servetune/internal/serving/engine"
@@ -206,5 +207,40 @@ func TestRecommendRouterImage(t *testing.T) {
 		if code != exitUsage || !strings.Contains(errs, "--router-image") || !strings.Contains(errs, "is not an image reference") {
 			t.Errorf("%q: exit %d: %s", bad, code, errs)
 		}
+	}
+}
+
+// A recommendation of 16 H100s (two 8-GPU hosts) writes a LeaderWorkerSet
+// of two pods that strict-decodes into the LWS v0.9.0 types.
+func TestRecommendManifestsMultiHost(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "s.db")
+	src := strings.Replace(virtualStudy, "model: meta-llama/Llama-3.1-8B-Instruct", "model: Qwen/Qwen3-30B-A3B", 1)
+	src = strings.Replace(src, "  max_running_requests: 32\n",
+		"  max_running_requests: 32\n  tensor_parallel: 2\n  data_parallel: 8\n  expert_parallel: true\n", 1)
+	if code, _, errs := runCLI(t, "tune", writeSpec(t, src), "--db", db); code != exitOK {
+		t.Fatalf("tune: exit %d: %s", code, errs)
+	}
+	code, out, errs := runCLI(t, "recommend", "same", "--db", db, "--format", "k8s")
+	if code != exitOK {
+		t.Fatalf("recommend: %s", errs)
+	}
+	docs := manifestDocs(out)
+	if len(docs) != 2 {
+		t.Fatalf("%d documents:\n%s", len(docs), out)
+	}
+	var set lws.LeaderWorkerSet
+	if err := yaml.UnmarshalStrict(docs[0], &set); err != nil {
+		t.Fatalf("%v\n%s", err, docs[0])
+	}
+	tpl := set.Spec.LeaderWorkerTemplate
+	if set.Kind != "LeaderWorkerSet" || *tpl.Size != 2 || tpl.LeaderTemplate == nil {
+		t.Fatalf("%+v", set)
+	}
+	c := tpl.LeaderTemplate.Spec.Containers[0]
+	if args := strings.Join(c.Args, " "); !strings.Contains(args, "--data-parallel-size 8") || !strings.Contains(args, "--data-parallel-size-local 4") {
+		t.Errorf("leader args %s", args)
+	}
+	if q := c.Resources.Limits[kube.GPUResource]; q.Value() != 8 {
+		t.Errorf("leader GPUs %v", q.Value())
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/servetune/servetune/internal/load/measure"
 	"github.com/servetune/servetune/internal/present/diagnose"
 	"github.com/servetune/servetune/internal/redact"
+	"github.com/servetune/servetune/internal/serving/catalog"
 	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/internal/serving/kube"
 	"github.com/servetune/servetune/internal/term"
@@ -654,6 +655,10 @@ func writeManifests(w io.Writer, sp *spec.Spec, rec recommend.Recommendation, al
 	case format == "kserve":
 		rt, isvc, e := kube.KServe(s)
 		objs, err = []any{rt, isvc}, e
+	case s.GPUs > hostGPUs(sp.Hardware.GPU):
+		// One replica spans hosts: a LeaderWorkerSet, a pod per host.
+		set, svc, e := kube.LeaderWorkerSet(s, hostGPUs(sp.Hardware.GPU))
+		objs, err = []any{set, svc}, e
 	default:
 		d, svc, e := kube.Deployment(s)
 		objs, err = []any{d, svc}, e
@@ -1037,4 +1042,13 @@ func wrap(text string, width int, indent string) string {
 		b.WriteString(line + "\n")
 	}
 	return b.String()
+}
+
+// hostGPUs is the GPUs one host of the catalog GPU id holds (8 where the
+// catalog does not know it).
+func hostGPUs(id string) int {
+	if g, err := catalog.LookupGPU(id); err == nil {
+		return g.HostSize()
+	}
+	return 8
 }

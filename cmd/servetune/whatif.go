@@ -511,6 +511,13 @@ func printWhatif(w io.Writer, rep *whatif.Report) {
 			fmt.Fprintf(w, "      router: %s\n", r.RouterCommand)
 			continue
 		}
+		if len(r.Hosts) > 0 {
+			fmt.Fprintf(w, "  #%d %s: %d hosts (HEAD_IP = host 0's address; %s):\n", r.Rank, short(r), len(r.Hosts), engineImage(r.Engine))
+			for _, h := range r.Hosts {
+				fmt.Fprintf(w, "      host %d (%d GPUs): %s\n", h.Rank, h.GPUs, h.Command)
+			}
+			continue
+		}
 		fmt.Fprintf(w, "  #%d %s: %s\n", r.Rank, short(r), r.ServeCommand)
 	}
 	for _, r := range rep.Rows {
@@ -622,4 +629,12 @@ func joinAnd(v []string) string {
 		return v[0]
 	}
 	return strings.Join(v[:len(v)-1], ", ") + " and " + v[len(v)-1]
+}
+
+// engineImage names the engine version a printed command is for.
+func engineImage(e engine.Engine) string {
+	if e == engine.SGLang {
+		return engine.ImageSGLang
+	}
+	return engine.ImageVLLM
 }

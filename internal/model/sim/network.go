@@ -7,7 +7,7 @@ import (
 
 // The scale-out network: the link between scale-up domains (an HGX node
 // of 8 GPUs, an NVL72 rack of 72), one NIC per GPU (docs/reference.md,
-// GPUs, "2026 systems" and "Scale-out").
+// GPUs: "2026 systems" and "Scale-out").
 const (
 	// scaleOutLatency is one exchange's fixed cost across the network:
 	// NCCL's own cost model (NVIDIA/nccl src/graph/tuning.cc) charges a

@@ -201,6 +201,9 @@ type Row struct {
 	// load, or at one replica's capacity without a target.
 	CostPerMTok  float64 `json:"cost_per_mtok"`
 	ServeCommand string  `json:"serve_command"`
+	// Hosts is the launch per host of a replica that spans hosts (its
+	// ServeCommand is then the one-host form); nil on one host.
+	Hosts []HostCommand `json:"hosts,omitempty"`
 	// ErrorBand is the simulator's expected relative error in this row's
 	// regime (0.1 = ±10%), applied to capacity, replicas and cost.
 	ErrorBand   float64 `json:"error_band"`
@@ -342,8 +345,8 @@ func (o *Options) normalize() (catalog.Model, []catalog.GPU, error) {
 	if o.MaxMonthlyCost < 0 || math.IsNaN(o.MaxMonthlyCost) || math.IsInf(o.MaxMonthlyCost, 0) {
 		return m, nil, inputErr("--max-monthly-cost %g: want a positive amount of dollars, or 0 for no limit", o.MaxMonthlyCost)
 	}
-	if o.MaxGPUs < 1 || o.MaxGPUs > 64 {
-		return m, nil, inputErr("--max-gpus %d: want 1 to 64", o.MaxGPUs)
+	if o.MaxGPUs < 1 || o.MaxGPUs > maxReplicaGPUs {
+		return m, nil, inputErr("--max-gpus %d: want 1 to %d", o.MaxGPUs, maxReplicaGPUs)
 	}
 	if len(o.Engines) == 0 {
 		o.Engines = []engine.Engine{engine.VLLM}
@@ -527,7 +530,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := checkFits(o, m, cands); err != nil {
 		return nil, err
 	}
+	pruneBySLO(o, cands)
 	rows, err := searchAll(ctx, o, m, cands, began)
+	addHostCommands(o, cands, rows)
 	if err != nil {
 		return nil, err
 	}
@@ -549,10 +554,10 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 func candidates(o Options, m catalog.Model, gpus []catalog.GPU) []candidate {
 	var cands []candidate
 	for _, g := range gpus {
-		for n := 1; n <= o.MaxGPUs && o.wants(ShapeAggregated); n *= 2 {
+		for _, n := range replicaSizes(o, m) {
 			for _, e := range o.Engines {
 				c := candidate{gpu: g, n: n, engine: e, cal: o.calibrationFor(g.ID, e)}
-				shapes := moeShapes(m, n)
+				shapes := shapesWithinDomain(g, moeShapes(m, n))
 				if len(shapes) == 0 {
 					cands = append(cands, c)
 				}
@@ -579,12 +584,12 @@ func checkFits(o Options, m catalog.Model, cands []candidate) error {
 	var largest string
 	for i := range cands {
 		c := &cands[i]
-		c.tps = tensorChoices(m, c.n)
+		c.tps = withinDomain(c.gpu, tensorChoices(m, c.n))
 		if c.shape != nil {
 			c.tps = []int{c.shape.tp}
 		}
 		if c.disagg {
-			c.tps = disaggTPs(m, c.n)
+			c.tps = withinDomain(c.gpu, disaggTPs(m, c.n))
 			c.anchor, c.unfit = disaggFits(o, *c)
 		} else {
 			c.anchor, c.unfit = fits(o, *c, c.tps)

@@ -56,7 +56,19 @@ type GPU struct {
 	// ScaleOutGbps is the scale-out NIC line rate per GPU (InfiniBand or
 	// RoCE), Gb/s: the link that joins domains (ScaleOut).
 	ScaleOutGbps float64 `json:"scale_out_gbps,omitempty"`
-	Price        Price   `json:"price"`
+	// HostGPUs is the GPUs one host (one operating system, one engine
+	// process group) holds: 8 in an HGX or UBB server, 4 in an NVL72
+	// compute tray; HostSize gives the default for rows that leave it 0.
+	HostGPUs int   `json:"host_gpus,omitempty"`
+	Price    Price `json:"price"`
+}
+
+// HostSize is the GPUs a host of g holds: the row's HostGPUs, else 8.
+func (g GPU) HostSize() int {
+	if g.HostGPUs > 0 {
+		return g.HostGPUs
+	}
+	return 8
 }
 
 // DomainOf is g's scale-up domain size: the row's Domain, else 8 (an HGX
@@ -136,16 +148,18 @@ var gpus = []GPU{
 	// HBM3e, 576 TB/s = 8.0 per GPU; NVLink Switch joins all 72);
 	// nvidia-smi "NVIDIA GB200, 189471 MiB"; ConnectX-7 400 Gb/s per GPU.
 	// TDP 1,200 W is an estimate (the superchip's 2,700 W covers 2 GPUs
-	// and a Grace CPU; secondary source).
+	// and a Grace CPU; secondary source). A compute tray (one host) holds
+	// 4 GPUs and 2 Grace CPUs (Azure ND GB200 v6: 4 GPUs per VM, 18 per
+	// rack).
 	{ID: "GB200", Name: "NVIDIA GB200 (NVL72)", MemoryGiB: 185.03, NominalGB: 192, HBMTBps: 8.0, BF16TFLOPS: 2500, FP8TFLOPS: 5000, FP4TFLOPS: 10000,
-		Link: LinkNVLink, LinkGBps: 900, Domain: 72, ScaleOutGbps: 400, TDPWatts: 1200, Price: Price{13.29, "2026-09", priceSource2026}},
+		Link: LinkNVLink, LinkGBps: 900, Domain: 72, ScaleOutGbps: 400, HostGPUs: 4, TDPWatts: 1200, Price: Price{13.29, "2026-09", priceSource2026}},
 	// GB300 NVL72: NVIDIA rack page / 72 (FP4 1,440 | 1,080 PF = 15 PF
 	// dense per GPU; FP8 and BF16 as GB200; 20 TB, 576 TB/s); nvidia-smi
 	// "NVIDIA GB300, 284208 MiB"; 72 ConnectX-8 800 Gb/s. TDP 1,400 W is
 	// the Hot Chips figure (Lenovo's rack guide says 1,100 W per GPU).
 	// Price: one published on-demand list (OCI), so an estimate.
 	{ID: "GB300", Name: "NVIDIA GB300 (NVL72)", MemoryGiB: 277.55, NominalGB: 288, HBMTBps: 8.0, BF16TFLOPS: 2500, FP8TFLOPS: 5000, FP4TFLOPS: 15000,
-		Link: LinkNVLink, LinkGBps: 900, Domain: 72, ScaleOutGbps: 800, TDPWatts: 1400, Price: Price{18.00, "2026-09", priceSource2026}},
+		Link: LinkNVLink, LinkGBps: 900, Domain: 72, ScaleOutGbps: 800, HostGPUs: 4, TDPWatts: 1400, Price: Price{18.00, "2026-09", priceSource2026}},
 	// MI325X: AMD product page (256 GB HBM3E, 6 TB/s, BF16 1.3 PF and FP8
 	// 2.61 PF dense = 304 CU x 2,100 MHz x 2,048 and x 4,096; no FP4;
 	// 1,000 W); 7 Infinity Fabric links x 128 GB/s bidir = 448 per
