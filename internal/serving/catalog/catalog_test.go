@@ -420,3 +420,13 @@ func TestKimiK25INT4Experts(t *testing.T) {
 		t.Errorf("W8A8 compressed-tensors: %q, %v bits, %v", m.Quantization, m.WeightBits, err)
 	}
 }
+
+// The catalog lists no model every command refuses: each entry is
+// simulable.
+func TestCatalogModelsSimulable(t *testing.T) {
+	for _, m := range Models() {
+		if err := m.Simulable(); err != nil {
+			t.Errorf("%s: %v", m.ID, err)
+		}
+	}
+}
