@@ -451,7 +451,11 @@ func printWhatif(w io.Writer, rep *whatif.Report) {
 	for i, e := range rep.Engines {
 		engines[i] = string(e)
 	}
-	fmt.Fprintf(w, "%s, %s; %s; SLO %s; max-model-len %d\n", rep.Model, strings.Join(engines, "+"), rep.Workload, rep.SLO, rep.MaxModelLen)
+	weights := ""
+	if rep.Weights != "" {
+		weights = fmt.Sprintf("; weights %s (the checkpoint's, rows without --quantization)", rep.Weights)
+	}
+	fmt.Fprintf(w, "%s, %s; %s; SLO %s; max-model-len %d%s\n", rep.Model, strings.Join(engines, "+"), rep.Workload, rep.SLO, rep.MaxModelLen, weights)
 	if rep.TargetRPS > 0 {
 		fmt.Fprintf(w, "target %.3g req/s: ranked by $/month (%d h), on-demand and reserved (-%.0f%%)\n", rep.TargetRPS, whatif.HoursPerMonth, 100*rep.ReservedDiscount)
 	} else {

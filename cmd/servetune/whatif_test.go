@@ -285,3 +285,26 @@ func whatifTestOptions(t *testing.T, args []string) whatif.Options {
 	}
 	return o
 }
+
+// The question, small: gpt-oss-120b on H200 and B200 gets rows,
+// its MXFP4 checkpoint named as the rows' weights, and serve commands
+// that keep the checkpoint's format (no --quantization: the engines read
+// it from config.json).
+func TestWhatifGptOss(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"whatif", "--model", "openai/gpt-oss-120b", "--gpus", "H200,B200", "--max-gpus", "1",
+		"--input-len", "2048", "--output-len", "500", "--slo", "ttft_p99_ms=1000,tpot_p99_ms=30", "--target-rps", "20",
+		"--trials", "2", "--requests", "40", "--no-progress"}, &stdout, &stderr)
+	if code != exitOK {
+		t.Fatalf("code %d\n%s\n%s", code, stdout.String(), stderr.String())
+	}
+	text := stdout.String()
+	for _, want := range []string{"weights mxfp4 (the checkpoint's", "H200", "B200", "vllm serve openai/gpt-oss-120b"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("output lacks %q:\n%s", want, text)
+		}
+	}
+	if _, cmds, _ := strings.Cut(text, "serve commands"); strings.Contains(cmds, "--quantization") {
+		t.Errorf("a serve command overrides the checkpoint's quantization:\n%s", text)
+	}
+}

@@ -608,13 +608,17 @@ func (c *Config) validate() error {
 	switch c.Quantization {
 	case "", "none":
 		c.Quantization = c.Model.Quantization
-	case "fp8", "awq", "gptq", "awq_marlin", "gptq_marlin", "mxfp4":
+	case "nvfp4", "modelopt_fp4":
+		if err := c.checkFP4(); err != nil {
+			return err
+		}
+	case "fp8", "awq", "gptq", "awq_marlin", "gptq_marlin", "mxfp4", "compressed-tensors":
 		c.Quantization = strings.TrimSuffix(c.Quantization, "_marlin")
 		if c.Model.Quantization != "" && c.Model.Quantization != c.Quantization {
 			return bad("Quantization method specified in the model config (%s) does not match the quantization method specified in the `quantization` argument (%s).", c.Model.Quantization, c.Quantization)
 		}
 	default:
-		return bad("%s %q: the simulator models fp8, awq, gptq and mxfp4", engine.Flag(c.Engine, "quantization"), c.Quantization)
+		return bad("%s %q: the simulator models fp8, awq, gptq, mxfp4 and modelopt_fp4 (nvfp4)", engine.Flag(c.Engine, "quantization"), c.Quantization)
 	}
 	if err := c.checkWeightBlocks(); err != nil {
 		return err
@@ -689,7 +693,7 @@ func (c *Config) quantOrNone() string {
 // weightBytesPerElem is the storage size of a linear weight other than
 // a routed expert's.
 func (c *Config) weightBytesPerElem() float64 {
-	bits, expertsOnly := catalog.QuantBits(c.Quantization)
+	bits, expertsOnly := c.Model.QuantBits(c.Quantization)
 	if expertsOnly {
 		return bytesBF16
 	}
@@ -698,7 +702,7 @@ func (c *Config) weightBytesPerElem() float64 {
 
 // expertBytesPerElem is the storage size of a routed expert's weight.
 func (c *Config) expertBytesPerElem() float64 {
-	bits, _ := catalog.QuantBits(c.Quantization)
+	bits, _ := c.Model.QuantBits(c.Quantization)
 	return bits / 8
 }
 

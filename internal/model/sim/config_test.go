@@ -123,7 +123,7 @@ func TestParseArgsErrors(t *testing.T) {
 		{"budget below seqs", []string{"llama-3.1-8b", "--max-num-seqs", "512", "--max-num-batched-tokens", "256"}, "must be greater than or equal to max_num_seqs"},
 		{"len over model", []string{"qwen2.5-7b", "--max-model-len", "100000"}, "greater than the derived max_model_len"},
 		{"quant mismatch", []string{"meta-llama/Llama-3.3-70B-Instruct-FP8", "-q", "awq"}, "does not match"},
-		{"unknown quant", []string{"llama-3.1-8b", "-q", "bitsandbytes"}, "models fp8, awq, gptq and mxfp4"},
+		{"unknown quant", []string{"llama-3.1-8b", "-q", "bitsandbytes"}, "models fp8, awq, gptq, mxfp4 and modelopt_fp4 (nvfp4)"},
 		{"bad kv dtype", []string{"llama-3.1-8b", "--kv-cache-dtype", "int4"}, "kv-cache-dtype"},
 		{"bad time scale", []string{"llama-3.1-8b", "--time-scale", "0"}, "--time-scale"},
 		{"absurd time scale", []string{"llama-3.1-8b", "--time-scale", "1e30"}, "at most 1000"},

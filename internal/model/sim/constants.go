@@ -114,6 +114,12 @@ const (
 	blockFP8GEMMEfficiency   = 0.45
 	blockFP8ExpertEfficiency = 0.26
 
+	// fp4GEMMEfficiency: NVFP4 GEMMs (W4A4, FP8 scales per 16 values) on
+	// FP4 tensor cores. No public large-batch efficiency of the engines'
+	// FP4 kernels (FlashInfer/CUTLASS) was found; taken as the FP8
+	// kernels' share of their peak (fp8GEMMEfficiency), an estimate.
+	fp4GEMMEfficiency = fp8GEMMEfficiency
+
 	// fusedMoEBF16Efficiency and fusedMoEExpertRows are the routed
 	// experts' rate in 16-bit activations (BF16 weights, or FP8 weights
 	// dequantized to BF16 on GPUs without FP8 tensor cores). The engines

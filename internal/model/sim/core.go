@@ -119,6 +119,10 @@ type core struct {
 	// those accepted at each position.
 	specDrafts, specDraftTokens, specAccepted int64
 	specAcceptedAt                            []int64
+
+	// spans is the windowed layers' share of a request's blocks
+	// (hybrid.go); nil when every layer's cache grows.
+	spans *spanBlocks
 }
 
 // pageTokensMin is the fewest tokens a cache page holds: the engine's
@@ -140,6 +144,7 @@ func newCore(cfg Config, est MemoryEstimate) *core {
 		pageBlocks:  pb,
 		pageTokens:  pb * bs,
 		table:       map[uint64]*page{},
+		spans:       newSpanBlocks(cfg, bs),
 	}
 	if cfg.specOn() {
 		c.specK, c.specVerify, c.specAccept = cfg.SpecTokens, cfg.SpecVerify, cfg.SpecAcceptance

@@ -1,7 +1,9 @@
 package sim
 
 import (
+	"fmt"
 	"math"
+	"strings"
 
 	"github.com/servetune/servetune/internal/serving/catalog"
 	"github.com/servetune/servetune/internal/serving/engine"
@@ -80,12 +82,44 @@ func (c *Config) kvPoolBytesPerToken() float64 {
 // boundedBlocks is the pool blocks a request of n tokens holds in the
 // windowed layers (boundedKVBytes), in blocks of the full layers'.
 func (c *core) boundedBlocks(n int) int {
-	b := c.cfg.boundedKVBytes(n, c.bs)
-	if b == 0 {
+	if c.spans == nil {
 		return 0
 	}
-	block := (c.cfg.kvPoolBytesPerToken() + c.cfg.specKVPerTokenPerGPU()) * float64(c.bs)
-	return int(math.Ceil(b / block))
+	return c.spans.blocks(n)
+}
+
+// spanBlocks is boundedKVBytes in a core's blocks, its figures worked
+// out once (newSpanBlocks): allocate asks at every step.
+type spanBlocks struct {
+	spans []catalog.KVSpan
+	// perToken is each span's bytes a held token, block the bytes of a
+	// block of the pool, sched the tokens written at once (a block).
+	perToken []float64
+	block    float64
+	sched    int
+}
+
+// newSpanBlocks returns cfg's windowed layers' accounting in blocks of
+// bs tokens, nil when they hold nothing per request (no windowed layer,
+// or SGLang's pool of their own).
+func newSpanBlocks(cfg Config, bs int) *spanBlocks {
+	if cfg.Engine == engine.SGLang || len(cfg.Model.KVSpans()) == 0 {
+		return nil
+	}
+	x := &spanBlocks{spans: cfg.Model.KVSpans(), sched: bs,
+		block: (cfg.kvPoolBytesPerToken() + cfg.specKVPerTokenPerGPU()) * float64(bs)}
+	for _, sp := range x.spans {
+		x.perToken = append(x.perToken, float64(sp.Layers)/float64(cfg.PP)*cfg.kvLayerBytesPerGPU())
+	}
+	return x
+}
+
+func (x *spanBlocks) blocks(n int) int {
+	b := 0.0
+	for i, sp := range x.spans {
+		b += x.perToken[i] * float64(min(n, sp.Span-1+x.sched))
+	}
+	return int(math.Ceil(b / x.block))
 }
 
 // attnSpan is a set of windowed layers in the step model: its share of
@@ -148,4 +182,48 @@ func (s *stepModel) qkNormAllReduce(T float64) float64 {
 		return 0
 	}
 	return s.allReduce(T * 2 * 4)
+}
+
+// NVFP4 (ModelOpt's modelopt_fp4 checkpoints: FP4 weights and
+// activations with FP8 scales per 16). On GPUs with FP4 tensor cores
+// (Blackwell) both engines run it natively (W4A4). Without them the
+// engines differ: vLLM runs the weights through Marlin's weight-only FP4
+// kernels in BF16 arithmetic (W4A16), logging "Your GPU does not have
+// native support for FP4 computation but FP4 quantization is being used.
+// Weight-only FP4 compression will be used leveraging the Marlin kernel."
+// (vllm/model_executor/layers/quantization/utils/marlin_utils_fp4.py);
+// SGLang refuses at start-up, ModelOptFp4Config.get_min_capability()
+// being 100 (python/sglang/srt/layers/quantization/modelopt_quant.py).
+
+// checkFP4 normalizes nvfp4 to the engines' modelopt_fp4 and refuses it
+// where the engine does: SGLang without FP4 tensor cores, and a
+// checkpoint quantized otherwise.
+func (c *Config) checkFP4() error {
+	c.Quantization = "modelopt_fp4"
+	if q := c.Model.Quantization; q != "" && q != c.Quantization {
+		return bad("Quantization method specified in the model config (%s) does not match the quantization method specified in the `quantization` argument (%s).", q, c.Quantization)
+	}
+	if c.Engine == engine.SGLang && !c.GPU.HasFP4() {
+		return bad("The quantization method modelopt_fp4 is not supported for the current GPU. Minimum capability: 100. Current capability: %s.", computeCapability(c.GPU.ID))
+	}
+	if c.Engine == engine.VLLM && strings.HasPrefix(c.GPU.ID, "MI") {
+		return bad("%s modelopt_fp4: the simulator models NVFP4 on NVIDIA GPUs only", engine.Flag(c.Engine, "quantization"))
+	}
+	return nil
+}
+
+// computeCapability is the CUDA compute capability of a catalog GPU as
+// torch reports it (major*10 + minor), for the engines' messages.
+func computeCapability(gpu string) string {
+	switch {
+	case strings.HasPrefix(gpu, "A100"):
+		return "80"
+	case strings.HasPrefix(gpu, "L40"):
+		return "89"
+	case strings.HasPrefix(gpu, "H100"), strings.HasPrefix(gpu, "H200"):
+		return "90"
+	case strings.HasPrefix(gpu, "B200"):
+		return "100"
+	}
+	return fmt.Sprintf("unknown (%s)", gpu)
 }

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -91,5 +92,37 @@ func TestMiniMaxQKNormAllReduce(t *testing.T) {
 	}
 	if _, err := ParseArgs([]string{"MiniMaxAI/MiniMax-M2.5", "-tp", "8", "--enable-expert-parallel", "--max-model-len", "16384"}, nil); err != nil {
 		t.Errorf("TP8 with expert parallelism: %v", err)
+	}
+}
+
+// NVFP4 as each engine runs it: natively on B200 (FP4 tensor cores);
+// on H100 vLLM's Marlin weight-only FP4 at the W4A16 rate, while SGLang
+// refuses with its own start-up message. The weights are 4.5 bits.
+func TestNVFP4ByEngineAndGPU(t *testing.T) {
+	v := mustParse(t, "meta-llama/Llama-3.3-70B-Instruct", "--quantization", "nvfp4", "--gpu", "H100-SXM", "--max-model-len", "8192")
+	if v.Quantization != "modelopt_fp4" {
+		t.Errorf("nvfp4 reads as %q, want the engines' modelopt_fp4", v.Quantization)
+	}
+	if got, want := v.weightsBytes(), v.Model.LinearParams()*4.5/8+v.Model.EmbeddingParams()*2; math.Abs(got-want) > 1 {
+		t.Errorf("weights %.0f B, want %.0f (4.5 bits a linear weight)", got, want)
+	}
+	k := v.Constants.WithDefaults(v.Engine)
+	if s := newStepModel(v); s.gemmRate != v.GPU.BF16TFLOPS*1e12*k.W4A16GEMMEfficiency {
+		t.Errorf("vLLM on H100: GEMM rate %.0f TFLOPS, want Marlin's W4A16 rate", s.gemmRate/1e12)
+	}
+	b := mustParse(t, "meta-llama/Llama-3.3-70B-Instruct", "--quantization", "modelopt_fp4", "--gpu", "B200", "--max-model-len", "8192")
+	if s := newStepModel(b); s.gemmRate != b.GPU.FP4TFLOPS*1e12*fp4GEMMEfficiency {
+		t.Errorf("vLLM on B200: GEMM rate %.0f TFLOPS, want the FP4 tensor cores'", s.gemmRate/1e12)
+	}
+	_, err := ParseArgs([]string{"--model-path", "meta-llama/Llama-3.3-70B-Instruct", "--quantization", "nvfp4", "--gpu", "H100-SXM", "--context-length", "8192"}, nil)
+	const msg = "The quantization method modelopt_fp4 is not supported for the current GPU. Minimum capability: 100. Current capability: 90."
+	if err == nil || !strings.Contains(err.Error(), msg) {
+		t.Errorf("SGLang NVFP4 on H100: %v, want %q", err, msg)
+	}
+	if _, err := ParseArgs([]string{"--model-path", "meta-llama/Llama-3.3-70B-Instruct", "--quantization", "nvfp4", "--gpu", "B200", "--context-length", "8192"}, nil); err != nil {
+		t.Errorf("SGLang NVFP4 on B200: %v", err)
+	}
+	if _, err := ParseArgs([]string{"openai/gpt-oss-120b", "--quantization", "nvfp4"}, nil); err == nil || !strings.Contains(err.Error(), "does not match") {
+		t.Errorf("NVFP4 over an MXFP4 checkpoint: %v", err)
 	}
 }

@@ -298,7 +298,11 @@ func (s *stepModel) setGEMMRates(cfg Config, k Constants) (w8a8 bool) {
 	case cfg.Quantization == "fp8" && g.HasFP8():
 		s.gemmRate = g.FP8TFLOPS * 1e12 * k.FP8GEMMEfficiency
 		w8a8 = true
-	case cfg.Quantization == "awq" || cfg.Quantization == "gptq":
+	case cfg.Quantization == "modelopt_fp4" && g.HasFP4(): // W4A4 (hybrid.go)
+		s.gemmRate = g.FP4TFLOPS * 1e12 * fp4GEMMEfficiency
+		w8a8 = true
+	case cfg.Quantization == "awq" || cfg.Quantization == "gptq" || cfg.Quantization == "modelopt_fp4":
+		// Marlin W4A16 (NVFP4 without FP4 tensor cores under vLLM, hybrid.go)
 		s.gemmRate = g.BF16TFLOPS * 1e12 * k.W4A16GEMMEfficiency
 	default: // bf16, or weight-only FP8 without FP8 tensor cores
 		s.gemmRate = s.bf16Rate

@@ -256,7 +256,11 @@ func (r Row) CostRange(target float64) (lo, hi float64) {
 // Report is the answer: the rows ranked, the prices used and where each
 // came from, the calibration, and what the search cost.
 type Report struct {
-	Model            string           `json:"model"`
+	Model string `json:"model"`
+	// Weights is the checkpoint's weight format, which a row whose
+	// quantization is "none" serves (mxfp4 for gpt-oss, fp8 for
+	// DeepSeek-V3); empty for 16-bit checkpoints.
+	Weights          string           `json:"weights,omitempty"`
 	Engines          []engine.Engine  `json:"engines"`
 	Workload         string           `json:"workload"`
 	SLO              string           `json:"slo"`
@@ -517,7 +521,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep := &Report{Model: o.Model, Engines: o.Engines, Workload: describe(o.Dataset), SLO: o.SLO.String(),
+	rep := &Report{Model: o.Model, Weights: m.Quantization, Engines: o.Engines, Workload: describe(o.Dataset), SLO: o.SLO.String(),
 		TargetRPS: o.TargetRPS, MaxModelLen: o.MaxModelLen, ReservedDiscount: o.ReservedDiscount,
 		Prices: map[string]Price{}}
 	for _, g := range gpus {

@@ -37,6 +37,7 @@ func TestParamsMatchPublishedCounts(t *testing.T) {
 		{"MiniMaxAI/MiniMax-M2.5", 229, 10 + 0.6, 62 * 8 * 128 * 2 * 2 / 1024.0},
 		// Kimi-K2's card: 1T total, 32B activated; MLA's latent.
 		{"moonshotai/Kimi-K2-Instruct", 1026, 32.9, 61 * (512 + 64) * 2 / 1024.0},
+		{"moonshotai/Kimi-K2.5", 1026, 32.9, 61 * (512 + 64) * 2 / 1024.0},
 		// Llama-4's cards: 109B (Scout) and 400B (Maverick) total with the
 		// vision tower, 17B active; KV grows in the 12 NoPE layers.
 		{"meta-llama/Llama-4-Scout-17B-16E-Instruct", 109, 17, 12 * 8 * 128 * 2 * 2 / 1024.0},
@@ -334,6 +335,7 @@ func TestWeightsMatchPublishedCheckpoints(t *testing.T) {
 		{"testdata/gpt-oss-20b.json", "openai/gpt-oss-20b", 13_761_264_768},
 		{"testdata/minimax-m2.5.json", "MiniMaxAI/MiniMax-M2.5", 0},
 		{"testdata/kimi-k2-instruct.json", "moonshotai/Kimi-K2-Instruct", 0},
+		{"testdata/kimi-k2.5.json", "moonshotai/Kimi-K2.5", 0},
 		{"testdata/llama-4-scout.json", "meta-llama/Llama-4-Scout-17B-16E-Instruct", 0},
 		{"testdata/llama-4-maverick.json", "meta-llama/Llama-4-Maverick-17B-128E-Instruct", 0},
 	}
@@ -429,6 +431,38 @@ func TestGPUs2026Systems(t *testing.T) {
 		}
 		if g.Price.PerGPUHour <= 0 || g.Price.Date == "" || g.Price.Source == "" {
 			t.Errorf("%s: price lacks figure, date or source: %+v", g.ID, g.Price)
+		}
+	}
+}
+
+// Kimi-K2.5's compressed-tensors W4A16 scheme: 4.5 bits a routed expert's
+// weight (group 32, BF16 scales), everything its ignore list names in
+// BF16: about 594 GB (Kimi-K2-Thinking, the same scheme, is quoted at
+// 594 GB), against Kimi-K2's FP8 1,029 GB.
+func TestKimiK25INT4Experts(t *testing.T) {
+	m, err := LoadHFConfig("testdata/kimi-k2.5.json", "moonshotai/Kimi-K2.5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bits, expertsOnly := m.QuantBits(m.Quantization)
+	got := m.WeightBytes("")
+	t.Logf("Kimi-K2.5: %.1f GB at %.2f bits a routed expert's weight (experts only: %v)", got/1e9, bits, expertsOnly)
+	if m.Quantization != "compressed-tensors" || bits != 4.5 || !expertsOnly || math.Abs(got/594e9-1) > 0.03 {
+		t.Errorf("Kimi-K2.5: %q, %.2f bits, experts only %v, %.1f GB", m.Quantization, bits, expertsOnly, got/1e9)
+	}
+	// A W8A8 compressed-tensors checkpoint stays FP8.
+	const w8a8 = `{"num_hidden_layers":2,"hidden_size":64,"num_attention_heads":4,"intermediate_size":128,"vocab_size":10,"quantization_config":{"quant_method":"compressed-tensors","config_groups":{"group_0":{"weights":{"num_bits":8,"type":"float"},"input_activations":{"num_bits":8,"type":"float"}}}}}`
+	if m, err := ParseHFConfig(strings.NewReader(w8a8), ""); err != nil || m.Quantization != "fp8" || m.WeightBits != 0 {
+		t.Errorf("W8A8 compressed-tensors: %q, %v bits, %v", m.Quantization, m.WeightBits, err)
+	}
+}
+
+// The catalog lists no model every command refuses: each entry is
+// simulable.
+func TestCatalogModelsSimulable(t *testing.T) {
+	for _, m := range Models() {
+		if err := m.Simulable(); err != nil {
+			t.Errorf("%s: %v", m.ID, err)
 		}
 	}
 }

@@ -94,6 +94,10 @@ func (g GPU) ScaleOut() float64 {
 // weight-only: bytes halve, arithmetic stays at the BF16 rate.
 func (g GPU) HasFP8() bool { return g.FP8TFLOPS > 0 }
 
+// HasFP4 reports whether the GPU has FP4 tensor cores (Blackwell): NVFP4
+// runs natively there and as weight-only FP4 (or not at all) elsewhere.
+func (g GPU) HasFP4() bool { return g.FP4TFLOPS > 0 }
+
 // NVLink reports whether the GPUs talk over a high-bandwidth fabric rather
 // than PCIe.
 func (g GPU) NVLink() bool { return g.Link == LinkNVLink || g.Link == LinkInfinityFabric }
@@ -125,7 +129,9 @@ var gpus = []GPU{
 		Link: LinkPCIe5, LinkGBps: 64, TDPWatts: 350, BoostMHz: 1755, Price: Price{2.86, "2026-01", priceSource}},
 	{ID: "H200", Name: "NVIDIA H200", MemoryGiB: 139.8, NominalGB: 141, HBMTBps: 4.8, BF16TFLOPS: 989, FP8TFLOPS: 1979,
 		Link: LinkNVLink, LinkGBps: 450, TDPWatts: 700, BoostMHz: 1980, Price: Price{4.75, "2026-01", priceSource}},
-	{ID: "B200", Name: "NVIDIA B200", MemoryGiB: 179.06, NominalGB: 192, HBMTBps: 7.7, BF16TFLOPS: 2250, FP8TFLOPS: 4500,
+	// B200: dense FP4 9 PFLOPS, twice its FP8 (NVIDIA's B200 figures: 18
+	// PFLOPS FP4 with sparsity).
+	{ID: "B200", Name: "NVIDIA B200", MemoryGiB: 179.06, NominalGB: 192, HBMTBps: 7.7, BF16TFLOPS: 2250, FP8TFLOPS: 4500, FP4TFLOPS: 9000,
 		Link: LinkNVLink, LinkGBps: 900, TDPWatts: 1000, Price: Price{5.25, "2026-01", priceSource}},
 	{ID: "MI300X", Name: "AMD Instinct MI300X", MemoryGiB: 191.98, NominalGB: 192, HBMTBps: 5.3, BF16TFLOPS: 1307, FP8TFLOPS: 2615,
 		Link: LinkInfinityFabric, LinkGBps: 400, TDPWatts: 750, BoostMHz: 2100, Price: Price{2.00, "2026-01", priceSource}},

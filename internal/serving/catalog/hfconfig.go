@@ -62,6 +62,40 @@ type hfConfig struct {
 type hfQuant struct {
 	Method      string `json:"quant_method"`
 	WeightBlock []int  `json:"weight_block_size"`
+	// compressed-tensors: the schemes by group, and the modules left
+	// unquantized.
+	ConfigGroups map[string]struct {
+		Weights *struct {
+			NumBits   int    `json:"num_bits"`
+			Type      string `json:"type"`
+			GroupSize int    `json:"group_size"`
+		} `json:"weights"`
+		InputActivations json.RawMessage `json:"input_activations"`
+	} `json:"config_groups"`
+	Ignore []string `json:"ignore"`
+}
+
+// compressedW4A16 reads a compressed-tensors scheme of integer weights
+// without quantized activations (W4A16, pack-quantized) into m: its bits
+// per weight with a 16-bit scale per group, and whether its ignore list
+// keeps attention (and so everything but the routed experts: Kimi-K2.5)
+// in 16 bits. It reports false for other schemes (W8A8 FP8 and the like).
+func compressedW4A16(m *Model, q *hfQuant) bool {
+	for _, g := range q.ConfigGroups {
+		w := g.Weights
+		act := strings.TrimSpace(string(g.InputActivations))
+		if w == nil || w.Type != "int" || w.NumBits != 4 || w.GroupSize <= 0 || (act != "" && act != "null") {
+			return false
+		}
+		m.WeightBits = float64(w.NumBits) + 16/float64(w.GroupSize)
+	}
+	if m.WeightBits == 0 {
+		return false
+	}
+	for _, ig := range q.Ignore {
+		m.QuantExpertsOnly = m.QuantExpertsOnly || strings.Contains(ig, "self_attn")
+	}
+	return true
 }
 
 // knownArchitectures are the architectures whose layers are the ones Model
@@ -80,6 +114,9 @@ var knownArchitectures = map[string]bool{
 	// with a shared expert (llama4.go); its vision tower is under 1% of
 	// the weights.
 	"Llama4ForConditionalGeneration": true, "Llama4ForCausalLM": true,
+	// Kimi-K2.5: Kimi-K2's language model (DeepSeek-V3's architecture)
+	// in text_config; its vision tower (about 0.4B of 1T) is not counted.
+	"KimiK25ForConditionalGeneration": true,
 	// MiniMax-M2: GQA with per-layer QK norm and partial rotary in every
 	// layer (attn_type_list all 1: full attention; 0, MiniMax-01's
 	// lightning attention, is refused), routed experts without a shared one.
@@ -152,6 +189,9 @@ func ParseHFConfig(r io.Reader, id string) (Model, error) {
 	}
 	if c.Quant != nil {
 		m.Quantization = normalizeQuant(c.Quant.Method)
+		if c.Quant.Method == "compressed-tensors" && compressedW4A16(&m, c.Quant) {
+			m.Quantization = "compressed-tensors"
+		}
 		if len(c.Quant.WeightBlock) > 0 {
 			m.WeightBlock = c.Quant.WeightBlock[0]
 		}

@@ -76,7 +76,7 @@ const (
 )
 
 // QuantBits is the storage of one linear weight under quantization quant
-// (the engines' --quantization name, or "" and "none" for 16-bit), and
+// (the engines' name for it, or "" and "none" for 16-bit), and
 // whether only the routed experts are stored so: MXFP4 (vLLM's Mxfp4Config
 // quantizes MoE layers only; "Mxfp4 linear layer is not implemented")
 // and INT4 weight-only MoE (int4_moe, Kimi-K2.5's ignore list keeps
@@ -89,7 +89,7 @@ func QuantBits(quant string) (bits float64, expertsOnly bool) {
 		return BitsInt4, false
 	case "mxfp4":
 		return BitsMXFP4, true
-	case "nvfp4":
+	case "nvfp4", "modelopt_fp4":
 		return BitsNVFP4, false
 	case "int4_moe":
 		return BitsInt4G32, true
@@ -108,10 +108,20 @@ func (m Model) WeightBytes(quant string) float64 {
 	return rest + routed
 }
 
+// QuantBits is the package's QuantBits for quant on m: the
+// checkpoint's own format where m states it (WeightBits) and quant is
+// m's quantization.
+func (m Model) QuantBits(quant string) (bits float64, expertsOnly bool) {
+	if m.WeightBits > 0 && quant == m.Quantization {
+		return m.WeightBits, m.QuantExpertsOnly
+	}
+	return QuantBits(quant)
+}
+
 // WeightBytesSplit is WeightBytes in two parts: everything but the
 // routed experts, and the routed experts.
 func (m Model) WeightBytesSplit(quant string) (rest, routed float64) {
-	bits, expertsOnly := QuantBits(quant)
+	bits, expertsOnly := m.QuantBits(quant)
 	linear := bits / 8
 	experts := m.RoutedParams()
 	rest = m.EmbeddingParams() * 2

@@ -26,6 +26,12 @@ type Model struct {
 	// Quantization is the checkpoint's weight quantization when the id or the
 	// config says so (fp8, awq, gptq); empty for 16-bit checkpoints.
 	Quantization string `json:"quantization,omitempty"`
+	// WeightBits, when set, is the checkpoint's own bits per quantized
+	// weight with its scales (compressed-tensors W4A16: 4 + 16/group_size),
+	// and QuantExpertsOnly says its ignore list keeps all but the routed
+	// experts in 16 bits (Kimi-K2.5); QuantBits reads them.
+	WeightBits       float64 `json:"weight_bits,omitempty"`
+	QuantExpertsOnly bool    `json:"quant_experts_only,omitempty"`
 	// WeightBlock is the side of the square blocks of weights that share
 	// one FP8 scale (quantization_config.weight_block_size; DeepSeek-V3's
 	// checkpoint: 128); 0 for per-tensor or per-channel scales.
@@ -306,6 +312,13 @@ var models = []Model{
 	{ID: "moonshotai/Kimi-K2-Instruct", Aliases: []string{"kimi-k2", "kimi-k2-instruct", "moonshotai/Kimi-K2-Instruct-0905"},
 		Layers: 61, Hidden: 7168, Heads: 64, KVHeads: 64, HeadDim: 192, Intermediate: 2048, Vocab: 163840, MaxPosition: 131072, DType: "bfloat16",
 		Quantization: "fp8", WeightBlock: 128, Experts: 384, ExpertsPerTok: 8, SharedIntermediate: 2048, DenseLayers: 1, DenseIntermediate: 18432,
+		MLA: &MLA{KVLoRARank: 512, QLoRARank: 1536, QKRopeHeadDim: 64, QKNopeHeadDim: 128, VHeadDim: 128}},
+	// Kimi-K2.5: Kimi-K2's language model, its routed experts INT4
+	// weight-only (compressed-tensors W4A16, group 32 with BF16 scales),
+	// everything else BF16.
+	{ID: "moonshotai/Kimi-K2.5", Aliases: []string{"kimi-k2.5"},
+		Layers: 61, Hidden: 7168, Heads: 64, KVHeads: 64, HeadDim: 192, Intermediate: 2048, Vocab: 163840, MaxPosition: 262144, DType: "bfloat16",
+		Quantization: "compressed-tensors", WeightBits: 4.5, QuantExpertsOnly: true, Experts: 384, ExpertsPerTok: 8, SharedIntermediate: 2048, DenseLayers: 1, DenseIntermediate: 18432,
 		MLA: &MLA{KVLoRARank: 512, QLoRARank: 1536, QKRopeHeadDim: 64, QKNopeHeadDim: 128, VHeadDim: 128}},
 	// Llama-4 (llama4.go): chunked local attention (8192) in the 36 RoPE
 	// layers, global in the 12 NoPE ones; one shared expert beside the

@@ -178,7 +178,7 @@ var table = []setting{
 		doc:  "longest prompt plus output one request may have",
 		vllm: spelling{flag: "--max-model-len"}, sglang: spelling{flag: "--context-length"}},
 	{name: "quantization", typ: String, skip: "none", tunable: true,
-		enum: []string{"none", "fp8", "awq", "awq_marlin", "gptq", "gptq_marlin", "int4", "int8", "bitsandbytes", "compressed-tensors", "marlin", "modelopt"},
+		enum: []string{"none", "fp8", "awq", "awq_marlin", "gptq", "gptq_marlin", "int4", "int8", "bitsandbytes", "compressed-tensors", "marlin", "modelopt", "mxfp4", "modelopt_fp4"},
 		doc:  "weight quantization",
 		vllm: spelling{flag: "--quantization", aliases: []string{"-q"}}, sglang: spelling{flag: "--quantization"}},
 	// SGLang has no plain "fp8" KV dtype; fp8_e4m3 is what vLLM's fp8 means.
