@@ -88,13 +88,11 @@ func vllmAliases(fl *pflag.FlagSet, f *benchFlags) {
 	fl.StringVar(&f.tokenizer, "tokenizer", "", "vLLM's flag, taken for compatibility: token counts are the server's usage figures, so no tokenizer is loaded")
 }
 
-// checkPercentileMetrics refuses a --percentile-metrics name servetune
-// has no latency series for.
-func checkPercentileMetrics(s string) error {
+// checkLatencyNames refuses a --percentile-metrics name servetune has no
+// latency series for.
+func checkLatencyNames(s string) error {
 	for _, m := range strings.Split(s, ",") {
-		switch strings.TrimSpace(m) {
-		case "", "ttft", "tpot", "itl", "e2el":
-		default:
+		if m = strings.TrimSpace(m); m != "" && !measure.IsLatencySeries(m) {
 			return fmt.Errorf("--percentile-metrics %q: unknown metric %q (ttft, tpot, itl, e2el)", s, m)
 		}
 	}
@@ -111,11 +109,7 @@ func joinGoodput(args []string) []string {
 		if !ok {
 			k, _, ok = strings.Cut(a, "=")
 		}
-		switch strings.ToLower(k) {
-		case "ttft", "tpot", "e2el":
-			return ok
-		}
-		return false
+		return ok && (&measure.SLO{}).Limit(strings.ToLower(k)) != nil
 	}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -263,7 +257,7 @@ func buildBenchConfig(f *benchFlags) (bench.Config, []level, error) {
 	if f.bootstrap < 1 {
 		return cfg, nil, fmt.Errorf("--bootstrap %d: must be >= 1", f.bootstrap)
 	}
-	if err := checkPercentileMetrics(f.percentileMetrics); err != nil {
+	if err := checkLatencyNames(f.percentileMetrics); err != nil {
 		return cfg, nil, err
 	}
 	slo, err := parseGoodput(f.goodput)

@@ -236,6 +236,17 @@ func LatencyMetrics() string {
 	return or(sr) + " with " + or(st)
 }
 
+// IsLatencySeries reports whether name is one of the Summary's latency
+// series (ttft, tpot, itl, e2el): the names vLLM's --percentile-metrics takes.
+func IsLatencySeries(name string) bool {
+	for _, s := range latencySeries {
+		if s.name == name {
+			return true
+		}
+	}
+	return false
+}
+
 // Latency is a latency metric of the table by name (ttft_p99, or an alias
 // such as ttft_median), in ms; ok is false for another name or a series
 // with no sample.
