@@ -114,7 +114,7 @@ func diagnoseStudy(cmd *cobra.Command, dbPath, name string, n int, prefer string
 			return "", nil, failedError(fmt.Errorf("study %s: %w (name one with --trial N)", name, err))
 		}
 		p := rec.Best.Point
-		head := fmt.Sprintf("%s: trial %d at %s (recommended, prefer %s)  %s", name, p.Trial, p.Label, pref.For(sp.Tuner.Objective).Describe(sp.Tuner.Objective), settingsLine(p.Settings))
+		head := fmt.Sprintf("%s: trial %d at %s, recommended, prefer %s:  %s", name, p.Trial, p.Label, pref.For(sp.Tuner.Objective).Describe(sp.Tuner.Objective), settingsLine(p.Settings))
 		return head, diagnose.Level(diagnose.Input{Engine: sp.Engine, Settings: p.Settings, Level: p.Level,
 			CacheCold: cacheCold(map[string]any{"dataset": sp.Workload.Dataset})}), nil
 	}

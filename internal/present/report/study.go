@@ -387,7 +387,7 @@ func (s *Study) recommendation(v *view) {
 	if m, ok := measure.LookupMetric(best.Metric); ok && m.Better == measure.Lower {
 		dir = "lowest"
 	}
-	r.Why = fmt.Sprintf("The %s %s (%s) among the configurations whose every run met the SLO, over %s, at %s.",
+	r.Why = fmt.Sprintf("The %s %s, ranked by %s, among the configurations whose every run met the SLO, over %s, at %s.",
 		dir, metricTitle(best.Metric), recommend.PreferObjective.For(sp.Tuner.Objective).Describe(sp.Tuner.Objective), runs, p.Label)
 	for _, risk := range best.SLORisks(sp.SLO) {
 		r.Why += " Caution: " + risk + "."

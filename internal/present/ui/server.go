@@ -468,7 +468,7 @@ func (x *studySource) load(ctx context.Context) error {
 	}
 	x.waiting, x.st, x.sp, x.trials, x.recommended = false, st, sp, trials, ""
 	if rec, err := recommend.RecommendStudy(trials, sp.Terms(), recommend.PreferObjective); err == nil {
-		x.recommended = fmt.Sprintf("trial %d, %s at %s (%s)", rec.Best.Trial, recommend.Format(rec.Best.Metric, rec.Best.Mean), rec.Best.Point.Label, recommend.PreferObjective.For(sp.Tuner.Objective).Describe(sp.Tuner.Objective))
+		x.recommended = fmt.Sprintf("trial %d, %s at %s, ranked by %s", rec.Best.Trial, recommend.Format(rec.Best.Metric, rec.Best.Mean), rec.Best.Point.Label, recommend.PreferObjective.For(sp.Tuner.Objective).Describe(sp.Tuner.Objective))
 	}
 	x.pareto = (&report.Study{Stored: st, Spec: sp, Trials: trials}).ParetoChart()
 	return nil
