@@ -453,7 +453,7 @@ func printWhatif(w io.Writer, rep *whatif.Report) {
 	}
 	weights := ""
 	if rep.Weights != "" {
-		weights = fmt.Sprintf("; weights %s (the checkpoint's, rows without --quantization)", rep.Weights)
+		weights = fmt.Sprintf("; weights %s (the checkpoint's, rows without %s)", rep.Weights, engine.Flag(engine.VLLM, "quantization"))
 	}
 	fmt.Fprintf(w, "%s, %s; %s; SLO %s; max-model-len %d%s\n", rep.Model, strings.Join(engines, "+"), rep.Workload, rep.SLO, rep.MaxModelLen, weights)
 	if rep.TargetRPS > 0 {

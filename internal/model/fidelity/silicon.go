@@ -12,6 +12,7 @@ import (
 
 	"github.com/servetune/servetune/internal/model/sim"
 	"github.com/servetune/servetune/internal/serving/catalog"
+	"github.com/servetune/servetune/internal/serving/engine"
 )
 
 // RegimeConcurrency is the load regime of a run at a fixed concurrency:
@@ -156,7 +157,7 @@ func siliconRun(row map[string]string, t SiliconTable) (Run, string) {
 	switch q := row["gemm_quant_mode"]; q {
 	case "":
 	case "fp8":
-		flags = append(flags, "--quantization", "fp8")
+		flags = append(flags, engine.Flag(engine.VLLM, "quantization"), "fp8")
 	default:
 		return Run{}, fmt.Sprintf("weights in %s, which the simulator does not model", q)
 	}
@@ -175,7 +176,11 @@ func siliconRun(row map[string]string, t SiliconTable) (Run, string) {
 		// SGLang's defaults before the GPU-memory rule (sgl-project/sglang
 		// PR #10975, September 2025): the memory fraction by TP, a chunk of
 		// 8,192 and CUDA graphs to batch 160 (docs/reference.md (Engines)).
-		versionFlags = []string{"--mem-fraction-static", oldSGLangFraction(num("tp_size")), "--cuda-graph-max-bs", "160", "--chunked-prefill-size", "8192"}
+		versionFlags = []string{
+			engine.Flag(engine.SGLang, "gpu_memory_fraction"), oldSGLangFraction(num("tp_size")),
+			engine.Flag(engine.SGLang, "cuda_graph_max_bs"), "160",
+			engine.Flag(engine.SGLang, "max_batched_tokens"), "8192",
+		}
 	}
 	c, in, out := num("batch_size"), num("isl"), num("osl")
 	regimes := []string{RegimeConcurrency}

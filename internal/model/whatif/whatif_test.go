@@ -283,6 +283,7 @@ func TestCapacityIndependentOfTarget(t *testing.T) {
 	for _, target := range []float64{30, 100_000} {
 		o := small()
 		o.GPUs, o.MaxGPUs, o.TargetRPS = []string{"H100-SXM"}, 1, target
+		o.MaxReplicas = 1_000_000 // the replica limit is TestUnusableRows's subject
 		rep, err := Run(context.Background(), o)
 		if err != nil {
 			t.Fatal(err)
