@@ -73,7 +73,7 @@ func TestParseBad(t *testing.T) {
 		{"tp zero", "quantization: [none]\ntensor_parallel: [1, 0]", "study.yaml:2: space.tensor_parallel: bad value: tensor_parallel 0 is outside [1, inf)"},
 		{"fraction above one", "gpu_memory_fraction: {float: [0.5, 1.2]}", "study.yaml:1: space.gpu_memory_fraction: bad value: gpu_memory_fraction 1.2 is outside (0, 1]"},
 		{"fraction zero", "gpu_memory_fraction: [0]", "study.yaml:1: space.gpu_memory_fraction: bad value: gpu_memory_fraction 0 is outside (0, 1]"},
-		{"bad quantization", "quantization:\n  - none\n  - fp7", "study.yaml:3: space.quantization: bad value: quantization \"fp7\" is not one of [none fp8 awq awq_marlin gptq gptq_marlin int4 int8 bitsandbytes compressed-tensors marlin modelopt]"},
+		{"bad quantization", "quantization:\n  - none\n  - fp7", "study.yaml:3: space.quantization: bad value: quantization \"fp7\" is not one of [none fp8 awq awq_marlin gptq gptq_marlin int4 int8 bitsandbytes compressed-tensors marlin modelopt mxfp4 modelopt_fp4]"},
 		{"string for int", "max_running_requests: [a]", "study.yaml:1: space.max_running_requests: bad value: max_running_requests must be an integer, not \"a\""},
 		{"float for int", "max_running_requests: [1.5]", "study.yaml:1: space.max_running_requests: bad value: max_running_requests must be an integer, not 1.5"},
 		{"reversed range", "max_running_requests: {int: [64, 16]}", "study.yaml:1: space.max_running_requests: low 64 is above high 16"},
@@ -163,7 +163,7 @@ constraints:
 			"infeasible settings: without chunked prefill vLLM needs max_batched_tokens 2048 >= max_model_len 16000"},
 		{"vllm with chunked prefill", with2("chunked_prefill", true, "max_model_len", 16000), Context{Engine: engine.VLLM}, ""},
 		{"sglang without chunked prefill", with2("chunked_prefill", false, "max_model_len", 16000), Context{Engine: engine.SGLang}, ""},
-		{"bad value", with("quantization", "fp7"), ctx, "infeasible settings: bad value: quantization \"fp7\" is not one of [none fp8 awq awq_marlin gptq gptq_marlin int4 int8 bitsandbytes compressed-tensors marlin modelopt]"},
+		{"bad value", with("quantization", "fp7"), ctx, "infeasible settings: bad value: quantization \"fp7\" is not one of [none fp8 awq awq_marlin gptq gptq_marlin int4 int8 bitsandbytes compressed-tensors marlin modelopt mxfp4 modelopt_fp4]"},
 		{"unknown setting", with("max_num_seqs", 3), ctx, "infeasible settings: unknown setting \"max_num_seqs\" (did you mean max_running_requests? --max-num-seqs is vLLM's flag)"},
 		{"missing setting in constraint", Settings{"tensor_parallel": 1, "pipeline_parallel": 1}, Context{}, "infeasible settings: \"max_batched_tokens >= max_running_requests\": bad constraint: max_batched_tokens is not set"},
 	}
