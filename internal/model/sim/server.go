@@ -884,6 +884,57 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
 	return false
 }
 
+// checkedRequest is what checkRequest reads off an admitted request.
+type checkedRequest struct {
+	prompt int    // prompt tokens
+	text   string // the prompt's text ("" for token ids)
+	ids    []int  // the prompt's token ids (nil for text)
+	maxOut int    // output tokens the request may generate
+}
+
+// checkRequest answers whether the engine takes req as vLLM's API server
+// would: the served model, one choice, a prompt of in-vocabulary tokens,
+// a max_tokens that fits the context, KV-transfer parameters this role
+// understands. msg is "" when it does; otherwise status, kind and msg are
+// the error to answer with.
+func (s *Server) checkRequest(req *genRequest, chat bool) (c checkedRequest, status int, kind, msg string) {
+	if req.Model != "" && req.Model != s.cfg.ModelID {
+		return c, http.StatusNotFound, "NotFoundError", fmt.Sprintf("The model `%s` does not exist.", req.Model)
+	}
+	bad := func(m string) (checkedRequest, int, string, string) {
+		return c, http.StatusBadRequest, "BadRequestError", m
+	}
+	if req.N != nil && *req.N != 1 {
+		return bad("n: the simulator generates one choice per request")
+	}
+	var err error
+	c.prompt, c.text, c.ids, err = promptTokens(req, chat)
+	if err == nil {
+		err = inVocabulary(c.ids, s.cfg.Model.Vocab)
+	}
+	if err != nil {
+		return bad(err.Error())
+	}
+	maxTokens := 0 // unset
+	if req.MaxCompletionTokens != nil {
+		maxTokens = *req.MaxCompletionTokens
+	}
+	if req.MaxTokens != nil {
+		maxTokens = *req.MaxTokens
+	}
+	if (req.MaxTokens != nil || req.MaxCompletionTokens != nil) && maxTokens < 1 && c.prompt > 0 {
+		return bad(fmt.Sprintf("max_tokens must be at least 1, got %d.", maxTokens))
+	}
+	c.maxOut, msg = admitLength(s.cfg.Engine, s.cfg.MaxModelLen, c.prompt, maxTokens)
+	if msg != "" {
+		return bad(msg)
+	}
+	if msg := s.checkKVParams(req.KVTransferParams, req.Stream); msg != "" {
+		return bad(msg)
+	}
+	return c, 0, "", ""
+}
+
 // handleGenerate serves /v1/completions and /v1/chat/completions.
 func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat bool) {
 	w.Header().Set(engine.SimAnswerHeader, engine.SimAnswerValue)
@@ -903,43 +954,12 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request, chat boo
 	if !decodeBody(w, r, &req) {
 		return
 	}
-	if req.Model != "" && req.Model != s.cfg.ModelID {
-		apiError(w, http.StatusNotFound, "NotFoundError", fmt.Sprintf("The model `%s` does not exist.", req.Model))
-		return
-	}
-	if req.N != nil && *req.N != 1 {
-		apiError(w, http.StatusBadRequest, "BadRequestError", "n: the simulator generates one choice per request")
-		return
-	}
-	prompt, text, ids, err := promptTokens(&req, chat)
-	if err == nil {
-		err = inVocabulary(ids, s.cfg.Model.Vocab)
-	}
-	if err != nil {
-		apiError(w, http.StatusBadRequest, "BadRequestError", err.Error())
-		return
-	}
-	maxTokens := 0 // unset
-	if req.MaxCompletionTokens != nil {
-		maxTokens = *req.MaxCompletionTokens
-	}
-	if req.MaxTokens != nil {
-		maxTokens = *req.MaxTokens
-	}
-	if (req.MaxTokens != nil || req.MaxCompletionTokens != nil) && maxTokens < 1 && prompt > 0 {
-		apiError(w, http.StatusBadRequest, "BadRequestError", fmt.Sprintf("max_tokens must be at least 1, got %d.", maxTokens))
-		return
-	}
-	maxOut, msg := admitLength(s.cfg.Engine, s.cfg.MaxModelLen, prompt, maxTokens)
+	c, status, kind, msg := s.checkRequest(&req, chat)
 	if msg != "" {
-		apiError(w, http.StatusBadRequest, "BadRequestError", msg)
+		apiError(w, status, kind, msg)
 		return
 	}
-
-	if msg := s.checkKVParams(req.KVTransferParams, req.Stream); msg != "" {
-		apiError(w, http.StatusBadRequest, "BadRequestError", msg)
-		return
-	}
+	prompt, text, ids, maxOut := c.prompt, c.text, c.ids, c.maxOut
 
 	id := int(s.nextID.Add(1))
 	st := &stream{
