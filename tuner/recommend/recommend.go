@@ -57,10 +57,6 @@ func RecommendStudy(trials []store.Trial, sp Terms, pref Preference) (Recommenda
 		pref = PreferThroughput
 	}
 	primary := rank[0]
-	byNumber := map[int]store.Trial{}
-	for _, t := range trials {
-		byNumber[t.Number] = t
-	}
 	runs := map[int][]store.Trial{} // search trial -> its confirmation runs
 	for _, t := range trials {
 		if t.Confirms != nil && t.Status == measure.StatusOK && t.Unreadable == "" {
@@ -86,27 +82,11 @@ func RecommendStudy(trials []store.Trial, sp Terms, pref Preference) (Recommenda
 			why.count(pts, sp.SLO)
 			continue
 		}
-		c := Candidate{Trial: t.Number, Settings: t.Settings, Point: best, Metric: primary.Metric}
-		stable := true
-		for _, run := range append([]store.Trial{t}, runs[t.Number]...) {
-			rp := PointsOf(run.Number, run.Settings, price, run.LoadPoints)
-			at, v, ok := BestPoint(rp, primary, sp.SLO)
-			if !ok {
-				stable = false
-				why.unstable++
-				break
-			}
-			// Every figure of the candidate comes from the levels its value
-			// did: one run, one level (a run whose best level is another
-			// than the search trial's counted that other level in the
-			// ranking and in no figure, or the other way round).
-			c.Values = append(c.Values, v)
-			c.Levels = append(c.Levels, rp[at])
-		}
-		if !stable {
+		c, ok := runsOf(t, runs[t.Number], best, primary, price, sp.SLO)
+		if !ok {
+			why.unstable++
 			continue
 		}
-		c.Mean, c.CI = measure.MeanCI(c.Values)
 		cands = append(cands, c)
 	}
 	confirmed := false
@@ -125,21 +105,7 @@ func RecommendStudy(trials []store.Trial, sp Terms, pref Preference) (Recommenda
 	if len(cands) == 0 {
 		return Recommendation{}, why.err(sp.SLO)
 	}
-	sort.SliceStable(cands, func(i, j int) bool {
-		if cands[i].Mean != cands[j].Mean {
-			return primary.Better(cands[i].Mean, cands[j].Mean)
-		}
-		// Equal on the primary (goodput ties when every request met the
-		// limits): the ranking's tie-breakers, then the trial number.
-		for _, o := range rank[1:] {
-			a, _, okA := cands[i].MetricCI(o.Metric)
-			b, _, okB := cands[j].MetricCI(o.Metric)
-			if okA && okB && a != b {
-				return o.Better(a, b)
-			}
-		}
-		return cands[i].Trial < cands[j].Trial
-	})
+	rankCandidates(cands, rank)
 	rec := Recommendation{Best: cands[0]}
 	if len(cands) > 1 {
 		ru := cands[1]
@@ -150,6 +116,49 @@ func RecommendStudy(trials []store.Trial, sp Terms, pref Preference) (Recommenda
 		rec.Separated = ok && (ci[0] > 0 || ci[1] < 0)
 	}
 	return rec, nil
+}
+
+// runsOf is the candidate of search trial t, whose best level is best:
+// pref's primary metric at the best level of t and of each of its
+// confirmation runs, with their mean and 95% interval. ok is false when a
+// run has no level that meets the SLOs.
+func runsOf(t store.Trial, confirms []store.Trial, best Point, primary Objective, price float64, slo SLO) (Candidate, bool) {
+	c := Candidate{Trial: t.Number, Settings: t.Settings, Point: best, Metric: primary.Metric}
+	for _, run := range append([]store.Trial{t}, confirms...) {
+		rp := PointsOf(run.Number, run.Settings, price, run.LoadPoints)
+		at, v, ok := BestPoint(rp, primary, slo)
+		if !ok {
+			return Candidate{}, false
+		}
+		// Every figure of the candidate comes from the levels its value
+		// did: one run, one level (a run whose best level is another
+		// than the search trial's counted that other level in the
+		// ranking and in no figure, or the other way round).
+		c.Values = append(c.Values, v)
+		c.Levels = append(c.Levels, rp[at])
+	}
+	c.Mean, c.CI = measure.MeanCI(c.Values)
+	return c, true
+}
+
+// rankCandidates sorts cands best first by rank's primary objective's
+// mean; ties (goodput ties when every request met the limits) go to the
+// ranking's tie-breakers, then the trial number.
+func rankCandidates(cands []Candidate, rank []Objective) {
+	primary := rank[0]
+	sort.SliceStable(cands, func(i, j int) bool {
+		if cands[i].Mean != cands[j].Mean {
+			return primary.Better(cands[i].Mean, cands[j].Mean)
+		}
+		for _, o := range rank[1:] {
+			a, _, okA := cands[i].MetricCI(o.Metric)
+			b, _, okB := cands[j].MetricCI(o.Metric)
+			if okA && okB && a != b {
+				return o.Better(a, b)
+			}
+		}
+		return cands[i].Trial < cands[j].Trial
+	})
 }
 
 // noFeasible tallies why no configuration qualified, for the one line
