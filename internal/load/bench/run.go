@@ -196,25 +196,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if timed {
 		probe = startClientProbe()
 	}
-	var measured []measure.Record
-	var start time.Time
-	if conv {
-		p := measure.Phase{MaxConcurrency: cfg.Load.MaxConcurrency, Timeout: timeout(cfg), Progress: cfg.Progress, Waiting: cfg.Waiting,
-			Next: cfg.Load.Pacer(rand.New(rand.NewPCG(cfg.Seed, streamSchedule))).Next, Done: done}
-		measured, start = tr.(*httpTransport).converse(ctx, p, sessions, reqs, k)
-	} else {
-		p := cfg.phase(reqs, offsets)
-		p.Done = done
-		if build != nil {
-			request := p.Request
-			p.Request = func(i int) measure.Request {
-				r := request(i)
-				r.Prompt = build(i)
-				return r
-			}
-		}
-		measured, start = tr.Send(ctx, p)
-	}
+	measured, start := cfg.send(ctx, tr, conv, sessions, reqs, offsets, build, done, k)
 	if records == nil {
 		records = measured // no warm-up: no copy of a level's records
 	} else {
@@ -245,15 +227,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		sum.Meta["prefix_cache_reset"] = reset
 	}
 	describe(&sum, cfg, start)
-	sum.Engine = seen.engine
-	sum.Engine.Scale(k)
-	if seen.engineErr != nil {
-		// Why the level has no engine metrics (or fewer readings).
-		sum.Meta["engine_metrics_error"] = redact.Text(seen.engineErr.Error()) // the URL may hold a password
-	}
-	if cfg.GPU != nil {
-		sum.GPU = gpu.Usage(seen.gpu, sum.TotalOutputTokens)
-	}
+	seen.into(&sum, k, cfg.GPU != nil)
 	if conv {
 		sum.Conversation = summarizeConversation(sessions, records, sum.Engine)
 	}
@@ -262,6 +236,30 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return &Result{Summary: sum, Records: records, Start: start, GPU: seen.gpu}, fmt.Errorf("%w: %s", ErrStopped, why)
 	}
 	return &Result{Summary: sum, Records: records, Start: start, GPU: seen.gpu}, ctx.Err()
+}
+
+// send runs the measured phase over tr: a conversation's sessions when
+// conv, else reqs at their offsets, each prompt built by
+// build as it is sent when build is set. done sees each record as it
+// ends; k is the engine's time scale.
+func (cfg Config) send(ctx context.Context, tr measure.Transport, conv bool, sessions []convSession, reqs []measure.Request,
+	offsets []time.Duration, build func(int) string, done func(*measure.Record), k float64) ([]measure.Record, time.Time) {
+	if conv {
+		p := measure.Phase{MaxConcurrency: cfg.Load.MaxConcurrency, Timeout: timeout(cfg), Progress: cfg.Progress, Waiting: cfg.Waiting,
+			Next: cfg.Load.Pacer(rand.New(rand.NewPCG(cfg.Seed, streamSchedule))).Next, Done: done}
+		return tr.(*httpTransport).converse(ctx, p, sessions, reqs, k)
+	}
+	p := cfg.phase(reqs, offsets)
+	p.Done = done
+	if build != nil {
+		request := p.Request
+		p.Request = func(i int) measure.Request {
+			r := request(i)
+			r.Prompt = build(i)
+			return r
+		}
+	}
+	return tr.Send(ctx, p)
 }
 
 // prepareServer aligns the prompts' lengths with the server's tokenizer
@@ -349,6 +347,20 @@ type seen struct {
 	engine    *measure.EngineMetrics
 	engineErr error // why engine is nil or rests on fewer readings
 	gpu       []gpu.Sample
+}
+
+// into puts what was seen into sum: the engine's metrics on the engine's
+// time (scale k), why they are missing, and with gpus the GPUs' usage.
+func (sn seen) into(sum *measure.Summary, k float64, gpus bool) {
+	sum.Engine = sn.engine
+	sum.Engine.Scale(k)
+	if sn.engineErr != nil {
+		// Why the level has no engine metrics (or fewer readings).
+		sum.Meta["engine_metrics_error"] = redact.Text(sn.engineErr.Error()) // the URL may hold a password
+	}
+	if gpus {
+		sum.GPU = gpu.Usage(sn.gpu, sum.TotalOutputTokens)
+	}
 }
 
 // stop ends the observation and returns what it saw.
