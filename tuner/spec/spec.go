@@ -379,29 +379,8 @@ func (p *specParser) parse(root *yaml.Node) *Spec {
 		}
 	}
 	sp := &Spec{}
-	sp.Name = p.Str(top["name"], "name")
-	if !p.Failed() && !validName(sp.Name) {
-		shown := sp.Name
-		if len(shown) > 40 {
-			shown = shown[:40] + "..."
-		}
-		p.Fail(top["name"], "name", "%q (%d characters): use 1 to %d letters, digits, '-', '_' and '.'", shown, len(sp.Name), maxNameLen)
-	}
-	sp.Model = p.Str(top["model"], "model")
-	if !p.Failed() && strings.TrimSpace(sp.Model) == "" {
-		p.Fail(top["model"], "model", "empty: give a Hugging Face id (meta-llama/Llama-3.1-8B-Instruct) or a directory holding config.json")
+	if !p.nameAndModel(top, sp) {
 		return nil
-	}
-	if dir, cfg, ok := catalog.ModelPath(sp.Model); ok && !p.Failed() {
-		raw, err := os.ReadFile(cfg)
-		if err == nil {
-			_, err = catalog.ParseHFConfig(bytes.NewReader(raw), dir)
-		}
-		if err != nil {
-			p.Fail(top["model"], "model", "%v", err)
-			return nil
-		}
-		sp.Model, sp.ModelConfig, sp.ModelConfigText = dir, cfg, string(raw)
 	}
 	sp.Engine = engine.Engine(p.Str(top["engine"], "engine"))
 	if !p.Failed() && !sp.Engine.Valid() {
@@ -466,6 +445,37 @@ func (p *specParser) parse(root *yaml.Node) *Spec {
 		return nil
 	}
 	return sp
+}
+
+// nameAndModel reads the study's name and model into sp; a model that is
+// a directory or a config.json is read and checked here, its text kept.
+// It is false when the model cannot be used (the failure is recorded).
+func (p *specParser) nameAndModel(top map[string]*yaml.Node, sp *Spec) bool {
+	sp.Name = p.Str(top["name"], "name")
+	if !p.Failed() && !validName(sp.Name) {
+		shown := sp.Name
+		if len(shown) > 40 {
+			shown = shown[:40] + "..."
+		}
+		p.Fail(top["name"], "name", "%q (%d characters): use 1 to %d letters, digits, '-', '_' and '.'", shown, len(sp.Name), maxNameLen)
+	}
+	sp.Model = p.Str(top["model"], "model")
+	if !p.Failed() && strings.TrimSpace(sp.Model) == "" {
+		p.Fail(top["model"], "model", "empty: give a Hugging Face id (meta-llama/Llama-3.1-8B-Instruct) or a directory holding config.json")
+		return false
+	}
+	if dir, cfg, ok := catalog.ModelPath(sp.Model); ok && !p.Failed() {
+		raw, err := os.ReadFile(cfg)
+		if err == nil {
+			_, err = catalog.ParseHFConfig(bytes.NewReader(raw), dir)
+		}
+		if err != nil {
+			p.Fail(top["model"], "model", "%v", err)
+			return false
+		}
+		sp.Model, sp.ModelConfig, sp.ModelConfigText = dir, cfg, string(raw)
+	}
+	return true
 }
 
 // maxNameLen bounds a study's name: it names containers, Kubernetes
