@@ -199,7 +199,7 @@ type Samples struct {
 func Summarize(records []Record, opts SummaryOptions) Summary {
 	s := Summary{Errors: make(map[string]int, len(ErrorClasses))}
 	for _, c := range ErrorClasses {
-		s.Errors[string(c)] = 0
+		s.Errors[string(c)] = 0 // every class listed, failed or not
 	}
 	b := opts.Bootstrap
 	if b == 0 {
@@ -258,23 +258,12 @@ func Summarize(records []Record, opts SummaryOptions) Summary {
 		if !math.IsNaN(m.TPOT) {
 			tpot = append(tpot, m.TPOT)
 		}
-		if opts.Folded != nil {
-			if opts.Goodput.Good(m) {
-				good++
-			}
-			continue
-		}
-		itlCounts = append(itlCounts, max(len(r.Chunks)-1, 0))
-		for j := 1; j < len(r.Chunks); j++ {
-			gap := ms(r.Chunks[j].At - r.Chunks[j-1].At)
-			itl = append(itl, gap)
-			k := max(r.Chunks[j].Tokens, 1)
-			for range k {
-				itlTok = append(itlTok, gap/float64(k))
-			}
-		}
 		if opts.Goodput.Good(m) {
 			good++
+		}
+		if opts.Folded == nil { // else its gaps were folded as it ended
+			itlCounts = append(itlCounts, max(len(r.Chunks)-1, 0))
+			itl, itlTok = appendGaps(itl, itlTok, r.Chunks)
 		}
 	}
 	if !seen {
@@ -310,6 +299,21 @@ func Summarize(records []Record, opts SummaryOptions) Summary {
 	s.E2EL = NewStats(e2el, rng, b)
 	s.E2ELSched = NewStats(e2elSched, rng, b)
 	return s
+}
+
+// appendGaps appends a request's inter-token gaps (ms) from its chunks
+// to itl, and to itlTok each gap split evenly over the tokens its chunk
+// brought.
+func appendGaps(itl, itlTok []float64, chunks []Chunk) ([]float64, []float64) {
+	for j := 1; j < len(chunks); j++ {
+		gap := ms(chunks[j].At - chunks[j-1].At)
+		itl = append(itl, gap)
+		k := max(chunks[j].Tokens, 1)
+		for range k {
+			itlTok = append(itlTok, gap/float64(k))
+		}
+	}
+	return itl, itlTok
 }
 
 // addFailure counts failed record r by its class, keeping the class's
