@@ -218,7 +218,9 @@ func computeCapability(gpu string) string {
 	switch {
 	case strings.HasPrefix(gpu, "A100"):
 		return "80"
-	case strings.HasPrefix(gpu, "L40"):
+	case strings.HasPrefix(gpu, "A10G"):
+		return "86"
+	case strings.HasPrefix(gpu, "L40"), strings.HasPrefix(gpu, "L4"):
 		return "89"
 	case strings.HasPrefix(gpu, "H100"), strings.HasPrefix(gpu, "H200"):
 		return "90"

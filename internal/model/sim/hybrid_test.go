@@ -4,6 +4,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/servetune/servetune/internal/serving/catalog"
 )
 
 // gpt-oss-120b's 18 sliding-window layers (128 tokens) hold at most the
@@ -124,5 +126,18 @@ func TestNVFP4ByEngineAndGPU(t *testing.T) {
 	}
 	if _, err := ParseArgs([]string{"openai/gpt-oss-120b", "--quantization", "nvfp4"}, nil); err == nil || !strings.Contains(err.Error(), "does not match") {
 		t.Errorf("NVFP4 over an MXFP4 checkpoint: %v", err)
+	}
+}
+
+// Every NVIDIA GPU of the catalog without FP4 tensor cores has a compute
+// capability for SGLang's NVFP4 refusal (no "unknown" in the message).
+func TestComputeCapabilityOfCatalogGPUs(t *testing.T) {
+	for _, g := range catalog.GPUs() {
+		if g.HasFP4() || !strings.HasPrefix(g.Name, "NVIDIA") {
+			continue
+		}
+		if c := computeCapability(g.ID); strings.HasPrefix(c, "unknown") {
+			t.Errorf("%s: compute capability %s", g.ID, c)
+		}
 	}
 }
