@@ -14,11 +14,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/servetune/servetune/internal/load/bench"
 	"github.com/servetune/servetune/internal/load/measure"
 	"github.com/servetune/servetune/store"
 )
@@ -232,6 +234,8 @@ func TestBenchConversationBadInput(t *testing.T) {
 		{[]string{"--dataset", "conversation", "--sessions", "9", "--dataset-path", sharegptConversations}, "fewer than the 9 sessions"},
 		// 100,000 sessions at once took 1.7 GB before the descriptors ran out.
 		{[]string{"--dataset", "conversation", "--sessions", "100000", "--turns", "2"}, "100000 sessions all at once is over 1024: give --max-concurrency or --request-rate"},
+		// 1,024 sessions in flight hold about 125 MB of live heap.
+		{[]string{"--dataset", "conversation", "--sessions", "4", "--turns", "2", "--max-concurrency", "2000"}, "--max-concurrency 2000 is over 1024 sessions in flight"},
 	} {
 		code, _, stderr := runCLI(t, append(slices.Clone(base), tc.args...)...)
 		if code != exitUsage || !strings.Contains(stderr, tc.want) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
@@ -362,4 +366,35 @@ func TestTuneConversationStoresTurns(t *testing.T) {
 	if ok == 0 {
 		t.Fatalf("no trial ran: %s", out)
 	}
+}
+
+// TestBoundHeap: a run that folds its requests runs under the soft memory
+// limit and restores the one before it; a run that keeps its samples or
+// chunks, or a GOMEMLIMIT of the user's, leaves the limit alone.
+func TestBoundHeap(t *testing.T) {
+	before := debug.SetMemoryLimit(-1)
+	restore := boundHeap(bench.Config{})
+	if got := debug.SetMemoryLimit(-1); got != foldedHeapLimit {
+		t.Errorf("folding run: limit %d, want %d", got, foldedHeapLimit)
+	}
+	restore()
+	if got := debug.SetMemoryLimit(-1); got != before {
+		t.Errorf("after the run: limit %d, want %d restored", got, before)
+	}
+	for name, cfg := range map[string]bench.Config{
+		"--requests-out": {KeepChunks: true},
+		"--json":         {Summary: measure.SummaryOptions{KeepSamples: true}},
+	} {
+		restore := boundHeap(cfg)
+		if got := debug.SetMemoryLimit(-1); got != before {
+			t.Errorf("%s: limit %d, want %d untouched", name, got, before)
+		}
+		restore()
+	}
+	t.Setenv("GOMEMLIMIT", "1GiB")
+	restore = boundHeap(bench.Config{})
+	if got := debug.SetMemoryLimit(-1); got != before {
+		t.Errorf("GOMEMLIMIT set: limit %d, want %d untouched", got, before)
+	}
+	restore()
 }

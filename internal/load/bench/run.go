@@ -30,11 +30,12 @@ const durationPool = 2048
 // with distinct prompts, as a duration-bound one does.
 const countPool = 10_000
 
-// MaxOpenSessions bounds the sessions of a conversation started all at
-// once (no request rate, no max concurrency): each holds a goroutine, its
-// messages and a connection with its buffers (about 90 KB in flight; 4,096
-// at once peaked at 660 MB), and 100,000 at once took 1.7 GB before this
-// machine ran out of file descriptors.
+// MaxOpenSessions bounds the sessions of a conversation in flight, started
+// all at once (no request rate, no max concurrency) or as its max
+// concurrency: each holds a goroutine, its messages and a connection with
+// its buffers (about 60 KB in flight; 4,096 at once peaked at 660 MB), and
+// 100,000 at once took 1.7 GB before this machine ran out of file
+// descriptors.
 const MaxOpenSessions = 1024
 
 // MaxRequests bounds the requests of one level (and of its warm-up): a
@@ -107,6 +108,8 @@ func (cfg Config) Validate() error {
 			return fmt.Errorf("%w: a conversation runs its sessions to the end: give --sessions, not --duration", ErrBadConfig)
 		case l.Unlimited() && l.MaxConcurrency == 0 && cfg.Dataset.Sessions > MaxOpenSessions:
 			return fmt.Errorf("%w: %d sessions all at once is over %d: give --max-concurrency or --request-rate", ErrBadConfig, cfg.Dataset.Sessions, MaxOpenSessions)
+		case l.MaxConcurrency > MaxOpenSessions:
+			return fmt.Errorf("%w: --max-concurrency %d is over %d sessions in flight for a conversation: run several clients for more", ErrBadConfig, l.MaxConcurrency, MaxOpenSessions)
 		}
 		return cfg.Dataset.Validate()
 	}
