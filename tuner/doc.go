@@ -14,6 +14,10 @@
 // only parses flags and prints what the study reports (OnStart, OnFinish,
 // OnProgress, OnNote).
 //
+// The memory precheck (tuner.precheck) asks the memory model the caller
+// hands in, Study.Memory or TrialRunner.Memory: tuner/memory's Model, the
+// simulator's. Package tuner does not import it, so it links no simulator.
+//
 // Failed trials (out of memory at start-up, crash under load, not ready in
 // time, infeasible by the memory model) are results: they are stored with
 // their class and told to the sampler as worse than any success, so it moves
@@ -36,7 +40,7 @@
 //		return err // a *yamlspec.Error: file:line: field: problem
 //	}
 //	db, _ := store.Open(ctx, ":memory:")
-//	out, err := (&tuner.Study{Spec: sp, Store: db}).Run(ctx)
+//	out, err := (&tuner.Study{Spec: sp, Store: db, Memory: memory.Model{}}).Run(ctx)
 //	trials, _ := db.Trials(ctx, out.StudyID)
 //	best, err := recommend.RecommendStudy(trials, sp.Terms(), recommend.PreferThroughput)
 //

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/servetune/servetune/tuner/memory"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -127,7 +128,7 @@ func TestQualityGateStudy(t *testing.T) {
 	sp.Launcher.Launcher = l
 	db := openStore(t)
 	var notes []string
-	study := &Study{Spec: sp, Store: db, OnNote: func(m string) { notes = append(notes, m) }}
+	study := &Study{Spec: sp, Store: db, Memory: memory.Model{}, OnNote: func(m string) { notes = append(notes, m) }}
 	if _, err := study.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +185,7 @@ func TestQualityGateStudy(t *testing.T) {
 	// A resume with more trials reuses the stored baseline.
 	sp2 := mustSpec(t, strings.Replace(qualitySpec, "trials: 2", "trials: 3", 1))
 	sp2.Launcher.Launcher = l
-	study = &Study{Spec: sp2, Store: db, Resume: true}
+	study = &Study{Spec: sp2, Store: db, Resume: true, Memory: memory.Model{}}
 	if _, err := study.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +201,7 @@ func TestQualityGateOnSimulator(t *testing.T) {
 	sp := mustSpec(t, strings.Replace(strings.Replace(studySpec, "confirm: false}", "confirm: false}\nquality: {baseline: {tensor_parallel: 1}}", 1), "trials: 6", "trials: 2", 1))
 	db := openStore(t)
 	var notes []string
-	study := &Study{Spec: sp, Store: db, OnNote: func(m string) { notes = append(notes, m) }}
+	study := &Study{Spec: sp, Store: db, Memory: memory.Model{}, OnNote: func(m string) { notes = append(notes, m) }}
 	if _, err := study.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +277,7 @@ func TestQualityBaselineTakesFixedValues(t *testing.T) {
 	sp := mustSpec(t, baselineSpec)
 	db := openStore(t)
 	var notes []string
-	study := &Study{Spec: sp, Store: db, OnNote: func(m string) { notes = append(notes, m) }}
+	study := &Study{Spec: sp, Store: db, Memory: memory.Model{}, OnNote: func(m string) { notes = append(notes, m) }}
 	if _, err := study.Run(context.Background()); err != nil {
 		t.Fatalf("%v (notes %q)", err, notes)
 	}
@@ -297,7 +298,7 @@ func TestQualityBaselineFailsAsATrial(t *testing.T) {
 	sp := mustSpec(t, strings.Replace(baselineSpec, "{quantization: none}", "{quantization: none, max_model_len: 131072}", 1))
 	db := openStore(t)
 	var notes []string
-	study := &Study{Spec: sp, Store: db, OnNote: func(m string) { notes = append(notes, m) }}
+	study := &Study{Spec: sp, Store: db, Memory: memory.Model{}, OnNote: func(m string) { notes = append(notes, m) }}
 	out, err := study.Run(context.Background())
 	if err != nil {
 		t.Fatalf("the study stopped: %v (notes %q)", err, notes)

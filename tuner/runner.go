@@ -10,16 +10,29 @@ import (
 	"github.com/servetune/servetune/launcher"
 	"github.com/servetune/servetune/space"
 	"github.com/servetune/servetune/trial"
-	"github.com/servetune/servetune/tuner/memory"
 	"github.com/servetune/servetune/tuner/recommend"
 	"github.com/servetune/servetune/tuner/spec"
 )
 
+// MemoryModel is the start-up memory check of a study's precheck
+// (tuner.precheck): tuner/memory's Model, the simulator's memory model,
+// which tuner does not link. Fits says why launch spec ls would not start
+// on gpu (the study's hardware.gpu) with the model's config.json
+// (modelConfig, "" for a catalog model); OOM reads the engine's own
+// message out of such an error.
+type MemoryModel interface {
+	Fits(gpu, modelConfig string, ls launcher.Spec) error
+	OOM(err error) (msg string, ok bool)
+}
+
 // TrialRunner is the production Evaluator: it checks the settings against
-// the space's constraints and the simulator's memory model, and runs the
-// trial with the spec's launcher.
+// the space's constraints and the memory model, and runs the trial with
+// the spec's launcher.
 type TrialRunner struct {
-	Spec     *spec.Spec
+	Spec *spec.Spec
+	// Memory is the precheck's memory model; nil = the precheck checks the
+	// space's rules only.
+	Memory   MemoryModel
 	Bench    trial.BenchFunc                                 // default bench.Run
 	GPUs     gpu.Reader                                      // NVML telemetry of real GPUs; nil = none
 	Progress func(number int, level string, done, total int) // optional
@@ -70,7 +83,7 @@ func (r *TrialRunner) EvaluateReplica(ctx context.Context, number, replica int, 
 		// Rejected before launch, memory precheck included: infeasible, as
 		// docs/spec.md says (oom is kept for engines that ran out of memory
 		// when started). The memory model's message is the engine's own.
-		if msg, ok := memory.OOM(err); ok {
+		if msg, ok := r.oom(err); ok {
 			return trial.Failed(engine.FailInfeasible, "memory precheck: "+msg)
 		}
 		return trial.Failed(engine.FailInfeasible, err.Error())
@@ -136,7 +149,7 @@ func WorkloadSeed(seed int64, replica int) uint64 {
 }
 
 // checkContext gives space.Check the engine, the model's heads and, with
-// precheck on, the simulator's memory model. Models the catalog does not
+// precheck on and a memory model, its fit. Models the catalog does not
 // know skip both.
 func (r *TrialRunner) checkContext(ls launcher.Spec) space.Context {
 	sp := r.Spec
@@ -146,7 +159,7 @@ func (r *TrialRunner) checkContext(ls launcher.Spec) space.Context {
 		return c
 	}
 	c.AttentionHeads, c.KVHeads = m.Heads, m.KVHeads
-	if sp.Tuner.Precheck {
+	if sp.Tuner.Precheck && r.Memory != nil {
 		c.Fits = func(set space.Settings) error {
 			ls.Settings = set
 			return r.fits(ls)
@@ -163,10 +176,18 @@ func (r *TrialRunner) model() (catalog.Model, error) {
 	return catalog.LookupModel(r.Spec.Model)
 }
 
-// fits runs the simulator's start-up memory accounting for the trial
-// (memory.Fits).
+// fits runs the memory model's start-up accounting for the trial.
 func (r *TrialRunner) fits(ls launcher.Spec) error {
-	return memory.Fits(r.Spec.Hardware.GPU, r.Spec.Launcher.ModelConfig, ls)
+	return r.Memory.Fits(r.Spec.Hardware.GPU, r.Spec.Launcher.ModelConfig, ls)
+}
+
+// oom returns the engine's message when err is the memory model's
+// start-up failure.
+func (r *TrialRunner) oom(err error) (string, bool) {
+	if r.Memory == nil {
+		return "", false
+	}
+	return r.Memory.OOM(err)
 }
 
 // Refuses reports whether the trial of set would end before launching:

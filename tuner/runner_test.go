@@ -2,6 +2,7 @@ package tuner
 
 import (
 	"context"
+	"github.com/servetune/servetune/tuner/memory"
 	"slices"
 	"strings"
 	"testing"
@@ -88,7 +89,7 @@ func TestSpecLaunchers(t *testing.T) {
 // which is an engine that ran out of memory), with the engine's own message.
 func TestTrialRunnerPrecheck(t *testing.T) {
 	sp := mustSpec(t, studySpec)
-	r := &TrialRunner{Spec: sp}
+	r := &TrialRunner{Spec: sp, Memory: memory.Model{}}
 	res := r.Evaluate(context.Background(), 0, space.Settings{"tensor_parallel": 1, "max_running_requests": 8, "gpu_memory_fraction": 0.1}, []int{0})
 	if res.Status != measure.StatusFailed || res.Failure != engine.FailInfeasible || !strings.Contains(res.Message, "memory precheck: ") {
 		t.Fatalf("%s/%s: %s", res.Status, res.Failure, res.Message)
@@ -107,12 +108,12 @@ func TestPrecheckSeesExtraArgs(t *testing.T) {
 	src = strings.Replace(src, "  gpu_memory_fraction: [0.1, 0.9]\n", "  gpu_memory_fraction: [0.95]\n  extra_args: [\"--max-model-len\", \"4096\"]\n", 1)
 	sp := mustSpec(t, src)
 	set := space.Settings{"tensor_parallel": 1, "max_running_requests": 8, "gpu_memory_fraction": 0.95}
-	r := &TrialRunner{Spec: sp}
+	r := &TrialRunner{Spec: sp, Memory: memory.Model{}}
 	ls := r.LaunchSpec(0, set, []int{0})
 	if err := r.checkContext(ls).Fits(set); err != nil {
 		t.Errorf("precheck with --max-model-len 4096: %v", err)
 	}
-	res := (&TrialRunner{Spec: sp}).Evaluate(context.Background(), 0, set, nil)
+	res := (&TrialRunner{Spec: sp, Memory: memory.Model{}}).Evaluate(context.Background(), 0, set, nil)
 	if res.Status != measure.StatusOK {
 		t.Errorf("virtual trial with --max-model-len 4096: %s/%s %s", res.Status, res.Failure, res.Message)
 	}

@@ -20,7 +20,6 @@ import (
 	"github.com/servetune/servetune/space"
 	"github.com/servetune/servetune/store"
 	"github.com/servetune/servetune/trial"
-	"github.com/servetune/servetune/tuner/memory"
 	"github.com/servetune/servetune/tuner/recommend"
 	"github.com/servetune/servetune/tuner/sampler"
 	"github.com/servetune/servetune/tuner/spec"
@@ -79,6 +78,10 @@ type Study struct {
 	// Eval runs the trials; nil = a TrialRunner over the spec's launcher,
 	// with GPU telemetry when the launcher's GPUs are this machine's.
 	Eval Evaluator
+	// Memory is the memory precheck's model (tuner/memory's Model) for the
+	// default TrialRunner and the preflight; nil = the precheck checks the
+	// space's rules only.
+	Memory MemoryModel
 
 	OnBegin    func(resumed bool, stored int)                        // optional: the study is open and owned (stored trials so far)
 	OnStart    func(number int, settings space.Settings, gpus []int) // optional, from the dispatcher
@@ -294,7 +297,7 @@ func (s *Study) evaluator(self proc.Owner) (Evaluator, func()) {
 	if s.Eval != nil {
 		return s.Eval, func() {}
 	}
-	r := &TrialRunner{Spec: s.Spec, Progress: s.OnProgress, Owner: self.String()}
+	r := &TrialRunner{Spec: s.Spec, Memory: s.Memory, Progress: s.OnProgress, Owner: self.String()}
 	if capsOf(s.Spec).LocalGPUs {
 		n, err := gpu.Open()
 		if err != nil {
@@ -705,10 +708,10 @@ func (s *Study) preflight(ctx context.Context) error {
 			return err
 		}
 	}
-	if s.Eval != nil || !sp.Tuner.Precheck {
+	if s.Eval != nil || !sp.Tuner.Precheck || s.Memory == nil {
 		return nil
 	}
-	return (&TrialRunner{Spec: sp}).anyFits()
+	return (&TrialRunner{Spec: sp, Memory: s.Memory}).anyFits()
 }
 
 // datasetFiles refuses a dataset whose file cannot be read, and a trace
@@ -785,7 +788,7 @@ func (r *TrialRunner) anyFits() error {
 			return nil
 		}
 		msg := err.Error()
-		if m, ok := memory.OOM(err); ok {
+		if m, ok := r.oom(err); ok {
 			msg = m
 		}
 		if reasons[msg] == 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/servetune/servetune/tuner/memory"
 	"github.com/servetune/servetune/tuner/recommend"
 	"github.com/servetune/servetune/tuner/sampler"
 	"github.com/servetune/servetune/tuner/spec"
@@ -67,7 +68,7 @@ func TestStudyRunVirtual(t *testing.T) {
 	sp := mustSpec(t, studySpec)
 	db := openStore(t)
 	var reports []TrialReport
-	s := &Study{Spec: sp, Store: db, Eval: &TrialRunner{Spec: sp},
+	s := &Study{Spec: sp, Store: db, Eval: &TrialRunner{Spec: sp, Memory: memory.Model{}},
 		OnFinish: func(r TrialReport) { reports = append(reports, r) }}
 	out, err := s.Run(ctx)
 	if err != nil {
@@ -112,7 +113,7 @@ func TestStudyRunVirtual(t *testing.T) {
 		t.Error(err)
 	}
 	// The same study again is refused without resume.
-	if _, err := (&Study{Spec: sp, Store: db, Eval: &TrialRunner{Spec: sp}}).Run(ctx); err == nil || !strings.Contains(err.Error(), "--resume") {
+	if _, err := (&Study{Spec: sp, Store: db, Eval: &TrialRunner{Spec: sp, Memory: memory.Model{}}}).Run(ctx); err == nil || !strings.Contains(err.Error(), "--resume") {
 		t.Errorf("rerun without resume: %v", err)
 	}
 }
@@ -139,7 +140,7 @@ func TestStudyResume(t *testing.T) {
 	if err := db.StartTrial(ctx, st.ID, 1, left, []int{0, 1}); err != nil {
 		t.Fatal(err)
 	}
-	s := &Study{Spec: sp, Store: db, Eval: &TrialRunner{Spec: sp}, Resume: true}
+	s := &Study{Spec: sp, Store: db, Eval: &TrialRunner{Spec: sp, Memory: memory.Model{}}, Resume: true}
 	out, err := s.Run(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -221,7 +222,7 @@ func TestStudyParallelDisjointGPUs(t *testing.T) {
 func TestVirtualCapacity(t *testing.T) {
 	src := strings.Replace(studySpec, "load: {concurrency: [4, 16]}", "load: {capacity: true, max_concurrency: 64}", 1)
 	sp := mustSpec(t, src)
-	res := (&TrialRunner{Spec: sp}).Evaluate(context.Background(), 0,
+	res := (&TrialRunner{Spec: sp, Memory: memory.Model{}}).Evaluate(context.Background(), 0,
 		space.Settings{"tensor_parallel": 1, "max_running_requests": 64, "gpu_memory_fraction": 0.9}, nil)
 	if res.Status != measure.StatusOK || len(res.Levels) < 2 {
 		t.Fatalf("%s/%s %s, %d levels", res.Status, res.Failure, res.Message, len(res.Levels))
@@ -479,7 +480,7 @@ func TestSeededStudiesAgree(t *testing.T) {
 			return nil
 		}
 		defer db.Close()
-		out, err := (&Study{Spec: sp, Store: db}).Run(context.Background())
+		out, err := (&Study{Spec: sp, Store: db, Memory: memory.Model{}}).Run(context.Background())
 		if err != nil {
 			t.Error(err)
 			return nil
@@ -533,7 +534,7 @@ tuner: {sampler: grid, trials: 2, seed: 1, objective: max request_rate, confirm:
 		t.Fatal(err)
 	}
 	defer db.Close()
-	out, err := (&Study{Spec: sp, Store: db}).Run(ctx)
+	out, err := (&Study{Spec: sp, Store: db, Memory: memory.Model{}}).Run(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -578,7 +579,7 @@ func TestStudyEnqueue(t *testing.T) {
 	first := space.Settings{"tensor_parallel": 2, "max_running_requests": 8, "gpu_memory_fraction": 0.9}
 	sp.Tuner.Enqueue = []space.Settings{first, {"tensor_parallel": 3}} // the second is outside the space: skipped
 	db := openStore(t)
-	out, err := (&Study{Spec: sp, Store: db, Eval: &TrialRunner{Spec: sp}}).Run(ctx)
+	out, err := (&Study{Spec: sp, Store: db, Eval: &TrialRunner{Spec: sp, Memory: memory.Model{}}}).Run(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

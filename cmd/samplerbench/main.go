@@ -31,6 +31,7 @@ import (
 	"github.com/servetune/servetune/launcher/simulated"
 	"github.com/servetune/servetune/space"
 	"github.com/servetune/servetune/tuner"
+	"github.com/servetune/servetune/tuner/memory"
 	"github.com/servetune/servetune/tuner/recommend"
 	"github.com/servetune/servetune/tuner/spec"
 )
@@ -63,7 +64,7 @@ func run(ctx context.Context, path string, seeds, budget int, frac float64, cach
 		return fmt.Errorf("%s: the sampler benchmark needs launcher kind virtual, not %s", path, sp.Launcher.Kind)
 	}
 	// Ranking needs no confidence intervals: one bootstrap resample.
-	ev := &tuner.TrialRunner{Spec: sp, Bootstrap: 1}
+	ev := &tuner.TrialRunner{Spec: sp, Memory: memory.Model{}, Bootstrap: 1}
 	memo := samplerbench.NewMemo(func(s space.Settings) (float64, bool) {
 		res := ev.Evaluate(ctx, 0, s, nil)
 		if res.Status != measure.StatusOK {

@@ -22,6 +22,7 @@ import (
 	"github.com/servetune/servetune/space"
 	"github.com/servetune/servetune/store"
 	"github.com/servetune/servetune/tuner"
+	"github.com/servetune/servetune/tuner/memory"
 	"github.com/servetune/servetune/tuner/recommend"
 	"github.com/servetune/servetune/tuner/spec"
 )
@@ -94,7 +95,7 @@ func runTune(ctx context.Context, sp *spec.Spec, o tuneOptions, stdout, stderr i
 		}
 	}
 
-	study := &tuner.Study{Spec: sp, Store: db, Resume: o.resume, ForceSpec: o.forceSpec, Tool: "servetune " + version}
+	study := &tuner.Study{Spec: sp, Store: db, Memory: memory.Model{}, Resume: o.resume, ForceSpec: o.forceSpec, Tool: "servetune " + version}
 	prog := &tuneProgress{w: stderr, last: map[int]int{}, bars: map[int]*progressBar{}, tty: isTerminal(stderr) && study.Parallelism() == 1}
 	live := &ui.Live{}
 	study.OnProgress = func(n int, level string, done, total int) {

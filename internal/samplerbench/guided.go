@@ -17,6 +17,7 @@ import (
 	"github.com/servetune/servetune/trial"
 	"github.com/servetune/servetune/tuner"
 	_ "github.com/servetune/servetune/tuner/guided" // the guided sampler SearchReality measures
+	"github.com/servetune/servetune/tuner/memory"
 	"github.com/servetune/servetune/tuner/recommend"
 	"github.com/servetune/servetune/tuner/sampler"
 	"github.com/servetune/servetune/tuner/spec"
@@ -114,7 +115,7 @@ func (r *Reality) Run(ctx context.Context, set space.Settings) trial.Result {
 	if ok {
 		return res
 	}
-	res = (&tuner.TrialRunner{Spec: r.spec, Bootstrap: 1}).Evaluate(ctx, 0, set, nil)
+	res = (&tuner.TrialRunner{Spec: r.spec, Memory: memory.Model{}, Bootstrap: 1}).Evaluate(ctx, 0, set, nil)
 	// Keep the levels' summaries only (all the guided sampler's refit
 	// reads): the per-request records, each with its token times, of
 	// every configuration of a space take gigabytes per reality.
@@ -215,7 +216,7 @@ func SearchReality(ctx context.Context, sp *spec.Spec, r *Reality, kind string, 
 	}
 	var pre *tuner.TrialRunner
 	if kind != spec.SamplerGuided && precheck {
-		pre = &tuner.TrialRunner{Spec: &ss}
+		pre = &tuner.TrialRunner{Spec: &ss, Memory: memory.Model{}}
 	}
 	var out Search
 	for proposals := 0; out.Trials < budget && proposals < 4*budget; proposals++ {

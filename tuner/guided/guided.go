@@ -19,6 +19,7 @@ import (
 	"github.com/servetune/servetune/space"
 	"github.com/servetune/servetune/trial"
 	"github.com/servetune/servetune/tuner"
+	"github.com/servetune/servetune/tuner/memory"
 	"github.com/servetune/servetune/tuner/recommend"
 	"github.com/servetune/servetune/tuner/sampler"
 	"github.com/servetune/servetune/tuner/spec"
@@ -129,7 +130,7 @@ func (f *forecaster) run(ctx context.Context, set space.Settings, c sim.Constant
 	}
 	vs := *f.base
 	vs.Launcher.Launcher = f.virtual(c)
-	res := (&tuner.TrialRunner{Spec: &vs, Bootstrap: 1, Forecast: true}).Evaluate(ctx, 0, set, nil)
+	res := (&tuner.TrialRunner{Spec: &vs, Memory: memory.Model{}, Bootstrap: 1, Forecast: true}).Evaluate(ctx, 0, set, nil)
 	for _, lv := range res.Levels {
 		f.requests.Add(int64(lv.Summary.Completed + lv.Summary.Failed))
 	}

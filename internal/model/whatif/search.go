@@ -20,6 +20,7 @@ import (
 	"github.com/servetune/servetune/store"
 	"github.com/servetune/servetune/trial"
 	"github.com/servetune/servetune/tuner"
+	"github.com/servetune/servetune/tuner/memory"
 	"github.com/servetune/servetune/tuner/recommend"
 	"github.com/servetune/servetune/tuner/spec"
 )
@@ -97,7 +98,7 @@ func searchStudy(ctx context.Context, o Options, m catalog.Model, c candidate, n
 		return nil, nil, err
 	}
 	defer db.Close()
-	eval := &layoutEval{r: &tuner.TrialRunner{Spec: sp, Bootstrap: 1}, n: c.n, shape: c.shape, disagg: c.disagg}
+	eval := &layoutEval{r: &tuner.TrialRunner{Spec: sp, Memory: memory.Model{}, Bootstrap: 1}, n: c.n, shape: c.shape, disagg: c.disagg}
 	study := &tuner.Study{Spec: sp, Store: db, Eval: eval, OnFinish: func(r tuner.TrialReport) {
 		note(fmt.Sprintf("%s: trial %d/%d", c.name(), r.Done, r.Total))
 	}}
