@@ -87,7 +87,7 @@ trace-bench:
 # The what-if acceptance question: Llama-3.3-70B over five GPU types, 1 to 8
 # GPUs per replica, one engine, 20 req/s of 2,048/256 tokens. The last line
 # is the wall time (the goal: under 60 s on a 2-core machine); the Go
-# benchmark BenchmarkWhatifAcceptance (./internal/model/whatif) measures the same.
+# benchmark BenchmarkWhatifAcceptance (./tuner/whatif) measures the same.
 whatif-bench: build
 	./$(BIN) whatif --model meta-llama/Llama-3.3-70B-Instruct --gpus H100-SXM,H200,B200,L40S,A100-80G \
 		--max-gpus 8 --engine vllm --input-len 2048 --output-len 256 \

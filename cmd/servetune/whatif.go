@@ -19,11 +19,11 @@ import (
 	"github.com/servetune/servetune/internal/load/bench"
 	"github.com/servetune/servetune/internal/load/measure"
 	"github.com/servetune/servetune/internal/model/sim"
-	"github.com/servetune/servetune/internal/model/whatif"
 	"github.com/servetune/servetune/internal/serving/catalog"
 	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/tuner/recommend"
 	"github.com/servetune/servetune/tuner/spec"
+	"github.com/servetune/servetune/tuner/whatif"
 )
 
 func init() { subcommands = append(subcommands, newWhatifCmd) }
