@@ -60,7 +60,7 @@ sampler-bench:
 # reach 99% of the optimum of 10 perturbed "realities" of
 # examples/guided-bench.yaml (the simulated engine with every constant moved
 # by up to ±30%), then of 10 structural ones (the same, each also deviating
-# from the model in kind: internal/samplerbench, StructuralKinds), and the
+# from the model in kind: tuner/samplerbench, StructuralKinds), and the
 # engines that did not start for memory. One line per set (medians and the
 # guided sampler's 90th percentile to 3 significant digits):
 # guided-bench: guided=N tpe=M random=R p90_guided=P oom_launches_guided=A oom_launches_tpe=B

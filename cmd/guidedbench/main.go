@@ -33,8 +33,8 @@ import (
 	"time"
 
 	"github.com/servetune/servetune/internal/load/measure"
-	"github.com/servetune/servetune/internal/samplerbench"
 	"github.com/servetune/servetune/launcher/simulated"
+	"github.com/servetune/servetune/tuner/samplerbench"
 	"github.com/servetune/servetune/tuner/spec"
 )
 

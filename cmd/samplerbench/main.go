@@ -27,12 +27,12 @@ import (
 	"time"
 
 	"github.com/servetune/servetune/internal/load/measure"
-	"github.com/servetune/servetune/internal/samplerbench"
 	"github.com/servetune/servetune/launcher/simulated"
 	"github.com/servetune/servetune/space"
 	"github.com/servetune/servetune/tuner"
 	"github.com/servetune/servetune/tuner/memory"
 	"github.com/servetune/servetune/tuner/recommend"
+	"github.com/servetune/servetune/tuner/samplerbench"
 	"github.com/servetune/servetune/tuner/spec"
 )
 
