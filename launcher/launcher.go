@@ -115,6 +115,11 @@ type Capabilities struct {
 	// server someone else runs), so the space must fix every value.
 	// false: settings are applied.
 	FixedSettings bool
+	// Disaggregates: the launcher runs a disaggregated configuration
+	// itself (the virtual clock's one deployment), told the spec's KV
+	// link ("" keeps its own) before the first trial. nil: a study runs
+	// the parts and a router in front (launcher.Disaggregated).
+	Disaggregates func(kvLink string)
 }
 
 // Reaped is one leftover a launcher's Capabilities.Reap removed.

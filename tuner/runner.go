@@ -2,6 +2,7 @@ package tuner
 
 import (
 	"context"
+	"sync"
 
 	"github.com/servetune/servetune/internal/load/gpu"
 	"github.com/servetune/servetune/internal/load/measure"
@@ -30,6 +31,9 @@ type MemoryModel interface {
 // the spec's launcher.
 type TrialRunner struct {
 	Spec *spec.Spec
+	// Launcher is the launcher its kind built from the spec's launcher
+	// section; nil = built from the spec at first use (NewLauncher).
+	Launcher launcher.Launcher
 	// Memory is the precheck's memory model; nil = the precheck checks the
 	// space's rules only.
 	Memory   MemoryModel
@@ -47,6 +51,19 @@ type TrialRunner struct {
 	Forecast bool
 
 	gate *QualityBaseline // the quality gate's baseline, when it applies (UseQualityGate)
+
+	build sync.Once // builds Launcher when it is nil
+}
+
+// launcher is the launcher the runner's trials start with (launcherFor),
+// Launcher built from the spec when it is nil.
+func (r *TrialRunner) launcher() launcher.Launcher {
+	r.build.Do(func() {
+		if r.Launcher == nil {
+			r.Launcher, _ = NewLauncher(r.Spec)
+		}
+	})
+	return launcherFor(r.Spec, r.Launcher)
 }
 
 var _ Evaluator = (*TrialRunner)(nil)
@@ -100,7 +117,7 @@ func (r *TrialRunner) EvaluateReplica(ctx context.Context, number, replica int, 
 func (r *TrialRunner) Plan(ls launcher.Spec, replica int) trial.Plan {
 	sp := r.Spec
 	plan := trial.Plan{
-		Launcher:         launcherOf(sp),
+		Launcher:         r.launcher(),
 		Spec:             ls,
 		ReadyTimeout:     sp.Launcher.ReadyTimeout,
 		Dataset:          sp.Workload.Dataset,

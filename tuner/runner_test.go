@@ -13,7 +13,6 @@ import (
 	"github.com/servetune/servetune/launcher/docker"
 	"github.com/servetune/servetune/launcher/simulated"
 	"github.com/servetune/servetune/space"
-	"github.com/servetune/servetune/tuner/spec"
 )
 
 // TestSpecLaunchers: each launcher kind decodes its section of the spec
@@ -75,11 +74,11 @@ func TestSpecLaunchers(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			src := strings.Replace(goodSpec, "kind: sim\n  gpus: [0, 1]\n  ready_timeout: 30s\n  time_scale: 50", tc.replace, 1)
-			sp, err := spec.ParseSpec([]byte(src), "l.yaml")
+			sp, l, err := ParseSpec([]byte(src), "l.yaml")
 			if err != nil {
 				t.Fatal(err)
 			}
-			tc.check(t, launcherOf(sp))
+			tc.check(t, launcherFor(sp, l))
 		})
 	}
 }

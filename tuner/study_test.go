@@ -56,11 +56,21 @@ func openStore(t *testing.T) *store.Store {
 
 func mustSpec(t *testing.T, src string) *spec.Spec {
 	t.Helper()
-	sp, err := spec.ParseSpec([]byte(src), "vt.yaml")
+	sp, _, err := ParseSpec([]byte(src), "vt.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	return sp
+}
+
+// mustLauncher builds the launcher of sp's launcher section.
+func mustLauncher(t *testing.T, sp *spec.Spec) launcher.Launcher {
+	t.Helper()
+	l, err := NewLauncher(sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
 }
 
 func TestStudyRunVirtual(t *testing.T) {
@@ -305,9 +315,9 @@ func TestStudyReap(t *testing.T) {
 		note(fmt.Sprintf("trial %d", n))
 		return trial.Failed(engine.FailCrash, "test")
 	})
-	sp.Launcher.Launcher = reaping{launcherOf(sp), func() error { note("reap"); return nil }}
+	l := reaping{mustLauncher(t, sp), func() error { note("reap"); return nil }}
 	for _, resume := range []bool{false, true} {
-		if _, err := (&Study{Spec: sp, Store: db, Eval: eval, Resume: resume}).Run(t.Context()); err != nil {
+		if _, err := (&Study{Spec: sp, Launcher: l, Store: db, Eval: eval, Resume: resume}).Run(t.Context()); err != nil {
 			t.Fatalf("resume=%v: %v", resume, err)
 		}
 	}
@@ -317,8 +327,8 @@ func TestStudyReap(t *testing.T) {
 
 	other := mustSpec(t, strings.Replace(studySpec, "name: vt", "name: vt2", 1))
 	boom := errors.New("daemon unreachable")
-	other.Launcher.Launcher = reaping{launcherOf(other), func() error { return boom }}
-	_, err := (&Study{Spec: other, Store: db, Eval: eval}).Run(t.Context())
+	l = reaping{mustLauncher(t, other), func() error { return boom }}
+	_, err := (&Study{Spec: other, Launcher: l, Store: db, Eval: eval}).Run(t.Context())
 	if !errors.Is(err, boom) || len(events) != 6 {
 		t.Errorf("err %v, events %v", err, events)
 	}

@@ -52,7 +52,7 @@ var _ launcher.Launcher = (*Virtual)(nil)
 // Capabilities: a virtual trial's figures depend on its settings and seed
 // only (Deterministic); Preflight is the simulator's.
 func (v *Virtual) Capabilities() launcher.Capabilities {
-	return launcher.Capabilities{Preflight: v.Preflight, Deterministic: true}
+	return launcher.Capabilities{Preflight: v.Preflight, Deterministic: true, Disaggregates: v.RunsDisaggregated}
 }
 
 // Launch builds the simulated engine from spec's settings (and extra
