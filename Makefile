@@ -60,7 +60,7 @@ sampler-bench:
 # reach 99% of the optimum of 10 perturbed "realities" of
 # examples/guided-bench.yaml (the simulated engine with every constant moved
 # by up to ±30%), then of 10 structural ones (the same, each also deviating
-# from the model in kind: internal/samplerbench, StructuralKinds), and the
+# from the model in kind: tuner/samplerbench, StructuralKinds), and the
 # engines that did not start for memory. One line per set (medians and the
 # guided sampler's 90th percentile to 3 significant digits):
 # guided-bench: guided=N tpe=M random=R p90_guided=P oom_launches_guided=A oom_launches_tpe=B
@@ -87,7 +87,7 @@ trace-bench:
 # The what-if acceptance question: Llama-3.3-70B over five GPU types, 1 to 8
 # GPUs per replica, one engine, 20 req/s of 2,048/256 tokens. The last line
 # is the wall time (the goal: under 60 s on a 2-core machine); the Go
-# benchmark BenchmarkWhatifAcceptance (./internal/model/whatif) measures the same.
+# benchmark BenchmarkWhatifAcceptance (./tuner/whatif) measures the same.
 whatif-bench: build
 	./$(BIN) whatif --model meta-llama/Llama-3.3-70B-Instruct --gpus H100-SXM,H200,B200,L40S,A100-80G \
 		--max-gpus 8 --engine vllm --input-len 2048 --output-len 256 \

@@ -80,7 +80,8 @@ const DefaultStopTimeout = 10 * time.Second
 
 // Capabilities is what a launcher can do beside Launch, in one value: the
 // one place a reader learns them, and what every caller reads (no
-// capability is asked by type assertion; TestCapabilitiesOneValue). Each
+// capability is asked by type assertion; internal/archtest's
+// TestCapabilitiesOneValue). Each
 // field's zero value is the default of a launcher without that capability.
 // launcher/kinds' TestKindCapabilities lists every kind's.
 type Capabilities struct {
@@ -114,6 +115,11 @@ type Capabilities struct {
 	// server someone else runs), so the space must fix every value.
 	// false: settings are applied.
 	FixedSettings bool
+	// Disaggregates: the launcher runs a disaggregated configuration
+	// itself (the virtual clock's one deployment), told the spec's KV
+	// link ("" keeps its own) before the first trial. nil: a study runs
+	// the parts and a router in front (launcher.Disaggregated).
+	Disaggregates func(kvLink string)
 }
 
 // Reaped is one leftover a launcher's Capabilities.Reap removed.

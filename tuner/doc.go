@@ -14,6 +14,10 @@
 // only parses flags and prints what the study reports (OnStart, OnFinish,
 // OnProgress, OnNote).
 //
+// The memory precheck (tuner.precheck) asks the memory model the caller
+// hands in, Study.Memory or TrialRunner.Memory: tuner/memory's Model, the
+// simulator's. Package tuner does not import it, so it links no simulator.
+//
 // Failed trials (out of memory at start-up, crash under load, not ready in
 // time, infeasible by the memory model) are results: they are stored with
 // their class and told to the sampler as worse than any success, so it moves
@@ -25,18 +29,19 @@
 // "max goodput_per_gpu": the best request goodput per GPU over the trial's
 // load levels. The Pareto front runs over every (trial, load level) point.
 //
-// Package tuner also sets the spec parser's runtime (spec.SetRuntime: the
-// launcher kinds and Forecastable), so a program that parses specs links
-// it.
+// ParseSpec is the full parse of a study spec: tuner/spec's plain parse,
+// then the launcher its launcher section names, built by its kind
+// (NewLauncher), and the spec's checks that need that launcher's
+// capabilities (spec.Spec.CheckLauncher).
 //
 // Example:
 //
-//	sp, err := spec.ParseSpecFile("examples/quickstart.yaml")
+//	sp, l, err := tuner.ParseSpecFile("examples/quickstart.yaml")
 //	if err != nil {
 //		return err // a *yamlspec.Error: file:line: field: problem
 //	}
 //	db, _ := store.Open(ctx, ":memory:")
-//	out, err := (&tuner.Study{Spec: sp, Store: db}).Run(ctx)
+//	out, err := (&tuner.Study{Spec: sp, Launcher: l, Store: db, Memory: memory.Model{}}).Run(ctx)
 //	trials, _ := db.Trials(ctx, out.StudyID)
 //	best, err := recommend.RecommendStudy(trials, sp.Terms(), recommend.PreferThroughput)
 //

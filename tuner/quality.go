@@ -97,7 +97,7 @@ func (r *TrialRunner) EvaluateBaseline(ctx context.Context, gpus []int) (Quality
 	q := sp.Quality
 	b := QualityBaseline{Settings: baselineSettings(sp), Seed: qualitySeed(sp), Items: q.Items}
 	ls := r.LaunchSpec(-1, b.Settings, gpus)
-	inst, err := launcherOf(sp).Launch(ctx, ls)
+	inst, err := r.launcher().Launch(ctx, ls)
 	if err != nil {
 		return b, fmt.Errorf("launch: %w", err)
 	}

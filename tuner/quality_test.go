@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/servetune/servetune/tuner/memory"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -20,7 +21,6 @@ import (
 	"github.com/servetune/servetune/launcher"
 	"github.com/servetune/servetune/store"
 	"github.com/servetune/servetune/tuner/recommend"
-	"github.com/servetune/servetune/tuner/spec"
 )
 
 // knownQuality launches, for each trial, the simulated engine on the real
@@ -124,10 +124,9 @@ func TestQualityGateStudy(t *testing.T) {
 	for _, tk := range quality.Tasks(5, 60) {
 		l.answers[tk.Prompt] = tk
 	}
-	sp.Launcher.Launcher = l
 	db := openStore(t)
 	var notes []string
-	study := &Study{Spec: sp, Store: db, OnNote: func(m string) { notes = append(notes, m) }}
+	study := &Study{Spec: sp, Launcher: l, Store: db, Memory: memory.Model{}, OnNote: func(m string) { notes = append(notes, m) }}
 	if _, err := study.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -183,8 +182,7 @@ func TestQualityGateStudy(t *testing.T) {
 
 	// A resume with more trials reuses the stored baseline.
 	sp2 := mustSpec(t, strings.Replace(qualitySpec, "trials: 2", "trials: 3", 1))
-	sp2.Launcher.Launcher = l
-	study = &Study{Spec: sp2, Store: db, Resume: true}
+	study = &Study{Spec: sp2, Launcher: l, Store: db, Resume: true, Memory: memory.Model{}}
 	if _, err := study.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +198,7 @@ func TestQualityGateOnSimulator(t *testing.T) {
 	sp := mustSpec(t, strings.Replace(strings.Replace(studySpec, "confirm: false}", "confirm: false}\nquality: {baseline: {tensor_parallel: 1}}", 1), "trials: 6", "trials: 2", 1))
 	db := openStore(t)
 	var notes []string
-	study := &Study{Spec: sp, Store: db, OnNote: func(m string) { notes = append(notes, m) }}
+	study := &Study{Spec: sp, Store: db, Memory: memory.Model{}, OnNote: func(m string) { notes = append(notes, m) }}
 	if _, err := study.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -236,13 +234,13 @@ func TestQualitySpec(t *testing.T) {
 		{"baseline: {quantization: none}", "baseline: {quantization: none, tensor_parallel: 2}", "quality.baseline: needs 2 GPUs"},
 		{"items: 60}", "items: 60, seed: 1}", "quality"},
 	} {
-		_, err := spec.ParseSpec([]byte(strings.Replace(qualitySpec, tc.from, tc.to, 1)), "g.yaml")
+		_, _, err := ParseSpec([]byte(strings.Replace(qualitySpec, tc.from, tc.to, 1)), "g.yaml")
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: err %v, want %q", tc.to, err, tc.want)
 		}
 	}
 	fixed := strings.Replace(qualitySpec, "quantization: [none, fp8]", "quantization: none", 1)
-	if _, err := spec.ParseSpec([]byte(strings.Replace(fixed, "launcher: {kind: sim, gpus: [0]}", `launcher: {kind: endpoint, base_url: "http://127.0.0.1:1"}`, 1)), "g.yaml"); err == nil || !strings.Contains(err.Error(), "cannot start the baseline") {
+	if _, _, err := ParseSpec([]byte(strings.Replace(fixed, "launcher: {kind: sim, gpus: [0]}", `launcher: {kind: endpoint, base_url: "http://127.0.0.1:1"}`, 1)), "g.yaml"); err == nil || !strings.Contains(err.Error(), "cannot start the baseline") {
 		t.Errorf("endpoint launcher with a gate: %v", err)
 	}
 }
@@ -276,7 +274,7 @@ func TestQualityBaselineTakesFixedValues(t *testing.T) {
 	sp := mustSpec(t, baselineSpec)
 	db := openStore(t)
 	var notes []string
-	study := &Study{Spec: sp, Store: db, OnNote: func(m string) { notes = append(notes, m) }}
+	study := &Study{Spec: sp, Store: db, Memory: memory.Model{}, OnNote: func(m string) { notes = append(notes, m) }}
 	if _, err := study.Run(context.Background()); err != nil {
 		t.Fatalf("%v (notes %q)", err, notes)
 	}
@@ -297,7 +295,7 @@ func TestQualityBaselineFailsAsATrial(t *testing.T) {
 	sp := mustSpec(t, strings.Replace(baselineSpec, "{quantization: none}", "{quantization: none, max_model_len: 131072}", 1))
 	db := openStore(t)
 	var notes []string
-	study := &Study{Spec: sp, Store: db, OnNote: func(m string) { notes = append(notes, m) }}
+	study := &Study{Spec: sp, Store: db, Memory: memory.Model{}, OnNote: func(m string) { notes = append(notes, m) }}
 	out, err := study.Run(context.Background())
 	if err != nil {
 		t.Fatalf("the study stopped: %v (notes %q)", err, notes)

@@ -2,6 +2,7 @@ package tuner
 
 import (
 	"context"
+	"sync"
 
 	"github.com/servetune/servetune/internal/load/gpu"
 	"github.com/servetune/servetune/internal/load/measure"
@@ -10,16 +11,32 @@ import (
 	"github.com/servetune/servetune/launcher"
 	"github.com/servetune/servetune/space"
 	"github.com/servetune/servetune/trial"
-	"github.com/servetune/servetune/tuner/memory"
 	"github.com/servetune/servetune/tuner/recommend"
 	"github.com/servetune/servetune/tuner/spec"
 )
 
+// MemoryModel is the start-up memory check of a study's precheck
+// (tuner.precheck): tuner/memory's Model, the simulator's memory model,
+// which tuner does not link. Fits says why launch spec ls would not start
+// on gpu (the study's hardware.gpu) with the model's config.json
+// (modelConfig, "" for a catalog model); OOM reads the engine's own
+// message out of such an error.
+type MemoryModel interface {
+	Fits(gpu, modelConfig string, ls launcher.Spec) error
+	OOM(err error) (msg string, ok bool)
+}
+
 // TrialRunner is the production Evaluator: it checks the settings against
-// the space's constraints and the simulator's memory model, and runs the
-// trial with the spec's launcher.
+// the space's constraints and the memory model, and runs the trial with
+// the spec's launcher.
 type TrialRunner struct {
-	Spec     *spec.Spec
+	Spec *spec.Spec
+	// Launcher is the launcher its kind built from the spec's launcher
+	// section; nil = built from the spec at first use (NewLauncher).
+	Launcher launcher.Launcher
+	// Memory is the precheck's memory model; nil = the precheck checks the
+	// space's rules only.
+	Memory   MemoryModel
 	Bench    trial.BenchFunc                                 // default bench.Run
 	GPUs     gpu.Reader                                      // NVML telemetry of real GPUs; nil = none
 	Progress func(number int, level string, done, total int) // optional
@@ -34,6 +51,19 @@ type TrialRunner struct {
 	Forecast bool
 
 	gate *QualityBaseline // the quality gate's baseline, when it applies (UseQualityGate)
+
+	build sync.Once // builds Launcher when it is nil
+}
+
+// launcher is the launcher the runner's trials start with (launcherFor),
+// Launcher built from the spec when it is nil.
+func (r *TrialRunner) launcher() launcher.Launcher {
+	r.build.Do(func() {
+		if r.Launcher == nil {
+			r.Launcher, _ = NewLauncher(r.Spec)
+		}
+	})
+	return launcherFor(r.Spec, r.Launcher)
 }
 
 var _ Evaluator = (*TrialRunner)(nil)
@@ -70,7 +100,7 @@ func (r *TrialRunner) EvaluateReplica(ctx context.Context, number, replica int, 
 		// Rejected before launch, memory precheck included: infeasible, as
 		// docs/spec.md says (oom is kept for engines that ran out of memory
 		// when started). The memory model's message is the engine's own.
-		if msg, ok := memory.OOM(err); ok {
+		if msg, ok := r.oom(err); ok {
 			return trial.Failed(engine.FailInfeasible, "memory precheck: "+msg)
 		}
 		return trial.Failed(engine.FailInfeasible, err.Error())
@@ -87,7 +117,7 @@ func (r *TrialRunner) EvaluateReplica(ctx context.Context, number, replica int, 
 func (r *TrialRunner) Plan(ls launcher.Spec, replica int) trial.Plan {
 	sp := r.Spec
 	plan := trial.Plan{
-		Launcher:         launcherOf(sp),
+		Launcher:         r.launcher(),
 		Spec:             ls,
 		ReadyTimeout:     sp.Launcher.ReadyTimeout,
 		Dataset:          sp.Workload.Dataset,
@@ -136,7 +166,7 @@ func WorkloadSeed(seed int64, replica int) uint64 {
 }
 
 // checkContext gives space.Check the engine, the model's heads and, with
-// precheck on, the simulator's memory model. Models the catalog does not
+// precheck on and a memory model, its fit. Models the catalog does not
 // know skip both.
 func (r *TrialRunner) checkContext(ls launcher.Spec) space.Context {
 	sp := r.Spec
@@ -146,7 +176,7 @@ func (r *TrialRunner) checkContext(ls launcher.Spec) space.Context {
 		return c
 	}
 	c.AttentionHeads, c.KVHeads = m.Heads, m.KVHeads
-	if sp.Tuner.Precheck {
+	if sp.Tuner.Precheck && r.Memory != nil {
 		c.Fits = func(set space.Settings) error {
 			ls.Settings = set
 			return r.fits(ls)
@@ -163,10 +193,18 @@ func (r *TrialRunner) model() (catalog.Model, error) {
 	return catalog.LookupModel(r.Spec.Model)
 }
 
-// fits runs the simulator's start-up memory accounting for the trial
-// (memory.Fits).
+// fits runs the memory model's start-up accounting for the trial.
 func (r *TrialRunner) fits(ls launcher.Spec) error {
-	return memory.Fits(r.Spec.Hardware.GPU, r.Spec.Launcher.ModelConfig, ls)
+	return r.Memory.Fits(r.Spec.Hardware.GPU, r.Spec.Launcher.ModelConfig, ls)
+}
+
+// oom returns the engine's message when err is the memory model's
+// start-up failure.
+func (r *TrialRunner) oom(err error) (string, bool) {
+	if r.Memory == nil {
+		return "", false
+	}
+	return r.Memory.OOM(err)
 }
 
 // Refuses reports whether the trial of set would end before launching:

@@ -2,6 +2,7 @@ package tuner
 
 import (
 	"context"
+	"github.com/servetune/servetune/tuner/memory"
 	"slices"
 	"strings"
 	"testing"
@@ -12,7 +13,6 @@ import (
 	"github.com/servetune/servetune/launcher/docker"
 	"github.com/servetune/servetune/launcher/simulated"
 	"github.com/servetune/servetune/space"
-	"github.com/servetune/servetune/tuner/spec"
 )
 
 // TestSpecLaunchers: each launcher kind decodes its section of the spec
@@ -74,11 +74,11 @@ func TestSpecLaunchers(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			src := strings.Replace(goodSpec, "kind: sim\n  gpus: [0, 1]\n  ready_timeout: 30s\n  time_scale: 50", tc.replace, 1)
-			sp, err := spec.ParseSpec([]byte(src), "l.yaml")
+			sp, l, err := ParseSpec([]byte(src), "l.yaml")
 			if err != nil {
 				t.Fatal(err)
 			}
-			tc.check(t, launcherOf(sp))
+			tc.check(t, launcherFor(sp, l))
 		})
 	}
 }
@@ -88,7 +88,7 @@ func TestSpecLaunchers(t *testing.T) {
 // which is an engine that ran out of memory), with the engine's own message.
 func TestTrialRunnerPrecheck(t *testing.T) {
 	sp := mustSpec(t, studySpec)
-	r := &TrialRunner{Spec: sp}
+	r := &TrialRunner{Spec: sp, Memory: memory.Model{}}
 	res := r.Evaluate(context.Background(), 0, space.Settings{"tensor_parallel": 1, "max_running_requests": 8, "gpu_memory_fraction": 0.1}, []int{0})
 	if res.Status != measure.StatusFailed || res.Failure != engine.FailInfeasible || !strings.Contains(res.Message, "memory precheck: ") {
 		t.Fatalf("%s/%s: %s", res.Status, res.Failure, res.Message)
@@ -107,12 +107,12 @@ func TestPrecheckSeesExtraArgs(t *testing.T) {
 	src = strings.Replace(src, "  gpu_memory_fraction: [0.1, 0.9]\n", "  gpu_memory_fraction: [0.95]\n  extra_args: [\"--max-model-len\", \"4096\"]\n", 1)
 	sp := mustSpec(t, src)
 	set := space.Settings{"tensor_parallel": 1, "max_running_requests": 8, "gpu_memory_fraction": 0.95}
-	r := &TrialRunner{Spec: sp}
+	r := &TrialRunner{Spec: sp, Memory: memory.Model{}}
 	ls := r.LaunchSpec(0, set, []int{0})
 	if err := r.checkContext(ls).Fits(set); err != nil {
 		t.Errorf("precheck with --max-model-len 4096: %v", err)
 	}
-	res := (&TrialRunner{Spec: sp}).Evaluate(context.Background(), 0, set, nil)
+	res := (&TrialRunner{Spec: sp, Memory: memory.Model{}}).Evaluate(context.Background(), 0, set, nil)
 	if res.Status != measure.StatusOK {
 		t.Errorf("virtual trial with --max-model-len 4096: %s/%s %s", res.Status, res.Failure, res.Message)
 	}

@@ -1,94 +1,97 @@
 package tuner
 
 import (
-	"errors"
 	"fmt"
 
-	"github.com/servetune/servetune/internal/serving/catalog"
 	"github.com/servetune/servetune/internal/yamlspec"
 	"github.com/servetune/servetune/launcher"
 	"github.com/servetune/servetune/tuner/spec"
-	"gopkg.in/yaml.v3"
 )
 
-// The spec parser decodes the launcher section and asks the simulator's
-// reach through these; the spec package itself imports neither.
-func init() {
-	spec.SetRuntime(spec.Runtime{Launcher: decodeLauncher, Forecastable: Forecastable, Capabilities: specCaps})
+// ParseSpec parses a study spec (spec.ParseSpec), builds its launcher from
+// the launcher section (NewLauncher), and runs the spec's checks that need
+// the launcher's capabilities (spec.Spec.CheckLauncher). Every error is a
+// *yamlspec.Error naming the file, line and field.
+func ParseSpec(data []byte, file string) (*spec.Spec, launcher.Launcher, error) {
+	sp, err := spec.ParseSpec(data, file)
+	if err != nil {
+		return nil, nil, err
+	}
+	return withLauncher(sp)
 }
 
-// decodeLauncher reads the launcher section with launcher.Decode.
-func decodeLauncher(d *yamlspec.Decoder, n *yaml.Node, sp *spec.Spec) spec.LauncherSpec {
-	l, c := launcher.Decode(d, n, launcher.Common{
+// ParseSpecFile reads a study spec file and parses it as ParseSpec does.
+func ParseSpecFile(path string) (*spec.Spec, launcher.Launcher, error) {
+	sp, err := spec.ParseSpecFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return withLauncher(sp)
+}
+
+// withLauncher builds sp's launcher and checks sp against it.
+func withLauncher(sp *spec.Spec) (*spec.Spec, launcher.Launcher, error) {
+	l, err := NewLauncher(sp)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := sp.CheckLauncher(specCaps(l)); err != nil {
+		return nil, nil, err
+	}
+	return sp, l, nil
+}
+
+// NewLauncher builds the launcher sp's launcher section names: its kind's
+// own keys decoded by the kind (launcher.Decode), with file:line errors.
+// The kinds are those the program registered (launcher/kinds imports
+// them all).
+func NewLauncher(sp *spec.Spec) (launcher.Launcher, error) {
+	if sp.Launcher.Section == nil {
+		return nil, fmt.Errorf("%s: the spec has no launcher section to build a launcher from", sp.File)
+	}
+	d := &yamlspec.Decoder{File: sp.File}
+	l, _ := launcher.Decode(d, sp.Launcher.Section, launcher.Common{
 		Engine: sp.Engine, Model: sp.Model, ModelConfig: sp.ModelConfig, GPU: sp.Hardware.GPU, Study: sp.Name})
-	ls := spec.LauncherSpec{Kind: c.Kind, GPUs: c.GPUs, ReadyTimeout: c.ReadyTimeout, Env: c.Env, ModelConfig: c.ModelConfig}
-	if l != nil {
-		ls.Launcher = l
+	if err := d.Err(); err != nil {
+		return nil, err
 	}
-	return ls
+	return l, nil
 }
 
-// launcherOf is the launcher the spec's kind built (spec.LauncherSpec
-// holds it untyped).
-func launcherOf(sp *spec.Spec) launcher.Launcher {
-	l, _ := sp.Launcher.Launcher.(launcher.Launcher)
-	if d := sp.Disaggregation; d != nil {
-		if in, ok := l.(interface{ RunsDisaggregated(kvLink string) }); ok {
-			// The virtual kind runs the whole deployment on its clock:
-			// no parts to start, no router.
-			in.RunsDisaggregated(d.KVLink)
-			return l
-		}
-	}
-	if d := sp.Disaggregation; d != nil && l != nil {
-		// A disaggregated configuration runs as its parts and a router;
-		// an aggregated one of the same space as l alone.
-		return &launcher.Disaggregated{Base: l, KV: d.KV, KVLink: d.KVLink, Router: launcher.Router{
-			Command: d.Router.Command, EachPrefill: d.Router.EachPrefill, EachDecode: d.Router.EachDecode,
-			HealthPath: d.Router.HealthPath}}
-	}
-	return l
-}
-
-// LauncherOf is the launcher the study's trials start with: the kind's,
-// in front of it the disaggregated parts' when the spec has a
-// disaggregation section (what cleanup reaps through too).
-func LauncherOf(sp *spec.Spec) launcher.Launcher { return launcherOf(sp) }
-
-// capsOf is the capabilities of the spec's launcher; none without one.
-func capsOf(sp *spec.Spec) launcher.Capabilities {
-	if l := launcherOf(sp); l != nil {
-		return l.Capabilities()
-	}
-	return launcher.Capabilities{}
-}
-
-// specCaps is spec.Runtime.Capabilities: what the spec reads of a
-// launcher's capabilities.
-func specCaps(l any) spec.LauncherCaps {
-	ln, ok := l.(launcher.Launcher)
-	if !ok {
+// specCaps is what the spec's checks read of l's capabilities.
+func specCaps(l launcher.Launcher) spec.LauncherCaps {
+	if l == nil {
 		return spec.LauncherCaps{}
 	}
-	c := ln.Capabilities()
+	c := l.Capabilities()
 	return spec.LauncherCaps{GPUs: c.GPUs, HostOf: c.HostOf, FixedSettings: c.FixedSettings, Deterministic: c.Deterministic}
 }
 
-// Forecastable says whether the simulator can forecast sp: a catalog GPU
-// and a model it knows (the catalog, or a config.json). nil when it can.
-func Forecastable(sp *spec.Spec) error {
-	if sp.Hardware.GPU == "" {
-		return errors.New("the study names no hardware.gpu, so the simulator has no GPU to forecast on")
+// launcherFor is the launcher a study of sp starts its trials with, l
+// being the one its kind built: l itself, or in front of it a
+// disaggregated configuration's parts and router when sp has a
+// disaggregation section and l does not run one itself
+// (Capabilities.Disaggregates).
+func launcherFor(sp *spec.Spec, l launcher.Launcher) launcher.Launcher {
+	d := sp.Disaggregation
+	if d == nil || l == nil {
+		return l
 	}
-	if _, err := catalog.LookupGPU(sp.Hardware.GPU); err != nil {
-		return fmt.Errorf("hardware.gpu: %w", err)
+	if runs := l.Capabilities().Disaggregates; runs != nil {
+		// The virtual kind runs the whole deployment on its clock:
+		// no parts to start, no router.
+		runs(d.KVLink)
+		return l
 	}
-	m, err := (&TrialRunner{Spec: sp}).model()
-	if err == nil {
-		err = m.Simulable()
-	}
-	if err != nil {
-		return fmt.Errorf("model: %w", err)
-	}
-	return nil
+	// A disaggregated configuration runs as its parts and a router;
+	// an aggregated one of the same space as l alone.
+	return &launcher.Disaggregated{Base: l, KV: d.KV, KVLink: d.KVLink, Router: launcher.Router{
+		Command: d.Router.Command, EachPrefill: d.Router.EachPrefill, EachDecode: d.Router.EachDecode,
+		HealthPath: d.Router.HealthPath}}
 }
+
+// LauncherOf is the launcher a study of sp with the launcher l its kind
+// built starts its trials with: l, in front of it the disaggregated parts'
+// when the spec has a disaggregation section (what cleanup reaps through
+// too).
+func LauncherOf(sp *spec.Spec, l launcher.Launcher) launcher.Launcher { return launcherFor(sp, l) }

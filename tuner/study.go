@@ -20,7 +20,6 @@ import (
 	"github.com/servetune/servetune/space"
 	"github.com/servetune/servetune/store"
 	"github.com/servetune/servetune/trial"
-	"github.com/servetune/servetune/tuner/memory"
 	"github.com/servetune/servetune/tuner/recommend"
 	"github.com/servetune/servetune/tuner/sampler"
 	"github.com/servetune/servetune/tuner/spec"
@@ -79,6 +78,13 @@ type Study struct {
 	// Eval runs the trials; nil = a TrialRunner over the spec's launcher,
 	// with GPU telemetry when the launcher's GPUs are this machine's.
 	Eval Evaluator
+	// Launcher is the launcher its kind built from the spec's launcher
+	// section (ParseSpec returns it); nil = built by Run (NewLauncher).
+	Launcher launcher.Launcher
+	// Memory is the memory precheck's model (tuner/memory's Model) for the
+	// default TrialRunner and the preflight; nil = the precheck checks the
+	// space's rules only.
+	Memory MemoryModel
 
 	OnBegin    func(resumed bool, stored int)                        // optional: the study is open and owned (stored trials so far)
 	OnStart    func(number int, settings space.Settings, gpus []int) // optional, from the dispatcher
@@ -110,6 +116,15 @@ type job struct {
 	seq      int  // the order it started in (ordered studies finish in it)
 }
 
+// caps is the capabilities of the study's launcher (launcherFor); none
+// without one.
+func (s *Study) caps() launcher.Capabilities {
+	if l := launcherFor(s.Spec, s.Launcher); l != nil {
+		return l.Capabilities()
+	}
+	return launcher.Capabilities{}
+}
+
 // Parallelism is how many trials the study runs at once: as many of its
 // smallest configuration as its GPUs hold, at most tuner.parallel, and one
 // when it lists no GPUs.
@@ -128,6 +143,13 @@ func (s *Study) note(format string, a ...any) {
 // trials marked interrupted, to be re-run by a later resume.
 func (s *Study) Run(ctx context.Context) (Outcome, error) {
 	sp := s.Spec
+	if s.Launcher == nil {
+		l, err := NewLauncher(sp)
+		if err != nil {
+			return Outcome{}, err
+		}
+		s.Launcher = l
+	}
 	run, stored, err := s.open(ctx)
 	if err != nil {
 		return Outcome{}, err
@@ -148,7 +170,7 @@ func (s *Study) Run(ctx context.Context) (Outcome, error) {
 		s.OnBegin(s.Resume, len(stored))
 	}
 	r := &studyRun{s: s, sampler: smp, run: run, out: Outcome{StudyID: run.Study.ID}, total: sp.Tuner.Trials}
-	if capsOf(sp).Deterministic {
+	if s.caps().Deterministic {
 		r.ordered = true
 		r.order.init()
 	}
@@ -276,7 +298,7 @@ func (s *Study) openError(err error) error {
 // no longer alive left. The engines of another live run (the same study
 // name in another database) are spared.
 func (s *Study) reap(ctx context.Context, self proc.Owner, when string) error {
-	reap := capsOf(s.Spec).Reap
+	reap := s.caps().Reap
 	if reap == nil {
 		return nil
 	}
@@ -294,8 +316,8 @@ func (s *Study) evaluator(self proc.Owner) (Evaluator, func()) {
 	if s.Eval != nil {
 		return s.Eval, func() {}
 	}
-	r := &TrialRunner{Spec: s.Spec, Progress: s.OnProgress, Owner: self.String()}
-	if capsOf(s.Spec).LocalGPUs {
+	r := &TrialRunner{Spec: s.Spec, Launcher: s.Launcher, Memory: s.Memory, Progress: s.OnProgress, Owner: self.String()}
+	if s.caps().LocalGPUs {
 		n, err := gpu.Open()
 		if err != nil {
 			s.note("%v", err)
@@ -700,15 +722,15 @@ func (s *Study) preflight(ctx context.Context) error {
 	if err := datasetFiles(sp.Workload.Dataset, "workload.dataset"); err != nil {
 		return err
 	}
-	if preflight := capsOf(sp).Preflight; preflight != nil {
+	if preflight := s.caps().Preflight; preflight != nil {
 		if err := preflight(ctx, launcher.Spec{Engine: sp.Engine, Model: sp.Model, Extra: sp.Space.Extra, Study: sp.Name}); err != nil {
 			return err
 		}
 	}
-	if s.Eval != nil || !sp.Tuner.Precheck {
+	if s.Eval != nil || !sp.Tuner.Precheck || s.Memory == nil {
 		return nil
 	}
-	return (&TrialRunner{Spec: sp}).anyFits()
+	return (&TrialRunner{Spec: sp, Memory: s.Memory}).anyFits()
 }
 
 // datasetFiles refuses a dataset whose file cannot be read, and a trace
@@ -785,7 +807,7 @@ func (r *TrialRunner) anyFits() error {
 			return nil
 		}
 		msg := err.Error()
-		if m, ok := memory.OOM(err); ok {
+		if m, ok := r.oom(err); ok {
 			msg = m
 		}
 		if reasons[msg] == 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/servetune/servetune/tuner/memory"
 	"github.com/servetune/servetune/tuner/recommend"
 	"github.com/servetune/servetune/tuner/sampler"
 	"github.com/servetune/servetune/tuner/spec"
@@ -55,11 +56,21 @@ func openStore(t *testing.T) *store.Store {
 
 func mustSpec(t *testing.T, src string) *spec.Spec {
 	t.Helper()
-	sp, err := spec.ParseSpec([]byte(src), "vt.yaml")
+	sp, _, err := ParseSpec([]byte(src), "vt.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	return sp
+}
+
+// mustLauncher builds the launcher of sp's launcher section.
+func mustLauncher(t *testing.T, sp *spec.Spec) launcher.Launcher {
+	t.Helper()
+	l, err := NewLauncher(sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
 }
 
 func TestStudyRunVirtual(t *testing.T) {
@@ -67,7 +78,7 @@ func TestStudyRunVirtual(t *testing.T) {
 	sp := mustSpec(t, studySpec)
 	db := openStore(t)
 	var reports []TrialReport
-	s := &Study{Spec: sp, Store: db, Eval: &TrialRunner{Spec: sp},
+	s := &Study{Spec: sp, Store: db, Eval: &TrialRunner{Spec: sp, Memory: memory.Model{}},
 		OnFinish: func(r TrialReport) { reports = append(reports, r) }}
 	out, err := s.Run(ctx)
 	if err != nil {
@@ -112,7 +123,7 @@ func TestStudyRunVirtual(t *testing.T) {
 		t.Error(err)
 	}
 	// The same study again is refused without resume.
-	if _, err := (&Study{Spec: sp, Store: db, Eval: &TrialRunner{Spec: sp}}).Run(ctx); err == nil || !strings.Contains(err.Error(), "--resume") {
+	if _, err := (&Study{Spec: sp, Store: db, Eval: &TrialRunner{Spec: sp, Memory: memory.Model{}}}).Run(ctx); err == nil || !strings.Contains(err.Error(), "--resume") {
 		t.Errorf("rerun without resume: %v", err)
 	}
 }
@@ -139,7 +150,7 @@ func TestStudyResume(t *testing.T) {
 	if err := db.StartTrial(ctx, st.ID, 1, left, []int{0, 1}); err != nil {
 		t.Fatal(err)
 	}
-	s := &Study{Spec: sp, Store: db, Eval: &TrialRunner{Spec: sp}, Resume: true}
+	s := &Study{Spec: sp, Store: db, Eval: &TrialRunner{Spec: sp, Memory: memory.Model{}}, Resume: true}
 	out, err := s.Run(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -221,7 +232,7 @@ func TestStudyParallelDisjointGPUs(t *testing.T) {
 func TestVirtualCapacity(t *testing.T) {
 	src := strings.Replace(studySpec, "load: {concurrency: [4, 16]}", "load: {capacity: true, max_concurrency: 64}", 1)
 	sp := mustSpec(t, src)
-	res := (&TrialRunner{Spec: sp}).Evaluate(context.Background(), 0,
+	res := (&TrialRunner{Spec: sp, Memory: memory.Model{}}).Evaluate(context.Background(), 0,
 		space.Settings{"tensor_parallel": 1, "max_running_requests": 64, "gpu_memory_fraction": 0.9}, nil)
 	if res.Status != measure.StatusOK || len(res.Levels) < 2 {
 		t.Fatalf("%s/%s %s, %d levels", res.Status, res.Failure, res.Message, len(res.Levels))
@@ -304,9 +315,9 @@ func TestStudyReap(t *testing.T) {
 		note(fmt.Sprintf("trial %d", n))
 		return trial.Failed(engine.FailCrash, "test")
 	})
-	sp.Launcher.Launcher = reaping{launcherOf(sp), func() error { note("reap"); return nil }}
+	l := reaping{mustLauncher(t, sp), func() error { note("reap"); return nil }}
 	for _, resume := range []bool{false, true} {
-		if _, err := (&Study{Spec: sp, Store: db, Eval: eval, Resume: resume}).Run(t.Context()); err != nil {
+		if _, err := (&Study{Spec: sp, Launcher: l, Store: db, Eval: eval, Resume: resume}).Run(t.Context()); err != nil {
 			t.Fatalf("resume=%v: %v", resume, err)
 		}
 	}
@@ -316,8 +327,8 @@ func TestStudyReap(t *testing.T) {
 
 	other := mustSpec(t, strings.Replace(studySpec, "name: vt", "name: vt2", 1))
 	boom := errors.New("daemon unreachable")
-	other.Launcher.Launcher = reaping{launcherOf(other), func() error { return boom }}
-	_, err := (&Study{Spec: other, Store: db, Eval: eval}).Run(t.Context())
+	l = reaping{mustLauncher(t, other), func() error { return boom }}
+	_, err := (&Study{Spec: other, Launcher: l, Store: db, Eval: eval}).Run(t.Context())
 	if !errors.Is(err, boom) || len(events) != 6 {
 		t.Errorf("err %v, events %v", err, events)
 	}
@@ -479,7 +490,7 @@ func TestSeededStudiesAgree(t *testing.T) {
 			return nil
 		}
 		defer db.Close()
-		out, err := (&Study{Spec: sp, Store: db}).Run(context.Background())
+		out, err := (&Study{Spec: sp, Store: db, Memory: memory.Model{}}).Run(context.Background())
 		if err != nil {
 			t.Error(err)
 			return nil
@@ -533,7 +544,7 @@ tuner: {sampler: grid, trials: 2, seed: 1, objective: max request_rate, confirm:
 		t.Fatal(err)
 	}
 	defer db.Close()
-	out, err := (&Study{Spec: sp, Store: db}).Run(ctx)
+	out, err := (&Study{Spec: sp, Store: db, Memory: memory.Model{}}).Run(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -578,7 +589,7 @@ func TestStudyEnqueue(t *testing.T) {
 	first := space.Settings{"tensor_parallel": 2, "max_running_requests": 8, "gpu_memory_fraction": 0.9}
 	sp.Tuner.Enqueue = []space.Settings{first, {"tensor_parallel": 3}} // the second is outside the space: skipped
 	db := openStore(t)
-	out, err := (&Study{Spec: sp, Store: db, Eval: &TrialRunner{Spec: sp}}).Run(ctx)
+	out, err := (&Study{Spec: sp, Store: db, Eval: &TrialRunner{Spec: sp, Memory: memory.Model{}}}).Run(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

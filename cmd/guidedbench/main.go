@@ -33,8 +33,9 @@ import (
 	"time"
 
 	"github.com/servetune/servetune/internal/load/measure"
-	"github.com/servetune/servetune/internal/samplerbench"
 	"github.com/servetune/servetune/launcher/simulated"
+	"github.com/servetune/servetune/tuner"
+	"github.com/servetune/servetune/tuner/samplerbench"
 	"github.com/servetune/servetune/tuner/spec"
 )
 
@@ -74,11 +75,11 @@ type bench struct {
 }
 
 func (b bench) run(ctx context.Context, path string, sets []string) error {
-	sp, err := spec.ParseSpecFile(path)
+	sp, l, err := tuner.ParseSpecFile(path)
 	if err != nil {
 		return err
 	}
-	if _, ok := sp.Launcher.Launcher.(*simulated.Virtual); !ok {
+	if _, ok := l.(*simulated.Virtual); !ok {
 		return fmt.Errorf("%s: the guided benchmark needs launcher kind virtual, not %s", path, sp.Launcher.Kind)
 	}
 	for _, set := range sets {

@@ -27,12 +27,12 @@ import (
 	"time"
 
 	"github.com/servetune/servetune/internal/load/measure"
-	"github.com/servetune/servetune/internal/samplerbench"
 	"github.com/servetune/servetune/launcher/simulated"
 	"github.com/servetune/servetune/space"
 	"github.com/servetune/servetune/tuner"
+	"github.com/servetune/servetune/tuner/memory"
 	"github.com/servetune/servetune/tuner/recommend"
-	"github.com/servetune/servetune/tuner/spec"
+	"github.com/servetune/servetune/tuner/samplerbench"
 )
 
 func main() {
@@ -55,15 +55,15 @@ func main() {
 }
 
 func run(ctx context.Context, path string, seeds, budget int, frac float64, cacheDir string, kinds []string, out io.Writer) error {
-	sp, err := spec.ParseSpecFile(path)
+	sp, l, err := tuner.ParseSpecFile(path)
 	if err != nil {
 		return err
 	}
-	if _, ok := sp.Launcher.Launcher.(*simulated.Virtual); !ok {
+	if _, ok := l.(*simulated.Virtual); !ok {
 		return fmt.Errorf("%s: the sampler benchmark needs launcher kind virtual, not %s", path, sp.Launcher.Kind)
 	}
 	// Ranking needs no confidence intervals: one bootstrap resample.
-	ev := &tuner.TrialRunner{Spec: sp, Bootstrap: 1}
+	ev := &tuner.TrialRunner{Spec: sp, Launcher: l, Memory: memory.Model{}, Bootstrap: 1}
 	memo := samplerbench.NewMemo(func(s space.Settings) (float64, bool) {
 		res := ev.Evaluate(ctx, 0, s, nil)
 		if res.Status != measure.StatusOK {

@@ -46,11 +46,11 @@ func newCleanupCmd() *cobra.Command {
 				return usageErrorf("cleanup: --study and --all exclude each other")
 			}
 			if specFile != "" {
-				sp, err := spec.ParseSpecFile(specFile)
+				sp, l, err := tuner.ParseSpecFile(specFile)
 				if err != nil {
 					return usageError(err)
 				}
-				reap := reaperOf(sp)
+				reap := reaperOf(sp, l)
 				if reap == nil {
 					return usageErrorf("cleanup: %s: launcher kind %s leaves nothing behind to remove", specFile, sp.Launcher.Kind)
 				}
@@ -84,10 +84,10 @@ func newCleanupCmd() *cobra.Command {
 	return cmd
 }
 
-// reaperOf is the spec's launcher's Reap capability, nil when it has
-// nothing to reap.
-func reaperOf(sp *spec.Spec) func(ctx context.Context, study string, keep func(launcher.Reaped) bool) ([]launcher.Reaped, error) {
-	l := tuner.LauncherOf(sp) // a disaggregated study's routers too
+// reaperOf is the Reap capability of the spec's launcher l (as its kind
+// built it), nil when it has nothing to reap.
+func reaperOf(sp *spec.Spec, base launcher.Launcher) func(ctx context.Context, study string, keep func(launcher.Reaped) bool) ([]launcher.Reaped, error) {
+	l := tuner.LauncherOf(sp, base) // a disaggregated study's routers too
 	if l == nil {
 		return nil
 	}

@@ -8,7 +8,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/servetune/servetune/tuner"
 	"github.com/servetune/servetune/tuner/guided"
 	"github.com/servetune/servetune/tuner/recommend"
 	"github.com/servetune/servetune/tuner/spec"
@@ -20,7 +19,7 @@ const dryRunTop = 10
 // runDryRun prints the simulator's ranking of sp's space: what a guided
 // study would measure first. Nothing is launched and no database opened.
 func runDryRun(ctx context.Context, sp *spec.Spec, w io.Writer) error {
-	if err := tuner.Forecastable(sp); err != nil {
+	if err := spec.Forecastable(sp); err != nil {
 		return usageErrorf("--dry-run: the simulator cannot forecast this study: %v", err)
 	}
 	if sp.Workload.Dataset.Kind == "conversation" {

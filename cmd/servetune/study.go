@@ -105,7 +105,7 @@ func loadStudy(ctx context.Context, dbPath, name string) (*storedStudy, error) {
 	if err != nil {
 		return nil, failedError(err)
 	}
-	sp, err := spec.ParseSpec([]byte(st.Spec), name+".yaml (stored)")
+	sp, _, err := tuner.ParseSpec([]byte(st.Spec), name+".yaml (stored)")
 	if err != nil {
 		return nil, failedError(fmt.Errorf("stored spec of %s: %w", name, err))
 	}
@@ -641,8 +641,8 @@ func writeManifests(w io.Writer, sp *spec.Spec, rec recommend.Recommendation, al
 	if s.Local && s.ModelClaim == "" {
 		s.ModelClaim = kube.DefaultClaim(s)
 	}
-	if d, ok := sp.Launcher.Launcher.(interface{ Image() string }); ok && !engine.IsSimImage(d.Image()) {
-		s.Image = d.Image()
+	if image := sp.Image(); image != "" && !engine.IsSimImage(image) {
+		s.Image = image
 	}
 	var objs []any
 	var err error

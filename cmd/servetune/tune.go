@@ -19,9 +19,11 @@ import (
 	"github.com/servetune/servetune/internal/present/ui"
 	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/internal/term"
+	"github.com/servetune/servetune/launcher"
 	"github.com/servetune/servetune/space"
 	"github.com/servetune/servetune/store"
 	"github.com/servetune/servetune/tuner"
+	"github.com/servetune/servetune/tuner/memory"
 	"github.com/servetune/servetune/tuner/recommend"
 	"github.com/servetune/servetune/tuner/spec"
 )
@@ -60,7 +62,7 @@ know, a space where nothing fits in memory) is checked, before anything is
 launched. One process owns a study at a time.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			sp, err := spec.ParseSpecFile(args[0])
+			sp, l, err := tuner.ParseSpecFile(args[0])
 			if err != nil {
 				return usageError(err)
 			}
@@ -70,7 +72,7 @@ launched. One process owns a study at a time.`,
 			if o.dryRun {
 				return runDryRun(cmd.Context(), sp, cmd.OutOrStdout())
 			}
-			return runTune(cmd.Context(), sp, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return runTune(cmd.Context(), sp, l, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	cmd.Flags().StringVar(&o.db, "db", studyDBDefault(), "SQLite database of studies (env SERVETUNE_DB)")
@@ -82,7 +84,7 @@ launched. One process owns a study at a time.`,
 	return cmd
 }
 
-func runTune(ctx context.Context, sp *spec.Spec, o tuneOptions, stdout, stderr io.Writer) error {
+func runTune(ctx context.Context, sp *spec.Spec, l launcher.Launcher, o tuneOptions, stdout, stderr io.Writer) error {
 	db, err := openDBForWrite(ctx, o.db)
 	if err != nil {
 		return err
@@ -94,7 +96,7 @@ func runTune(ctx context.Context, sp *spec.Spec, o tuneOptions, stdout, stderr i
 		}
 	}
 
-	study := &tuner.Study{Spec: sp, Store: db, Resume: o.resume, ForceSpec: o.forceSpec, Tool: "servetune " + version}
+	study := &tuner.Study{Spec: sp, Launcher: l, Store: db, Memory: memory.Model{}, Resume: o.resume, ForceSpec: o.forceSpec, Tool: "servetune " + version}
 	prog := &tuneProgress{w: stderr, last: map[int]int{}, bars: map[int]*progressBar{}, tty: isTerminal(stderr) && study.Parallelism() == 1}
 	live := &ui.Live{}
 	study.OnProgress = func(n int, level string, done, total int) {
@@ -131,7 +133,7 @@ func runTune(ctx context.Context, sp *spec.Spec, o tuneOptions, stdout, stderr i
 		fmt.Fprintf(stderr, "study %s%s: %d trials, sampler %s (seed %d), objective %s, db %s\n",
 			sp.Name, how, sp.Tuner.Trials, sp.Tuner.Sampler, sp.Tuner.Seed, sp.Tuner.Objective, o.db)
 	}
-	stopWatch := watchInterrupt(ctx, stderr, sp)
+	stopWatch := watchInterrupt(ctx, stderr, sp, l)
 	out, err := study.Run(ctx)
 	stopWatch()
 	if len(out.Rerun) > 0 {
@@ -215,7 +217,7 @@ func failureSummary(trials []store.Trial) string {
 // SIGTERM, what the study is doing before it exits, and makes a second
 // Ctrl-C exit at once (status 130) for a user who cannot wait for the
 // engines to stop. The returned function ends the watch and waits for it.
-func watchInterrupt(ctx context.Context, stderr io.Writer, sp *spec.Spec) (stop func()) {
+func watchInterrupt(ctx context.Context, stderr io.Writer, sp *spec.Spec, l launcher.Launcher) (stop func()) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -231,7 +233,7 @@ func watchInterrupt(ctx context.Context, stderr io.Writer, sp *spec.Spec) (stop 
 		signal.Notify(again, os.Interrupt, syscall.SIGTERM)
 		defer signal.Stop(again)
 		cleanup := ""
-		if reaperOf(sp) != nil {
+		if reaperOf(sp, l) != nil {
 			cleanup = "servetune cleanup --study " + sp.Name
 		}
 		if cleanup != "" {

@@ -19,11 +19,12 @@ import (
 	"github.com/servetune/servetune/internal/load/bench"
 	"github.com/servetune/servetune/internal/load/measure"
 	"github.com/servetune/servetune/internal/model/sim"
-	"github.com/servetune/servetune/internal/model/whatif"
 	"github.com/servetune/servetune/internal/serving/catalog"
 	"github.com/servetune/servetune/internal/serving/engine"
+	"github.com/servetune/servetune/tuner"
 	"github.com/servetune/servetune/tuner/recommend"
 	"github.com/servetune/servetune/tuner/spec"
+	"github.com/servetune/servetune/tuner/whatif"
 )
 
 func init() { subcommands = append(subcommands, newWhatifCmd) }
@@ -118,7 +119,7 @@ study spec's model, workload, slo and whatif: section (docs/spec.md); flags win.
 // SLOs and whatif section (`whatif --spec`); flags override them.
 func whatifSpecOptions(path string) (whatif.Options, *spec.Spec, error) {
 	var o whatif.Options
-	sp, err := spec.ParseSpecFile(path)
+	sp, _, err := tuner.ParseSpecFile(path)
 	if err != nil {
 		return o, nil, err
 	}

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/servetune/servetune/internal/model/sim"
-	"github.com/servetune/servetune/internal/model/whatif"
+	"github.com/servetune/servetune/tuner/whatif"
 )
 
 // TestWhatifCLI asks a small question end to end: the table, the prices

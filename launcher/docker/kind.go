@@ -14,7 +14,7 @@ import (
 	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/internal/yamlspec"
 	"github.com/servetune/servetune/launcher"
-	"github.com/servetune/servetune/launcher/simulated"
+	"github.com/servetune/servetune/launcher/simenv"
 )
 
 // HostGPUStride separates the GPU numbers of the hosts of a multi-host
@@ -95,7 +95,7 @@ func (h *Hosts) HostOf(gpu int) int {
 }
 
 // TimeScale is the simulated engine's time scale (1 for real engines).
-func (h *Hosts) TimeScale() float64 { return simulated.SimTimeScale(h.scale) }
+func (h *Hosts) TimeScale() float64 { return simenv.TimeScale(h.scale) }
 
 // Reap removes the study's containers from every host that keep does not
 // spare. A host it cannot reach is an error.
@@ -165,7 +165,7 @@ func init() {
 			{Name: "docker_host", Doc: "the Docker daemon: unix://, tcp:// or ssh://[user@]host (default DOCKER_HOST, else the local socket)"},
 			{Name: "address", Doc: "where this machine reaches a remote Docker host's published ports (required for a remote daemon)"},
 			{Name: "hosts", Doc: "several Docker hosts: a list of {docker_host, address, gpus}; trials run in parallel across them"},
-		}, simulated.SimKeys...),
+		}, simenv.Keys...),
 		Decode:  decode,
 		Cleanup: cleanup,
 	})
@@ -194,7 +194,7 @@ func decode(d *yamlspec.Decoder, keys map[string]*yaml.Node, c launcher.Common) 
 			}
 		}
 	}
-	scale, load := simulated.DecodeSimKeys(d, keys)
+	scale, load := simenv.DecodeKeys(d, keys)
 	mk := func(host, address string) *Docker {
 		dk := &Docker{Image: image, PassEnv: c.Env, Host: host, Address: address, NoGPU: sim}
 		if sim {
@@ -313,7 +313,7 @@ func (h *Hosts) Preflight(ctx context.Context, spec launcher.Spec) error {
 		}
 	}
 	if h.hosts[0].sim() {
-		return simulated.SimPreflight(spec.Model, "", h.gpu)
+		return simenv.Preflight(spec.Model, "", h.gpu)
 	}
 	return nil
 }

@@ -24,7 +24,7 @@ func TestKindCapabilities(t *testing.T) {
 		{"process", "command: [vllm, serve, '{model}', --port, '{port}']", "Reap LocalGPUs"},
 		{"endpoint", "base_url: http://10.0.0.5:8000", "Preflight FixedSettings"},
 		{"sim", "time_scale: 50", "Reap TimeScale=50 Preflight"},
-		{"virtual", "", "Preflight Deterministic"},
+		{"virtual", "", "Preflight Deterministic Disaggregates"},
 		{"docker", "image: vllm/vllm-openai:v0.11.0\ngpus: [0, 1]", "GPUs=[0 1] HostOf Reap LocalGPUs TimeScale=1 Preflight"},
 		{"docker", "image: servetune-sim:dev\ntime_scale: 5\nhosts:\n  - {docker_host: \"ssh://me@gpu-a\", address: 10.0.0.7, gpus: [0, 1]}\n  - {docker_host: \"tcp://gpu-b:2375\", address: 10.0.0.8, gpus: [3]}",
 			"GPUs=[0 1 103] HostOf Reap TimeScale=5 Preflight"},

@@ -10,7 +10,7 @@ import (
 	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/internal/yamlspec"
 	"github.com/servetune/servetune/launcher"
-	"github.com/servetune/servetune/launcher/simulated"
+	"github.com/servetune/servetune/launcher/simenv"
 )
 
 func init() {
@@ -24,7 +24,7 @@ func init() {
 			{Name: "image_pull_policy", Doc: "the engine container's imagePullPolicy: Always, IfNotPresent or Never (default: the cluster's)"},
 			{Name: "access", Doc: "how the benchmark reaches the engine: auto (the Service in the cluster, else a port-forward), service, port-forward or pod-ip (default auto)"},
 			{Name: "pending_timeout", Doc: "how long a trial's pod may stay unschedulable before the trial fails with the scheduler's reason (default 5m)"},
-		}, append(simulated.SimKeys, launcher.Key{Name: "image", Doc: "the engine image (the docker kind's key; default: the engine's image)"})...),
+		}, append(simenv.Keys, launcher.Key{Name: "image", Doc: "the engine image (the docker kind's key; default: the engine's image)"})...),
 		Decode:  decode,
 		Cleanup: cleanup,
 	})
@@ -66,7 +66,7 @@ func decode(d *yamlspec.Decoder, keys map[string]*yaml.Node, c launcher.Common) 
 			}
 		}
 	}
-	scale, load := simulated.DecodeSimKeys(d, keys)
+	scale, load := simenv.DecodeKeys(d, keys)
 	if d.Failed() {
 		return nil
 	}

@@ -46,7 +46,7 @@ import (
 	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/internal/serving/kube"
 	"github.com/servetune/servetune/launcher"
-	"github.com/servetune/servetune/launcher/simulated"
+	"github.com/servetune/servetune/launcher/simenv"
 )
 
 // The labels of a trial's objects. Label values are at most 63 characters
@@ -100,7 +100,7 @@ var _ launcher.Launcher = (*Kube)(nil)
 // Capabilities: reaping by label, the simulated engine's time scale, a
 // preflight that reaches the namespace. GPU placement is the scheduler's.
 func (k *Kube) Capabilities() launcher.Capabilities {
-	return launcher.Capabilities{GPUs: k.gpus, Reap: k.Reap, TimeScale: simulated.SimTimeScale(k.scale), Preflight: k.Preflight}
+	return launcher.Capabilities{GPUs: k.gpus, Reap: k.Reap, TimeScale: simenv.TimeScale(k.scale), Preflight: k.Preflight}
 }
 
 // Client is the API client of the spec's kubeconfig and context (the
@@ -159,7 +159,7 @@ func (k *Kube) Preflight(ctx context.Context, spec launcher.Spec) error {
 		return fmt.Errorf("kubernetes: namespace %s: %w", k.namespace(), err)
 	}
 	if k.sim() {
-		return simulated.SimPreflight(spec.Model, "", k.gpu)
+		return simenv.Preflight(spec.Model, "", k.gpu)
 	}
 	return nil
 }

@@ -7,7 +7,8 @@
 //     instance hands the benchmark a transport (measure.Transport) instead
 //     of a URL, and its results depend on settings and seed only.
 //
-// The keys and checks the docker and slurm kinds share when they run the
-// simulated engine's image or binary are here too (SimKeys, SimPreflight),
-// so that package launcher does not import the simulator.
+// The keys and checks these kinds share with the docker, slurm and
+// kubernetes kinds when those run the simulated engine's image or binary
+// are launcher/simenv's, which reads the catalog only, so that no real
+// launcher links the simulator.
 package simulated

@@ -13,6 +13,7 @@ import (
 	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/internal/yamlspec"
 	"github.com/servetune/servetune/launcher"
+	"github.com/servetune/servetune/launcher/simenv"
 )
 
 // Sim launches the simulated engine as a subprocess, `servetune sim serve`,
@@ -48,17 +49,7 @@ func (s *Sim) Capabilities() launcher.Capabilities {
 }
 
 // TimeScale is how many times faster than real time the engine runs.
-func (s *Sim) TimeScale() float64 { return SimTimeScale(s.Scale) }
-
-// SimTimeScale is the one reading of a simulated engine's time_scale that
-// the sim, docker and slurm kinds report as Capabilities.TimeScale: the
-// scale the engine is started with (engine.SimEnv), 1 when unset.
-func SimTimeScale(scale float64) float64 {
-	if scale > 0 {
-		return scale
-	}
-	return 1
-}
+func (s *Sim) TimeScale() float64 { return simenv.TimeScale(s.Scale) }
 
 // Launch starts `servetune sim serve` for spec.
 func (s *Sim) Launch(ctx context.Context, spec launcher.Spec) (launcher.Instance, error) {
@@ -109,32 +100,13 @@ func (s *Sim) Launch(ctx context.Context, spec launcher.Spec) (launcher.Instance
 	return p.Launch(ctx, spec)
 }
 
-// SimKeys are the keys of the simulated engine's launchers (the sim kind,
-// and docker with the servetune-sim image).
-var SimKeys = []launcher.Key{
-	{Name: "time_scale", Doc: "how many times faster than real time the simulated engine runs: above 0, at most 1000 (default 1)"},
-	{Name: "load_time", Doc: "simulated start-up time before /health turns ready, e.g. 10s"},
-}
-
-// DecodeSimKeys reads time_scale and load_time.
-func DecodeSimKeys(d *yamlspec.Decoder, keys map[string]*yaml.Node) (scale float64, load time.Duration) {
-	scale = 1
-	if x := keys["time_scale"]; x != nil {
-		scale = d.PositiveAtMost(x, "launcher.time_scale", engine.MaxTimeScale)
-	}
-	if x := keys["load_time"]; x != nil {
-		load = d.Duration(x, "launcher.load_time")
-	}
-	return scale, load
-}
-
 func init() {
 	launcher.Register(launcher.Kind{
 		Name: "sim",
 		Doc:  "the simulated engine as a subprocess on the real clock (`servetune sim serve`), optionally time-scaled: tests the real path without a GPU",
-		Keys: append(slices.Clone(SimKeys), CalibrationKeys...),
+		Keys: append(slices.Clone(simenv.Keys), CalibrationKeys...),
 		Decode: func(d *yamlspec.Decoder, keys map[string]*yaml.Node, c launcher.Common) launcher.Launcher {
-			scale, load := DecodeSimKeys(d, keys)
+			scale, load := simenv.DecodeKeys(d, keys)
 			s := &Sim{GPU: c.GPU, Scale: scale, LoadTime: load, PassEnv: c.Env, ModelConf: c.ModelConfig}
 			s.Calibration, s.ForceCalibration = DecodeCalibration(d, keys)
 			return s
@@ -156,7 +128,7 @@ func (s *Sim) Preflight(_ context.Context, spec launcher.Spec) error {
 			return fmt.Errorf("sim launcher: %w", err)
 		}
 	}
-	if err := SimPreflight(spec.Model, s.ModelConf, s.GPU); err != nil {
+	if err := simenv.Preflight(spec.Model, s.ModelConf, s.GPU); err != nil {
 		return err
 	}
 	return CalibrationPreflight(s.Calibration, s.ForceCalibration, s.GPU, spec.Engine)

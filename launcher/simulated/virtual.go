@@ -13,6 +13,7 @@ import (
 	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/internal/yamlspec"
 	"github.com/servetune/servetune/launcher"
+	"github.com/servetune/servetune/launcher/simenv"
 )
 
 // Virtual "launches" the simulated engine in this process on a virtual
@@ -51,7 +52,7 @@ var _ launcher.Launcher = (*Virtual)(nil)
 // Capabilities: a virtual trial's figures depend on its settings and seed
 // only (Deterministic); Preflight is the simulator's.
 func (v *Virtual) Capabilities() launcher.Capabilities {
-	return launcher.Capabilities{Preflight: v.Preflight, Deterministic: true}
+	return launcher.Capabilities{Preflight: v.Preflight, Deterministic: true, Disaggregates: v.RunsDisaggregated}
 }
 
 // Launch builds the simulated engine from spec's settings (and extra
@@ -220,7 +221,7 @@ func init() {
 // Preflight checks that the simulator knows the model and the GPU, and
 // that the calibration profile, if any, is for them.
 func (v *Virtual) Preflight(_ context.Context, spec launcher.Spec) error {
-	if err := SimPreflight(spec.Model, v.ModelConfig, v.GPU); err != nil {
+	if err := simenv.Preflight(spec.Model, v.ModelConfig, v.GPU); err != nil {
 		return err
 	}
 	return CalibrationPreflight(v.Calibration, v.ForceCalibration, v.GPU, spec.Engine)
@@ -259,30 +260,6 @@ func CalibrationPreflight(path string, force bool, gpu string, e engine.Engine) 
 	}
 	if err := p.Check(gpu, e, force); err != nil {
 		return fmt.Errorf("calibration %s: %w", path, err)
-	}
-	return nil
-}
-
-// SimPreflight checks that the simulated engine can model a study: its
-// model (from the catalog or a config.json) and its GPU.
-func SimPreflight(model, modelConfig, gpu string) error {
-	var m catalog.Model
-	var err error
-	if modelConfig != "" {
-		m, err = catalog.LoadHFConfig(modelConfig, model)
-	} else {
-		m, _, err = catalog.ResolveModel(model)
-	}
-	if err == nil {
-		err = m.Simulable()
-	}
-	if err != nil {
-		return fmt.Errorf("the simulated engine cannot model %s: %w (give a config.json as model: for a model outside the catalog)", model, err)
-	}
-	if gpu != "" {
-		if _, err := catalog.LookupGPU(gpu); err != nil {
-			return fmt.Errorf("the simulated engine cannot model hardware.gpu: %w", err)
-		}
 	}
 	return nil
 }

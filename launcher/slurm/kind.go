@@ -11,7 +11,7 @@ import (
 
 	"github.com/servetune/servetune/internal/yamlspec"
 	"github.com/servetune/servetune/launcher"
-	"github.com/servetune/servetune/launcher/simulated"
+	"github.com/servetune/servetune/launcher/simenv"
 )
 
 func init() {
@@ -29,7 +29,7 @@ func init() {
 			{Name: "sbatch_args", Doc: "further sbatch flags, verbatim, e.g. [--constraint=h100]"},
 			{Name: "workdir", Doc: "a directory this machine and the compute nodes share, for each job's script, log and address (default .servetune/slurm)"},
 			{Name: "simulated", Doc: "true: the job runs the simulated engine (`servetune sim serve`, this binary) instead of the engine, no GPU needed"},
-		}, simulated.SimKeys...),
+		}, simenv.Keys...),
 		Decode:  decode,
 		Cleanup: cleanup,
 	})
@@ -101,7 +101,7 @@ func decode(d *yamlspec.Decoder, keys map[string]*yaml.Node, c launcher.Common) 
 			}
 		}
 	}
-	s.Scale, s.LoadTime = simulated.DecodeSimKeys(d, keys)
+	s.Scale, s.LoadTime = simenv.DecodeKeys(d, keys)
 	return s
 }
 
@@ -111,7 +111,7 @@ func decode(d *yamlspec.Decoder, keys map[string]*yaml.Node, c launcher.Common) 
 // whether it can model the study.
 func (s *Slurm) Preflight(ctx context.Context, spec launcher.Spec) error {
 	if s.Simulated {
-		if err := simulated.SimPreflight(spec.Model, s.ModelConf, s.GPU); err != nil {
+		if err := simenv.Preflight(spec.Model, s.ModelConf, s.GPU); err != nil {
 			return err
 		}
 	}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/launcher"
-	"github.com/servetune/servetune/launcher/simulated"
+	"github.com/servetune/servetune/launcher/simenv"
 )
 
 // Slurm launches each trial's engine as a Slurm batch job.
@@ -75,7 +75,7 @@ func (s *Slurm) TimeScale() float64 {
 	if !s.Simulated {
 		return 1
 	}
-	return simulated.SimTimeScale(s.Scale)
+	return simenv.TimeScale(s.Scale)
 }
 
 // Reap cancels the jobs earlier runs of study left, but those keep spares.

@@ -2,6 +2,7 @@ package guided
 
 import (
 	"context"
+	"github.com/servetune/servetune/tuner/memory"
 	"math"
 	"path/filepath"
 	"slices"
@@ -74,7 +75,7 @@ func TestCalibrationRecoversPerturbedConstants(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	out, err := (&tuner.Study{Spec: sp, Store: db}).Run(ctx)
+	out, err := (&tuner.Study{Spec: sp, Store: db, Memory: memory.Model{}}).Run(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

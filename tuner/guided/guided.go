@@ -19,6 +19,7 @@ import (
 	"github.com/servetune/servetune/space"
 	"github.com/servetune/servetune/trial"
 	"github.com/servetune/servetune/tuner"
+	"github.com/servetune/servetune/tuner/memory"
 	"github.com/servetune/servetune/tuner/recommend"
 	"github.com/servetune/servetune/tuner/sampler"
 	"github.com/servetune/servetune/tuner/spec"
@@ -105,8 +106,10 @@ func newForecaster(sp *spec.Spec) *forecaster {
 	vs.Tuner.Precheck = false
 	vs.Quality = nil
 	f := &forecaster{base: &vs}
-	if v, ok := sp.Launcher.Launcher.(*simulated.Virtual); ok {
-		f.calibration, f.force = v.Calibration, v.ForceCalibration
+	if l, err := tuner.NewLauncher(sp); err == nil {
+		if v, ok := l.(*simulated.Virtual); ok {
+			f.calibration, f.force = v.Calibration, v.ForceCalibration
+		}
 	}
 	return f
 }
@@ -127,9 +130,7 @@ func (f *forecaster) run(ctx context.Context, set space.Settings, c sim.Constant
 		}
 		c.MemoryOverhead = math.Max(0.05, math.Min(m, 0.98*crit))
 	}
-	vs := *f.base
-	vs.Launcher.Launcher = f.virtual(c)
-	res := (&tuner.TrialRunner{Spec: &vs, Bootstrap: 1, Forecast: true}).Evaluate(ctx, 0, set, nil)
+	res := (&tuner.TrialRunner{Spec: f.base, Launcher: f.virtual(c), Memory: memory.Model{}, Bootstrap: 1, Forecast: true}).Evaluate(ctx, 0, set, nil)
 	for _, lv := range res.Levels {
 		f.requests.Add(int64(lv.Summary.Completed + lv.Summary.Failed))
 	}
@@ -148,10 +149,10 @@ func (f *forecaster) run(ctx context.Context, set space.Settings, c sim.Constant
 	for i := range res.Levels {
 		res.Levels[i].Records = nil
 	}
-	pts := recommend.PointsOf(0, set, vs.Hardware.PricePerGPUHour, res.Levels)
+	pts := recommend.PointsOf(0, set, f.base.Hardware.PricePerGPUHour, res.Levels)
 	fc.pts = pts
 	var best int
-	best, fc.Value, fc.Met = recommend.BestPoint(pts, vs.Tuner.Objective, vs.SLO)
+	best, fc.Value, fc.Met = recommend.BestPoint(pts, f.base.Tuner.Objective, f.base.SLO)
 	if !fc.Met {
 		best = len(pts) - 1 // the heaviest level, to show how far off it is
 	}
@@ -243,7 +244,7 @@ type guide struct {
 
 // newGuide forecasts the space of sp (GOMAXPROCS at once).
 func newGuide(ctx context.Context, sp *spec.Spec, note func(string)) (*guide, error) {
-	if err := tuner.Forecastable(sp); err != nil {
+	if err := spec.Forecastable(sp); err != nil {
 		return nil, fmt.Errorf("sampler guided: %w", err)
 	}
 	if note == nil {

@@ -3,6 +3,7 @@ package guided
 import (
 	"context"
 	"fmt"
+	"github.com/servetune/servetune/tuner/memory"
 	"math"
 	"strings"
 	"testing"
@@ -168,7 +169,7 @@ func TestGuidedProposalsApart(t *testing.T) {
 	sp := mustSpec(t, guidedRangeSpec)
 	db := openStore(t)
 	var notes []string
-	if _, err := (&tuner.Study{Spec: sp, Store: db, OnNote: func(m string) { notes = append(notes, m) }}).Run(context.Background()); err != nil {
+	if _, err := (&tuner.Study{Spec: sp, Store: db, Memory: memory.Model{}, OnNote: func(m string) { notes = append(notes, m) }}).Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	st, _ := db.GetStudy(context.Background(), "gr")

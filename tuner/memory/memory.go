@@ -1,6 +1,9 @@
 // Package memory is a trial's start-up memory check before launch
 // (tuner.precheck): the simulator's memory model (sim.Estimate) on the
 // trial's settings and extra flags, as the engine would start them.
+// Package tuner does not import it: whoever runs a study hands Model to
+// tuner.Study.Memory or tuner.TrialRunner.Memory, so that tuner links no
+// simulator.
 package memory
 
 import (
@@ -52,3 +55,13 @@ func OOM(err error) (string, bool) {
 	}
 	return "", false
 }
+
+// Model is the simulator's memory model as a study's precheck asks it
+// (tuner.MemoryModel): Fits and OOM.
+type Model struct{}
+
+// Fits is the package's Fits.
+func (Model) Fits(gpu, modelConfig string, ls launcher.Spec) error { return Fits(gpu, modelConfig, ls) }
+
+// OOM is the package's OOM.
+func (Model) OOM(err error) (string, bool) { return OOM(err) }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/servetune/servetune/internal/load/bench"
 	"github.com/servetune/servetune/internal/yamlspec"
-	"github.com/servetune/servetune/tuner/spec"
 )
 
 // conversationSpec is goodSpec with a conversation workload written in
@@ -26,7 +25,7 @@ func TestParseSpecConversation(t *testing.T) {
 	if conversationSpec == goodSpec {
 		t.Fatal("replacement not applied")
 	}
-	sp, err := spec.ParseSpec([]byte(conversationSpec), "c.yaml")
+	sp, err := parseSpec([]byte(conversationSpec), "c.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +40,7 @@ func TestParseSpecConversation(t *testing.T) {
 		t.Errorf("lengths %+v %+v", d.Input, d.Output)
 	}
 	// No forecast of a conversation: the default sampler is TPE.
-	sp, err = spec.ParseSpec([]byte(strings.Replace(conversationSpec, "tuner: {sampler: random, trials: 5, seed: 7}", "tuner: {trials: 5}", 1)), "c.yaml")
+	sp, err = parseSpec([]byte(strings.Replace(conversationSpec, "tuner: {sampler: random, trials: 5, seed: 7}", "tuner: {trials: 5}", 1)), "c.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +69,7 @@ func TestParseSpecConversationBad(t *testing.T) {
 			if src == conversationSpec {
 				t.Fatalf("replacement %q not applied", tc.old)
 			}
-			_, err := spec.ParseSpec([]byte(src), "c.yaml")
+			_, err := parseSpec([]byte(src), "c.yaml")
 			var se *yamlspec.Error
 			if !errors.As(err, &se) {
 				t.Fatalf("err = %v, want *yamlspec.Error", err)

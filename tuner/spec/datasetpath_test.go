@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/servetune/servetune/internal/load/bench"
-	"github.com/servetune/servetune/tuner/spec"
 )
 
 // A dataset file named in a spec is found beside the spec, wherever the
@@ -47,7 +46,7 @@ func TestDatasetPathsAgainstSpecDir(t *testing.T) {
 			if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			sp, err := spec.ParseSpecFile(file)
+			sp, err := parseSpecFile(file)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -69,14 +68,14 @@ func TestDatasetPathsAgainstSpecDir(t *testing.T) {
 				t.Errorf("generate: %v, %d requests", err, len(reqs))
 			}
 			abs := strings.Replace(src, "path: data/", "path: "+filepath.Join(dir, "data")+"/", 1)
-			if sp, err := spec.ParseSpec([]byte(abs), "elsewhere/s.yaml"); err != nil || !strings.HasPrefix(tc.paths(sp.Workload.Dataset)[0], dir) {
+			if sp, err := parseSpec([]byte(abs), "elsewhere/s.yaml"); err != nil || !strings.HasPrefix(tc.paths(sp.Workload.Dataset)[0], dir) {
 				t.Errorf("an absolute path: %v", err)
 			}
 		})
 	}
 	// turns with a file: refused, naming the field.
 	src := strings.Replace(goodSpec, old, "dataset: {kind: conversation, path: data/sg.json, sessions: 1, turns: 3}", 1)
-	if _, err := spec.ParseSpec([]byte(src), filepath.Join(dir, "t.yaml")); err == nil || !strings.Contains(err.Error(), "workload.dataset.turns") {
+	if _, err := parseSpec([]byte(src), filepath.Join(dir, "t.yaml")); err == nil || !strings.Contains(err.Error(), "workload.dataset.turns") {
 		t.Errorf("turns with a file: %v", err)
 	}
 }

@@ -24,7 +24,7 @@ tuner: {`,
 ).Replace(goodSpec)
 
 func TestParseSpecDisaggregated(t *testing.T) {
-	sp, err := spec.ParseSpec([]byte(disaggSpec), "d.yaml")
+	sp, err := parseSpec([]byte(disaggSpec), "d.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func TestParseSpecDisaggregated(t *testing.T) {
 	}
 	// Only disaggregated: the smallest is one prefill and one decode engine.
 	only := strings.Replace(disaggSpec, "disaggregated: [false, true]", "disaggregated: [true]", 1)
-	sp, err = spec.ParseSpec([]byte(only), "d.yaml")
+	sp, err = parseSpec([]byte(only), "d.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestParseSpecDisaggregatedBad(t *testing.T) {
 			if src == disaggSpec {
 				t.Fatalf("replacement %q not applied", tc.old)
 			}
-			_, err := spec.ParseSpec([]byte(src), "bad.yaml")
+			_, err := parseSpec([]byte(src), "bad.yaml")
 			var se *yamlspec.Error
 			if !errors.As(err, &se) {
 				t.Fatalf("err = %v, want *yamlspec.Error", err)
@@ -87,7 +87,7 @@ func TestParseSpecDisaggregatedBad(t *testing.T) {
 	}
 	// A space that may be disaggregated without the section.
 	src := disaggSpec[:strings.Index(disaggSpec, "disaggregation:")] + disaggSpec[strings.Index(disaggSpec, "tuner: {"):]
-	_, err := spec.ParseSpec([]byte(src), "bad.yaml")
+	_, err := parseSpec([]byte(src), "bad.yaml")
 	if err == nil || !strings.Contains(err.Error(), "space.disaggregated: a disaggregated configuration needs a disaggregation section") {
 		t.Errorf("no section: %v", err)
 	}
@@ -97,7 +97,7 @@ func TestParseSpecDisaggregatedBad(t *testing.T) {
 // host each get their own VLLM_NIXL_SIDE_CHANNEL_PORT (one shared port
 // would collide), and the script sets it on each engine's line.
 func TestPartCommandsNixlSideChannel(t *testing.T) {
-	sp, err := spec.ParseSpec([]byte(disaggSpec), "d.yaml")
+	sp, err := parseSpec([]byte(disaggSpec), "d.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,12 +38,7 @@ func (sp *Spec) serveArgv(p recommend.Point, format string) []string {
 
 // Image is the container image the study's launcher runs, "" when it
 // runs none (the process, sim, endpoint and virtual kinds).
-func (sp *Spec) Image() string {
-	if d, ok := sp.Launcher.Launcher.(interface{ Image() string }); ok {
-		return d.Image()
-	}
-	return ""
-}
+func (sp *Spec) Image() string { return sp.Launcher.Image }
 
 // Terms are what ranking the study's measurements reads of the spec.
 func (sp *Spec) Terms() recommend.Terms {

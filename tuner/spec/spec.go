@@ -66,6 +66,12 @@ type Spec struct {
 	// Disaggregation is how a disaggregated configuration of the space
 	// runs (its router, the KV transfer); nil when the space has none.
 	Disaggregation *Disaggregation
+
+	// top is the spec's top-level sections as parsed (nil for a spec
+	// built in Go), where CheckLauncher's errors point.
+	top map[string]*yaml.Node
+	// samplerGiven is true when the spec names tuner.sampler.
+	samplerGiven bool
 }
 
 // QualitySpec is the quality gate: every search trial answers the seeded
@@ -106,23 +112,32 @@ type WhatifSpec struct {
 }
 
 // LauncherSpec says how trials start engines: the launcher section's
-// common keys, and the launcher its kind built from the rest.
+// common keys, the section as written, and what the launcher it builds
+// can do. The spec names no launcher type: package tuner builds the
+// launcher from Section (its kind's keys, with their positions for
+// errors) and copies what the spec's checks read of its capabilities into
+// Caps (Spec.CheckLauncher), so that what only reads stored studies
+// (report, ui) links no launcher.
 type LauncherSpec struct {
 	Kind         string
 	GPUs         []int         // launcher.gpus: the GPUs trials may use (one host)
 	ReadyTimeout time.Duration // launcher.ready_timeout: launch to healthy
 	Env          []string      // launcher.env: variable names passed to the engine
 	ModelConfig  string        // a Hugging Face config.json for a model the catalog lacks
-	// Launcher is the launcher.Launcher the kind built. The spec names no
-	// launcher type, so that what only reads stored studies (report, ui)
-	// links no launcher; what the spec needs of its capabilities comes
-	// through Runtime.Capabilities.
-	Launcher any
+	// Image is the container image a docker launcher runs (its
+	// launcher.image), "" for the other kinds.
+	Image string
+	// Section is the launcher section as written, nil for a spec built in
+	// Go.
+	Section *yaml.Node
+	// Caps is what the spec reads of the launcher's capabilities; the zero
+	// value until Spec.CheckLauncher sets it.
+	Caps LauncherCaps
 }
 
 // LauncherCaps is the part of a launcher's capabilities
 // (launcher.Capabilities) the spec's checks read: its GPU placement and
-// whether it applies settings. The runtime copies it from the launcher,
+// whether it applies settings. Package tuner copies it from the launcher,
 // since the spec names no launcher type.
 type LauncherCaps struct {
 	GPUs          []int             // the study's GPUs, when HostOf is set
@@ -131,41 +146,11 @@ type LauncherCaps struct {
 	Deterministic bool              // virtual time: no server to send a conversation's turns to
 }
 
-// Runtime is what parsing a spec needs from the packages that run studies:
-// the launcher kinds (launcher.Decode) and the simulator's reach
-// (Forecastable). Package tuner sets it in its init (SetRuntime), so a
-// program that parses specs links it.
-type Runtime struct {
-	// Launcher decodes the launcher section for the study facts in sp
-	// (engine, model, hardware.gpu, name), recording problems in d.
-	Launcher func(d *yamlspec.Decoder, n *yaml.Node, sp *Spec) LauncherSpec
-	// Forecastable says whether the simulator can forecast sp (nil when
-	// it can): the guided sampler's condition.
-	Forecastable func(sp *Spec) error
-	// Capabilities reads LauncherSpec.Launcher's capabilities (the zero
-	// value when it holds none). It is asked at each use, since a caller
-	// may swap the launcher after parsing (a guided study's virtual one).
-	Capabilities func(launcher any) LauncherCaps
-}
-
-var installed Runtime
-
-// SetRuntime installs the runtime the parser calls (package tuner's).
-func SetRuntime(r Runtime) { installed = r }
-
-// caps reads the launcher's capabilities through the runtime.
-func (l LauncherSpec) caps() LauncherCaps {
-	if l.Launcher == nil || installed.Capabilities == nil {
-		return LauncherCaps{}
-	}
-	return installed.Capabilities(l.Launcher)
-}
-
 // Placement returns the study's GPUs and their host grouping: the
 // launcher's own (its capabilities' HostOf), else launcher.gpus on one
 // host.
 func (l LauncherSpec) Placement() ([]int, func(int) int) {
-	if c := l.caps(); c.HostOf != nil {
+	if c := l.Caps; c.HostOf != nil {
 		return c.GPUs, c.HostOf
 	}
 	return l.GPUs, nil
@@ -191,7 +176,7 @@ func (l LauncherSpec) hostGPUs() (largest, hosts int) {
 
 // fixedSettings says whether the launcher cannot change engine settings
 // (its capabilities' FixedSettings).
-func (l LauncherSpec) fixedSettings() bool { return l.caps().FixedSettings }
+func (l LauncherSpec) fixedSettings() bool { return l.Caps.FixedSettings }
 
 // Parallelism is how many trials the study runs at once: as many of its
 // smallest configuration as its GPUs hold, at most tuner.parallel, and one
@@ -306,11 +291,10 @@ func ParseSpec(data []byte, file string) (*Spec, error) {
 		return nil, &yamlspec.Error{File: file, Line: 1, Err: errors.New("empty study spec")}
 	}
 	p := &specParser{Decoder: yamlspec.Decoder{File: file, OnFields: onSpecFields}}
-	sp := p.parse(doc.Content[0])
+	sp := p.parse(doc.Content[0], file)
 	if err := p.Err(); err != nil {
 		return nil, err
 	}
-	sp.File = file
 	sp.Text = string(data)
 	return sp, nil
 }
@@ -366,7 +350,7 @@ type specParser struct {
 	samplerGiven bool // tuner.sampler is in the spec
 }
 
-func (p *specParser) parse(root *yaml.Node) *Spec {
+func (p *specParser) parse(root *yaml.Node, file string) *Spec {
 	top := p.Fields(root, "", "name", "model", "engine", "launcher", "hardware", "space",
 		"workload", "slo", "objectives", "tuner", "quality", "whatif", "disaggregation")
 	if p.Failed() {
@@ -378,7 +362,7 @@ func (p *specParser) parse(root *yaml.Node) *Spec {
 			return nil
 		}
 	}
-	sp := &Spec{}
+	sp := &Spec{File: file}
 	if !p.nameAndModel(top, sp) {
 		return nil
 	}
@@ -395,11 +379,7 @@ func (p *specParser) parse(root *yaml.Node) *Spec {
 	if p.Failed() {
 		return nil
 	}
-	if installed.Launcher == nil {
-		p.Fail(top["launcher"], "launcher", "no launcher kinds in this program (package tuner sets them)")
-		return nil
-	}
-	sp.Launcher = installed.Launcher(&p.Decoder, top["launcher"], sp)
+	sp.Launcher = p.launcher(top["launcher"], sp)
 	if p.Failed() {
 		return nil
 	}
@@ -440,11 +420,81 @@ func (p *specParser) parse(root *yaml.Node) *Spec {
 	if p.Failed() {
 		return nil
 	}
+	sp.top, sp.samplerGiven = top, p.samplerGiven
 	p.check(sp, top)
 	if p.Failed() {
 		return nil
 	}
 	return sp
+}
+
+// DefaultReadyTimeout is launcher.ready_timeout when a spec gives none.
+const DefaultReadyTimeout = engine.DefaultReadyTimeout
+
+// launcher reads the launcher section's common keys (kind, gpus,
+// ready_timeout, env) and keeps the section, whose other keys are its
+// kind's: package tuner decodes them when it builds the launcher
+// (launcher.Decode), and the docker kind's image, which the serve
+// commands name.
+func (p *specParser) launcher(n *yaml.Node, sp *Spec) LauncherSpec {
+	l := LauncherSpec{ModelConfig: sp.ModelConfig, ReadyTimeout: DefaultReadyTimeout, Section: n}
+	if n == nil || n.Kind != yaml.MappingNode {
+		p.Fail(n, "launcher", "want a mapping")
+		return l
+	}
+	f := map[string]*yaml.Node{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		f[n.Content[i].Value] = n.Content[i+1]
+	}
+	if x := f["kind"]; x != nil {
+		l.Kind = p.Str(x, "launcher.kind")
+	}
+	if x := f["gpus"]; x != nil {
+		seen := map[int]bool{}
+		for _, g := range p.Seq(x, "launcher.gpus") {
+			id := p.Int(g, "launcher.gpus", 0)
+			if !p.Failed() && seen[id] {
+				p.Fail(g, "launcher.gpus", "GPU %d listed twice", id)
+			}
+			seen[id] = true
+			l.GPUs = append(l.GPUs, id)
+		}
+	}
+	if x := f["ready_timeout"]; x != nil {
+		l.ReadyTimeout = p.Duration(x, "launcher.ready_timeout")
+	}
+	if x := f["env"]; x != nil {
+		for _, e := range p.Seq(x, "launcher.env") {
+			name := p.Str(e, "launcher.env")
+			if !p.Failed() && (strings.Contains(name, "=") || name == "") {
+				// Values would land in the stored spec: only names are allowed.
+				p.Fail(e, "launcher.env", "%q: list variable names only; values are read from the environment", name)
+			}
+			l.Env = append(l.Env, name)
+		}
+	}
+	if x := f["image"]; x != nil && l.Kind == "docker" && x.Kind == yaml.ScalarNode {
+		l.Image = x.Value
+	}
+	return l
+}
+
+// CheckLauncher runs the checks that need the launcher's capabilities
+// again, with caps (what package tuner read of the launcher Section
+// builds), and keeps caps in Launcher.Caps: GPUs per host, settings a
+// launcher cannot change, a virtual clock, and the default sampler (TPE
+// where the launcher cannot change settings). ParseSpec ran them as for a
+// launcher without these capabilities, which passes every spec these
+// pass. Its error is a *yamlspec.Error naming the file, line and field,
+// as ParseSpec's.
+func (sp *Spec) CheckLauncher(caps LauncherCaps) error {
+	sp.Launcher.Caps = caps
+	if sp.top == nil {
+		return nil // built in Go: nothing to point at
+	}
+	p := &specParser{Decoder: yamlspec.Decoder{File: sp.File}, samplerGiven: sp.samplerGiven}
+	p.check(sp, sp.top)
+	return p.Err()
 }
 
 // nameAndModel reads the study's name and model into sp; a model that is
@@ -1090,7 +1140,32 @@ func (p *specParser) whatif(n *yaml.Node) *WhatifSpec {
 	return w
 }
 
-// check rejects impossible combinations across sections.
+// Forecastable says whether the simulator can forecast sp: a catalog GPU
+// and a model it knows (the catalog, or a config.json). nil when it can.
+// It reads the catalog only.
+func Forecastable(sp *Spec) error {
+	if sp.Hardware.GPU == "" {
+		return errors.New("the study names no hardware.gpu, so the simulator has no GPU to forecast on")
+	}
+	if _, err := catalog.LookupGPU(sp.Hardware.GPU); err != nil {
+		return fmt.Errorf("hardware.gpu: %w", err)
+	}
+	var m catalog.Model
+	var err error
+	if p := sp.Launcher.ModelConfig; p != "" {
+		m, err = catalog.LoadHFConfig(p, sp.Model)
+	} else {
+		m, err = catalog.LookupModel(sp.Model)
+	}
+	if err == nil {
+		err = m.Simulable()
+	}
+	if err != nil {
+		return fmt.Errorf("model: %w", err)
+	}
+	return nil
+}
+
 // defaultSampler makes guided the sampler of a spec that names none when
 // the simulator can forecast the study (Forecastable) and the launcher can
 // change settings; TPE otherwise. A spec naming guided for a study the
@@ -1098,18 +1173,21 @@ func (p *specParser) whatif(n *yaml.Node) *WhatifSpec {
 func (p *specParser) defaultSampler(sp *Spec, top map[string]*yaml.Node) {
 	fixed := sp.Launcher.fixedSettings()
 	given := p.samplerGiven
-	err := installed.Forecastable(sp)
+	err := Forecastable(sp)
 	if err == nil && sp.Workload.Dataset.Kind == bench.DatasetConversation {
 		err = errors.New("a conversation workload needs a live server: the forecast's virtual clock cannot wait for each answer")
 	}
 	switch {
 	case !given && err == nil && !fixed:
 		sp.Tuner.Sampler = SamplerGuided
+	case !given:
+		sp.Tuner.Sampler = SamplerTPE
 	case given && sp.Tuner.Sampler == SamplerGuided && err != nil:
 		p.Fail(yamlspec.KeyNode(top["tuner"], "sampler"), "tuner.sampler", "guided needs the simulator: %v", err)
 	}
 }
 
+// check rejects impossible combinations across sections.
 func (p *specParser) check(sp *Spec, top map[string]*yaml.Node) {
 	need := minGPUs(sp.Space)
 	largest, hosts := sp.Launcher.hostGPUs()
@@ -1133,7 +1211,7 @@ func (p *specParser) check(sp *Spec, top map[string]*yaml.Node) {
 	if sp.Workload.Dataset.Kind == bench.DatasetConversation {
 		ds := yamlspec.KeyNode(top["workload"], "dataset")
 		switch {
-		case sp.Launcher.caps().Deterministic:
+		case sp.Launcher.Caps.Deterministic:
 			p.Fail(ds, "workload.dataset.kind", "conversation needs a launcher that serves HTTP (sim, process, docker, slurm): the %s launcher's virtual clock cannot wait for each answer", sp.Launcher.Kind)
 		case sp.Workload.CapacityRate:
 			p.Fail(ds, "workload.dataset.kind", "conversation runs its sessions to the end: not with capacity: rate, whose probes are request counts")

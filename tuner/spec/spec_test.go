@@ -2,9 +2,6 @@ package spec_test
 
 import (
 	"errors"
-	_ "github.com/servetune/servetune/launcher/kinds" // the launcher kinds of the specs these tests parse
-	_ "github.com/servetune/servetune/tuner"          // the spec parser's runtime
-	"github.com/servetune/servetune/tuner/spec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -14,7 +11,9 @@ import (
 	"github.com/servetune/servetune/internal/serving/catalog"
 	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/internal/yamlspec"
-	"github.com/servetune/servetune/launcher"
+	_ "github.com/servetune/servetune/launcher/kinds" // the launcher kinds of the specs these tests parse
+	"github.com/servetune/servetune/tuner"
+	"github.com/servetune/servetune/tuner/spec"
 )
 
 const goodSpec = `name: s1
@@ -40,14 +39,14 @@ tuner: {sampler: random, trials: 5, seed: 7}
 `
 
 func TestParseSpecGood(t *testing.T) {
-	sp, err := spec.ParseSpec([]byte(goodSpec), "s1.yaml")
+	sp, l, err := tuner.ParseSpec([]byte(goodSpec), "s1.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if sp.Name != "s1" || sp.Engine != engine.VLLM || sp.Launcher.Kind != "sim" {
 		t.Errorf("spec = %+v", sp)
 	}
-	if sp.Launcher.ReadyTimeout != 30*time.Second || sp.Launcher.Launcher.(launcher.Launcher).Capabilities().TimeScale != 50 || len(sp.Launcher.GPUs) != 2 {
+	if sp.Launcher.ReadyTimeout != 30*time.Second || l.Capabilities().TimeScale != 50 || len(sp.Launcher.GPUs) != 2 {
 		t.Errorf("launcher = %+v", sp.Launcher)
 	}
 	if len(sp.Space.Params) != 2 || len(sp.Workload.Levels) != 2 || sp.Workload.Levels[1].MaxConcurrency != 8 {
@@ -74,7 +73,7 @@ func TestParseSpecExamples(t *testing.T) {
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			if _, err := spec.ParseSpecFile(f); err != nil {
+			if _, err := parseSpecFile(f); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -124,7 +123,7 @@ func TestParseSpecBad(t *testing.T) {
 			if src == goodSpec {
 				t.Fatalf("replacement %q not applied", tc.old)
 			}
-			_, err := spec.ParseSpec([]byte(src), "bad.yaml")
+			_, err := parseSpec([]byte(src), "bad.yaml")
 			var se *yamlspec.Error
 			if !errors.As(err, &se) {
 				t.Fatalf("err = %v (%T), want *yamlspec.Error", err, err)
@@ -144,6 +143,20 @@ func TestParseSpecBad(t *testing.T) {
 			}
 		})
 	}
+}
+
+// parseSpec parses a spec as a study does (tuner.ParseSpec): the spec,
+// then its launcher section by the launcher's kind and the checks that
+// need the launcher, so that their errors are seen too.
+func parseSpec(data []byte, file string) (*spec.Spec, error) {
+	sp, _, err := tuner.ParseSpec(data, file)
+	return sp, err
+}
+
+// parseSpecFile is parseSpec of a file.
+func parseSpecFile(path string) (*spec.Spec, error) {
+	sp, _, err := tuner.ParseSpecFile(path)
+	return sp, err
 }
 
 func FuzzParseSpec(f *testing.F) {
@@ -172,11 +185,11 @@ func TestParseSpecEndpoint(t *testing.T) {
 		"tensor_parallel: [1, 2]", "tensor_parallel: 1",
 		"max_running_requests: {int: [16, 256], log: true}", "max_running_requests: 256",
 	).Replace(goodSpec)
-	if _, err := spec.ParseSpec([]byte(src), "ep.yaml"); err != nil {
+	if _, err := parseSpec([]byte(src), "ep.yaml"); err != nil {
 		t.Fatalf("fixed settings with an endpoint: %v", err)
 	}
 	bad := strings.Replace(src, "tensor_parallel: 1", "tensor_parallel: [1, 2]", 1)
-	if _, err := spec.ParseSpec([]byte(bad), "ep.yaml"); err == nil || !strings.Contains(err.Error(), "ep.yaml:9: space.tensor_parallel: the endpoint launcher") {
+	if _, err := parseSpec([]byte(bad), "ep.yaml"); err == nil || !strings.Contains(err.Error(), "ep.yaml:9: space.tensor_parallel: the endpoint launcher") {
 		t.Fatalf("searched setting with an endpoint: %v", err)
 	}
 }
@@ -190,11 +203,11 @@ var dockerHostsSpec = strings.Replace(goodSpec, "kind: sim\n  gpus: [0, 1]\n", `
 `, 1)
 
 func TestParseSpecDockerHosts(t *testing.T) {
-	sp, err := spec.ParseSpec([]byte(dockerHostsSpec), "h.yaml")
+	sp, l, err := tuner.ParseSpec([]byte(dockerHostsSpec), "h.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := sp.Launcher.Launcher.(launcher.Launcher).Capabilities()
+	c := l.Capabilities()
 	if !slices.Equal(c.GPUs, []int{0, 1, 103}) || c.HostOf(103) != 1 || c.HostOf(1) != 0 {
 		t.Fatalf("GPUs %v, HostOf(103) = %d", c.GPUs, c.HostOf(103))
 	}
@@ -213,7 +226,7 @@ func TestParseSpecDockerHosts(t *testing.T) {
 	}
 	for _, tc := range bad {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := spec.ParseSpec([]byte(strings.Replace(goodSpec, tc.old, tc.new, 1)), "bad.yaml")
+			_, err := parseSpec([]byte(strings.Replace(goodSpec, tc.old, tc.new, 1)), "bad.yaml")
 			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "pw") {
 				t.Fatalf("err = %v, want %q", err, tc.want)
 			}
@@ -232,7 +245,7 @@ func TestParseSpecDockerHosts(t *testing.T) {
 			if src == dockerHostsSpec {
 				t.Fatalf("replacement %q not applied", tc.old)
 			}
-			if _, err := spec.ParseSpec([]byte(src), "bad.yaml"); err == nil || !strings.Contains(err.Error(), tc.want) {
+			if _, err := parseSpec([]byte(src), "bad.yaml"); err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want %q", err, tc.want)
 			}
 		})
@@ -243,17 +256,17 @@ func TestParseSpecDockerHosts(t *testing.T) {
 // spec gives none, and is rejected when there is neither.
 func TestSpecCostPrice(t *testing.T) {
 	cost := strings.Replace(goodSpec, "objectives: [max output_throughput_per_gpu, min ttft_p99]", "objectives: [max output_throughput_per_gpu, min cost_per_mtok]", 1)
-	sp, err := spec.ParseSpec([]byte(strings.Replace(cost, ", price_per_gpu_hour: 2.5", "", 1)), "c.yaml")
+	sp, err := parseSpec([]byte(strings.Replace(cost, ", price_per_gpu_hour: 2.5", "", 1)), "c.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if g, _ := catalog.LookupGPU("H100-SXM"); sp.Hardware.PricePerGPUHour != g.Price.PerGPUHour || g.Price.PerGPUHour <= 0 {
 		t.Errorf("price = %v, want the catalog's %v", sp.Hardware.PricePerGPUHour, g.Price.PerGPUHour)
 	}
-	if sp, _ := spec.ParseSpec([]byte(cost), "c.yaml"); sp.Hardware.PricePerGPUHour != 2.5 {
+	if sp, _ := parseSpec([]byte(cost), "c.yaml"); sp.Hardware.PricePerGPUHour != 2.5 {
 		t.Errorf("the spec's own price lost: %v", sp.Hardware.PricePerGPUHour)
 	}
-	_, err = spec.ParseSpec([]byte(strings.Replace(cost, "hardware: {gpu: H100-SXM, price_per_gpu_hour: 2.5}\n", "", 1)), "c.yaml")
+	_, err = parseSpec([]byte(strings.Replace(cost, "hardware: {gpu: H100-SXM, price_per_gpu_hour: 2.5}\n", "", 1)), "c.yaml")
 	if err == nil || !strings.Contains(err.Error(), "cost_per_mtok needs hardware.price_per_gpu_hour") {
 		t.Errorf("no price, no GPU: %v", err)
 	}

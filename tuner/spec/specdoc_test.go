@@ -2,7 +2,6 @@ package spec_test
 
 import (
 	_ "github.com/servetune/servetune/launcher/kinds" // the launcher kinds of the specs these tests parse
-	_ "github.com/servetune/servetune/tuner"          // the spec parser's runtime
 	"github.com/servetune/servetune/tuner/recommend"
 	"github.com/servetune/servetune/tuner/spec"
 	"os"
@@ -111,7 +110,7 @@ func TestSpecDocCoversEveryKey(t *testing.T) {
 		srcs[string(rune('a'+i))+".yaml"] = s
 	}
 	for name, src := range srcs {
-		if _, err := spec.ParseSpec([]byte(src), name); err != nil {
+		if _, err := parseSpec([]byte(src), name); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
 	}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/servetune/servetune/internal/load/bench"
 	"github.com/servetune/servetune/internal/yamlspec"
-	"github.com/servetune/servetune/tuner/spec"
 )
 
 // traceDataset is goodSpec's dataset line as a trace (line 14).
@@ -20,7 +19,7 @@ const traceDataset = "dataset:\n    kind: trace\n    path: traces/mooncake.jsonl
 func TestParseSpecTrace(t *testing.T) {
 	src := strings.Replace(goodSpec, "dataset: {kind: random, input: 512, output: {uniform: [32, 64]}}", traceDataset, 1)
 	src = strings.Replace(src, "  requests_per_level: 20\n", "", 1)
-	sp, err := spec.ParseSpec([]byte(src), filepath.Join("studies", "s1.yaml"))
+	sp, err := parseSpec([]byte(src), filepath.Join("studies", "s1.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +35,7 @@ func TestParseSpecTrace(t *testing.T) {
 		t.Errorf("requests per level %d: want 0 (the window)", sp.Workload.RequestsPerLevel)
 	}
 	abs := strings.Replace(src, "path: traces/mooncake.jsonl", "path: /data/m.jsonl", 1)
-	if sp, err := spec.ParseSpec([]byte(abs), "studies/s1.yaml"); err != nil || sp.Workload.Dataset.Path != "/data/m.jsonl" {
+	if sp, err := parseSpec([]byte(abs), "studies/s1.yaml"); err != nil || sp.Workload.Dataset.Path != "/data/m.jsonl" {
 		t.Errorf("an absolute path: %v, %q", err, sp.Workload.Dataset.Path)
 	}
 }
@@ -63,7 +62,7 @@ func TestParseSpecTraceBad(t *testing.T) {
 			if bad == src {
 				t.Fatalf("replacement %q not applied", tc.old)
 			}
-			_, err := spec.ParseSpec([]byte(bad), "t.yaml")
+			_, err := parseSpec([]byte(bad), "t.yaml")
 			var se *yamlspec.Error
 			if !errors.As(err, &se) {
 				t.Fatalf("err = %v, want *yamlspec.Error", err)

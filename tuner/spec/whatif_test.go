@@ -16,7 +16,7 @@ const whatifSpec = goodSpec + "whatif:\n  gpus: [H100-SXM]\n"
 // TestWhatifDeploymentKeys reads whatif.shapes, whatif.kv_link and
 // whatif.speculative, its method and tokens defaulting as the flags do.
 func TestWhatifDeploymentKeys(t *testing.T) {
-	sp, err := spec.ParseSpec([]byte(whatifSpec+`  shapes: [aggregated, disaggregated]
+	sp, err := parseSpec([]byte(whatifSpec+`  shapes: [aggregated, disaggregated]
   kv_link: infiniband
   speculative: {acceptance: 0.65, draft: yuhuili/EAGLE3-LLaMA3.1-Instruct-8B}
 `), "w.yaml")
@@ -31,7 +31,7 @@ func TestWhatifDeploymentKeys(t *testing.T) {
 	if w.Speculative == nil || *w.Speculative != want {
 		t.Errorf("speculative %+v, want %+v", w.Speculative, want)
 	}
-	sp, err = spec.ParseSpec([]byte(whatifSpec+"  speculative: {acceptance: 0, method: ngram, tokens: 6}\n"), "w.yaml")
+	sp, err = parseSpec([]byte(whatifSpec+"  speculative: {acceptance: 0, method: ngram, tokens: 6}\n"), "w.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestWhatifDeploymentBad(t *testing.T) {
 		{"unknown speculative key", "  speculative: {acceptance: 0.5, method: ngram, rate: 2}\n", 23, "whatif.speculative.rate", "unknown key"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := spec.ParseSpec([]byte(whatifSpec+tc.lines), "w.yaml")
+			_, err := parseSpec([]byte(whatifSpec+tc.lines), "w.yaml")
 			var se *yamlspec.Error
 			if !errors.As(err, &se) {
 				t.Fatalf("err = %v, want *yamlspec.Error", err)

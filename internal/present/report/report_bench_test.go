@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"context"
+	"github.com/servetune/servetune/tuner/memory"
 	"io"
 	"os"
 	"path/filepath"
@@ -48,7 +49,7 @@ func study200(tb testing.TB) *Study {
 			return
 		}
 		big200.db = db
-		if _, err := (&tuner.Study{Spec: sp, Store: db}).Run(ctx); err != nil {
+		if _, err := (&tuner.Study{Spec: sp, Store: db, Memory: memory.Model{}}).Run(ctx); err != nil {
 			big200.err = err
 			return
 		}

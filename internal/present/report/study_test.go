@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"context"
+	"github.com/servetune/servetune/tuner/memory"
 	"os"
 	"path/filepath"
 	"strings"
@@ -168,7 +169,7 @@ func TestReportDiagnosesRecommendation(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if _, err := (&tuner.Study{Spec: sp, Store: db}).Run(ctx); err != nil {
+	if _, err := (&tuner.Study{Spec: sp, Store: db, Memory: memory.Model{}}).Run(ctx); err != nil {
 		t.Fatal(err)
 	}
 	s, err := Load(ctx, db, "quickstart")

@@ -19,7 +19,7 @@ import (
 	"github.com/servetune/servetune/internal/serving/engine"
 	_ "github.com/servetune/servetune/launcher/kinds" // the spec's virtual launcher
 	"github.com/servetune/servetune/store"
-	_ "github.com/servetune/servetune/tuner" // the spec parser's runtime, as in the servetune binary
+	_ "github.com/servetune/servetune/tuner" // the sampler kinds a spec may name, as in the servetune binary
 )
 
 const hubSpec = `name: big

@@ -5,6 +5,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // The simulated engine's contract with whoever starts it: a command line of
@@ -31,6 +32,10 @@ const (
 // the host, not the model (a time_scale of 1e30 was stored as 201,100
 // tok/s per GPU, 1e308 as +Inf).
 const MaxTimeScale = 1000
+
+// DefaultReadyTimeout is the longest wait from an engine's launch to its
+// health when a study gives none (launcher.ready_timeout).
+const DefaultReadyTimeout = 20 * time.Minute
 
 // EnvEngineNonce and NonceHeader prove which process answers: a launcher
 // gives each engine it starts a random value in EnvEngineNonce, and the

@@ -167,7 +167,7 @@ func TestBadOptions(t *testing.T) {
 		{"context past the model", func(o *Options) { o.MaxModelLen = 1 << 20 }, "positions"},
 		{"absurd target", func(o *Options) { o.TargetRPS = 1e300 }, "--target-rps 1e+300"},
 		{"infinite target", func(o *Options) { o.TargetRPS = math.Inf(1) }, "--target-rps"},
-		{"model the simulator cannot cost", func(o *Options) { o.Model = "../../serving/catalog/testdata/jamba-1.5-mini.json" }, "mamba_d_state"},
+		{"model the simulator cannot cost", func(o *Options) { o.Model = "../../internal/serving/catalog/testdata/jamba-1.5-mini.json" }, "mamba_d_state"},
 	} {
 		o := small()
 		tc.edit(&o)

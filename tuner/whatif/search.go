@@ -20,6 +20,7 @@ import (
 	"github.com/servetune/servetune/store"
 	"github.com/servetune/servetune/trial"
 	"github.com/servetune/servetune/tuner"
+	"github.com/servetune/servetune/tuner/memory"
 	"github.com/servetune/servetune/tuner/recommend"
 	"github.com/servetune/servetune/tuner/spec"
 )
@@ -97,8 +98,9 @@ func searchStudy(ctx context.Context, o Options, m catalog.Model, c candidate, n
 		return nil, nil, err
 	}
 	defer db.Close()
-	eval := &layoutEval{r: &tuner.TrialRunner{Spec: sp, Bootstrap: 1}, n: c.n, shape: c.shape, disagg: c.disagg}
-	study := &tuner.Study{Spec: sp, Store: db, Eval: eval, OnFinish: func(r tuner.TrialReport) {
+	l := launcherFor(o, c)
+	eval := &layoutEval{r: &tuner.TrialRunner{Spec: sp, Launcher: l, Memory: memory.Model{}, Bootstrap: 1}, n: c.n, shape: c.shape, disagg: c.disagg}
+	study := &tuner.Study{Spec: sp, Launcher: l, Store: db, Eval: eval, OnFinish: func(r tuner.TrialReport) {
 		note(fmt.Sprintf("%s: trial %d/%d", c.name(), r.Done, r.Total))
 	}}
 	note(c.name() + ": trial 0/" + fmt.Sprint(o.Trials))
@@ -352,7 +354,7 @@ func studySpec(o Options, m catalog.Model, c candidate, tps []int) (*spec.Spec, 
 		File: "whatif", Text: fmt.Sprintf("whatif %s on %s", o.Model, c.name()),
 		Name: "whatif-" + strings.ReplaceAll(c.name(), " ", "-"), Model: o.Model, ModelConfig: v.ModelConfig,
 		Engine:   c.engine,
-		Launcher: spec.LauncherSpec{Kind: "virtual", ModelConfig: v.ModelConfig, Launcher: v},
+		Launcher: spec.LauncherSpec{Kind: "virtual", ModelConfig: v.ModelConfig, Caps: spec.LauncherCaps{Deterministic: true}},
 		Hardware: spec.Hardware{GPU: c.gpu.ID},
 		Space:    spc,
 		Workload: spec.Workload{Dataset: o.Dataset, Capacity: true, CapacityRate: true, StartRate: start,

@@ -1,4 +1,4 @@
-package launcher
+package archtest
 
 import (
 	"go/ast"
@@ -7,23 +7,24 @@ import (
 	"io/fs"
 	"path/filepath"
 	"reflect"
-	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/servetune/servetune/internal/testengine"
+	"github.com/servetune/servetune/launcher"
 )
 
 // TestCapabilitiesOneValue: what a launcher can do beside Launch is read
-// from its Capabilities value, never asked by a type assertion (or a type
+// from its launcher.Capabilities value, never asked by a type assertion (or a type
 // switch) on an interface with a capability's method, inline or named, in
 // any file of the module, tests included. The capabilities' names are
-// Capabilities' fields, so a new one is covered without a change here.
+// launcher.Capabilities' fields, so a new one is covered without a change here.
 func TestCapabilitiesOneValue(t *testing.T) {
 	caps := map[string]bool{}
-	for f := range reflect.TypeFor[Capabilities]().Fields() {
+	for f := range reflect.TypeFor[launcher.Capabilities]().Fields() {
 		caps[f.Name] = true
 	}
-	_, self, _, _ := runtime.Caller(0)
-	root := filepath.Dir(filepath.Dir(self)) // the module root, above launcher
+	root := testengine.Root()
 	type file struct {
 		rel  string
 		fset *token.FileSet

@@ -17,6 +17,7 @@ import (
 	"github.com/servetune/servetune/trial"
 	"github.com/servetune/servetune/tuner"
 	_ "github.com/servetune/servetune/tuner/guided" // the guided sampler SearchReality measures
+	"github.com/servetune/servetune/tuner/memory"
 	"github.com/servetune/servetune/tuner/recommend"
 	"github.com/servetune/servetune/tuner/sampler"
 	"github.com/servetune/servetune/tuner/spec"
@@ -32,7 +33,9 @@ type Reality struct {
 	Seed      int64
 	Constants sim.Constants
 	Kind      string     // the structural kind ("" = constants only)
-	spec      *spec.Spec // the study spec on the perturbed virtual engine, no precheck
+	spec      *spec.Spec // the study spec, no precheck
+	// launcher is the perturbed virtual engine the reality's trials run on.
+	launcher *simulated.Virtual
 
 	mu      sync.Mutex
 	results map[string]trial.Result
@@ -100,8 +103,8 @@ func newReality(sp *spec.Spec, seed int64, spread float64, kind Structural) (*Re
 	rs := *sp
 	rs.Tuner.Precheck = false
 	rs.Quality = nil
-	rs.Launcher.Launcher = &simulated.Virtual{GPU: sp.Hardware.GPU, ModelConfig: sp.Launcher.ModelConfig, Constants: c, Deviation: kind.Deviation}
-	return &Reality{Seed: seed, Constants: c, Kind: kind.Name, spec: &rs, results: map[string]trial.Result{}}, nil
+	v := &simulated.Virtual{GPU: sp.Hardware.GPU, ModelConfig: sp.Launcher.ModelConfig, Constants: c, Deviation: kind.Deviation}
+	return &Reality{Seed: seed, Constants: c, Kind: kind.Name, spec: &rs, launcher: v, results: map[string]trial.Result{}}, nil
 }
 
 // Run measures set on the reality (once; later calls return the same
@@ -114,7 +117,7 @@ func (r *Reality) Run(ctx context.Context, set space.Settings) trial.Result {
 	if ok {
 		return res
 	}
-	res = (&tuner.TrialRunner{Spec: r.spec, Bootstrap: 1}).Evaluate(ctx, 0, set, nil)
+	res = (&tuner.TrialRunner{Spec: r.spec, Launcher: r.launcher, Memory: memory.Model{}, Bootstrap: 1}).Evaluate(ctx, 0, set, nil)
 	// Keep the levels' summaries only (all the guided sampler's refit
 	// reads): the per-request records, each with its token times, of
 	// every configuration of a space take gigabytes per reality.
@@ -215,7 +218,7 @@ func SearchReality(ctx context.Context, sp *spec.Spec, r *Reality, kind string, 
 	}
 	var pre *tuner.TrialRunner
 	if kind != spec.SamplerGuided && precheck {
-		pre = &tuner.TrialRunner{Spec: &ss}
+		pre = &tuner.TrialRunner{Spec: &ss, Memory: memory.Model{}}
 	}
 	var out Search
 	for proposals := 0; out.Trials < budget && proposals < 4*budget; proposals++ {

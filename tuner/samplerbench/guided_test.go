@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/servetune/servetune/internal/model/sim"
-	"github.com/servetune/servetune/launcher/simulated"
 	"github.com/servetune/servetune/tuner/spec"
 )
 
@@ -38,10 +37,10 @@ func TestStructuralRealities(t *testing.T) {
 			t.Errorf("seed %d: perturbed %q %+v, structural %+v", seed, p.Kind, p.Constants, s.Constants)
 		}
 		want := kinds[(seed-1)%int64(len(kinds))]
-		if v := s.spec.Launcher.Launcher.(*simulated.Virtual); s.Kind != want.Name || v.Deviation != want.Deviation {
+		if v := s.launcher; s.Kind != want.Name || v.Deviation != want.Deviation {
 			t.Errorf("seed %d: kind %q deviating %+v, want %q %+v", seed, s.Kind, v.Deviation, want.Name, want.Deviation)
 		}
-		if v := p.spec.Launcher.Launcher.(*simulated.Virtual); v.Deviation != (sim.Deviation{}) {
+		if v := p.launcher; v.Deviation != (sim.Deviation{}) {
 			t.Errorf("seed %d: the perturbed reality deviates: %+v", seed, v.Deviation)
 		}
 		seen[s.Kind] = true
