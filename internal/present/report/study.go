@@ -280,10 +280,6 @@ type trialRow struct {
 	Settings  string
 }
 
-// recommendMetrics are the figures the recommendation shows with their
-// intervals.
-var recommendMetrics = []string{"output_throughput_per_gpu", "goodput_per_gpu", "tokens_per_user", "ttft_p99", "tpot_p99", "e2el_p99", "cost_per_mtok"}
-
 // metricTitle is a metric's name for a reader (the metric table's
 // Title; the name itself for one the table lacks).
 func metricTitle(m string) string {
@@ -372,7 +368,7 @@ func (s *Study) recommendation(v *view) {
 	p := best.Point
 	r := &recView{Trial: p.Trial, Level: p.Label, Runs: best.Runs(), Settings: SettingsLine(p.Settings)}
 	r.Commands = serveCommands(sp, p)
-	for _, m := range recommendMetrics {
+	for _, m := range recommend.Figures() {
 		value, ci, ok := best.Figure(m)
 		if !ok {
 			continue
@@ -441,8 +437,8 @@ func alternativeOf(sp *spec.Spec, trials []store.Trial, best recommend.Candidate
 	a := alt.Best
 	out := &alternative{Shape: a.Point.Settings.Shape(), Of: best.Point.Settings.Shape(), Trial: a.Trial,
 		Level: a.Point.Label, GPUs: a.Point.GPUs, Settings: SettingsLine(a.Settings), Commands: serveCommands(sp, a.Point)}
-	diff := best.Difference(a, recommendMetrics)
-	for _, m := range recommendMetrics {
+	diff := best.Difference(a, recommend.Figures())
+	for _, m := range recommend.Figures() {
 		value, ci, ok := a.Figure(m)
 		if !ok {
 			continue
