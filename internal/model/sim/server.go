@@ -1273,15 +1273,8 @@ func (s *Server) ListenAndServe(ctx context.Context, addr string, ready func(net
 		case <-time.After(time.Millisecond):
 		}
 	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("listen %s: %w", addr, err)
-	}
-	if ready != nil {
-		ready(ln.Addr())
-	}
-	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: headerTimeout, IdleTimeout: 60 * time.Second}
-	err = httpserve.Serve(ctx, hs, ln, 5*time.Second, stopEngine)
+	hs := &http.Server{Addr: addr, Handler: s.Handler(), ReadHeaderTimeout: headerTimeout, IdleTimeout: 60 * time.Second}
+	err = httpserve.ListenAndServe(ctx, hs, 5*time.Second, httpserve.Hooks{Ready: ready, Stopping: stopEngine})
 	stopEngine()
 	wg.Wait()
 	if err != nil {
