@@ -9,7 +9,7 @@ import (
 // this file, each with one comment line: what it is, where its value comes
 // from (a published figure; "fit", chosen inside a published range against
 // docs/reference.md's calibration points; or "estimate"), and a link to its
-// derivation in docs/fidelity-accounts.md ("The simulator's constants").
+// derivation in docs/fidelity-accounts.md, "The simulator's constants".
 // Never change one to make a single test pass.
 
 // Memory accounting (vLLM V1 worker, docs/reference.md (Engines)).

@@ -36,8 +36,8 @@
 // count.
 //
 // Every constant is in constants.go, each with its source and a link to
-// its derivation in docs/fidelity-accounts.md ("The simulator's
-// constants"), where the errors against the published calibration points
+// its derivation in docs/fidelity-accounts.md, "The simulator's
+// constants", where the errors against the published calibration points
 // and the known weak spots are too. The efficiency constants (Constants:
 // bandwidth and GEMM efficiencies, attention, the link, the host,
 // front-end and kernel overheads) can be replaced by a calibration Profile
