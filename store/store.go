@@ -17,6 +17,7 @@ import (
 	_ "github.com/mattn/go-sqlite3" // registers the "sqlite3" driver
 	"github.com/servetune/servetune/internal/load/gpu"
 	"github.com/servetune/servetune/internal/load/measure"
+	"github.com/servetune/servetune/internal/redact"
 	"github.com/servetune/servetune/internal/serving/engine"
 )
 
@@ -652,7 +653,7 @@ func insertGPUSamples(ctx context.Context, tx *sql.Tx, trialID int64, t0 time.Ti
 func insertLoadPoints(ctx context.Context, tx *sql.Tx, trialID int64, points []measure.Level) error {
 	for _, lp := range points {
 		sum := lp.Summary
-		sum.Meta = scrubMeta(sum.Meta)
+		sum.Meta = redact.Meta(sum.Meta)
 		js, err := json.Marshal(sum)
 		if err != nil {
 			return fmt.Errorf("load point %s: %w", lp.Label, err)

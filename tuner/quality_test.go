@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/servetune/servetune/internal/load/measure"
 	"github.com/servetune/servetune/internal/load/quality"
@@ -78,8 +77,9 @@ func (l *knownQuality) Launch(ctx context.Context, spec launcher.Spec) (launcher
 		}
 		fmt.Fprintf(w, `{"choices":[{"index":0,"text":%q,"finish_reason":"stop"}]}`, " "+ans)
 	}))
-	for !srv.Ready() && ctx.Err() == nil {
-		time.Sleep(time.Millisecond)
+	select {
+	case <-srv.Loaded():
+	case <-ctx.Done():
 	}
 	return &knownInstance{hs: hs, stop: func() { stop(); wg.Wait(); hs.Close() }}, nil
 }

@@ -318,7 +318,7 @@ func benchTarget(f *benchFlags) (openai.Target, error) {
 		k, v, ok := strings.Cut(h, ":")
 		k = strings.TrimSpace(k)
 		if !ok || k == "" || strings.ContainsAny(k, " \t\r\n") || strings.ContainsAny(v, "\r\n") {
-			return openai.Target{}, fmt.Errorf("--header %q: want NAME:VALUE", redactHeader(h))
+			return openai.Target{}, fmt.Errorf("--header %q: want NAME:VALUE", redact.Header(h))
 		}
 		t.Headers.Add(k, strings.TrimSpace(v))
 	}
@@ -422,14 +422,6 @@ func thinkFlag(f *benchFlags, ds *bench.DatasetSpec) error {
 		ds.Think = &think
 	}
 	return nil
-}
-
-// redactHeader hides a header's value in messages: it may be a secret.
-func redactHeader(h string) string {
-	if k, _, ok := strings.Cut(h, ":"); ok {
-		return k + ":" + redact.Redacted
-	}
-	return h
 }
 
 func lengthDist(flag, dist string, n int, ratio float64) (bench.Dist, error) {

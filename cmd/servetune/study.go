@@ -728,10 +728,6 @@ func serveArgv(sp *spec.Spec, p recommend.Point, format string) []string {
 	return sp.ServeArgv(p, format)
 }
 
-// recommendMetrics are the figures a recommendation shows, with their
-// intervals over the configuration's runs.
-var recommendMetrics = []string{"output_throughput_per_gpu", "goodput_per_gpu", "ttft_p99", "tpot_p99", "cost_per_mtok"}
-
 // metricCI is one figure of a recommendation.
 type metricCI struct {
 	Mean float64    `json:"mean"`
@@ -741,7 +737,7 @@ type metricCI struct {
 
 func candidateMetrics(c recommend.Candidate) map[string]metricCI {
 	out := map[string]metricCI{}
-	for _, name := range recommendMetrics {
+	for _, name := range recommend.Figures() {
 		if m, ci, ok := c.MetricCI(name); ok {
 			out[name] = metricCI{Mean: m, CI95: ci, Unit: recommend.Unit(name)}
 		}
@@ -803,7 +799,7 @@ func recommendationDoc(sp *spec.Spec, rec recommend.Recommendation, alt *recomme
 		if alt != nil {
 			a := alt.Best
 			ad := map[string]any{"shape": a.Point.Settings.Shape(), "trial": a.Trial, "settings": a.Settings,
-				"gpus": a.Point.GPUs, "metrics_ci95": candidateMetrics(a), "difference_pct": best.Difference(a, recommendMetrics)}
+				"gpus": a.Point.GPUs, "metrics_ci95": candidateMetrics(a), "difference_pct": best.Difference(a, recommend.Figures())}
 			if parts := partsJSON(sp, a.Point); parts != nil {
 				ad["parts"] = parts
 			} else {
@@ -876,7 +872,7 @@ func writeRecommendation(w io.Writer, sp *spec.Spec, rec recommend.Recommendatio
 	}
 	fmt.Fprintf(w, "# %s: trial %d at %s, best %s under SLO %s (%s):\n", sp.Name, p.Trial, pj.Level, pref.For(sp.Tuner.Objective).Describe(sp.Tuner.Objective), sp.SLO, runs)
 	var parts []string
-	for _, name := range recommendMetrics {
+	for _, name := range recommend.Figures() {
 		if value, ci, ok := best.Figure(name); ok {
 			parts = append(parts, name+"="+strings.TrimSpace(value+" "+ci))
 		}
@@ -949,15 +945,15 @@ func shapeAlternative(trials []store.Trial, sp *spec.Spec, pref recommend.Prefer
 func writeAlternative(w io.Writer, sp *spec.Spec, best, alt recommend.Candidate) {
 	p := alt.Point
 	var figs []string
-	for _, name := range recommendMetrics {
+	for _, name := range recommend.Figures() {
 		if value, ci, ok := alt.Figure(name); ok {
 			figs = append(figs, name+"="+strings.TrimSpace(value+" "+ci))
 		}
 	}
 	fmt.Fprintf(w, "# %s alternative: trial %d at %s (GPUs: %d):\n#   %s\n", p.Settings.Shape(), alt.Trial, p.Label, p.GPUs, strings.Join(figs, "  "))
-	diff := best.Difference(alt, recommendMetrics)
+	diff := best.Difference(alt, recommend.Figures())
 	var ds []string
-	for _, name := range recommendMetrics {
+	for _, name := range recommend.Figures() {
 		if d, ok := diff[name]; ok {
 			ds = append(ds, fmt.Sprintf("%s %+.1f%%", name, d))
 		}

@@ -1,7 +1,15 @@
-// Package httpserve is the one serve-until-cancelled sequence of the
-// project's HTTP servers (the dashboard, the simulated engine), the one
-// test of whether a host is this machine's loopback, and a listener that
-// caps the connections one address holds.
+// Package httpserve is the one listen, ready, serve-until-cancelled
+// sequence of the project's HTTP servers (the dashboard, the simulated
+// engine and its router), the one test of whether a host is this
+// machine's loopback, and a listener that caps the connections one
+// address holds.
+//
+//	err := httpserve.ListenAndServe(ctx, &http.Server{Addr: "127.0.0.1:0", Handler: h}, 5*time.Second,
+//		httpserve.Hooks{Ready: func(a net.Addr) { log.Printf("listening on %s", a) }})
+//
+// ListenAndServe and Serve return once the server has stopped; each call
+// owns its server and listener, and calls for different servers may run at
+// once.
 package httpserve
 
 import (
@@ -15,6 +23,37 @@ import (
 	"sync"
 	"time"
 )
+
+// Hooks are what a server does at the steps of ListenAndServe; each may be
+// nil.
+type Hooks struct {
+	// Listener wraps the bound listener before serving (PerHostLimit),
+	// and may read its address.
+	Listener func(net.Listener) net.Listener
+	// Ready receives the bound address (srv.Addr may ask for port 0)
+	// before the first connection is served: a caller may connect once it
+	// returns.
+	Ready func(net.Addr)
+	// Stopping runs when ctx ends, before the shutdown (Serve).
+	Stopping func()
+}
+
+// ListenAndServe listens on srv.Addr over TCP, runs h.Listener and
+// h.Ready, and serves srv until ctx ends or serving fails (Serve, with
+// grace and h.Stopping). A listen failure is "listen ADDR: ...".
+func ListenAndServe(ctx context.Context, srv *http.Server, grace time.Duration, h Hooks) error {
+	ln, err := net.Listen("tcp", srv.Addr)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", srv.Addr, err)
+	}
+	if h.Listener != nil {
+		ln = h.Listener(ln)
+	}
+	if h.Ready != nil {
+		h.Ready(ln.Addr())
+	}
+	return Serve(ctx, srv, ln, grace, h.Stopping)
+}
 
 // Serve serves srv on ln until ctx ends or serving fails. When ctx ends it
 // calls stopping (if not nil: what a graceful shutdown would otherwise

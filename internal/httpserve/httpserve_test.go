@@ -71,13 +71,63 @@ func TestServe(t *testing.T) {
 	}
 }
 
+// TestListenAndServe: the listener hook wraps the bound listener and
+// Ready gets the bound address before a request is served there; a port in
+// use is a listen error naming the address, with no hook run.
+func TestListenAndServe(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wrapped bool
+	ready := make(chan net.Addr, 1)
+	srv := &http.Server{Addr: "127.0.0.1:0", Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") })}
+	errc := make(chan error, 1)
+	go func() {
+		errc <- ListenAndServe(ctx, srv, time.Second, Hooks{
+			Listener: func(ln net.Listener) net.Listener { wrapped = true; return ln },
+			Ready:    func(a net.Addr) { ready <- a },
+		})
+	}()
+	var addr net.Addr
+	select {
+	case addr = <-ready:
+	case err := <-errc:
+		t.Fatalf("ListenAndServe before ready: %v", err)
+	}
+	if !wrapped {
+		t.Error("Ready ran before the listener hook")
+	}
+	resp, err := http.Get("http://" + addr.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(b) != "ok" {
+		t.Errorf("body %q", b)
+	}
+
+	busy := &http.Server{Addr: addr.String()}
+	err = ListenAndServe(context.Background(), busy, time.Second, Hooks{
+		Listener: func(net.Listener) net.Listener { t.Error("listener hook on a failed listen"); return nil },
+		Ready:    func(net.Addr) { t.Error("ready on a failed listen") },
+	})
+	if err == nil || !strings.HasPrefix(err.Error(), "listen "+addr.String()+": ") {
+		t.Errorf("ListenAndServe on a port in use: %v", err)
+	}
+	cancel()
+	if err := <-errc; err != nil {
+		t.Errorf("ListenAndServe after cancel: %v", err)
+	}
+}
+
 // TestOneLoopback: this package holds the only loopback test and the only
-// shutdown sequence of an http.Server; no other non-test Go file asks an
-// address IsLoopback, declares a loopback function or shuts a server down.
+// listen, serve and shutdown sequence of an http.Server; no other non-test
+// Go file asks an address IsLoopback, declares a loopback function, serves
+// a listener itself (httpserve.Serve or http.Server.Serve: ListenAndServe
+// listens and says where) or shuts a server down.
 func TestOneLoopback(t *testing.T) {
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Dir(filepath.Dir(filepath.Dir(file))) // the module root, above internal/httpserve
-	twins := regexp.MustCompile(`\.IsLoopback\(\)|func (\([^)]*\) )?\w*[Ll]oopback\w*\(|\.Shutdown\(\w+\)`)
+	twins := regexp.MustCompile(`\.IsLoopback\(\)|func (\([^)]*\) )?\w*[Ll]oopback\w*\(|\.Shutdown\(\w+\)|\bhttpserve\.Serve\(|\.Serve\(ln\w*\)`)
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -98,7 +148,7 @@ func TestOneLoopback(t *testing.T) {
 		}
 		for _, line := range bytes.Split(b, []byte("\n")) {
 			if m := twins.Find(line); m != nil {
-				t.Errorf("%s: %s: use httpserve.IsLoopback or httpserve.Serve", rel, m)
+				t.Errorf("%s: %s: use httpserve.IsLoopback or httpserve.ListenAndServe", rel, m)
 			}
 		}
 		return nil

@@ -74,10 +74,116 @@ func Text(s string) string {
 	})
 }
 
-// URL returns a URL with its password replaced by Redacted, as
-// url.URL.Redacted does but with this package's marker, and the rest of it
-// as written.
-func URL(u string) string { return urlUserinfo.ReplaceAllString(u, "${1}"+Redacted+"@") }
+// URL returns a URL, which need not parse, with what may carry a secret
+// replaced by Redacted: the password of its user information (the whole of
+// it when there is no password, as a user alone may be a token), and its
+// query and fragment (?api_key=..., ?key=...). Everything before the last
+// '@' is user information, so that a URL too broken to parse leaks no
+// password either; the rest stays as written.
+func URL(u string) string {
+	if i := strings.IndexAny(u, "?#"); i >= 0 {
+		u = u[:i] + "?" + Redacted
+	}
+	at := strings.LastIndex(u, "@")
+	if at < 0 {
+		return u
+	}
+	start := 0
+	if i := strings.Index(u, "://"); i >= 0 && i < at {
+		start = i + 3
+	}
+	if user, _, ok := strings.Cut(u[start:at], ":"); ok {
+		return u[:start] + user + ":" + Redacted + u[at:]
+	}
+	return u[:start] + Redacted + u[at:]
+}
+
+// urlInText is a URL inside free text: a scheme, "://" and what follows up
+// to a space, a quote, an angle bracket or a brace (square brackets belong
+// to it: an IPv6 host, and the marker URL leaves in place of a query).
+var urlInText = regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.\-]*://[^\s"'<>{}` + "`" + `]+`)
+
+// Message returns a message from a transport, a server or a log, redacted
+// for showing or storing: every URL in it as URL (a transport error quotes
+// the URL it failed on, query and all), then the whole as Text. A study's
+// spec is redacted by YAML and Text instead, which keep its URLs' queries:
+// the spec is the study's identity.
+func Message(s string) string { return Text(urlInText.ReplaceAllStringFunc(s, URL)) }
+
+// Header returns a NAME:VALUE header argument with its value replaced, for
+// messages about it: any header may carry a credential.
+func Header(h string) string {
+	if k, _, ok := strings.Cut(h, ":"); ok {
+		return k + ":" + Redacted
+	}
+	return h
+}
+
+// Known returns msg with each of the given secrets replaced wherever it
+// appears: whole, and word by word for a value of several words ("Bearer
+// KEY" sent as a header, echoed by a server as KEY alone). Values and
+// words shorter than 4 bytes are left, as they would match ordinary text;
+// a secret of that size is none.
+func Known(msg string, secrets ...string) string {
+	for _, v := range secrets {
+		if len(v) >= 4 {
+			msg = strings.ReplaceAll(msg, v, Redacted)
+		}
+	}
+	for _, v := range secrets {
+		for _, w := range strings.Fields(v) {
+			if len(w) >= 4 {
+				msg = strings.ReplaceAll(msg, w, Redacted)
+			}
+		}
+	}
+	return msg
+}
+
+// metaKey names metadata that is a credential beside what Name says:
+// headers, whose values may be.
+var metaKey = regexp.MustCompile(`(?i)^headers?$`)
+
+// Meta returns a copy of a result's metadata without the entries whose key
+// names a secret (Name, or headers: an API key or header a caller put there
+// by mistake) and with every string, at any depth, redacted as Message.
+func Meta(meta map[string]any) map[string]any {
+	if meta == nil {
+		return nil
+	}
+	out := make(map[string]any, len(meta))
+	for k, v := range meta {
+		if metaKey.MatchString(k) || Name(k) {
+			continue
+		}
+		out[k] = metaValue(v)
+	}
+	return out
+}
+
+// metaValue redacts one metadata value: strings as Message, maps as Meta,
+// lists item by item.
+func metaValue(v any) any {
+	switch x := v.(type) {
+	case string:
+		return Message(x)
+	case map[string]any:
+		return Meta(x)
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = metaValue(e)
+		}
+		return out
+	case []string:
+		out := make([]string, len(x))
+		for i, e := range x {
+			out[i] = Message(e)
+		}
+		return out
+	}
+	return v
+}
 
 // Name reports whether a flag, key or environment variable name carries a
 // credential: the engines' secret flags (engine.IsSecretFlag), the short

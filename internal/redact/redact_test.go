@@ -58,7 +58,8 @@ func TestArgs(t *testing.T) {
 	}
 }
 
-// FuzzText: redaction is idempotent and no Hugging Face token survives it.
+// FuzzText: redaction (Text, Message, URL) is idempotent and no Hugging
+// Face token survives Text.
 func FuzzText(f *testing.F) {
 	for _, s := range []string{"HF_TOKEN=hf_abcdefghijklmnopqrstu", "Authorization: Bearer x.y", `{"api_key": "k"}`,
 		"plain log line", `["--api-key", "tok"]`, "--hf-token=hf_abcdefghijklmnopqrstu"} {
@@ -72,6 +73,12 @@ func FuzzText(f *testing.F) {
 		}
 		if tok := hf.FindString(out); tok != "" {
 			t.Fatalf("token %q survived in %q", tok, out)
+		}
+		if m := Message(in); Message(m) != m {
+			t.Fatalf("Message not idempotent: %q -> %q -> %q", in, m, Message(m))
+		}
+		if u := URL(in); URL(u) != u {
+			t.Fatalf("URL not idempotent: %q -> %q -> %q", in, u, URL(u))
 		}
 	})
 }
@@ -91,7 +98,7 @@ func TestTextMore(t *testing.T) {
 			t.Errorf("Text(%q) = %q", tc.in, out)
 		}
 	}
-	if got := URL("https://u:p@h/x?y=1"); got != "https://u:"+Redacted+"@h/x?y=1" {
+	if got := URL("https://u:p@h/x?y=1"); got != "https://u:"+Redacted+"@h/x?"+Redacted {
 		t.Errorf("URL = %s", got)
 	}
 	for _, keep := range []string{"http://host:8000/v1", "--author me", "--enable-prefix-caching", "user@example.com"} {
@@ -102,6 +109,75 @@ func TestTextMore(t *testing.T) {
 	got := strings.Join(Args([]string{"-k", "a1", "--auth", "a2", "--middleware", "auth=a3", "--x", "basic-auth=a4", "--port", "1"}), " ")
 	if want := "-k [REDACTED] --auth [REDACTED] --middleware auth=[REDACTED] --x basic-auth=[REDACTED] --port 1"; got != want {
 		t.Errorf("Args = %q\nwant   %q", got, want)
+	}
+}
+
+// TestCallers: the cases the callers hand over, each redacted with the one
+// marker and idempotently: a base URL that may not parse (openai's
+// Validate and GoString, eval's output), a transport error that quotes its
+// URL (the benchmark client, the prefix-cache reset, the engine-metrics
+// scraper), a --header argument (the CLI), values a server may echo (the
+// target's key and headers) and a result's metadata (the store).
+func TestCallers(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"http://user:s3cret@host:8000/v1", "http://user:" + Redacted + "@host:8000/v1"},
+		{"https://ghp-token-only@host", "https://" + Redacted + "@host"},
+		{"localhost:8000/v1?api_key=s3cret", "localhost:8000/v1?" + Redacted},
+		{"http://h/v1?key=s3cret#frag", "http://h/v1?" + Redacted},
+		{"http//user:s3cret@host", "http//user:" + Redacted + "@host"},
+		{"://user:s3cret@", "://user:" + Redacted + "@"},
+		{"ftp://user:s3cret@host:8000", "ftp://user:" + Redacted + "@host:8000"},
+		{"http://127.0.0.1:8000", "http://127.0.0.1:8000"},
+	} {
+		got := URL(tc.in)
+		if got != tc.want || URL(got) != got {
+			t.Errorf("URL(%q) = %q (again %q), want %q", tc.in, got, URL(got), tc.want)
+		}
+	}
+	for _, tc := range []struct{ in, secret, keep string }{
+		{`Post "http://127.0.0.1:1/v1/completions?key=s3cret": dial tcp 127.0.0.1:1: connect: connection refused`,
+			"s3cret", `Post "http://127.0.0.1:1/v1/completions?` + Redacted + `": dial tcp 127.0.0.1:1: connect: connection refused`},
+		{`Get "http://admin:s3cret@10.0.0.1:8000/metrics": EOF`, "s3cret", `Get "http://admin:` + Redacted + `@10.0.0.1:8000/metrics": EOF`},
+		{"unexpected EOF; Authorization: Bearer s3cret-token", "s3cret", "unexpected EOF; Authorization: Bearer " + Redacted},
+		{"user@example.com wrote http://host:8000/v1", "", "user@example.com wrote http://host:8000/v1"},
+	} {
+		got := Message(tc.in)
+		if (tc.secret != "" && strings.Contains(got, tc.secret)) || got != tc.keep || Message(got) != got {
+			t.Errorf("Message(%q) = %q, want %q", tc.in, got, tc.keep)
+		}
+	}
+	if got := Header("X-Api-Key: s3cret"); got != "X-Api-Key:"+Redacted {
+		t.Errorf("Header = %q", got)
+	}
+	if got := Header("no colon"); got != "no colon" {
+		t.Errorf("Header without a value = %q", got)
+	}
+	got := Known("bad auth: Bearer sk-ECHOED and tok-HEADER; KEY alone: sk-ECHOED; 'abc' stays", "Bearer sk-ECHOED", "tok-HEADER", "abc", "")
+	if want := "bad auth: " + Redacted + " and " + Redacted + "; KEY alone: " + Redacted + "; 'abc' stays"; got != want {
+		t.Errorf("Known = %q\nwant    %q", got, want)
+	}
+	meta := map[string]any{
+		"api_key": "s3cret", "Headers": "X-Token: s3cret", "authorization": "Bearer s3cret", "seed": 7.0,
+		"endpoint": "http://127.0.0.1:8000", "note": "hf_AbCdEfGhIjKlMnOpQrStUv",
+		"engine_metrics_error": `Get "http://u:s3cret@h/metrics?token=s3cret": EOF`,
+		"nested":               map[string]any{"hf_token": "s3cret", "url": "http://h/?k=s3cret"},
+		"list":                 []any{"password: s3cret", 1},
+	}
+	out := Meta(meta)
+	raw, _ := json.Marshal(out)
+	if strings.Contains(string(raw), "s3cret") || strings.Contains(string(raw), "hf_AbCd") {
+		t.Errorf("Meta leaks: %s", raw)
+	}
+	for _, k := range []string{"api_key", "Headers", "authorization"} {
+		if _, ok := out[k]; ok {
+			t.Errorf("Meta kept %s", k)
+		}
+	}
+	if out["endpoint"] != "http://127.0.0.1:8000" || out["seed"] != 7.0 || meta["api_key"] != "s3cret" {
+		t.Errorf("Meta = %v (input %v)", out, meta)
+	}
+	if Meta(nil) != nil {
+		t.Error("Meta(nil) is not nil")
 	}
 }
 
@@ -217,7 +293,7 @@ func TestOneMarker(t *testing.T) {
 			return err
 		}
 		rel, _ := filepath.Rel(root, p)
-		for _, other := range []string{"<redacted>", "<REDACTED>", `"***"`, `"xxxxx"`} {
+		for _, other := range []string{"<redacted>", "<REDACTED>", `"***"`, `"xxxxx"`, `"?…"`, `"…"`} {
 			if bytes.Contains(b, []byte(other)) {
 				t.Errorf("%s spells a redacted value %s; use redact.Redacted", rel, other)
 			}

@@ -12,9 +12,9 @@ import (
 
 // TestForecastBounded: one forecast of a capacity search over the request
 // rate simulates a bounded number of requests and keeps no records, so
-// that forecasting a space holds the summaries of its levels alone. (A
-// probe used to send rate x 30 s requests, and every forecast kept every
-// record of every probe: a guided study of a 24B model reached 12.7 GB.)
+// that forecasting a space holds the summaries of its levels alone (a
+// probe of rate x 30 s requests keeping every record would take a guided
+// study of a 24B model to 12.7 GB).
 func TestForecastBounded(t *testing.T) {
 	sp, err := spec.ParseSpec([]byte(`name: f
 model: meta-llama/Llama-3.1-8B-Instruct

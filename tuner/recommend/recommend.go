@@ -214,6 +214,15 @@ func (n *noFeasible) err(slo SLO) error {
 	return fmt.Errorf("%w: %s", ErrNoFeasible, strings.Join(parts, "; "))
 }
 
+// Figures are the metrics a recommendation shows with their intervals over
+// its runs, in this order, wherever it is shown (recommend's text and JSON,
+// the report, the other shape's difference): the default objectives
+// (output_throughput_per_gpu, tokens_per_user), goodput, the p99 of each
+// latency an SLO limits most often (TTFT, TPOT, E2E) and the cost.
+func Figures() []string {
+	return []string{"output_throughput_per_gpu", "goodput_per_gpu", "tokens_per_user", "ttft_p99", "tpot_p99", "e2el_p99", "cost_per_mtok"}
+}
+
 // Figure writes the candidate's metric as recommend and the report show
 // it: "688.6 tok/s/GPU [-306.2, 1683]", the interval over its runs (none
 // with one run); ok is false when no run has it.

@@ -149,3 +149,29 @@ func TestSLORisks(t *testing.T) {
 		t.Errorf("interval within 5000 ms: SLORisks = %q, want none", r)
 	}
 }
+
+// TestFigures: every figure a recommendation shows is a metric of the
+// table, shown once, and among them are the default objectives and each
+// latency an SLO can limit, so that a recommendation shows what it was
+// judged by.
+func TestFigures(t *testing.T) {
+	seen := map[string]bool{}
+	for _, name := range Figures() {
+		if _, ok := measure.LookupMetric(name); !ok {
+			t.Errorf("figure %q is not in the metric table", name)
+		}
+		if seen[name] {
+			t.Errorf("figure %q listed twice", name)
+		}
+		seen[name] = true
+	}
+	for _, name := range []string{"output_throughput_per_gpu", "tokens_per_user", "ttft_p99", "tpot_p99", "e2el_p99"} {
+		if !seen[name] {
+			t.Errorf("figures lack %s", name)
+		}
+	}
+	Figures()[0] = "changed"
+	if Figures()[0] == "changed" {
+		t.Error("Figures hands out its own list")
+	}
+}

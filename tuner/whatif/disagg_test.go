@@ -11,8 +11,8 @@ import (
 	"github.com/servetune/servetune/tuner/recommend"
 )
 
-// llama70 is issue 26's question: Llama-3.3-70B on H100 and H200, up to
-// 8 GPUs, both shapes.
+// llama70 is the disaggregation question: Llama-3.3-70B on H100 and H200,
+// up to 8 GPUs, both shapes.
 func llama70(input int, slo recommend.SLO) Options {
 	return Options{
 		Model: "meta-llama/Llama-3.3-70B-Instruct", GPUs: []string{"H100-SXM", "H200"}, MaxGPUs: 8,

@@ -275,9 +275,9 @@ func TestModelDirAndCalibration(t *testing.T) {
 }
 
 // TestCapacityIndependentOfTarget: a row's capacity is the candidate's
-// alone. The search used to start at the target, so a target 1,000 times
-// a candidate's capacity put the search's floor above it ("cannot serve"),
-// and an absurd one its ceiling past any rate.
+// alone: a target 1,000 times a candidate's capacity must not put the
+// search's floor above it ("cannot serve"), nor an absurd one its ceiling
+// past any rate.
 func TestCapacityIndependentOfTarget(t *testing.T) {
 	var caps []float64
 	for _, target := range []float64{30, 100_000} {

@@ -2,12 +2,15 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/servetune/servetune/internal/load/openai"
+	"github.com/servetune/servetune/internal/redact"
 )
 
 // cacheResets are the engines' routes that empty their prefix cache, in
@@ -33,7 +36,7 @@ func ResetPrefixCache(ctx context.Context, t openai.Target) (how string, ok bool
 		t.Header(req.Header)
 		resp, err := hc.Do(req)
 		if err != nil {
-			why = append(why, fmt.Sprintf("POST %s: %v", r.path, redactErr(err)))
+			why = append(why, fmt.Sprintf("POST %s: %v", r.path, transportErr(err)))
 			continue
 		}
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
@@ -46,12 +49,12 @@ func ResetPrefixCache(ctx context.Context, t openai.Target) (how string, ok bool
 	return "not offered (" + strings.Join(why, "; ") + ")", false
 }
 
-// redactErr shortens a transport error to its last part, which names the
-// failure without the URL (which may carry credentials).
-func redactErr(err error) string {
-	s := err.Error()
-	if i := strings.LastIndex(s, ": "); i >= 0 {
-		return s[i+2:]
+// transportErr is a transport error's cause without the request's method
+// and URL (the caller names the path), redacted as any message.
+func transportErr(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
 	}
-	return s
+	return redact.Message(err.Error())
 }

@@ -133,7 +133,7 @@ func (c *client) sendTo(ctx context.Context, req measure.Request, body []byte, b
 	resp, err := c.hc.Do(hreq)
 	if err != nil {
 		rec.End = time.Since(start)
-		msg := scrub(err.Error())
+		msg := redact.Message(err.Error())
 		if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) {
 			msg = outOfFiles + ": " + msg
 		}
@@ -233,7 +233,7 @@ func (c *client) stream(ctx context.Context, body io.Reader, req measure.Request
 				break // a reset after the final usage loses nothing
 			}
 			rec.End = time.Since(start)
-			rec.Fail(classifyErr(ctx, measure.ErrTruncated), "stream: "+scrub(err.Error()))
+			rec.Fail(classifyErr(ctx, measure.ErrTruncated), "stream: "+redact.Message(err.Error()))
 			return
 		}
 		now := time.Since(start)
@@ -424,18 +424,6 @@ func oneLine(b []byte) string {
 	s := strings.Join(strings.Fields(string(b)), " ")
 	if len(s) > 200 {
 		s = s[:200] + "..."
-	}
-	return s
-}
-
-// scrub removes a URL's query from transport error text (it may carry a
-// key); headers are never part of error text.
-func scrub(s string) string {
-	if i := strings.Index(s, "?"); i >= 0 {
-		if j := strings.IndexAny(s[i:], "\" "); j >= 0 {
-			return s[:i] + s[i+j:]
-		}
-		return s[:i]
 	}
 	return s
 }

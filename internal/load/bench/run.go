@@ -359,7 +359,7 @@ func (sn seen) into(sum *measure.Summary, k float64, gpus bool) {
 	sum.Engine.Scale(k)
 	if sn.engineErr != nil {
 		// Why the level has no engine metrics (or fewer readings).
-		sum.Meta["engine_metrics_error"] = redact.Text(sn.engineErr.Error()) // the URL may hold a password
+		sum.Meta["engine_metrics_error"] = redact.Message(sn.engineErr.Error()) // the URL may hold a password or a key
 	}
 	if gpus {
 		sum.GPU = gpu.Usage(sn.gpu, sum.TotalOutputTokens)

@@ -22,7 +22,10 @@ const DefaultBootstrap = 2000
 //   - bootstrap 95% intervals of a percentile (BootstrapCI,
 //     BootstrapDiffCI, ClusterBootstrapDiffCI);
 //   - Student's t 95% interval of a mean (MeanCI) and Welch's of a
-//     difference of means (Welch).
+//     difference of means (Welch);
+//   - values of the data itself where an estimate must be one (a count
+//     of requests, a bin edge that equal values share): the time-weighted
+//     median of a gauge (WeightedMedian) and quartile edges (Quartiles).
 
 // Number is a value the statistics accept.
 type Number interface {
@@ -46,6 +49,48 @@ func PercentileOf[T Number](xs []T, p float64) float64 {
 // Median is the 50th percentile of xs (the mean of the middle two for an
 // even count); NaN for no values. xs is not changed.
 func Median[T Number](xs []T) float64 { return PercentileOf(xs, 50) }
+
+// WeightedMedian is the median of values each held for a weight (a
+// gauge's values and the time it held each): the smallest value at which
+// the weights, values in ascending order, add up to half their total. It
+// is one of the values, never between two, so a count stays a count. NaN
+// when the total weight is not above 0.
+func WeightedMedian(weights map[float64]float64) float64 {
+	values := make([]float64, 0, len(weights))
+	total := 0.0
+	for v := range weights {
+		values = append(values, v)
+	}
+	slices.Sort(values)
+	for _, v := range values {
+		total += weights[v]
+	}
+	if !(total > 0) {
+		return math.NaN()
+	}
+	acc := 0.0
+	for _, v := range values {
+		acc += weights[v]
+		if acc >= total/2 {
+			return v
+		}
+	}
+	return values[len(values)-1]
+}
+
+// Quartiles are the edges that split sorted values into four bins: the
+// smallest values with more than a quarter, a half and three quarters of
+// the values at or below them (sorted[⌊n/4⌋], sorted[⌊n/2⌋],
+// sorted[⌊3n/4⌋]). Each is one of the values, not interpolated as
+// Percentile's are, so that equal values fall in one bin. NaN for no
+// values.
+func Quartiles(sorted []float64) [3]float64 {
+	n := len(sorted)
+	if n == 0 {
+		return [3]float64{math.NaN(), math.NaN(), math.NaN()}
+	}
+	return [3]float64{sorted[n/4], sorted[n/2], sorted[3*n/4]}
+}
 
 // MeanCI is the mean of xs and its 95% interval by Student's t
 // ([mean, mean] for fewer than two values: nothing is known of the

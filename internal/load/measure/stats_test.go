@@ -323,12 +323,23 @@ func sources(t *testing.T) (*token.FileSet, map[string]*ast.File) {
 }
 
 // TestStatisticsDefinedOnce: no package but this one defines a median,
-// percentile, quantile, variance, Welch, mean-interval or bootstrap
-// helper (methods on a type of their own, such as a histogram's
-// quantile, are another estimator's and allowed).
+// percentile, quantile, quartile, variance, Welch, mean-interval or
+// bootstrap helper (methods on a type of their own, such as a histogram's
+// quantile, are another estimator's and allowed), nor computes one inline:
+// a value picked at a fraction of a count (sorted[len(sorted)/4]), or a
+// running sum compared with half a total (a weighted median).
 func TestStatisticsDefinedOnce(t *testing.T) {
-	words := []string{"median", "percentile", "quantile", "variance", "welch", "meanci", "bootstrap", "stddev"}
+	words := []string{"median", "percentile", "quantile", "quartile", "variance", "welch", "meanci", "bootstrap", "stddev"}
 	fset, files := sources(t)
+	// byFraction is an expression divided by 2 or 4.
+	byFraction := func(e ast.Expr) bool {
+		b, ok := ast.Unparen(e).(*ast.BinaryExpr)
+		if !ok || b.Op != token.QUO {
+			return false
+		}
+		lit, ok := ast.Unparen(b.Y).(*ast.BasicLit)
+		return ok && lit.Kind == token.INT && (lit.Value == "2" || lit.Value == "4")
+	}
 	for path, f := range files {
 		if strings.HasPrefix(path, "internal/load/measure/") {
 			continue
@@ -345,6 +356,50 @@ func TestStatisticsDefinedOnce(t *testing.T) {
 				}
 			}
 		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.IndexExpr:
+				if byFraction(n.Index) {
+					t.Errorf("%s: a value at a fraction of a count, a quantile by hand: use internal/load/measure's statistics", fset.Position(n.Pos()))
+				}
+			case *ast.BinaryExpr:
+				if (n.Op == token.GEQ || n.Op == token.GTR) && byFraction(n.Y) {
+					t.Errorf("%s: a sum compared with half a total, a weighted median by hand: use internal/load/measure's statistics", fset.Position(n.Pos()))
+				}
+			}
+			return true
+		})
+	}
+}
+
+// TestWeightedMedianAndQuartiles: the time-weighted median is the value
+// where the weights in ascending order reach half their total, one of the
+// values; quartile edges are values at ranks ⌊n/4⌋, ⌊n/2⌋, ⌊3n/4⌋.
+func TestWeightedMedianAndQuartiles(t *testing.T) {
+	for _, tc := range []struct {
+		w    map[float64]float64
+		want float64
+	}{
+		{map[float64]float64{4: 1, 5: 1}, 4},          // half reached exactly at 4: the lower
+		{map[float64]float64{4: 1, 5: 1.5}, 5},        // 4 holds less than half
+		{map[float64]float64{8: 0.1, 2: 3, 16: 2}, 2}, // order is by value, not by the map
+		{map[float64]float64{7: 2}, 7},
+	} {
+		if got := WeightedMedian(tc.w); got != tc.want {
+			t.Errorf("WeightedMedian(%v) = %g, want %g", tc.w, got, tc.want)
+		}
+	}
+	if !math.IsNaN(WeightedMedian(nil)) || !math.IsNaN(WeightedMedian(map[float64]float64{3: 0})) {
+		t.Error("the weighted median of no weight is not NaN")
+	}
+	if got := Quartiles([]float64{1, 2, 3, 4, 5, 6, 7, 8}); got != [3]float64{3, 5, 7} {
+		t.Errorf("Quartiles of 1..8 = %v", got)
+	}
+	if got := Quartiles([]float64{1, 1, 1, 2, 9}); got != [3]float64{1, 1, 2} {
+		t.Errorf("Quartiles with ties = %v", got)
+	}
+	if q := Quartiles(nil); !math.IsNaN(q[0]) {
+		t.Errorf("Quartiles of nothing = %v", q)
 	}
 }
 

@@ -36,11 +36,11 @@ type Target struct {
 func (t Target) Validate() error {
 	u, err := url.Parse(t.BaseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("base URL %q must be http(s)://host[:port]", RedactRawURL(t.BaseURL))
+		return fmt.Errorf("base URL %q must be http(s)://host[:port]", redact.URL(t.BaseURL))
 	}
 	if p := u.Port(); p != "" {
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return fmt.Errorf("base URL %q: port %s is not in 1-65535", RedactRawURL(t.BaseURL), p)
+			return fmt.Errorf("base URL %q: port %s is not in 1-65535", redact.URL(t.BaseURL), p)
 		}
 	}
 	if t.Model == "" {
@@ -88,26 +88,11 @@ func (t Target) Header(h http.Header) {
 // word by word (a server may echo what it received; "Authorization: Bearer
 // KEY" passed as a header, and a server that echoes KEY alone).
 func (t Target) Scrub(msg string) string {
-	if t.APIKey != "" {
-		msg = strings.ReplaceAll(msg, t.APIKey, redact.Redacted)
-	}
+	secrets := []string{t.APIKey}
 	for _, vs := range t.Headers {
-		for _, v := range vs {
-			if len(v) >= 4 {
-				msg = strings.ReplaceAll(msg, v, redact.Redacted)
-			}
-		}
+		secrets = append(secrets, vs...)
 	}
-	for _, vs := range t.Headers {
-		for _, v := range vs {
-			for _, w := range strings.Fields(v) {
-				if len(w) >= 4 {
-					msg = strings.ReplaceAll(msg, w, redact.Redacted)
-				}
-			}
-		}
-	}
-	return msg
+	return redact.Known(msg, secrets...)
 }
 
 // RedactedURL is the base URL without user info or query, for meta.
@@ -135,21 +120,5 @@ func (t Target) GoString() string {
 	if t.APIKey != "" {
 		key = redact.Redacted
 	}
-	return fmt.Sprintf("openai.Target{BaseURL:%q, Model:%q, Endpoint:%q, Headers:%v, APIKey:%q}", RedactRawURL(t.BaseURL), t.Model, t.Endpoint, h, key)
-}
-
-// RedactRawURL hides what may be a secret in a URL that may not even
-// parse: user information before an '@' and the query.
-func RedactRawURL(s string) string {
-	if i := strings.IndexAny(s, "?#"); i >= 0 {
-		s = s[:i] + "?…"
-	}
-	if at := strings.LastIndex(s, "@"); at >= 0 {
-		start := 0
-		if i := strings.Index(s, "://"); i >= 0 && i < at {
-			start = i + 3
-		}
-		s = s[:start] + "…" + s[at:]
-	}
-	return s
+	return fmt.Sprintf("openai.Target{BaseURL:%q, Model:%q, Endpoint:%q, Headers:%v, APIKey:%q}", redact.URL(t.BaseURL), t.Model, t.Endpoint, h, key)
 }

@@ -21,25 +21,37 @@ func TestScraperReadsALevel(t *testing.T) {
 	phase.Store("start")
 	var auth atomic.Value
 	auth.Store("")
+	// midRead is closed once the scraper has read the level's middle
+	// twice: the start, two middles and Stop's end make its readings.
+	var midReads atomic.Int32
+	midRead := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/metrics" {
 			http.NotFound(w, r)
 			return
 		}
 		auth.Store(r.Header.Get("Authorization"))
-		b, err := os.ReadFile(filepath.Join("testdata", "vllm-0.10-"+phase.Load().(string)+".prom"))
+		p := phase.Load().(string)
+		b, err := os.ReadFile(filepath.Join("testdata", "vllm-0.10-"+p+".prom"))
 		if err != nil {
 			http.Error(w, err.Error(), 500)
 			return
 		}
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 		w.Write(b)
+		if p == "mid" && midReads.Add(1) == 2 {
+			close(midRead)
+		}
 	}))
 	defer srv.Close()
 	s := New(srv.URL+"/metrics", 5*time.Millisecond, nil, http.Header{"Authorization": {"Bearer k"}})
 	s.Start(context.Background())
 	phase.Store("mid")
-	time.Sleep(50 * time.Millisecond)
+	select {
+	case <-midRead:
+	case <-time.After(time.Minute):
+		t.Fatal("the scraper did not read the level's middle twice in a minute")
+	}
 	phase.Store("end")
 	m, err := s.Stop()
 	if err != nil {
@@ -62,8 +74,7 @@ func TestScraperWithoutMetrics(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	defer srv.Close()
 	s := New(srv.URL+"/metrics", time.Millisecond, nil, nil)
-	s.Start(context.Background())
-	time.Sleep(5 * time.Millisecond)
+	s.Start(context.Background()) // its first reading, the 404, is taken before Start returns
 	m, err := s.Stop()
 	if m != nil || !errors.Is(err, ErrTooFewReadings) || !strings.Contains(err.Error(), "404") {
 		t.Errorf("Stop = %+v, %v", m, err)

@@ -283,11 +283,12 @@ func TestGEMMStreamMatchesProfile(t *testing.T) {
 	}
 }
 
-// TestCalibrationLightLoadTTFT is weak spot 1's public point: vLLM issue
+// TestCalibrationLightLoadTTFT is the light-load TTFT weak spot's public
+// point (docs/fidelity-accounts.md#the-weak-spots): vLLM issue
 // #12101 (github.com/vllm-project/vllm/issues/12101), Llama-3.3-70B in
 // 16-bit on 4xH100, one request at a time through the OpenAI server
 // (benchmark_serving), ~1,052 prompt and 258 output tokens: mean TTFT 135.3
-// ms, TPOT ~18.7 ms. vLLM V0 with chunked prefill then scheduled 512
+// ms, TPOT ~18.7 ms. That vLLM V0 with chunked prefill schedules 512
 // tokens a step; V1's budget gives the second figure.
 func TestCalibrationLightLoadTTFT(t *testing.T) {
 	run := func(extra ...string) measure.Summary {

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -39,7 +40,7 @@ type Config struct {
 	MemFraction    float64
 	MaxModelLen    int
 	Quantization   string // "", fp8, awq, gptq
-	KVCacheDType   string // auto, fp8, fp8_e4m3, fp8_e5m2
+	KVCacheDType   string // the engine flag table's kv_cache_dtype values
 	PrefixCaching  bool
 	ChunkedPrefill bool
 	MixedChunk     bool // mixed_chunk (SGLang): prefill and decode in one batch
@@ -623,12 +624,14 @@ func (c *Config) validate() error {
 	if err := c.checkWeightBlocks(); err != nil {
 		return err
 	}
-	switch c.KVCacheDType {
-	case "", "auto":
+	if c.KVCacheDType == "" {
 		c.KVCacheDType = "auto"
-	case "fp8", "fp8_e4m3", "fp8_e5m2":
-	default:
-		return bad("%s %q: want auto, fp8, fp8_e4m3 or fp8_e5m2", engine.Flag(c.Engine, "kv_cache_dtype"), c.KVCacheDType)
+	}
+	// The engine flag table's values are the simulator's: auto, and each
+	// fp8 spelling (one byte per KV element).
+	if kn, _ := engine.LookupKnob("kv_cache_dtype"); !slices.Contains(kn.Choices, c.KVCacheDType) {
+		last := len(kn.Choices) - 1
+		return bad("%s %q: want %s or %s", engine.Flag(c.Engine, "kv_cache_dtype"), c.KVCacheDType, strings.Join(kn.Choices[:last], ", "), kn.Choices[last])
 	}
 	if c.TimeScale == 0 {
 		c.TimeScale = 1

@@ -325,3 +325,31 @@ func TestSGLangMemoryDefaults(t *testing.T) {
 		t.Errorf("H100 TP1 with a 16K chunk: fraction %.3f, want 0.683 (512 + 24,576 + 512 + 128 MiB of 81,080)", frac)
 	}
 }
+
+// TestKVCacheDTypes: the simulator takes every kv_cache_dtype of the engine
+// flag table and knows its element size (auto the model's two bytes, each
+// fp8 spelling one), and refuses another value naming the table's.
+func TestKVCacheDTypes(t *testing.T) {
+	kn, ok := engine.LookupKnob("kv_cache_dtype")
+	if !ok || len(kn.Choices) < 2 {
+		t.Fatalf("kv_cache_dtype knob %+v", kn)
+	}
+	for _, d := range kn.Choices {
+		c, err := FromSettings(engine.VLLM, "meta-llama/Llama-3.1-8B-Instruct", "", "H100-SXM", 0, engine.Settings{"kv_cache_dtype": d})
+		if err != nil {
+			t.Errorf("%s: %v", d, err)
+			continue
+		}
+		want := 1.0
+		if d == "auto" {
+			want = 2
+		}
+		if got := c.kvBytesPerElem(); got != want {
+			t.Errorf("%s: %v bytes per KV element, want %v", d, got, want)
+		}
+	}
+	_, err := FromSettings(engine.VLLM, "meta-llama/Llama-3.1-8B-Instruct", "", "H100-SXM", 0, engine.Settings{"kv_cache_dtype": "int4"})
+	if err == nil || !strings.Contains(err.Error(), strings.Join(kn.Choices[:len(kn.Choices)-1], ", ")) {
+		t.Errorf("int4: %v", err)
+	}
+}

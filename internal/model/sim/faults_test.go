@@ -153,7 +153,7 @@ func TestServeBodiesBudget(t *testing.T) {
 }
 
 // TestServeOutOfVocabulary: a prompt of token ids outside the model's
-// vocabulary is refused 400, in vLLM's words (they were served).
+// vocabulary is refused 400, in vLLM's words, not served.
 func TestServeOutOfVocabulary(t *testing.T) {
 	_, url := startServer(t, "meta-llama/Llama-3.1-8B-Instruct", "--sim-load-time", "0")
 	for _, ids := range []string{"[1, -1]", "[99999999999]", "[128256]"} {

@@ -26,29 +26,12 @@ func (c *Config) DPAttentionOn() bool {
 	return c.Model.MoE() && c.DP > 1 && (c.Engine == engine.VLLM || c.DPAttention)
 }
 
-// DPLockstep reports whether the data-parallel ranks step together: vLLM
-// with an MoE model and data_parallel > 1. Each rank is then a
-// DPEngineCoreProc (vllm-project/vllm, vllm/v1/engine/core.py; read at
-// 00080ee13c7a451fce071ccb8d0e94d395acf5a7, where the class asserts
-// model_config.is_moe: a dense model's ranks are plain independent
-// engines), and every forward pass meets the other ranks' in each MoE
-// layer's collectives: the routed experts are sliced over tensor_parallel
-// × data_parallel GPUs (FusedMoEParallelConfig.make in
-// vllm/model_executor/layers/fused_moe/config.py flattens the TP ranks
-// across DP when expert parallelism is off), and the layer gathers every
-// rank's tokens before them and reduce-scatters after (FusedMoE's naive
-// dispatch/combine; allgather_reducescatter is the default backend). A
-// rank with nothing to run keeps stepping with a dummy batch while any
-// rank has requests (run_busy_loop, execute_dummy_batch; the request
-// "waves" of vLLM PR #16277, April 2025), and the ranks agree on each
-// step's token counts first (vllm/v1/worker/dp_utils.py,
-// coordinate_batch_across_dp). vLLM's docs, from before v0.15.1, say the
-// same: "Forward passes must be aligned, and expert layers across all
-// ranks are required to synchronize during every forward pass"
-// (docs.vllm.ai/en/v0.12.0/serving/data_parallel_deployment/). So a step
-// lasts as long as the slowest rank's, and every rank's tokens go through
-// every GPU's expert slices (virtualRun.startLockstep). SGLang's DP
-// attention also meets every step, not modelled here.
+// DPLockstep reports whether the data-parallel ranks step together, each
+// step as long as the slowest rank's with every rank's tokens through every
+// GPU's expert slices (virtualRun.startLockstep): vLLM with an MoE model and
+// data_parallel > 1, whose ranks meet in each MoE layer's collectives
+// (docs/fidelity-accounts.md#vllms-data-parallel-moe-ranks-step-together-the-dp2-run).
+// SGLang's DP attention also meets every step; it is not modelled.
 func (c *Config) DPLockstep() bool {
 	return c.DPAttentionOn() && c.Engine == engine.VLLM
 }

@@ -225,19 +225,16 @@ type fusedMoESweep struct {
 	experts, topK, n, hid float64
 	tokens, us            []float64
 	tol                   float64 // relative error allowed from 16 tokens up
-	lastTol               float64 // at the largest batch, where the rate was first read
+	lastTol               float64 // at the largest batch, the row each sweep's rate is read from
 }
 
 // fusedMoESweeps are the sweeps fusedMoEBF16Efficiency and
 // fusedMoEExpertRows are taken from (constants.go). Tolerances: 35%
 // for the H200 sweep, whose narrow N runs below the law (no width
-// factor); 25% for the A100 and H100 sweeps. 20% was set for those two
-// before the law was checked against every row, and one row missed it:
-// H100 at 512 tokens, -23% with the single rate before this law and
-// after, at the roofline's knee (the larger of the memory and the
-// compute time), where the kernel overlaps the two only in part. At
-// each sweep's largest batch the single rate's test held 10%, 5% and
-// 35%, and those still hold.
+// factor); 25% for the A100 and H100 sweeps, whose worst row is H100 at
+// 512 tokens (-23%), at the roofline's knee (the larger of the memory and
+// the compute time), where the kernel overlaps the two only in part. At
+// each sweep's largest batch the model holds 10%, 5% and 35%.
 var fusedMoESweeps = []fusedMoESweep{
 	{"PR #40542 A100-SXM4-80GB E=64 N=1408", "A100-80G", 64, 6, 1408, 2048,
 		[]float64{1, 4, 16, 64, 256, 1024, 4096},

@@ -80,15 +80,8 @@ func (r *Router) Handler() http.Handler { return engine.WithNonce(r.mux) }
 // ListenAndServe serves on addr until ctx ends; ready, when not nil, gets
 // the bound address.
 func (r *Router) ListenAndServe(ctx context.Context, addr string, ready func(net.Addr)) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("listen %s: %w", addr, err)
-	}
-	if ready != nil {
-		ready(ln.Addr())
-	}
-	hs := &http.Server{Handler: r.Handler(), ReadHeaderTimeout: headerTimeout, IdleTimeout: 60 * time.Second}
-	return httpserve.Serve(ctx, hs, ln, 5*time.Second, nil)
+	hs := &http.Server{Addr: addr, Handler: r.Handler(), ReadHeaderTimeout: headerTimeout, IdleTimeout: 60 * time.Second}
+	return httpserve.ListenAndServe(ctx, hs, 5*time.Second, httpserve.Hooks{Ready: ready})
 }
 
 // handleHealth is 200 when every engine is healthy, else 503 naming the

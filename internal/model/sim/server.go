@@ -63,6 +63,7 @@ type Server struct {
 	done     chan struct{}      // closed when Run returns
 	frontend time.Duration      // the front end's share of a request (real time)
 	ready    atomic.Bool
+	loaded   chan struct{} // closed when ready turns true
 	nextID   atomic.Int64
 	created  int64
 	metrics  *metrics
@@ -94,6 +95,7 @@ func NewServer(cfg Config) (*Server, error) {
 		aborts:  make(chan *stream, 4096),
 		resets:  make(chan chan struct{}),
 		done:    make(chan struct{}),
+		loaded:  make(chan struct{}),
 		created: time.Now().Unix(),
 		metrics: newMetrics(),
 		mux:     http.NewServeMux(),
@@ -156,6 +158,10 @@ func (s *Server) Handler() http.Handler { return engine.WithNonce(s.mux) }
 // Ready reports whether the simulated load time is over.
 func (s *Server) Ready() bool { return s.ready.Load() }
 
+// Loaded is closed once the simulated load time is over (Ready): what a
+// caller waits on before it sends.
+func (s *Server) Loaded() <-chan struct{} { return s.loaded }
+
 // EmitLateness returns the q-quantile of emission lateness: the time a
 // stream message was written to its connection minus the end of the engine
 // step that produced it (10 us resolution).
@@ -200,6 +206,7 @@ func (s *Server) Run(ctx context.Context) error {
 	case <-timer.C:
 	}
 	s.ready.Store(true)
+	close(s.loaded)
 	newLoop(s, timer).run(ctx)
 	return nil
 }
@@ -1252,36 +1259,19 @@ func (s *Server) ListenAndServe(ctx context.Context, addr string, ready func(net
 		return fmt.Errorf("listen %s: %w", addr, err)
 	}
 	probe.Close()
-	loadTime := s.scale(s.cfg.LoadTime)
 	engineCtx, stopEngine := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	var runErr error
 	wg.Go(func() { runErr = s.Run(engineCtx) })
 	// Stop the engine before waiting for it, on every return.
 	defer func() { stopEngine(); wg.Wait() }()
-	t := time.NewTimer(loadTime)
 	select {
 	case <-ctx.Done():
-		t.Stop()
 		return nil
-	case <-t.C:
+	case <-s.loaded:
 	}
-	for !s.ready.Load() { // Run marks ready right after the same delay
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(time.Millisecond):
-		}
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("listen %s: %w", addr, err)
-	}
-	if ready != nil {
-		ready(ln.Addr())
-	}
-	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: headerTimeout, IdleTimeout: 60 * time.Second}
-	err = httpserve.Serve(ctx, hs, ln, 5*time.Second, stopEngine)
+	hs := &http.Server{Addr: addr, Handler: s.Handler(), ReadHeaderTimeout: headerTimeout, IdleTimeout: 60 * time.Second}
+	err = httpserve.ListenAndServe(ctx, hs, 5*time.Second, httpserve.Hooks{Ready: ready, Stopping: stopEngine})
 	stopEngine()
 	wg.Wait()
 	if err != nil {

@@ -113,20 +113,7 @@ func (w *engineWatch) metrics(cores []*core, end float64) *measure.EngineMetrics
 		m.WaitingShare = w.waitTime / d
 	}
 	if w.waitTime > 0 {
-		// The time-weighted median.
-		counts := make([]float64, 0, len(w.runWhileWaiting))
-		for n := range w.runWhileWaiting {
-			counts = append(counts, n)
-		}
-		slices.Sort(counts)
-		acc := 0.0
-		for _, n := range counts {
-			acc += w.runWhileWaiting[n]
-			if acc >= w.waitTime/2 {
-				m.NumRequestsRunningWhenWaiting = n
-				break
-			}
-		}
+		m.NumRequestsRunningWhenWaiting = measure.WeightedMedian(w.runWhileWaiting)
 	}
 	if q := c.prefixQueries - w.c0.prefixQueries; q > 0 {
 		r := float64(c.prefixHits-w.c0.prefixHits) / float64(q)

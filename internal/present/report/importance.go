@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"sort"
+
+	"github.com/servetune/servetune/internal/load/measure"
 )
 
 // Effect is how much of the objective's spread across trials one
@@ -94,8 +96,10 @@ func groupKeys(col []any) []string {
 	}
 	sorted := append([]float64(nil), nums...)
 	sort.Float64s(sorted)
-	// Bin edges at the quartiles; equal values share a bin.
-	edges := []float64{sorted[len(sorted)/4], sorted[len(sorted)/2], sorted[3*len(sorted)/4]}
+	// Bin edges at the quartiles, each one of the values: equal values
+	// share a bin.
+	q := measure.Quartiles(sorted)
+	edges := q[:]
 	for i, f := range nums {
 		b := sort.SearchFloat64s(edges, f)
 		if b < len(edges) && edges[b] == f {

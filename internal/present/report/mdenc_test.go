@@ -9,6 +9,7 @@ import (
 
 	"github.com/servetune/servetune/internal/hostile"
 	"github.com/servetune/servetune/internal/load/measure"
+	"github.com/servetune/servetune/internal/present/diagnose"
 	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/store"
 )
@@ -119,7 +120,7 @@ func hostileStudy(t *testing.T) *Study {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var findings []Finding
+	var findings []TrialFinding
 	for i, h := range hostile.Strings {
 		set := engine.Settings{"max_running_requests": 32 + i, "gpu_memory_fraction": 0.9}
 		if err := db.StartTrial(ctx, st.ID, i, set, []int{0}); err != nil {
@@ -135,7 +136,8 @@ func hostileStudy(t *testing.T) *Study {
 		if err := db.FinishTrial(ctx, r); err != nil {
 			t.Fatal(err)
 		}
-		findings = append(findings, Finding{Trial: i, Level: h, Severity: "warn", Title: h, Evidence: h, Advice: h})
+		findings = append(findings, TrialFinding{Trial: i, Finding: diagnose.Finding{Level: h, Severity: diagnose.Warning, Summary: h,
+			Evidence: []diagnose.Evidence{{Name: h, Value: 1, Unit: h}}, Advice: h}})
 	}
 	s, err := Load(ctx, db, "small")
 	if err != nil {

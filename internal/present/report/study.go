@@ -36,21 +36,39 @@ type Study struct {
 	// sum over GPUs).
 	GPU map[int]*measure.GPUUsage
 	// Findings are diagnoses of the measurements with their evidence,
-	// shown right after the recommendation when there are any. Nothing
-	// produces them yet: the diagnosis rules (engine metrics, telemetry)
-	// add theirs here (docs/architecture.md, "Where to add").
-	Findings []Finding
+	// shown right after the recommendation when there are any: Load adds
+	// the diagnose rules' on the recommended configuration's levels and
+	// every level whose client fell behind; other diagnoses are appended
+	// here (docs/architecture.md, "Where to add").
+	Findings []TrialFinding
 }
 
-// Finding is one diagnosis: what was seen, the numbers that show it, and
-// what to change.
-type Finding struct {
-	Trial    int    // -1: the whole study
-	Level    string // "" for the whole trial
-	Severity string // "info" or "warn"
-	Title    string
-	Evidence string
-	Advice   string
+// TrialFinding is a diagnosis of one trial's measurements: a
+// diagnose.Finding (its rule, severity, level, summary, advice and
+// evidence) and the trial it is about.
+type TrialFinding struct {
+	Trial int // -1: the whole study
+	diagnose.Finding
+}
+
+// findingView is a finding as the report prints it.
+type findingView struct {
+	Trial                   int
+	Level                   string
+	Warn                    bool // anything above diagnose.Info
+	Title, Evidence, Advice string
+}
+
+// viewOf writes f for a reader: its summary as the title, its evidence
+// on one line and its advice as a sentence.
+func viewOf(f TrialFinding) findingView {
+	var ev []string
+	for _, e := range f.Evidence {
+		ev = append(ev, e.String())
+	}
+	title := sentence(f.Summary)
+	return findingView{Trial: f.Trial, Level: f.Level, Warn: f.Severity != diagnose.Info,
+		Title: strings.TrimSuffix(title, "."), Evidence: strings.Join(ev, ", "), Advice: sentence(f.Advice)}
 }
 
 // ErrNoStudy is returned by Load for a name the database lacks.
@@ -90,27 +108,18 @@ func Load(ctx context.Context, db *store.Store, name string) (*Study, error) {
 // diagnoseRecommended explains the recommended configuration's levels
 // (package diagnose): what bound each one, with its evidence and the
 // engine's flag to change.
-func diagnoseRecommended(sp *spec.Spec, trials []store.Trial) []Finding {
+func diagnoseRecommended(sp *spec.Spec, trials []store.Trial) []TrialFinding {
 	rec, err := recommend.RecommendStudy(trials, sp.Terms(), recommend.PreferObjective)
 	if err != nil {
 		return nil
 	}
-	var out []Finding
+	var out []TrialFinding
 	for _, t := range trials {
 		if t.Number != rec.Best.Trial {
 			continue
 		}
 		for _, f := range diagnose.Levels(sp.Engine, t.Settings, t.LoadPoints) {
-			sev := "info"
-			if f.Severity != diagnose.Info {
-				sev = "warn"
-			}
-			var ev []string
-			for _, e := range f.Evidence {
-				ev = append(ev, e.String())
-			}
-			out = append(out, Finding{Trial: t.Number, Level: f.Level, Severity: sev, Title: f.Summary,
-				Evidence: strings.Join(ev, ", "), Advice: sentence(f.Advice)})
+			out = append(out, TrialFinding{Trial: t.Number, Finding: f})
 		}
 	}
 	return out
@@ -118,18 +127,22 @@ func diagnoseRecommended(sp *spec.Spec, trials []store.Trial) []Finding {
 
 // clientFindings names every level whose benchmark client fell behind
 // (measure.Client): its figures are partly the client's.
-func clientFindings(trials []store.Trial) []Finding {
-	var out []Finding
+func clientFindings(trials []store.Trial) []TrialFinding {
+	var out []TrialFinding
 	for _, t := range trials {
 		for _, lp := range t.LoadPoints {
 			c := lp.Summary.Client
 			if c == nil || !c.Suspect {
 				continue
 			}
-			out = append(out, Finding{Trial: t.Number, Level: lp.Label, Severity: "warn", Title: "Suspect level: the benchmark client fell behind",
-				Evidence: fmt.Sprintf("%s (send lateness p50 %.1f ms, p99 %.1f ms; loop lag p99 %.1f ms; client CPU %.2f cores).",
-					sentence(c.Why), c.SendLatenessP50, c.SendLatenessP99, c.LoopLagP99, c.CPU),
-				Advice: "Its latencies and throughput are partly the client's: measure it again on a machine the client has to itself."})
+			out = append(out, TrialFinding{Trial: t.Number, Finding: diagnose.Finding{
+				Rule: "client_suspect", Severity: diagnose.Warning, Level: lp.Label,
+				Summary: "suspect level: the benchmark client fell behind",
+				Advice:  c.Why + ": its latencies and throughput are partly the client's; measure it again on a machine the client has to itself",
+				Evidence: []diagnose.Evidence{{Name: "send_lateness_p50", Value: c.SendLatenessP50, Unit: "ms"},
+					{Name: "send_lateness_p99", Value: c.SendLatenessP99, Unit: "ms"},
+					{Name: "loop_lag_p99", Value: c.LoopLagP99, Unit: "ms"}, {Name: "client_cpu", Value: c.CPU, Unit: "cores"}},
+			}})
 		}
 	}
 	return out
@@ -155,7 +168,7 @@ type view struct {
 	Counts                      string
 	Rec                         *recView
 	NoRec                       string
-	Findings                    []Finding
+	Findings                    []findingView
 	SLO                         string
 	Conv                        *convView // conversation workloads only
 
@@ -280,10 +293,6 @@ type trialRow struct {
 	Settings  string
 }
 
-// recommendMetrics are the figures the recommendation shows with their
-// intervals.
-var recommendMetrics = []string{"output_throughput_per_gpu", "goodput_per_gpu", "tokens_per_user", "ttft_p99", "tpot_p99", "e2el_p99", "cost_per_mtok"}
-
 // metricTitle is a metric's name for a reader (the metric table's
 // Title; the name itself for one the table lacks).
 func metricTitle(m string) string {
@@ -320,7 +329,10 @@ func differs(a, b space.Settings) string {
 func (s *Study) build() *view {
 	sp := s.Spec
 	v := &view{Name: s.Stored.Name, Status: s.Stored.Status, Model: sp.Model, Engine: string(sp.Engine),
-		Generated: s.Now.UTC().Format("2006-01-02 15:04 MST"), Tool: s.Tool, SLO: sp.SLO.String(), Findings: s.Findings}
+		Generated: s.Now.UTC().Format("2006-01-02 15:04 MST"), Tool: s.Tool, SLO: sp.SLO.String()}
+	for _, f := range s.Findings {
+		v.Findings = append(v.Findings, viewOf(f))
+	}
 	v.Counts = s.counts()
 	s.recommendation(v)
 	s.conversation(v)
@@ -372,7 +384,7 @@ func (s *Study) recommendation(v *view) {
 	p := best.Point
 	r := &recView{Trial: p.Trial, Level: p.Label, Runs: best.Runs(), Settings: SettingsLine(p.Settings)}
 	r.Commands = serveCommands(sp, p)
-	for _, m := range recommendMetrics {
+	for _, m := range recommend.Figures() {
 		value, ci, ok := best.Figure(m)
 		if !ok {
 			continue
@@ -441,8 +453,8 @@ func alternativeOf(sp *spec.Spec, trials []store.Trial, best recommend.Candidate
 	a := alt.Best
 	out := &alternative{Shape: a.Point.Settings.Shape(), Of: best.Point.Settings.Shape(), Trial: a.Trial,
 		Level: a.Point.Label, GPUs: a.Point.GPUs, Settings: SettingsLine(a.Settings), Commands: serveCommands(sp, a.Point)}
-	diff := best.Difference(a, recommendMetrics)
-	for _, m := range recommendMetrics {
+	diff := best.Difference(a, recommend.Figures())
+	for _, m := range recommend.Figures() {
 		value, ci, ok := a.Figure(m)
 		if !ok {
 			continue

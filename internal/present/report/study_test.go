@@ -12,6 +12,7 @@ import (
 
 	"github.com/servetune/servetune/internal/load/gpu"
 	"github.com/servetune/servetune/internal/load/measure"
+	"github.com/servetune/servetune/internal/present/diagnose"
 	"github.com/servetune/servetune/internal/serving/engine"
 	_ "github.com/servetune/servetune/launcher/kinds" // the quick start's virtual launcher
 	"github.com/servetune/servetune/store"
@@ -90,7 +91,8 @@ func TestStudyReportFailures(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Tool = "servetune report-test"
-	s.Findings = []Finding{{Trial: 1, Level: "concurrency=8", Severity: "warn", Title: "Requests wait while KV has room", Evidence: "waiting peak 12", Advice: "raise max_running_requests"}}
+	s.Findings = []TrialFinding{{Trial: 1, Finding: diagnose.Finding{Level: "concurrency=8", Severity: diagnose.Action, Summary: "requests wait while KV has room",
+		Evidence: []diagnose.Evidence{{Name: "waiting peak", Value: 12}}, Advice: "raise max_running_requests"}}}
 	var html, md bytes.Buffer
 	must(s.WriteHTML(&html))
 	must(s.WriteMarkdown(&md))
@@ -180,7 +182,7 @@ func TestReportDiagnosesRecommendation(t *testing.T) {
 		t.Fatal("no findings for the quick start's recommendation")
 	}
 	for _, f := range s.Findings {
-		if f.Title == "" || f.Evidence == "" || f.Trial < 0 {
+		if f.Summary == "" || len(f.Evidence) == 0 || f.Trial < 0 {
 			t.Errorf("finding %+v", f)
 		}
 	}

@@ -571,19 +571,9 @@ func (x *studySource) view(now time.Time) ([]frag, bool, error) {
 // turns on the Host check. ready, when not nil, gets the address it
 // listens on (addr may ask for port 0).
 func (s *Server) Serve(ctx context.Context, addr string, ready func(net.Addr)) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return err
-	}
-	if httpserve.IsLoopback(ln.Addr().String()) {
-		s.Loopback = true
-	}
-	// 300 slow connections from one address held 256 places: 18 of 20
-	// page loads got 503 for 40 s.
-	ln = httpserve.PerHostLimit(ln, s.maxConnsPerAddr())
 	// No ReadTimeout: it would end the event streams (their read side
 	// stays open); each stream sets its own write deadline.
-	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second,
+	srv := &http.Server{Addr: addr, Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second,
 		WriteTimeout: time.Minute, IdleTimeout: time.Minute,
 		BaseContext: func(net.Listener) context.Context { return ctx },
 		ConnState: func(_ net.Conn, st http.ConnState) {
@@ -594,12 +584,20 @@ func (s *Server) Serve(ctx context.Context, addr string, ready func(net.Addr)) e
 				s.conns.Add(-1)
 			}
 		}}
-	if ready != nil {
-		ready(ln.Addr())
-	}
-	err = httpserve.Serve(ctx, srv, ln, 2*time.Second, func() {
-		s.done()
-		close(s.stop) // hubs stop; event streams end with ctx (BaseContext)
+	err := httpserve.ListenAndServe(ctx, srv, 2*time.Second, httpserve.Hooks{
+		Listener: func(ln net.Listener) net.Listener {
+			if httpserve.IsLoopback(ln.Addr().String()) {
+				s.Loopback = true
+			}
+			// 300 slow connections from one address held 256 places: 18 of
+			// 20 page loads got 503 for 40 s.
+			return httpserve.PerHostLimit(ln, s.maxConnsPerAddr())
+		},
+		Ready: ready,
+		Stopping: func() {
+			s.done()
+			close(s.stop) // hubs stop; event streams end with ctx (BaseContext)
+		},
 	})
 	if ctx.Err() != nil {
 		return nil // a shutdown that outlasts its grace leaves nothing to report
