@@ -98,3 +98,21 @@ func MeasureCapacity(cfg sim.Config, reqs []Request, slo SLO, goal, headroom flo
 	c.Running, c.Waiting, c.KV = r.MeanRunning, r.MeanWaiting, r.MeanKV
 	return c, nil
 }
+
+// Start-up of a new replica, servetune's assumption where the simulator
+// is given none (sim's LoadTime is a test stand-in of a second): the
+// engine's own initialisation (process start, CUDA context, the KV
+// cache's profiling, CUDA graph capture) in EngineInitSeconds, and its
+// weights read at WeightReadBytesPerSecond, one GPU's shard per GPU at
+// once. The node and the image are taken as warm: a pod that must wait
+// for a node or pull an image waits longer (give --scale-up-delay).
+const (
+	EngineInitSeconds        = 45.0
+	WeightReadBytesPerSecond = 1e9
+)
+
+// StartupSeconds is how long a replica whose GPUs each hold
+// weightBytes of weights takes to serve.
+func StartupSeconds(weightBytes float64) float64 {
+	return EngineInitSeconds + weightBytes/WeightReadBytesPerSecond
+}

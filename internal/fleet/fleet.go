@@ -158,6 +158,12 @@ type run struct {
 	recs        []rec // the autoscaler's recent recommendations
 	samples     int
 	sums        [3]float64
+	// acc sums the gauge samples since the autoscaler's last decision
+	// (accN of them): it decides on their mean over its interval, as
+	// a Prometheus avg_over_time query of the window gives it.
+	acc       [3]float64
+	accN      int
+	nextScale float64
 }
 
 // rec is one recommendation of the autoscaler.
@@ -210,10 +216,15 @@ func Simulate(cfg sim.Config, reqs []Request, slo SLO, pol Policy) (Result, erro
 	return f.res, nil
 }
 
-// interval is how often the gauges are sampled and the autoscaler runs.
+// SampleInterval is how often, in seconds, an autoscaled fleet samples
+// its replicas' gauges: the autoscaler decides on their mean over its
+// interval.
+const SampleInterval = 1.0
+
+// interval is how often the gauges are sampled.
 func (f *run) interval() float64 {
-	if f.pol.Scale != nil {
-		return f.pol.Scale.Interval
+	if s := f.pol.Scale; s != nil {
+		return min(SampleInterval, s.Interval)
 	}
 	return f.pol.Sample
 }
@@ -225,6 +236,9 @@ func (f *run) loop() error {
 	tick := math.Inf(1)
 	if f.interval() > 0 {
 		tick = f.interval()
+	}
+	if s := f.pol.Scale; s != nil {
+		f.nextScale = s.Interval
 	}
 	for {
 		ta := math.Inf(1)
@@ -456,13 +470,21 @@ func (f *run) tick(t float64) error {
 	n := float64(len(f.pool))
 	for k := range g {
 		f.sums[k] += g[k] / n
+		f.acc[k] += g[k] / n
 	}
 	f.samples++
+	f.accN++
 	s := f.pol.Scale
-	if s == nil {
+	if s == nil || t+1e-9 < f.nextScale {
 		return nil
 	}
-	return f.scale(t, s.desired(g, len(f.pool), f.prov))
+	f.nextScale = t + s.Interval
+	var mean [3]float64
+	for k := range mean {
+		mean[k] = f.acc[k] / float64(f.accN) * n
+	}
+	f.acc, f.accN = [3]float64{}, 0
+	return f.scale(t, s.desired(mean, len(f.pool), f.prov))
 }
 
 // scale moves the replicas provisioned towards desired: up at once (the

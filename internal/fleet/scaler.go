@@ -64,8 +64,9 @@ const (
 )
 
 // Autoscaler is target tracking on one engine signal: every Interval
-// seconds the desired replicas are the sum of the signal over the ready
-// replicas divided by Target (the HPA's AverageValue target:
+// seconds the desired replicas are the signal (its mean per ready
+// replica over the interval, sampled every SampleInterval) times the
+// ready replicas, divided by Target (the HPA's AverageValue target:
 // ceil(current x mean / target)), left as they are while the ratio is
 // within Tolerance of 1, between Min and Max. A new replica takes
 // UpDelay seconds (its weights loading) before it serves; scaling down
@@ -103,8 +104,9 @@ func (a Autoscaler) Check() error {
 }
 
 // desired is the scaler's recommendation from the gauges summed over
-// the ready replicas (running, waiting, KV usage), with prov replicas
-// provisioned.
+// the ready replicas (running, waiting, KV usage; each the mean per
+// replica over the interval times the ready replicas), with prov
+// replicas provisioned.
 func (a Autoscaler) desired(sums [3]float64, ready, prov int) int {
 	sum := sums[a.Signal.index()]
 	ratio := sum / float64(ready) / a.Target

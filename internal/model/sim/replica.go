@@ -99,6 +99,10 @@ func (r *Replica) Add(now float64, q *ReplicaRequest, maxOut int) {
 			s.hashes, q.probe = q.probe.hashes, nil
 		}
 	}
+	// A request sharing nothing caches nothing: a fleet's day holds
+	// millions of such pages, and only the request itself, preempted and
+	// re-admitted, could hit them (it recomputes its prompt instead).
+	s.private = s.prefixID < 0 && r.cfg.Deviation.SharedPrefix == 0
 	q.s = s
 	r.inflight++
 	r.now = now
