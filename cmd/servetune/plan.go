@@ -40,6 +40,7 @@ type planFlags struct {
 	interval, upDelay, cool  time.Duration
 	price                    float64
 	jsonOut, format, out     string
+	prometheus               string
 }
 
 func planFlagSet(f *planFlags) *pflag.FlagSet {
@@ -70,6 +71,7 @@ func planFlagSet(f *planFlags) *pflag.FlagSet {
 	fs.StringVar(&f.jsonOut, "json", "", "also write the plan as JSON to this file")
 	fs.StringVar(&f.format, "format", "table", "table, or k8s (manifests: Deployment, KEDA ScaledObject, HPA, router config)")
 	fs.StringVar(&f.out, "output", "", "--format k8s: write the manifests to this file (default stdout)")
+	fs.StringVar(&f.prometheus, "prometheus", "http://prometheus-operated.monitoring.svc:9090", "--format k8s: the Prometheus server KEDA's trigger queries")
 	return fs
 }
 
