@@ -81,14 +81,15 @@ func (c Curve) At(t float64) float64 {
 // minute).
 const MaxCurvePoints = 7 * 24 * 60
 
-// ReadCurve reads a rate curve: one "SECONDS,RATE" line per point (a
-// header line and # comments are skipped), the offsets evenly spaced
+// ReadCurve reads a rate curve: one "SECONDS,RATE" line per point (#
+// comments are skipped), the offsets evenly spaced
 // from 0, the rates in requests per second (relative when the caller
-// scales them). name is the file's name in errors.
+// scales them); one header line before the first point is skipped.
+// name is the file's name in errors.
 func ReadCurve(r io.Reader, name string) (Curve, error) {
 	sc := bufio.NewScanner(io.LimitReader(r, 1<<20))
 	var at, rates []float64
-	line := 0
+	line, header := 0, false
 	for sc.Scan() {
 		line++
 		s := strings.TrimSpace(sc.Text())
@@ -99,7 +100,8 @@ func ReadCurve(r io.Reader, name string) (Curve, error) {
 		t, err1 := strconv.ParseFloat(strings.TrimSpace(a), 64)
 		v, err2 := strconv.ParseFloat(strings.TrimSpace(b), 64)
 		if !ok || err1 != nil || err2 != nil {
-			if len(at) == 0 && line == 1 {
+			if len(at) == 0 && !header {
+				header = true
 				continue // a header
 			}
 			return Curve{}, fmt.Errorf("%s:%d: want SECONDS,RATE", name, line)
