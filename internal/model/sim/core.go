@@ -48,6 +48,10 @@ type seq struct {
 	// the server's defaults), which vLLM's native sampler sorts the
 	// vocabulary for (Config.SamplerSort).
 	filters bool
+	// private: nothing of the content is shared with another sequence
+	// (Replica.Add), so its pages are not cached: only this sequence,
+	// preempted and re-admitted, could hit them.
+	private bool
 }
 
 // target is how many tokens must be in the cache before the next token is
@@ -456,7 +460,7 @@ func (c *core) undoPrefix(s *seq) {
 // already cached (computed by another sequence alongside) stays this
 // sequence's own copy, as vLLM keeps both.
 func (c *core) cachePages(s *seq, finished bool) {
-	if !c.cfg.PrefixCaching {
+	if !c.cfg.PrefixCaching || s.private {
 		return
 	}
 	upto := s.computed

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"github.com/servetune/servetune/internal/testengine"
+)
+
+// planArgs plan half an hour of conversations on L40S replicas.
+func planArgs(extra ...string) []string {
+	return append([]string{"plan", "--model", "llama-3.1-8b", "--gpu", "L40S", "--max-model-len", "16384",
+		"--synth", "conversation", "--hours", "0.5", "--mean-rate", "10", "--slo", "ttft_p99_ms=2000,tpot_p99_ms=50"}, extra...)
+}
+
+func TestPlanJSON(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "plan.json")
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), planArgs("--json", out), &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		Policies []map[string]any `json:"policies"`
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Policies) != 4 {
+		t.Fatalf("%d policies, want 3 routers and static", len(rep.Policies))
+	}
+	hits := map[string]float64{}
+	for _, p := range rep.Policies {
+		for _, k := range []string{"router", "autoscaler", "slo_attainment", "peak_replicas", "mean_replicas", "gpu_hours", "cost_per_day", "prefix_hit_rate"} {
+			if _, ok := p[k]; !ok {
+				t.Errorf("policy %v: no %s", p["router"], k)
+			}
+		}
+		if p["autoscaler"] != "static" {
+			hits[p["router"].(string)] = p["prefix_hit_rate"].(float64)
+		}
+	}
+	if hits["prefix"]-hits["round-robin"] < 0.2 {
+		t.Errorf("prefix hits %.3f, round-robin %.3f: want 20 points more", hits["prefix"], hits["round-robin"])
+	}
+	for _, want := range []string{"round-robin", "least-load", "prefix", "static (peak)", "SLO met", "$/day"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, stdout.String())
+		}
+	}
+}
+
+// The manifests decode back into their typed objects; with a control
+// plane (SERVETUNE_REQUIRE_KUBE), the server accepts them.
+func TestPlanK8s(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "plan.yaml")
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), planArgs("--format", "k8s", "--output", out, "--router", "round-robin,prefix"), &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := strings.Split(string(b), "\n---\n")
+	if len(docs) != 5 {
+		t.Fatalf("%d documents, want Deployment, Service, HPA, ScaledObject, ConfigMap", len(docs))
+	}
+	var d appsv1.Deployment
+	var svc corev1.Service
+	var hpa autoscalingv2.HorizontalPodAutoscaler
+	var cm corev1.ConfigMap
+	for i, into := range []any{&d, &svc, &hpa, nil, &cm} {
+		if into == nil {
+			continue
+		}
+		if err := yaml.UnmarshalStrict([]byte(docs[i]), into); err != nil {
+			t.Fatalf("document %d: %v", i, err)
+		}
+	}
+	var so unstructured.Unstructured
+	if err := yaml.Unmarshal([]byte(docs[3]), &so.Object); err != nil {
+		t.Fatal(err)
+	}
+	if d.Kind != "Deployment" || svc.Kind != "Service" || hpa.Kind != "HorizontalPodAutoscaler" || cm.Kind != "ConfigMap" || so.GetKind() != "ScaledObject" || so.GetAPIVersion() != "keda.sh/v1alpha1" {
+		t.Fatalf("kinds %s %s %s %s %s", d.Kind, svc.Kind, hpa.Kind, so.GetKind(), cm.Kind)
+	}
+	if hpa.Spec.ScaleTargetRef.Name != d.Name || hpa.Spec.Metrics[0].Pods.Metric.Name != "vllm_num_requests_running" {
+		t.Errorf("HPA scales %s on %s", hpa.Spec.ScaleTargetRef.Name, hpa.Spec.Metrics[0].Pods.Metric.Name)
+	}
+	if v := hpa.Spec.Metrics[0].Pods.Target.AverageValue.AsApproximateFloat64(); !(v > 1) {
+		t.Errorf("HPA target %g running requests per replica", v)
+	}
+	trig, _, _ := unstructured.NestedSlice(so.Object, "spec", "triggers")
+	meta := trig[0].(map[string]any)["metadata"].(map[string]any)
+	if !strings.Contains(meta["query"].(string), `vllm:num_requests_running{model_name="meta-llama/Llama-3.1-8B-Instruct"}`) {
+		t.Errorf("KEDA query %v", meta["query"])
+	}
+	if !strings.Contains(cm.Data["router.yaml"], "policy: prefix") {
+		t.Errorf("router config %q: want the prefix router, the plan's cheapest", cm.Data["router.yaml"])
+	}
+	t.Run("server dry run", func(t *testing.T) {
+		kubeconfig := testengine.Kubeconfig(t) // skips without a control plane
+		kubectl, err := exec.LookPath("kubectl")
+		if err != nil {
+			t.Skip("no kubectl")
+		}
+		// KEDA's CRDs must be installed for the ScaledObject.
+		cmd := exec.Command(kubectl, "apply", "--dry-run=server", "-n", testengine.KubeNamespace, "-f", out)
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("kubectl apply --dry-run=server: %v\n%s", err, b)
+		}
+	})
+}
+
+func TestPlanBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"plan", "--model", "llama-3.1-8b", "--slo", "tpot_p99_ms=50"}, "one of --trace, --rate-curve or --synth"},
+		{[]string{"plan", "--model", "llama-3.1-8b", "--synth", "day"}, "--slo: required"},
+		{planArgs("--router", "random"), `unknown router "random"`},
+		{planArgs("--scale-on", "gpu"), `unknown scaling signal "gpu"`},
+		{planArgs("--max-replicas", "5000"), "max <= 1024"},
+		{planArgs("--hours", "200"), "--hours 200"},
+		{planArgs("--format", "helm"), "--format"},
+		{[]string{"plan", "--model", "llama-3.1-8b", "--trace", "nope.csv", "--trace-format", "azure", "--slo", "tpot_p99_ms=50"}, "--trace"},
+		{[]string{"plan", "--model", "llama-3.1-8b", "--rate-curve", "nope.csv", "--slo", "tpot_p99_ms=50"}, "--rate-curve"},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), tc.args, &stdout, &stderr)
+		msg := strings.TrimSpace(stderr.String())
+		if code != 2 || !strings.Contains(msg, tc.want) || strings.Count(msg, "\n") > 0 {
+			t.Errorf("%v: exit %d, %q; want exit 2 and one line naming %q", tc.args[1:], code, msg, tc.want)
+		}
+	}
+}
