@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/servetune/servetune/internal/fleet"
+	"github.com/servetune/servetune/internal/load/measure"
 	"github.com/servetune/servetune/internal/load/trace"
 	"github.com/servetune/servetune/internal/model/sim"
 	"github.com/servetune/servetune/tuner/recommend"
@@ -40,7 +41,7 @@ type planFlags struct {
 	interval, upDelay, cool  time.Duration
 	price                    float64
 	jsonOut, format, out     string
-	prometheus               string
+	prometheus, autoscaler   string
 }
 
 func planFlagSet(f *planFlags) *pflag.FlagSet {
@@ -69,7 +70,8 @@ func planFlagSet(f *planFlags) *pflag.FlagSet {
 	fs.DurationVar(&f.cool, "cooldown", time.Duration(fleet.DefaultCooldown*float64(time.Second)), "scale-down stabilization window")
 	fs.Float64Var(&f.price, "price", 0, "$ per GPU-hour (default: the catalog's on-demand price)")
 	fs.StringVar(&f.jsonOut, "json", "", "also write the plan as JSON to this file")
-	fs.StringVar(&f.format, "format", "table", "table, or k8s (manifests: Deployment, KEDA ScaledObject, HPA, router config)")
+	fs.StringVar(&f.format, "format", "table", "table, or k8s (manifests: Deployment, Service, the autoscaler, router config)")
+	fs.StringVar(&f.autoscaler, "autoscaler", "hpa", "--format k8s: hpa (autoscaling/v2, needs prometheus-adapter) or keda (a KEDA ScaledObject, needs KEDA's CRDs)")
 	fs.StringVar(&f.out, "output", "", "--format k8s: write the manifests to this file (default stdout)")
 	fs.StringVar(&f.prometheus, "prometheus", "http://prometheus-operated.monitoring.svc:9090", "--format k8s: the Prometheus server KEDA's trigger queries")
 	return fs
@@ -91,14 +93,14 @@ its worst hour), peak and mean replicas, GPU-hours, cost per day and prefix-cach
 hit rate (share of prompt tokens served from cache) are printed.
 
 ` + catalogHelp(),
-		Example: `  servetune plan --model meta-llama/Llama-3.1-8B-Instruct --gpu H100-SXM --max-model-len 16384 \
+		Example: `  servetune plan --model meta-llama/Llama-3.1-8B-Instruct --gpu H100-SXM ` + engineFlag("max_model_len") + ` 16384 \
     --synth conversation --mean-rate 20 --slo ttft_p99_ms=2000,tpot_p99_ms=50 --json plan.json
   servetune plan --model llama-3.1-8b --trace azure_conv_2023.csv --trace-format azure --slo tpot_p99_ms=50 --router least-load,prefix`,
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if wantsHelp(args) {
 				var f planFlags
-				fmt.Fprintf(cmd.OutOrStdout(), "%s\n\nUsage:\n  servetune %s\n\nFlags:\n%s\n%s", cmd.Long, cmd.Use, planFlagSet(&f).FlagUsages(), engineFlagsHelp())
+				fmt.Fprintf(cmd.OutOrStdout(), "%s\n\nUsage:\n  servetune %s\n\nExamples:\n%s\n\nFlags:\n%s\n%s", cmd.Long, cmd.Use, cmd.Example, planFlagSet(&f).FlagUsages(), engineFlagsHelp())
 				return nil
 			}
 			var f planFlags
@@ -171,6 +173,8 @@ func planInputs(f *planFlags) (planQuestion, error) {
 		return q, fmt.Errorf("--target %g --price %g: must not be negative", f.target, f.price)
 	case f.format != "table" && f.format != "k8s":
 		return q, fmt.Errorf("--format %q: want table or k8s", f.format)
+	case f.autoscaler != "hpa" && f.autoscaler != "keda":
+		return q, fmt.Errorf("--autoscaler %q: want hpa or keda", f.autoscaler)
 	}
 	q.reqs, q.source, err = planTraffic(f)
 	return q, err
@@ -188,20 +192,16 @@ func planSLO(expr string) (fleet.SLO, error) {
 	if err != nil {
 		return s, fmt.Errorf("--slo: %w", err)
 	}
+	var ms measure.SLO
 	for _, l := range limits {
-		metric, _, _ := strings.Cut(l.Metric, "_")
-		v := l.Max / 1e3
-		switch metric {
-		case "ttft":
-			s.TTFT = v
-		case "tpot", "itl":
-			s.TPOT = v
-		case "e2el":
-			s.E2E = v
-		default:
-			return s, fmt.Errorf("--slo %s: plan holds requests to ttft, tpot, itl and e2el limits", l.Metric)
+		m, ok := measure.LookupMetric(l.Metric)
+		lim := ms.Limit(m.Series)
+		if !ok || lim == nil {
+			return s, fmt.Errorf("--slo %s: plan holds each request to ttft, tpot and e2el limits (vLLM's --goodput keys)", l.Metric)
 		}
+		*lim = l.Max
 	}
+	s.TTFT, s.TPOT, s.E2E = ms.TTFTms/1e3, ms.TPOTms/1e3, ms.E2ELms/1e3
 	return s, nil
 }
 

@@ -38,9 +38,10 @@ func planChoice(results []fleet.Result, goal float64) fleet.Result {
 }
 
 // planK8s writes the chosen policy as manifests: the engine's Deployment
-// and Service, an autoscaling/v2 HorizontalPodAutoscaler and a KEDA
-// ScaledObject on the scaling signal (apply one of the two), and the
-// router's configuration.
+// and Service, one autoscaler on the scaling signal (--autoscaler: an
+// autoscaling/v2 HorizontalPodAutoscaler or a KEDA ScaledObject; KEDA
+// runs an HPA of its own, so the two on one Deployment would fight), and
+// the router's configuration.
 func planK8s(cmd *cobra.Command, cfg sim.Config, f *planFlags, _ planQuestion, rep planReport, results []fleet.Result) error {
 	choice := planChoice(results, f.goal)
 	sc := choice.Policy.Scale
@@ -83,13 +84,17 @@ func planK8s(cmd *cobra.Command, cfg sim.Config, f *planFlags, _ planQuestion, r
 		w = file
 	}
 	l := planLine(choice, cfg.NumGPUs, rep.Price)
-	head := fmt.Sprintf("servetune plan: %s over %s: router %s, %s on %s (target %.3g per replica, %.0f%% of a replica's simulated capacity of %.2f req/s); simulated SLO attainment %.2f%%, peak %d and mean %.1f replicas, %.1f GPU-hours, $%.0f a day.\nApply the HorizontalPodAutoscaler (needs prometheus-adapter serving %s) or the KEDA ScaledObject, not both.",
+	scaler, needs := any(kube.HPA(scaling)), "prometheus-adapter serving "+kube.AdapterMetric(metric)+" as a pods metric"
+	if f.autoscaler == "keda" {
+		scaler, needs = kube.KEDAScaledObject(scaling), "KEDA's CRDs and controller, and Prometheus at "+f.prometheus
+	}
+	head := fmt.Sprintf("servetune plan: %s over %s: router %s, %s on %s (target %.3g per replica, %.0f%% of a replica's simulated capacity of %.2f req/s); simulated SLO attainment %.2f%%, peak %d and mean %.1f replicas, %.1f GPU-hours, $%.0f a day.\nThe %s autoscaler needs %s.",
 		rep.Model, rep.Traffic, rc.Policy, sc.Signal, metric, sc.Target, 100*rep.Capacity.Headroom, rep.Capacity.Rate,
-		100*l.Attainment, l.PeakReplicas, l.MeanReplicas, l.GPUHours, l.CostPerDay, kube.AdapterMetric(metric))
+		100*l.Attainment, l.PeakReplicas, l.MeanReplicas, l.GPUHours, l.CostPerDay, f.autoscaler, needs)
 	if err := kube.Comment(w, head); err != nil {
 		return failedError(err)
 	}
-	if err := kube.Write(w, d, svc, kube.HPA(scaling), kube.KEDAScaledObject(scaling), cm); err != nil {
+	if err := kube.Write(w, d, svc, scaler, cm); err != nil {
 		return failedError(err)
 	}
 	return nil

@@ -65,12 +65,13 @@ func TestPlanJSON(t *testing.T) {
 	}
 }
 
-// The manifests decode back into their typed objects; with a control
-// plane (SERVETUNE_REQUIRE_KUBE), the server accepts them.
-func TestPlanK8s(t *testing.T) {
+// planManifests runs plan --format k8s with args and returns the file
+// and its YAML documents.
+func planManifests(t *testing.T, args ...string) (string, []string) {
+	t.Helper()
 	out := filepath.Join(t.TempDir(), "plan.yaml")
 	var stdout, stderr bytes.Buffer
-	if code := run(context.Background(), planArgs("--format", "k8s", "--output", out, "--router", "round-robin,prefix"), &stdout, &stderr); code != 0 {
+	if code := run(context.Background(), planArgs(append([]string{"--format", "k8s", "--output", out, "--router", "round-robin,prefix"}, args...)...), &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 	b, err := os.ReadFile(out)
@@ -78,38 +79,34 @@ func TestPlanK8s(t *testing.T) {
 		t.Fatal(err)
 	}
 	docs := strings.Split(string(b), "\n---\n")
-	if len(docs) != 5 {
-		t.Fatalf("%d documents, want Deployment, Service, HPA, ScaledObject, ConfigMap", len(docs))
+	if len(docs) != 4 {
+		t.Fatalf("%d documents, want Deployment, Service, one autoscaler, ConfigMap:\n%s", len(docs), b)
 	}
+	return out, docs
+}
+
+// The manifests decode back into their typed objects, with one
+// autoscaler; with a control plane (SERVETUNE_REQUIRE_KUBE), the server
+// accepts them.
+func TestPlanK8s(t *testing.T) {
+	out, docs := planManifests(t)
 	var d appsv1.Deployment
 	var svc corev1.Service
 	var hpa autoscalingv2.HorizontalPodAutoscaler
 	var cm corev1.ConfigMap
-	for i, into := range []any{&d, &svc, &hpa, nil, &cm} {
-		if into == nil {
-			continue
-		}
+	for i, into := range []any{&d, &svc, &hpa, &cm} {
 		if err := yaml.UnmarshalStrict([]byte(docs[i]), into); err != nil {
 			t.Fatalf("document %d: %v", i, err)
 		}
 	}
-	var so unstructured.Unstructured
-	if err := yaml.Unmarshal([]byte(docs[3]), &so.Object); err != nil {
-		t.Fatal(err)
-	}
-	if d.Kind != "Deployment" || svc.Kind != "Service" || hpa.Kind != "HorizontalPodAutoscaler" || cm.Kind != "ConfigMap" || so.GetKind() != "ScaledObject" || so.GetAPIVersion() != "keda.sh/v1alpha1" {
-		t.Fatalf("kinds %s %s %s %s %s", d.Kind, svc.Kind, hpa.Kind, so.GetKind(), cm.Kind)
+	if d.Kind != "Deployment" || svc.Kind != "Service" || hpa.Kind != "HorizontalPodAutoscaler" || cm.Kind != "ConfigMap" {
+		t.Fatalf("kinds %s %s %s %s", d.Kind, svc.Kind, hpa.Kind, cm.Kind)
 	}
 	if hpa.Spec.ScaleTargetRef.Name != d.Name || hpa.Spec.Metrics[0].Pods.Metric.Name != "vllm_num_requests_running" {
 		t.Errorf("HPA scales %s on %s", hpa.Spec.ScaleTargetRef.Name, hpa.Spec.Metrics[0].Pods.Metric.Name)
 	}
 	if v := hpa.Spec.Metrics[0].Pods.Target.AverageValue.AsApproximateFloat64(); !(v > 1) {
 		t.Errorf("HPA target %g running requests per replica", v)
-	}
-	trig, _, _ := unstructured.NestedSlice(so.Object, "spec", "triggers")
-	meta := trig[0].(map[string]any)["metadata"].(map[string]any)
-	if !strings.Contains(meta["query"].(string), `vllm:num_requests_running{model_name="meta-llama/Llama-3.1-8B-Instruct"}`) {
-		t.Errorf("KEDA query %v", meta["query"])
 	}
 	if !strings.Contains(cm.Data["router.yaml"], "policy: prefix") {
 		t.Errorf("router config %q: want the prefix router, the plan's cheapest", cm.Data["router.yaml"])
@@ -120,13 +117,31 @@ func TestPlanK8s(t *testing.T) {
 		if err != nil {
 			t.Skip("no kubectl")
 		}
-		// KEDA's CRDs must be installed for the ScaledObject.
 		cmd := exec.Command(kubectl, "apply", "--dry-run=server", "-n", testengine.KubeNamespace, "-f", out)
 		cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
 		if b, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("kubectl apply --dry-run=server: %v\n%s", err, b)
 		}
 	})
+}
+
+// --autoscaler keda writes a ScaledObject in the HPA's place, its
+// Prometheus trigger querying the engine's metric for the served model.
+// (The control plane here has no KEDA CRDs, so no server dry run.)
+func TestPlanK8sKEDA(t *testing.T) {
+	_, docs := planManifests(t, "--autoscaler", "keda")
+	var so unstructured.Unstructured
+	if err := yaml.Unmarshal([]byte(docs[2]), &so.Object); err != nil {
+		t.Fatal(err)
+	}
+	if so.GetKind() != "ScaledObject" || so.GetAPIVersion() != "keda.sh/v1alpha1" {
+		t.Fatalf("document 3 is %s %s, want a keda.sh/v1alpha1 ScaledObject", so.GetAPIVersion(), so.GetKind())
+	}
+	trig, _, _ := unstructured.NestedSlice(so.Object, "spec", "triggers")
+	meta := trig[0].(map[string]any)["metadata"].(map[string]any)
+	if !strings.Contains(meta["query"].(string), `vllm:num_requests_running{model_name="meta-llama/Llama-3.1-8B-Instruct"}`) {
+		t.Errorf("KEDA query %v", meta["query"])
+	}
 }
 
 func TestPlanBadInput(t *testing.T) {
@@ -141,6 +156,7 @@ func TestPlanBadInput(t *testing.T) {
 		{planArgs("--max-replicas", "5000"), "max <= 1024"},
 		{planArgs("--hours", "200"), "--hours 200"},
 		{planArgs("--format", "helm"), "--format"},
+		{planArgs("--format", "k8s", "--autoscaler", "both"), "--autoscaler"},
 		{[]string{"plan", "--model", "llama-3.1-8b", "--trace", "nope.csv", "--trace-format", "azure", "--slo", "tpot_p99_ms=50"}, "--trace"},
 		{[]string{"plan", "--model", "llama-3.1-8b", "--rate-curve", "nope.csv", "--slo", "tpot_p99_ms=50"}, "--rate-curve"},
 	} {
