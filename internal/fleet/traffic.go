@@ -280,7 +280,7 @@ func avg(v []float64) float64 {
 // by turn, read one content). Runs that begin alike and part later are
 // taken as alike up to the shorter run's length.
 func FromTrace(tr []trace.Request) []Request {
-	runs := sharedRuns(tr)
+	runs, _ := trace.SharedRuns(tr)
 	out := make([]Request, len(tr))
 	for i, q := range tr {
 		out[i] = Request{At: q.Offset.Seconds(), Prompt: int32(max(q.Input, 1)), Output: int32(max(q.Output, 1)), PrefixID: -1}
@@ -290,31 +290,4 @@ func FromTrace(tr []trace.Request) []Request {
 		}
 	}
 	return out
-}
-
-// sharedRuns is, per request, how many of its leading hash ids another
-// request of tr also starts with.
-func sharedRuns(tr []trace.Request) []int {
-	chain := func(q trace.Request, f func(k int, h uint64)) {
-		h := uint64(0xcbf29ce484222325)
-		for k, id := range q.HashIDs {
-			h = (h ^ uint64(id)) * 0x100000001b3
-			f(k+1, h)
-		}
-	}
-	var all []uint64
-	for _, q := range tr {
-		chain(q, func(_ int, h uint64) { all = append(all, h) })
-	}
-	slices.Sort(all)
-	runs := make([]int, len(tr))
-	for i, q := range tr {
-		chain(q, func(k int, h uint64) {
-			j, ok := slices.BinarySearch(all, h)
-			if ok && j+1 < len(all) && all[j+1] == h {
-				runs[i] = k
-			}
-		})
-	}
-	return runs
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"time"
 
 	"github.com/servetune/servetune/internal/load/measure"
@@ -101,33 +100,13 @@ func (d DatasetSpec) traceRequestsLazy(rng *rand.Rand, n int, text bool) ([]meas
 // request (internal/model/sim/core.go), so a request sharing a shorter run
 // with one request and a longer one with another counts the longer.
 func tracePrefixes(reqs []trace.Request) (ids, tokens []int) {
-	chain := func(q trace.Request, f func(k int, h uint64)) {
-		h := uint64(14695981039346656037)
-		for k, id := range q.HashIDs {
-			h = (h ^ uint64(id)) * 1099511628211
-			f(k+1, h)
-		}
-	}
-	// Every chain hash, sorted: a hash shared by two requests is there
-	// twice. A slice, not a map of counts: a window holds up to
-	// trace.MaxWindowHashIDs of them.
-	var all []uint64
-	for _, q := range reqs {
-		chain(q, func(_ int, h uint64) { all = append(all, h) })
-	}
-	slices.Sort(all)
-	shared := func(h uint64) bool {
-		i, ok := slices.BinarySearch(all, h)
-		return ok && i+1 < len(all) && all[i+1] == h
-	}
+	runs, names := trace.SharedRuns(reqs)
 	ids, tokens = make([]int, len(reqs)), make([]int, len(reqs))
 	for i, q := range reqs {
 		ids[i] = -1
-		chain(q, func(k int, h uint64) {
-			if shared(h) {
-				ids[i], tokens[i] = int(h>>2), min(k*q.BlockSize, q.Input)
-			}
-		})
+		if runs[i] > 0 {
+			ids[i], tokens[i] = int(names[i]>>2), min(runs[i]*q.BlockSize, q.Input)
+		}
 		if tokens[i] <= 0 {
 			ids[i], tokens[i] = -1, 0
 		}
