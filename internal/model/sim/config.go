@@ -44,10 +44,10 @@ type Config struct {
 	PrefixCaching  bool
 	ChunkedPrefill bool
 	MixedChunk     bool // mixed_chunk (SGLang): prefill and decode in one batch
-	// SyncScheduling is async_scheduling off (vLLM's --no-async-scheduling,
-	// SGLang's --disable-overlap-schedule): the host's per-step work runs
-	// between the GPU's steps instead of beside them.
-	SyncScheduling bool
+	// AsyncScheduling is async_scheduling (on by default; off is vLLM's
+	// --no-async-scheduling, SGLang's --disable-overlap-schedule): the
+	// host's per-step work runs beside the GPU's steps, not between them.
+	AsyncScheduling bool
 	// ExpertParallel is expert_parallel: whole experts per GPU across the
 	// experts' group (MoEGroup) instead of a slice of each.
 	ExpertParallel bool
@@ -82,13 +82,13 @@ type Config struct {
 	// scheduleV0Prefills), whose steps of new prompts run alone when
 	// chunked prefill is off.
 	V0Scheduler bool
-	// NoAsyncOutputProc is async_output_proc off (a vLLM V0 switch):
-	// each step's output processing runs between the steps
+	// AsyncOutputProc is async_output_proc (a vLLM V0 switch, on by
+	// default): off, each step's output processing runs between the steps
 	// (constants.go, outputProcPerSeq).
-	NoAsyncOutputProc bool
+	AsyncOutputProc bool
 
 	BlockSize      int  // block_size (SGLang: page size)
-	EnforceEager   bool // cuda_graphs off
+	CUDAGraphs     bool // cuda_graphs (on by default; off is --enforce-eager)
 	CUDAGraphMaxBS int
 	// StreamInterval is stream_interval: a stream's tokens go out one
 	// message per this many (0 or 1: every step's), the first and the
@@ -188,7 +188,8 @@ func FromModel(e engine.Engine, model string, m catalog.Model, gpu string, numGP
 		return Config{}, fmt.Errorf("%w: engine %q: want vllm or sglang", ErrBadArgs, e)
 	}
 	cfg := Config{Engine: e, Model: m, ModelID: model, NumGPUs: numGPUs, TimeScale: 1, LoadTime: -1, Host: defaultHost,
-		Port: defaultPort, PrefixCaching: true, ChunkedPrefill: true}
+		Port: defaultPort}
+	switchesOn(&cfg)
 	var err error
 	if gpu == "" {
 		gpu = defaultGPU
@@ -277,17 +278,17 @@ var settings = []setting{
 		}},
 	{name: "kv_cache_dtype", parse: text, apply: func(c *Config, v any) { c.KVCacheDType = strings.ToLower(v.(string)) },
 		value: func(c *Config) (any, bool) { return c.KVCacheDType, c.KVCacheDType != "" }},
-	switched("prefix_caching", false, func(c *Config) *bool { return &c.PrefixCaching }),
-	switched("chunked_prefill", false, func(c *Config) *bool { return &c.ChunkedPrefill }),
+	switched("prefix_caching", func(c *Config) *bool { return &c.PrefixCaching }),
+	switched("chunked_prefill", func(c *Config) *bool { return &c.ChunkedPrefill }),
 	field("block_size", engine.Settings.Int, func(c *Config) *int { return &c.BlockSize }),
-	switched("cuda_graphs", true, func(c *Config) *bool { return &c.EnforceEager }),
+	switched("cuda_graphs", func(c *Config) *bool { return &c.CUDAGraphs }),
 	field("cuda_graph_max_bs", engine.Settings.Int, func(c *Config) *int { return &c.CUDAGraphMaxBS }),
 	field("stream_interval", engine.Settings.Int, func(c *Config) *int { return &c.StreamInterval }),
-	switched("mixed_chunk", false, func(c *Config) *bool { return &c.MixedChunk }),
-	switched("async_scheduling", true, func(c *Config) *bool { return &c.SyncScheduling }),
+	switched("mixed_chunk", func(c *Config) *bool { return &c.MixedChunk }),
+	switched("async_scheduling", func(c *Config) *bool { return &c.AsyncScheduling }),
 	whenOn("sim_sampler_sort", func(c *Config) *bool { return &c.SamplerSort }),
 	whenOn("sim_v0_scheduler", func(c *Config) *bool { return &c.V0Scheduler }),
-	whenOff("async_output_proc", func(c *Config) *bool { return &c.NoAsyncOutputProc }),
+	whenOff("async_output_proc", func(c *Config) *bool { return &c.AsyncOutputProc }),
 	nonEmpty("generation_config", func(c *Config) *string { return &c.GenerationConfig }),
 	whenOn("expert_parallel", func(c *Config) *bool { return &c.ExpertParallel }),
 	whenOn("dp_attention", func(c *Config) *bool { return &c.DPAttention }),
@@ -331,27 +332,32 @@ func field[T comparable](name string, read func(engine.Settings, string) (T, boo
 		}}
 }
 
-// switched is a bool setting held in the field at returns, negated when
-// the field says the opposite (EnforceEager is cuda_graphs off).
-func switched(name string, negated bool, at func(*Config) *bool) setting {
-	return setting{name: name,
-		parse: func(s engine.Settings, name string) (any, bool) { return boxed(s.Bool(name)) },
-		apply: func(c *Config, v any) { *at(c) = v.(bool) != negated },
-		value: func(c *Config) (any, bool) { return *at(c) != negated, true }}
+// switchesOn sets the switches that are on unless a setting turns them
+// off, as the engines default them.
+func switchesOn(c *Config) {
+	c.PrefixCaching, c.ChunkedPrefill, c.CUDAGraphs, c.AsyncScheduling, c.AsyncOutputProc = true, true, true, true, true
 }
 
-// whenOff is a bool setting, on by default, written back only when off
-// (at holds its being off).
+// switched is a bool setting held in the field at returns, always
+// written back; the field's default is FromModel's.
+func switched(name string, at func(*Config) *bool) setting {
+	return setting{name: name,
+		parse: func(s engine.Settings, name string) (any, bool) { return boxed(s.Bool(name)) },
+		apply: func(c *Config, v any) { *at(c) = v.(bool) },
+		value: func(c *Config) (any, bool) { return *at(c), true }}
+}
+
+// whenOff is a bool setting, on by default, written back only when off.
 func whenOff(name string, at func(*Config) *bool) setting {
-	st := switched(name, true, at)
-	st.value = func(c *Config) (any, bool) { return !*at(c), *at(c) }
+	st := switched(name, at)
+	st.value = func(c *Config) (any, bool) { return *at(c), !*at(c) }
 	return st
 }
 
 // whenOn is a bool setting written back only when true: configurations
 // without it keep the settings (and the keys) they had before it existed.
 func whenOn(name string, at func(*Config) *bool) setting {
-	st := switched(name, false, at)
+	st := switched(name, at)
 	st.value = func(c *Config) (any, bool) { return *at(c), *at(c) }
 	return st
 }

@@ -34,7 +34,7 @@ func TestParseArgs(t *testing.T) {
 			map[string]string{engine.EnvSimGPU: "A100-80G", engine.EnvSimNumGPUs: "4", engine.EnvSimTimeScale: "10"},
 			func(t *testing.T, c Config) {
 				// A100: the small defaults (256 seqs, 2048 tokens).
-				if c.GPU.ID != "A100-80G" || c.NumGPUs != 4 || c.TimeScale != 10 || !c.EnforceEager || c.PrefixCaching || c.MaxNumSeqs != 256 || c.MaxBatchedTokens != 2048 {
+				if c.GPU.ID != "A100-80G" || c.NumGPUs != 4 || c.TimeScale != 10 || c.CUDAGraphs || c.PrefixCaching || c.MaxNumSeqs != 256 || c.MaxBatchedTokens != 2048 {
 					t.Errorf("%+v", c)
 				}
 			}},
@@ -209,10 +209,12 @@ func TestSettingsRoundTrip(t *testing.T) {
 				continue
 			}
 			read++
-			var c Config
+			var c, def Config
+			switchesOn(&c)
+			switchesOn(&def)
 			st.apply(&c, got)
 			back, ok := st.value(&c)
-			if !ok && reflect.DeepEqual(c, Config{}) { // a switch at its default writes nothing (whenOn, whenOff)
+			if !ok && reflect.DeepEqual(c, def) { // a switch at its default writes nothing (whenOn, whenOff)
 				continue
 			}
 			if !ok || fmt.Sprint(back) != fmt.Sprint(v) { // a float setting reads 7 as 7.0

@@ -175,17 +175,17 @@ func TestSyncHost(t *testing.T) {
 	}
 }
 
-// TestNoAsyncOutputProc: a vLLM V0 engine with its output processing
+// TestAsyncOutputProcOff: a vLLM V0 engine with its output processing
 // between the steps (async_output_proc off) pays outputProcPerSeq for
 // every sequence of a step on top of the step it had: 0.1 ms each, 3.2 ms
 // at a batch of 32 (vLLM RFC #6913's 3.4 ms at batch 32, less its batch-1
 // figure), whatever the rest of the step costs.
-func TestNoAsyncOutputProc(t *testing.T) {
+func TestAsyncOutputProcOff(t *testing.T) {
 	args := []string{"llama-3.1-8b", "--gpu", "H100-SXM", "--v0-scheduler", "--no-async-scheduling"}
 	b := batchShape{tokens: 32, seqs: 32, sampled: 32, decodeCtx: 32 * 1000}
 	on := newStepModel(mustParse(t, args...))
 	cfg := mustParse(t, append(args, "--disable-async-output-proc")...)
-	if !cfg.NoAsyncOutputProc {
+	if cfg.AsyncOutputProc {
 		t.Fatal("the switch did not reach the configuration")
 	}
 	off := newStepModel(cfg)

@@ -87,7 +87,7 @@ func Estimate(cfg Config) (MemoryEstimate, error) {
 		ExpertWeightsGiB: experts / GiB, ExpertGroup: cfg.MoEGroup(),
 	}
 	scale := cfg.Constants.MemoryOverhead // the reservations' scale (constants.go)
-	if !cfg.EnforceEager {
+	if cfg.CUDAGraphs {
 		est.CUDAGraphGiB = scale * cudaGraphBytesPerLayer * float64(m.Layers) / float64(cfg.PP) / GiB
 	}
 	if weights > total {

@@ -278,8 +278,8 @@ func TestSGLangSpeculativeTreeRunsWithoutOverlap(t *testing.T) {
 	chain := sglang("--speculative-num-steps", "3", "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "4")
 	chainOff := sglang("--speculative-num-steps", "3", "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "4",
 		"--disable-overlap-schedule")
-	if tree.Engine != engine.SGLang || tree.SpecTopK != 8 || tree.SyncScheduling {
-		t.Fatalf("tree config: engine %s, top-k %d, sync %v", tree.Engine, tree.SpecTopK, tree.SyncScheduling)
+	if tree.Engine != engine.SGLang || tree.SpecTopK != 8 || !tree.AsyncScheduling {
+		t.Fatalf("tree config: engine %s, top-k %d, sync %v", tree.Engine, tree.SpecTopK, !tree.AsyncScheduling)
 	}
 	for _, tc := range []struct {
 		name    string

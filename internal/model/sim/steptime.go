@@ -168,12 +168,12 @@ func newStepModel(cfg Config) stepModel {
 		vocab:       float64(m.Vocab),
 		tp:          cfg.TP,
 		pp:          cfg.PP,
-		eager:       cfg.EnforceEager,
+		eager:       !cfg.CUDAGraphs,
 		graphMaxBS:  cfg.CUDAGraphMaxBS,
 		eagerExtend: cfg.Engine == engine.SGLang,
-		async:       cfg.Engine == engine.VLLM && !cfg.SyncScheduling && !cfg.Deviation.SyncHost,
-		noOverlap:   cfg.Engine == engine.SGLang && (cfg.SyncScheduling || cfg.specTreeStopsOverlap()),
-		overlap:     cfg.Engine == engine.SGLang && !cfg.SyncScheduling && !cfg.specTreeStopsOverlap(),
+		async:       cfg.Engine == engine.VLLM && cfg.AsyncScheduling && !cfg.Deviation.SyncHost,
+		noOverlap:   cfg.Engine == engine.SGLang && (!cfg.AsyncScheduling || cfg.specTreeStopsOverlap()),
+		overlap:     cfg.Engine == engine.SGLang && cfg.AsyncScheduling && !cfg.specTreeStopsOverlap(),
 	}
 	s.prefillPairFlops = 4 * d
 	s.setSpans(m)
@@ -247,7 +247,7 @@ func kernelClockScale(g catalog.GPU) float64 {
 func (s *stepModel) setHostCosts(cfg Config, k Constants) {
 	s.cpuBase = k.StepOverheadMs / 1e3
 	s.perSeq = k.PerSeqOverheadUs / 1e6
-	if cfg.NoAsyncOutputProc {
+	if !cfg.AsyncOutputProc {
 		s.perSeq += outputProcPerSeq.Seconds()
 	}
 	if cfg.Engine == engine.SGLang && cfg.Model.MLA != nil && cfg.Model.MoE() {
