@@ -19,7 +19,7 @@ func disaggSpec(t *testing.T) Spec {
 	return Spec{Engine: engine.VLLM, Model: "m", GPUs: []int{4, 5, 6}, Trial: 7,
 		Study: fmt.Sprintf("disagg-%s-%d", t.Name(), os.Getpid()),
 		Settings: engine.Settings{"disaggregated": true, "prefill_replicas": 2, "decode_replicas": 1,
-			"prefill_tensor_parallel_size": 1, "decode_tensor_parallel_size": 1}}
+			"prefill_tensor_parallel": 1, "decode_tensor_parallel": 1}}
 }
 
 func get(t *testing.T, url string) string {

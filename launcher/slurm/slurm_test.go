@@ -445,7 +445,7 @@ func disaggregated(t *testing.T, s *Slurm) *launcher.Disaggregated {
 func disaggSpec(study string, trial int, gpus ...int) launcher.Spec {
 	sp := spec(study, trial, gpus...)
 	sp.Settings = engine.Settings{"disaggregated": true, "prefill_replicas": 1, "decode_replicas": 1,
-		"prefill_tensor_parallel_size": 1, "decode_tensor_parallel_size": 1}
+		"prefill_tensor_parallel": 1, "decode_tensor_parallel": 1}
 	return sp
 }
 

@@ -15,7 +15,7 @@ import (
 // disaggSpec is goodSpec searching the shape on four GPUs.
 var disaggSpec = strings.NewReplacer(
 	"gpus: [0, 1]", "gpus: [0, 1, 2, 3]",
-	"  tensor_parallel: [1, 2]\n", "  tensor_parallel: [1, 2]\n  disaggregated: [false, true]\n  prefill_replicas: [1, 2]\n  decode_tensor_parallel_size: [1, 2]\n",
+	"  tensor_parallel: [1, 2]\n", "  tensor_parallel: [1, 2]\n  disaggregated: [false, true]\n  prefill_replicas: [1, 2]\n  decode_tensor_parallel: [1, 2]\n",
 	"tuner: {", `disaggregation:
   router: ["{servetune}", sim, router, --port, "{port}", --prefiller-hosts, "{prefill_hosts}", --prefiller-ports, "{prefill_ports}", --decoder-hosts, "{decode_hosts}", --decoder-ports, "{decode_ports}"]
   kv_transfer_config: {kv_connector: NixlConnector, kv_role: kv_both}
@@ -48,7 +48,7 @@ func TestParseSpecDisaggregated(t *testing.T) {
 	if p := sp.Parallelism(); p != 2 {
 		t.Errorf("Parallelism of a disaggregated-only space = %d, want 2", p)
 	}
-	set := engine.Settings{"disaggregated": true, "prefill_replicas": 2, "decode_tensor_parallel_size": 2, "tensor_parallel": 1}
+	set := engine.Settings{"disaggregated": true, "prefill_replicas": 2, "decode_tensor_parallel": 2, "tensor_parallel": 1}
 	if n := spec.GPUsFor(set); n != 4 {
 		t.Errorf("GPUsFor = %d, want 1+1+2", n)
 	}

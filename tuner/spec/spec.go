@@ -1258,8 +1258,8 @@ func minGPUs(sp space.Space) int {
 	}
 	rest := agg / lowest(sp, "tensor_parallel", 1)
 	tp := lowest(sp, "tensor_parallel", 1)
-	dis := (lowest(sp, "prefill_replicas", 1)*lowest(sp, "prefill_tensor_parallel_size", tp) +
-		lowest(sp, "decode_replicas", 1)*lowest(sp, "decode_tensor_parallel_size", tp)) * rest
+	dis := (lowest(sp, "prefill_replicas", 1)*lowest(sp, "prefill_tensor_parallel", tp) +
+		lowest(sp, "decode_replicas", 1)*lowest(sp, "decode_tensor_parallel", tp)) * rest
 	if q.Kind == space.KindCategorical && !slices.Contains(q.Choices, any(false)) {
 		return dis
 	}

@@ -66,8 +66,8 @@ func disaggTPs(m catalog.Model, n int) []int {
 func disaggLayout(set engine.Settings) (p, ptp, d, dtp int) {
 	p, _ = set.Int("prefill_replicas")
 	d, _ = set.Int("decode_replicas")
-	ptp, _ = set.Int("prefill_tensor_parallel_size")
-	dtp, _ = set.Int("decode_tensor_parallel_size")
+	ptp, _ = set.Int("prefill_tensor_parallel")
+	dtp, _ = set.Int("decode_tensor_parallel")
 	return max(p, 1), max(ptp, 1), max(d, 1), max(dtp, 1)
 }
 
@@ -86,11 +86,11 @@ func disaggParams(c candidate) ([]space.Param, []string) {
 		reps = append(reps, r)
 	}
 	return []space.Param{
-		space.Choices("prefill_tensor_parallel_size", c.tps...),
-		space.Choices("decode_tensor_parallel_size", c.tps...),
+		space.Choices("prefill_tensor_parallel", c.tps...),
+		space.Choices("decode_tensor_parallel", c.tps...),
 		space.Choices("prefill_replicas", reps...),
 		space.Choices("decode_replicas", reps...),
-	}, []string{fmt.Sprintf("prefill_replicas * prefill_tensor_parallel_size + decode_replicas * decode_tensor_parallel_size <= %d", c.n)}
+	}, []string{fmt.Sprintf("prefill_replicas * prefill_tensor_parallel + decode_replicas * decode_tensor_parallel <= %d", c.n)}
 }
 
 // disaggFits is fits for a disaggregated candidate: one prefill and one
@@ -104,7 +104,7 @@ func disaggFits(o Options, c candidate) (engine.Settings, string) {
 	tp := c.tps[len(c.tps)-1]
 	fill := func(set engine.Settings) {
 		set["prefill_replicas"], set["decode_replicas"] = 1, 1
-		set["prefill_tensor_parallel_size"], set["decode_tensor_parallel_size"] = tp, tp
+		set["prefill_tensor_parallel"], set["decode_tensor_parallel"] = tp, tp
 	}
 	return firstThatFits(o, c, fill, func(set engine.Settings) string {
 		full := withDisagg(set)

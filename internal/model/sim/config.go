@@ -88,7 +88,7 @@ type Config struct {
 	AsyncOutputProc bool
 
 	BlockSize      int  // block_size (SGLang: page size)
-	CUDAGraphs     bool // cuda_graphs (on by default; off is --enforce-eager)
+	CUDAGraphs     bool // cuda_graphs (on by default; off runs eager)
 	CUDAGraphMaxBS int
 	// StreamInterval is stream_interval: a stream's tokens go out one
 	// message per this many (0 or 1: every step's), the first and the

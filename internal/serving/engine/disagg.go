@@ -84,7 +84,7 @@ func init() { simEnv = append(simEnv, struct{ name, setting string }{EnvSimKVLin
 // shapeNames are the settings that say how a configuration is split into
 // parts; no part's engine takes them.
 var shapeNames = []string{"disaggregated", "prefill_replicas", "decode_replicas",
-	"prefill_tensor_parallel_size", "decode_tensor_parallel_size"}
+	"prefill_tensor_parallel", "decode_tensor_parallel"}
 
 // ShapeNames returns the settings of a deployment's shape.
 func ShapeNames() []string { return append([]string(nil), shapeNames...) }
@@ -128,7 +128,7 @@ func (p Part) GPUs() int { return p.Settings.GPUs() }
 
 // Parts splits a disaggregated configuration into its engines, the prefill
 // ones first: prefill_replicas engines (default 1) with tensor_parallel
-// set to prefill_tensor_parallel_size (default the configuration's), then
+// set to prefill_tensor_parallel (default the configuration's), then
 // the decode ones likewise. An aggregated configuration gives nil.
 func (s Settings) Parts() []Part {
 	if !s.Disaggregated() {
@@ -145,7 +145,7 @@ func (s Settings) Parts() []Part {
 			n = 1
 		}
 		set := base.Clone()
-		if tp, ok := s.Int(string(role) + "_tensor_parallel_size"); ok && tp > 0 {
+		if tp, ok := s.Int(string(role) + "_tensor_parallel"); ok && tp > 0 {
 			set["tensor_parallel"] = tp
 		}
 		for i := range n {

@@ -7,7 +7,7 @@ import (
 
 func TestPartsSplitTheShape(t *testing.T) {
 	s := Settings{"disaggregated": true, "prefill_replicas": 2, "decode_replicas": 1,
-		"prefill_tensor_parallel_size": 1, "decode_tensor_parallel_size": 4,
+		"prefill_tensor_parallel": 1, "decode_tensor_parallel": 4,
 		"tensor_parallel": 2, "max_running_requests": 64}
 	parts := s.Parts()
 	var names []string
@@ -45,7 +45,7 @@ func TestPartsSplitTheShape(t *testing.T) {
 }
 
 func TestShapeRendersNoFlag(t *testing.T) {
-	s := Settings{"disaggregated": true, "prefill_replicas": 2, "decode_tensor_parallel_size": 2, "max_model_len": 4096}
+	s := Settings{"disaggregated": true, "prefill_replicas": 2, "decode_tensor_parallel": 2, "max_model_len": 4096}
 	for _, e := range Engines {
 		args, err := Render(e, s)
 		if err != nil {
@@ -109,8 +109,8 @@ func TestKVLinkFromEnv(t *testing.T) {
 // An aggregated configuration's shape settings configure nothing: two that
 // differ only there share a key, while disaggregated ones keep theirs.
 func TestKeyLeavesOutInactiveShape(t *testing.T) {
-	a := Settings{"tensor_parallel": 2, "disaggregated": false, "prefill_replicas": 1, "decode_tensor_parallel_size": 4}
-	b := Settings{"tensor_parallel": 2, "disaggregated": false, "prefill_replicas": 3, "decode_tensor_parallel_size": 1}
+	a := Settings{"tensor_parallel": 2, "disaggregated": false, "prefill_replicas": 1, "decode_tensor_parallel": 4}
+	b := Settings{"tensor_parallel": 2, "disaggregated": false, "prefill_replicas": 3, "decode_tensor_parallel": 1}
 	if a.Key() != b.Key() {
 		t.Errorf("aggregated keys differ: %q %q", a.Key(), b.Key())
 	}

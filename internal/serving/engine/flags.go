@@ -259,9 +259,9 @@ var table = []setting{
 		doc: "disaggregated: prefill engines"},
 	{name: "decode_replicas", typ: Int, min: 1, tunable: true,
 		doc: "disaggregated: decode engines"},
-	{name: "prefill_tensor_parallel_size", typ: Int, min: 1, tunable: true,
+	{name: "prefill_tensor_parallel", typ: Int, min: 1, tunable: true,
 		doc: "disaggregated: tensor parallel size of each prefill engine (default tensor_parallel)"},
-	{name: "decode_tensor_parallel_size", typ: Int, min: 1, tunable: true,
+	{name: "decode_tensor_parallel", typ: Int, min: 1, tunable: true,
 		doc: "disaggregated: tensor parallel size of each decode engine (default tensor_parallel)"},
 
 	// Server settings: read from command lines, never tuned.
@@ -657,6 +657,9 @@ func engineFlag(name string) (*setting, Engine, string) {
 
 // suggest returns the tunable name closest to name, or "" when none is close.
 func suggest(name string) string {
+	if k, ok := tunable(strings.TrimSuffix(name, "_size")); ok { // vLLM's tensor_parallel_size
+		return k.name
+	}
 	best, bestD := "", 4
 	for _, k := range table {
 		if !k.tunable {

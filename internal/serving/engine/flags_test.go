@@ -103,6 +103,7 @@ func TestRenderErrors(t *testing.T) {
 		{"sglang custom flag name", VLLM, Settings{"chunked_prefill_size": 8}, ErrUnknownName, `unknown setting "chunked_prefill_size" (did you mean max_batched_tokens? --chunked-prefill-size is SGLang's flag)`},
 		{"vllm bool flag name", VLLM, Settings{"enforce_eager": true}, ErrUnknownName, `unknown setting "enforce_eager" (did you mean cuda_graphs? --enforce-eager is vLLM's flag)`},
 		{"close setting", VLLM, Settings{"block_sizes": 8}, ErrUnknownName, `unknown setting "block_sizes" (did you mean block_size?)`},
+		{"role tensor parallel, vLLM's suffix", VLLM, Settings{"prefill_tensor_parallel_size": 2}, ErrUnknownName, `unknown setting "prefill_tensor_parallel_size" (did you mean prefill_tensor_parallel?)`},
 		{"wrong type", VLLM, Settings{"prefix_caching": "yes"}, ErrBadValue, "bad value: prefix_caching must be true or false, not \"yes\""},
 		{"out of range", SGLang, Settings{"gpu_memory_fraction": 1.5}, ErrBadValue, "bad value: gpu_memory_fraction 1.5 is outside (0, 1]"},
 	}

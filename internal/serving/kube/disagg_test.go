@@ -17,7 +17,7 @@ import (
 // router; each engine's command reads back with its role's flags.
 func TestDisaggregatedManifests(t *testing.T) {
 	s := Serve{Engine: engine.VLLM, Model: "meta-llama/Llama-3.1-8B-Instruct", GPU: "H100-SXM", HFSecret: "hf-token", Study: "d", Trial: 3}
-	set := engine.Settings{"disaggregated": true, "prefill_replicas": 2, "decode_tensor_parallel_size": 2, "max_running_requests": 64}
+	set := engine.Settings{"disaggregated": true, "prefill_replicas": 2, "decode_tensor_parallel": 2, "max_running_requests": 64}
 	kv := engine.KVTransfer{}
 	var parts []Part
 	for _, p := range set.Parts() {
