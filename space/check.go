@@ -26,9 +26,9 @@ type Context struct {
 // ErrInfeasible: a bad value, then the built-in rules (tensor parallel
 // divides the attention heads, and the KV heads or is a multiple of them;
 // tensor × pipeline × data parallel fits in the GPUs; for vLLM without
-// chunked prefill, max_batched_tokens >= max_model_len), then sp's
+// chunked prefill, max_batched_tokens >= max_model_len), then space's
 // constraints, then c.Fits. Parallel degrees missing from s count as 1.
-func (sp Space) Check(s Settings, c Context) error {
+func (space Space) Check(s Settings, c Context) error {
 	if err := validSettings(s); err != nil {
 		return fmt.Errorf("%w: %w", ErrInfeasible, err)
 	}
@@ -58,7 +58,7 @@ func (sp Space) Check(s Settings, c Context) error {
 			return fmt.Errorf("%w: without chunked prefill vLLM needs max_batched_tokens %d >= max_model_len %d", ErrInfeasible, budget, maxLen)
 		}
 	}
-	for _, con := range sp.Constraints {
+	for _, con := range space.Constraints {
 		ok, err := con.Holds(s)
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrInfeasible, err)
@@ -135,9 +135,9 @@ func (p Param) Values() ([]any, error) {
 
 // Size returns the number of points of the grid; ErrNotDiscrete when a
 // parameter is continuous or the grid exceeds a million points.
-func (sp Space) Size() (int, error) {
+func (space Space) Size() (int, error) {
 	size := 1
-	for _, p := range sp.Params {
+	for _, p := range space.Params {
 		n, err := p.count()
 		if err != nil {
 			return 0, err
@@ -155,21 +155,21 @@ func (sp Space) Size() (int, error) {
 // constraints are included; filter them with Check. Points that are one
 // configuration (engine.Settings.Key: an aggregated point's shape settings
 // configure nothing) appear once, so the grid can be shorter than Size.
-func (sp Space) Grid() ([]Settings, error) {
-	size, err := sp.Size()
+func (space Space) Grid() ([]Settings, error) {
+	size, err := space.Size()
 	if err != nil {
 		return nil, err
 	}
-	values := make([][]any, len(sp.Params))
-	for i, p := range sp.Params {
+	values := make([][]any, len(space.Params))
+	for i, p := range space.Params {
 		values[i], _ = p.Values()
 	}
 	out := make([]Settings, 0, size)
 	seen := make(map[string]bool, size)
-	idx := make([]int, len(sp.Params))
+	idx := make([]int, len(space.Params))
 	for range size {
-		s := make(Settings, len(sp.Params))
-		for i, p := range sp.Params {
+		s := make(Settings, len(space.Params))
+		for i, p := range space.Params {
 			s[p.Name] = values[i][idx[i]]
 		}
 		if k := s.Key(); !seen[k] {

@@ -14,16 +14,16 @@
 //
 //	var doc yaml.Node
 //	_ = yaml.Unmarshal([]byte("tensor_parallel: [1, 2]\nquantization: [none, fp8]\n"), &doc)
-//	sp, err := space.Parse(doc.Content[0], "study.yaml")
+//	searchSpace, err := space.Parse(doc.Content[0], "study.yaml")
 //	if err != nil {
 //		return err // study.yaml:1: space.tensor_parallel: ...
 //	}
-//	grid, _ := sp.Grid() // 4 points
+//	grid, _ := searchSpace.Grid() // 4 points
 //	for _, s := range grid {
-//		if err := sp.Check(s, space.Context{AttentionHeads: 32, GPUs: 2}); err != nil {
+//		if err := searchSpace.Check(s, space.Context{AttentionHeads: 32, GPUs: 2}); err != nil {
 //			continue // errors.Is(err, space.ErrInfeasible)
 //		}
-//		argv := engine.ServeCommand(engine.VLLM, "meta-llama/Llama-3.1-8B-Instruct", s, sp.Extra)
+//		argv := engine.ServeCommand(engine.VLLM, "meta-llama/Llama-3.1-8B-Instruct", s, searchSpace.Extra)
 //		_ = argv // vllm serve meta-llama/Llama-3.1-8B-Instruct ...
 //	}
 //

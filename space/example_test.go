@@ -19,17 +19,17 @@ extra_args: ["--no-enable-log-requests"]
 	if err := yaml.Unmarshal([]byte(src), &doc); err != nil {
 		panic(err)
 	}
-	sp, err := space.Parse(&doc, "study.yaml")
+	searchSpace, err := space.Parse(&doc, "study.yaml")
 	if err != nil {
 		panic(err)
 	}
-	grid, _ := sp.Grid()
+	grid, _ := searchSpace.Grid()
 	for _, s := range grid {
-		if err := sp.Check(s, space.Context{AttentionHeads: 32, GPUs: 1}); err != nil {
+		if err := searchSpace.Check(s, space.Context{AttentionHeads: 32, GPUs: 1}); err != nil {
 			fmt.Println("skip:", err)
 			continue
 		}
-		fmt.Println(strings.Join(engine.ServeCommand(engine.VLLM, "meta-llama/Llama-3.1-8B-Instruct", s, sp.Extra), " "))
+		fmt.Println(strings.Join(engine.ServeCommand(engine.VLLM, "meta-llama/Llama-3.1-8B-Instruct", s, searchSpace.Extra), " "))
 	}
 	// Output:
 	// vllm serve meta-llama/Llama-3.1-8B-Instruct --tensor-parallel-size 1 --no-enable-log-requests

@@ -24,33 +24,33 @@ func Choices[T any](name string, values ...T) Param {
 // is a bool parameter; constraints over the space's parameters only).
 // Range parameters are taken as they are.
 func New(params []Param, constraints ...string) (Space, error) {
-	var sp Space
+	var space Space
 	for _, p := range params {
 		if _, ok := engine.TypeOf(p.Name); !ok {
-			return sp, engine.UnknownName(p.Name)
+			return space, engine.UnknownName(p.Name)
 		}
-		if _, ok := sp.Param(p.Name); ok {
-			return sp, fmt.Errorf("space.%s: given twice", p.Name)
+		if _, ok := space.Param(p.Name); ok {
+			return space, fmt.Errorf("space.%s: given twice", p.Name)
 		}
 		if p.Kind == KindCategorical {
 			var err error
 			if p, err = categorical(p); err != nil {
-				return sp, fmt.Errorf("space.%s: %w", p.Name, err)
+				return space, fmt.Errorf("space.%s: %w", p.Name, err)
 			}
 		}
-		sp.Params = append(sp.Params, p)
+		space.Params = append(space.Params, p)
 	}
 	for _, expr := range constraints {
 		c, err := ParseConstraint(expr)
 		if err == nil {
-			err = sp.constrains(c)
+			err = space.constrains(c)
 		}
 		if err != nil {
-			return sp, fmt.Errorf("space.constraints: %w", err)
+			return space, fmt.Errorf("space.constraints: %w", err)
 		}
-		sp.Constraints = append(sp.Constraints, c)
+		space.Constraints = append(space.Constraints, c)
 	}
-	return sp, nil
+	return space, nil
 }
 
 // categorical checks and normalizes a categorical parameter's values.
@@ -81,10 +81,10 @@ func categorical(p Param) (Param, error) {
 	return p, nil
 }
 
-// constrains checks that c is over sp's parameters only.
-func (sp Space) constrains(c Constraint) error {
+// constrains checks that c is over space's parameters only.
+func (space Space) constrains(c Constraint) error {
 	for _, name := range c.Names() {
-		if _, ok := sp.Param(name); !ok {
+		if _, ok := space.Param(name); !ok {
 			return fmt.Errorf("%q is not a parameter of this space", name)
 		}
 	}

@@ -48,18 +48,18 @@ func (p parser) wrap(n *yaml.Node, field string, err error) error {
 }
 
 func (p parser) space(node *yaml.Node) (Space, error) {
-	var sp Space
+	var searchSpace Space
 	if node == nil {
-		return sp, p.errf(nil, "space", "missing")
+		return searchSpace, p.errf(nil, "space", "missing")
 	}
 	if node.Kind == yaml.DocumentNode && len(node.Content) == 1 {
 		node = node.Content[0]
 	}
 	if node.Kind != yaml.MappingNode {
-		return sp, p.errf(node, "space", "must be a mapping of setting names to values")
+		return searchSpace, p.errf(node, "space", "must be a mapping of setting names to values")
 	}
 	if len(node.Content) == 0 {
-		return sp, p.errf(node, "space", "is empty")
+		return searchSpace, p.errf(node, "space", "is empty")
 	}
 	seen := map[string]bool{}
 	var constraintNodes []*yaml.Node
@@ -68,52 +68,52 @@ func (p parser) space(node *yaml.Node) (Space, error) {
 		name := key.Value
 		field := "space." + name
 		if key.Kind != yaml.ScalarNode {
-			return sp, p.errf(key, "space", "keys must be setting names")
+			return searchSpace, p.errf(key, "space", "keys must be setting names")
 		}
 		if seen[name] {
-			return sp, p.errf(key, field, "given twice")
+			return searchSpace, p.errf(key, field, "given twice")
 		}
 		seen[name] = true
 		switch name {
 		case "extra_args":
 			extra, err := p.strings(val, field)
 			if err != nil {
-				return sp, err
+				return searchSpace, err
 			}
-			sp.Extra = extra
+			searchSpace.Extra = extra
 			continue
 		case "constraints":
 			if val.Kind != yaml.SequenceNode {
-				return sp, p.errf(val, field, "must be a list of expressions")
+				return searchSpace, p.errf(val, field, "must be a list of expressions")
 			}
 			constraintNodes = val.Content
 			continue
 		}
 		k, ok := lookup(name)
 		if !ok {
-			return sp, p.wrap(key, "space", engine.UnknownName(name))
+			return searchSpace, p.wrap(key, "space", engine.UnknownName(name))
 		}
 		prm, err := p.param(k, val, field)
 		if err != nil {
-			return sp, err
+			return searchSpace, err
 		}
 		prm.Line = key.Line
-		sp.Params = append(sp.Params, prm)
+		searchSpace.Params = append(searchSpace.Params, prm)
 	}
 	for _, n := range constraintNodes {
 		if n.Kind != yaml.ScalarNode {
-			return sp, p.errf(n, "space.constraints", "each constraint must be a string")
+			return searchSpace, p.errf(n, "space.constraints", "each constraint must be a string")
 		}
 		c, err := ParseConstraint(n.Value)
 		if err != nil {
-			return sp, p.wrap(n, "space.constraints", err)
+			return searchSpace, p.wrap(n, "space.constraints", err)
 		}
-		if err := sp.constrains(c); err != nil {
-			return sp, p.wrap(n, "space.constraints", err)
+		if err := searchSpace.constrains(c); err != nil {
+			return searchSpace, p.wrap(n, "space.constraints", err)
 		}
-		sp.Constraints = append(sp.Constraints, c)
+		searchSpace.Constraints = append(searchSpace.Constraints, c)
 	}
-	return sp, nil
+	return searchSpace, nil
 }
 
 func (p parser) strings(n *yaml.Node, field string) ([]string, error) {

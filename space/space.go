@@ -56,8 +56,8 @@ type Space struct {
 }
 
 // Param returns the parameter with the given name.
-func (sp Space) Param(name string) (Param, bool) {
-	for _, p := range sp.Params {
+func (space Space) Param(name string) (Param, bool) {
+	for _, p := range space.Params {
 		if p.Name == name {
 			return p, true
 		}
@@ -67,8 +67,8 @@ func (sp Space) Param(name string) (Param, bool) {
 
 // Holds reports whether every parameter of the space has a value in s that
 // the parameter can take (a stored trial fits a space edited since).
-func (sp Space) Holds(s Settings) bool {
-	for _, p := range sp.Params {
+func (space Space) Holds(s Settings) bool {
+	for _, p := range space.Params {
 		v, ok := s[p.Name]
 		if !ok || !p.holds(v) {
 			return false

@@ -35,7 +35,7 @@ kv_cache_dtype: fp8
 extra_args: ["--disable-log-requests"]
 constraints: ["max_batched_tokens >= max_running_requests"]
 `
-	sp, err := parseYAML(t, src)
+	space, err := parseYAML(t, src)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,14 +50,14 @@ constraints: ["max_batched_tokens >= max_running_requests"]
 		{Name: "cuda_graphs", Kind: KindBool, Choices: []any{false, true}, Line: 8},
 		{Name: "kv_cache_dtype", Kind: KindCategorical, Choices: []any{"fp8"}, Line: 9},
 	}
-	if !reflect.DeepEqual(sp.Params, want) {
-		t.Errorf("params:\n got %+v\nwant %+v", sp.Params, want)
+	if !reflect.DeepEqual(space.Params, want) {
+		t.Errorf("params:\n got %+v\nwant %+v", space.Params, want)
 	}
-	if !reflect.DeepEqual(sp.Extra, []string{"--disable-log-requests"}) {
-		t.Errorf("extra = %q", sp.Extra)
+	if !reflect.DeepEqual(space.Extra, []string{"--disable-log-requests"}) {
+		t.Errorf("extra = %q", space.Extra)
 	}
-	if len(sp.Constraints) != 1 || sp.Constraints[0].Expr != "max_batched_tokens >= max_running_requests" {
-		t.Errorf("constraints = %v", sp.Constraints)
+	if len(space.Constraints) != 1 || space.Constraints[0].Expr != "max_batched_tokens >= max_running_requests" {
+		t.Errorf("constraints = %v", space.Constraints)
 	}
 }
 
@@ -111,7 +111,7 @@ func TestParseBad(t *testing.T) {
 }
 
 func TestCheck(t *testing.T) {
-	sp, err := parseYAML(t, `tensor_parallel: [1, 2, 3, 8]
+	space, err := parseYAML(t, `tensor_parallel: [1, 2, 3, 8]
 max_running_requests: [64, 512]
 max_batched_tokens: [256, 2048]
 quantization: [none, fp8]
@@ -122,7 +122,7 @@ constraints:
 	if err == nil {
 		t.Fatal("|| is not in the grammar; want an error")
 	}
-	sp, err = parseYAML(t, `tensor_parallel: [1, 2, 3, 8]
+	space, err = parseYAML(t, `tensor_parallel: [1, 2, 3, 8]
 pipeline_parallel: [1, 2]
 max_running_requests: [64, 512]
 max_batched_tokens: [256, 2048]
@@ -172,13 +172,13 @@ constraints:
 			if tt.name == "memory" {
 				s := with("tensor_parallel", 1)
 				s["quantization"] = "none"
-				err := sp.Check(s, tt.ctx)
+				err := space.Check(s, tt.ctx)
 				if !errors.Is(err, ErrInfeasible) || !errors.Is(err, errOOM) {
 					t.Errorf("got %v, want ErrInfeasible wrapping the Fits error", err)
 				}
 				return
 			}
-			err := sp.Check(tt.s, tt.ctx)
+			err := space.Check(tt.s, tt.ctx)
 			if tt.want == "" {
 				if err != nil {
 					t.Errorf("got %v, want feasible", err)
@@ -257,7 +257,7 @@ func TestParseConstraintErrors(t *testing.T) {
 }
 
 func TestGrid(t *testing.T) {
-	sp, err := parseYAML(t, `tensor_parallel: [1, 2]
+	space, err := parseYAML(t, `tensor_parallel: [1, 2]
 prefix_caching: {bool: true}
 block_size: {int: [16, 48], step: 16}
 gpu_memory_fraction: {float: [0.1, 0.3], step: 0.1}
@@ -265,11 +265,11 @@ gpu_memory_fraction: {float: [0.1, 0.3], step: 0.1}
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := sp.Size()
+	n, err := space.Size()
 	if err != nil || n != 2*2*3*3 {
 		t.Fatalf("Size = %d, %v", n, err)
 	}
-	grid, err := sp.Grid()
+	grid, err := space.Grid()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,7 +322,7 @@ gpu_memory_fraction: {float: [0.1, 0.3], step: 0.1}
 }
 
 func BenchmarkGrid(b *testing.B) {
-	sp, err := parseYAML(b, `tensor_parallel: [1, 2, 4, 8]
+	space, err := parseYAML(b, `tensor_parallel: [1, 2, 4, 8]
 max_running_requests: [16, 32, 64, 128, 256, 512]
 max_batched_tokens: [2048, 4096, 8192, 16384]
 quantization: [none, fp8]
@@ -332,7 +332,7 @@ prefix_caching: [true, false]
 		b.Fatal(err)
 	}
 	for b.Loop() {
-		if _, err := sp.Grid(); err != nil {
+		if _, err := space.Grid(); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -353,7 +353,7 @@ func FuzzParse(f *testing.F) {
 		if yaml.Unmarshal([]byte(src), &doc) != nil {
 			return
 		}
-		sp, err := Parse(&doc, "f.yaml")
+		space, err := Parse(&doc, "f.yaml")
 		if err != nil {
 			var se *yamlspec.Error
 			if !errors.As(err, &se) {
@@ -365,8 +365,8 @@ func FuzzParse(f *testing.F) {
 			return
 		}
 		// A parsed space only yields settings that render and validate.
-		if n, err := sp.Size(); err == nil && n <= 1000 {
-			grid, err := sp.Grid()
+		if n, err := space.Size(); err == nil && n <= 1000 {
+			grid, err := space.Grid()
 			if err != nil || len(grid) != n {
 				t.Fatalf("grid: %d points, %v; size %d", len(grid), err, n)
 			}

@@ -36,14 +36,14 @@
 //
 // Example:
 //
-//	sp, l, err := tuner.ParseSpecFile("examples/quickstart.yaml")
+//	study, l, err := tuner.ParseSpecFile("examples/quickstart.yaml")
 //	if err != nil {
 //		return err // a *yamlspec.Error: file:line: field: problem
 //	}
 //	db, _ := store.Open(ctx, ":memory:")
-//	out, err := (&tuner.Study{Spec: sp, Launcher: l, Store: db, Memory: memory.Model{}}).Run(ctx)
+//	out, err := (&tuner.Study{Spec: study, Launcher: l, Store: db, Memory: memory.Model{}}).Run(ctx)
 //	trials, _ := db.Trials(ctx, out.StudyID)
-//	best, err := recommend.RecommendStudy(trials, sp.Terms(), recommend.PreferThroughput)
+//	best, err := recommend.RecommendStudy(trials, study.Terms(), recommend.PreferThroughput)
 //
 // Concurrency: every sampler is safe for concurrent use and owns its
 // seeded random source, so one seed proposes the same settings in the same

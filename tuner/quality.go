@@ -47,9 +47,9 @@ func ParseQualityBaseline(text string) (b QualityBaseline, ok bool, err error) {
 	return b, true, nil
 }
 
-// matches reports whether b measured the baseline sp asks for.
-func (b QualityBaseline) matches(sp *spec.Spec) bool {
-	return b.Seed == qualitySeed(sp) && b.Items == sp.Quality.Items && b.Settings.Key() == baselineSettings(sp).Key()
+// matches reports whether b measured the baseline study asks for.
+func (b QualityBaseline) matches(study *spec.Spec) bool {
+	return b.Seed == qualitySeed(study) && b.Items == study.Quality.Items && b.Settings.Key() == baselineSettings(study).Key()
 }
 
 // baselineSettings is the configuration the quality baseline launches: the
@@ -57,9 +57,9 @@ func (b QualityBaseline) matches(sp *spec.Spec) bool {
 // own. A setting the baseline leaves out is the study's, not the engine's
 // default: a baseline naming only quantization must not start at the
 // model's whole context when every trial fixes max_model_len.
-func baselineSettings(sp *spec.Spec) engine.Settings {
+func baselineSettings(study *spec.Spec) engine.Settings {
 	set := engine.Settings{}
-	for _, p := range sp.Space.Params {
+	for _, p := range study.Space.Params {
 		switch {
 		case (p.Kind == space.KindCategorical || p.Kind == space.KindBool) && len(p.Choices) == 1:
 			set[p.Name] = p.Choices[0]
@@ -69,14 +69,14 @@ func baselineSettings(sp *spec.Spec) engine.Settings {
 			set[p.Name] = p.Low
 		}
 	}
-	for k, v := range sp.Quality.Baseline {
+	for k, v := range study.Quality.Baseline {
 		set[k] = v
 	}
 	return set
 }
 
 // qualitySeed is the task set's seed of a study: its tuner seed.
-func qualitySeed(sp *spec.Spec) uint64 { return uint64(sp.Tuner.Seed) }
+func qualitySeed(study *spec.Spec) uint64 { return uint64(study.Tuner.Seed) }
 
 // qualityEvaluator is an Evaluator that can run the quality gate
 // (TrialRunner): measure the baseline, then judge every search trial.
@@ -93,9 +93,9 @@ var evalOptions = quality.Options{Concurrency: 16}
 // simulated engine produce no model text: the baseline then says the gate
 // does not apply (NotApplied) rather than failing.
 func (r *TrialRunner) EvaluateBaseline(ctx context.Context, gpus []int) (QualityBaseline, error) {
-	sp := r.Spec
-	q := sp.Quality
-	b := QualityBaseline{Settings: baselineSettings(sp), Seed: qualitySeed(sp), Items: q.Items}
+	study := r.Spec
+	q := study.Quality
+	b := QualityBaseline{Settings: baselineSettings(study), Seed: qualitySeed(study), Items: q.Items}
 	ls := r.LaunchSpec(-1, b.Settings, gpus)
 	inst, err := r.launcher().Launch(ctx, ls)
 	if err != nil {
@@ -106,7 +106,7 @@ func (r *TrialRunner) EvaluateBaseline(ctx context.Context, gpus []int) (Quality
 		defer cancel()
 		_ = inst.Stop(sctx)
 	}()
-	rctx, cancel := context.WithTimeout(ctx, sp.Launcher.ReadyTimeout)
+	rctx, cancel := context.WithTimeout(ctx, study.Launcher.ReadyTimeout)
 	err = inst.Ready(rctx)
 	cancel()
 	if err != nil {
@@ -121,7 +121,7 @@ func (r *TrialRunner) EvaluateBaseline(ctx context.Context, gpus []int) (Quality
 		b.NotApplied = "the virtual launcher's simulated engine generates no text, only timings: there is nothing to score"
 		return b, nil
 	}
-	res, err := quality.Run(ctx, openai.Target{BaseURL: inst.Endpoint(), Model: sp.Model}, quality.Tasks(b.Seed, b.Items), evalOptions)
+	res, err := quality.Run(ctx, openai.Target{BaseURL: inst.Endpoint(), Model: study.Model}, quality.Tasks(b.Seed, b.Items), evalOptions)
 	b.Result = res
 	if err != nil {
 		return b, err
@@ -140,13 +140,13 @@ func (r *TrialRunner) UseQualityGate(b QualityBaseline) {
 
 // qualityCheck is the trial plan's quality step for a search trial.
 func (r *TrialRunner) qualityCheck() func(ctx context.Context, endpoint string) measure.Quality {
-	b, sp := r.gate, r.Spec
+	b, study := r.gate, r.Spec
 	tasks := quality.Tasks(b.Seed, b.Items)
 	return func(ctx context.Context, endpoint string) measure.Quality {
 		// A failed run leaves its unanswered items counted wrong: a server
 		// that cannot answer does not pass.
-		res, _ := quality.Run(ctx, openai.Target{BaseURL: endpoint, Model: sp.Model}, tasks, evalOptions)
-		v := quality.Judge(res, b.Result, sp.Quality.MaxDropPct)
+		res, _ := quality.Run(ctx, openai.Target{BaseURL: endpoint, Model: study.Model}, tasks, evalOptions)
+		v := quality.Judge(res, b.Result, study.Quality.MaxDropPct)
 		if v.Scored && !v.Pass && res.Errors > 0 {
 			v.Reason = fmt.Sprintf("%d of %d tasks unanswered, the first: %s", res.Errors, res.Items, res.FirstError)
 		}
@@ -171,8 +171,8 @@ func (r *TrialRunner) qualityPlan(p *trial.Plan, replica int) {
 // baseline the gate cannot score (the simulated engine) turns the gate off
 // with a note that says why: nothing passes it unscored.
 func (r *studyRun) qualityBaseline(ctx context.Context) error {
-	sp := r.s.Spec
-	q := sp.Quality
+	study := r.s.Spec
+	q := study.Quality
 	if q == nil {
 		return nil
 	}
@@ -184,15 +184,15 @@ func (r *studyRun) qualityBaseline(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if !stored || !b.matches(sp) {
-		gpus, group := sp.Launcher.Placement()
+	if !stored || !b.matches(study) {
+		gpus, group := study.Launcher.Placement()
 		if len(gpus) == 0 {
 			for i := range 64 {
 				gpus = append(gpus, i)
 			}
 		}
 		pool := newGPUPool(gpus, group)
-		set := baselineSettings(sp)
+		set := baselineSettings(study)
 		need := spec.GPUsFor(set)
 		if need > pool.total {
 			return fmt.Errorf("the baseline needs %d GPUs, the study has %d on one host", need, pool.total)

@@ -119,14 +119,14 @@ quality: {baseline: {quantization: none}, max_drop_pct: 1.0, items: 60}
 // trial as failed/quality_fail with both scores, and recommends the next
 // best. The baseline is asked once; a resumed study reuses it.
 func TestQualityGateStudy(t *testing.T) {
-	sp := mustSpec(t, qualitySpec)
+	parsed := mustSpec(t, qualitySpec)
 	l := &knownQuality{t: t, answers: map[string]quality.Task{}, evals: map[string]int{}}
 	for _, tk := range quality.Tasks(5, 60) {
 		l.answers[tk.Prompt] = tk
 	}
 	db := openStore(t)
 	var notes []string
-	study := &Study{Spec: sp, Launcher: l, Store: db, Memory: memory.Model{}, OnNote: func(m string) { notes = append(notes, m) }}
+	study := &Study{Spec: parsed, Launcher: l, Store: db, Memory: memory.Model{}, OnNote: func(m string) { notes = append(notes, m) }}
 	if _, err := study.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func TestQualityGateStudy(t *testing.T) {
 	fast := fp8.LoadPoints[0].Summary.OutputThroughput
 	slow := none.LoadPoints[0].Summary.OutputThroughput
 	t.Logf("output tok/s: fp8 %.0f (quality_fail), none %.0f", fast, slow)
-	rec, err := recommend.RecommendStudy(trials, sp.Terms(), recommend.PreferThroughput)
+	rec, err := recommend.RecommendStudy(trials, parsed.Terms(), recommend.PreferThroughput)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,10 +195,10 @@ func TestQualityGateStudy(t *testing.T) {
 // cannot score, in a note and with the study, and every trial stays ok:
 // nothing is passed that was not scored, nothing is failed either.
 func TestQualityGateOnSimulator(t *testing.T) {
-	sp := mustSpec(t, strings.Replace(strings.Replace(studySpec, "confirm: false}", "confirm: false}\nquality: {baseline: {tensor_parallel: 1}}", 1), "trials: 6", "trials: 2", 1))
+	parsed := mustSpec(t, strings.Replace(strings.Replace(studySpec, "confirm: false}", "confirm: false}\nquality: {baseline: {tensor_parallel: 1}}", 1), "trials: 6", "trials: 2", 1))
 	db := openStore(t)
 	var notes []string
-	study := &Study{Spec: sp, Store: db, Memory: memory.Model{}, OnNote: func(m string) { notes = append(notes, m) }}
+	study := &Study{Spec: parsed, Store: db, Memory: memory.Model{}, OnNote: func(m string) { notes = append(notes, m) }}
 	if _, err := study.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -220,9 +220,9 @@ func TestQualityGateOnSimulator(t *testing.T) {
 }
 
 func TestQualitySpec(t *testing.T) {
-	sp := mustSpec(t, qualitySpec)
-	if sp.Quality == nil || sp.Quality.MaxDropPct != 1 || sp.Quality.Items != 60 || sp.Quality.Baseline["quantization"] != "none" {
-		t.Fatalf("quality %+v", sp.Quality)
+	study := mustSpec(t, qualitySpec)
+	if study.Quality == nil || study.Quality.MaxDropPct != 1 || study.Quality.Items != 60 || study.Quality.Baseline["quantization"] != "none" {
+		t.Fatalf("quality %+v", study.Quality)
 	}
 	for _, tc := range []struct{ from, to, want string }{
 		{"quality: {baseline: {quantization: none}, max_drop_pct: 1.0, items: 60}", "quality: {max_drop_pct: 1}", "quality.baseline: missing"},
@@ -271,10 +271,10 @@ quality: {baseline: {quantization: none}}
 // quantization; it starts with the space's fixed values (max_model_len
 // 8192), not the engine's default context, which does not fit.
 func TestQualityBaselineTakesFixedValues(t *testing.T) {
-	sp := mustSpec(t, baselineSpec)
+	parsed := mustSpec(t, baselineSpec)
 	db := openStore(t)
 	var notes []string
-	study := &Study{Spec: sp, Store: db, Memory: memory.Model{}, OnNote: func(m string) { notes = append(notes, m) }}
+	study := &Study{Spec: parsed, Store: db, Memory: memory.Model{}, OnNote: func(m string) { notes = append(notes, m) }}
 	if _, err := study.Run(context.Background()); err != nil {
 		t.Fatalf("%v (notes %q)", err, notes)
 	}
@@ -292,10 +292,10 @@ func TestQualityBaselineTakesFixedValues(t *testing.T) {
 // max_model_len does not fit) is stored as failed with the engine's words,
 // said in a note, and the study goes on without the gate.
 func TestQualityBaselineFailsAsATrial(t *testing.T) {
-	sp := mustSpec(t, strings.Replace(baselineSpec, "{quantization: none}", "{quantization: none, max_model_len: 131072}", 1))
+	parsed := mustSpec(t, strings.Replace(baselineSpec, "{quantization: none}", "{quantization: none, max_model_len: 131072}", 1))
 	db := openStore(t)
 	var notes []string
-	study := &Study{Spec: sp, Store: db, Memory: memory.Model{}, OnNote: func(m string) { notes = append(notes, m) }}
+	study := &Study{Spec: parsed, Store: db, Memory: memory.Model{}, OnNote: func(m string) { notes = append(notes, m) }}
 	out, err := study.Run(context.Background())
 	if err != nil {
 		t.Fatalf("the study stopped: %v (notes %q)", err, notes)

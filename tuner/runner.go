@@ -73,15 +73,15 @@ var _ Evaluator = (*TrialRunner)(nil)
 // so the engine's own figures are read during each level. The stored and
 // recommended settings stay the sampler's.
 func (r *TrialRunner) LaunchSpec(number int, set space.Settings, gpus []int) launcher.Spec {
-	sp := r.Spec
-	if sp.Engine == engine.SGLang {
+	study := r.Spec
+	if study.Engine == engine.SGLang {
 		if _, ok := set["enable_metrics"]; !ok {
 			set = set.Clone()
 			set["enable_metrics"] = true
 		}
 	}
-	return launcher.Spec{Engine: sp.Engine, Model: sp.Model, Settings: set, Extra: sp.Space.Extra,
-		GPUs: gpus, Study: sp.Name, Trial: number, Owner: r.Owner}
+	return launcher.Spec{Engine: study.Engine, Model: study.Model, Settings: set, Extra: study.Space.Extra,
+		GPUs: gpus, Study: study.Name, Trial: number, Owner: r.Owner}
 }
 
 // Evaluate runs trial number with settings on gpus.
@@ -94,9 +94,9 @@ func (r *TrialRunner) Evaluate(ctx context.Context, number int, set space.Settin
 // common random numbers, so trials differ by their settings only); each
 // confirmation run draws another.
 func (r *TrialRunner) EvaluateReplica(ctx context.Context, number, replica int, set space.Settings, gpus []int) trial.Result {
-	sp := r.Spec
+	study := r.Spec
 	ls := r.LaunchSpec(number, set, gpus)
-	if err := sp.Space.Check(set, r.checkContext(ls)); err != nil {
+	if err := study.Space.Check(set, r.checkContext(ls)); err != nil {
 		// Rejected before launch, memory precheck included: infeasible, as
 		// docs/spec.md says (oom is kept for engines that ran out of memory
 		// when started). The memory model's message is the engine's own.
@@ -115,30 +115,30 @@ func (r *TrialRunner) EvaluateReplica(ctx context.Context, number, replica int, 
 // Plan is the trial plan of launch spec ls as confirmation run replica (0
 // = a search trial).
 func (r *TrialRunner) Plan(ls launcher.Spec, replica int) trial.Plan {
-	sp := r.Spec
+	study := r.Spec
 	plan := trial.Plan{
 		Launcher:         r.launcher(),
 		Spec:             ls,
-		ReadyTimeout:     sp.Launcher.ReadyTimeout,
-		Dataset:          sp.Workload.Dataset,
-		Levels:           sp.Workload.Levels,
-		RequestsPerLevel: sp.Workload.RequestsPerLevel,
-		Warmup:           sp.Workload.Warmup,
-		Timeout:          sp.Workload.Timeout,
-		Goodput:          sp.SLO.Goodput(),
-		Seed:             WorkloadSeed(sp.Tuner.Seed, replica),
+		ReadyTimeout:     study.Launcher.ReadyTimeout,
+		Dataset:          study.Workload.Dataset,
+		Levels:           study.Workload.Levels,
+		RequestsPerLevel: study.Workload.RequestsPerLevel,
+		Warmup:           study.Workload.Warmup,
+		Timeout:          study.Workload.Timeout,
+		Goodput:          study.SLO.Goodput(),
+		Seed:             WorkloadSeed(study.Tuner.Seed, replica),
 		Bootstrap:        r.Bootstrap,
 		Bench:            r.Bench,
 		GPUs:             r.GPUs,
 		ScrapeMetrics:    true,
 	}
-	if sp.Workload.Capacity {
-		slo := sp.SLO
-		plan.Capacity = &trial.Capacity{MaxConcurrency: sp.Workload.MaxConcurrency,
+	if study.Workload.Capacity {
+		slo := study.SLO
+		plan.Capacity = &trial.Capacity{MaxConcurrency: study.Workload.MaxConcurrency,
 			Met: func(s measure.Summary) bool {
 				return slo.Met(recommend.Point{GPUs: 1, Level: measure.Level{Summary: s}})
 			}}
-		if w := sp.Workload; w.CapacityRate {
+		if w := study.Workload; w.CapacityRate {
 			plan.Capacity.Rate = &trial.RateSearch{Start: w.StartRate, Min: w.StartRate / 1024, Max: w.MaxRate,
 				Precision: w.RatePrecision, Burstiness: w.Burstiness, MinSpan: w.ProbeSpan}
 			if r.Forecast {
@@ -169,14 +169,14 @@ func WorkloadSeed(seed int64, replica int) uint64 {
 // precheck on and a memory model, its fit. Models the catalog does not
 // know skip both.
 func (r *TrialRunner) checkContext(ls launcher.Spec) space.Context {
-	sp := r.Spec
-	c := space.Context{Engine: sp.Engine, GPUs: len(ls.GPUs)}
+	study := r.Spec
+	c := space.Context{Engine: study.Engine, GPUs: len(ls.GPUs)}
 	m, err := r.model()
 	if err != nil {
 		return c
 	}
 	c.AttentionHeads, c.KVHeads = m.Heads, m.KVHeads
-	if sp.Tuner.Precheck && r.Memory != nil {
+	if study.Tuner.Precheck && r.Memory != nil {
 		c.Fits = func(set space.Settings) error {
 			ls.Settings = set
 			return r.fits(ls)

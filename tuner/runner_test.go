@@ -74,11 +74,11 @@ func TestSpecLaunchers(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			src := strings.Replace(goodSpec, "kind: sim\n  gpus: [0, 1]\n  ready_timeout: 30s\n  time_scale: 50", tc.replace, 1)
-			sp, l, err := ParseSpec([]byte(src), "l.yaml")
+			study, l, err := ParseSpec([]byte(src), "l.yaml")
 			if err != nil {
 				t.Fatal(err)
 			}
-			tc.check(t, launcherFor(sp, l))
+			tc.check(t, launcherFor(study, l))
 		})
 	}
 }
@@ -87,8 +87,8 @@ func TestSpecLaunchers(t *testing.T) {
 // launching anything: stored infeasible (as docs/spec.md says, not oom,
 // which is an engine that ran out of memory), with the engine's own message.
 func TestTrialRunnerPrecheck(t *testing.T) {
-	sp := mustSpec(t, studySpec)
-	r := &TrialRunner{Spec: sp, Memory: memory.Model{}}
+	study := mustSpec(t, studySpec)
+	r := &TrialRunner{Spec: study, Memory: memory.Model{}}
 	res := r.Evaluate(context.Background(), 0, space.Settings{"tensor_parallel": 1, "max_running_requests": 8, "gpu_memory_fraction": 0.1}, []int{0})
 	if res.Status != measure.StatusFailed || res.Failure != engine.FailInfeasible || !strings.Contains(res.Message, "memory precheck: ") {
 		t.Fatalf("%s/%s: %s", res.Status, res.Failure, res.Message)
@@ -105,19 +105,19 @@ func TestTrialRunnerPrecheck(t *testing.T) {
 func TestPrecheckSeesExtraArgs(t *testing.T) {
 	src := strings.Replace(studySpec, "hardware: {gpu: H100-SXM, price_per_gpu_hour: 3}", "hardware: {gpu: L4}", 1)
 	src = strings.Replace(src, "  gpu_memory_fraction: [0.1, 0.9]\n", "  gpu_memory_fraction: [0.95]\n  extra_args: [\"--max-model-len\", \"4096\"]\n", 1)
-	sp := mustSpec(t, src)
+	study := mustSpec(t, src)
 	set := space.Settings{"tensor_parallel": 1, "max_running_requests": 8, "gpu_memory_fraction": 0.95}
-	r := &TrialRunner{Spec: sp, Memory: memory.Model{}}
+	r := &TrialRunner{Spec: study, Memory: memory.Model{}}
 	ls := r.LaunchSpec(0, set, []int{0})
 	if err := r.checkContext(ls).Fits(set); err != nil {
 		t.Errorf("precheck with --max-model-len 4096: %v", err)
 	}
-	res := (&TrialRunner{Spec: sp, Memory: memory.Model{}}).Evaluate(context.Background(), 0, set, nil)
+	res := (&TrialRunner{Spec: study, Memory: memory.Model{}}).Evaluate(context.Background(), 0, set, nil)
 	if res.Status != measure.StatusOK {
 		t.Errorf("virtual trial with --max-model-len 4096: %s/%s %s", res.Status, res.Failure, res.Message)
 	}
 	// Without the extra argument the default context does not fit.
-	sp.Space.Extra = nil
+	study.Space.Extra = nil
 	ls.Extra = nil
 	if err := r.checkContext(ls).Fits(set); err == nil {
 		t.Error("precheck passed the 128k default context on an L4")

@@ -13,45 +13,45 @@ import (
 // the launcher's capabilities (spec.Spec.CheckLauncher). Every error is a
 // *yamlspec.Error naming the file, line and field.
 func ParseSpec(data []byte, file string) (*spec.Spec, launcher.Launcher, error) {
-	sp, err := spec.ParseSpec(data, file)
+	study, err := spec.ParseSpec(data, file)
 	if err != nil {
 		return nil, nil, err
 	}
-	return withLauncher(sp)
+	return withLauncher(study)
 }
 
 // ParseSpecFile reads a study spec file and parses it as ParseSpec does.
 func ParseSpecFile(path string) (*spec.Spec, launcher.Launcher, error) {
-	sp, err := spec.ParseSpecFile(path)
+	study, err := spec.ParseSpecFile(path)
 	if err != nil {
 		return nil, nil, err
 	}
-	return withLauncher(sp)
+	return withLauncher(study)
 }
 
-// withLauncher builds sp's launcher and checks sp against it.
-func withLauncher(sp *spec.Spec) (*spec.Spec, launcher.Launcher, error) {
-	l, err := NewLauncher(sp)
+// withLauncher builds study's launcher and checks study against it.
+func withLauncher(study *spec.Spec) (*spec.Spec, launcher.Launcher, error) {
+	l, err := NewLauncher(study)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := sp.CheckLauncher(specCaps(l)); err != nil {
+	if err := study.CheckLauncher(specCaps(l)); err != nil {
 		return nil, nil, err
 	}
-	return sp, l, nil
+	return study, l, nil
 }
 
-// NewLauncher builds the launcher sp's launcher section names: its kind's
+// NewLauncher builds the launcher study's launcher section names: its kind's
 // own keys decoded by the kind (launcher.Decode), with file:line errors.
 // The kinds are those the program registered (launcher/kinds imports
 // them all).
-func NewLauncher(sp *spec.Spec) (launcher.Launcher, error) {
-	if sp.Launcher.Section == nil {
-		return nil, fmt.Errorf("%s: the spec has no launcher section to build a launcher from", sp.File)
+func NewLauncher(study *spec.Spec) (launcher.Launcher, error) {
+	if study.Launcher.Section == nil {
+		return nil, fmt.Errorf("%s: the spec has no launcher section to build a launcher from", study.File)
 	}
-	d := &yamlspec.Decoder{File: sp.File}
-	l, _ := launcher.Decode(d, sp.Launcher.Section, launcher.Common{
-		Engine: sp.Engine, Model: sp.Model, ModelConfig: sp.ModelConfig, GPU: sp.Hardware.GPU, Study: sp.Name})
+	d := &yamlspec.Decoder{File: study.File}
+	l, _ := launcher.Decode(d, study.Launcher.Section, launcher.Common{
+		Engine: study.Engine, Model: study.Model, ModelConfig: study.ModelConfig, GPU: study.Hardware.GPU, Study: study.Name})
 	if err := d.Err(); err != nil {
 		return nil, err
 	}
@@ -67,13 +67,13 @@ func specCaps(l launcher.Launcher) spec.LauncherCaps {
 	return spec.LauncherCaps{GPUs: c.GPUs, HostOf: c.HostOf, FixedSettings: c.FixedSettings, Deterministic: c.Deterministic}
 }
 
-// launcherFor is the launcher a study of sp starts its trials with, l
+// launcherFor is the launcher the study starts its trials with, l
 // being the one its kind built: l itself, or in front of it a
-// disaggregated configuration's parts and router when sp has a
+// disaggregated configuration's parts and router when study has a
 // disaggregation section and l does not run one itself
 // (Capabilities.Disaggregates).
-func launcherFor(sp *spec.Spec, l launcher.Launcher) launcher.Launcher {
-	d := sp.Disaggregation
+func launcherFor(study *spec.Spec, l launcher.Launcher) launcher.Launcher {
+	d := study.Disaggregation
 	if d == nil || l == nil {
 		return l
 	}
@@ -90,8 +90,10 @@ func launcherFor(sp *spec.Spec, l launcher.Launcher) launcher.Launcher {
 		HealthPath: d.Router.HealthPath}}
 }
 
-// LauncherOf is the launcher a study of sp with the launcher l its kind
+// LauncherOf is the launcher the study with the launcher l its kind
 // built starts its trials with: l, in front of it the disaggregated parts'
 // when the spec has a disaggregation section (what cleanup reaps through
 // too).
-func LauncherOf(sp *spec.Spec, l launcher.Launcher) launcher.Launcher { return launcherFor(sp, l) }
+func LauncherOf(study *spec.Spec, l launcher.Launcher) launcher.Launcher {
+	return launcherFor(study, l)
+}

@@ -142,9 +142,9 @@ func (s *Study) note(format string, a ...any) {
 // started, and removes what they left. A cancelled study leaves its running
 // trials marked interrupted, to be re-run by a later resume.
 func (s *Study) Run(ctx context.Context) (Outcome, error) {
-	sp := s.Spec
+	study := s.Spec
 	if s.Launcher == nil {
-		l, err := NewLauncher(sp)
+		l, err := NewLauncher(study)
 		if err != nil {
 			return Outcome{}, err
 		}
@@ -154,10 +154,10 @@ func (s *Study) Run(ctx context.Context) (Outcome, error) {
 	if err != nil {
 		return Outcome{}, err
 	}
-	if sp.Tuner.Sampler == spec.SamplerGuided {
+	if study.Tuner.Sampler == spec.SamplerGuided {
 		s.note("guided: forecasting the space in virtual time before the first trial")
 	}
-	smp, err := sampler.ForStudy(ctx, sp, func(msg string) { s.note("%s", msg) })
+	smp, err := sampler.ForStudy(ctx, study, func(msg string) { s.note("%s", msg) })
 	if err != nil {
 		status := store.StudyFailed
 		if ctx.Err() != nil {
@@ -169,7 +169,7 @@ func (s *Study) Run(ctx context.Context) (Outcome, error) {
 	if s.OnBegin != nil {
 		s.OnBegin(s.Resume, len(stored))
 	}
-	r := &studyRun{s: s, sampler: smp, run: run, out: Outcome{StudyID: run.Study.ID}, total: sp.Tuner.Trials}
+	r := &studyRun{s: s, sampler: smp, run: run, out: Outcome{StudyID: run.Study.ID}, total: study.Tuner.Trials}
 	if s.caps().Deterministic {
 		r.ordered = true
 		r.order.init()
@@ -214,7 +214,7 @@ func (s *Study) Run(ctx context.Context) (Outcome, error) {
 	// Ctrl-C in the middle) is removed here.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 60*time.Second)
 	if rerr := s.reap(rctx, run.Owner, "left after its trials"); rerr != nil {
-		s.note("warning: %v; remove them with: servetune cleanup --study %s", rerr, sp.Name)
+		s.note("warning: %v; remove them with: servetune cleanup --study %s", rerr, study.Name)
 	}
 	cancel()
 	return r.out, err
@@ -225,9 +225,9 @@ func (s *Study) Run(ctx context.Context) (Outcome, error) {
 // then a resume's changed spec, then what would make every trial fail
 // (preflight). Nothing is stored before every check passed.
 func (s *Study) open(ctx context.Context) (*store.Run, []store.Trial, error) {
-	sp := s.Spec
-	text := store.RedactSpec(sp.Text) // as the store keeps it, to compare like with like
-	old, err := s.Store.GetStudy(ctx, sp.Name)
+	study := s.Spec
+	text := store.RedactSpec(study.Text) // as the store keeps it, to compare like with like
+	old, err := s.Store.GetStudy(ctx, study.Name)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 	case err != nil:
@@ -236,21 +236,21 @@ func (s *Study) open(ctx context.Context) (*store.Run, []store.Trial, error) {
 		if _, err := s.resumeCheck(old, text); err != nil {
 			// Begin refuses with the live owner first, else with this
 			// error, and changes nothing.
-			_, _, berr := s.Store.Begin(ctx, store.Study{Name: sp.Name}, store.BeginOptions{Resume: true,
+			_, _, berr := s.Store.Begin(ctx, store.Study{Name: study.Name}, store.BeginOptions{Resume: true,
 				Check: func(store.Study) error { return err }})
 			return nil, nil, s.openError(berr)
 		}
 	}
 	if err == nil && !s.Resume {
 		// An existing study: Begin refuses it (owned, or exists).
-		_, _, berr := s.Store.Begin(ctx, store.Study{Name: sp.Name}, store.BeginOptions{})
+		_, _, berr := s.Store.Begin(ctx, store.Study{Name: study.Name}, store.BeginOptions{})
 		return nil, nil, s.openError(berr)
 	}
 	if err := s.preflight(ctx); err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", ErrPreflight, err)
 	}
 	var changed []string
-	run, stored, err := s.Store.Begin(ctx, store.Study{Name: sp.Name, Spec: sp.Text, Seed: uint64(sp.Tuner.Seed), ModelConfig: sp.ModelConfigText, Tool: s.Tool},
+	run, stored, err := s.Store.Begin(ctx, store.Study{Name: study.Name, Spec: study.Text, Seed: uint64(study.Tuner.Seed), ModelConfig: study.ModelConfigText, Tool: s.Tool},
 		store.BeginOptions{Resume: s.Resume, Check: func(old store.Study) error {
 			update, err := s.resumeCheck(old, text)
 			if update {
@@ -365,8 +365,8 @@ type studyRun struct {
 // objective and SLOs (a forced spec change may have moved them); trials
 // whose settings the current space does not hold stay stored, untold.
 func (r *studyRun) replay(stored []store.Trial) error {
-	sp := r.s.Spec
-	obj := sp.Tuner.Objective
+	study := r.s.Spec
+	obj := study.Tuner.Objective
 	skipped := 0
 	unreadable := 0
 	for _, t := range stored {
@@ -383,7 +383,7 @@ func (r *studyRun) replay(stored []store.Trial) error {
 		}
 		switch t.Status {
 		case measure.StatusInterrupted, measure.StatusRunning:
-			if !sp.Space.Holds(t.Settings) {
+			if !study.Space.Holds(t.Settings) {
 				skipped++
 				continue
 			}
@@ -396,12 +396,12 @@ func (r *studyRun) replay(stored []store.Trial) error {
 		r.done++
 		v, ok := 0.0, false
 		if t.Status == measure.StatusOK {
-			v, ok = recommend.TrialValue(recommend.PointsOf(t.Number, t.Settings, sp.Hardware.PricePerGPUHour, t.LoadPoints), obj, sp.SLO)
+			v, ok = recommend.TrialValue(recommend.PointsOf(t.Number, t.Settings, study.Hardware.PricePerGPUHour, t.LoadPoints), obj, study.SLO)
 		}
 		if ok && (r.best == nil || obj.Better(v, *r.best)) {
 			r.best = &v
 		}
-		if !sp.Space.Holds(t.Settings) {
+		if !study.Space.Holds(t.Settings) {
 			skipped++
 			continue
 		}
@@ -575,7 +575,7 @@ func (r *studyRun) finish(ctx context.Context, j job, gpus []int, res trial.Resu
 		r.order.wait(j.seq)
 		defer r.order.done()
 	}
-	sp := r.s.Spec
+	study := r.s.Spec
 	if res.Status == measure.StatusInterrupted {
 		if ctx.Err() != nil {
 			// The study is stopping: keep the load levels this trial
@@ -593,15 +593,15 @@ func (r *studyRun) finish(ctx context.Context, j job, gpus []int, res trial.Resu
 		// rather than leave it running.
 		res = trial.Failed(engine.FailLaunchError, "trial interrupted")
 	}
-	pts := recommend.PointsOf(j.number, j.settings, sp.Hardware.PricePerGPUHour, res.Levels)
+	pts := recommend.PointsOf(j.number, j.settings, study.Hardware.PricePerGPUHour, res.Levels)
 	var value *float64
 	if res.Status == measure.StatusOK {
-		if v, ok := recommend.TrialValue(pts, sp.Tuner.Objective, sp.SLO); ok {
+		if v, ok := recommend.TrialValue(pts, study.Tuner.Objective, study.SLO); ok {
 			value = &v
 		}
 	}
 	err := r.run.FinishTrial(context.WithoutCancel(ctx), storeResult(j.number, res, value))
-	score := sp.Tuner.Objective.Score(deref(value))
+	score := study.Tuner.Objective.Score(deref(value))
 	var tell func() error
 	switch {
 	case j.confirms != nil: // measures a candidate again: the sampler's model stays as it learnt
@@ -644,7 +644,7 @@ func (r *studyRun) finish(ctx context.Context, j job, gpus []int, res trial.Resu
 	} else {
 		r.out.Failed++
 	}
-	if value != nil && j.confirms == nil && (r.best == nil || sp.Tuner.Objective.Better(*value, *r.best)) {
+	if value != nil && j.confirms == nil && (r.best == nil || study.Tuner.Objective.Better(*value, *r.best)) {
 		v := *value
 		r.best = &v
 	}
@@ -718,19 +718,19 @@ func KeepLive(self proc.Owner) func(launcher.Reaped) bool {
 // simulator must know) and, with the memory precheck on, that some
 // configuration of the space fits.
 func (s *Study) preflight(ctx context.Context) error {
-	sp := s.Spec
-	if err := datasetFiles(sp.Workload.Dataset, "workload.dataset"); err != nil {
+	study := s.Spec
+	if err := datasetFiles(study.Workload.Dataset, "workload.dataset"); err != nil {
 		return err
 	}
 	if preflight := s.caps().Preflight; preflight != nil {
-		if err := preflight(ctx, launcher.Spec{Engine: sp.Engine, Model: sp.Model, Extra: sp.Space.Extra, Study: sp.Name}); err != nil {
+		if err := preflight(ctx, launcher.Spec{Engine: study.Engine, Model: study.Model, Extra: study.Space.Extra, Study: study.Name}); err != nil {
 			return err
 		}
 	}
-	if s.Eval != nil || !sp.Tuner.Precheck || s.Memory == nil {
+	if s.Eval != nil || !study.Tuner.Precheck || s.Memory == nil {
 		return nil
 	}
-	return (&TrialRunner{Spec: sp, Memory: s.Memory}).anyFits()
+	return (&TrialRunner{Spec: study, Memory: s.Memory}).anyFits()
 }
 
 // datasetFiles refuses a dataset whose file cannot be read, and a trace
@@ -769,15 +769,15 @@ const maxFitChecks = 2000
 // anyFits reports an error when no configuration of the space passes the
 // space's checks and the memory model: the reason most of them fail.
 func (r *TrialRunner) anyFits() error {
-	sp := r.Spec
+	study := r.Spec
 	if _, err := r.model(); err != nil {
 		return nil // a model the simulator does not know: the engine decides
 	}
 	var points []space.Settings
-	if n, err := sp.Space.Size(); err == nil && n <= maxFitChecks {
-		points, _ = sp.Space.Grid()
+	if n, err := study.Space.Size(); err == nil && n <= maxFitChecks {
+		points, _ = study.Space.Grid()
 	} else {
-		smp, err := sampler.New(spec.SamplerRandom, sp.Space, sp.Tuner.Seed)
+		smp, err := sampler.New(spec.SamplerRandom, study.Space, study.Tuner.Seed)
 		if err != nil {
 			return nil
 		}
@@ -792,7 +792,7 @@ func (r *TrialRunner) anyFits() error {
 	if len(points) == 0 {
 		return nil // nothing to judge by: the trials will tell
 	}
-	gpus, group := sp.Launcher.Placement()
+	gpus, group := study.Launcher.Placement()
 	most := newGPUPool(gpus, group).total
 	reasons := map[string]int{}
 	first := map[string]space.Settings{}
@@ -802,7 +802,7 @@ func (r *TrialRunner) anyFits() error {
 			n = min(n, most)
 		}
 		ls := r.LaunchSpec(0, set, make([]int, n))
-		err := sp.Space.Check(set, r.checkContext(ls))
+		err := study.Space.Check(set, r.checkContext(ls))
 		if err == nil {
 			return nil
 		}
@@ -898,7 +898,7 @@ func ReplicaOf(t store.Trial, trials []store.Trial) int {
 
 // confirmCandidates are the top configurations by the objective among the
 // search trials, best first, one trial per configuration.
-func confirmCandidates(trials []store.Trial, sp *spec.Spec, top int) []store.Trial {
+func confirmCandidates(trials []store.Trial, study *spec.Spec, top int) []store.Trial {
 	type cand struct {
 		t store.Trial
 		v float64
@@ -909,14 +909,14 @@ func confirmCandidates(trials []store.Trial, sp *spec.Spec, top int) []store.Tri
 		if t.Confirms != nil || t.Status != measure.StatusOK || t.Unreadable != "" || seen[t.Settings.Key()] {
 			continue
 		}
-		v, ok := recommend.TrialValue(recommend.PointsOf(t.Number, t.Settings, sp.Hardware.PricePerGPUHour, t.LoadPoints), sp.Tuner.Objective, sp.SLO)
+		v, ok := recommend.TrialValue(recommend.PointsOf(t.Number, t.Settings, study.Hardware.PricePerGPUHour, t.LoadPoints), study.Tuner.Objective, study.SLO)
 		if !ok {
 			continue
 		}
 		seen[t.Settings.Key()] = true
 		cs = append(cs, cand{t, v})
 	}
-	sort.SliceStable(cs, func(i, j int) bool { return sp.Tuner.Objective.Better(cs[i].v, cs[j].v) })
+	sort.SliceStable(cs, func(i, j int) bool { return study.Tuner.Objective.Better(cs[i].v, cs[j].v) })
 	var out []store.Trial
 	for i := 0; i < len(cs) && i < top; i++ {
 		out = append(out, cs[i].t)

@@ -56,17 +56,17 @@ func openStore(t *testing.T) *store.Store {
 
 func mustSpec(t *testing.T, src string) *spec.Spec {
 	t.Helper()
-	sp, _, err := ParseSpec([]byte(src), "vt.yaml")
+	study, _, err := ParseSpec([]byte(src), "vt.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return sp
+	return study
 }
 
-// mustLauncher builds the launcher of sp's launcher section.
-func mustLauncher(t *testing.T, sp *spec.Spec) launcher.Launcher {
+// mustLauncher builds the launcher of study's launcher section.
+func mustLauncher(t *testing.T, study *spec.Spec) launcher.Launcher {
 	t.Helper()
-	l, err := NewLauncher(sp)
+	l, err := NewLauncher(study)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,10 +75,10 @@ func mustLauncher(t *testing.T, sp *spec.Spec) launcher.Launcher {
 
 func TestStudyRunVirtual(t *testing.T) {
 	ctx := context.Background()
-	sp := mustSpec(t, studySpec)
+	study := mustSpec(t, studySpec)
 	db := openStore(t)
 	var reports []TrialReport
-	s := &Study{Spec: sp, Store: db, Eval: &TrialRunner{Spec: sp, Memory: memory.Model{}},
+	s := &Study{Spec: study, Store: db, Eval: &TrialRunner{Spec: study, Memory: memory.Model{}},
 		OnFinish: func(r TrialReport) { reports = append(reports, r) }}
 	out, err := s.Run(ctx)
 	if err != nil {
@@ -115,15 +115,15 @@ func TestStudyRunVirtual(t *testing.T) {
 	if oom == 0 || oom == len(trials) {
 		t.Errorf("%d of %d trials out of memory; want some and not all", oom, len(trials))
 	}
-	pts := recommend.StoredPoints(trials, sp.Hardware.PricePerGPUHour)
-	if len(recommend.Front(pts, sp.Objectives)) == 0 {
+	pts := recommend.StoredPoints(trials, study.Hardware.PricePerGPUHour)
+	if len(recommend.Front(pts, study.Objectives)) == 0 {
 		t.Error("empty Pareto front")
 	}
-	if _, err := recommend.Recommend(pts, sp.Objectives, sp.SLO, recommend.PreferCost); err != nil {
+	if _, err := recommend.Recommend(pts, study.Objectives, study.SLO, recommend.PreferCost); err != nil {
 		t.Error(err)
 	}
 	// The same study again is refused without resume.
-	if _, err := (&Study{Spec: sp, Store: db, Eval: &TrialRunner{Spec: sp, Memory: memory.Model{}}}).Run(ctx); err == nil || !strings.Contains(err.Error(), "--resume") {
+	if _, err := (&Study{Spec: study, Store: db, Eval: &TrialRunner{Spec: study, Memory: memory.Model{}}}).Run(ctx); err == nil || !strings.Contains(err.Error(), "--resume") {
 		t.Errorf("rerun without resume: %v", err)
 	}
 }
@@ -132,9 +132,9 @@ func TestStudyRunVirtual(t *testing.T) {
 // does, and checks that resume re-runs it in place and completes the count.
 func TestStudyResume(t *testing.T) {
 	ctx := context.Background()
-	sp := mustSpec(t, strings.Replace(studySpec, "trials: 6", "trials: 4", 1))
+	study := mustSpec(t, strings.Replace(studySpec, "trials: 6", "trials: 4", 1))
 	db := openStore(t)
-	st, err := db.CreateStudy(ctx, store.Study{Name: sp.Name, Spec: sp.Text, Seed: 3, Status: store.StudyRunning})
+	st, err := db.CreateStudy(ctx, store.Study{Name: study.Name, Spec: study.Text, Seed: 3, Status: store.StudyRunning})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func TestStudyResume(t *testing.T) {
 	if err := db.StartTrial(ctx, st.ID, 1, left, []int{0, 1}); err != nil {
 		t.Fatal(err)
 	}
-	s := &Study{Spec: sp, Store: db, Eval: &TrialRunner{Spec: sp, Memory: memory.Model{}}, Resume: true}
+	s := &Study{Spec: study, Store: db, Eval: &TrialRunner{Spec: study, Memory: memory.Model{}}, Resume: true}
 	out, err := s.Run(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -215,9 +215,9 @@ func (g *gate) Evaluate(ctx context.Context, number int, set space.Settings, gpu
 
 func TestStudyParallelDisjointGPUs(t *testing.T) {
 	src := strings.Replace(studySpec, "tensor_parallel: [1, 2]", "tensor_parallel: [1]", 1)
-	sp := mustSpec(t, src)
+	study := mustSpec(t, src)
 	g := &gate{gpus: map[int]int{}, both: make(chan struct{})}
-	out, err := (&Study{Spec: sp, Store: openStore(t), Eval: g}).Run(context.Background())
+	out, err := (&Study{Spec: study, Store: openStore(t), Eval: g}).Run(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,8 +231,8 @@ func TestStudyParallelDisjointGPUs(t *testing.T) {
 
 func TestVirtualCapacity(t *testing.T) {
 	src := strings.Replace(studySpec, "load: {concurrency: [4, 16]}", "load: {capacity: true, max_concurrency: 64}", 1)
-	sp := mustSpec(t, src)
-	res := (&TrialRunner{Spec: sp, Memory: memory.Model{}}).Evaluate(context.Background(), 0,
+	study := mustSpec(t, src)
+	res := (&TrialRunner{Spec: study, Memory: memory.Model{}}).Evaluate(context.Background(), 0,
 		space.Settings{"tensor_parallel": 1, "max_running_requests": 64, "gpu_memory_fraction": 0.9}, nil)
 	if res.Status != measure.StatusOK || len(res.Levels) < 2 {
 		t.Fatalf("%s/%s %s, %d levels", res.Status, res.Failure, res.Message, len(res.Levels))
@@ -300,7 +300,7 @@ func (r reaping) Capabilities() launcher.Capabilities {
 // a new study and on a resume, and after the last; an error before stops
 // the study with nothing launched.
 func TestStudyReap(t *testing.T) {
-	sp := mustSpec(t, strings.Replace(studySpec, "trials: 6,", "trials: 2, parallel: 1,", 1))
+	study := mustSpec(t, strings.Replace(studySpec, "trials: 6,", "trials: 2, parallel: 1,", 1))
 	db := openStore(t)
 	var (
 		mu     sync.Mutex
@@ -315,9 +315,9 @@ func TestStudyReap(t *testing.T) {
 		note(fmt.Sprintf("trial %d", n))
 		return trial.Failed(engine.FailCrash, "test")
 	})
-	l := reaping{mustLauncher(t, sp), func() error { note("reap"); return nil }}
+	l := reaping{mustLauncher(t, study), func() error { note("reap"); return nil }}
 	for _, resume := range []bool{false, true} {
-		if _, err := (&Study{Spec: sp, Launcher: l, Store: db, Eval: eval, Resume: resume}).Run(t.Context()); err != nil {
+		if _, err := (&Study{Spec: study, Launcher: l, Store: db, Eval: eval, Resume: resume}).Run(t.Context()); err != nil {
 			t.Fatalf("resume=%v: %v", resume, err)
 		}
 	}
@@ -351,14 +351,14 @@ func (e interruptAfterLevel) Evaluate(ctx context.Context, number int, set space
 // TestStudyInterruptSavesMeasuredLevels: the levels a trial finished before
 // the study was stopped are stored with it, marked interrupted.
 func TestStudyInterruptSavesMeasuredLevels(t *testing.T) {
-	sp := mustSpec(t, strings.Replace(studySpec, "trials: 6", "trials: 1", 1))
+	study := mustSpec(t, strings.Replace(studySpec, "trials: 6", "trials: 1", 1))
 	db := openStore(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if _, err := (&Study{Spec: sp, Store: db, Eval: interruptAfterLevel{cancel}}).Run(ctx); err == nil {
+	if _, err := (&Study{Spec: study, Store: db, Eval: interruptAfterLevel{cancel}}).Run(ctx); err == nil {
 		t.Log("Run returned no error after the interrupt")
 	}
-	st, err := db.GetStudy(context.Background(), sp.Name)
+	st, err := db.GetStudy(context.Background(), study.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -374,7 +374,7 @@ func TestStudyInterruptSavesMeasuredLevels(t *testing.T) {
 func TestStudyMinObjective(t *testing.T) {
 	src := strings.Replace(studySpec, "tuner: {sampler: tpe, trials: 6, seed: 3, confirm: false}",
 		"tuner: {sampler: random, trials: 3, seed: 3, parallel: 1, objective: min ttft_p99, confirm: false}", 1)
-	sp := mustSpec(t, src)
+	study := mustSpec(t, src)
 	ttft := []float64{300, 100, 200, 400, 50}
 	eval := evalFunc(func(ctx context.Context, n int, _ space.Settings, _ []int) trial.Result {
 		return trial.Result{Status: measure.StatusOK, Levels: []measure.Level{{
@@ -391,7 +391,7 @@ func TestStudyMinObjective(t *testing.T) {
 		}
 		bests = append(bests, *r.Best)
 	}
-	if _, err := (&Study{Spec: sp, Store: db, Eval: eval, OnFinish: onFinish}).Run(t.Context()); err != nil {
+	if _, err := (&Study{Spec: study, Store: db, Eval: eval, OnFinish: onFinish}).Run(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if fmt.Sprint(bests) != "[300 100 100]" {
@@ -414,16 +414,16 @@ func TestStudyMinObjective(t *testing.T) {
 func TestStudyResumeGridNoDuplicate(t *testing.T) {
 	src := strings.Replace(studySpec, "tensor_parallel: [1, 2]", "tensor_parallel: [1]", 1)
 	src = strings.Replace(src, "tuner: {sampler: tpe, trials: 6, seed: 3, confirm: false}", "tuner: {sampler: grid, trials: 4, seed: 3, confirm: false}", 1)
-	sp := mustSpec(t, src)
+	study := mustSpec(t, src)
 	ctx := context.Background()
 	db := openStore(t)
-	st, err := db.CreateStudy(ctx, store.Study{Name: sp.Name, Spec: sp.Text, Seed: 3, Status: store.StudyRunning})
+	st, err := db.CreateStudy(ctx, store.Study{Name: study.Name, Spec: study.Text, Seed: 3, Status: store.StudyRunning})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// What the killed run did: the grid's first point finished, its second
 	// was in flight.
-	g, err := sampler.New(spec.SamplerGrid, sp.Space, sp.Tuner.Seed)
+	g, err := sampler.New(spec.SamplerGrid, study.Space, study.Tuner.Seed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -453,7 +453,7 @@ func TestStudyResumeGridNoDuplicate(t *testing.T) {
 		}
 		return trial.Failed(engine.FailCrash, "test")
 	})
-	if _, err := (&Study{Spec: sp, Store: db, Eval: eval, Resume: true}).Run(ctx); err != nil {
+	if _, err := (&Study{Spec: study, Store: db, Eval: eval, Resume: true}).Run(ctx); err != nil {
 		t.Fatal(err)
 	}
 	trials, err := db.Trials(ctx, st.ID)
@@ -483,14 +483,14 @@ func TestSeededStudiesAgree(t *testing.T) {
 	src = strings.Replace(src, "gpu_memory_fraction: [0.1, 0.9]", "gpu_memory_fraction: {float: [0.5, 0.95]}", 1)
 	src = strings.Replace(src, "trials: 6,", "trials: 16,", 1)
 	run := func() []store.Trial {
-		sp := mustSpec(t, src)
+		study := mustSpec(t, src)
 		db, err := store.Open(context.Background(), store.Memory)
 		if err != nil {
 			t.Error(err)
 			return nil
 		}
 		defer db.Close()
-		out, err := (&Study{Spec: sp, Store: db, Memory: memory.Model{}}).Run(context.Background())
+		out, err := (&Study{Spec: study, Store: db, Memory: memory.Model{}}).Run(context.Background())
 		if err != nil {
 			t.Error(err)
 			return nil
@@ -525,7 +525,7 @@ func TestSeededStudiesAgree(t *testing.T) {
 // running-request limit carries more load.
 func TestCapacityByRate(t *testing.T) {
 	ctx := context.Background()
-	sp := mustSpec(t, `name: cap
+	study := mustSpec(t, `name: cap
 model: meta-llama/Llama-3.1-8B-Instruct
 engine: vllm
 launcher: {kind: virtual}
@@ -544,7 +544,7 @@ tuner: {sampler: grid, trials: 2, seed: 1, objective: max request_rate, confirm:
 		t.Fatal(err)
 	}
 	defer db.Close()
-	out, err := (&Study{Spec: sp, Store: db, Memory: memory.Model{}}).Run(ctx)
+	out, err := (&Study{Spec: study, Store: db, Memory: memory.Model{}}).Run(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -555,7 +555,7 @@ tuner: {sampler: grid, trials: 2, seed: 1, objective: max request_rate, confirm:
 	caps := map[int]float64{}
 	for _, tr := range trials {
 		pts := recommend.PointsOf(tr.Number, tr.Settings, 0, tr.LoadPoints)
-		v, ok := recommend.TrialValue(pts, sp.Tuner.Objective, sp.SLO)
+		v, ok := recommend.TrialValue(pts, study.Tuner.Objective, study.SLO)
 		if !ok {
 			t.Fatalf("trial %d (%v): no level met the SLOs", tr.Number, tr.Settings)
 		}
@@ -564,7 +564,7 @@ tuner: {sampler: grid, trials: 2, seed: 1, objective: max request_rate, confirm:
 			if p.Load.Rate <= 0 || p.Load.MaxConcurrency != 0 {
 				t.Fatalf("trial %d: level %s is not a rate", tr.Number, p.Label)
 			}
-			if p.Load.Rate > v && p.Load.Rate <= v*1.06 && !sp.SLO.Met(p) {
+			if p.Load.Rate > v && p.Load.Rate <= v*1.06 && !study.SLO.Met(p) {
 				missAbove = true
 			}
 		}
@@ -585,11 +585,11 @@ tuner: {sampler: grid, trials: 2, seed: 1, objective: max request_rate, confirm:
 // from them).
 func TestStudyEnqueue(t *testing.T) {
 	ctx := context.Background()
-	sp := mustSpec(t, strings.Replace(studySpec, "trials: 6", "trials: 4", 1))
+	study := mustSpec(t, strings.Replace(studySpec, "trials: 6", "trials: 4", 1))
 	first := space.Settings{"tensor_parallel": 2, "max_running_requests": 8, "gpu_memory_fraction": 0.9}
-	sp.Tuner.Enqueue = []space.Settings{first, {"tensor_parallel": 3}} // the second is outside the space: skipped
+	study.Tuner.Enqueue = []space.Settings{first, {"tensor_parallel": 3}} // the second is outside the space: skipped
 	db := openStore(t)
-	out, err := (&Study{Spec: sp, Store: db, Eval: &TrialRunner{Spec: sp, Memory: memory.Model{}}}).Run(ctx)
+	out, err := (&Study{Spec: study, Store: db, Eval: &TrialRunner{Spec: study, Memory: memory.Model{}}}).Run(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -75,12 +75,12 @@ type bench struct {
 }
 
 func (b bench) run(ctx context.Context, path string, sets []string) error {
-	sp, l, err := tuner.ParseSpecFile(path)
+	study, l, err := tuner.ParseSpecFile(path)
 	if err != nil {
 		return err
 	}
 	if _, ok := l.(*simulated.Virtual); !ok {
-		return fmt.Errorf("%s: the guided benchmark needs launcher kind virtual, not %s", path, sp.Launcher.Kind)
+		return fmt.Errorf("%s: the guided benchmark needs launcher kind virtual, not %s", path, study.Launcher.Kind)
 	}
 	for _, set := range sets {
 		var (
@@ -95,7 +95,7 @@ func (b bench) run(ctx context.Context, path string, sets []string) error {
 		default:
 			return fmt.Errorf("-sets: unknown set %q (want perturbed or structural)", set)
 		}
-		if err := b.runSet(ctx, sp, newReality, label); err != nil {
+		if err := b.runSet(ctx, study, newReality, label); err != nil {
 			return err
 		}
 	}
@@ -103,13 +103,13 @@ func (b bench) run(ctx context.Context, path string, sets []string) error {
 }
 
 // runSet searches each reality of one set and prints its lines.
-func (b bench) runSet(ctx context.Context, sp *spec.Spec, newReality func(*spec.Spec, int64, float64) (*samplerbench.Reality, error), label string) error {
+func (b bench) runSet(ctx context.Context, study *spec.Spec, newReality func(*spec.Spec, int64, float64) (*samplerbench.Reality, error), label string) error {
 	out := b.out
 	start := time.Now()
 	trials := map[string][]int{}
 	oom := map[string]int{}
 	for seed := b.from; seed < b.from+int64(b.realities); seed++ {
-		r, err := newReality(sp, seed, b.spread)
+		r, err := newReality(study, seed, b.spread)
 		if err != nil {
 			return err
 		}
@@ -128,7 +128,7 @@ func (b bench) runSet(ctx context.Context, sp *spec.Spec, newReality func(*spec.
 			if b.verbose {
 				note = func(m string) { fmt.Fprintf(out, "  %s %s\n", name, m) }
 			}
-			s, err := samplerbench.SearchReality(ctx, sp, r, kind, seed, b.frac*opt.Value, b.budget, b.precheck, note)
+			s, err := samplerbench.SearchReality(ctx, study, r, kind, seed, b.frac*opt.Value, b.budget, b.precheck, note)
 			if err != nil {
 				return fmt.Errorf("reality %d, %s: %w", seed, kind, err)
 			}

@@ -55,38 +55,38 @@ func main() {
 }
 
 func run(ctx context.Context, path string, seeds, budget int, frac float64, cacheDir string, kinds []string, out io.Writer) error {
-	sp, l, err := tuner.ParseSpecFile(path)
+	study, l, err := tuner.ParseSpecFile(path)
 	if err != nil {
 		return err
 	}
 	if _, ok := l.(*simulated.Virtual); !ok {
-		return fmt.Errorf("%s: the sampler benchmark needs launcher kind virtual, not %s", path, sp.Launcher.Kind)
+		return fmt.Errorf("%s: the sampler benchmark needs launcher kind virtual, not %s", path, study.Launcher.Kind)
 	}
 	// Ranking needs no confidence intervals: one bootstrap resample.
-	ev := &tuner.TrialRunner{Spec: sp, Launcher: l, Memory: memory.Model{}, Bootstrap: 1}
+	ev := &tuner.TrialRunner{Spec: study, Launcher: l, Memory: memory.Model{}, Bootstrap: 1}
 	memo := samplerbench.NewMemo(func(s space.Settings) (float64, bool) {
 		res := ev.Evaluate(ctx, 0, s, nil)
 		if res.Status != measure.StatusOK {
 			return 0, true
 		}
-		v, ok := recommend.TrialValue(recommend.PointsOf(0, s, sp.Hardware.PricePerGPUHour, res.Levels), sp.Tuner.Objective, sp.SLO)
+		v, ok := recommend.TrialValue(recommend.PointsOf(0, s, study.Hardware.PricePerGPUHour, res.Levels), study.Tuner.Objective, study.SLO)
 		return v, !ok
 	})
 	cache := ""
 	if cacheDir != "" {
-		cache = cachePath(cacheDir, sp.Text)
+		cache = cachePath(cacheDir, study.Text)
 		if n, err := memo.Load(cache); err == nil {
 			fmt.Fprintf(out, "loaded %d cached evaluations from %s\n", n, cache)
 		}
 	}
 	start := time.Now()
-	opt, err := samplerbench.Exhaustive(ctx, sp.Space, memo, frac, 2)
+	opt, err := samplerbench.Exhaustive(ctx, study.Space, memo, frac, 2)
 	if err != nil {
 		return err
 	}
 	near := 100 * float64(opt.Near) / float64(opt.Configs)
 	fmt.Fprintf(out, "space: %d configurations, %d infeasible, optimum %s=%.4g, %d (%.2f%%) within %g%% (%s)\n",
-		opt.Configs, opt.Failed, sp.Tuner.Objective.Metric, opt.Value, opt.Near, near, frac*100, time.Since(start).Round(time.Millisecond))
+		opt.Configs, opt.Failed, study.Tuner.Objective.Metric, opt.Value, opt.Near, near, frac*100, time.Since(start).Round(time.Millisecond))
 	if cache != "" {
 		if err := memo.Save(cache); err != nil {
 			fmt.Fprintf(out, "cache not saved: %v\n", err)
@@ -96,7 +96,7 @@ func run(ctx context.Context, path string, seeds, budget int, frac float64, cach
 	for _, kind := range kinds {
 		counts := make([]int, 0, seeds)
 		for seed := 1; seed <= seeds; seed++ {
-			n, err := samplerbench.TrialsToReach(kind, sp.Space, int64(seed), memo, frac*opt.Value, budget)
+			n, err := samplerbench.TrialsToReach(kind, study.Space, int64(seed), memo, frac*opt.Value, budget)
 			if err != nil {
 				return fmt.Errorf("%s seed %d: %w", kind, seed, err)
 			}

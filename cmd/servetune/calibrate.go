@@ -76,28 +76,28 @@ func runCalibrate(cmd *cobra.Command, name string, o *calibrateOptions) error {
 	if err != nil {
 		return err
 	}
-	sp := st.spec
-	if sp.Hardware.GPU == "" {
+	study := st.spec
+	if study.Hardware.GPU == "" {
 		return usageErrorf("study %s: %v", name, guided.ErrNoGPU)
 	}
-	gpu, err := catalog.LookupGPU(sp.Hardware.GPU)
+	gpu, err := catalog.LookupGPU(study.Hardware.GPU)
 	if err != nil {
 		return usageErrorf("study %s: %v", name, err)
 	}
-	if sp.ModelConfigText == "" {
+	if study.ModelConfigText == "" {
 		// The model's files are gone (the stored spec then names no
 		// config): replay the config.json the study stored, so the
 		// simulator models the engine that was measured.
-		sp.ModelConfigText = st.study.ModelConfig
+		study.ModelConfigText = st.study.ModelConfig
 	}
-	runs, skipped, err := guided.CalibrationRuns(sp, st.trials)
+	runs, skipped, err := guided.CalibrationRuns(study, st.trials)
 	if errors.Is(err, calibrate.ErrNoPoints) {
 		return usageErrorf("study %s has no trial with measured load points to calibrate from", name)
 	}
 	if err != nil {
 		return usageError(err)
 	}
-	start, err := calibrationStart(o, gpu.ID, sp.Engine)
+	start, err := calibrationStart(o, gpu.ID, study.Engine)
 	if err != nil {
 		return err
 	}
@@ -107,10 +107,10 @@ func runCalibrate(cmd *cobra.Command, name string, o *calibrateOptions) error {
 	}
 	version := o.engineVersion
 	if version == "" {
-		version = imageVersion(sp.Text)
+		version = imageVersion(study.Text)
 	}
-	prof := sim.Profile{Version: sim.ProfileVersion, GPU: gpu.ID, Engine: sp.Engine, EngineVersion: version,
-		Model: sp.Model, Source: fmt.Sprintf("study %s (%s)", name, o.db), Created: time.Now().UTC().Format(time.RFC3339),
+	prof := sim.Profile{Version: sim.ProfileVersion, GPU: gpu.ID, Engine: study.Engine, EngineVersion: version,
+		Model: study.Model, Source: fmt.Sprintf("study %s (%s)", name, o.db), Created: time.Now().UTC().Format(time.RFC3339),
 		Points: res.Points, Constants: res.Constants, Fitted: res.Fitted, Errors: res.Errors}
 	if err := prof.Save(o.out); err != nil {
 		return failedError(err)

@@ -46,15 +46,15 @@ func newCleanupCmd() *cobra.Command {
 				return usageErrorf("cleanup: --study and --all exclude each other")
 			}
 			if specFile != "" {
-				sp, l, err := tuner.ParseSpecFile(specFile)
+				studySpec, l, err := tuner.ParseSpecFile(specFile)
 				if err != nil {
 					return usageError(err)
 				}
-				reap := reaperOf(sp, l)
+				reap := reaperOf(studySpec, l)
 				if reap == nil {
-					return usageErrorf("cleanup: %s: launcher kind %s leaves nothing behind to remove", specFile, sp.Launcher.Kind)
+					return usageErrorf("cleanup: %s: launcher kind %s leaves nothing behind to remove", specFile, studySpec.Launcher.Kind)
 				}
-				removed, err := reap(cmd.Context(), sp.Name, keep(force))
+				removed, err := reap(cmd.Context(), studySpec.Name, keep(force))
 				return reportReaped(cmd.OutOrStdout(), removed, err)
 			}
 			var removed []launcher.Reaped
@@ -86,8 +86,8 @@ func newCleanupCmd() *cobra.Command {
 
 // reaperOf is the Reap capability of the spec's launcher l (as its kind
 // built it), nil when it has nothing to reap.
-func reaperOf(sp *spec.Spec, base launcher.Launcher) func(ctx context.Context, study string, keep func(launcher.Reaped) bool) ([]launcher.Reaped, error) {
-	l := tuner.LauncherOf(sp, base) // a disaggregated study's routers too
+func reaperOf(studySpec *spec.Spec, base launcher.Launcher) func(ctx context.Context, study string, keep func(launcher.Reaped) bool) ([]launcher.Reaped, error) {
+	l := tuner.LauncherOf(studySpec, base) // a disaggregated study's routers too
 	if l == nil {
 		return nil
 	}

@@ -107,16 +107,16 @@ func diagnoseStudy(cmd *cobra.Command, dbPath, name string, n int, prefer string
 	if err != nil {
 		return "", nil, err
 	}
-	sp := ss.spec
+	study := ss.spec
 	if n < 0 {
-		rec, err := recommend.RecommendStudy(ss.trials, sp.Terms(), pref)
+		rec, err := recommend.RecommendStudy(ss.trials, study.Terms(), pref)
 		if err != nil {
 			return "", nil, failedError(fmt.Errorf("study %s: %w (name one with --trial N)", name, err))
 		}
 		p := rec.Best.Point
-		head := fmt.Sprintf("%s: trial %d at %s, recommended, prefer %s:  %s", name, p.Trial, p.Label, pref.For(sp.Tuner.Objective).Describe(sp.Tuner.Objective), settingsLine(p.Settings))
-		return head, diagnose.Level(diagnose.Input{Engine: sp.Engine, Settings: p.Settings, Level: p.Level,
-			CacheCold: cacheCold(map[string]any{"dataset": sp.Workload.Dataset})}), nil
+		head := fmt.Sprintf("%s: trial %d at %s, recommended, prefer %s:  %s", name, p.Trial, p.Label, pref.For(study.Tuner.Objective).Describe(study.Tuner.Objective), settingsLine(p.Settings))
+		return head, diagnose.Level(diagnose.Input{Engine: study.Engine, Settings: p.Settings, Level: p.Level,
+			CacheCold: cacheCold(map[string]any{"dataset": study.Workload.Dataset})}), nil
 	}
 	for _, t := range ss.trials {
 		if t.Number != n {
@@ -130,7 +130,7 @@ func diagnoseStudy(cmd *cobra.Command, dbPath, name string, n int, prefer string
 			return "", nil, usageErrorf("study %s: trial %d has no measured level (%s)", name, n, status)
 		}
 		head := fmt.Sprintf("%s: trial %d, %d level(s)  %s", name, n, len(t.LoadPoints), settingsLine(t.Settings))
-		return head, diagnose.Levels(sp.Engine, t.Settings, t.LoadPoints), nil
+		return head, diagnose.Levels(study.Engine, t.Settings, t.LoadPoints), nil
 	}
 	return "", nil, usageErrorf("study %s has no trial %d (see servetune trials %s)", name, n, name)
 }

@@ -16,19 +16,19 @@ import (
 // dryRunTop is how many forecasts `tune --dry-run` lists.
 const dryRunTop = 10
 
-// runDryRun prints the simulator's ranking of sp's space: what a guided
+// runDryRun prints the simulator's ranking of study's space: what a guided
 // study would measure first. Nothing is launched and no database opened.
-func runDryRun(ctx context.Context, sp *spec.Spec, w io.Writer) error {
-	if err := spec.Forecastable(sp); err != nil {
+func runDryRun(ctx context.Context, study *spec.Spec, w io.Writer) error {
+	if err := spec.Forecastable(study); err != nil {
 		return usageErrorf("--dry-run: the simulator cannot forecast this study: %v", err)
 	}
-	if sp.Workload.Dataset.Kind == "conversation" {
+	if study.Workload.Dataset.Kind == "conversation" {
 		// Each turn waits for the previous answer, which the forecast's
 		// virtual clock cannot (sim run refuses it too, cmd/servetune/sim.go).
 		return usageErrorf("--dry-run: the simulator cannot forecast a conversation workload: its virtual clock cannot wait for each answer; run the study on the sim launcher (examples/conversation-sim.yaml)")
 	}
 	start := time.Now()
-	d, err := guided.ForecastSpace(ctx, sp)
+	d, err := guided.ForecastSpace(ctx, study)
 	if err != nil {
 		return err
 	}
@@ -37,12 +37,12 @@ func runDryRun(ctx context.Context, sp *spec.Spec, w io.Writer) error {
 		size = fmt.Sprintf("%d configurations in the space", d.SpaceSize)
 	}
 	fmt.Fprintf(w, "dry run of %s: %d configurations forecast (%s) in virtual time on %s in %s (%d simulated requests); nothing launched\n",
-		sp.Name, d.Configs, size, sp.Hardware.GPU, time.Since(start).Round(100*time.Millisecond), d.Requests)
+		study.Name, d.Configs, size, study.Hardware.GPU, time.Since(start).Round(100*time.Millisecond), d.Requests)
 	pct := func(n int) float64 { return 100 * float64(n) / float64(max(d.Configs, 1)) }
 	fmt.Fprintf(w, "predicted infeasible (do not start, or the space rejects them): %d (%.1f%%); start but meet the SLOs at no level: %d (%.1f%%)\n",
 		d.Infeasible, pct(d.Infeasible), d.MissSLO, pct(d.MissSLO))
 	fmt.Fprintln(w, "ranked by expected value: the forecast times its chances to start and to meet the SLOs (the forecast taken as ±30% off)")
-	obj := sp.Tuner.Objective
+	obj := study.Tuner.Objective
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "#\tFORECAST %s\tLOAD\tTTFT p99\tTPOT p99\tP(START)\tSETTINGS\n", obj)
 	for i, f := range d.Ranked {

@@ -46,8 +46,8 @@ func TestProgressBar(t *testing.T) {
 // and an ETA from the finished trials' durations over what remains (the
 // confirmation runs included).
 func TestStudyClock(t *testing.T) {
-	sp := &spec.Spec{Tuner: spec.TunerSpec{Trials: 4, Confirm: spec.Confirm{Top: 1, Runs: 2}}}
-	c := &studyClock{start: time.Now().Add(-90 * time.Second), sp: sp, parallel: 1}
+	study := &spec.Spec{Tuner: spec.TunerSpec{Trials: 4, Confirm: spec.Confirm{Top: 1, Runs: 2}}}
+	c := &studyClock{start: time.Now().Add(-90 * time.Second), spec: study, parallel: 1}
 	t0 := time.Now()
 	rep := func(done, total int, took time.Duration, confirms *int) tuner.TrialReport {
 		return tuner.TrialReport{Done: done, Total: total, Confirms: confirms,
@@ -71,8 +71,8 @@ func TestStudyClock(t *testing.T) {
 // finished the ETA is unknown (it said 0 s with minutes to go), and after
 // one it rests on the launched trials only.
 func TestStudyClockRejections(t *testing.T) {
-	sp := &spec.Spec{Tuner: spec.TunerSpec{Trials: 10}}
-	c := &studyClock{start: time.Now().Add(-time.Minute), sp: sp, parallel: 1}
+	study := &spec.Spec{Tuner: spec.TunerSpec{Trials: 10}}
+	c := &studyClock{start: time.Now().Add(-time.Minute), spec: study, parallel: 1}
 	t0 := time.Now()
 	rejected := tuner.TrialReport{Total: 10, Result: trial.Result{Status: measure.StatusFailed, Failure: engine.FailInfeasible, Started: t0, Finished: t0}}
 	ran := func(done int) tuner.TrialReport {

@@ -105,7 +105,7 @@ func loadStudy(ctx context.Context, dbPath, name string) (*storedStudy, error) {
 	if err != nil {
 		return nil, failedError(err)
 	}
-	sp, _, err := tuner.ParseSpec([]byte(st.Spec), name+".yaml (stored)")
+	study, _, err := tuner.ParseSpec([]byte(st.Spec), name+".yaml (stored)")
 	if err != nil {
 		return nil, failedError(fmt.Errorf("stored spec of %s: %w", name, err))
 	}
@@ -113,7 +113,7 @@ func loadStudy(ctx context.Context, dbPath, name string) (*storedStudy, error) {
 	if err != nil {
 		return nil, failedError(err)
 	}
-	return &storedStudy{study: st, spec: sp, trials: trials}, nil
+	return &storedStudy{study: st, spec: study, trials: trials}, nil
 }
 
 func addDBFlag(cmd *cobra.Command, p *string) {
@@ -440,11 +440,11 @@ type pointJSON struct {
 var pointMetrics = []string{"output_throughput_per_gpu", "tokens_per_user", "request_goodput", "goodput_per_gpu",
 	"ttft_p99", "tpot_p99", "e2el_p99", "cost_per_mtok", "output_tokens_per_joule"}
 
-func toPointJSON(p recommend.Point, sp *spec.Spec) pointJSON {
+func toPointJSON(p recommend.Point, study *spec.Spec) pointJSON {
 	label := p.Label
 	m := map[string]float64{}
 	names := append([]string(nil), pointMetrics...)
-	for _, o := range sp.Objectives {
+	for _, o := range study.Objectives {
 		names = append(names, o.Metric)
 	}
 	for _, name := range names {
@@ -452,7 +452,7 @@ func toPointJSON(p recommend.Point, sp *spec.Spec) pointJSON {
 			m[name] = v
 		}
 	}
-	return pointJSON{Trial: p.Trial, Level: label, GPUs: p.GPUs, Settings: p.Settings, Metrics: m, MeetsSLO: sp.SLO.Met(p)}
+	return pointJSON{Trial: p.Trial, Level: label, GPUs: p.GPUs, Settings: p.Settings, Metrics: m, MeetsSLO: study.SLO.Met(p)}
 }
 
 func newParetoCmd() *cobra.Command {
@@ -467,36 +467,36 @@ func newParetoCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			sp := ss.spec
-			pts := recommend.StoredPoints(ss.trials, sp.Hardware.PricePerGPUHour)
+			study := ss.spec
+			pts := recommend.StoredPoints(ss.trials, study.Hardware.PricePerGPUHour)
 			if !all {
 				// The one definition: a point that misses the SLOs is no
 				// candidate (--all shows them, marked).
 				kept := pts[:0]
 				for _, p := range pts {
-					if sp.SLO.Met(p) {
+					if study.SLO.Met(p) {
 						kept = append(kept, p)
 					}
 				}
 				pts = kept
 			}
-			front := recommend.Front(pts, sp.Objectives)
+			front := recommend.Front(pts, study.Objectives)
 			rows := make([]pointJSON, 0, len(front))
 			for _, p := range front {
-				rows = append(rows, toPointJSON(p, sp))
+				rows = append(rows, toPointJSON(p, study))
 			}
-			objs := make([]string, len(sp.Objectives))
-			for i, o := range sp.Objectives {
+			objs := make([]string, len(study.Objectives))
+			for i, o := range study.Objectives {
 				objs[i] = o.String()
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				return writeJSON(out, map[string]any{"study": sp.Name, "objectives": objs, "slo": sp.SLO.String(), "front": rows})
+				return writeJSON(out, map[string]any{"study": study.Name, "objectives": objs, "slo": study.SLO.String(), "front": rows})
 			}
-			fmt.Fprintf(out, "Pareto front of %s (%s); SLO %s\n", sp.Name, strings.Join(objs, ", "), sp.SLO)
+			fmt.Fprintf(out, "Pareto front of %s (%s); SLO %s\n", study.Name, strings.Join(objs, ", "), study.SLO)
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 			fmt.Fprint(tw, "TRIAL\tLEVEL\tSLO")
-			for _, o := range sp.Objectives {
+			for _, o := range study.Objectives {
 				fmt.Fprintf(tw, "\t%s (%s)", strings.ToUpper(o.Metric), recommend.Unit(o.Metric))
 			}
 			// Energy where NVML measured it (and no objective shows it already).
@@ -506,7 +506,7 @@ func newParetoCmd() *cobra.Command {
 					energy = true
 				}
 			}
-			for _, o := range sp.Objectives {
+			for _, o := range study.Objectives {
 				if o.Metric == "output_tokens_per_joule" {
 					energy = false
 				}
@@ -521,7 +521,7 @@ func newParetoCmd() *cobra.Command {
 					ok = "ok"
 				}
 				fmt.Fprintf(tw, "%d\t%s\t%s", r.Trial, r.Level, ok)
-				for _, o := range sp.Objectives {
+				for _, o := range study.Objectives {
 					fmt.Fprintf(tw, "\t%.4g", r.Metrics[o.Metric])
 				}
 				if energy {
@@ -570,34 +570,34 @@ func newRecommendCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			sp := ss.spec
+			study := ss.spec
 			if format == "" {
-				format = string(sp.Engine)
+				format = string(study.Engine)
 			}
 			var ver engine.Version
 			if engineVersion != "" {
 				if ver, err = engine.ParseVersion(engineVersion); err == nil {
-					err = engine.CheckVersion(engineFor(sp, format), ver)
+					err = engine.CheckVersion(engineFor(study, format), ver)
 				}
 				if err != nil {
 					return usageErrorf("--engine-version: %v", err)
 				}
 			}
-			if e := engineFor(sp, format); e != sp.Engine {
+			if e := engineFor(study, format); e != study.Engine {
 				fmt.Fprintf(cmd.ErrOrStderr(), "warning: study %s was measured on %s; this %s command carries its settings over unmeasured (%s's memory, scheduler and defaults differ): tune it on %s before serving it\n",
-					sp.Name, sp.Engine, e, e, e)
+					study.Name, study.Engine, e, e, e)
 			}
-			rec, err := recommend.RecommendStudy(ss.trials, sp.Terms(), pref)
+			rec, err := recommend.RecommendStudy(ss.trials, study.Terms(), pref)
 			if err != nil {
-				return failedError(fmt.Errorf("study %s: %w", sp.Name, err))
+				return failedError(fmt.Errorf("study %s: %w", study.Name, err))
 			}
 			warnSuspect(cmd.ErrOrStderr(), rec)
-			alt := shapeAlternative(ss.trials, sp, pref, rec.Best)
+			alt := shapeAlternative(ss.trials, study, pref, rec.Best)
 			if format == "k8s" || format == "kserve" {
-				return writeManifests(cmd.OutOrStdout(), sp, rec, alt, pref, format, hfSecret, modelClaim, routerImage)
+				return writeManifests(cmd.OutOrStdout(), study, rec, alt, pref, format, hfSecret, modelClaim, routerImage)
 			}
-			q := recommendedQuality(sp, ss.study, ss.trials, rec.Best.Point.Trial)
-			return writeRecommendation(cmd.OutOrStdout(), sp, rec, alt, pref, format, q, ver)
+			q := recommendedQuality(study, ss.study, ss.trials, rec.Best.Point.Trial)
+			return writeRecommendation(cmd.OutOrStdout(), study, rec, alt, pref, format, q, ver)
 		},
 	}
 	addDBFlag(cmd, &dbPath)
@@ -632,59 +632,59 @@ func warnSuspect(w io.Writer, rec recommend.Recommendation) {
 // writeManifests writes the recommendation as Kubernetes manifests (k8s:
 // a Deployment and a Service; kserve: a ServingRuntime and an
 // InferenceService), headed by comments on where it comes from.
-func writeManifests(w io.Writer, sp *spec.Spec, rec recommend.Recommendation, alt *recommend.Recommendation, pref recommend.Preference, format, hfSecret, modelClaim, routerImage string) error {
+func writeManifests(w io.Writer, study *spec.Spec, rec recommend.Recommendation, alt *recommend.Recommendation, pref recommend.Preference, format, hfSecret, modelClaim, routerImage string) error {
 	p := rec.Best.Point
-	s := kube.Serve{Engine: sp.Engine, Model: sp.Model, Settings: p.Settings, Extra: sp.Space.Extra, GPUs: p.GPUs,
-		GPU: sp.Hardware.GPU, HFSecret: hfSecret, Study: sp.Name, Trial: p.Trial,
+	s := kube.Serve{Engine: study.Engine, Model: study.Model, Settings: p.Settings, Extra: study.Space.Extra, GPUs: p.GPUs,
+		GPU: study.Hardware.GPU, HFSecret: hfSecret, Study: study.Name, Trial: p.Trial,
 		// A local model (its config.json was read) is a directory on this host.
-		Local: sp.ModelConfig != "", ModelClaim: modelClaim}
+		Local: study.ModelConfig != "", ModelClaim: modelClaim}
 	if s.Local && s.ModelClaim == "" {
 		s.ModelClaim = kube.DefaultClaim(s)
 	}
-	if image := sp.Image(); image != "" && !engine.IsSimImage(image) {
+	if image := study.Image(); image != "" && !engine.IsSimImage(image) {
 		s.Image = image
 	}
 	var objs []any
 	var err error
-	disagg := sp.PartCommands(p) != nil
+	disagg := study.PartCommands(p) != nil
 	switch {
 	case disagg && format == "kserve":
 		return usageErrorf("--format kserve: the recommendation is disaggregated; --format k8s writes its parts' Deployments")
 	case disagg:
-		objs, err = disaggManifests(sp, s, p, routerImage)
+		objs, err = disaggManifests(study, s, p, routerImage)
 	case format == "kserve":
 		rt, isvc, e := kube.KServe(s)
 		objs, err = []any{rt, isvc}, e
-	case s.GPUs > hostGPUs(sp.Hardware.GPU):
+	case s.GPUs > hostGPUs(study.Hardware.GPU):
 		// One replica spans hosts: a LeaderWorkerSet, a pod per host.
-		set, svc, e := kube.LeaderWorkerSet(s, hostGPUs(sp.Hardware.GPU))
+		set, svc, e := kube.LeaderWorkerSet(s, hostGPUs(study.Hardware.GPU))
 		objs, err = []any{set, svc}, e
 	default:
 		d, svc, e := kube.Deployment(s)
 		objs, err = []any{d, svc}, e
 	}
 	if err != nil {
-		return usageError(fmt.Errorf("study %s: %w", sp.Name, err))
+		return usageError(fmt.Errorf("study %s: %w", study.Name, err))
 	}
 	// Every line of the header is a comment (kube.Comment): the names and
 	// the command come from the spec.
 	var cmdText string
 	if disagg {
-		cmdText = strings.Join(spec.Script(sp.PartCommands(p)), "\n  ")
+		cmdText = strings.Join(spec.Script(study.PartCommands(p)), "\n  ")
 	} else {
-		cmdText = engine.ShellJoin(serveArgv(sp, p, string(sp.Engine)))
+		cmdText = engine.ShellJoin(serveArgv(study, p, string(study.Engine)))
 	}
-	head := fmt.Sprintf("%s: trial %d at %s, best %s under SLO %s; as commands on one host:\n  %s", sp.Name, p.Trial, p.Label, pref.For(sp.Tuner.Objective).Describe(sp.Tuner.Objective), sp.SLO, cmdText)
-	for _, r := range rec.Best.SLORisks(sp.SLO) {
+	head := fmt.Sprintf("%s: trial %d at %s, best %s under SLO %s; as commands on one host:\n  %s", study.Name, p.Trial, p.Label, pref.For(study.Tuner.Objective).Describe(study.Tuner.Objective), study.SLO, cmdText)
+	for _, r := range rec.Best.SLORisks(study.SLO) {
 		head += "\ncaution: " + r
 	}
 	if alt != nil {
 		var b strings.Builder
-		writeAlternative(&b, sp, rec.Best, alt.Best)
+		writeAlternative(&b, study, rec.Best, alt.Best)
 		head += "\n" + strings.ReplaceAll(strings.TrimSuffix(b.String(), "\n"), "# ", "")
 	}
 	if s.Local {
-		head += fmt.Sprintf("\nthe model's files, from %s on this host, at the root of the PersistentVolumeClaim %s", sp.Model, s.ModelClaim)
+		head += fmt.Sprintf("\nthe model's files, from %s on this host, at the root of the PersistentVolumeClaim %s", study.Model, s.ModelClaim)
 	}
 	if hfSecret != "" {
 		head += fmt.Sprintf("\nthe Hugging Face token: kubectl create secret generic %s --from-literal=%s=\"$HF_TOKEN\"",
@@ -699,8 +699,8 @@ func writeManifests(w io.Writer, sp *spec.Spec, rec recommend.Recommendation, al
 // disaggManifests are the manifests of disaggregated point p: per role a
 // Deployment of its engines and a Service, the router's Deployment in
 // front of the roles' Services and the Service clients use.
-func disaggManifests(sp *spec.Spec, s kube.Serve, p recommend.Point, routerImage string) ([]any, error) {
-	d := sp.Disaggregation
+func disaggManifests(study *spec.Spec, s kube.Serve, p recommend.Point, routerImage string) ([]any, error) {
+	d := study.Disaggregation
 	var parts []kube.Part
 	for _, part := range p.Settings.Parts() {
 		if part.Index > 0 { // the role's engines are one Deployment's replicas
@@ -708,7 +708,7 @@ func disaggManifests(sp *spec.Spec, s kube.Serve, p recommend.Point, routerImage
 			continue
 		}
 		parts = append(parts, kube.Part{Role: part.Role, Replicas: 1, Settings: part.Settings, GPUs: part.GPUs(),
-			Extra: append(engine.RoleArgs(sp.Engine, part.Role, d.KV), sp.Space.Extra...)})
+			Extra: append(engine.RoleArgs(study.Engine, part.Role, d.KV), study.Space.Extra...)})
 	}
 	urls := map[engine.Role][]string{}
 	for _, part := range parts {
@@ -718,14 +718,14 @@ func disaggManifests(sp *spec.Spec, s kube.Serve, p recommend.Point, routerImage
 	if err != nil {
 		return nil, err
 	}
-	argv = launcher.ExpandCommand(argv, sp.Model, nil, "0.0.0.0", engine.ContainerPort)
+	argv = launcher.ExpandCommand(argv, study.Model, nil, "0.0.0.0", engine.ContainerPort)
 	return kube.Disaggregated(s, parts, kube.Router{Argv: redact.Args(argv), Image: routerImage, HealthPath: d.Router.HealthPath})
 }
 
 // serveArgv returns the command that serves the recommendation, secret
 // flags' values redacted (spec.Spec.ServeArgv).
-func serveArgv(sp *spec.Spec, p recommend.Point, format string) []string {
-	return sp.ServeArgv(p, format)
+func serveArgv(study *spec.Spec, p recommend.Point, format string) []string {
+	return study.ServeArgv(p, format)
 }
 
 // metricCI is one figure of a recommendation.
@@ -748,8 +748,8 @@ func candidateMetrics(c recommend.Candidate) map[string]metricCI {
 // recommendedQuality is what the study's quality gate said of the
 // recommended trial: its verdict, or why the gate scored nothing (the
 // simulated engine); nil without a gate.
-func recommendedQuality(sp *spec.Spec, st store.Study, trials []store.Trial, number int) *measure.Quality {
-	if sp.Quality == nil {
+func recommendedQuality(study *spec.Spec, st store.Study, trials []store.Trial, number int) *measure.Quality {
+	if study.Quality == nil {
 		return nil
 	}
 	for _, t := range trials {
@@ -767,15 +767,15 @@ func recommendedQuality(sp *spec.Spec, st store.Study, trials []store.Trial, num
 // write it: the point, its figures over its runs, the command, findings,
 // the quality verdict, the runner-up, and for a study with a
 // disaggregation section its shape, parts and the other shape's best.
-func recommendationDoc(sp *spec.Spec, rec recommend.Recommendation, alt *recommend.Recommendation, pref recommend.Preference, verdict *measure.Quality, findings []diagnose.Finding) map[string]any {
+func recommendationDoc(study *spec.Spec, rec recommend.Recommendation, alt *recommend.Recommendation, pref recommend.Preference, verdict *measure.Quality, findings []diagnose.Finding) map[string]any {
 	best := rec.Best
 	p := best.Point
-	pj := toPointJSON(p, sp)
+	pj := toPointJSON(p, study)
 	doc := map[string]any{
-		"study": sp.Name, "model": sp.Model, "engine": string(sp.Engine), "prefer": string(pref.For(sp.Tuner.Objective)), "slo_risks": nonNil(rec.Best.SLORisks(sp.SLO)),
+		"study": study.Name, "model": study.Model, "engine": string(study.Engine), "prefer": string(pref.For(study.Tuner.Objective)), "slo_risks": nonNil(rec.Best.SLORisks(study.SLO)),
 		"trial": pj.Trial, "level": pj.Level, "gpus": pj.GPUs, "settings": pj.Settings, "metrics": pj.Metrics,
 		"runs": best.Runs(), "metrics_ci95": candidateMetrics(best),
-		"command":  serveArgv(sp, p, string(sp.Engine)),
+		"command":  serveArgv(study, p, string(study.Engine)),
 		"findings": findings,
 	}
 	if verdict != nil {
@@ -791,19 +791,19 @@ func recommendationDoc(sp *spec.Spec, rec recommend.Recommendation, alt *recomme
 		doc["runner_up"] = map[string]any{"trial": ru.Trial, "settings": ru.Settings, "runs": ru.Runs(),
 			"metrics_ci95": candidateMetrics(*ru), "separated": rec.Separated}
 	}
-	if sp.Disaggregation != nil {
+	if study.Disaggregation != nil {
 		doc["shape"] = p.Settings.Shape()
-		if parts := partsJSON(sp, p); parts != nil {
+		if parts := partsJSON(study, p); parts != nil {
 			doc["parts"] = parts
 		}
 		if alt != nil {
 			a := alt.Best
 			ad := map[string]any{"shape": a.Point.Settings.Shape(), "trial": a.Trial, "settings": a.Settings,
 				"gpus": a.Point.GPUs, "metrics_ci95": candidateMetrics(a), "difference_pct": best.Difference(a, recommend.Figures())}
-			if parts := partsJSON(sp, a.Point); parts != nil {
+			if parts := partsJSON(study, a.Point); parts != nil {
 				ad["parts"] = parts
 			} else {
-				ad["command"] = serveArgv(sp, a.Point, string(sp.Engine))
+				ad["command"] = serveArgv(study, a.Point, string(study.Engine))
 			}
 			doc["alternative"] = ad
 		}
@@ -813,14 +813,14 @@ func recommendationDoc(sp *spec.Spec, rec recommend.Recommendation, alt *recomme
 
 // engineFor is the engine a recommend format's command runs: the study's
 // for vllm-less formats (docker, yaml, json), else the format's.
-func engineFor(sp *spec.Spec, format string) engine.Engine {
+func engineFor(study *spec.Spec, format string) engine.Engine {
 	switch format {
 	case string(engine.VLLM):
 		return engine.VLLM
 	case string(engine.SGLang):
 		return engine.SGLang
 	}
-	return sp.Engine
+	return study.Engine
 }
 
 // versionLines are the comment lines that say which release of its
@@ -840,29 +840,29 @@ func versionLines(e engine.Engine, v engine.Version, argvs ...[]string) []string
 	return lines
 }
 
-func writeRecommendation(w io.Writer, sp *spec.Spec, rec recommend.Recommendation, alt *recommend.Recommendation, pref recommend.Preference, format string, verdict *measure.Quality, ver engine.Version) error {
+func writeRecommendation(w io.Writer, study *spec.Spec, rec recommend.Recommendation, alt *recommend.Recommendation, pref recommend.Preference, format string, verdict *measure.Quality, ver engine.Version) error {
 	best := rec.Best
 	p := best.Point
-	pj := toPointJSON(p, sp)
+	pj := toPointJSON(p, study)
 	// Why it performs as it does, at the recommended level.
-	findings := diagnose.Level(diagnose.Input{Engine: sp.Engine, Settings: p.Settings, Level: p.Level,
-		CacheCold: cacheCold(map[string]any{"dataset": sp.Workload.Dataset})})
+	findings := diagnose.Level(diagnose.Input{Engine: study.Engine, Settings: p.Settings, Level: p.Level,
+		CacheCold: cacheCold(map[string]any{"dataset": study.Workload.Dataset})})
 	switch format {
 	case "json", "yaml":
-		doc := recommendationDoc(sp, rec, alt, pref, verdict, findings)
+		doc := recommendationDoc(study, rec, alt, pref, verdict, findings)
 		v := ver
 		if v == (engine.Version{}) {
-			v = engine.NewestVersion(sp.Engine)
+			v = engine.NewestVersion(study.Engine)
 		}
 		doc["engine_version"] = v.String()
-		doc["flag_problems"] = nonNil(engine.CheckFlags(sp.Engine, v, serveArgv(sp, p, string(sp.Engine))))
+		doc["flag_problems"] = nonNil(engine.CheckFlags(study.Engine, v, serveArgv(study, p, string(study.Engine))))
 		if format == "json" {
 			return writeJSON(w, doc)
 		}
 		return yamlenc.Encode(w, doc) // the command holds the spec's strings
 	}
-	argv := serveArgv(sp, p, format)
-	e := engineFor(sp, format)
+	argv := serveArgv(study, p, format)
+	e := engineFor(study, format)
 	if ver == (engine.Version{}) {
 		ver = engine.NewestVersion(e)
 	}
@@ -870,7 +870,7 @@ func writeRecommendation(w io.Writer, sp *spec.Spec, rec recommend.Recommendatio
 	if best.Runs() > 1 {
 		runs = fmt.Sprintf("%d runs, 95%% CI", best.Runs())
 	}
-	fmt.Fprintf(w, "# %s: trial %d at %s, best %s under SLO %s (%s):\n", sp.Name, p.Trial, pj.Level, pref.For(sp.Tuner.Objective).Describe(sp.Tuner.Objective), sp.SLO, runs)
+	fmt.Fprintf(w, "# %s: trial %d at %s, best %s under SLO %s (%s):\n", study.Name, p.Trial, pj.Level, pref.For(study.Tuner.Objective).Describe(study.Tuner.Objective), study.SLO, runs)
 	var parts []string
 	for _, name := range recommend.Figures() {
 		if value, ci, ok := best.Figure(name); ok {
@@ -883,7 +883,7 @@ func writeRecommendation(w io.Writer, sp *spec.Spec, rec recommend.Recommendatio
 		// that fails requests at this load.
 		fmt.Fprintf(w, "#   at this level %s\n", f)
 	}
-	for _, r := range best.SLORisks(sp.SLO) {
+	for _, r := range best.SLORisks(study.SLO) {
 		fmt.Fprint(w, "# "+wrap("caution: "+r, 100, "#   ")[4:])
 	}
 	if ru := rec.RunnerUp; ru != nil {
@@ -910,16 +910,16 @@ func writeRecommendation(w io.Writer, sp *spec.Spec, rec recommend.Recommendatio
 		fmt.Fprint(w, "# - "+wrap(f.String(), 100, "#   ")[4:])
 	}
 	if alt != nil {
-		writeAlternative(w, sp, best, alt.Best)
+		writeAlternative(w, study, best, alt.Best)
 	}
 	argvs := [][]string{argv}
-	for _, c := range sp.PartCommands(p) {
+	for _, c := range study.PartCommands(p) {
 		argvs = append(argvs, c.Argv)
 	}
 	for _, l := range versionLines(e, ver, argvs...) {
 		fmt.Fprint(w, "# "+wrap(l, 100, "#   ")[4:])
 	}
-	if parts := sp.PartCommands(p); parts != nil {
+	if parts := study.PartCommands(p); parts != nil {
 		fmt.Fprintf(w, "# disaggregated on one host: %d engines in the background, each on its GPUs, and the router in front (on several hosts, each engine's host in the router's)\n", len(parts)-1)
 		for _, line := range spec.Script(parts) {
 			fmt.Fprintln(w, line)
@@ -933,16 +933,16 @@ func writeRecommendation(w io.Writer, sp *spec.Spec, rec recommend.Recommendatio
 // shapeAlternative is the other shape's recommendation beside best's
 // (recommend.OtherShape), nil for a study without a disaggregation
 // section.
-func shapeAlternative(trials []store.Trial, sp *spec.Spec, pref recommend.Preference, best recommend.Candidate) *recommend.Recommendation {
-	if sp.Disaggregation == nil {
+func shapeAlternative(trials []store.Trial, study *spec.Spec, pref recommend.Preference, best recommend.Candidate) *recommend.Recommendation {
+	if study.Disaggregation == nil {
 		return nil
 	}
-	return recommend.OtherShape(trials, sp.Terms(), pref, best)
+	return recommend.OtherShape(trials, study.Terms(), pref, best)
 }
 
 // writeAlternative writes the other shape's best measured configuration
 // as comments: its figures, the measured difference and its commands.
-func writeAlternative(w io.Writer, sp *spec.Spec, best, alt recommend.Candidate) {
+func writeAlternative(w io.Writer, study *spec.Spec, best, alt recommend.Candidate) {
 	p := alt.Point
 	var figs []string
 	for _, name := range recommend.Figures() {
@@ -961,13 +961,13 @@ func writeAlternative(w io.Writer, sp *spec.Spec, best, alt recommend.Candidate)
 	if len(ds) > 0 {
 		fmt.Fprintf(w, "# measured, %s against %s: %s\n", best.Point.Settings.Shape(), p.Settings.Shape(), strings.Join(ds, ", "))
 	}
-	if parts := sp.PartCommands(p); parts != nil {
+	if parts := study.PartCommands(p); parts != nil {
 		for _, line := range spec.Script(parts) {
 			fmt.Fprintln(w, "#   "+line)
 		}
 		return
 	}
-	fmt.Fprintln(w, "#   "+engine.ShellJoin(serveArgv(sp, p, string(sp.Engine))))
+	fmt.Fprintln(w, "#   "+engine.ShellJoin(serveArgv(study, p, string(study.Engine))))
 }
 
 // partJSON is one process of a disaggregated recommendation.
@@ -980,9 +980,9 @@ type partJSON struct {
 	Command []string `json:"command"`
 }
 
-func partsJSON(sp *spec.Spec, p recommend.Point) []partJSON {
+func partsJSON(study *spec.Spec, p recommend.Point) []partJSON {
 	var out []partJSON
-	for _, c := range sp.PartCommands(p) {
+	for _, c := range study.PartCommands(p) {
 		out = append(out, partJSON{Name: c.Name, Role: string(c.Role), GPUs: c.GPUs, Env: c.Env, Port: c.Port, Command: c.Argv})
 	}
 	return out

@@ -62,7 +62,7 @@ know, a space where nothing fits in memory) is checked, before anything is
 launched. One process owns a study at a time.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			sp, l, err := tuner.ParseSpecFile(args[0])
+			study, l, err := tuner.ParseSpecFile(args[0])
 			if err != nil {
 				return usageError(err)
 			}
@@ -70,9 +70,9 @@ launched. One process owns a study at a time.`,
 				return usageErrorf("--resume and --fresh exclude each other")
 			}
 			if o.dryRun {
-				return runDryRun(cmd.Context(), sp, cmd.OutOrStdout())
+				return runDryRun(cmd.Context(), study, cmd.OutOrStdout())
 			}
-			return runTune(cmd.Context(), sp, l, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return runTune(cmd.Context(), study, l, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	cmd.Flags().StringVar(&o.db, "db", studyDBDefault(), "SQLite database of studies (env SERVETUNE_DB)")
@@ -84,19 +84,19 @@ launched. One process owns a study at a time.`,
 	return cmd
 }
 
-func runTune(ctx context.Context, sp *spec.Spec, l launcher.Launcher, o tuneOptions, stdout, stderr io.Writer) error {
+func runTune(ctx context.Context, studySpec *spec.Spec, l launcher.Launcher, o tuneOptions, stdout, stderr io.Writer) error {
 	db, err := openDBForWrite(ctx, o.db)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
 	if o.fresh {
-		if err := db.DeleteStudy(ctx, sp.Name); err != nil && !errors.Is(err, store.ErrNotFound) {
+		if err := db.DeleteStudy(ctx, studySpec.Name); err != nil && !errors.Is(err, store.ErrNotFound) {
 			return usageError(err)
 		}
 	}
 
-	study := &tuner.Study{Spec: sp, Launcher: l, Store: db, Memory: memory.Model{}, Resume: o.resume, ForceSpec: o.forceSpec, Tool: "servetune " + version}
+	study := &tuner.Study{Spec: studySpec, Launcher: l, Store: db, Memory: memory.Model{}, Resume: o.resume, ForceSpec: o.forceSpec, Tool: "servetune " + version}
 	prog := &tuneProgress{w: stderr, last: map[int]int{}, bars: map[int]*progressBar{}, tty: isTerminal(stderr) && study.Parallelism() == 1}
 	live := &ui.Live{}
 	study.OnProgress = func(n int, level string, done, total int) {
@@ -108,15 +108,15 @@ func runTune(ctx context.Context, sp *spec.Spec, l launcher.Launcher, o tuneOpti
 		live.Start(n, set, gpus)
 		prog.printf("trial %d start  gpus=%v  %s\n", n, gpus, settingsLine(set))
 	}
-	clock := &studyClock{start: time.Now(), sp: sp, parallel: study.Parallelism()}
+	clock := &studyClock{start: time.Now(), spec: studySpec, parallel: study.Parallelism()}
 	study.OnFinish = func(r tuner.TrialReport) {
 		live.Finish(r.Number)
 		// The live line: one per finished trial, on stdout.
-		fmt.Fprintln(stdout, clock.finished(r)+" "+trialLine(r, sp.Tuner.Objective))
+		fmt.Fprintln(stdout, clock.finished(r)+" "+trialLine(r, studySpec.Tuner.Objective))
 	}
 	if o.ui != "" {
-		srv := &ui.Server{DB: db, Source: o.db, Tool: "servetune " + version, Live: live, LiveStudy: sp.Name, Poll: 500 * time.Millisecond}
-		stop, err := startTuneUI(ctx, srv, o.ui, sp.Name, stderr)
+		srv := &ui.Server{DB: db, Source: o.db, Tool: "servetune " + version, Live: live, LiveStudy: studySpec.Name, Poll: 500 * time.Millisecond}
+		stop, err := startTuneUI(ctx, srv, o.ui, studySpec.Name, stderr)
 		if err != nil {
 			return err
 		}
@@ -131,9 +131,9 @@ func runTune(ctx context.Context, sp *spec.Spec, l launcher.Launcher, o tuneOpti
 			how = fmt.Sprintf(" (resumed: %d stored)", stored)
 		}
 		fmt.Fprintf(stderr, "study %s%s: %d trials, sampler %s (seed %d), objective %s, db %s\n",
-			sp.Name, how, sp.Tuner.Trials, sp.Tuner.Sampler, sp.Tuner.Seed, sp.Tuner.Objective, o.db)
+			studySpec.Name, how, studySpec.Tuner.Trials, studySpec.Tuner.Sampler, studySpec.Tuner.Seed, studySpec.Tuner.Objective, o.db)
 	}
-	stopWatch := watchInterrupt(ctx, stderr, sp, l)
+	stopWatch := watchInterrupt(ctx, stderr, studySpec, l)
 	out, err := study.Run(ctx)
 	stopWatch()
 	if len(out.Rerun) > 0 {
@@ -149,33 +149,33 @@ func runTune(ctx context.Context, sp *spec.Spec, l launcher.Launcher, o tuneOpti
 		// exit codes), and what it measured is stored; a second Ctrl-C
 		// exits 130 at once.
 		return failedError(fmt.Errorf("study %s interrupted: %d trials stored (%d ok, %d failed this run; the one in flight marked interrupted); continue with: servetune tune %s --db %s --resume",
-			sp.Name, out.Trials, out.Completed, out.Failed, sp.File, o.db))
+			studySpec.Name, out.Trials, out.Completed, out.Failed, studySpec.File, o.db))
 	case err != nil:
 		return failedError(err)
 	}
-	fmt.Fprintf(stdout, "study %s: %d trials (%d ok, %d failed this run)\n", sp.Name, out.Trials, out.Completed, out.Failed)
+	fmt.Fprintf(stdout, "study %s: %d trials (%d ok, %d failed this run)\n", studySpec.Name, out.Trials, out.Completed, out.Failed)
 	if out.Stop.Stopped() {
 		// The study's last word: not a line that scrolls past among the
 		// trials' (store.Study.Stop keeps it for report and dashboard).
-		fmt.Fprintf(stdout, "study %s: %s\n", sp.Name, out.Stop)
+		fmt.Fprintf(stdout, "study %s: %s\n", studySpec.Name, out.Stop)
 	}
 	trials, err := db.Trials(ctx, out.StudyID)
 	if err != nil {
 		return failedError(err)
 	}
 	if !anyOK(trials) {
-		return failedError(fmt.Errorf("study %s: no trial succeeded: %s", sp.Name, failureSummary(trials)))
+		return failedError(fmt.Errorf("study %s: no trial succeeded: %s", studySpec.Name, failureSummary(trials)))
 	}
-	rec, err := recommend.RecommendStudy(trials, sp.Terms(), recommend.PreferObjective)
+	rec, err := recommend.RecommendStudy(trials, studySpec.Terms(), recommend.PreferObjective)
 	if err != nil {
 		fmt.Fprintf(stdout, "no recommendation: %v\n", err)
 		return nil
 	}
-	st, err := db.GetStudy(ctx, sp.Name)
+	st, err := db.GetStudy(ctx, studySpec.Name)
 	if err != nil {
 		return failedError(err)
 	}
-	return writeRecommendation(stdout, sp, rec, shapeAlternative(trials, sp, recommend.PreferObjective, rec.Best), recommend.PreferObjective, string(sp.Engine), recommendedQuality(sp, st, trials, rec.Best.Point.Trial), engine.Version{})
+	return writeRecommendation(stdout, studySpec, rec, shapeAlternative(trials, studySpec, recommend.PreferObjective, rec.Best), recommend.PreferObjective, string(studySpec.Engine), recommendedQuality(studySpec, st, trials, rec.Best.Point.Trial), engine.Version{})
 }
 
 func anyOK(trials []store.Trial) bool {
@@ -217,7 +217,7 @@ func failureSummary(trials []store.Trial) string {
 // SIGTERM, what the study is doing before it exits, and makes a second
 // Ctrl-C exit at once (status 130) for a user who cannot wait for the
 // engines to stop. The returned function ends the watch and waits for it.
-func watchInterrupt(ctx context.Context, stderr io.Writer, sp *spec.Spec, l launcher.Launcher) (stop func()) {
+func watchInterrupt(ctx context.Context, stderr io.Writer, study *spec.Spec, l launcher.Launcher) (stop func()) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -233,8 +233,8 @@ func watchInterrupt(ctx context.Context, stderr io.Writer, sp *spec.Spec, l laun
 		signal.Notify(again, os.Interrupt, syscall.SIGTERM)
 		defer signal.Stop(again)
 		cleanup := ""
-		if reaperOf(sp, l) != nil {
-			cleanup = "servetune cleanup --study " + sp.Name
+		if reaperOf(study, l) != nil {
+			cleanup = "servetune cleanup --study " + study.Name
 		}
 		if cleanup != "" {
 			fmt.Fprintf(stderr, "interrupted: stopping the load, saving finished trials, stopping the engine (Ctrl-C again to exit at once, then run %s)\n", cleanup)
@@ -332,7 +332,7 @@ func settingsLine(s space.Settings) string { return s.Line() }
 // Calls are serialised by Study (OnFinish).
 type studyClock struct {
 	start     time.Time
-	sp        *spec.Spec
+	spec      *spec.Spec
 	parallel  int
 	durations []time.Duration
 }
@@ -346,7 +346,7 @@ func (c *studyClock) finished(r tuner.TrialReport) string {
 	if r.Result.Failure != engine.FailInfeasible {
 		c.durations = append(c.durations, max(r.Result.Finished.Sub(r.Result.Started), 0))
 	}
-	conf := c.sp.Tuner.Confirm.Top * c.sp.Tuner.Confirm.Runs
+	conf := c.spec.Tuner.Confirm.Top * c.spec.Tuner.Confirm.Runs
 	count, remaining := fmt.Sprintf("%d/%d", r.Done, r.Total), r.Total-r.Done+conf
 	if r.Confirms != nil {
 		count, remaining = "confirm "+count, r.Total-r.Done

@@ -119,24 +119,24 @@ study spec's model, workload, slo and whatif: section (docs/spec.md); flags win.
 // SLOs and whatif section (`whatif --spec`); flags override them.
 func whatifSpecOptions(path string) (whatif.Options, *spec.Spec, error) {
 	var o whatif.Options
-	sp, _, err := tuner.ParseSpecFile(path)
+	study, _, err := tuner.ParseSpecFile(path)
 	if err != nil {
 		return o, nil, err
 	}
-	o.Model = sp.Model
-	if sp.ModelConfig != "" {
-		o.Model = sp.ModelConfig
+	o.Model = study.Model
+	if study.ModelConfig != "" {
+		o.Model = study.ModelConfig
 	}
-	o.Engines = []engine.Engine{sp.Engine}
-	o.Dataset, o.SLO, o.Seed = sp.Workload.Dataset, sp.SLO, sp.Tuner.Seed
+	o.Engines = []engine.Engine{study.Engine}
+	o.Dataset, o.SLO, o.Seed = study.Workload.Dataset, study.SLO, study.Tuner.Seed
 	// The flags' defaults, so a spec gives the options its flags would.
 	o.Shapes, o.KVLink, o.ReservedDiscount = []string{whatif.ShapeAggregated}, sim.DefaultLink, 0.4
-	if d := sp.Disaggregation; d != nil && d.KVLink != "" {
+	if d := study.Disaggregation; d != nil && d.KVLink != "" {
 		o.KVLink = d.KVLink
 	}
-	w := sp.Whatif
+	w := study.Whatif
 	if w == nil {
-		return o, sp, nil
+		return o, study, nil
 	}
 	if len(w.Shapes) > 0 {
 		o.Shapes = w.Shapes
@@ -170,7 +170,7 @@ func whatifSpecOptions(path string) (whatif.Options, *spec.Spec, error) {
 		}
 		o.Calibrations = append(o.Calibrations, whatif.Calibration{Name: c, Profile: p})
 	}
-	return o, sp, nil
+	return o, study, nil
 }
 
 // whatifLoadAndPrices applies the target load and price flags to o.
@@ -212,14 +212,14 @@ func whatifLoadAndPrices(fl *pflag.FlagSet, f *whatifFlags, o *whatif.Options) e
 
 func whatifOptions(fl *pflag.FlagSet, f *whatifFlags) (whatif.Options, error) {
 	var o whatif.Options
-	var sp *spec.Spec
+	var study *spec.Spec
 	if f.spec != "" {
 		var err error
-		if o, sp, err = whatifSpecOptions(f.spec); err != nil {
+		if o, study, err = whatifSpecOptions(f.spec); err != nil {
 			return o, err
 		}
 	}
-	set := func(name string) bool { return sp == nil || fl.Changed(name) }
+	set := func(name string) bool { return study == nil || fl.Changed(name) }
 	if set("model") {
 		o.Model = f.model
 	}
@@ -242,7 +242,7 @@ func whatifOptions(fl *pflag.FlagSet, f *whatifFlags) (whatif.Options, error) {
 			o.Engines = append(o.Engines, eng)
 		}
 	}
-	if err := whatifDataset(fl, f, sp != nil, &o); err != nil {
+	if err := whatifDataset(fl, f, study != nil, &o); err != nil {
 		return o, err
 	}
 	if set("slo") {
@@ -266,7 +266,7 @@ func whatifOptions(fl *pflag.FlagSet, f *whatifFlags) (whatif.Options, error) {
 		return o, err
 	}
 	o.RequestsPerLevel = f.requests
-	if fl.Changed("seed") || sp == nil {
+	if fl.Changed("seed") || study == nil {
 		o.Seed = int64(f.bench.seed)
 	}
 	return o, nil

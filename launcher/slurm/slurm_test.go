@@ -92,8 +92,8 @@ func TestJobLifecycle(t *testing.T) {
 	study := testStudy(t)
 	cancelAll(t, study)
 	ctx := context.Background()
-	sp := spec(study, 3, 0, 1)
-	in, err := s.Launch(ctx, sp)
+	trialSpec := spec(study, 3, 0, 1)
+	in, err := s.Launch(ctx, trialSpec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestJobLifecycle(t *testing.T) {
 	}
 	resp.Body.Close()
 	jobs := jobsOf(t, study)
-	if len(jobs) != 1 || jobs[0].State != "RUNNING" || jobs[0].Name != jobName(sp) || !strings.HasPrefix(jobs[0].GRES, "gpu:2(") {
+	if len(jobs) != 1 || jobs[0].State != "RUNNING" || jobs[0].Name != jobName(trialSpec) || !strings.HasPrefix(jobs[0].GRES, "gpu:2(") {
 		t.Fatalf("jobs of the study: %+v", jobs)
 	}
 	pending, started, _ := in.(*job).Queue()
@@ -443,10 +443,10 @@ func disaggregated(t *testing.T, s *Slurm) *launcher.Disaggregated {
 
 // disaggSpec is a trial of one prefill and one decode engine.
 func disaggSpec(study string, trial int, gpus ...int) launcher.Spec {
-	sp := spec(study, trial, gpus...)
-	sp.Settings = engine.Settings{"disaggregated": true, "prefill_replicas": 1, "decode_replicas": 1,
+	trialSpec := spec(study, trial, gpus...)
+	trialSpec.Settings = engine.Settings{"disaggregated": true, "prefill_replicas": 1, "decode_replicas": 1,
 		"prefill_tensor_parallel": 1, "decode_tensor_parallel": 1}
-	return sp
+	return trialSpec
 }
 
 // TestDisaggregatedJobs: a disaggregated trial on Slurm is one job per
@@ -458,9 +458,9 @@ func TestDisaggregatedJobs(t *testing.T) {
 	study := testStudy(t)
 	cancelAll(t, study)
 	d := disaggregated(t, s)
-	sp := disaggSpec(study, 2, 0, 1)
+	trialSpec := disaggSpec(study, 2, 0, 1)
 	ctx := context.Background()
-	in, err := d.Launch(ctx, sp)
+	in, err := d.Launch(ctx, trialSpec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -478,7 +478,7 @@ func TestDisaggregatedJobs(t *testing.T) {
 		}
 		names[j.Name] = j.GRES
 	}
-	prefill, decode := jobName(sp)+"-prefill0", jobName(sp)+"-decode0"
+	prefill, decode := jobName(trialSpec)+"-prefill0", jobName(trialSpec)+"-decode0"
 	if len(jobs) != 2 || names[prefill] == "" || names[decode] == "" || names[prefill] == names[decode] {
 		t.Fatalf("jobs %+v, want %s and %s on GPUs of their own", jobs, prefill, decode)
 	}

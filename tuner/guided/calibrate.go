@@ -26,16 +26,16 @@ var ErrNoGPU = errors.New("the study names no hardware.gpu: the simulator needs 
 // level with the exact benchmark the trial sent (workload, seed, load; in
 // the engine's time). A trial whose settings the simulator cannot model
 // is left out and counted in skipped.
-func CalibrationRuns(sp *spec.Spec, trials []store.Trial) (runs []calibrate.Run, skipped int, err error) {
-	if sp.Hardware.GPU == "" {
+func CalibrationRuns(study *spec.Spec, trials []store.Trial) (runs []calibrate.Run, skipped int, err error) {
+	if study.Hardware.GPU == "" {
 		return nil, 0, ErrNoGPU
 	}
-	r := &tuner.TrialRunner{Spec: sp}
-	v := &simulated.Virtual{GPU: sp.Hardware.GPU, ModelConfig: sp.Launcher.ModelConfig}
-	if sp.ModelConfigText != "" {
+	r := &tuner.TrialRunner{Spec: study}
+	v := &simulated.Virtual{GPU: study.Hardware.GPU, ModelConfig: study.Launcher.ModelConfig}
+	if study.ModelConfigText != "" {
 		// The config.json the study stored: the engine that was measured,
 		// whether or not the model's files are still there.
-		m, err := catalog.ParseHFConfig(strings.NewReader(sp.ModelConfigText), sp.Model)
+		m, err := catalog.ParseHFConfig(strings.NewReader(study.ModelConfigText), study.Model)
 		if err != nil {
 			return nil, 0, err
 		}

@@ -69,13 +69,13 @@ func TestCalibrationRecoversPerturbedConstants(t *testing.T) {
 	if err := (sim.Profile{GPU: "H100-SXM", Engine: engine.VLLM, Constants: truth}).Save(profile); err != nil {
 		t.Fatal(err)
 	}
-	sp := mustSpec(t, strings.Replace(recoverySpec, "PROFILE", profile, 1))
+	study := mustSpec(t, strings.Replace(recoverySpec, "PROFILE", profile, 1))
 	db, err := store.Open(ctx, store.Memory)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	out, err := (&tuner.Study{Spec: sp, Store: db, Memory: memory.Model{}}).Run(ctx)
+	out, err := (&tuner.Study{Spec: study, Store: db, Memory: memory.Model{}}).Run(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

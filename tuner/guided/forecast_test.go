@@ -16,7 +16,7 @@ import (
 // probe of rate x 30 s requests keeping every record would take a guided
 // study of a 24B model to 12.7 GB).
 func TestForecastBounded(t *testing.T) {
-	sp, err := spec.ParseSpec([]byte(`name: f
+	study, err := spec.ParseSpec([]byte(`name: f
 model: meta-llama/Llama-3.1-8B-Instruct
 engine: vllm
 launcher: {kind: virtual}
@@ -32,7 +32,7 @@ tuner: {trials: 2}
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := newForecaster(sp)
+	f := newForecaster(study)
 	fc := f.run(context.Background(), space.Settings{"max_running_requests": 256}, sim.Constants{}, 0)
 	if fc.Failure != "" || !fc.Met || fc.Best == nil {
 		t.Fatalf("forecast failed or met no level: %+v", fc)

@@ -101,12 +101,12 @@ type forecaster struct {
 	requests    atomic.Int64 // requests simulated, all forecasts together
 }
 
-func newForecaster(sp *spec.Spec) *forecaster {
-	vs := *sp
+func newForecaster(study *spec.Spec) *forecaster {
+	vs := *study
 	vs.Tuner.Precheck = false
 	vs.Quality = nil
 	f := &forecaster{base: &vs}
-	if l, err := tuner.NewLauncher(sp); err == nil {
+	if l, err := tuner.NewLauncher(study); err == nil {
 		if v, ok := l.(*simulated.Virtual); ok {
 			f.calibration, f.force = v.Calibration, v.ForceCalibration
 		}
@@ -218,7 +218,7 @@ type cand struct {
 // guide is the guided sampler's state; Sampler serialises its calls.
 type guide struct {
 	ctx   context.Context
-	sp    *spec.Spec
+	spec  *spec.Spec
 	f     *forecaster
 	c     sim.Constants // the refit constants (zero = the launcher's)
 	cands []*cand
@@ -242,17 +242,17 @@ type guide struct {
 	values  [][]any // each parameter's values when discrete, else nil
 }
 
-// newGuide forecasts the space of sp (GOMAXPROCS at once).
-func newGuide(ctx context.Context, sp *spec.Spec, note func(string)) (*guide, error) {
-	if err := spec.Forecastable(sp); err != nil {
+// newGuide forecasts the space of study (GOMAXPROCS at once).
+func newGuide(ctx context.Context, study *spec.Spec, note func(string)) (*guide, error) {
+	if err := spec.Forecastable(study); err != nil {
 		return nil, fmt.Errorf("sampler guided: %w", err)
 	}
 	if note == nil {
 		note = func(string) {}
 	}
-	g := &guide{ctx: ctx, sp: sp, f: newForecaster(sp), by: map[string]*cand{}, ids: map[int]*cand{},
-		next: guidedIDBase, note: note, hi: math.Inf(1), params: sp.Space.Params}
-	for _, p := range sp.Space.Params {
+	g := &guide{ctx: ctx, spec: study, f: newForecaster(study), by: map[string]*cand{}, ids: map[int]*cand{},
+		next: guidedIDBase, note: note, hi: math.Inf(1), params: study.Space.Params}
+	for _, p := range study.Space.Params {
 		v, err := p.Values()
 		if err != nil {
 			v = nil
@@ -260,14 +260,14 @@ func newGuide(ctx context.Context, sp *spec.Spec, note func(string)) (*guide, er
 		g.values = append(g.values, v)
 	}
 	var sets []space.Settings
-	if n, err := sp.Space.Size(); err == nil && n <= guidedExhaustive {
-		sets, _ = sp.Space.Grid()
+	if n, err := study.Space.Size(); err == nil && n <= guidedExhaustive {
+		sets, _ = study.Space.Grid()
 	} else {
-		sets = g.sample(sp.Tuner.Seed, guidedSample)
+		sets = g.sample(study.Tuner.Seed, guidedSample)
 	}
 	g.add(sets)
 	g.forecast(g.cands)
-	if n, err := sp.Space.Size(); err != nil || n > guidedExhaustive {
+	if n, err := study.Space.Size(); err != nil || n > guidedExhaustive {
 		g.refine(guidedRefine)
 	}
 	if err := ctx.Err(); err != nil {
@@ -455,7 +455,7 @@ type view struct {
 
 // views are the levels of pts.
 func (g *guide) views(pts []recommend.Point) []view {
-	obj := g.sp.Tuner.Objective
+	obj := g.spec.Tuner.Objective
 	out := make([]view, len(pts))
 	for i, p := range pts {
 		v := view{bad: p.Summary.Completed == 0 || p.Summary.Failed > 0 || p.Summary.Unsustained}
@@ -465,7 +465,7 @@ func (g *guide) views(pts []recommend.Point) []view {
 				v.u = 1 / m
 			}
 		}
-		for _, l := range g.sp.SLO {
+		for _, l := range g.spec.SLO {
 			x, ok := p.Metric(l.Metric)
 			if !ok || x <= 0 {
 				x = math.NaN()
@@ -484,7 +484,7 @@ func (g *guide) views(pts []recommend.Point) []view {
 // of the weight that is evidence.
 func (g *guide) local(c *cand) (ku float64, klat []float64, rho float64) {
 	const h, w0 = 0.5, 0.5
-	nl := len(g.sp.SLO)
+	nl := len(g.spec.SLO)
 	var sw, su float64
 	slat := make([]float64, nl)
 	wlat := make([]float64, nl)
@@ -550,7 +550,7 @@ func (g *guide) levelOdds(c *cand) (u, pMet []float64, sigma float64) {
 		if v.bad {
 			p = 0
 		}
-		for i, l := range g.sp.SLO {
+		for i, l := range g.spec.SLO {
 			x := v.lat[i]
 			if math.IsNaN(x) {
 				p = 0
@@ -795,7 +795,7 @@ func (g *guide) observe(c *cand, res trial.Result) {
 	if res.Status != measure.StatusOK || len(res.Levels) == 0 {
 		return
 	}
-	c.mv = g.views(recommend.PointsOf(0, c.set, g.sp.Hardware.PricePerGPUHour, res.Levels))
+	c.mv = g.views(recommend.PointsOf(0, c.set, g.spec.Hardware.PricePerGPUHour, res.Levels))
 	r := &tuner.TrialRunner{Spec: g.f.base}
 	run, err := calibrationRun(r, g.f.virtual(sim.Constants{}), c.key, 0, 0, c.set, nil, res.Levels)
 	if err == nil {
@@ -831,7 +831,7 @@ func (g *guide) record(c *cand, score float64, failed bool) {
 	c.pending, c.measured = false, true
 	c.mu = 0
 	if !failed && !math.IsNaN(score) {
-		if g.sp.Tuner.Objective.Maximize {
+		if g.spec.Tuner.Objective.Maximize {
 			c.mu = score
 		} else if score < 0 {
 			c.mu = -1 / score // score = -value for a minimised metric
@@ -880,7 +880,7 @@ func (g *guide) checkAgreement(c *cand) {
 	pred := 0.0
 	if c.fc.Met && c.fc.Value > 0 {
 		pred = c.fc.Value
-		if !g.sp.Tuner.Objective.Maximize {
+		if !g.spec.Tuner.Objective.Maximize {
 			pred = 1 / pred
 		}
 	}
@@ -901,7 +901,7 @@ func (g *guide) checkAgreement(c *cand) {
 
 // startFallback hands the search to TPE, taught every measurement so far.
 func (g *guide) startFallback() {
-	s, err := sampler.New(spec.SamplerTPE, g.sp.Space, g.sp.Tuner.Seed)
+	s, err := sampler.New(spec.SamplerTPE, g.spec.Space, g.spec.Tuner.Seed)
 	if err != nil {
 		return
 	}
@@ -919,7 +919,7 @@ func (g *guide) startFallback() {
 
 // scoreOf is c's measured utility as the objective's score.
 func (g *guide) scoreOf(c *cand) float64 {
-	if g.sp.Tuner.Objective.Maximize || c.mu == 0 {
+	if g.spec.Tuner.Objective.Maximize || c.mu == 0 {
 		return c.mu
 	}
 	return -1 / c.mu
@@ -964,15 +964,15 @@ type DryRun struct {
 	Requests   int64      // requests simulated, all forecasts together
 }
 
-// Forecast ranks sp's space in virtual time without launching anything:
+// Forecast ranks study's space in virtual time without launching anything:
 // what `tune --dry-run` prints and what the guided sampler starts from.
-func ForecastSpace(ctx context.Context, sp *spec.Spec) (DryRun, error) {
-	g, err := newGuide(ctx, sp, nil)
+func ForecastSpace(ctx context.Context, study *spec.Spec) (DryRun, error) {
+	g, err := newGuide(ctx, study, nil)
 	if err != nil {
 		return DryRun{}, err
 	}
 	d := DryRun{Configs: len(g.cands), Requests: g.f.requests.Load()}
-	d.SpaceSize, _ = sp.Space.Size()
+	d.SpaceSize, _ = study.Space.Size()
 	type kc struct {
 		fc Forecast
 		k  float64

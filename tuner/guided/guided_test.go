@@ -54,19 +54,19 @@ tuner: {trials: 2TUNER}
 		src := strings.NewReplacer("HW", hw, "TUNER", tuner).Replace(base)
 		return spec.ParseSpec([]byte(src), "s.yaml")
 	}
-	sp, err := parse("hardware: {gpu: H100-SXM}", "")
+	study, err := parse("hardware: {gpu: H100-SXM}", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sp.Tuner.Sampler != spec.SamplerGuided {
-		t.Errorf("catalog model and GPU: sampler %q, want guided", sp.Tuner.Sampler)
+	if study.Tuner.Sampler != spec.SamplerGuided {
+		t.Errorf("catalog model and GPU: sampler %q, want guided", study.Tuner.Sampler)
 	}
-	sp, err = parse("", "")
+	study, err = parse("", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sp.Tuner.Sampler != spec.SamplerTPE {
-		t.Errorf("no hardware.gpu: sampler %q, want tpe", sp.Tuner.Sampler)
+	if study.Tuner.Sampler != spec.SamplerTPE {
+		t.Errorf("no hardware.gpu: sampler %q, want tpe", study.Tuner.Sampler)
 	}
 	_, err = parse("", ", sampler: guided")
 	if err == nil || !strings.Contains(err.Error(), "tuner.sampler") || !strings.Contains(err.Error(), "hardware.gpu") {
@@ -78,7 +78,7 @@ tuner: {trials: 2TUNER}
 // simulator does not reproduce hand the search to TPE; an agreeing one in
 // between starts the count again.
 func TestGuidedFallbackRule(t *testing.T) {
-	sp, err := spec.ParseSpec([]byte(`name: s
+	study, err := spec.ParseSpec([]byte(`name: s
 model: meta-llama/Llama-3.1-8B-Instruct
 engine: vllm
 launcher: {kind: virtual}
@@ -91,7 +91,7 @@ tuner: {trials: 4}
 		t.Fatal(err)
 	}
 	var notes []string
-	g := &guide{sp: sp, hi: math.Inf(1), note: func(s string) { notes = append(notes, s) }}
+	g := &guide{spec: study, hi: math.Inf(1), note: func(s string) { notes = append(notes, s) }}
 	measured := func(forecast, got float64) *cand {
 		return &cand{fc: Forecast{Met: forecast > 0, Value: forecast}, mu: got, measured: true, started: true}
 	}
@@ -166,10 +166,10 @@ tuner: {sampler: guided, trials: 14, seed: 1, objective: max output_throughput_p
 // 460, 459 of a range 16 to 512; here 16 to 256), and stops once what is left to gain is
 // inside the noise, before its 14 trials.
 func TestGuidedProposalsApart(t *testing.T) {
-	sp := mustSpec(t, guidedRangeSpec)
+	study := mustSpec(t, guidedRangeSpec)
 	db := openStore(t)
 	var notes []string
-	if _, err := (&tuner.Study{Spec: sp, Store: db, Memory: memory.Model{}, OnNote: func(m string) { notes = append(notes, m) }}).Run(context.Background()); err != nil {
+	if _, err := (&tuner.Study{Spec: study, Store: db, Memory: memory.Model{}, OnNote: func(m string) { notes = append(notes, m) }}).Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	st, _ := db.GetStudy(context.Background(), "gr")
@@ -199,10 +199,10 @@ func TestGuidedProposalsApart(t *testing.T) {
 // their odds count as P^3 and a configuration likely to meet them comes
 // first. Misses it did not rate likely are no such evidence.
 func TestGuidedTempersOddsAfterMisses(t *testing.T) {
-	sp := mustSpec(t, guidedRangeSpec) // one SLO: ttft_p99_ms 5000
-	limit := sp.SLO[0].Max
+	study := mustSpec(t, guidedRangeSpec) // one SLO: ttft_p99_ms 5000
+	limit := study.SLO[0].Max
 	lvl := func(u, ttft float64) []view { return []view{{u: u, lat: []float64{ttft}}} }
-	g := &guide{sp: sp, hi: math.Inf(1), note: func(string) {}}
+	g := &guide{spec: study, hi: math.Inf(1), note: func(string) {}}
 	add := func(c *cand) *cand {
 		c.crit = math.Inf(1)
 		g.cands = append(g.cands, c)

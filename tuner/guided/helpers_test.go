@@ -30,11 +30,11 @@ tuner: {sampler: tpe, trials: 6, seed: 3, confirm: false}
 
 func mustSpec(t *testing.T, src string) *spec.Spec {
 	t.Helper()
-	sp, err := spec.ParseSpec([]byte(src), "vt.yaml")
+	study, err := spec.ParseSpec([]byte(src), "vt.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return sp
+	return study
 }
 
 func openStore(t *testing.T) *store.Store {

@@ -22,14 +22,14 @@ type Sampler struct {
 	g  *guide
 }
 
-// New forecasts the space of study sp (seconds to a minute; ctx bounds it)
+// New forecasts the space of the study (seconds to a minute; ctx bounds it)
 // and returns the guided sampler, which reports what it decides through
 // note.
-func New(ctx context.Context, sp *spec.Spec, note func(string)) (sampler.Sampler, error) {
+func New(ctx context.Context, study *spec.Spec, note func(string)) (sampler.Sampler, error) {
 	// The guided sampler forecasts latencies; the simulated engine fails
 	// no request, so it weighs the latency limits only.
-	gs := *sp
-	gs.SLO = sp.SLO.Latency()
+	gs := *study
+	gs.SLO = study.SLO.Latency()
 	g, err := newGuide(ctx, &gs, note)
 	if err != nil {
 		return nil, err

@@ -48,10 +48,10 @@ type Recommendation struct {
 // of whose runs missed the SLOs does not compete either. The recommended
 // point is the search trial's best level on the Pareto front (Recommend).
 // PreferObjective ranks by the study's tuner.objective (Terms.Objective).
-func RecommendStudy(trials []store.Trial, sp Terms, pref Preference) (Recommendation, error) {
-	pref = pref.For(sp.Objective)
+func RecommendStudy(trials []store.Trial, terms Terms, pref Preference) (Recommendation, error) {
+	pref = pref.For(terms.Objective)
 	rank := pref.objectives()
-	price := sp.Price
+	price := terms.Price
 	if rank[0].Metric == "cost_per_mtok" && price <= 0 {
 		rank = PreferThroughput.objectives()
 		pref = PreferThroughput
@@ -72,17 +72,17 @@ func RecommendStudy(trials []store.Trial, sp Terms, pref Preference) (Recommenda
 		// A configuration the current space excludes (a --force-spec
 		// narrowed it) is not to be served: the study no longer asks
 		// about it.
-		if !sp.Space.Holds(t.Settings) {
+		if !terms.Space.Holds(t.Settings) {
 			why.outside++
 			continue
 		}
 		pts := PointsOf(t.Number, t.Settings, price, t.LoadPoints)
-		best, err := Recommend(pts, sp.Objectives, sp.SLO, pref)
+		best, err := Recommend(pts, terms.Objectives, terms.SLO, pref)
 		if err != nil {
-			why.count(pts, sp.SLO)
+			why.count(pts, terms.SLO)
 			continue
 		}
-		c, ok := runsOf(t, runs[t.Number], best, primary, price, sp.SLO)
+		c, ok := runsOf(t, runs[t.Number], best, primary, price, terms.SLO)
 		if !ok {
 			why.unstable++
 			continue
@@ -103,7 +103,7 @@ func RecommendStudy(trials []store.Trial, sp Terms, pref Preference) (Recommenda
 		cands = kept
 	}
 	if len(cands) == 0 {
-		return Recommendation{}, why.err(sp.SLO)
+		return Recommendation{}, why.err(terms.SLO)
 	}
 	rankCandidates(cands, rank)
 	rec := Recommendation{Best: cands[0]}

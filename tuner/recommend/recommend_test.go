@@ -26,7 +26,7 @@ func ip(n int) *int { return &n }
 // carry a 95% interval, and the runner-up is named and said to be
 // inseparable or not.
 func TestRecommendStudy(t *testing.T) {
-	sp := Terms{
+	terms := Terms{
 		Objectives: []Objective{{Metric: "output_throughput_per_gpu", Maximize: true}, {Metric: "tokens_per_user", Maximize: true}},
 		SLO:        SLO{{Metric: "ttft_p99", Max: 2000}},
 		Price:      3,
@@ -44,7 +44,7 @@ func TestRecommendStudy(t *testing.T) {
 		storedTrial(4, ip(1), 64, 1000, 100), storedTrial(5, ip(1), 64, 1010, 100),
 		storedTrial(6, ip(2), 32, 1190, 100), storedTrial(7, ip(2), 32, 1210, 100),
 	}
-	rec, err := RecommendStudy(trials, sp, PreferThroughput)
+	rec, err := RecommendStudy(trials, terms, PreferThroughput)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestRecommendStudy(t *testing.T) {
 	}
 	// A consistent gap is separated.
 	trials[1] = storedTrial(1, nil, 64, 1005, 100)
-	if rec, err = RecommendStudy(trials, sp, PreferThroughput); err != nil || !rec.Separated || rec.Best.Trial != 2 {
+	if rec, err = RecommendStudy(trials, terms, PreferThroughput); err != nil || !rec.Separated || rec.Best.Trial != 2 {
 		t.Errorf("1200 vs 1005 (sd 5): %+v, %v; want trial 2, separated", rec, err)
 	}
 	// Two close configurations are not separated.
@@ -74,18 +74,18 @@ func TestRecommendStudy(t *testing.T) {
 		storedTrial(2, ip(0), 8, 1040, 100), storedTrial(3, ip(0), 8, 960, 100),
 		storedTrial(4, ip(1), 16, 1045, 100), storedTrial(5, ip(1), 16, 965, 100),
 	}
-	rec, err = RecommendStudy(trials, sp, PreferThroughput)
+	rec, err = RecommendStudy(trials, terms, PreferThroughput)
 	if err != nil || rec.Separated || rec.RunnerUp == nil {
 		t.Errorf("close candidates: %+v, %v; want a runner-up, not separated", rec, err)
 	}
 	// A configuration the space no longer holds (a --force-spec narrowed
 	// it) is not recommended, however fast; alone, it is said why.
 	outside := storedTrial(1, nil, 128, 9000, 100)
-	rec, err = RecommendStudy([]store.Trial{storedTrial(0, nil, 8, 1000, 100), outside}, sp, PreferThroughput)
+	rec, err = RecommendStudy([]store.Trial{storedTrial(0, nil, 8, 1000, 100), outside}, terms, PreferThroughput)
 	if err != nil || rec.Best.Trial != 0 || rec.RunnerUp != nil {
 		t.Errorf("with a trial outside the space: %+v, %v; want trial 0 alone", rec, err)
 	}
-	if _, err = RecommendStudy([]store.Trial{outside}, sp, PreferThroughput); err == nil || !strings.Contains(err.Error(), "1 trial(s) lie outside the current space") {
+	if _, err = RecommendStudy([]store.Trial{outside}, terms, PreferThroughput); err == nil || !strings.Contains(err.Error(), "1 trial(s) lie outside the current space") {
 		t.Errorf("only a trial outside the space: %v", err)
 	}
 }
@@ -94,7 +94,7 @@ func TestRecommendStudy(t *testing.T) {
 // tuner.objective, not throughput: a trial with less throughput and more
 // goodput wins under "max goodput_per_gpu"; --prefer takes any metric.
 func TestRecommendStudyRanksByObjective(t *testing.T) {
-	sp := Terms{
+	terms := Terms{
 		Objectives: []Objective{{Metric: "output_throughput_per_gpu", Maximize: true}},
 		Objective:  Objective{Metric: "goodput_per_gpu", Maximize: true},
 		SLO:        SLO{{Metric: "ttft_p99", Max: 2000}},
@@ -107,14 +107,14 @@ func TestRecommendStudyRanksByObjective(t *testing.T) {
 	good := storedTrial(1, nil, 16, 1500, 100)
 	good.LoadPoints[0].Summary.RequestGoodput = 9
 	trials := []store.Trial{fast, good}
-	rec, err := RecommendStudy(trials, sp, PreferObjective)
+	rec, err := RecommendStudy(trials, terms, PreferObjective)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rec.Best.Trial != 1 || rec.Best.Metric != "goodput_per_gpu" {
 		t.Errorf("objective max goodput_per_gpu: best trial %d by %s, want trial 1 by goodput_per_gpu", rec.Best.Trial, rec.Best.Metric)
 	}
-	if rec, _ = RecommendStudy(trials, sp, PreferThroughput); rec.Best.Trial != 0 {
+	if rec, _ = RecommendStudy(trials, terms, PreferThroughput); rec.Best.Trial != 0 {
 		t.Errorf("prefer throughput: best trial %d, want 0", rec.Best.Trial)
 	}
 	p, err := ParsePreference("goodput_per_gpu")
@@ -127,7 +127,7 @@ func TestRecommendStudyRanksByObjective(t *testing.T) {
 	if _, err := ParsePreference("speed"); err == nil || !strings.Contains(err.Error(), "goodput_per_gpu") {
 		t.Errorf("ParsePreference(speed) = %v; want an error listing the metrics", err)
 	}
-	if d := PreferObjective.For(sp.Objective).Describe(sp.Objective); d != "max goodput_per_gpu (the study's objective)" {
+	if d := PreferObjective.For(terms.Objective).Describe(terms.Objective); d != "max goodput_per_gpu (the study's objective)" {
 		t.Errorf("Describe = %q", d)
 	}
 }

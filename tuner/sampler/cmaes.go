@@ -13,28 +13,28 @@ import (
 // CMA-ES (goptuna's) over the numeric parameters; the others are drawn at
 // random.
 func init() {
-	Register(Kind{Name: spec.SamplerCMAES, Check: func(sp *spec.Spec) error {
-		if n := len(numeric(sp.Space)); n < 2 {
+	Register(Kind{Name: spec.SamplerCMAES, Check: func(study *spec.Spec) error {
+		if n := len(numeric(study.Space)); n < 2 {
 			return fmt.Errorf("needs at least 2 numeric parameters, the space has %d", n)
 		}
 		return nil
-	}, New: func(sp space.Space, seed int64) (Sampler, error) {
-		nums := numeric(sp)
+	}, New: func(searchSpace space.Space, seed int64) (Sampler, error) {
+		nums := numeric(searchSpace)
 		if len(nums) < 2 {
 			return nil, fmt.Errorf("sampler cmaes needs at least 2 numeric parameters, the space has %d", len(nums))
 		}
-		return newOptuna(spec.SamplerCMAES, sp, seed,
+		return newOptuna(spec.SamplerCMAES, searchSpace, seed,
 			goptuna.StudyOptionSampler(newRandomSampler(seed)),
 			goptuna.StudyOptionRelativeSampler(cmaes.NewSampler(cmaes.SamplerOptionSeed(seed))),
 			goptuna.StudyOptionDefineSearchSpace(nums))
 	}})
 }
 
-// numeric is the distributions of sp's numeric parameters, by name: the
+// numeric is the distributions of searchSpace's numeric parameters, by name: the
 // space CMA-ES searches.
-func numeric(sp space.Space) map[string]any {
+func numeric(searchSpace space.Space) map[string]any {
 	out := map[string]any{}
-	for _, p := range sp.Params {
+	for _, p := range searchSpace.Params {
 		if p.Kind == space.KindInt || p.Kind == space.KindFloat {
 			out[p.Name] = distribution(p)
 		}

@@ -11,8 +11,8 @@ import (
 )
 
 func init() {
-	Register(Kind{Name: spec.SamplerGrid, New: newGrid, Check: func(sp *spec.Spec) error {
-		if _, err := sp.Space.Size(); err != nil {
+	Register(Kind{Name: spec.SamplerGrid, New: newGrid, Check: func(study *spec.Spec) error {
+		if _, err := study.Space.Size(); err != nil {
 			return fmt.Errorf("needs a discrete space: %w", err)
 		}
 		return nil
@@ -26,8 +26,8 @@ type grid struct {
 	next   int // points[:next] are proposed
 }
 
-func newGrid(sp space.Space, seed int64) (Sampler, error) {
-	points, err := sp.Grid()
+func newGrid(searchSpace space.Space, seed int64) (Sampler, error) {
+	points, err := searchSpace.Grid()
 	if err != nil {
 		return nil, fmt.Errorf("sampler grid: %w", err)
 	}

@@ -26,8 +26,8 @@ type optuna struct {
 	random *randomSampler  // fallback when the model repeats itself
 }
 
-// newOptuna builds kind's goptuna study over sp with opts.
-func newOptuna(kind string, sp space.Space, seed int64, opts ...goptuna.StudyOption) (*optuna, error) {
+// newOptuna builds kind's goptuna study over searchSpace with opts.
+func newOptuna(kind string, searchSpace space.Space, seed int64, opts ...goptuna.StudyOption) (*optuna, error) {
 	// goptuna minimises; values are negated on the way in (CMA-ES ignores
 	// the study direction, so minimising is the one convention all share).
 	opts = append(opts, goptuna.StudyOptionDirection(goptuna.StudyDirectionMinimize),
@@ -36,7 +36,7 @@ func newOptuna(kind string, sp space.Space, seed int64, opts ...goptuna.StudyOpt
 	if err != nil {
 		return nil, fmt.Errorf("sampler %s: %w", kind, err)
 	}
-	return &optuna{kind: kind, params: sp.Params, study: study, seen: map[string]bool{},
+	return &optuna{kind: kind, params: searchSpace.Params, study: study, seen: map[string]bool{},
 		random: newRandomSampler(seed ^ 0x7ea5)}, nil
 }
 

@@ -12,8 +12,8 @@ import (
 )
 
 func init() {
-	Register(Kind{Name: spec.SamplerRandom, New: func(sp space.Space, seed int64) (Sampler, error) {
-		return newOptuna(spec.SamplerRandom, sp, seed, goptuna.StudyOptionSampler(newRandomSampler(seed)))
+	Register(Kind{Name: spec.SamplerRandom, New: func(searchSpace space.Space, seed int64) (Sampler, error) {
+		return newOptuna(spec.SamplerRandom, searchSpace, seed, goptuna.StudyOptionSampler(newRandomSampler(seed)))
 	}})
 }
 

@@ -62,11 +62,11 @@ type Proposal struct {
 // need the whole study (the guided sampler forecasts it), from the spec.
 type Kind struct {
 	Name  string
-	New   func(sp space.Space, seed int64) (Sampler, error)
-	Study func(ctx context.Context, sp *spec.Spec, note func(string)) (Sampler, error)
+	New   func(searchSpace space.Space, seed int64) (Sampler, error)
+	Study func(ctx context.Context, study *spec.Spec, note func(string)) (Sampler, error)
 	// Check, when set, is the spec parser's check of a study naming the
 	// kind: its error reads after the kind's name ("needs ...").
-	Check func(sp *spec.Spec) error
+	Check func(study *spec.Spec) error
 }
 
 var (
@@ -104,22 +104,22 @@ func lookup(name string) (Kind, bool) {
 	return k, ok
 }
 
-// ForStudy builds the sampler of study sp (its tuner.sampler and seed). A
+// ForStudy builds the sampler of the study (its tuner.sampler and seed). A
 // kind that forecasts the study first (guided: seconds to a minute; ctx
 // bounds it) reports what it decides through note.
-func ForStudy(ctx context.Context, sp *spec.Spec, note func(string)) (Sampler, error) {
-	k, ok := lookup(sp.Tuner.Sampler)
+func ForStudy(ctx context.Context, study *spec.Spec, note func(string)) (Sampler, error) {
+	k, ok := lookup(study.Tuner.Sampler)
 	if !ok {
-		return nil, fmt.Errorf("sampler %q is not in this program (want one of %v)", sp.Tuner.Sampler, Kinds())
+		return nil, fmt.Errorf("sampler %q is not in this program (want one of %v)", study.Tuner.Sampler, Kinds())
 	}
 	if k.Study != nil {
-		return k.Study(ctx, sp, note)
+		return k.Study(ctx, study, note)
 	}
-	return k.New(sp.Space, sp.Tuner.Seed)
+	return k.New(study.Space, study.Tuner.Seed)
 }
 
-// New builds a seeded sampler of the given kind ("" is TPE) over sp.
-func New(kind string, sp space.Space, seed int64) (Sampler, error) {
+// New builds a seeded sampler of the given kind ("" is TPE) over searchSpace.
+func New(kind string, searchSpace space.Space, seed int64) (Sampler, error) {
 	if kind == "" {
 		kind = spec.SamplerTPE
 	}
@@ -127,5 +127,5 @@ func New(kind string, sp space.Space, seed int64) (Sampler, error) {
 	if !ok || k.New == nil {
 		return nil, fmt.Errorf("sampler %q: want tpe, random, cmaes or grid", kind)
 	}
-	return k.New(sp, seed)
+	return k.New(searchSpace, seed)
 }

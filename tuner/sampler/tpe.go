@@ -13,8 +13,8 @@ import (
 )
 
 func init() {
-	Register(Kind{Name: spec.SamplerTPE, New: func(sp space.Space, seed int64) (Sampler, error) {
-		return newOptuna(spec.SamplerTPE, sp, seed, goptuna.StudyOptionSampler(&startupSampler{
+	Register(Kind{Name: spec.SamplerTPE, New: func(searchSpace space.Space, seed int64) (Sampler, error) {
+		return newOptuna(spec.SamplerTPE, searchSpace, seed, goptuna.StudyOptionSampler(&startupSampler{
 			startup: tpeStartupTrials,
 			random:  newRandomSampler(seed),
 			next:    newTPESampler(seed),

@@ -44,8 +44,8 @@ type Reality struct {
 // NewReality perturbs engine e's stock constants: each is multiplied by a
 // factor drawn uniformly from [1-spread, 1+spread] (seeded), within its
 // range.
-func NewReality(sp *spec.Spec, seed int64, spread float64) (*Reality, error) {
-	return newReality(sp, seed, spread, Structural{})
+func NewReality(study *spec.Spec, seed int64, spread float64) (*Reality, error) {
+	return newReality(study, seed, spread, Structural{})
 }
 
 // Structural is one kind of structural reality: an effect the simulator's
@@ -84,14 +84,14 @@ func StructuralKinds() []Structural {
 
 // NewStructuralReality is reality seed (perturbed as NewReality does)
 // with the structural kind seed-1 (mod the kinds) of StructuralKinds.
-func NewStructuralReality(sp *spec.Spec, seed int64, spread float64) (*Reality, error) {
+func NewStructuralReality(study *spec.Spec, seed int64, spread float64) (*Reality, error) {
 	kinds := StructuralKinds()
-	return newReality(sp, seed, spread, kinds[int((seed-1)%int64(len(kinds)))])
+	return newReality(study, seed, spread, kinds[int((seed-1)%int64(len(kinds)))])
 }
 
-func newReality(sp *spec.Spec, seed int64, spread float64, kind Structural) (*Reality, error) {
+func newReality(study *spec.Spec, seed int64, spread float64, kind Structural) (*Reality, error) {
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x7ea1))
-	c := sim.StockConstants(sp.Engine)
+	c := sim.StockConstants(study.Engine)
 	for _, name := range sim.ConstantNames() {
 		v, _ := c.Get(name)
 		lo, hi, _ := sim.ConstantRange(name)
@@ -100,10 +100,10 @@ func newReality(sp *spec.Spec, seed int64, spread float64, kind Structural) (*Re
 			return nil, err
 		}
 	}
-	rs := *sp
+	rs := *study
 	rs.Tuner.Precheck = false
 	rs.Quality = nil
-	v := &simulated.Virtual{GPU: sp.Hardware.GPU, ModelConfig: sp.Launcher.ModelConfig, Constants: c, Deviation: kind.Deviation}
+	v := &simulated.Virtual{GPU: study.Hardware.GPU, ModelConfig: study.Launcher.ModelConfig, Constants: c, Deviation: kind.Deviation}
 	return &Reality{Seed: seed, Constants: c, Kind: kind.Name, spec: &rs, launcher: v, results: map[string]trial.Result{}}, nil
 }
 
@@ -137,8 +137,8 @@ func (r *Reality) Value(set space.Settings, res trial.Result) (float64, bool) {
 	if res.Status != measure.StatusOK {
 		return 0, false
 	}
-	sp := r.spec
-	return recommend.TrialValue(recommend.PointsOf(0, set, sp.Hardware.PricePerGPUHour, res.Levels), sp.Tuner.Objective, sp.SLO)
+	study := r.spec
+	return recommend.TrialValue(recommend.PointsOf(0, set, study.Hardware.PricePerGPUHour, res.Levels), study.Tuner.Objective, study.SLO)
 }
 
 // Optimum measures every configuration of the space on the reality.
@@ -209,8 +209,8 @@ type Search struct {
 // it they launch every proposal, as a tuner without a model of the engine
 // does. The guided sampler decides with its learned boundary and launches
 // what it proposes.
-func SearchReality(ctx context.Context, sp *spec.Spec, r *Reality, kind string, seed int64, target float64, budget int, precheck bool, note func(string)) (Search, error) {
-	ss := *sp
+func SearchReality(ctx context.Context, study *spec.Spec, r *Reality, kind string, seed int64, target float64, budget int, precheck bool, note func(string)) (Search, error) {
+	ss := *study
 	ss.Tuner.Sampler, ss.Tuner.Seed = kind, seed
 	s, err := sampler.ForStudy(ctx, &ss, note)
 	if err != nil {
@@ -248,14 +248,14 @@ func SearchReality(ctx context.Context, sp *spec.Spec, r *Reality, kind string, 
 		}
 		v, ok := r.Value(p.Settings, res)
 		u := v
-		if ok && !sp.Tuner.Objective.Maximize {
+		if ok && !study.Tuner.Objective.Maximize {
 			u = 1 / v
 		}
 		if ok && u >= target {
 			return out, nil
 		}
 		score := v
-		if !sp.Tuner.Objective.Maximize {
+		if !study.Tuner.Objective.Maximize {
 			score = -v
 		}
 		s.Observe(p.ID, res)

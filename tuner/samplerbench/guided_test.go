@@ -11,25 +11,25 @@ import (
 
 func guidedSpec(t *testing.T) *spec.Spec {
 	t.Helper()
-	sp, err := spec.ParseSpecFile(filepath.Join("..", "..", "examples", "guided-bench.yaml"))
+	study, err := spec.ParseSpecFile(filepath.Join("..", "..", "examples", "guided-bench.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return sp
+	return study
 }
 
 // A structural reality is the perturbed reality of its seed plus one
 // deviation, the kinds in turn.
 func TestStructuralRealities(t *testing.T) {
-	sp := guidedSpec(t)
+	study := guidedSpec(t)
 	kinds := StructuralKinds()
 	seen := map[string]bool{}
 	for seed := int64(1); seed <= int64(2*len(kinds)); seed++ {
-		p, err := NewReality(sp, seed, 0.3)
+		p, err := NewReality(study, seed, 0.3)
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := NewStructuralReality(sp, seed, 0.3)
+		s, err := NewStructuralReality(study, seed, 0.3)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -52,12 +52,12 @@ func TestStructuralRealities(t *testing.T) {
 
 // A reality keeps each trial's level summaries, not its records.
 func TestRealityKeepsSummaries(t *testing.T) {
-	sp := guidedSpec(t)
-	r, err := NewStructuralReality(sp, 1, 0.3)
+	study := guidedSpec(t)
+	r, err := NewStructuralReality(study, 1, 0.3)
 	if err != nil {
 		t.Fatal(err)
 	}
-	grid, err := sp.Space.Grid()
+	grid, err := study.Space.Grid()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -64,10 +64,10 @@ type Optimum struct {
 	Frac    float64 // e.g. 0.99
 }
 
-// Exhaustive evaluates every configuration of sp. parallel bounds the
+// Exhaustive evaluates every configuration of searchSpace. parallel bounds the
 // evaluations in flight.
-func Exhaustive(ctx context.Context, sp space.Space, f *Memo, frac float64, parallel int) (Optimum, error) {
-	grid, err := sp.Grid()
+func Exhaustive(ctx context.Context, searchSpace space.Space, f *Memo, frac float64, parallel int) (Optimum, error) {
+	grid, err := searchSpace.Grid()
 	if err != nil {
 		return Optimum{}, err
 	}
@@ -117,8 +117,8 @@ func Exhaustive(ctx context.Context, sp space.Space, f *Memo, frac float64, para
 // TrialsToReach runs a fresh sampler of kind with seed against f and
 // returns how many trials it needed to reach target; budget+1 when it did
 // not within budget.
-func TrialsToReach(kind string, sp space.Space, seed int64, f *Memo, target float64, budget int) (int, error) {
-	s, err := sampler.New(kind, sp, seed)
+func TrialsToReach(kind string, searchSpace space.Space, seed int64, f *Memo, target float64, budget int) (int, error) {
+	s, err := sampler.New(kind, searchSpace, seed)
 	if err != nil {
 		return 0, err
 	}

@@ -20,7 +20,7 @@ func bowl() (space.Space, ObjectiveFunc) {
 		}
 		return out
 	}
-	sp := space.Space{Params: []space.Param{
+	searchSpace := space.Space{Params: []space.Param{
 		{Name: "max_running_requests", Kind: space.KindCategorical, Choices: vals(8)},
 		{Name: "max_batched_tokens", Kind: space.KindCategorical, Choices: vals(8)},
 		{Name: "quantization", Kind: space.KindCategorical, Choices: []any{"none", "fp8", "awq"}},
@@ -38,14 +38,14 @@ func bowl() (space.Space, ObjectiveFunc) {
 		}
 		return v, false
 	}
-	return sp, f
+	return searchSpace, f
 }
 
 func TestExhaustiveAndTrialsToReach(t *testing.T) {
-	sp, f := bowl()
+	searchSpace, f := bowl()
 	calls := 0
 	memo := NewMemo(func(s space.Settings) (float64, bool) { calls++; return f(s) })
-	opt, err := Exhaustive(context.Background(), sp, memo, 0.99, 1)
+	opt, err := Exhaustive(context.Background(), searchSpace, memo, 0.99, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func TestExhaustiveAndTrialsToReach(t *testing.T) {
 		t.Fatalf("optimum %+v after %d calls", opt, calls)
 	}
 	for _, kind := range []string{spec.SamplerTPE, spec.SamplerRandom} {
-		n, err := TrialsToReach(kind, sp, 1, memo, 0.99*opt.Value, 300)
+		n, err := TrialsToReach(kind, searchSpace, 1, memo, 0.99*opt.Value, 300)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -81,9 +81,9 @@ func TestExhaustiveAndTrialsToReach(t *testing.T) {
 }
 
 func BenchmarkSamplerAskTellTPE(b *testing.B) {
-	sp, f := bowl()
+	searchSpace, f := bowl()
 	for b.Loop() {
-		s, err := sampler.New(spec.SamplerTPE, sp, 1)
+		s, err := sampler.New(spec.SamplerTPE, searchSpace, 1)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -25,11 +25,11 @@ func TestParseSpecConversation(t *testing.T) {
 	if conversationSpec == goodSpec {
 		t.Fatal("replacement not applied")
 	}
-	sp, err := parseSpec([]byte(conversationSpec), "c.yaml")
+	study, err := parseSpec([]byte(conversationSpec), "c.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := sp.Workload.Dataset
+	d := study.Workload.Dataset
 	if d.Kind != bench.DatasetConversation || d.Sessions != 16 || d.Turns == nil || *d.Turns != (bench.Dist{Kind: bench.DistUniform, Min: 2, Max: 6}) {
 		t.Fatalf("dataset %+v", d)
 	}
@@ -40,12 +40,12 @@ func TestParseSpecConversation(t *testing.T) {
 		t.Errorf("lengths %+v %+v", d.Input, d.Output)
 	}
 	// No forecast of a conversation: the default sampler is TPE.
-	sp, err = parseSpec([]byte(strings.Replace(conversationSpec, "tuner: {sampler: random, trials: 5, seed: 7}", "tuner: {trials: 5}", 1)), "c.yaml")
+	study, err = parseSpec([]byte(strings.Replace(conversationSpec, "tuner: {sampler: random, trials: 5, seed: 7}", "tuner: {trials: 5}", 1)), "c.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sp.Tuner.Sampler != "tpe" {
-		t.Errorf("default sampler %q for a conversation, want tpe", sp.Tuner.Sampler)
+	if study.Tuner.Sampler != "tpe" {
+		t.Errorf("default sampler %q for a conversation, want tpe", study.Tuner.Sampler)
 	}
 }
 

@@ -46,11 +46,11 @@ func TestDatasetPathsAgainstSpecDir(t *testing.T) {
 			if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			sp, err := parseSpecFile(file)
+			study, err := parseSpecFile(file)
 			if err != nil {
 				t.Fatal(err)
 			}
-			d := sp.Workload.Dataset
+			d := study.Workload.Dataset
 			for _, p := range tc.paths(d) {
 				if filepath.Dir(p) != filepath.Join(dir, "data") {
 					t.Errorf("path %q: want it in %s", p, filepath.Join(dir, "data"))
@@ -68,7 +68,7 @@ func TestDatasetPathsAgainstSpecDir(t *testing.T) {
 				t.Errorf("generate: %v, %d requests", err, len(reqs))
 			}
 			abs := strings.Replace(src, "path: data/", "path: "+filepath.Join(dir, "data")+"/", 1)
-			if sp, err := parseSpec([]byte(abs), "elsewhere/s.yaml"); err != nil || !strings.HasPrefix(tc.paths(sp.Workload.Dataset)[0], dir) {
+			if study, err := parseSpec([]byte(abs), "elsewhere/s.yaml"); err != nil || !strings.HasPrefix(tc.paths(study.Workload.Dataset)[0], dir) {
 				t.Errorf("an absolute path: %v", err)
 			}
 		})

@@ -138,18 +138,18 @@ func (p *specParser) kvConfig(x *yaml.Node, field string) string {
 
 // checkDisaggregation ties the space's shape to the section: a space that
 // may be disaggregated needs the router, and the section is for one.
-func (p *specParser) checkDisaggregation(sp *Spec, top map[string]*yaml.Node) {
-	q, ok := sp.Space.Param("disaggregated")
+func (p *specParser) checkDisaggregation(spec *Spec, top map[string]*yaml.Node) {
+	q, ok := spec.Space.Param("disaggregated")
 	may := ok && (q.Kind == space.KindBool || slices.Contains(q.Choices, any(true)))
 	switch {
-	case may && sp.Disaggregation == nil:
+	case may && spec.Disaggregation == nil:
 		p.Fail(yamlspec.KeyNode(top["space"], "disaggregated"), "space.disaggregated",
 			"a disaggregated configuration needs a disaggregation section naming the router")
-	case !may && sp.Disaggregation != nil:
+	case !may && spec.Disaggregation != nil:
 		p.Fail(top["disaggregation"], "disaggregation", "the space is never disaggregated (add disaggregated: [false, true] or [true] to it)")
-	case may && sp.Launcher.fixedSettings():
+	case may && spec.Launcher.fixedSettings():
 		// The virtual kind runs a disaggregated configuration itself, on
 		// its clock (sim.DisaggVirtual): no engines or router to start.
-		p.Fail(top["disaggregation"], "disaggregation", "the %s launcher cannot start separate engines and a router: use sim, process, docker, slurm or virtual", sp.Launcher.Kind)
+		p.Fail(top["disaggregation"], "disaggregation", "the %s launcher cannot start separate engines and a router: use sim, process, docker, slurm or virtual", spec.Launcher.Kind)
 	}
 }

@@ -24,11 +24,11 @@ tuner: {`,
 ).Replace(goodSpec)
 
 func TestParseSpecDisaggregated(t *testing.T) {
-	sp, err := parseSpec([]byte(disaggSpec), "d.yaml")
+	study, err := parseSpec([]byte(disaggSpec), "d.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := sp.Disaggregation
+	d := study.Disaggregation
 	if d == nil || len(d.Router.Command) != 13 || d.KVLink != "infiniband" {
 		t.Fatalf("disaggregation = %+v", d)
 	}
@@ -36,16 +36,16 @@ func TestParseSpecDisaggregated(t *testing.T) {
 		t.Errorf("kv_transfer_config = %s", d.KV.Config)
 	}
 	// The smallest configuration is aggregated TP1: 4 trials at once.
-	if p := sp.Parallelism(); p != 4 {
+	if p := study.Parallelism(); p != 4 {
 		t.Errorf("Parallelism = %d, want 4", p)
 	}
 	// Only disaggregated: the smallest is one prefill and one decode engine.
 	only := strings.Replace(disaggSpec, "disaggregated: [false, true]", "disaggregated: [true]", 1)
-	sp, err = parseSpec([]byte(only), "d.yaml")
+	study, err = parseSpec([]byte(only), "d.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := sp.Parallelism(); p != 2 {
+	if p := study.Parallelism(); p != 2 {
 		t.Errorf("Parallelism of a disaggregated-only space = %d, want 2", p)
 	}
 	set := engine.Settings{"disaggregated": true, "prefill_replicas": 2, "decode_tensor_parallel": 2, "tensor_parallel": 1}
@@ -97,13 +97,13 @@ func TestParseSpecDisaggregatedBad(t *testing.T) {
 // host each get their own VLLM_NIXL_SIDE_CHANNEL_PORT (one shared port
 // would collide), and the script sets it on each engine's line.
 func TestPartCommandsNixlSideChannel(t *testing.T) {
-	sp, err := parseSpec([]byte(disaggSpec), "d.yaml")
+	study, err := parseSpec([]byte(disaggSpec), "d.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := recommend.Point{Settings: space.Settings{"disaggregated": true, "prefill_replicas": 2, "decode_replicas": 1,
 		"tensor_parallel": 1, "max_running_requests": 32}}
-	parts := sp.PartCommands(p)
+	parts := study.PartCommands(p)
 	if len(parts) != 4 {
 		t.Fatalf("%d commands, want 2 prefill, 1 decode and the router", len(parts))
 	}

@@ -7,8 +7,8 @@ import (
 
 // Planned is how many trials the study runs at most: the search trials
 // and every confirmation run (fewer when fewer candidates qualify).
-func (sp *Spec) Planned() int {
-	return sp.Tuner.Trials + sp.Tuner.Confirm.Top*sp.Tuner.Confirm.Runs
+func (spec *Spec) Planned() int {
+	return spec.Tuner.Trials + spec.Tuner.Confirm.Top*spec.Tuner.Confirm.Runs
 }
 
 // ETA estimates the wall time a study still needs from the wall times of

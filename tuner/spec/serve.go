@@ -14,35 +14,35 @@ import (
 // "vllm", "sglang" or "docker" (the study's engine in its image). The
 // space's extra flags are the spec engine's, so another engine's command
 // leaves them out.
-func (sp *Spec) ServeArgv(p recommend.Point, format string) []string {
+func (spec *Spec) ServeArgv(p recommend.Point, format string) []string {
 	// It is printed, exported and stored in reports: secret flags' values
 	// (an API key in extra_args) are redacted.
-	return redact.Args(sp.serveArgv(p, format))
+	return redact.Args(spec.serveArgv(p, format))
 }
 
-func (sp *Spec) serveArgv(p recommend.Point, format string) []string {
+func (spec *Spec) serveArgv(p recommend.Point, format string) []string {
 	extra := func(e engine.Engine) []string {
-		if sp.Engine == e {
-			return sp.Space.Extra
+		if spec.Engine == e {
+			return spec.Space.Extra
 		}
 		return nil
 	}
 	switch format {
 	case "sglang":
-		return engine.ServeCommand(engine.SGLang, sp.Model, p.Settings, extra(engine.SGLang))
+		return engine.ServeCommand(engine.SGLang, spec.Model, p.Settings, extra(engine.SGLang))
 	case "docker":
-		return engine.DockerRun(sp.Engine, sp.Image(), sp.Model, p.Settings, sp.Space.Extra, p.GPUs)
+		return engine.DockerRun(spec.Engine, spec.Image(), spec.Model, p.Settings, spec.Space.Extra, p.GPUs)
 	}
-	return engine.ServeCommand(engine.VLLM, sp.Model, p.Settings, extra(engine.VLLM))
+	return engine.ServeCommand(engine.VLLM, spec.Model, p.Settings, extra(engine.VLLM))
 }
 
 // Image is the container image the study's launcher runs, "" when it
 // runs none (the process, sim, endpoint and virtual kinds).
-func (sp *Spec) Image() string { return sp.Launcher.Image }
+func (spec *Spec) Image() string { return spec.Launcher.Image }
 
 // Terms are what ranking the study's measurements reads of the spec.
-func (sp *Spec) Terms() recommend.Terms {
-	return recommend.Terms{Objectives: sp.Objectives, Objective: sp.Tuner.Objective, SLO: sp.SLO, Price: sp.Hardware.PricePerGPUHour, Space: sp.Space}
+func (spec *Spec) Terms() recommend.Terms {
+	return recommend.Terms{Objectives: spec.Objectives, Objective: spec.Tuner.Objective, SLO: spec.SLO, Price: spec.Hardware.PricePerGPUHour, Space: spec.Space}
 }
 
 // PartCommand is one process of a disaggregated deployment.
@@ -75,27 +75,27 @@ const (
 // from PartPortBase, with its role's flags, then the router on RouterPort
 // in front of them. nil for an aggregated point or a study without a
 // disaggregation section.
-func (sp *Spec) PartCommands(p recommend.Point) []PartCommand {
+func (spec *Spec) PartCommands(p recommend.Point) []PartCommand {
 	parts := p.Settings.Parts()
-	if parts == nil || sp.Disaggregation == nil {
+	if parts == nil || spec.Disaggregation == nil {
 		return nil
 	}
-	d := sp.Disaggregation
+	d := spec.Disaggregation
 	host := "127.0.0.1"
 	var out []PartCommand
 	urls := map[engine.Role][]string{}
 	gpu := 0
 	for i, part := range parts {
 		port := PartPortBase + i
-		argv := engine.ServeCommand(sp.Engine, sp.Model, part.Settings, append(engine.RoleArgs(sp.Engine, part.Role, d.KV), sp.Space.Extra...))
-		argv = append(argv, engine.Flag(sp.Engine, "port"), strconv.Itoa(port))
+		argv := engine.ServeCommand(spec.Engine, spec.Model, part.Settings, append(engine.RoleArgs(spec.Engine, part.Role, d.KV), spec.Space.Extra...))
+		argv = append(argv, engine.Flag(spec.Engine, "port"), strconv.Itoa(port))
 		gpus := make([]int, part.GPUs())
 		for j := range gpus {
 			gpus[j] = gpu
 			gpu++
 		}
 		var env []string
-		if sp.Engine == engine.VLLM && strings.Contains(strings.Join(engine.RoleArgs(sp.Engine, part.Role, d.KV), " "), "NixlConnector") {
+		if spec.Engine == engine.VLLM && strings.Contains(strings.Join(engine.RoleArgs(spec.Engine, part.Role, d.KV), " "), "NixlConnector") {
 			env = []string{"VLLM_NIXL_SIDE_CHANNEL_PORT=" + strconv.Itoa(NixlSideChannelBase+100*i)}
 		}
 		out = append(out, PartCommand{Name: part.Name(), Role: part.Role, GPUs: gpus, Env: env, Port: port, Argv: redact.Args(argv)})
@@ -103,7 +103,7 @@ func (sp *Spec) PartCommands(p recommend.Point) []PartCommand {
 	}
 	// The URLs above always parse: RouterArgv has nothing to refuse.
 	argv, _ := engine.RouterArgv(d.Router.Command, d.Router.EachPrefill, d.Router.EachDecode, urls, "servetune")
-	r := strings.NewReplacer("{host}", host, "{port}", strconv.Itoa(RouterPort), "{model}", sp.Model)
+	r := strings.NewReplacer("{host}", host, "{port}", strconv.Itoa(RouterPort), "{model}", spec.Model)
 	for i, a := range argv {
 		argv[i] = r.Replace(a)
 	}

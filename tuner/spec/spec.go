@@ -181,13 +181,13 @@ func (l LauncherSpec) fixedSettings() bool { return l.Caps.FixedSettings }
 // Parallelism is how many trials the study runs at once: as many of its
 // smallest configuration as its GPUs hold, at most tuner.parallel, and one
 // when it lists no GPUs.
-func (sp *Spec) Parallelism() int {
-	gpus, _ := sp.Launcher.Placement()
+func (spec *Spec) Parallelism() int {
+	gpus, _ := spec.Launcher.Placement()
 	if len(gpus) == 0 {
 		return 1
 	}
-	n := len(gpus) / max(minGPUs(sp.Space), 1)
-	if p := sp.Tuner.Parallel; p > 0 && p < n {
+	n := len(gpus) / max(minGPUs(spec.Space), 1)
+	if p := spec.Tuner.Parallel; p > 0 && p < n {
 		n = p
 	}
 	return max(n, 1)
@@ -291,12 +291,12 @@ func ParseSpec(data []byte, file string) (*Spec, error) {
 		return nil, &yamlspec.Error{File: file, Line: 1, Err: errors.New("empty study spec")}
 	}
 	p := &specParser{Decoder: yamlspec.Decoder{File: file, OnFields: onSpecFields}}
-	sp := p.parse(doc.Content[0], file)
+	spec := p.parse(doc.Content[0], file)
 	if err := p.Err(); err != nil {
 		return nil, err
 	}
-	sp.Text = string(data)
-	return sp, nil
+	spec.Text = string(data)
+	return spec, nil
 }
 
 // Bounds of a spec's counts: far above any real study, low enough that a
@@ -362,24 +362,24 @@ func (p *specParser) parse(root *yaml.Node, file string) *Spec {
 			return nil
 		}
 	}
-	sp := &Spec{File: file}
-	if !p.nameAndModel(top, sp) {
+	spec := &Spec{File: file}
+	if !p.nameAndModel(top, spec) {
 		return nil
 	}
-	sp.Engine = engine.Engine(p.Str(top["engine"], "engine"))
-	if !p.Failed() && !sp.Engine.Valid() {
-		p.Fail(top["engine"], "engine", "%q: want vllm or sglang", sp.Engine)
+	spec.Engine = engine.Engine(p.Str(top["engine"], "engine"))
+	if !p.Failed() && !spec.Engine.Valid() {
+		p.Fail(top["engine"], "engine", "%q: want vllm or sglang", spec.Engine)
 	}
 	if p.Failed() {
 		return nil
 	}
 	if n := top["hardware"]; n != nil {
-		sp.Hardware = p.hardware(n)
+		spec.Hardware = p.hardware(n)
 	}
 	if p.Failed() {
 		return nil
 	}
-	sp.Launcher = p.launcher(top["launcher"], sp)
+	spec.Launcher = p.launcher(top["launcher"], spec)
 	if p.Failed() {
 		return nil
 	}
@@ -388,44 +388,44 @@ func (p *specParser) parse(root *yaml.Node, file string) *Spec {
 		p.FailErr(top["space"], "space", err)
 		return nil
 	}
-	sp.Space = spc
-	sp.Workload = p.workload(top["workload"])
+	spec.Space = spc
+	spec.Workload = p.workload(top["workload"])
 	if n := top["slo"]; n != nil {
-		sp.SLO = p.slo(n)
+		spec.SLO = p.slo(n)
 	}
-	sp.Objectives = []recommend.Objective{{Metric: "output_throughput_per_gpu", Maximize: true}, {Metric: "tokens_per_user", Maximize: true}}
+	spec.Objectives = []recommend.Objective{{Metric: "output_throughput_per_gpu", Maximize: true}, {Metric: "tokens_per_user", Maximize: true}}
 	if n := top["objectives"]; n != nil {
-		sp.Objectives = nil
+		spec.Objectives = nil
 		for _, o := range p.Seq(n, "objectives") {
 			obj, err := recommend.ParseObjective(p.Str(o, "objectives"))
 			if !p.Failed() && err != nil {
 				p.Fail(o, "objectives", "%v", err)
 			}
-			sp.Objectives = append(sp.Objectives, obj)
+			spec.Objectives = append(spec.Objectives, obj)
 		}
 	}
-	sp.Tuner = TunerSpec{Sampler: SamplerTPE, Trials: 20, Seed: 1, Objective: recommend.Objective{Metric: "goodput_per_gpu", Maximize: true}, Precheck: true, Confirm: DefaultConfirm}
+	spec.Tuner = TunerSpec{Sampler: SamplerTPE, Trials: 20, Seed: 1, Objective: recommend.Objective{Metric: "goodput_per_gpu", Maximize: true}, Precheck: true, Confirm: DefaultConfirm}
 	if n := top["tuner"]; n != nil {
-		p.tuner(n, &sp.Tuner)
+		p.tuner(n, &spec.Tuner)
 	}
 	if n := top["quality"]; n != nil {
-		sp.Quality = p.quality(n)
+		spec.Quality = p.quality(n)
 	}
 	if n := top["whatif"]; n != nil {
-		sp.Whatif = p.whatif(n)
+		spec.Whatif = p.whatif(n)
 	}
 	if n := top["disaggregation"]; n != nil {
-		sp.Disaggregation = p.disaggregation(n, sp.Engine)
+		spec.Disaggregation = p.disaggregation(n, spec.Engine)
 	}
 	if p.Failed() {
 		return nil
 	}
-	sp.top, sp.samplerGiven = top, p.samplerGiven
-	p.check(sp, top)
+	spec.top, spec.samplerGiven = top, p.samplerGiven
+	p.check(spec, top)
 	if p.Failed() {
 		return nil
 	}
-	return sp
+	return spec
 }
 
 // DefaultReadyTimeout is launcher.ready_timeout when a spec gives none.
@@ -436,8 +436,8 @@ const DefaultReadyTimeout = engine.DefaultReadyTimeout
 // kind's: package tuner decodes them when it builds the launcher
 // (launcher.Decode), and the docker kind's image, which the serve
 // commands name.
-func (p *specParser) launcher(n *yaml.Node, sp *Spec) LauncherSpec {
-	l := LauncherSpec{ModelConfig: sp.ModelConfig, ReadyTimeout: DefaultReadyTimeout, Section: n}
+func (p *specParser) launcher(n *yaml.Node, spec *Spec) LauncherSpec {
+	l := LauncherSpec{ModelConfig: spec.ModelConfig, ReadyTimeout: DefaultReadyTimeout, Section: n}
 	if n == nil || n.Kind != yaml.MappingNode {
 		p.Fail(n, "launcher", "want a mapping")
 		return l
@@ -487,34 +487,34 @@ func (p *specParser) launcher(n *yaml.Node, sp *Spec) LauncherSpec {
 // launcher without these capabilities, which passes every spec these
 // pass. Its error is a *yamlspec.Error naming the file, line and field,
 // as ParseSpec's.
-func (sp *Spec) CheckLauncher(caps LauncherCaps) error {
-	sp.Launcher.Caps = caps
-	if sp.top == nil {
+func (spec *Spec) CheckLauncher(caps LauncherCaps) error {
+	spec.Launcher.Caps = caps
+	if spec.top == nil {
 		return nil // built in Go: nothing to point at
 	}
-	p := &specParser{Decoder: yamlspec.Decoder{File: sp.File}, samplerGiven: sp.samplerGiven}
-	p.check(sp, sp.top)
+	p := &specParser{Decoder: yamlspec.Decoder{File: spec.File}, samplerGiven: spec.samplerGiven}
+	p.check(spec, spec.top)
 	return p.Err()
 }
 
-// nameAndModel reads the study's name and model into sp; a model that is
+// nameAndModel reads the study's name and model into spec; a model that is
 // a directory or a config.json is read and checked here, its text kept.
 // It is false when the model cannot be used (the failure is recorded).
-func (p *specParser) nameAndModel(top map[string]*yaml.Node, sp *Spec) bool {
-	sp.Name = p.Str(top["name"], "name")
-	if !p.Failed() && !validName(sp.Name) {
-		shown := sp.Name
+func (p *specParser) nameAndModel(top map[string]*yaml.Node, spec *Spec) bool {
+	spec.Name = p.Str(top["name"], "name")
+	if !p.Failed() && !validName(spec.Name) {
+		shown := spec.Name
 		if len(shown) > 40 {
 			shown = shown[:40] + "..."
 		}
-		p.Fail(top["name"], "name", "%q (%d characters): use 1 to %d letters, digits, '-', '_' and '.'", shown, len(sp.Name), maxNameLen)
+		p.Fail(top["name"], "name", "%q (%d characters): use 1 to %d letters, digits, '-', '_' and '.'", shown, len(spec.Name), maxNameLen)
 	}
-	sp.Model = p.Str(top["model"], "model")
-	if !p.Failed() && strings.TrimSpace(sp.Model) == "" {
+	spec.Model = p.Str(top["model"], "model")
+	if !p.Failed() && strings.TrimSpace(spec.Model) == "" {
 		p.Fail(top["model"], "model", "empty: give a Hugging Face id (meta-llama/Llama-3.1-8B-Instruct) or a directory holding config.json")
 		return false
 	}
-	if dir, cfg, ok := catalog.ModelPath(sp.Model); ok && !p.Failed() {
+	if dir, cfg, ok := catalog.ModelPath(spec.Model); ok && !p.Failed() {
 		raw, err := os.ReadFile(cfg)
 		if err == nil {
 			_, err = catalog.ParseHFConfig(bytes.NewReader(raw), dir)
@@ -523,7 +523,7 @@ func (p *specParser) nameAndModel(top map[string]*yaml.Node, sp *Spec) bool {
 			p.Fail(top["model"], "model", "%v", err)
 			return false
 		}
-		sp.Model, sp.ModelConfig, sp.ModelConfigText = dir, cfg, string(raw)
+		spec.Model, spec.ModelConfig, spec.ModelConfigText = dir, cfg, string(raw)
 	}
 	return true
 }
@@ -1140,22 +1140,22 @@ func (p *specParser) whatif(n *yaml.Node) *WhatifSpec {
 	return w
 }
 
-// Forecastable says whether the simulator can forecast sp: a catalog GPU
+// Forecastable says whether the simulator can forecast spec: a catalog GPU
 // and a model it knows (the catalog, or a config.json). nil when it can.
 // It reads the catalog only.
-func Forecastable(sp *Spec) error {
-	if sp.Hardware.GPU == "" {
+func Forecastable(spec *Spec) error {
+	if spec.Hardware.GPU == "" {
 		return errors.New("the study names no hardware.gpu, so the simulator has no GPU to forecast on")
 	}
-	if _, err := catalog.LookupGPU(sp.Hardware.GPU); err != nil {
+	if _, err := catalog.LookupGPU(spec.Hardware.GPU); err != nil {
 		return fmt.Errorf("hardware.gpu: %w", err)
 	}
 	var m catalog.Model
 	var err error
-	if p := sp.Launcher.ModelConfig; p != "" {
-		m, err = catalog.LoadHFConfig(p, sp.Model)
+	if p := spec.Launcher.ModelConfig; p != "" {
+		m, err = catalog.LoadHFConfig(p, spec.Model)
 	} else {
-		m, err = catalog.LookupModel(sp.Model)
+		m, err = catalog.LookupModel(spec.Model)
 	}
 	if err == nil {
 		err = m.Simulable()
@@ -1170,27 +1170,27 @@ func Forecastable(sp *Spec) error {
 // the simulator can forecast the study (Forecastable) and the launcher can
 // change settings; TPE otherwise. A spec naming guided for a study the
 // simulator cannot forecast is refused.
-func (p *specParser) defaultSampler(sp *Spec, top map[string]*yaml.Node) {
-	fixed := sp.Launcher.fixedSettings()
+func (p *specParser) defaultSampler(spec *Spec, top map[string]*yaml.Node) {
+	fixed := spec.Launcher.fixedSettings()
 	given := p.samplerGiven
-	err := Forecastable(sp)
-	if err == nil && sp.Workload.Dataset.Kind == bench.DatasetConversation {
+	err := Forecastable(spec)
+	if err == nil && spec.Workload.Dataset.Kind == bench.DatasetConversation {
 		err = errors.New("a conversation workload needs a live server: the forecast's virtual clock cannot wait for each answer")
 	}
 	switch {
 	case !given && err == nil && !fixed:
-		sp.Tuner.Sampler = SamplerGuided
+		spec.Tuner.Sampler = SamplerGuided
 	case !given:
-		sp.Tuner.Sampler = SamplerTPE
-	case given && sp.Tuner.Sampler == SamplerGuided && err != nil:
+		spec.Tuner.Sampler = SamplerTPE
+	case given && spec.Tuner.Sampler == SamplerGuided && err != nil:
 		p.Fail(yamlspec.KeyNode(top["tuner"], "sampler"), "tuner.sampler", "guided needs the simulator: %v", err)
 	}
 }
 
 // check rejects impossible combinations across sections.
-func (p *specParser) check(sp *Spec, top map[string]*yaml.Node) {
-	need := minGPUs(sp.Space)
-	largest, hosts := sp.Launcher.hostGPUs()
+func (p *specParser) check(spec *Spec, top map[string]*yaml.Node) {
+	need := minGPUs(spec.Space)
+	largest, hosts := spec.Launcher.hostGPUs()
 	if largest > 0 && need > largest {
 		if hosts > 1 {
 			p.Fail(yamlspec.KeyNode(top["launcher"], "hosts"), "launcher.hosts", "the smallest configuration of the space needs %d GPUs on one host, the largest host lists %d", need, largest)
@@ -1198,43 +1198,43 @@ func (p *specParser) check(sp *Spec, top map[string]*yaml.Node) {
 			p.Fail(yamlspec.KeyNode(top["launcher"], "gpus"), "launcher.gpus", "the smallest configuration of the space needs %d GPUs, only %d listed", need, largest)
 		}
 	}
-	p.checkDisaggregation(sp, top)
-	if sp.Launcher.fixedSettings() {
-		for _, q := range sp.Space.Params {
+	p.checkDisaggregation(spec, top)
+	if spec.Launcher.fixedSettings() {
+		for _, q := range spec.Space.Params {
 			if q.Kind != space.KindCategorical || len(q.Choices) != 1 {
 				p.Fail(yamlspec.KeyNode(top["space"], q.Name), "space."+q.Name,
-					"the %s launcher cannot change engine settings: give fixed values (the server's own) or use another launcher", sp.Launcher.Kind)
+					"the %s launcher cannot change engine settings: give fixed values (the server's own) or use another launcher", spec.Launcher.Kind)
 				break
 			}
 		}
 	}
-	if sp.Workload.Dataset.Kind == bench.DatasetConversation {
+	if spec.Workload.Dataset.Kind == bench.DatasetConversation {
 		ds := yamlspec.KeyNode(top["workload"], "dataset")
 		switch {
-		case sp.Launcher.Caps.Deterministic:
-			p.Fail(ds, "workload.dataset.kind", "conversation needs a launcher that serves HTTP (sim, process, docker, slurm): the %s launcher's virtual clock cannot wait for each answer", sp.Launcher.Kind)
-		case sp.Workload.CapacityRate:
+		case spec.Launcher.Caps.Deterministic:
+			p.Fail(ds, "workload.dataset.kind", "conversation needs a launcher that serves HTTP (sim, process, docker, slurm): the %s launcher's virtual clock cannot wait for each answer", spec.Launcher.Kind)
+		case spec.Workload.CapacityRate:
 			p.Fail(ds, "workload.dataset.kind", "conversation runs its sessions to the end: not with capacity: rate, whose probes are request counts")
 		}
 	}
-	if sp.Workload.Capacity && len(sp.SLO.Latency()) == 0 {
+	if spec.Workload.Capacity && len(spec.SLO.Latency()) == 0 {
 		p.Fail(top["workload"], "workload.load.capacity", "a capacity search needs slo limits")
 	}
-	if q := sp.Quality; q != nil {
-		if sp.Launcher.fixedSettings() {
-			p.Fail(top["quality"], "quality", "the %s launcher cannot start the baseline configuration", sp.Launcher.Kind)
+	if q := spec.Quality; q != nil {
+		if spec.Launcher.fixedSettings() {
+			p.Fail(top["quality"], "quality", "the %s launcher cannot start the baseline configuration", spec.Launcher.Kind)
 		} else if largest > 0 && GPUsFor(q.Baseline) > largest {
 			p.Fail(yamlspec.KeyNode(top["quality"], "baseline"), "quality.baseline", "needs %d GPUs on one host, the study has %d", GPUsFor(q.Baseline), largest)
 		}
 	}
-	p.defaultSampler(sp, top)
-	if check, _ := samplerCheck(sp.Tuner.Sampler); check != nil {
-		if err := check(sp); err != nil {
-			p.Fail(top["tuner"], "tuner.sampler", "%s %v", sp.Tuner.Sampler, err)
+	p.defaultSampler(spec, top)
+	if check, _ := samplerCheck(spec.Tuner.Sampler); check != nil {
+		if err := check(spec); err != nil {
+			p.Fail(top["tuner"], "tuner.sampler", "%s %v", spec.Tuner.Sampler, err)
 		}
 	}
-	for _, o := range append(append([]recommend.Objective(nil), sp.Objectives...), sp.Tuner.Objective) {
-		if o.Metric == "cost_per_mtok" && sp.Hardware.PricePerGPUHour <= 0 {
+	for _, o := range append(append([]recommend.Objective(nil), spec.Objectives...), spec.Tuner.Objective) {
+		if o.Metric == "cost_per_mtok" && spec.Hardware.PricePerGPUHour <= 0 {
 			p.Fail(top["objectives"], "objectives", "cost_per_mtok needs hardware.price_per_gpu_hour (or a catalog GPU in hardware.gpu)")
 		}
 	}
@@ -1247,19 +1247,19 @@ func GPUsFor(s space.Settings) int { return s.GPUs() }
 // minGPUs is the fewest GPUs any point of the space needs: the product of
 // the parallel settings' smallest values, and for a disaggregated
 // configuration the sum over its smallest parts.
-func minGPUs(sp space.Space) int {
+func minGPUs(searchSpace space.Space) int {
 	agg := 1
 	for _, name := range engine.ParallelNames() {
-		agg *= lowest(sp, name, 1)
+		agg *= lowest(searchSpace, name, 1)
 	}
-	q, ok := sp.Param("disaggregated")
+	q, ok := searchSpace.Param("disaggregated")
 	if !ok {
 		return agg
 	}
-	rest := agg / lowest(sp, "tensor_parallel", 1)
-	tp := lowest(sp, "tensor_parallel", 1)
-	dis := (lowest(sp, "prefill_replicas", 1)*lowest(sp, "prefill_tensor_parallel", tp) +
-		lowest(sp, "decode_replicas", 1)*lowest(sp, "decode_tensor_parallel", tp)) * rest
+	rest := agg / lowest(searchSpace, "tensor_parallel", 1)
+	tp := lowest(searchSpace, "tensor_parallel", 1)
+	dis := (lowest(searchSpace, "prefill_replicas", 1)*lowest(searchSpace, "prefill_tensor_parallel", tp) +
+		lowest(searchSpace, "decode_replicas", 1)*lowest(searchSpace, "decode_tensor_parallel", tp)) * rest
 	if q.Kind == space.KindCategorical && !slices.Contains(q.Choices, any(false)) {
 		return dis
 	}
@@ -1268,8 +1268,8 @@ func minGPUs(sp space.Space) int {
 
 // lowest is the smallest value the space gives setting name (def when it
 // does not vary it).
-func lowest(sp space.Space, name string, def int) int {
-	q, ok := sp.Param(name)
+func lowest(searchSpace space.Space, name string, def int) int {
+	q, ok := searchSpace.Param(name)
 	if !ok {
 		return def
 	}

@@ -39,29 +39,29 @@ tuner: {sampler: random, trials: 5, seed: 7}
 `
 
 func TestParseSpecGood(t *testing.T) {
-	sp, l, err := tuner.ParseSpec([]byte(goodSpec), "s1.yaml")
+	study, l, err := tuner.ParseSpec([]byte(goodSpec), "s1.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sp.Name != "s1" || sp.Engine != engine.VLLM || sp.Launcher.Kind != "sim" {
-		t.Errorf("spec = %+v", sp)
+	if study.Name != "s1" || study.Engine != engine.VLLM || study.Launcher.Kind != "sim" {
+		t.Errorf("spec = %+v", study)
 	}
-	if sp.Launcher.ReadyTimeout != 30*time.Second || l.Capabilities().TimeScale != 50 || len(sp.Launcher.GPUs) != 2 {
-		t.Errorf("launcher = %+v", sp.Launcher)
+	if study.Launcher.ReadyTimeout != 30*time.Second || l.Capabilities().TimeScale != 50 || len(study.Launcher.GPUs) != 2 {
+		t.Errorf("launcher = %+v", study.Launcher)
 	}
-	if len(sp.Space.Params) != 2 || len(sp.Workload.Levels) != 2 || sp.Workload.Levels[1].MaxConcurrency != 8 {
-		t.Errorf("space/workload = %+v / %+v", sp.Space, sp.Workload)
+	if len(study.Space.Params) != 2 || len(study.Workload.Levels) != 2 || study.Workload.Levels[1].MaxConcurrency != 8 {
+		t.Errorf("space/workload = %+v / %+v", study.Space, study.Workload)
 	}
-	if sp.Workload.Dataset.Input.Value != 512 || sp.Workload.Dataset.Output.Max != 64 {
-		t.Errorf("dataset = %+v", sp.Workload.Dataset)
+	if study.Workload.Dataset.Input.Value != 512 || study.Workload.Dataset.Output.Max != 64 {
+		t.Errorf("dataset = %+v", study.Workload.Dataset)
 	}
-	if len(sp.SLO) != 2 || sp.SLO.Goodput().TTFTms != 500 {
-		t.Errorf("slo = %v", sp.SLO)
+	if len(study.SLO) != 2 || study.SLO.Goodput().TTFTms != 500 {
+		t.Errorf("slo = %v", study.SLO)
 	}
-	if sp.Tuner.Sampler != spec.SamplerRandom || sp.Tuner.Trials != 5 || sp.Tuner.Seed != 7 || sp.Tuner.Objective.Metric != "goodput_per_gpu" {
-		t.Errorf("tuner = %+v", sp.Tuner)
+	if study.Tuner.Sampler != spec.SamplerRandom || study.Tuner.Trials != 5 || study.Tuner.Seed != 7 || study.Tuner.Objective.Metric != "goodput_per_gpu" {
+		t.Errorf("tuner = %+v", study.Tuner)
 	}
-	if sp.Text != goodSpec {
+	if study.Text != goodSpec {
 		t.Error("spec text not kept")
 	}
 }
@@ -149,14 +149,14 @@ func TestParseSpecBad(t *testing.T) {
 // then its launcher section by the launcher's kind and the checks that
 // need the launcher, so that their errors are seen too.
 func parseSpec(data []byte, file string) (*spec.Spec, error) {
-	sp, _, err := tuner.ParseSpec(data, file)
-	return sp, err
+	study, _, err := tuner.ParseSpec(data, file)
+	return study, err
 }
 
 // parseSpecFile is parseSpec of a file.
 func parseSpecFile(path string) (*spec.Spec, error) {
-	sp, _, err := tuner.ParseSpecFile(path)
-	return sp, err
+	study, _, err := tuner.ParseSpecFile(path)
+	return study, err
 }
 
 func FuzzParseSpec(f *testing.F) {
@@ -165,7 +165,7 @@ func FuzzParseSpec(f *testing.F) {
 	f.Add([]byte("name: x\n"))
 	f.Add([]byte("space: {tensor_parallel: [1, 2]}\nworkload: {load: {capacity: true}}"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		sp, err := spec.ParseSpec(data, "f.yaml")
+		study, err := spec.ParseSpec(data, "f.yaml")
 		if err != nil {
 			var se *yamlspec.Error
 			if !errors.As(err, &se) {
@@ -173,8 +173,8 @@ func FuzzParseSpec(f *testing.F) {
 			}
 			return
 		}
-		if sp.Name == "" || sp.Model == "" || sp.Tuner.Trials < 1 {
-			t.Fatalf("accepted an incomplete spec: %+v", sp)
+		if study.Name == "" || study.Model == "" || study.Tuner.Trials < 1 {
+			t.Fatalf("accepted an incomplete spec: %+v", study)
 		}
 	})
 }
@@ -203,7 +203,7 @@ var dockerHostsSpec = strings.Replace(goodSpec, "kind: sim\n  gpus: [0, 1]\n", `
 `, 1)
 
 func TestParseSpecDockerHosts(t *testing.T) {
-	sp, l, err := tuner.ParseSpec([]byte(dockerHostsSpec), "h.yaml")
+	study, l, err := tuner.ParseSpec([]byte(dockerHostsSpec), "h.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +214,7 @@ func TestParseSpecDockerHosts(t *testing.T) {
 	if c.LocalGPUs {
 		t.Error("GPUs of remote hosts read as local")
 	}
-	if p := sp.Parallelism(); p != 3 {
+	if p := study.Parallelism(); p != 3 {
 		t.Errorf("Parallelism = %d, want 3 (TP1 on each of 3 GPUs)", p)
 	}
 
@@ -256,15 +256,15 @@ func TestParseSpecDockerHosts(t *testing.T) {
 // spec gives none, and is rejected when there is neither.
 func TestSpecCostPrice(t *testing.T) {
 	cost := strings.Replace(goodSpec, "objectives: [max output_throughput_per_gpu, min ttft_p99]", "objectives: [max output_throughput_per_gpu, min cost_per_mtok]", 1)
-	sp, err := parseSpec([]byte(strings.Replace(cost, ", price_per_gpu_hour: 2.5", "", 1)), "c.yaml")
+	study, err := parseSpec([]byte(strings.Replace(cost, ", price_per_gpu_hour: 2.5", "", 1)), "c.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g, _ := catalog.LookupGPU("H100-SXM"); sp.Hardware.PricePerGPUHour != g.Price.PerGPUHour || g.Price.PerGPUHour <= 0 {
-		t.Errorf("price = %v, want the catalog's %v", sp.Hardware.PricePerGPUHour, g.Price.PerGPUHour)
+	if g, _ := catalog.LookupGPU("H100-SXM"); study.Hardware.PricePerGPUHour != g.Price.PerGPUHour || g.Price.PerGPUHour <= 0 {
+		t.Errorf("price = %v, want the catalog's %v", study.Hardware.PricePerGPUHour, g.Price.PerGPUHour)
 	}
-	if sp, _ := parseSpec([]byte(cost), "c.yaml"); sp.Hardware.PricePerGPUHour != 2.5 {
-		t.Errorf("the spec's own price lost: %v", sp.Hardware.PricePerGPUHour)
+	if study, _ := parseSpec([]byte(cost), "c.yaml"); study.Hardware.PricePerGPUHour != 2.5 {
+		t.Errorf("the spec's own price lost: %v", study.Hardware.PricePerGPUHour)
 	}
 	_, err = parseSpec([]byte(strings.Replace(cost, "hardware: {gpu: H100-SXM, price_per_gpu_hour: 2.5}\n", "", 1)), "c.yaml")
 	if err == nil || !strings.Contains(err.Error(), "cost_per_mtok needs hardware.price_per_gpu_hour") {

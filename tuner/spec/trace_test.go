@@ -19,11 +19,11 @@ const traceDataset = "dataset:\n    kind: trace\n    path: traces/mooncake.jsonl
 func TestParseSpecTrace(t *testing.T) {
 	src := strings.Replace(goodSpec, "dataset: {kind: random, input: 512, output: {uniform: [32, 64]}}", traceDataset, 1)
 	src = strings.Replace(src, "  requests_per_level: 20\n", "", 1)
-	sp, err := parseSpec([]byte(src), filepath.Join("studies", "s1.yaml"))
+	study, err := parseSpec([]byte(src), filepath.Join("studies", "s1.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := sp.Workload.Dataset
+	d := study.Workload.Dataset
 	want := bench.Trace{Format: "mooncake", Speed: 2, Start: 30 * time.Second, Duration: 10 * time.Minute}
 	if d.Kind != bench.DatasetTrace || d.Trace == nil || *d.Trace != want {
 		t.Fatalf("dataset %+v, trace %+v", d, d.Trace)
@@ -31,12 +31,12 @@ func TestParseSpecTrace(t *testing.T) {
 	if d.Path != filepath.Join("studies", "traces", "mooncake.jsonl") {
 		t.Errorf("path %q: want it against the spec's directory", d.Path)
 	}
-	if sp.Workload.RequestsPerLevel != 0 {
-		t.Errorf("requests per level %d: want 0 (the window)", sp.Workload.RequestsPerLevel)
+	if study.Workload.RequestsPerLevel != 0 {
+		t.Errorf("requests per level %d: want 0 (the window)", study.Workload.RequestsPerLevel)
 	}
 	abs := strings.Replace(src, "path: traces/mooncake.jsonl", "path: /data/m.jsonl", 1)
-	if sp, err := parseSpec([]byte(abs), "studies/s1.yaml"); err != nil || sp.Workload.Dataset.Path != "/data/m.jsonl" {
-		t.Errorf("an absolute path: %v, %q", err, sp.Workload.Dataset.Path)
+	if study, err := parseSpec([]byte(abs), "studies/s1.yaml"); err != nil || study.Workload.Dataset.Path != "/data/m.jsonl" {
+		t.Errorf("an absolute path: %v, %q", err, study.Workload.Dataset.Path)
 	}
 }
 

@@ -16,14 +16,14 @@ const whatifSpec = goodSpec + "whatif:\n  gpus: [H100-SXM]\n"
 // TestWhatifDeploymentKeys reads whatif.shapes, whatif.kv_link and
 // whatif.speculative, its method and tokens defaulting as the flags do.
 func TestWhatifDeploymentKeys(t *testing.T) {
-	sp, err := parseSpec([]byte(whatifSpec+`  shapes: [aggregated, disaggregated]
+	study, err := parseSpec([]byte(whatifSpec+`  shapes: [aggregated, disaggregated]
   kv_link: infiniband
   speculative: {acceptance: 0.65, draft: yuhuili/EAGLE3-LLaMA3.1-Instruct-8B}
 `), "w.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := sp.Whatif
+	w := study.Whatif
 	if strings.Join(w.Shapes, ",") != "aggregated,disaggregated" || w.KVLink != "infiniband" {
 		t.Errorf("shapes %q, link %q", w.Shapes, w.KVLink)
 	}
@@ -31,11 +31,11 @@ func TestWhatifDeploymentKeys(t *testing.T) {
 	if w.Speculative == nil || *w.Speculative != want {
 		t.Errorf("speculative %+v, want %+v", w.Speculative, want)
 	}
-	sp, err = parseSpec([]byte(whatifSpec+"  speculative: {acceptance: 0, method: ngram, tokens: 6}\n"), "w.yaml")
+	study, err = parseSpec([]byte(whatifSpec+"  speculative: {acceptance: 0, method: ngram, tokens: 6}\n"), "w.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := sp.Whatif.Speculative; s == nil || *s != (spec.WhatifSpeculation{Method: "ngram", Tokens: 6}) {
+	if s := study.Whatif.Speculative; s == nil || *s != (spec.WhatifSpeculation{Method: "ngram", Tokens: 6}) {
 		t.Errorf("ngram: %+v", s)
 	}
 }

@@ -41,14 +41,14 @@ func searchCandidate(ctx context.Context, o Options, m catalog.Model, c candidat
 		row.Fits, row.Reason = false, c.unfit
 		return row, nil
 	}
-	sp, trials, err := searchStudy(ctx, o, m, c, note)
+	study, trials, err := searchStudy(ctx, o, m, c, note)
 	if err != nil {
 		return row, err
 	}
 	row.Trials = len(trials)
-	best, level, ok := bestTrial(sp, trials)
+	best, level, ok := bestTrial(study, trials)
 	if !ok {
-		row.Reason = noCapacity(sp, trials)
+		row.Reason = noCapacity(study, trials)
 		return row, nil
 	}
 	row.fillMeasured(o, m, c, best, level)
@@ -81,17 +81,17 @@ func candidateRow(o Options, c candidate) Row {
 // of the speculative choice when o asks for speculation) and returns its
 // spec and trials.
 func searchStudy(ctx context.Context, o Options, m catalog.Model, c candidate, note func(string)) (*spec.Spec, []store.Trial, error) {
-	sp, err := studySpec(o, m, c, c.tps)
+	plan, err := studySpec(o, m, c, c.tps)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", c.name(), err)
 	}
-	sp.Tuner.Enqueue = []space.Settings{c.anchor}
+	plan.Tuner.Enqueue = []space.Settings{c.anchor}
 	if o.Spec != nil {
 		// Both sides of the speculative choice are measured at the anchor.
 		plain, drafted := c.anchor.Clone(), c.anchor.Clone()
 		plain["spec_method"] = "none"
 		drafted["spec_method"] = o.Spec.Method
-		sp.Tuner.Enqueue = []space.Settings{drafted, plain}
+		plan.Tuner.Enqueue = []space.Settings{drafted, plain}
 	}
 	db, err := store.Open(ctx, store.Memory)
 	if err != nil {
@@ -99,8 +99,8 @@ func searchStudy(ctx context.Context, o Options, m catalog.Model, c candidate, n
 	}
 	defer db.Close()
 	l := launcherFor(o, c)
-	eval := &layoutEval{r: &tuner.TrialRunner{Spec: sp, Launcher: l, Memory: memory.Model{}, Bootstrap: 1}, n: c.n, shape: c.shape, disagg: c.disagg}
-	study := &tuner.Study{Spec: sp, Launcher: l, Store: db, Eval: eval, OnFinish: func(r tuner.TrialReport) {
+	eval := &layoutEval{r: &tuner.TrialRunner{Spec: plan, Launcher: l, Memory: memory.Model{}, Bootstrap: 1}, n: c.n, shape: c.shape, disagg: c.disagg}
+	study := &tuner.Study{Spec: plan, Launcher: l, Store: db, Eval: eval, OnFinish: func(r tuner.TrialReport) {
 		note(fmt.Sprintf("%s: trial %d/%d", c.name(), r.Done, r.Total))
 	}}
 	note(c.name() + ": trial 0/" + fmt.Sprint(o.Trials))
@@ -112,7 +112,7 @@ func searchStudy(ctx context.Context, o Options, m catalog.Model, c candidate, n
 		return nil, nil, fmt.Errorf("%s: %w", c.name(), err)
 	}
 	trials, err := db.Trials(ctx, out.StudyID)
-	return sp, trials, err
+	return plan, trials, err
 }
 
 // fillMeasured fills the row from its best trial at level: the settings
@@ -350,7 +350,7 @@ func studySpec(o Options, m catalog.Model, c candidate, tps []int) (*spec.Spec, 
 	// absurd one); doubling from it to any capacity up to MaxRequestRate
 	// costs at most 12 probes.
 	const start = 4
-	sp := &spec.Spec{
+	study := &spec.Spec{
 		File: "whatif", Text: fmt.Sprintf("whatif %s on %s", o.Model, c.name()),
 		Name: "whatif-" + strings.ReplaceAll(c.name(), " ", "-"), Model: o.Model, ModelConfig: v.ModelConfig,
 		Engine:   c.engine,
@@ -368,7 +368,7 @@ func studySpec(o Options, m catalog.Model, c candidate, tps []int) (*spec.Spec, 
 	if m.Vocab == 0 {
 		return nil, errors.New("model without a vocabulary")
 	}
-	return sp, nil
+	return study, nil
 }
 
 // layoutEval runs a trial with data_parallel filling the candidate's n
@@ -412,7 +412,7 @@ func withLayout(set space.Settings, n int, sh *shape) space.Settings {
 }
 
 // bestTrial is the trial with the highest capacity and its capacity level.
-func bestTrial(sp *spec.Spec, trials []store.Trial) (store.Trial, measure.Level, bool) {
+func bestTrial(study *spec.Spec, trials []store.Trial) (store.Trial, measure.Level, bool) {
 	var best store.Trial
 	var level measure.Level
 	bestV, found := 0.0, false
@@ -421,7 +421,7 @@ func bestTrial(sp *spec.Spec, trials []store.Trial) (store.Trial, measure.Level,
 			continue
 		}
 		for i, p := range recommend.PointsOf(t.Number, t.Settings, 0, t.LoadPoints) {
-			if !sp.SLO.Met(p) {
+			if !study.SLO.Met(p) {
 				continue
 			}
 			if v := p.Load.Rate; v > bestV {
@@ -434,7 +434,7 @@ func bestTrial(sp *spec.Spec, trials []store.Trial) (store.Trial, measure.Level,
 
 // noCapacity says why no trial met the SLOs: the failures when none ran,
 // else what the lowest rate probed measured against the limits.
-func noCapacity(sp *spec.Spec, trials []store.Trial) string {
+func noCapacity(study *spec.Spec, trials []store.Trial) string {
 	fails := map[string]int{}
 	var low *measure.Level
 	for _, t := range trials {
@@ -443,7 +443,7 @@ func noCapacity(sp *spec.Spec, trials []store.Trial) string {
 			continue
 		}
 		for i, lp := range t.LoadPoints {
-			if low == nil || lp.Load.Rate < low.Load.Rate || lp.Load.Rate == low.Load.Rate && closer(sp.SLO, lp, *low) {
+			if low == nil || lp.Load.Rate < low.Load.Rate || lp.Load.Rate == low.Load.Rate && closer(study.SLO, lp, *low) {
 				low = &t.LoadPoints[i]
 			}
 		}
@@ -456,7 +456,7 @@ func noCapacity(sp *spec.Spec, trials []store.Trial) string {
 		sort.Strings(parts)
 		return "every configuration tried failed: " + strings.Join(parts, ", ")
 	}
-	return fmt.Sprintf("misses the SLOs even at %.3g req/s: %s", low.Load.Rate, missed(sp.SLO, *low))
+	return fmt.Sprintf("misses the SLOs even at %.3g req/s: %s", low.Load.Rate, missed(study.SLO, *low))
 }
 
 // missed lists the limits a level misses: "tpot_p99 50.9 ms > 50".

@@ -147,16 +147,16 @@ func EnergyJoules(samples []Sample) float64 {
 		if s.EnergyMilliJ == 0 {
 			continue
 		}
-		if sp, ok := by[s.GPU]; ok {
-			sp.last = s.EnergyMilliJ
+		if r, ok := by[s.GPU]; ok {
+			r.last = s.EnergyMilliJ
 		} else {
 			by[s.GPU] = &span{s.EnergyMilliJ, s.EnergyMilliJ}
 		}
 	}
 	var mj uint64
-	for _, sp := range by {
-		if sp.last > sp.first {
-			mj += sp.last - sp.first
+	for _, r := range by {
+		if r.last > r.first {
+			mj += r.last - r.first
 		}
 	}
 	return float64(mj) / 1000

@@ -59,9 +59,9 @@ func (c *Config) boundedKVBytes(n, scheduled int) float64 {
 		return 0
 	}
 	b := 0.0
-	for _, sp := range c.Model.KVSpans() {
-		held := min(n, sp.Span-1+max(1, scheduled))
-		b += float64(sp.Layers) / float64(c.PP) * c.kvLayerBytesPerGPU() * float64(held)
+	for _, set := range c.Model.KVSpans() {
+		held := min(n, set.Span-1+max(1, scheduled))
+		b += float64(set.Layers) / float64(c.PP) * c.kvLayerBytesPerGPU() * float64(held)
 	}
 	return b
 }
@@ -72,8 +72,8 @@ func (c *Config) boundedKVBytes(n, scheduled int) float64 {
 func (c *Config) kvPoolBytesPerToken() float64 {
 	b := c.kvBytesPerTokenPerGPU()
 	if c.Engine == engine.SGLang {
-		for _, sp := range c.Model.KVSpans() {
-			b += sglangSWAFullTokensRatio * float64(sp.Layers) / float64(c.PP) * c.kvLayerBytesPerGPU()
+		for _, set := range c.Model.KVSpans() {
+			b += sglangSWAFullTokensRatio * float64(set.Layers) / float64(c.PP) * c.kvLayerBytesPerGPU()
 		}
 	}
 	return b
@@ -108,16 +108,16 @@ func newSpanBlocks(cfg Config, bs int) *spanBlocks {
 	}
 	x := &spanBlocks{spans: cfg.Model.KVSpans(), sched: bs,
 		block: (cfg.kvPoolBytesPerToken() + cfg.specKVPerTokenPerGPU()) * float64(bs)}
-	for _, sp := range x.spans {
-		x.perToken = append(x.perToken, float64(sp.Layers)/float64(cfg.PP)*cfg.kvLayerBytesPerGPU())
+	for _, set := range x.spans {
+		x.perToken = append(x.perToken, float64(set.Layers)/float64(cfg.PP)*cfg.kvLayerBytesPerGPU())
 	}
 	return x
 }
 
 func (x *spanBlocks) blocks(n int) int {
 	b := 0.0
-	for i, sp := range x.spans {
-		b += x.perToken[i] * float64(min(n, sp.Span-1+x.sched))
+	for i, set := range x.spans {
+		b += x.perToken[i] * float64(min(n, set.Span-1+x.sched))
 	}
 	return int(math.Ceil(b / x.block))
 }
@@ -131,8 +131,8 @@ type attnSpan struct {
 // setSpans sets the step model's windowed layer sets.
 func (s *stepModel) setSpans(m catalog.Model) {
 	s.fullFrac = float64(m.FullLayers()) / float64(m.Layers)
-	for _, sp := range m.KVSpans() {
-		s.spans = append(s.spans, attnSpan{frac: float64(sp.Layers) / float64(m.Layers), span: float64(sp.Span)})
+	for _, set := range m.KVSpans() {
+		s.spans = append(s.spans, attnSpan{frac: float64(set.Layers) / float64(m.Layers), span: float64(set.Span)})
 	}
 }
 
@@ -148,9 +148,9 @@ func (s *stepModel) attention(b batchShape) float64 {
 	}
 	t := s.fullFrac * s.attentionOver(b.decodeCtx, b.verifyCtx, b.prefillPairs, b.prefillKV, b.prefillTokens)
 	seqs, pt := float64(b.seqs), float64(b.prefillTokens)
-	for _, sp := range s.spans {
-		t += sp.frac * s.attentionOver(math.Min(b.decodeCtx, seqs*sp.span), math.Min(b.verifyCtx, seqs*sp.span),
-			math.Min(b.prefillPairs, pt*sp.span), math.Min(b.prefillKV, pt+seqs*sp.span), b.prefillTokens)
+	for _, set := range s.spans {
+		t += set.frac * s.attentionOver(math.Min(b.decodeCtx, seqs*set.span), math.Min(b.verifyCtx, seqs*set.span),
+			math.Min(b.prefillPairs, pt*set.span), math.Min(b.prefillKV, pt+seqs*set.span), b.prefillTokens)
 	}
 	return t
 }

@@ -37,7 +37,7 @@ func study200(tb testing.TB) *Study {
 		}
 		text := strings.Replace(string(src), "trials: 24", "trials: 200", 1)
 		text = strings.Replace(text, "requests_per_level: 400", "requests_per_level: 200", 1)
-		sp, err := spec.ParseSpec([]byte(text), "big.yaml")
+		study, err := spec.ParseSpec([]byte(text), "big.yaml")
 		if err != nil {
 			big200.err = err
 			return
@@ -49,11 +49,11 @@ func study200(tb testing.TB) *Study {
 			return
 		}
 		big200.db = db
-		if _, err := (&tuner.Study{Spec: sp, Store: db, Memory: memory.Model{}}).Run(ctx); err != nil {
+		if _, err := (&tuner.Study{Spec: study, Store: db, Memory: memory.Model{}}).Run(ctx); err != nil {
 			big200.err = err
 			return
 		}
-		big200.study, big200.err = Load(ctx, db, sp.Name)
+		big200.study, big200.err = Load(ctx, db, study.Name)
 	})
 	if big200.err != nil {
 		tb.Fatal(big200.err)

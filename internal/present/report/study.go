@@ -83,7 +83,7 @@ func Load(ctx context.Context, db *store.Store, name string) (*Study, error) {
 	if err != nil {
 		return nil, err
 	}
-	sp, err := spec.ParseSpec([]byte(st.Spec), name+".yaml (stored)")
+	study, err := spec.ParseSpec([]byte(st.Spec), name+".yaml (stored)")
 	if err != nil {
 		return nil, fmt.Errorf("stored spec of %s: %w", name, err)
 	}
@@ -91,8 +91,8 @@ func Load(ctx context.Context, db *store.Store, name string) (*Study, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Study{Stored: st, Spec: sp, Trials: trials, Now: time.Now(), GPU: map[int]*measure.GPUUsage{}}
-	s.Findings = append(diagnoseRecommended(sp, trials), clientFindings(trials)...)
+	s := &Study{Stored: st, Spec: study, Trials: trials, Now: time.Now(), GPU: map[int]*measure.GPUUsage{}}
+	s.Findings = append(diagnoseRecommended(study, trials), clientFindings(trials)...)
 	for _, t := range trials {
 		samples, err := db.GPUSamples(ctx, t.ID)
 		if err != nil {
@@ -108,8 +108,8 @@ func Load(ctx context.Context, db *store.Store, name string) (*Study, error) {
 // diagnoseRecommended explains the recommended configuration's levels
 // (package diagnose): what bound each one, with its evidence and the
 // engine's flag to change.
-func diagnoseRecommended(sp *spec.Spec, trials []store.Trial) []TrialFinding {
-	rec, err := recommend.RecommendStudy(trials, sp.Terms(), recommend.PreferObjective)
+func diagnoseRecommended(study *spec.Spec, trials []store.Trial) []TrialFinding {
+	rec, err := recommend.RecommendStudy(trials, study.Terms(), recommend.PreferObjective)
 	if err != nil {
 		return nil
 	}
@@ -118,7 +118,7 @@ func diagnoseRecommended(sp *spec.Spec, trials []store.Trial) []TrialFinding {
 		if t.Number != rec.Best.Trial {
 			continue
 		}
-		for _, f := range diagnose.Levels(sp.Engine, t.Settings, t.LoadPoints) {
+		for _, f := range diagnose.Levels(study.Engine, t.Settings, t.LoadPoints) {
 			out = append(out, TrialFinding{Trial: t.Number, Finding: f})
 		}
 	}
@@ -327,16 +327,16 @@ func differs(a, b space.Settings) string {
 }
 
 func (s *Study) build() *view {
-	sp := s.Spec
-	v := &view{Name: s.Stored.Name, Status: s.Stored.Status, Model: sp.Model, Engine: string(sp.Engine),
-		Generated: s.Now.UTC().Format("2006-01-02 15:04 MST"), Tool: s.Tool, SLO: sp.SLO.String()}
+	study := s.Spec
+	v := &view{Name: s.Stored.Name, Status: s.Stored.Status, Model: study.Model, Engine: string(study.Engine),
+		Generated: s.Now.UTC().Format("2006-01-02 15:04 MST"), Tool: s.Tool, SLO: study.SLO.String()}
 	for _, f := range s.Findings {
 		v.Findings = append(v.Findings, viewOf(f))
 	}
 	v.Counts = s.counts()
 	s.recommendation(v)
 	s.conversation(v)
-	pts := recommend.StoredPoints(s.Trials, sp.Hardware.PricePerGPUHour)
+	pts := recommend.StoredPoints(s.Trials, study.Hardware.PricePerGPUHour)
 	s.frontTable(v, pts)
 	s.charts(v, pts)
 	s.failures(v)
@@ -374,16 +374,16 @@ func (s *Study) counts() string {
 }
 
 func (s *Study) recommendation(v *view) {
-	sp := s.Spec
-	rec, err := recommend.RecommendStudy(s.Trials, sp.Terms(), recommend.PreferObjective)
+	study := s.Spec
+	rec, err := recommend.RecommendStudy(s.Trials, study.Terms(), recommend.PreferObjective)
 	if err != nil {
-		v.NoRec = fmt.Sprintf("No recommendation: %v (SLO %s). See the failures and the Pareto chart below for how close the trials came.", err, sp.SLO)
+		v.NoRec = fmt.Sprintf("No recommendation: %v (SLO %s). See the failures and the Pareto chart below for how close the trials came.", err, study.SLO)
 		return
 	}
 	best := rec.Best
 	p := best.Point
 	r := &recView{Trial: p.Trial, Level: p.Label, Runs: best.Runs(), Settings: SettingsLine(p.Settings)}
-	r.Commands = serveCommands(sp, p)
+	r.Commands = serveCommands(study, p)
 	for _, m := range recommend.Figures() {
 		value, ci, ok := best.Figure(m)
 		if !ok {
@@ -400,8 +400,8 @@ func (s *Study) recommendation(v *view) {
 		dir = "lowest"
 	}
 	r.Why = fmt.Sprintf("The %s %s, ranked by %s, among the configurations whose every run met the SLO, over %s, at %s.",
-		dir, metricTitle(best.Metric), recommend.PreferObjective.For(sp.Tuner.Objective).Describe(sp.Tuner.Objective), runs, p.Label)
-	for _, risk := range best.SLORisks(sp.SLO) {
+		dir, metricTitle(best.Metric), recommend.PreferObjective.For(study.Tuner.Objective).Describe(study.Tuner.Objective), runs, p.Label)
+	for _, risk := range best.SLORisks(study.SLO) {
 		r.Why += " Caution: " + risk + "."
 	}
 	if d := best.Disagreement(); d != "" {
@@ -420,8 +420,8 @@ func (s *Study) recommendation(v *view) {
 		}
 		r.RunnerUp = u
 	}
-	if sp.Disaggregation != nil {
-		r.Alternative = alternativeOf(sp, s.Trials, best)
+	if study.Disaggregation != nil {
+		r.Alternative = alternativeOf(study, s.Trials, best)
 	}
 	v.Rec = r
 }
@@ -430,14 +430,14 @@ func (s *Study) recommendation(v *view) {
 // when the study ran containers), or a disaggregated point's parts as
 // one script (engines in the background, the router in front), as
 // recommend prints them.
-func serveCommands(sp *spec.Spec, p recommend.Point) []command {
-	if parts := sp.PartCommands(p); parts != nil {
+func serveCommands(study *spec.Spec, p recommend.Point) []command {
+	if parts := study.PartCommands(p); parts != nil {
 		label := fmt.Sprintf("disaggregated on one host: %d engines, each on its GPUs, and the router in front", len(parts)-1)
 		return []command{{label, strings.Join(spec.Script(parts), "\n")}}
 	}
-	cmds := []command{{string(sp.Engine), engine.ShellJoin(sp.ServeArgv(p, string(sp.Engine)))}}
-	if sp.Image() != "" || sp.Launcher.Kind == "docker" {
-		cmds = append(cmds, command{"docker", engine.ShellJoin(sp.ServeArgv(p, "docker"))})
+	cmds := []command{{string(study.Engine), engine.ShellJoin(study.ServeArgv(p, string(study.Engine)))}}
+	if study.Image() != "" || study.Launcher.Kind == "docker" {
+		cmds = append(cmds, command{"docker", engine.ShellJoin(study.ServeArgv(p, "docker"))})
 	}
 	return cmds
 }
@@ -445,14 +445,14 @@ func serveCommands(sp *spec.Spec, p recommend.Point) []command {
 // alternativeOf is the best measured configuration of the other shape
 // than best's, with the measured difference (recommend.OtherShape); nil
 // when the study measured none that meets the SLO.
-func alternativeOf(sp *spec.Spec, trials []store.Trial, best recommend.Candidate) *alternative {
-	alt := recommend.OtherShape(trials, sp.Terms(), recommend.PreferObjective, best)
+func alternativeOf(study *spec.Spec, trials []store.Trial, best recommend.Candidate) *alternative {
+	alt := recommend.OtherShape(trials, study.Terms(), recommend.PreferObjective, best)
 	if alt == nil {
 		return nil
 	}
 	a := alt.Best
 	out := &alternative{Shape: a.Point.Settings.Shape(), Of: best.Point.Settings.Shape(), Trial: a.Trial,
-		Level: a.Point.Label, GPUs: a.Point.GPUs, Settings: SettingsLine(a.Settings), Commands: serveCommands(sp, a.Point)}
+		Level: a.Point.Label, GPUs: a.Point.GPUs, Settings: SettingsLine(a.Settings), Commands: serveCommands(study, a.Point)}
 	diff := best.Difference(a, recommend.Figures())
 	for _, m := range recommend.Figures() {
 		value, ci, ok := a.Figure(m)
@@ -471,17 +471,17 @@ func alternativeOf(sp *spec.Spec, trials []store.Trial, best recommend.Candidate
 // frontTable lists the Pareto front over the study's objectives among the
 // points that meet the SLOs, marking the recommended point.
 func (s *Study) frontTable(v *view, pts []recommend.Point) {
-	sp := s.Spec
+	study := s.Spec
 	var met []recommend.Point
 	for _, p := range pts {
-		if sp.SLO.Met(p) {
+		if study.SLO.Met(p) {
 			met = append(met, p)
 		}
 	}
-	front := recommend.Front(met, sp.Objectives)
+	front := recommend.Front(met, study.Objectives)
 	metrics := []string{}
 	seen := map[string]bool{}
-	for _, o := range sp.Objectives {
+	for _, o := range study.Objectives {
 		if !seen[o.Metric] {
 			metrics = append(metrics, o.Metric)
 			seen[o.Metric] = true
@@ -612,7 +612,7 @@ func intList(ns []int) string {
 }
 
 func (s *Study) facts(v *view) {
-	sp, st := s.Spec, s.Stored
+	study, st := s.Spec, s.Stored
 	add := func(k, val string) { v.Facts = append(v.Facts, fact{k, val}) }
 	add("study", fmt.Sprintf("%s (%s)", st.Name, st.Status))
 	when := st.Started.Local().Format("2006-01-02 15:04:05 MST")
@@ -620,38 +620,38 @@ func (s *Study) facts(v *view) {
 		when += fmt.Sprintf(" to %s (%s)", st.Finished.Local().Format("15:04:05"), spec.ShortDuration(st.Finished.Sub(st.Started)))
 	}
 	add("run", when)
-	add("model", sp.Model)
-	image := sp.Image()
+	add("model", study.Model)
+	image := study.Image()
 	if image == "" {
-		image = "none (" + sp.Launcher.Kind + " launcher)"
+		image = "none (" + study.Launcher.Kind + " launcher)"
 	}
-	add("engine", fmt.Sprintf("%s, launcher %s, image %s", sp.Engine, sp.Launcher.Kind, image))
-	hw := sp.Hardware.GPU
+	add("engine", fmt.Sprintf("%s, launcher %s, image %s", study.Engine, study.Launcher.Kind, image))
+	hw := study.Hardware.GPU
 	if hw == "" {
 		hw = "not given"
 	}
-	if len(sp.Launcher.GPUs) > 0 {
-		hw += fmt.Sprintf(", GPUs %v", sp.Launcher.GPUs)
+	if len(study.Launcher.GPUs) > 0 {
+		hw += fmt.Sprintf(", GPUs %v", study.Launcher.GPUs)
 	}
 	add("hardware", hw)
 	price := "none (no cost figures)"
-	if sp.Hardware.PricePerGPUHour > 0 {
-		src := sp.Hardware.PriceSource
+	if study.Hardware.PricePerGPUHour > 0 {
+		src := study.Hardware.PriceSource
 		if src == "spec" {
 			src = "from the spec, as of " + st.Started.Format("2006-01-02")
 		}
-		price = fmt.Sprintf("$%.2f per GPU-hour (%s)", sp.Hardware.PricePerGPUHour, src)
+		price = fmt.Sprintf("$%.2f per GPU-hour (%s)", study.Hardware.PricePerGPUHour, src)
 	}
 	add("price", price)
-	objs := make([]string, len(sp.Objectives))
-	for i, o := range sp.Objectives {
+	objs := make([]string, len(study.Objectives))
+	for i, o := range study.Objectives {
 		objs[i] = o.String()
 	}
 	add("search", fmt.Sprintf("sampler %s, %d trials, seed %d, objective %s, confirmation %d×%d",
-		sp.Tuner.Sampler, sp.Tuner.Trials, sp.Tuner.Seed, sp.Tuner.Objective, sp.Tuner.Confirm.Top, sp.Tuner.Confirm.Runs))
+		study.Tuner.Sampler, study.Tuner.Trials, study.Tuner.Seed, study.Tuner.Objective, study.Tuner.Confirm.Top, study.Tuner.Confirm.Runs))
 	add("Pareto objectives", strings.Join(objs, ", "))
-	add("SLO", sp.SLO.String())
-	w := sp.Workload
+	add("SLO", study.SLO.String())
+	w := study.Workload
 	var levels []string
 	for _, l := range w.Levels {
 		lab, _, _ := l.Label()

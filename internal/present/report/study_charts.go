@@ -28,7 +28,7 @@ const (
 const maxLatencyTrials = 8
 
 func (s *Study) charts(v *view, pts []recommend.Point) {
-	sp := s.Spec
+	study := s.Spec
 	confirmPts := s.confirmationPoints()
 	var chosen *recommend.Point
 	if v.Rec != nil {
@@ -41,7 +41,7 @@ func (s *Study) charts(v *view, pts []recommend.Point) {
 	v.Pareto = s.frontChart("Throughput against interactivity",
 		"tokens/s per user (1000 / median TPOT)", "output tokens/s per GPU",
 		pts, confirmPts, chosen, "tokens_per_user", "output_throughput_per_gpu", true)
-	if sp.Hardware.PricePerGPUHour > 0 {
+	if study.Hardware.PricePerGPUHour > 0 {
 		v.Cost = s.frontChart("Cost against interactivity",
 			"tokens/s per user (1000 / median TPOT)", "$ per million output tokens",
 			pts, confirmPts, chosen, "tokens_per_user", "cost_per_mtok", false)
@@ -148,22 +148,22 @@ func (s *Study) latencyCharts(pts []recommend.Point) (ttft, tpot charted) {
 // most maxLatencyTrials; trials whose every level measured the same are
 // drawn once (also lists them by the drawn trial).
 func (s *Study) latencyTrials(pts []recommend.Point) (trials []int, also map[int][]int, byTrial map[int][]recommend.Point) {
-	sp := s.Spec
+	study := s.Spec
 	var met []recommend.Point
 	for _, p := range pts {
-		if sp.SLO.Met(p) {
+		if study.SLO.Met(p) {
 			met = append(met, p)
 		}
 	}
-	front := recommend.Front(met, sp.Objectives)
+	front := recommend.Front(met, study.Objectives)
 	seen := map[int]bool{}
-	if rec, err := recommend.RecommendStudy(s.Trials, sp.Terms(), recommend.PreferObjective); err == nil {
+	if rec, err := recommend.RecommendStudy(s.Trials, study.Terms(), recommend.PreferObjective); err == nil {
 		trials = append(trials, rec.Best.Trial)
 		seen[rec.Best.Trial] = true
 	}
-	primary := sp.Tuner.Objective
-	if len(sp.Objectives) > 0 {
-		primary = sp.Objectives[0]
+	primary := study.Tuner.Objective
+	if len(study.Objectives) > 0 {
+		primary = study.Objectives[0]
 	}
 	sort.SliceStable(front, func(i, j int) bool {
 		a, _ := front[i].Metric(primary.Metric)
@@ -222,9 +222,9 @@ func (s *Study) latencyTrials(pts []recommend.Point) (trials []int, also map[int
 // latencyChart draws one SLO latency (prefix ttft or tpot; fallback when
 // the SLO has no such limit) against load for the chosen trials.
 func (s *Study) latencyChart(prefix, fallback string, trials []int, also map[int][]int, byTrial map[int][]recommend.Point) charted {
-	sp := s.Spec
+	study := s.Spec
 	metric, limit := fallback, 0.0
-	for _, l := range sp.SLO {
+	for _, l := range study.SLO {
 		if strings.HasPrefix(l.Metric, prefix+"_") {
 			metric, limit = l.Metric, l.Max
 		}
@@ -354,13 +354,13 @@ func (s *Study) historyChart() charted {
 // effectCharts estimate each parameter's effect (Importance) and plot
 // the objective against every parameter's values.
 func (s *Study) effectCharts() (charted, []charted, []effectRow) {
-	sp := s.Spec
-	obj := sp.Tuner.Objective
+	study := s.Spec
+	obj := study.Tuner.Objective
 	var vals []float64
 	var trials []int
 	cols := map[string][]any{}
 	var params []space.Param
-	for _, p := range sp.Space.Params {
+	for _, p := range study.Space.Params {
 		if n := paramValues(p); n > 1 {
 			params = append(params, p)
 		}

@@ -162,7 +162,7 @@ func TestReportDiagnosesRecommendation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sp, err := spec.ParseSpec([]byte(strings.Replace(string(src), "trials: 24", "trials: 6", 1)), "quickstart.yaml")
+	study, err := spec.ParseSpec([]byte(strings.Replace(string(src), "trials: 24", "trials: 6", 1)), "quickstart.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +171,7 @@ func TestReportDiagnosesRecommendation(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if _, err := (&tuner.Study{Spec: sp, Store: db, Memory: memory.Model{}}).Run(ctx); err != nil {
+	if _, err := (&tuner.Study{Spec: study, Store: db, Memory: memory.Model{}}).Run(ctx); err != nil {
 		t.Fatal(err)
 	}
 	s, err := Load(ctx, db, "quickstart")

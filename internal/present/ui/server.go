@@ -443,7 +443,7 @@ type studySource struct {
 	name        string
 	waiting     bool
 	st          store.Study
-	sp          *spec.Spec
+	spec        *spec.Spec
 	trials      []store.Trial
 	recommended string
 	pareto      template.HTML
@@ -458,7 +458,7 @@ func (x *studySource) load(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	sp, err := spec.ParseSpec([]byte(st.Spec), x.name+".yaml (stored)")
+	study, err := spec.ParseSpec([]byte(st.Spec), x.name+".yaml (stored)")
 	if err != nil {
 		return fmt.Errorf("stored spec of %s: %w", x.name, err)
 	}
@@ -466,11 +466,11 @@ func (x *studySource) load(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	x.waiting, x.st, x.sp, x.trials, x.recommended = false, st, sp, trials, ""
-	if rec, err := recommend.RecommendStudy(trials, sp.Terms(), recommend.PreferObjective); err == nil {
-		x.recommended = fmt.Sprintf("trial %d, %s at %s, ranked by %s", rec.Best.Trial, recommend.Format(rec.Best.Metric, rec.Best.Mean), rec.Best.Point.Label, recommend.PreferObjective.For(sp.Tuner.Objective).Describe(sp.Tuner.Objective))
+	x.waiting, x.st, x.spec, x.trials, x.recommended = false, st, study, trials, ""
+	if rec, err := recommend.RecommendStudy(trials, study.Terms(), recommend.PreferObjective); err == nil {
+		x.recommended = fmt.Sprintf("trial %d, %s at %s, ranked by %s", rec.Best.Trial, recommend.Format(rec.Best.Metric, rec.Best.Mean), rec.Best.Point.Label, recommend.PreferObjective.For(study.Tuner.Objective).Describe(study.Tuner.Objective))
 	}
-	x.pareto = (&report.Study{Stored: st, Spec: sp, Trials: trials}).ParetoChart()
+	x.pareto = (&report.Study{Stored: st, Spec: study, Trials: trials}).ParetoChart()
 	return nil
 }
 
@@ -482,9 +482,9 @@ func (x *studySource) view(now time.Time) ([]frag, bool, error) {
 		f, err := s.fragment("summary", "summary", v)
 		return []frag{f, {ID: "running"}, {ID: "pareto"}, {ID: "trials"}, {ID: "failures"}}, false, err
 	}
-	st, sp, trials := x.st, x.sp, x.trials
-	v.Status, v.SLO, v.Planned = st.Status, sp.SLO.String(), sp.Planned()
-	obj := sp.Tuner.Objective
+	st, study, trials := x.st, x.spec, x.trials
+	v.Status, v.SLO, v.Planned = st.Status, study.SLO.String(), study.Planned()
+	obj := study.Tuner.Objective
 	v.Objective = obj.String()
 	var durations []time.Duration
 	var best *float64
@@ -541,7 +541,7 @@ func (x *studySource) view(now time.Time) ([]frag, bool, error) {
 	v.Elapsed = spec.ShortDuration(end.Sub(st.Started))
 	running := st.Status == store.StudyRunning
 	if running {
-		if eta, ok := spec.ETA(durations, v.Planned-v.Done, sp.Parallelism()); ok {
+		if eta, ok := spec.ETA(durations, v.Planned-v.Done, study.Parallelism()); ok {
 			v.ETA = spec.ShortDuration(eta)
 		}
 	}

@@ -431,9 +431,9 @@ func LookupKnob(name string) (Knob, bool) {
 }
 
 // flags lists every flag a spelling may write or read.
-func (sp spelling) flags() []string {
+func (spell spelling) flags() []string {
 	var out []string
-	for _, f := range slices.Concat([]string{sp.flag}, sp.aliases, sp.on, sp.off, sp.emits) {
+	for _, f := range slices.Concat([]string{spell.flag}, spell.aliases, spell.on, spell.off, spell.emits) {
 		if f != "" && !slices.Contains(out, f) {
 			out = append(out, f)
 		}
@@ -448,15 +448,15 @@ func Flag(e Engine, name string) string {
 	if !ok {
 		return ""
 	}
-	sp := k.spell(e)
-	if sp.flag != "" {
-		return sp.flag
+	spell := k.spell(e)
+	if spell.flag != "" {
+		return spell.flag
 	}
-	if len(sp.on) > 0 {
-		return sp.on[0]
+	if len(spell.on) > 0 {
+		return spell.on[0]
 	}
-	if len(sp.off) > 0 {
-		return sp.off[0]
+	if len(spell.off) > 0 {
+		return spell.off[0]
 	}
 	return ""
 }
@@ -718,16 +718,16 @@ var readings = func() map[string]*reading {
 	for i := range table {
 		k := &table[i]
 		for _, e := range Engines {
-			sp := k.spell(e)
-			for _, name := range append([]string{sp.flag}, sp.aliases...) {
+			spell := k.spell(e)
+			for _, name := range append([]string{spell.flag}, spell.aliases...) {
 				if name != "" {
-					add(name, e, reading{k: k, valued: true, read: sp.read})
+					add(name, e, reading{k: k, valued: true, read: spell.read})
 				}
 			}
-			for _, name := range sp.on {
+			for _, name := range spell.on {
 				add(name, e, reading{k: k, set: &t})
 			}
-			for _, name := range sp.off {
+			for _, name := range spell.off {
 				add(name, e, reading{k: k, set: &f})
 			}
 		}
@@ -1058,15 +1058,15 @@ type FlagDoc struct {
 func FlagDocs(e Engine) []FlagDoc {
 	var out []FlagDoc
 	for _, k := range table {
-		sp := k.spell(e)
-		f, doc := sp.flag, k.doc
+		spell := k.spell(e)
+		f, doc := spell.flag, k.doc
 		switch {
 		case f != "":
-		case len(sp.on) > 0:
-			f = sp.on[0]
-		case len(sp.off) > 0:
-			f, doc = sp.off[0], "turns off: "+doc
-		case len(sp.emits) > 0:
+		case len(spell.on) > 0:
+			f = spell.on[0]
+		case len(spell.off) > 0:
+			f, doc = spell.off[0], "turns off: "+doc
+		case len(spell.emits) > 0:
 			continue // written by another setting's flag
 		default:
 			continue
