@@ -81,8 +81,11 @@ func TestReportInBrowser(t *testing.T) {
 	if len(cmds) == 0 || cmds[0] != want {
 		t.Errorf("recommended command on the page %q, want %q", cmds, want)
 	}
-	// Let any late load or error arrive before looking.
-	time.Sleep(300 * time.Millisecond)
+	// The load event: every resource the page asks for has been asked for,
+	// and its scripts have run.
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.readyState === "complete"`)); err != nil {
+		t.Fatal(err)
+	}
 	if msgs := page.Console(); len(msgs) > 0 {
 		t.Errorf("console errors:\n%s", strings.Join(msgs, "\n"))
 	}

@@ -15,7 +15,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/servetune/servetune/internal/testengine"
 	"github.com/servetune/servetune/launcher"
@@ -76,6 +75,7 @@ func TestTuneDisaggKillResume(t *testing.T) {
 	// disaggregated 2 and 3: kill while one of those measures.
 	inFlight := regexp.MustCompile(`^trial ([23]) concurrency=`)
 	killed, running := -1, 0
+	var leaders []int
 	var head strings.Builder
 	sc := bufio.NewScanner(stderr)
 	for sc.Scan() {
@@ -83,6 +83,7 @@ func TestTuneDisaggKillResume(t *testing.T) {
 		if m := inFlight.FindStringSubmatch(sc.Text()); m != nil {
 			running = labelledProcesses(t, name)
 			killed, _ = strconv.Atoi(m[1])
+			leaders = childPIDs(cmd.Process.Pid)
 			_ = cmd.Process.Signal(syscall.SIGKILL)
 			break
 		}
@@ -95,7 +96,7 @@ func TestTuneDisaggKillResume(t *testing.T) {
 	if running < 3 {
 		t.Errorf("%d processes of the study while a disaggregated trial measured, want its prefill, decode and router", running)
 	}
-	time.Sleep(200 * time.Millisecond) // the parent-death signal
+	waitDead(t, leaders) // the parent-death signal
 	out, err := exec.Command(bin, "tune", spec, "--db", db, "--resume").CombinedOutput()
 	if err != nil {
 		t.Fatalf("resume: %v\n%s", err, out)
@@ -293,6 +294,7 @@ func TestTuneDisaggSlurm(t *testing.T) {
 	// Trials 2 and 3 are the disaggregated ones (TestTuneDisaggKillResume).
 	inFlight := regexp.MustCompile(`^trial ([23]) concurrency=`)
 	killed := -1
+	var leaders []int
 	var jobs []slurmJob
 	routers := 0
 	var head strings.Builder
@@ -302,6 +304,7 @@ func TestTuneDisaggSlurm(t *testing.T) {
 		if m := inFlight.FindStringSubmatch(sc.Text()); m != nil {
 			jobs, routers = slurmJobsOf(t, name), labelledProcesses(t, name)
 			killed, _ = strconv.Atoi(m[1])
+			leaders = childPIDs(cmd.Process.Pid)
 			_ = cmd.Process.Signal(syscall.SIGKILL)
 			break
 		}
@@ -329,7 +332,7 @@ func TestTuneDisaggSlurm(t *testing.T) {
 			t.Errorf("no job named *%s in squeue:\n%s", want, names)
 		}
 	}
-	time.Sleep(200 * time.Millisecond) // the router's parent-death signal
+	waitDead(t, leaders) // the router's parent-death signal
 	out, err := testCommand(t, bin, "tune", spec, "--db", db, "--resume").CombinedOutput()
 	if err != nil {
 		t.Fatalf("resume: %v\n%s", err, out)

@@ -313,9 +313,11 @@ func TestTuneKillResumeWrapper(t *testing.T) {
 	sc := bufio.NewScanner(stderr)
 	var head strings.Builder
 	killed := false
+	var leaders []int
 	for sc.Scan() {
 		head.WriteString(sc.Text() + "\n")
 		if inFlight.MatchString(sc.Text()) {
+			leaders = childPIDs(cmd.Process.Pid)
 			_ = cmd.Process.Signal(syscall.SIGKILL)
 			killed = true
 			break
@@ -326,7 +328,7 @@ func TestTuneKillResumeWrapper(t *testing.T) {
 	if !killed {
 		t.Fatalf("no trial was in flight:\n%s", head.String())
 	}
-	time.Sleep(200 * time.Millisecond) // the wrapper's parent-death signal
+	waitDead(t, leaders) // the wrapper's parent-death signal
 	if n := labelledProcesses(t, name); n == 0 {
 		t.Fatal("no orphaned engine after SIGKILL: nothing to test")
 	}
@@ -339,6 +341,48 @@ func TestTuneKillResumeWrapper(t *testing.T) {
 	}
 	if n := labelledProcesses(t, name); n != 0 {
 		t.Errorf("%d engine processes of the study left after the resumed run", n)
+	}
+}
+
+// childPIDs are the processes whose parent is pid.
+func childPIDs(pid int) []int {
+	entries, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range entries {
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, not ')'s end.
+		i := bytes.LastIndexByte(stat, ')')
+		if f := strings.Fields(string(stat[i+1:])); i > 0 && len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			n, _ := strconv.Atoi(e.Name())
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// waitDead waits until every process of pids has ended (gone, or a
+// zombie no one reaps): a killed parent's children, each ended by its
+// parent-death signal.
+func waitDead(t *testing.T, pids []int) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		alive := 0
+		for _, pid := range pids {
+			stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+			if i := bytes.LastIndexByte(stat, ')'); err == nil && i > 0 && i+2 < len(stat) && stat[i+2] != 'Z' {
+				alive++
+			}
+		}
+		if alive == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d processes still running 30 s after their parent was killed", alive, len(pids))
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
