@@ -1,6 +1,8 @@
 package tuner
 
 import (
+	"github.com/servetune/servetune/internal/testspec"
+
 	"context"
 	"github.com/servetune/servetune/tuner/memory"
 	"slices"
@@ -15,30 +17,7 @@ import (
 	"github.com/servetune/servetune/space"
 )
 
-// TestSpecLaunchers: each launcher kind decodes its section of the spec
-// into its launcher (the kinds are registered by launcher/kinds).
-// goodSpec is a study on the sim launcher (tuner/spec/spec_test.go has the same).
-const goodSpec = `name: s1
-model: meta-llama/Llama-3.1-8B-Instruct
-engine: vllm
-launcher:
-  kind: sim
-  gpus: [0, 1]
-  ready_timeout: 30s
-  time_scale: 50
-hardware: {gpu: H100-SXM, price_per_gpu_hour: 2.5}
-space:
-  tensor_parallel: [1, 2]
-  max_running_requests: {int: [16, 256], log: true}
-workload:
-  dataset: {kind: random, input: 512, output: {uniform: [32, 64]}}
-  load: {concurrency: [1, 8]}
-  requests_per_level: 20
-  warmup: 2
-slo: {ttft_p99_ms: 500, tpot_p99_ms: 50}
-objectives: [max output_throughput_per_gpu, min ttft_p99]
-tuner: {sampler: random, trials: 5, seed: 7}
-`
+var goodSpec = testspec.Sim
 
 func TestSpecLaunchers(t *testing.T) {
 	tests := []struct {

@@ -54,6 +54,8 @@ var rules = []rule{
 	{claim: "what reads stored studies (report, ui) links no sampler, simulator or launcher",
 		from: []string{"internal/present/report", "internal/present/ui"}, links: true,
 		not: []string{"github.com/c-bata/goptuna/...", "tuner", "tuner/sampler", "tuner/guided", "tuner/memory", "internal/model/...", "launcher/..."}},
+	{claim: "only tests import internal/testspec: its specs stay out of the shipped binaries",
+		from: []string{"..."}, not: []string{"internal/testspec"}},
 	{claim: "nothing under internal/ imports the packages that run a study (tuner and its runners)",
 		from: []string{"internal/..."}, not: []string{"tuner", "tuner/sampler", "tuner/guided", "tuner/memory", "tuner/whatif", "tuner/samplerbench"}},
 }

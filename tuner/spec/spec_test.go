@@ -1,6 +1,8 @@
 package spec_test
 
 import (
+	"github.com/servetune/servetune/internal/testspec"
+
 	"errors"
 	"path/filepath"
 	"slices"
@@ -16,27 +18,8 @@ import (
 	"github.com/servetune/servetune/tuner/spec"
 )
 
-const goodSpec = `name: s1
-model: meta-llama/Llama-3.1-8B-Instruct
-engine: vllm
-launcher:
-  kind: sim
-  gpus: [0, 1]
-  ready_timeout: 30s
-  time_scale: 50
-hardware: {gpu: H100-SXM, price_per_gpu_hour: 2.5}
-space:
-  tensor_parallel: [1, 2]
-  max_running_requests: {int: [16, 256], log: true}
-workload:
-  dataset: {kind: random, input: 512, output: {uniform: [32, 64]}}
-  load: {concurrency: [1, 8]}
-  requests_per_level: 20
-  warmup: 2
-slo: {ttft_p99_ms: 500, tpot_p99_ms: 50}
-objectives: [max output_throughput_per_gpu, min ttft_p99]
-tuner: {sampler: random, trials: 5, seed: 7}
-`
+// goodSpec is a study on the simulated engine, measured on the real clock.
+var goodSpec = testspec.Sim
 
 func TestParseSpecGood(t *testing.T) {
 	study, l, err := tuner.ParseSpec([]byte(goodSpec), "s1.yaml")

@@ -11,7 +11,7 @@ import (
 
 // whatifSpec is goodSpec with a whatif section; the cases append lines
 // under it (line 21 on).
-const whatifSpec = goodSpec + "whatif:\n  gpus: [H100-SXM]\n"
+var whatifSpec = goodSpec + "whatif:\n  gpus: [H100-SXM]\n"
 
 // TestWhatifDeploymentKeys reads whatif.shapes, whatif.kv_link and
 // whatif.speculative, its method and tokens defaulting as the flags do.
