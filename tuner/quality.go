@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/servetune/servetune/internal/load/measure"
@@ -235,14 +233,5 @@ func settingsKey(s engine.Settings) string {
 	if len(s) == 0 {
 		return "engine defaults"
 	}
-	keys := make([]string, 0, len(s))
-	for k := range s {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = k + "=" + engine.FormatValue(s[k])
-	}
-	return strings.Join(parts, " ")
+	return s.Line()
 }

@@ -105,11 +105,7 @@ hit rate (share of prompt tokens served from cache) are printed.
 			}
 			var f planFlags
 			fs := planFlagSet(&f)
-			ours, engineArgs := splitArgs(fs, args)
-			if err := fs.Parse(ours); err != nil {
-				return usageError(err)
-			}
-			cfg, err := simConfig(engineArgs)
+			cfg, engineArgs, err := parseSimArgs(fs, args)
 			if err != nil {
 				return err
 			}

@@ -307,6 +307,18 @@ func simBenchFlags(fs *pflag.FlagSet, f *benchFlags) {
 	fs.Lookup("warmup").Usage = "warm-up requests at the run's concurrency, excluded from metrics (they warm the simulated prefix cache)"
 }
 
+// parseSimArgs parses the flags registered in fs from args and builds
+// the simulated engine's configuration from the rest (engineArgs), the
+// engine's command line.
+func parseSimArgs(fs *pflag.FlagSet, args []string) (cfg sim.Config, engineArgs []string, err error) {
+	ours, engineArgs := splitArgs(fs, args)
+	if err := fs.Parse(ours); err != nil {
+		return cfg, nil, usageError(err)
+	}
+	cfg, err = simConfig(engineArgs)
+	return cfg, engineArgs, err
+}
+
 // splitArgs separates the flags registered in fs (with their values) from
 // the rest, which are engine flags.
 func splitArgs(fs *pflag.FlagSet, args []string) (ours, engine []string) {
@@ -343,11 +355,7 @@ func newSimRunCmd() *cobra.Command {
 			fs := pflag.NewFlagSet("sim run", pflag.ContinueOnError)
 			fs.SetOutput(io.Discard)
 			simBenchFlags(fs, &f)
-			ours, engineArgs := splitArgs(fs, args)
-			if err := fs.Parse(ours); err != nil {
-				return usageError(err)
-			}
-			cfg, err := simConfig(engineArgs)
+			cfg, _, err := parseSimArgs(fs, args)
 			if err != nil {
 				return err
 			}

@@ -54,13 +54,7 @@ func TimeScale(scale float64) float64 {
 // Preflight checks that the simulated engine can model a study: its
 // model (from the catalog or a config.json) and its GPU.
 func Preflight(model, modelConfig, gpu string) error {
-	var m catalog.Model
-	var err error
-	if modelConfig != "" {
-		m, err = catalog.LoadHFConfig(modelConfig, model)
-	} else {
-		m, _, err = catalog.ResolveModel(model)
-	}
+	m, err := catalog.LoadModel(model, modelConfig)
 	if err == nil {
 		err = m.Simulable()
 	}

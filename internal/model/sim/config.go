@@ -167,13 +167,7 @@ func FromSettings(e engine.Engine, model, modelConfig, gpu string, numGPUs int, 
 	if model == "" {
 		return Config{}, fmt.Errorf("%w: no model (give MODEL, --model or --model-path)", ErrBadArgs)
 	}
-	var m catalog.Model
-	var err error
-	if modelConfig != "" {
-		m, err = catalog.LoadHFConfig(modelConfig, model)
-	} else {
-		m, _, err = catalog.ResolveModel(model)
-	}
+	m, err := catalog.LoadModel(model, modelConfig)
 	if err != nil {
 		return Config{}, fmt.Errorf("%w: %w", ErrBadArgs, err)
 	}

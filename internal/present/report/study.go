@@ -468,17 +468,23 @@ func alternativeOf(study *spec.Spec, trials []store.Trial, best recommend.Candid
 	return out
 }
 
+// metFront is the Pareto front over the study's objectives of the points
+// of pts that meet the SLOs.
+func (s *Study) metFront(pts []recommend.Point) []recommend.Point {
+	var met []recommend.Point
+	for _, p := range pts {
+		if s.Spec.SLO.Met(p) {
+			met = append(met, p)
+		}
+	}
+	return recommend.Front(met, s.Spec.Objectives)
+}
+
 // frontTable lists the Pareto front over the study's objectives among the
 // points that meet the SLOs, marking the recommended point.
 func (s *Study) frontTable(v *view, pts []recommend.Point) {
 	study := s.Spec
-	var met []recommend.Point
-	for _, p := range pts {
-		if study.SLO.Met(p) {
-			met = append(met, p)
-		}
-	}
-	front := recommend.Front(met, study.Objectives)
+	front := s.metFront(pts)
 	metrics := []string{}
 	seen := map[string]bool{}
 	for _, o := range study.Objectives {

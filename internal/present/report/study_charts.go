@@ -149,13 +149,7 @@ func (s *Study) latencyCharts(pts []recommend.Point) (ttft, tpot charted) {
 // drawn once (also lists them by the drawn trial).
 func (s *Study) latencyTrials(pts []recommend.Point) (trials []int, also map[int][]int, byTrial map[int][]recommend.Point) {
 	study := s.Spec
-	var met []recommend.Point
-	for _, p := range pts {
-		if study.SLO.Met(p) {
-			met = append(met, p)
-		}
-	}
-	front := recommend.Front(met, study.Objectives)
+	front := s.metFront(pts)
 	seen := map[int]bool{}
 	if rec, err := recommend.RecommendStudy(s.Trials, study.Terms(), recommend.PreferObjective); err == nil {
 		trials = append(trials, rec.Best.Trial)

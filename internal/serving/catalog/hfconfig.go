@@ -441,3 +441,14 @@ func ResolveModel(name string) (m Model, configPath string, err error) {
 	m, err = LookupModel(name)
 	return m, "", err
 }
+
+// LoadModel is the model name serves: read from configPath, a
+// config.json, when one is given (name is then the id it answers to),
+// else found by ResolveModel.
+func LoadModel(name, configPath string) (Model, error) {
+	if configPath != "" {
+		return LoadHFConfig(configPath, name)
+	}
+	m, _, err := ResolveModel(name)
+	return m, err
+}

@@ -136,7 +136,7 @@ func (s Settings) Line() string {
 	sort.Strings(keys)
 	parts := make([]string, len(keys))
 	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s=%v", k, s[k])
+		parts[i] = k + "=" + formatValue(s[k])
 	}
 	return strings.Join(parts, " ")
 }
