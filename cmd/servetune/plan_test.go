@@ -125,11 +125,17 @@ func TestPlanK8s(t *testing.T) {
 	})
 }
 
+// kedaModule is the KEDA release whose ScaledObject CRD the manifests are
+// checked against; the Go module proxy serves its source, CRDs included
+// (config/crd/bases).
+const kedaModule = "github.com/kedacore/keda/v2@v2.20.2"
+
 // --autoscaler keda writes a ScaledObject in the HPA's place, its
-// Prometheus trigger querying the engine's metric for the served model.
-// (The control plane here has no KEDA CRDs, so no server dry run.)
+// Prometheus trigger querying the engine's metric for the served model;
+// with a control plane, KEDA's own CRD (from its module) installed, the
+// server accepts the manifests.
 func TestPlanK8sKEDA(t *testing.T) {
-	_, docs := planManifests(t, "--autoscaler", "keda")
+	out, docs := planManifests(t, "--autoscaler", "keda")
 	var so unstructured.Unstructured
 	if err := yaml.Unmarshal([]byte(docs[2]), &so.Object); err != nil {
 		t.Fatal(err)
@@ -142,6 +148,33 @@ func TestPlanK8sKEDA(t *testing.T) {
 	if !strings.Contains(meta["query"].(string), `vllm:num_requests_running{model_name="meta-llama/Llama-3.1-8B-Instruct"}`) {
 		t.Errorf("KEDA query %v", meta["query"])
 	}
+	t.Run("server dry run", func(t *testing.T) {
+		kubeconfig := testengine.Kubeconfig(t) // skips without a control plane
+		kubectl, err := exec.LookPath("kubectl")
+		if err != nil {
+			t.Skip("no kubectl")
+		}
+		kube := func(args ...string) {
+			t.Helper()
+			cmd := exec.Command(kubectl, args...)
+			cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+			if b, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, b)
+			}
+		}
+		dl := exec.Command("go", "mod", "download", "-json", kedaModule)
+		dl.Dir = t.TempDir() // outside the module: no go.mod change
+		b, err := dl.Output()
+		var mod struct{ Dir, Error string }
+		if jerr := json.Unmarshal(b, &mod); err != nil || jerr != nil || mod.Dir == "" {
+			t.Fatalf("go mod download %s: %v %s\n%s", kedaModule, err, mod.Error, b)
+		}
+		crd := filepath.Join(mod.Dir, "config", "crd", "bases", "keda.sh_scaledobjects.yaml")
+		kube("apply", "--server-side", "-f", crd)
+		t.Cleanup(func() { kube("delete", "--ignore-not-found", "-f", crd) })
+		kube("wait", "--for=condition=Established", "--timeout=60s", "crd/scaledobjects.keda.sh")
+		kube("apply", "--dry-run=server", "-n", testengine.KubeNamespace, "-f", out)
+	})
 }
 
 func TestPlanBadInput(t *testing.T) {
