@@ -42,6 +42,7 @@ type planFlags struct {
 	price                    float64
 	jsonOut, format, out     string
 	prometheus, autoscaler   string
+	fromStudy, db            string
 }
 
 func planFlagSet(f *planFlags) *pflag.FlagSet {
@@ -69,6 +70,8 @@ func planFlagSet(f *planFlags) *pflag.FlagSet {
 	fs.DurationVar(&f.upDelay, "scale-up-delay", -1, "how long a new replica takes to serve (default: --sim-load-time when given, else fleet.StartupSeconds of its weights)")
 	fs.DurationVar(&f.cool, "cooldown", time.Duration(fleet.DefaultCooldown*float64(time.Second)), "scale-down stabilization window")
 	fs.Float64Var(&f.price, "price", 0, "$ per GPU-hour (default: the catalog's on-demand price)")
+	fs.StringVar(&f.fromStudy, "from-study", "", "the replica's configuration: the one this stored study recommends (its objective's pick), instead of engine flags")
+	fs.StringVar(&f.db, "db", studyDBDefault(), "--from-study: SQLite database of studies (env SERVETUNE_DB)")
 	fs.StringVar(&f.jsonOut, "json", "", "also write the plan as JSON to this file")
 	fs.StringVar(&f.format, "format", "table", "table, or k8s (manifests: Deployment, Service, the autoscaler, router config)")
 	fs.StringVar(&f.autoscaler, "autoscaler", "hpa", "--format k8s: hpa (autoscaling/v2, needs prometheus-adapter) or keda (a KEDA ScaledObject, needs KEDA's CRDs)")
@@ -79,7 +82,7 @@ func planFlagSet(f *planFlags) *pflag.FlagSet {
 
 func newPlanCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:   "plan [engine flags] (--trace FILE --trace-format F | --rate-curve FILE | --synth day|conversation) --slo LIMITS [flags]",
+		Use:   "plan [engine flags | --from-study S] (--trace FILE --trace-format F | --rate-curve FILE | --synth day|conversation) --slo LIMITS [flags]",
 		Short: "Plan a fleet over a day of traffic: replicas, routers and autoscaling compared in virtual time, with their cost",
 		Long: `Simulate, in virtual time, a fleet of replicas of one serve configuration (the
 engine's command line, as sim run takes it) serving a day of traffic: a trace, a
@@ -95,7 +98,8 @@ hit rate (share of prompt tokens served from cache) are printed.
 ` + catalogHelp(),
 		Example: `  servetune plan --model meta-llama/Llama-3.1-8B-Instruct --gpu H100-SXM ` + engineFlag("max_model_len") + ` 16384 \
     --synth conversation --mean-rate 20 --slo ttft_p99_ms=2000,tpot_p99_ms=50 --json plan.json
-  servetune plan --model llama-3.1-8b --trace azure_conv_2023.csv --trace-format azure --slo tpot_p99_ms=50 --router least-load,prefix`,
+  servetune plan --model llama-3.1-8b --trace azure_conv_2023.csv --trace-format azure --slo tpot_p99_ms=50 --router least-load,prefix
+  servetune plan --from-study quickstart --synth day --mean-rate 5 --slo ttft_p99_ms=2000,tpot_p99_ms=50`,
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if wantsHelp(args) {
@@ -105,7 +109,11 @@ hit rate (share of prompt tokens served from cache) are printed.
 			}
 			var f planFlags
 			fs := planFlagSet(&f)
-			cfg, engineArgs, err := parseSimArgs(fs, args)
+			ours, engineArgs := splitArgs(fs, args)
+			if err := fs.Parse(ours); err != nil {
+				return usageError(err)
+			}
+			cfg, err := planConfig(cmd, &f, engineArgs)
 			if err != nil {
 				return err
 			}

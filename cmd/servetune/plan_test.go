@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/servetune/servetune/internal/testengine"
+	"github.com/servetune/servetune/internal/testspec"
 )
 
 // planArgs plan half an hour of conversations on L40S replicas.
@@ -197,6 +198,36 @@ func TestPlanBadInput(t *testing.T) {
 		code := run(context.Background(), tc.args, &stdout, &stderr)
 		msg := strings.TrimSpace(stderr.String())
 		if code != 2 || !strings.Contains(msg, tc.want) || strings.Count(msg, "\n") > 0 {
+			t.Errorf("%v: exit %d, %q; want exit 2 and one line naming %q", tc.args[1:], code, msg, tc.want)
+		}
+	}
+}
+
+// --from-study plans replicas of the stored study's recommendation: its
+// model, GPU, engine and settings, with no engine flags given; engine
+// flags beside it, or a study that is not there, are usage errors.
+func TestPlanFromStudy(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "s.db")
+	if code, _, errs := runCLI(t, "tune", writeSpec(t, testspec.Virtual), "--db", db); code != exitOK {
+		t.Fatalf("tune: exit %d: %s", code, errs)
+	}
+	traffic := []string{"--synth", "day", "--hours", "0.5", "--mean-rate", "2", "--slo", "ttft_p99_ms=2000,tpot_p99_ms=50"}
+	code, out, errs := runCLI(t, append([]string{"plan", "--from-study", "vt", "--db", db}, traffic...)...)
+	if code != exitOK {
+		t.Fatalf("plan: exit %d: %s", code, errs)
+	}
+	if !strings.Contains(errs, "a replica is study vt, trial ") || !strings.Contains(out, "meta-llama/Llama-3.1-8B-Instruct on ") || !strings.Contains(out, "H100-SXM") {
+		t.Errorf("plan of study vt:\n%s\n%s", errs, out)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"plan", "--from-study", "vt", "--db", db, "--model", "llama-3.1-8b"}, "give no engine flags"},
+		{[]string{"plan", "--from-study", "nope", "--db", db}, `no study "nope"`},
+	} {
+		code, _, errs := runCLI(t, append(tc.args, traffic...)...)
+		if msg := strings.TrimSpace(errs); code != 2 || !strings.Contains(msg, tc.want) || strings.Contains(msg, "\n") {
 			t.Errorf("%v: exit %d, %q; want exit 2 and one line naming %q", tc.args[1:], code, msg, tc.want)
 		}
 	}
