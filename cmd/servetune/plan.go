@@ -42,7 +42,7 @@ type planFlags struct {
 	price                    float64
 	jsonOut, format, out     string
 	prometheus, autoscaler   string
-	fromStudy, db            string
+	fromStudy, db, htmlOut   string
 }
 
 func planFlagSet(f *planFlags) *pflag.FlagSet {
@@ -73,6 +73,7 @@ func planFlagSet(f *planFlags) *pflag.FlagSet {
 	fs.StringVar(&f.fromStudy, "from-study", "", "the replica's configuration: the one this stored study recommends (its objective's pick), instead of engine flags")
 	fs.StringVar(&f.db, "db", studyDBDefault(), "--from-study: SQLite database of studies (env SERVETUNE_DB)")
 	fs.StringVar(&f.jsonOut, "json", "", "also write the plan as JSON to this file")
+	fs.StringVar(&f.htmlOut, "html", "", "also write the plan as a page with its charts (traffic, replicas over time, SLO attainment by hour) to this file")
 	fs.StringVar(&f.format, "format", "table", "table, or k8s (manifests: Deployment, Service, the autoscaler, router config)")
 	fs.StringVar(&f.autoscaler, "autoscaler", "hpa", "--format k8s: hpa (autoscaling/v2, needs prometheus-adapter) or keda (a KEDA ScaledObject, needs KEDA's CRDs)")
 	fs.StringVar(&f.out, "output", "", "--format k8s: write the manifests to this file (default stdout)")
@@ -391,6 +392,11 @@ func runPlan(cmd *cobra.Command, cfg sim.Config, f *planFlags, fs *pflag.FlagSet
 	rep.WallTotal = time.Since(wall).Seconds()
 	if f.jsonOut != "" {
 		if err := writeJSONFile(f.jsonOut, rep); err != nil {
+			return failedError(err)
+		}
+	}
+	if f.htmlOut != "" {
+		if err := writePlanHTML(f.htmlOut, rep, q.reqs, results, f.goal); err != nil {
 			return failedError(err)
 		}
 	}

@@ -9,6 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
@@ -16,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
+	"github.com/servetune/servetune/internal/browser"
 	"github.com/servetune/servetune/internal/testengine"
 	"github.com/servetune/servetune/internal/testspec"
 )
@@ -229,6 +233,42 @@ func TestPlanFromStudy(t *testing.T) {
 		code, _, errs := runCLI(t, append(tc.args, traffic...)...)
 		if msg := strings.TrimSpace(errs); code != 2 || !strings.Contains(msg, tc.want) || strings.Contains(msg, "\n") {
 			t.Errorf("%v: exit %d, %q; want exit 2 and one line naming %q", tc.args[1:], code, msg, tc.want)
+		}
+	}
+}
+
+// --html writes the plan's page: in headless Chromium it loads with no
+// console error and no request beyond itself, a table row per policy and
+// its three charts (traffic, replicas, attainment by hour).
+func TestPlanHTML(t *testing.T) {
+	page := browser.New(t, 1100, 1000)
+	out := filepath.Join(t.TempDir(), "plan.html")
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), planArgs("--html", out, "--router", "round-robin,prefix"), &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	url := "file://" + out
+	ctx, cancel := context.WithTimeout(page.Ctx, 60*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, chromedp.Navigate(url), chromedp.WaitReady("body")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.readyState === "complete"`)); err != nil {
+		t.Fatal(err)
+	}
+	counts, err := chromedp.Run(ctx, chromedp.Evaluate[[]int](`[document.querySelectorAll("figure svg").length, document.querySelectorAll("table:first-of-type tr").length - 1]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if counts[0] != 3 || counts[1] != 3 {
+		t.Errorf("%d charts and %d policy rows, want 3 and 3 (two routers autoscaled, static)", counts[0], counts[1])
+	}
+	if msgs := page.Console(); len(msgs) > 0 {
+		t.Errorf("console errors:\n%s", strings.Join(msgs, "\n"))
+	}
+	for _, u := range page.Requests() {
+		if u != url && !strings.HasPrefix(u, "data:") {
+			t.Errorf("the page requested %s", u)
 		}
 	}
 }
