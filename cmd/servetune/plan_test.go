@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,7 +19,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/servetune/servetune/internal/browser"
-	"github.com/servetune/servetune/internal/testengine"
 	"github.com/servetune/servetune/internal/testspec"
 )
 
@@ -116,24 +114,8 @@ func TestPlanK8s(t *testing.T) {
 	if !strings.Contains(cm.Data["router.yaml"], "policy: prefix") {
 		t.Errorf("router config %q: want the prefix router, the plan's cheapest", cm.Data["router.yaml"])
 	}
-	t.Run("server dry run", func(t *testing.T) {
-		kubeconfig := testengine.Kubeconfig(t) // skips without a control plane
-		kubectl, err := exec.LookPath("kubectl")
-		if err != nil {
-			t.Skip("no kubectl")
-		}
-		cmd := exec.Command(kubectl, "apply", "--dry-run=server", "-n", testengine.KubeNamespace, "-f", out)
-		cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
-		if b, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("kubectl apply --dry-run=server: %v\n%s", err, b)
-		}
-	})
+	t.Run("server dry run", func(t *testing.T) { serverDryRun(t, out) })
 }
-
-// kedaModule is the KEDA release whose ScaledObject CRD the manifests are
-// checked against; the Go module proxy serves its source, CRDs included
-// (config/crd/bases).
-const kedaModule = "github.com/kedacore/keda/v2@v2.20.2"
 
 // --autoscaler keda writes a ScaledObject in the HPA's place, its
 // Prometheus trigger querying the engine's metric for the served model;
@@ -153,33 +135,7 @@ func TestPlanK8sKEDA(t *testing.T) {
 	if !strings.Contains(meta["query"].(string), `vllm:num_requests_running{model_name="meta-llama/Llama-3.1-8B-Instruct"}`) {
 		t.Errorf("KEDA query %v", meta["query"])
 	}
-	t.Run("server dry run", func(t *testing.T) {
-		kubeconfig := testengine.Kubeconfig(t) // skips without a control plane
-		kubectl, err := exec.LookPath("kubectl")
-		if err != nil {
-			t.Skip("no kubectl")
-		}
-		kube := func(args ...string) {
-			t.Helper()
-			cmd := exec.Command(kubectl, args...)
-			cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
-			if b, err := cmd.CombinedOutput(); err != nil {
-				t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, b)
-			}
-		}
-		dl := exec.Command("go", "mod", "download", "-json", kedaModule)
-		dl.Dir = t.TempDir() // outside the module: no go.mod change
-		b, err := dl.Output()
-		var mod struct{ Dir, Error string }
-		if jerr := json.Unmarshal(b, &mod); err != nil || jerr != nil || mod.Dir == "" {
-			t.Fatalf("go mod download %s: %v %s\n%s", kedaModule, err, mod.Error, b)
-		}
-		crd := filepath.Join(mod.Dir, "config", "crd", "bases", "keda.sh_scaledobjects.yaml")
-		kube("apply", "--server-side", "-f", crd)
-		t.Cleanup(func() { kube("delete", "--ignore-not-found", "-f", crd) })
-		kube("wait", "--for=condition=Established", "--timeout=60s", "crd/scaledobjects.keda.sh")
-		kube("apply", "--dry-run=server", "-n", testengine.KubeNamespace, "-f", out)
-	})
+	t.Run("server dry run", func(t *testing.T) { serverDryRun(t, out, kedaScaledObjectCRD) })
 }
 
 func TestPlanBadInput(t *testing.T) {

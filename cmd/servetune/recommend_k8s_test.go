@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -211,7 +212,8 @@ func TestRecommendRouterImage(t *testing.T) {
 }
 
 // A recommendation of 16 H100s (two 8-GPU hosts) writes a LeaderWorkerSet
-// of two pods that strict-decodes into the LWS v0.9.0 types.
+// of two pods that strict-decodes into the LWS v0.9.0 types; with a
+// control plane, LWS's CRD installed, the server accepts it.
 func TestRecommendManifestsMultiHost(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "s.db")
 	src := strings.Replace(virtualStudy, "model: meta-llama/Llama-3.1-8B-Instruct", "model: Qwen/Qwen3-30B-A3B", 1)
@@ -243,4 +245,11 @@ func TestRecommendManifestsMultiHost(t *testing.T) {
 	if q := c.Resources.Limits[kube.GPUResource]; q.Value() != 8 {
 		t.Errorf("leader GPUs %v", q.Value())
 	}
+	t.Run("server dry run", func(t *testing.T) {
+		file := filepath.Join(t.TempDir(), "lws.yaml")
+		if err := os.WriteFile(file, []byte(out), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		serverDryRun(t, file, leaderWorkerSetCRD)
+	})
 }

@@ -98,6 +98,9 @@ func LeaderWorkerSet(s Serve, hostGPUs int) (*lws.LeaderWorkerSet, *corev1.Servi
 				WorkerTemplate: pod(worker),
 			},
 			StartupPolicy: lws.LeaderReadyStartupPolicy,
+			// The type the CRD requires (its only one); written out, since
+			// the Go zero value serialises as "" and the server refuses it.
+			RolloutStrategy: lws.RolloutStrategy{Type: lws.RollingUpdateStrategyType},
 		},
 	}
 	svc := &corev1.Service{
