@@ -236,6 +236,16 @@ func (d DatasetSpec) turnsBound() float64 {
 	return 1000 // an unclipped lognormal or normal: clipped here
 }
 
+// MostTurns is the most turns a session of a conversation dataset of
+// synthetic sessions may have (its turns distribution's bound, clipped
+// at 1,000); 0 for one from a file, whose conversations have their own.
+func (d DatasetSpec) MostTurns() int {
+	if d.Turns == nil {
+		return 0
+	}
+	return int(min(d.turnsBound(), maxTurns))
+}
+
 // maxTurns clips the turns of an unclipped distribution.
 const maxTurns = 1000
 
