@@ -98,7 +98,11 @@ type RateSearch struct {
 	// a probe sends max(RequestsPerLevel, rate x MinSpan) requests, so that
 	// a rate a little above the capacity has the time to build the queue
 	// that shows it (a fixed count at a high rate is a burst, which any
-	// engine absorbs). 0 = RequestsPerLevel always.
+	// engine absorbs). 0 = RequestsPerLevel always. On a conversation of
+	// synthetic sessions the rate is the sessions' arrival rate and a
+	// probe starts max(sessions, rate x MinSpan) of them, so that as many
+	// are in flight as the rate keeps in flight (a fixed number of
+	// sessions at a high rate all run at once, whatever the rate).
 	MinSpan time.Duration
 	// MaxRequests bounds the requests of one probe that MinSpan asks for;
 	// 0 = bench.MaxRequests.
@@ -428,9 +432,21 @@ func (p Plan) BenchConfig(i int, load measure.Load) bench.Config {
 		// In float: rate x span may be beyond any int.
 		n = max(n, int(math.Min(float64(most), math.Ceil(load.Rate*c.Rate.MinSpan.Seconds()))))
 	}
+	ds := p.Dataset
+	if turns := ds.MostTurns(); turns > 0 && ds.Kind == bench.DatasetConversation && p.Capacity != nil && p.Capacity.Rate != nil &&
+		p.Capacity.Rate.MinSpan > 0 && !load.Unlimited() {
+		// A session is up to turns requests: the sessions' turns stay
+		// within the requests a probe may send.
+		most := bench.MaxRequests
+		if m := p.Capacity.Rate.MaxRequests; m > 0 {
+			most = min(most, m)
+		}
+		span := math.Ceil(load.Rate * p.Capacity.Rate.MinSpan.Seconds())
+		ds.Sessions = max(ds.Sessions, int(math.Min(float64(most/turns), span)))
+	}
 	return bench.Config{
 		Target:      openai.Target{Model: p.Spec.Model},
-		Dataset:     p.Dataset,
+		Dataset:     ds,
 		Load:        load,
 		NumRequests: n,
 		Warmup:      p.Warmup,

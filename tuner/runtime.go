@@ -64,7 +64,7 @@ func specCaps(l launcher.Launcher) spec.LauncherCaps {
 		return spec.LauncherCaps{}
 	}
 	c := l.Capabilities()
-	return spec.LauncherCaps{GPUs: c.GPUs, HostOf: c.HostOf, FixedSettings: c.FixedSettings, Deterministic: c.Deterministic}
+	return spec.LauncherCaps{GPUs: c.GPUs, HostOf: c.HostOf, FixedSettings: c.FixedSettings}
 }
 
 // launcherFor is the launcher the study starts its trials with, l

@@ -242,16 +242,6 @@ func TestBenchConversationBadInput(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q; want exit 2 and one line naming %q", tc.args, code, stderr, tc.want)
 		}
 	}
-	// The virtual clock cannot wait for answers: sim run and whatif refuse.
-	for _, args := range [][]string{
-		{"sim", "run", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpu", "H100-SXM", "--dataset", "conversation", "--sessions", "2", "--turns", "2"},
-		{"whatif", "--model", "meta-llama/Llama-3.1-8B-Instruct", "--gpus", "H100-SXM", "--dataset", "conversation", "--sessions", "2", "--turns", "2", "--slo", "ttft_p99_ms=2000"},
-	} {
-		code, _, stderr := runCLI(t, args...)
-		if code != exitUsage || !strings.Contains(stderr, "virtual") || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
-			t.Errorf("%s: exit %d, stderr %q; want exit 2, one line", args[0], code, stderr)
-		}
-	}
 }
 
 // TestBenchConversationFailedTurnEndsSession: a proxy in front of `sim

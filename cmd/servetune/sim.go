@@ -371,9 +371,6 @@ func runSimVirtual(cmd *cobra.Command, cfg sim.Config, f *benchFlags) error {
 	if err != nil {
 		return usageError(err)
 	}
-	if bcfg.Dataset.Kind == bench.DatasetConversation {
-		return usageErrorf("--dataset conversation: sim run's virtual clock cannot wait for each answer; run servetune sim serve and bench against it")
-	}
 	bcfg.Target.BaseURL = ""
 	eng, err := sim.NewVirtual(cfg)
 	if err != nil {
@@ -413,6 +410,7 @@ func runSimVirtual(cmd *cobra.Command, cfg sim.Config, f *benchFlags) error {
 			s.Meta["findings"] = findings
 		}
 		printSummary(stdout, l.name, s)
+		printConversation(stdout, s.Conversation)
 		printEngine(stdout, s)
 		printFindings(stdout, findings)
 		if err := out.records(li, res.Records); err != nil {

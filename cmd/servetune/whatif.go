@@ -16,7 +16,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/servetune/servetune/internal/load/bench"
 	"github.com/servetune/servetune/internal/load/measure"
 	"github.com/servetune/servetune/internal/model/sim"
 	"github.com/servetune/servetune/internal/serving/catalog"
@@ -290,9 +289,6 @@ func whatifDataset(fl *pflag.FlagSet, f *whatifFlags, fromSpec bool, o *whatif.O
 		}
 		o.Dataset = ds
 	}
-	if o.Dataset.Kind == bench.DatasetConversation {
-		return errors.New("whatif runs in virtual time, which cannot wait for each answer: a conversation workload needs a live server (servetune sim serve and bench)")
-	}
 	return nil
 }
 
@@ -457,6 +453,9 @@ func printWhatif(w io.Writer, rep *whatif.Report) {
 		weights = fmt.Sprintf("; weights %s (the checkpoint's, rows without %s)", rep.Weights, engine.Flag(engine.VLLM, "quantization"))
 	}
 	fmt.Fprintf(w, "%s, %s; %s; SLO %s; max-model-len %d%s\n", rep.Model, strings.Join(engines, "+"), rep.Workload, rep.SLO, rep.MaxModelLen, weights)
+	if rep.Conversation {
+		fmt.Fprintln(w, "capacity is the highest session arrival rate (sess/s) meeting the SLO; req/s counts the turns those sessions send")
+	}
 	if rep.TargetRPS > 0 {
 		fmt.Fprintf(w, "target %.3g req/s: ranked by $/month (%d h), on-demand and reserved (-%.0f%%)\n", rep.TargetRPS, whatif.HoursPerMonth, 100*rep.ReservedDiscount)
 	} else {
@@ -555,6 +554,13 @@ func printWhatifTable(w io.Writer, rep *whatif.Report) []whatif.Row {
 	if shaped {
 		head += "shape\t"
 	}
+	// A conversation's capacity is its sessions' arrival rate: a column
+	// of its own before the requests/s their turns make.
+	sessions := func(whatif.Row) string { return "" }
+	if rep.Conversation {
+		head += "sess/s\t"
+		sessions = func(r whatif.Row) string { return fmt.Sprintf("%.3g\t", r.CapacitySessions) }
+	}
 	fmt.Fprintln(tw, head+"req/s\ttok/s/GPU\tTTFT p99\tTPOT p99\treplicas\t$/month\treserved\t$/Mtok\terror\t")
 	var unfit []whatif.Row
 	for _, r := range rep.Rows {
@@ -566,8 +572,8 @@ func printWhatifTable(w io.Writer, rep *whatif.Report) []whatif.Row {
 		if rep.TargetRPS > 0 {
 			repl = fmt.Sprintf("%d (+%.0f%%)", r.Replicas, 100*r.Headroom)
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s%.3g\t%.0f\t%.0f ms\t%.1f ms\t%s\t%s\t%s\t%.2f\t±%.0f%%\t\n",
-			r.Rank, r.GPU, r.GPUsPerReplica, engineCell(r), shapeCol(r), r.CapacityRPS, r.OutputTokensPerSPerGPU, r.TTFTP99, r.TPOTP99,
+		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s%s%.3g\t%.0f\t%.0f ms\t%.1f ms\t%s\t%s\t%s\t%.2f\t±%.0f%%\t\n",
+			r.Rank, r.GPU, r.GPUsPerReplica, engineCell(r), shapeCol(r), sessions(r), r.CapacityRPS, r.OutputTokensPerSPerGPU, r.TTFTP99, r.TPOTP99,
 			repl, dollars(r.MonthlyCost), dollars(r.MonthlyCostReserved), r.CostPerMTok, 100*r.ErrorBand)
 	}
 	tw.Flush()

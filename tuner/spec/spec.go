@@ -143,7 +143,6 @@ type LauncherCaps struct {
 	GPUs          []int             // the study's GPUs, when HostOf is set
 	HostOf        func(gpu int) int // nil: launcher.gpus, all on one host
 	FixedSettings bool              // the space must fix every value
-	Deterministic bool              // virtual time: no server to send a conversation's turns to
 }
 
 // Placement returns the study's GPUs and their host grouping: the
@@ -1206,15 +1205,6 @@ func (p *specParser) check(spec *Spec, top map[string]*yaml.Node) {
 					"the %s launcher cannot change engine settings: give fixed values (the server's own) or use another launcher", spec.Launcher.Kind)
 				break
 			}
-		}
-	}
-	if spec.Workload.Dataset.Kind == bench.DatasetConversation {
-		ds := yamlspec.KeyNode(top["workload"], "dataset")
-		switch {
-		case spec.Launcher.Caps.Deterministic:
-			p.Fail(ds, "workload.dataset.kind", "conversation needs a launcher that serves HTTP (sim, process, docker, slurm): the %s launcher's virtual clock cannot wait for each answer", spec.Launcher.Kind)
-		case spec.Workload.CapacityRate:
-			p.Fail(ds, "workload.dataset.kind", "conversation runs its sessions to the end: not with capacity: rate, whose probes are request counts")
 		}
 	}
 	if spec.Workload.Capacity && len(spec.SLO.Latency()) == 0 {

@@ -143,6 +143,15 @@ func (row *Row) fillMeasured(o Options, m catalog.Model, c candidate, best store
 	}
 	row.CapacityRPS = level.Load.Rate
 	s := level.Summary
+	if c := s.Conversation; c != nil && c.Sessions > 0 {
+		// The rate searched is the sessions': each sends its turns.
+		sent := 0
+		for _, t := range c.Turns {
+			sent += t.Sent
+		}
+		row.CapacitySessions = level.Load.Rate
+		row.CapacityRPS = level.Load.Rate * float64(sent) / float64(c.Sessions)
+	}
 	// At capacity every request completes, so the replica's output rate in
 	// steady state is the rate times the mean output: the probe's own
 	// throughput also counts its ramp-down after the last arrival.
@@ -354,7 +363,7 @@ func studySpec(o Options, m catalog.Model, c candidate, tps []int) (*spec.Spec, 
 		File: "whatif", Text: fmt.Sprintf("whatif %s on %s", o.Model, c.name()),
 		Name: "whatif-" + strings.ReplaceAll(c.name(), " ", "-"), Model: o.Model, ModelConfig: v.ModelConfig,
 		Engine:   c.engine,
-		Launcher: spec.LauncherSpec{Kind: "virtual", ModelConfig: v.ModelConfig, Caps: spec.LauncherCaps{Deterministic: true}},
+		Launcher: spec.LauncherSpec{Kind: "virtual", ModelConfig: v.ModelConfig},
 		Hardware: spec.Hardware{GPU: c.gpu.ID},
 		Space:    spc,
 		Workload: spec.Workload{Dataset: o.Dataset, Capacity: true, CapacityRate: true, StartRate: start,

@@ -184,8 +184,12 @@ type Row struct {
 	ExpertParallel bool            `json:"expert_parallel,omitempty"`
 	Settings       engine.Settings `json:"settings"`
 	// CapacityRPS is the highest Poisson request rate one replica serves
-	// within the SLOs with no failed request.
+	// within the SLOs with no failed request. For a conversation it is the
+	// requests its sessions send at CapacitySessions, the highest session
+	// arrival rate (sessions/s) the search found: the rate a capacity
+	// search raises is the sessions', each sending its turns.
 	CapacityRPS            float64 `json:"capacity_rps"`
+	CapacitySessions       float64 `json:"capacity_sessions_per_s,omitempty"`
 	OutputTokensPerSPerGPU float64 `json:"output_tokens_per_s_per_gpu"`
 	TTFTP99                float64 `json:"ttft_p99_ms"`
 	TPOTP99                float64 `json:"tpot_p99_ms"`
@@ -260,9 +264,13 @@ type Report struct {
 	// Weights is the checkpoint's weight format, which a row whose
 	// quantization is "none" serves (mxfp4 for gpt-oss, fp8 for
 	// DeepSeek-V3); empty for 16-bit checkpoints.
-	Weights          string           `json:"weights,omitempty"`
-	Engines          []engine.Engine  `json:"engines"`
-	Workload         string           `json:"workload"`
+	Weights  string          `json:"weights,omitempty"`
+	Engines  []engine.Engine `json:"engines"`
+	Workload string          `json:"workload"`
+	// Conversation says the workload is a conversation: the capacity
+	// search raised the sessions' arrival rate, and each row gives it
+	// (Row.CapacitySessions) beside the requests/s its turns make.
+	Conversation     bool             `json:"conversation,omitempty"`
 	SLO              string           `json:"slo"`
 	TargetRPS        float64          `json:"target_rps"`
 	MaxModelLen      int              `json:"max_model_len"`
@@ -303,6 +311,27 @@ func (c candidate) name() string {
 // MaxTargetRPS bounds --target-rps: a million requests a second is
 // thousands of replicas of any row, past what a purchase question asks.
 const MaxTargetRPS = 1_000_000
+
+// MaxConversationTurns bounds the turns of one probe of a conversation
+// (sessions x the most turns a session may have): every probe of every
+// trial simulates them all, about 15 probes a trial, and a probe of more
+// turns than this adds time, not a better capacity.
+const MaxConversationTurns = 4096
+
+// checkConversation refuses a conversation whose probes would be past
+// MaxConversationTurns; one from a file counts a turn a session.
+func checkConversation(d bench.DatasetSpec) error {
+	if d.Kind != bench.DatasetConversation {
+		return nil
+	}
+	if most := d.MostTurns(); most > 0 && d.Sessions*most > MaxConversationTurns {
+		return inputErr("workload: %d sessions of up to %d turns is %d turns a probe, over %d: give fewer --sessions or --turns", d.Sessions, most, d.Sessions*most, MaxConversationTurns)
+	}
+	if d.Sessions > MaxConversationTurns {
+		return inputErr("workload: %d sessions is over %d turns a probe: give fewer --sessions", d.Sessions, MaxConversationTurns)
+	}
+	return nil
+}
 
 // inputErr is a bad option.
 func inputErr(format string, a ...any) error {
@@ -370,6 +399,9 @@ func (o *Options) normalize() (catalog.Model, []catalog.GPU, error) {
 		// A trace fixes every send time: there is no request rate for
 		// the capacity search to raise.
 		return m, nil, inputErr("workload: a trace is not supported by whatif yet (it searches the request rate a configuration sustains; a trace fixes its own send times); replay it with `servetune sim run --dataset trace`")
+	}
+	if err := checkConversation(o.Dataset); err != nil {
+		return m, nil, err
 	}
 	if o.TargetRPS < 0 || math.IsNaN(o.TargetRPS) || math.IsInf(o.TargetRPS, 0) {
 		return m, nil, inputErr("--target-rps %g: must be positive", o.TargetRPS)
@@ -522,7 +554,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	rep := &Report{Model: o.Model, Weights: m.Quantization, Engines: o.Engines, Workload: describe(o.Dataset), SLO: o.SLO.String(),
-		TargetRPS: o.TargetRPS, MaxModelLen: o.MaxModelLen, ReservedDiscount: o.ReservedDiscount,
+		Conversation: o.Dataset.Kind == bench.DatasetConversation,
+		TargetRPS:    o.TargetRPS, MaxModelLen: o.MaxModelLen, ReservedDiscount: o.ReservedDiscount,
 		Prices: map[string]Price{}}
 	for _, g := range gpus {
 		rep.Prices[g.ID] = priceOf(g, o)
@@ -706,6 +739,15 @@ func describe(d bench.DatasetSpec) string {
 		return fmt.Sprintf("prefix: %d groups of %d shared tokens, input %s, output %s tokens", d.PrefixGroups, d.PrefixLen, d.Input, d.Output)
 	case bench.DatasetMix:
 		return fmt.Sprintf("mix of %d parts", len(d.Mix))
+	case bench.DatasetConversation:
+		think := "no think time"
+		if d.Think != nil {
+			think = "think " + d.Think.String()
+		}
+		if d.Path != "" {
+			return fmt.Sprintf("conversation: %d sessions of %s, %s", d.Sessions, d.Path, think)
+		}
+		return fmt.Sprintf("conversation: %d sessions of %s turns, input %s, output %s tokens a turn, %s", d.Sessions, d.Turns, d.Input, d.Output, think)
 	}
 	return fmt.Sprintf("%s %s", d.Kind, d.Path)
 }

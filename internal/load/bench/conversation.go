@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -233,6 +234,16 @@ func (d DatasetSpec) turnsBound() float64 {
 		return float64(t.Max)
 	}
 	return 1000 // an unclipped lognormal or normal: clipped here
+}
+
+// MostTurns is the most turns a session of a conversation dataset of
+// synthetic sessions may have (its turns distribution's bound, clipped
+// at 1,000); 0 for one from a file, whose conversations have their own.
+func (d DatasetSpec) MostTurns() int {
+	if d.Turns == nil {
+		return 0
+	}
+	return int(min(d.turnsBound(), maxTurns))
 }
 
 // maxTurns clips the turns of an unclipped distribution.
@@ -488,6 +499,36 @@ func (h *httpTransport) session(ctx context.Context, p measure.Phase, sess convS
 		}
 		history = append(history, chatMessage{Role: "assistant", Content: answer.String()})
 	}
+}
+
+// converses reports whether tr runs a conversation's sessions itself
+// (measure.Converser: the simulated engine's virtual clock).
+func converses(tr measure.Transport) bool {
+	c, ok := tr.(measure.Converser)
+	return ok && c.Converses()
+}
+
+// streamSessions keys the sessions' content (measure.Session.Key).
+const streamSessions = 6
+
+// closedLoop is p as a transport that Converses runs it: the sessions'
+// turns (reqs, each its new message's length), their think times, and
+// each session's key, the seed and its index, as its messages' content
+// is (trace.Session.Build).
+func closedLoop(p measure.Phase, sessions []convSession, reqs []measure.Request, seed uint64) measure.Phase {
+	p.Count = len(reqs)
+	p.Request = func(i int) measure.Request {
+		r := reqs[i]
+		r.Index = i
+		return r
+	}
+	p.Sessions = make([]measure.Session, len(sessions))
+	for s, sess := range sessions {
+		h := fnv.New64a()
+		fmt.Fprintf(h, "%d/%d/%d", seed, streamSessions, s)
+		p.Sessions[s] = measure.Session{Turns: sess.turns, Think: sess.think, Key: int(h.Sum64() >> 2)}
+	}
+	return p
 }
 
 // summarizeConversation is a conversation level's own figures from its

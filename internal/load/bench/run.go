@@ -102,8 +102,8 @@ func (cfg Config) Validate() error {
 	if cfg.Dataset.Kind == DatasetConversation && cfg.Requests == nil {
 		// Bound by its sessions: NumRequests does not apply.
 		switch {
-		case cfg.Transport != nil:
-			return fmt.Errorf("%w: a conversation needs an HTTP server: each turn waits for the answer before it, which the simulated engine's virtual clock does not send", ErrBadConfig)
+		case cfg.Transport != nil && !converses(cfg.Transport):
+			return fmt.Errorf("%w: a conversation needs an HTTP server or a transport that runs sessions closed loop: each turn waits for the answer before it", ErrBadConfig)
 		case cfg.Duration > 0:
 			return fmt.Errorf("%w: a conversation runs its sessions to the end: give --sessions, not --duration", ErrBadConfig)
 		case l.Unlimited() && l.MaxConcurrency == 0 && cfg.Dataset.Sessions > MaxOpenSessions:
@@ -250,7 +250,10 @@ func (cfg Config) send(ctx context.Context, tr measure.Transport, conv bool, ses
 	if conv {
 		p := measure.Phase{MaxConcurrency: cfg.Load.MaxConcurrency, Timeout: timeout(cfg), Progress: cfg.Progress, Waiting: cfg.Waiting,
 			Next: cfg.Load.Pacer(rand.New(rand.NewPCG(cfg.Seed, streamSchedule))).Next, Done: done}
-		return tr.(*httpTransport).converse(ctx, p, sessions, reqs, k)
+		if h, ok := tr.(*httpTransport); ok {
+			return h.converse(ctx, p, sessions, reqs, k)
+		}
+		return tr.Send(ctx, closedLoop(p, sessions, reqs, cfg.Seed))
 	}
 	p := cfg.phase(reqs, offsets)
 	p.Done = done

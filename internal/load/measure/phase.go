@@ -36,6 +36,30 @@ type Phase struct {
 	// keeps it, from one goroutine: a level that keeps no chunk times
 	// folds them here (Folded.Add).
 	Done func(*Record)
+	// Sessions, when set, make the phase closed loop: a conversation's
+	// sessions, each sending its turns in order, a turn its think time
+	// after the answer to the one before ends. Next then gives each
+	// session's intended start, once per session in order; Request(i)
+	// is turn request i, its PromptTokens the turn's new message alone
+	// (the transport prepends the history: every earlier prompt and
+	// answer of the session); MaxConcurrency caps the sessions in
+	// flight, not the requests; Count is the turns of every session. A
+	// failed turn ends its session. Only a transport that Converses
+	// runs them.
+	Sessions []Session
+}
+
+// Session is one session of a closed-loop phase (Phase.Sessions).
+type Session struct {
+	// Turns are the session's requests, as indices for Phase.Request.
+	Turns []int
+	// Think is the wait before each turn after the answer before it
+	// ends (Think[0], before the first turn, is unused).
+	Think []time.Duration
+	// Key names the session's content: sessions of equal keys send the
+	// same messages (the same seed and session), which a prefix cache
+	// may serve from one another's turns.
+	Key int
 }
 
 // Total is the request count of a count-bound phase; 0 when it is

@@ -19,3 +19,14 @@ type Transport interface {
 	// ends it returns what it has.
 	Send(ctx context.Context, p Phase) ([]Record, time.Time)
 }
+
+// Converser is a Transport that runs a closed-loop phase itself
+// (Phase.Sessions): the simulated engine on its virtual clock, which
+// issues each turn at the virtual instant its session's previous answer
+// ended plus the think time. A Transport without it is given requests
+// only.
+type Converser interface {
+	Transport
+	// Converses reports whether Send runs Phase.Sessions.
+	Converses() bool
+}

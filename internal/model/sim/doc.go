@@ -70,7 +70,9 @@
 // a reference more (vllm:prefix_cache_{queries,hits}_total count prompt
 // tokens; at least one token is always computed). Pages are cached as they
 // fill, prompt and output alike (SGLang's output at the request's end),
-// so a conversation's next turn hits its previous answer. A page no
+// so a conversation's next turn hits its previous answer (on the virtual
+// clock, a session's turns are one prefix group over their whole
+// sequence, prompts and answers: conversation.go). A page no
 // running sequence references stays cached in the free queue and is
 // evicted least recently freed first, a request's tail before its head;
 // a referenced page never is. A page computed beside a cached copy stays

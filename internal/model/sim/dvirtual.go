@@ -138,6 +138,9 @@ func (v *DisaggVirtual) Align(context.Context, []measure.Request, *rand.Rand) st
 // LengthsOnly tells the benchmark that prompt text is never read.
 func (v *DisaggVirtual) LengthsOnly() bool { return true }
 
+// Converses: Send runs a conversation's sessions closed loop (Virtual.Converses).
+func (v *DisaggVirtual) Converses() bool { return true }
+
 // dEvent is a request reaching an engine at t: its prefill (after the
 // prefill server's front end) or its decode (after the decode server's
 // front end and the KV's transfer).
@@ -179,7 +182,7 @@ type dRequest struct {
 // Send runs one phase (Virtual.Send's contract).
 func (v *DisaggVirtual) Send(ctx context.Context, p measure.Phase) ([]measure.Record, time.Time) {
 	wall := time.Now()
-	r := dRun{v: v, phaseFeed: phaseFeed{p: p, base: v.now}}
+	r := dRun{v: v, phaseFeed: newPhaseFeed(p, v.now)}
 	r.run(ctx)
 	if p.Progress != nil && len(r.recs) > 0 {
 		p.Progress(len(r.recs), p.Total())
@@ -227,14 +230,7 @@ func (r *dRun) run(ctx context.Context) {
 			r.abortUnfinished(measure.ErrCancelled, "the run was cancelled")
 			return
 		}
-		tArr := math.Inf(1)
-		if r.hasNext && (r.p.MaxConcurrency == 0 || r.inflight < r.p.MaxConcurrency) {
-			tArr = math.Max(r.base+r.nextSched.Seconds(), v.now)
-			if r.p.Duration > 0 && tArr-r.base >= r.p.Duration.Seconds() {
-				r.hasNext = false
-				tArr = math.Inf(1)
-			}
-		}
+		tArr := r.arrivalAt(v.now, r.inflight)
 		rep, k, tStep := r.nextStep()
 		tEv := math.Inf(1)
 		if len(r.events) > 0 {
@@ -247,10 +243,11 @@ func (r *dRun) run(ctx context.Context) {
 			r.enter(e)
 		case tArr <= tStep && !math.IsInf(tArr, 1):
 			if ctx.Err() != nil {
-				r.hasNext = false
+				r.halt()
 				continue
 			}
 			v.now = tArr
+			r.pick(v.now)
 			r.arrive()
 			r.sent++
 			r.draw()
@@ -282,11 +279,13 @@ func (r *dRun) arrive() {
 	maxLen := min(v.d.Prefill.MaxModelLen, v.d.Decode.MaxModelLen)
 	maxOut, msg := admitLength(v.d.Prefill.Engine, maxLen, prompt, q.MaxTokens)
 	id := len(r.recs)
+	r.tie(id)
 	if msg != "" {
 		rec.Status, rec.Error, rec.ErrorMsg = 400, measure.ErrHTTP4xx, msg
 		rec.End = rec.Send
 		r.recs = append(r.recs, rec)
 		r.reqs = append(r.reqs, nil)
+		r.ended(id, v.now, prompt, 0, false)
 		return
 	}
 	rec.Status = 200
@@ -367,6 +366,7 @@ func (r *dRun) emitDecode(s *seq, last bool) {
 	if last {
 		r.reqs[s.id].phase = 4
 		r.inflight--
+		defer r.ended(s.id, r.v.now, s.prompt, s.generated, true)
 	}
 	rec := &r.recs[s.id]
 	n := s.generated - rec.OutputTokens

@@ -69,6 +69,10 @@ func (v *Virtual) EngineMetrics() *measure.EngineMetrics { return v.engine }
 // LengthsOnly tells the benchmark that prompt text is never read.
 func (v *Virtual) LengthsOnly() bool { return true }
 
+// Converses: Send runs a conversation's sessions closed loop
+// (measure.Phase.Sessions, convFeed).
+func (v *Virtual) Converses() bool { return true }
+
 // Send runs one phase in virtual time and returns its records, offsets
 // counted from the phase's start on the virtual clock, and the real instant
 // it ran at. Requests are sent at their intended offsets (Phase.Next), or
@@ -80,7 +84,7 @@ func (v *Virtual) LengthsOnly() bool { return true }
 // unfinished are failed as cancelled at once, as a client's abort would.
 func (v *Virtual) Send(ctx context.Context, p measure.Phase) ([]measure.Record, time.Time) {
 	wall := time.Now()
-	r := virtualRun{v: v, phaseFeed: phaseFeed{p: p, base: v.now}}
+	r := virtualRun{v: v, phaseFeed: newPhaseFeed(p, v.now)}
 	if !p.Warmup {
 		v.watch = newEngineWatch(v)
 	}
@@ -123,6 +127,68 @@ type phaseFeed struct {
 	nextSched time.Duration
 	hasNext   bool
 	sent      int
+	conv      *convFeed // a closed-loop phase's sessions (Phase.Sessions)
+}
+
+// newPhaseFeed is p's feed from the clock at base.
+func newPhaseFeed(p measure.Phase, base float64) phaseFeed {
+	f := phaseFeed{p: p, base: base}
+	if p.Sessions != nil {
+		f.conv = newConvFeed(p)
+	}
+	return f
+}
+
+// arrivalAt is when the phase sends its next request, at the earliest
+// now; Inf when it sends none now: the drawn request at its intended
+// offset while fewer than MaxConcurrency are in flight (a free slot past
+// Duration ends the phase's sending), or a closed-loop phase's next turn
+// (convFeed.arrivalAt).
+func (f *phaseFeed) arrivalAt(now float64, inflight int) float64 {
+	if f.conv != nil {
+		return f.conv.arrivalAt(f, now)
+	}
+	if !f.hasNext || (f.p.MaxConcurrency > 0 && inflight >= f.p.MaxConcurrency) {
+		return math.Inf(1)
+	}
+	t := math.Max(f.base+f.nextSched.Seconds(), now)
+	if f.p.Duration > 0 && t-f.base >= f.p.Duration.Seconds() {
+		f.hasNext = false // the free slot came too late
+		return math.Inf(1)
+	}
+	return t
+}
+
+// pick makes the request due at now the one to send: in a closed-loop
+// phase the turn due; otherwise the one drawn.
+func (f *phaseFeed) pick(now float64) {
+	if f.conv != nil {
+		f.conv.pick(f, now)
+	}
+}
+
+// halt sends nothing more.
+func (f *phaseFeed) halt() {
+	f.hasNext = false
+	if f.conv != nil {
+		f.conv.halted = true
+	}
+}
+
+// tie ties record id to the request just picked (a closed-loop phase's
+// turn).
+func (f *phaseFeed) tie(id int) {
+	if f.conv != nil {
+		f.conv.sent(id)
+	}
+}
+
+// ended tells a closed-loop phase that record id ended at now, answered
+// (ok) with generated tokens after its prompt, or failed.
+func (f *phaseFeed) ended(id int, now float64, prompt, generated int, ok bool) {
+	if f.conv != nil {
+		f.conv.ended(id, now, prompt, generated, ok)
+	}
 }
 
 // offset is a virtual instant as an offset from the phase's start.
@@ -133,6 +199,9 @@ func (f *phaseFeed) offset(sec float64) time.Duration {
 // draw takes the next request of the phase, if any.
 func (f *phaseFeed) draw() {
 	f.hasNext = false
+	if f.conv != nil {
+		return // pick takes each turn as it is due
+	}
 	if (f.p.Duration == 0 || f.p.Count > 0) && f.sent >= f.p.Count {
 		return
 	}
@@ -159,14 +228,7 @@ func (r *virtualRun) run(ctx context.Context) {
 			r.abortUnfinished(measure.ErrCancelled, "the run was cancelled")
 			return
 		}
-		tArr := math.Inf(1)
-		if r.hasNext && (r.p.MaxConcurrency == 0 || r.inflight < r.p.MaxConcurrency) {
-			tArr = math.Max(r.base+r.nextSched.Seconds(), v.now)
-			if r.p.Duration > 0 && tArr-r.base >= r.p.Duration.Seconds() {
-				r.hasNext = false // the free slot came too late
-				tArr = math.Inf(1)
-			}
-		}
+		tArr := r.arrivalAt(v.now, r.inflight)
 		tStep, k := math.Inf(1), -1
 		for i := range v.cores {
 			if r.busy[i] && r.ends[i] < tStep {
@@ -185,10 +247,11 @@ func (r *virtualRun) run(ctx context.Context) {
 			r.enter(s)
 		case tArr <= tStep && !math.IsInf(tArr, 1):
 			if ctx.Err() != nil {
-				r.hasNext = false
+				r.halt()
 				continue
 			}
 			r.advance(tArr)
+			r.pick(v.now)
 			r.arrive()
 			r.sent++
 			r.draw()
@@ -239,12 +302,14 @@ func (r *virtualRun) arrive() {
 	// serve answers with (server.go).
 	maxOut, msg := admitLength(v.cfg.Engine, v.cfg.MaxModelLen, prompt, q.MaxTokens)
 	id := len(r.recs)
+	r.tie(id)
 	if msg != "" {
 		rec.Status, rec.Error, rec.ErrorMsg = 400, measure.ErrHTTP4xx, msg
 		rec.End = rec.Send
 		r.recs = append(r.recs, rec)
 		r.seqs = append(r.seqs, nil)
 		r.rank = append(r.rank, -1)
+		r.ended(id, v.now, prompt, 0, false)
 		return
 	}
 	rec.Status = 200
@@ -308,6 +373,9 @@ func (r *virtualRun) emit(s *seq, last bool) {
 	}
 	if last {
 		r.inflight--
+		// After the record's last chunk: its session's next turn
+		// follows the answer's end.
+		defer r.ended(s.id, r.v.now, s.prompt, s.generated, true)
 	}
 	rec := &r.recs[s.id]
 	n := s.generated - rec.OutputTokens
