@@ -42,6 +42,8 @@ type planFlags struct {
 	price                    float64
 	jsonOut, format, out     string
 	prometheus, autoscaler   string
+	replay                   bool
+	replaySpeed              float64
 }
 
 func planFlagSet(f *planFlags) *pflag.FlagSet {
@@ -73,6 +75,8 @@ func planFlagSet(f *planFlags) *pflag.FlagSet {
 	fs.StringVar(&f.format, "format", "table", "table, or k8s (manifests: Deployment, Service, the autoscaler, router config)")
 	fs.StringVar(&f.autoscaler, "autoscaler", "hpa", "--format k8s: hpa (autoscaling/v2, needs prometheus-adapter) or keda (a KEDA ScaledObject, needs KEDA's CRDs)")
 	fs.StringVar(&f.out, "output", "", "--format k8s: write the manifests to this file (default stdout)")
+	fs.BoolVar(&f.replay, "replay", false, "then run the first router's autoscaled fleet for real here (sim serve replicas behind a router, the autoscaler on their /metrics) and print its measured SLO attainment beside the plan's")
+	fs.Float64Var(&f.replaySpeed, "replay-speed", 60, "--replay: how many times faster than the traffic everything runs (60: a day in 24 min)")
 	fs.StringVar(&f.prometheus, "prometheus", "http://prometheus-operated.monitoring.svc:9090", "--format k8s: the Prometheus server KEDA's trigger queries")
 	return fs
 }
@@ -112,7 +116,7 @@ hit rate (share of prompt tokens served from cache) are printed.
 			// The simulator's load time, when given, is the scale-up delay.
 			_, loadSet := takeValue(engineArgs, "--sim-load-time")
 			loadSet = loadSet || os.Getenv("SERVETUNE_SIM_LOAD_TIME") != ""
-			return runPlan(cmd, cfg, &f, fs, loadSet)
+			return runPlan(cmd, cfg, engineArgs, &f, fs, loadSet)
 		},
 	}
 }
@@ -171,6 +175,10 @@ func planInputs(f *planFlags) (planQuestion, error) {
 		return q, fmt.Errorf("--format %q: want table or k8s", f.format)
 	case f.autoscaler != "hpa" && f.autoscaler != "keda":
 		return q, fmt.Errorf("--autoscaler %q: want hpa or keda", f.autoscaler)
+	case f.replay && f.format == "k8s":
+		return q, fmt.Errorf("--replay runs the fleet on this machine and --format k8s writes manifests for a cluster: give one of them")
+	case f.replay && !(f.replaySpeed > 0 && f.replaySpeed <= maxReplaySpeed):
+		return q, fmt.Errorf("--replay-speed %g: want more than 0 and at most %d", f.replaySpeed, maxReplaySpeed)
 	}
 	q.reqs, q.source, err = planTraffic(f)
 	return q, err
@@ -332,7 +340,7 @@ func takeValue(args []string, name string) (string, bool) {
 	return "", false
 }
 
-func runPlan(cmd *cobra.Command, cfg sim.Config, f *planFlags, fs *pflag.FlagSet, loadSet bool) error {
+func runPlan(cmd *cobra.Command, cfg sim.Config, engineArgs []string, f *planFlags, fs *pflag.FlagSet, loadSet bool) error {
 	wall := time.Now()
 	q, err := planInputs(f)
 	if err != nil {
@@ -390,6 +398,9 @@ func runPlan(cmd *cobra.Command, cfg sim.Config, f *planFlags, fs *pflag.FlagSet
 		return planK8s(cmd, cfg, f, q, rep, results)
 	}
 	printPlan(cmd.OutOrStdout(), rep, results)
+	if f.replay {
+		return replayPlan(cmd, f, q, rep, results[0], probe.Estimate().KVCacheTokens, engineArgs)
+	}
 	return nil
 }
 

@@ -34,7 +34,9 @@ type Request struct {
 // tokens, E2E from its arrival to its last token.
 type SLO struct{ TTFT, TPOT, E2E float64 }
 
-func (s SLO) met(ttft, tpot, e2e float64) bool {
+// Met says whether a request of these latencies (seconds) meets the
+// SLO.
+func (s SLO) Met(ttft, tpot, e2e float64) bool {
 	return (s.TTFT == 0 || ttft <= s.TTFT) && (s.TPOT == 0 || tpot <= s.TPOT) && (s.E2E == 0 || e2e <= s.E2E)
 }
 
@@ -405,7 +407,7 @@ func (f *run) step(m *member, t float64) {
 		if generated > 1 {
 			tpot = (t - f.first[id]) / float64(generated-1)
 		}
-		f.count(id, f.slo.met(ttft, tpot, e2e))
+		f.count(id, f.slo.Met(ttft, tpot, e2e))
 		f.res.Duration = math.Max(f.res.Duration, t)
 	})
 	f.fix(m)
