@@ -94,7 +94,10 @@ router of --router the fleet is scaled by target tracking on an engine signal
 serving after the scale-up delay; static provisioning at the traffic's peak
 5-minute rate is planned beside them. Each policy's SLO attainment (overall and
 its worst hour), peak and mean replicas, GPU-hours, cost per day and prefix-cache
-hit rate (share of prompt tokens served from cache) are printed.
+hit rate (share of prompt tokens served from cache) are printed. --replay then
+runs the first router's autoscaled fleet for real here (sim serve replicas, a
+router, the autoscaler on their /metrics, the traffic at --replay-speed) and
+prints its measured attainment, replicas and GPU-hours beside the plan's.
 
 ` + catalogHelp(),
 		Example: `  servetune plan --model meta-llama/Llama-3.1-8B-Instruct --gpu H100-SXM ` + engineFlag("max_model_len") + ` 16384 \
