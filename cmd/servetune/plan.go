@@ -43,6 +43,8 @@ type planFlags struct {
 	jsonOut, format, out     string
 	prometheus, autoscaler   string
 	fromStudy, db, htmlOut   string
+	replay                   bool
+	replaySpeed              float64
 }
 
 func planFlagSet(f *planFlags) *pflag.FlagSet {
@@ -77,6 +79,8 @@ func planFlagSet(f *planFlags) *pflag.FlagSet {
 	fs.StringVar(&f.format, "format", "table", "table, or k8s (manifests: Deployment, Service, the autoscaler, router config)")
 	fs.StringVar(&f.autoscaler, "autoscaler", "hpa", "--format k8s: hpa (autoscaling/v2, needs prometheus-adapter) or keda (a KEDA ScaledObject, needs KEDA's CRDs)")
 	fs.StringVar(&f.out, "output", "", "--format k8s: write the manifests to this file (default stdout)")
+	fs.BoolVar(&f.replay, "replay", false, "then run the first router's autoscaled fleet for real here (sim serve replicas behind a router, the autoscaler on their /metrics) and print its measured SLO attainment beside the plan's")
+	fs.Float64Var(&f.replaySpeed, "replay-speed", 60, "--replay: how many times faster than the traffic everything runs (60: a day in 24 min)")
 	fs.StringVar(&f.prometheus, "prometheus", "http://prometheus-operated.monitoring.svc:9090", "--format k8s: the Prometheus server KEDA's trigger queries")
 	return fs
 }
@@ -94,7 +98,10 @@ router of --router the fleet is scaled by target tracking on an engine signal
 serving after the scale-up delay; static provisioning at the traffic's peak
 5-minute rate is planned beside them. Each policy's SLO attainment (overall and
 its worst hour), peak and mean replicas, GPU-hours, cost per day and prefix-cache
-hit rate (share of prompt tokens served from cache) are printed.
+hit rate (share of prompt tokens served from cache) are printed. --replay then
+runs the first router's autoscaled fleet for real here (sim serve replicas, a
+router, the autoscaler on their /metrics, the traffic at --replay-speed) and
+prints its measured attainment, replicas and GPU-hours beside the plan's.
 
 ` + catalogHelp(),
 		Example: `  servetune plan --model meta-llama/Llama-3.1-8B-Instruct --gpu H100-SXM ` + engineFlag("max_model_len") + ` 16384 \
@@ -114,14 +121,14 @@ hit rate (share of prompt tokens served from cache) are printed.
 			if err := fs.Parse(ours); err != nil {
 				return usageError(err)
 			}
-			cfg, err := planConfig(cmd, &f, engineArgs)
+			cfg, engineArgs, err := planConfig(cmd, &f, engineArgs)
 			if err != nil {
 				return err
 			}
 			// The simulator's load time, when given, is the scale-up delay.
 			_, loadSet := takeValue(engineArgs, "--sim-load-time")
 			loadSet = loadSet || os.Getenv("SERVETUNE_SIM_LOAD_TIME") != ""
-			return runPlan(cmd, cfg, &f, fs, loadSet)
+			return runPlan(cmd, cfg, engineArgs, &f, fs, loadSet)
 		},
 	}
 }
@@ -180,6 +187,10 @@ func planInputs(f *planFlags) (planQuestion, error) {
 		return q, fmt.Errorf("--format %q: want table or k8s", f.format)
 	case f.autoscaler != "hpa" && f.autoscaler != "keda":
 		return q, fmt.Errorf("--autoscaler %q: want hpa or keda", f.autoscaler)
+	case f.replay && f.format == "k8s":
+		return q, fmt.Errorf("--replay runs the fleet on this machine and --format k8s writes manifests for a cluster: give one of them")
+	case f.replay && !(f.replaySpeed > 0 && f.replaySpeed <= maxReplaySpeed):
+		return q, fmt.Errorf("--replay-speed %g: want more than 0 and at most %d", f.replaySpeed, maxReplaySpeed)
 	}
 	q.reqs, q.source, err = planTraffic(f)
 	return q, err
@@ -341,7 +352,7 @@ func takeValue(args []string, name string) (string, bool) {
 	return "", false
 }
 
-func runPlan(cmd *cobra.Command, cfg sim.Config, f *planFlags, fs *pflag.FlagSet, loadSet bool) error {
+func runPlan(cmd *cobra.Command, cfg sim.Config, engineArgs []string, f *planFlags, fs *pflag.FlagSet, loadSet bool) error {
 	wall := time.Now()
 	q, err := planInputs(f)
 	if err != nil {
@@ -404,6 +415,9 @@ func runPlan(cmd *cobra.Command, cfg sim.Config, f *planFlags, fs *pflag.FlagSet
 		return planK8s(cmd, cfg, f, q, rep, results)
 	}
 	printPlan(cmd.OutOrStdout(), rep, results)
+	if f.replay {
+		return replayPlan(cmd, f, q, rep, results[0], probe.Estimate().KVCacheTokens, engineArgs)
+	}
 	return nil
 }
 

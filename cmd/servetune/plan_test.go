@@ -151,6 +151,9 @@ func TestPlanBadInput(t *testing.T) {
 		{planArgs("--hours", "200"), "--hours 200"},
 		{planArgs("--format", "helm"), "--format"},
 		{planArgs("--format", "k8s", "--autoscaler", "both"), "--autoscaler"},
+		{planArgs("--replay", "--replay-speed", "0"), "--replay-speed 0: want more than 0 and at most 1000"},
+		{planArgs("--replay", "--replay-speed", "5000"), "at most 1000"},
+		{planArgs("--replay", "--format", "k8s"), "--replay runs the fleet on this machine"},
 		{[]string{"plan", "--model", "llama-3.1-8b", "--trace", "nope.csv", "--trace-format", "azure", "--slo", "tpot_p99_ms=50"}, "--trace"},
 		{[]string{"plan", "--model", "llama-3.1-8b", "--rate-curve", "nope.csv", "--slo", "tpot_p99_ms=50"}, "--rate-curve"},
 	} {

@@ -34,7 +34,9 @@ type Request struct {
 // tokens, E2E from its arrival to its last token.
 type SLO struct{ TTFT, TPOT, E2E float64 }
 
-func (s SLO) met(ttft, tpot, e2e float64) bool {
+// Met says whether a request of these latencies (seconds) meets the
+// SLO.
+func (s SLO) Met(ttft, tpot, e2e float64) bool {
 	return (s.TTFT == 0 || ttft <= s.TTFT) && (s.TPOT == 0 || tpot <= s.TPOT) && (s.E2E == 0 || e2e <= s.E2E)
 }
 
@@ -146,6 +148,7 @@ type run struct {
 	pool    []*sim.Replica
 	poolM   []*member // pool's members
 	pending []int     // arrived while no replica was ready
+	view    engines   // what the router sees of pool
 	first   []float64 // each request's first token, NaN before it
 	res     Result
 	now     float64
@@ -155,7 +158,7 @@ type run struct {
 	billed      int
 	prov        int
 	hourPaid    []float64
-	recs        []rec // the autoscaler's recent recommendations
+	window      Window // the autoscaler's recent recommendations
 	samples     int
 	sums        [3]float64
 	// acc sums the gauge samples since the autoscaler's last decision
@@ -366,7 +369,8 @@ func (f *run) arrive(i int, t float64) {
 	if r.PrefixID < 0 {
 		q.PrefixID, q.PrefixTokens = -1, 0
 	}
-	k := f.router.Pick(q, f.pool)
+	f.view.q, f.view.rs = q, f.pool
+	k := f.router.Pick(&f.view)
 	m := f.poolM[k]
 	maxOut, msg := m.r.Admit(q)
 	if msg != "" {
@@ -403,7 +407,7 @@ func (f *run) step(m *member, t float64) {
 		if generated > 1 {
 			tpot = (t - f.first[id]) / float64(generated-1)
 		}
-		f.count(id, f.slo.met(ttft, tpot, e2e))
+		f.count(id, f.slo.Met(ttft, tpot, e2e))
 		f.res.Duration = math.Max(f.res.Duration, t)
 	})
 	f.fix(m)
@@ -494,12 +498,7 @@ func (f *run) tick(t float64) error {
 // the fewest outstanding requests, which drain.
 func (f *run) scale(t float64, desired int) error {
 	s := f.pol.Scale
-	f.recs = append(f.recs, rec{t, desired})
-	k := 0
-	for k < len(f.recs) && f.recs[k].at < t-s.Cooldown {
-		k++
-	}
-	f.recs = f.recs[k:]
+	keep := f.window.Keep(s.Cooldown, t, desired)
 	if desired > f.prov {
 		for range desired - f.prov {
 			if err := f.add(t, s.UpDelay); err != nil {
@@ -507,10 +506,6 @@ func (f *run) scale(t float64, desired int) error {
 			}
 		}
 		return nil
-	}
-	keep := desired
-	for _, r := range f.recs {
-		keep = max(keep, r.desired)
 	}
 	for f.prov > keep {
 		f.drainOne(t)

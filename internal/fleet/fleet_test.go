@@ -131,7 +131,7 @@ func TestRouters(t *testing.T) {
 	}
 	rr := &RoundRobin{}
 	for i, want := range []int{0, 1, 2, 0} {
-		if got := rr.Pick(q(i), reps); got != want {
+		if got := rr.Pick(&engines{q(i), reps}); got != want {
 			t.Errorf("round-robin pick %d: %d, want %d", i, got, want)
 		}
 	}
@@ -149,10 +149,10 @@ func TestRouters(t *testing.T) {
 	if got := reps[1].Cached(q(1)); got < 1900 {
 		t.Fatalf("replica 1 holds %d tokens of the session's prefix, want about 2000", got)
 	}
-	if got := (&Prefix{Bound: DefaultPrefixBound}).Pick(q(1), reps); got != 1 {
+	if got := (&Prefix{Bound: DefaultPrefixBound}).Pick(&engines{q(1), reps}); got != 1 {
 		t.Errorf("prefix router picked %d, want 1 (holds the prefix)", got)
 	}
-	if got := (LeastLoad{}).Pick(q(1), reps); got != 0 {
+	if got := (LeastLoad{}).Pick(&engines{q(1), reps}); got != 0 {
 		t.Errorf("least-load picked %d, want 0 (all idle: the first)", got)
 	}
 	// Loaded past the bound, replica 1 loses the request to an idle one.
@@ -161,7 +161,7 @@ func TestRouters(t *testing.T) {
 		r.PrefixID = 100 + i
 		reps[1].Add(1, r, 10)
 	}
-	if got := (&Prefix{Bound: DefaultPrefixBound}).Pick(q(2), reps); got == 1 {
+	if got := (&Prefix{Bound: DefaultPrefixBound}).Pick(&engines{q(2), reps}); got == 1 {
 		t.Errorf("prefix router sent the request to replica 1 with %d outstanding of %d in all", reps[1].Outstanding(), 4)
 	}
 	if _, err := NewRouter("random"); err == nil || !strings.Contains(err.Error(), "round-robin") {

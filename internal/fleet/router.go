@@ -8,15 +8,38 @@ import (
 	"github.com/servetune/servetune/internal/model/sim"
 )
 
-// Router picks the replica a request goes to, among the replicas that
-// take new requests (ready, not draining). rs is never empty. A router
-// may keep state between calls; a fleet run gets its own (NewRouter).
+// Replicas is what a router sees of the replicas that take new requests
+// (ready, not draining) when one request arrives: the simulated fleet's
+// engines (Simulate), or live engines behind a real router
+// (internal/fleet/replay). Len is never 0.
+type Replicas interface {
+	Len() int
+	// Outstanding is replica i's requests arrived and not finished.
+	Outstanding(i int) int
+	// Cached is how many leading tokens of the request's prompt replica
+	// i holds in its prefix cache.
+	Cached(i int) int
+}
+
+// Router picks the replica a request goes to. A router may keep state
+// between calls; a fleet run gets its own (NewRouter).
 type Router interface {
 	// Name is the router's name as the command line spells it.
 	Name() string
 	// Pick returns an index into rs.
-	Pick(q *sim.ReplicaRequest, rs []*sim.Replica) int
+	Pick(rs Replicas) int
 }
+
+// engines is a request and the simulated replicas that may take it, as
+// a router sees them.
+type engines struct {
+	q  *sim.ReplicaRequest
+	rs []*sim.Replica
+}
+
+func (e *engines) Len() int              { return len(e.rs) }
+func (e *engines) Outstanding(i int) int { return e.rs[i].Outstanding() }
+func (e *engines) Cached(i int) int      { return e.rs[i].Cached(e.q) }
 
 // The routers' names.
 const (
@@ -60,8 +83,8 @@ type RoundRobin struct{ next int }
 func (*RoundRobin) Name() string { return RouterRoundRobin }
 
 // Pick returns the next replica in turn.
-func (r *RoundRobin) Pick(_ *sim.ReplicaRequest, rs []*sim.Replica) int {
-	i := r.next % len(rs)
+func (r *RoundRobin) Pick(rs Replicas) int {
+	i := r.next % rs.Len()
 	r.next = i + 1
 	return i
 }
@@ -75,11 +98,11 @@ type LeastLoad struct{}
 func (LeastLoad) Name() string { return RouterLeastLoad }
 
 // Pick returns the replica with the fewest outstanding requests.
-func (LeastLoad) Pick(_ *sim.ReplicaRequest, rs []*sim.Replica) int {
-	best := 0
-	for i, r := range rs {
-		if r.Outstanding() < rs[best].Outstanding() {
-			best = i
+func (LeastLoad) Pick(rs Replicas) int {
+	best, low := 0, rs.Outstanding(0)
+	for i := 1; i < rs.Len(); i++ {
+		if o := rs.Outstanding(i); o < low {
+			best, low = i, o
 		}
 	}
 	return best
@@ -99,25 +122,27 @@ type Prefix struct{ Bound float64 }
 // Name is "prefix".
 func (*Prefix) Name() string { return RouterPrefix }
 
-// Pick returns the candidate holding the longest cached prefix of q.
-func (p *Prefix) Pick(q *sim.ReplicaRequest, rs []*sim.Replica) int {
+// Pick returns the candidate holding the longest cached prefix of the
+// request.
+func (p *Prefix) Pick(rs Replicas) int {
 	total := 1
-	for _, r := range rs {
-		total += r.Outstanding()
+	for i := range rs.Len() {
+		total += rs.Outstanding(i)
 	}
-	limit := int(math.Ceil(p.Bound * float64(total) / float64(len(rs))))
-	best, bestHit := -1, -1
-	for i, r := range rs {
-		if r.Outstanding()+1 > limit {
+	limit := int(math.Ceil(p.Bound * float64(total) / float64(rs.Len())))
+	best, bestHit, bestOut := -1, -1, 0
+	for i := range rs.Len() {
+		out := rs.Outstanding(i)
+		if out+1 > limit {
 			continue
 		}
-		hit := r.Cached(q)
-		if hit > bestHit || (hit == bestHit && r.Outstanding() < rs[best].Outstanding()) {
-			best, bestHit = i, hit
+		hit := rs.Cached(i)
+		if hit > bestHit || (hit == bestHit && out < bestOut) {
+			best, bestHit, bestOut = i, hit, out
 		}
 	}
 	if best < 0 {
-		return LeastLoad{}.Pick(q, rs)
+		return LeastLoad{}.Pick(rs)
 	}
 	return best
 }

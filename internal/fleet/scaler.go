@@ -108,10 +108,39 @@ func (a Autoscaler) Check() error {
 // replica over the interval times the ready replicas), with prov
 // replicas provisioned.
 func (a Autoscaler) desired(sums [3]float64, ready, prov int) int {
-	sum := sums[a.Signal.index()]
+	return a.Desired(sums[a.Signal.index()], ready, prov)
+}
+
+// Desired is the scaler's recommendation from sum, its signal summed
+// over the ready replicas (each replica's mean over the interval), with
+// prov replicas provisioned: prov while the mean per replica is within
+// Tolerance of Target, else ceil(sum / Target) between Min and Max.
+func (a Autoscaler) Desired(sum float64, ready, prov int) int {
 	ratio := sum / float64(ready) / a.Target
 	if math.Abs(ratio-1) <= a.Tolerance {
 		return prov
 	}
 	return min(max(int(math.Ceil(sum/a.Target-1e-9)), a.Min), a.Max)
+}
+
+// Window is the scale-down stabilization: the recommendations of the
+// last Cooldown seconds, of which a scale-down keeps the highest
+// (Kubernetes' stabilization window). The zero value is empty.
+type Window struct{ recs []rec }
+
+// Keep records the recommendation desired at t (seconds, never going
+// back) and returns the fewest replicas a scale-down may leave: the
+// highest recommendation of the window ending at t.
+func (w *Window) Keep(cooldown, t float64, desired int) int {
+	w.recs = append(w.recs, rec{t, desired})
+	k := 0
+	for k < len(w.recs) && w.recs[k].at < t-cooldown {
+		k++
+	}
+	w.recs = w.recs[k:]
+	keep := desired
+	for _, r := range w.recs {
+		keep = max(keep, r.desired)
+	}
+	return keep
 }

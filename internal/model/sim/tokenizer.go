@@ -62,3 +62,9 @@ var outputWords = [...]string{"the", "of", "and", "to", "in", "is", "it", "that"
 func outputText(i int) string {
 	return " " + outputWords[i%len(outputWords)]
 }
+
+// OutputWord is the word generated token i (0-based) of every request
+// is: a client that sends an answer back in its next prompt (a
+// conversation's history) writes these words where the answer was, so
+// the engine's cached pages of that answer match.
+func OutputWord(i int) string { return outputWords[i%len(outputWords)] }
