@@ -160,3 +160,32 @@ func (c *hostConn) Close() error {
 	c.once.Do(c.release)
 	return c.Conn.Close()
 }
+
+// Relay writes an upstream response to w as it arrives: the named
+// headers (when upstream set them), the status, then the body, each read
+// flushed at once so a stream of server-sent events keeps its pacing. It
+// returns when the body ends or the client goes away.
+func Relay(w http.ResponseWriter, resp *http.Response, headers ...string) {
+	for _, h := range headers {
+		if v := resp.Header.Get(h); v != "" {
+			w.Header().Set(h, v)
+		}
+	}
+	w.WriteHeader(resp.StatusCode)
+	flusher, _ := w.(http.Flusher)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := resp.Body.Read(buf)
+		if n > 0 {
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				return
+			}
+			if flusher != nil {
+				flusher.Flush()
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}

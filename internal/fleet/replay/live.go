@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/servetune/servetune/internal/fleet"
+	"github.com/servetune/servetune/internal/httpserve"
 	"github.com/servetune/servetune/internal/load/bench"
 	"github.com/servetune/servetune/internal/load/measure"
 	"github.com/servetune/servetune/internal/load/openai"
@@ -166,16 +167,22 @@ func Run(ctx context.Context, reqs []fleet.Request, o Options) (Result, error) {
 			PollInterval: 10 * time.Millisecond, StopTimeout: 5 * time.Second}}
 	defer f.shutdown()
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return Result{}, err
-	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/completions", f.handleGenerate)
 	mux.HandleFunc("POST /v1/chat/completions", f.handleGenerate)
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = hs.Serve(ln) }()
-	defer hs.Close()
+	hs := &http.Server{Addr: "127.0.0.1:0", Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	sctx, stop := context.WithCancel(context.Background())
+	addrc, served := make(chan net.Addr, 1), make(chan error, 1)
+	go func() {
+		served <- httpserve.ListenAndServe(sctx, hs, time.Second, httpserve.Hooks{Ready: func(a net.Addr) { addrc <- a }})
+	}()
+	defer func() { stop(); <-served }()
+	var addr net.Addr
+	select {
+	case addr = <-addrc:
+	case err := <-served:
+		return Result{}, fmt.Errorf("the router: %w", err)
+	}
 
 	// The first replicas serve from the start, as the plan's do: they
 	// load before the clock starts and are paid from then.
@@ -213,7 +220,7 @@ func Run(ctx context.Context, reqs []fleet.Request, o Options) (Result, error) {
 
 	build := newPrompts(reqs, o.Seed)
 	next := 0
-	tr := bench.HTTP(openai.Target{BaseURL: "http://" + ln.Addr().String(), Model: model})
+	tr := bench.HTTP(openai.Target{BaseURL: "http://" + addr.String(), Model: model})
 	recs, _ := tr.Send(rctx, measure.Phase{
 		Count: len(reqs),
 		Request: func(i int) measure.Request {

@@ -185,28 +185,7 @@ func (r *Router) pass(w http.ResponseWriter, req *http.Request, url string, body
 		return
 	}
 	defer resp.Body.Close()
-	for _, h := range []string{"Content-Type", "Cache-Control", "X-Request-Id"} {
-		if v := resp.Header.Get(h); v != "" {
-			w.Header().Set(h, v)
-		}
-	}
-	w.WriteHeader(resp.StatusCode)
-	flusher, _ := w.(http.Flusher)
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := resp.Body.Read(buf)
-		if n > 0 {
-			if _, werr := w.Write(buf[:n]); werr != nil {
-				return
-			}
-			if flusher != nil {
-				flusher.Flush()
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
+	httpserve.Relay(w, resp, "Content-Type", "Cache-Control", "X-Request-Id")
 }
 
 // send makes the request to an engine, with the client's credentials.
