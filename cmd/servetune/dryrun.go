@@ -22,11 +22,6 @@ func runDryRun(ctx context.Context, study *spec.Spec, w io.Writer) error {
 	if err := spec.Forecastable(study); err != nil {
 		return usageErrorf("--dry-run: the simulator cannot forecast this study: %v", err)
 	}
-	if study.Workload.Dataset.Kind == "conversation" {
-		// Each turn waits for the previous answer, which the forecast's
-		// virtual clock cannot (sim run refuses it too, cmd/servetune/sim.go).
-		return usageErrorf("--dry-run: the simulator cannot forecast a conversation workload: its virtual clock cannot wait for each answer; run the study on the sim launcher (examples/conversation-sim.yaml)")
-	}
 	start := time.Now()
 	d, err := guided.ForecastSpace(ctx, study)
 	if err != nil {

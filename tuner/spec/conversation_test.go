@@ -39,13 +39,15 @@ func TestParseSpecConversation(t *testing.T) {
 	if d.Input.Value != 128 || d.Output.Median != 200 {
 		t.Errorf("lengths %+v %+v", d.Input, d.Output)
 	}
-	// No forecast of a conversation: the default sampler is TPE.
+	// The forecast runs a conversation closed loop on the virtual clock:
+	// the default sampler is guided, as for any study the launcher can
+	// change the settings of.
 	study, err = parseSpec([]byte(strings.Replace(conversationSpec, "tuner: {sampler: random, trials: 5, seed: 7}", "tuner: {trials: 5}", 1)), "c.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if study.Tuner.Sampler != "tpe" {
-		t.Errorf("default sampler %q for a conversation, want tpe", study.Tuner.Sampler)
+	if study.Tuner.Sampler != "guided" {
+		t.Errorf("default sampler %q for a conversation, want guided", study.Tuner.Sampler)
 	}
 }
 

@@ -1173,9 +1173,6 @@ func (p *specParser) defaultSampler(spec *Spec, top map[string]*yaml.Node) {
 	fixed := spec.Launcher.fixedSettings()
 	given := p.samplerGiven
 	err := Forecastable(spec)
-	if err == nil && spec.Workload.Dataset.Kind == bench.DatasetConversation {
-		err = errors.New("a conversation workload needs a live server: the forecast's virtual clock cannot wait for each answer")
-	}
 	switch {
 	case !given && err == nil && !fixed:
 		spec.Tuner.Sampler = SamplerGuided
