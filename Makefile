@@ -97,7 +97,7 @@ whatif-bench: build
 # (internal/model/sim/testdata/fidelity/runs.json, docs/fidelity.md): the median and worst
 # error per regime and metric, the whole table in bin/fidelity.md; fails
 # when a regime's median is more than 2 points above
-# internal/model/sim/testdata/fidelity/medians.json (FIDELITY_ARGS=-update records them).
+# internal/model/sim/medians.json (FIDELITY_ARGS=-update records them).
 fidelity:
 	$(GO) build -o bin/fidelity ./cmd/fidelity
 	./bin/fidelity $(FIDELITY_ARGS)

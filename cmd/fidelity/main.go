@@ -13,7 +13,7 @@ import (
 
 func main() {
 	suite := flag.String("suite", "internal/model/sim/testdata/fidelity/runs.json", "the suite's runs")
-	medians := flag.String("medians", "internal/model/sim/testdata/fidelity/medians.json", "the recorded medians")
+	medians := flag.String("medians", "internal/model/sim/medians.json", "the recorded medians")
 	out := flag.String("o", "bin/fidelity.md", "where the whole table goes")
 	update := flag.Bool("update", false, "record the current medians instead of checking against them")
 	flag.Parse()

@@ -183,3 +183,35 @@ func TestFailureClasses(t *testing.T) {
 		t.Errorf("docs/architecture.md lists failure classes %q, measure.ErrorClasses is %q", got, strings.Join(want, " "))
 	}
 }
+
+// TestNoTestdataShipped: no package a binary links embeds a testdata/
+// file (go:embed): test data stays out of what ships. internal/testspec,
+// which only tests import (a rule of rules_test.go), is the exception.
+func TestNoTestdataShipped(t *testing.T) {
+	root := testengine.Root()
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "testdata" || d.Name() == "bin") {
+			return filepath.SkipDir
+		}
+		rel, _ := filepath.Rel(root, p)
+		if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") || filepath.Dir(rel) == filepath.Join("internal", "testspec") {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(line, "//go:embed") && strings.Contains(line, "testdata") {
+				t.Errorf("%s:%d: %s: a shipped package embeds test data; keep what the binary reads beside the package, outside testdata/", rel, i+1, line)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -27,7 +27,7 @@ func TestSuiteFile(t *testing.T) {
 		engines[r.Engine]++
 	}
 	t.Logf("%d runs from %d sources, by engine %v", len(s.Runs), len(s.Sources), engines)
-	if _, err := ReadRecorded("../sim/testdata/fidelity/medians.json"); err != nil {
+	if _, err := ReadRecorded("../sim/medians.json"); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -1,8 +1,9 @@
 // Package fidelity runs the simulated engine on public measurements of real
 // vLLM and SGLang runs (internal/model/sim/testdata/fidelity/runs.json) and reports its
 // error per regime and metric: the fidelity suite of docs/fidelity.md. The
-// medians it measured last are recorded beside the runs (medians.json);
-// Check fails when a regime's median gets worse by more than Slack.
+// medians it measured last are recorded in internal/model/sim/medians.json,
+// which the simulator embeds for its error bands; Check fails when a
+// regime's median gets worse by more than Slack.
 package fidelity
 
 import (

@@ -47,7 +47,7 @@
 //
 // ErrorBand states the expected error of a prediction in its regime and
 // over the metrics its verdict rests on, from the fidelity suite's
-// measured errors (testdata/fidelity/medians.json, docs/fidelity.md): its
+// measured errors (medians.json, docs/fidelity.md): its
 // load regime's, and each structural regime's (tp>1, moe...) within that
 // load where the suite has 3 runs of the metric there.
 //

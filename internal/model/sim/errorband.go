@@ -95,7 +95,7 @@ type suiteStat struct {
 	P90    float64 `json:"p90_abs"`
 }
 
-//go:embed testdata/fidelity/medians.json
+//go:embed medians.json
 var suiteMedians []byte
 
 // suiteFigures are the fidelity suite's recorded errors (medians.json,
@@ -115,7 +115,7 @@ type suiteFigures struct {
 var suite = func() suiteFigures {
 	var f suiteFigures
 	if err := json.Unmarshal(suiteMedians, &f); err != nil {
-		panic("sim: testdata/fidelity/medians.json: " + err.Error())
+		panic("sim: medians.json: " + err.Error())
 	}
 	return f
 }()
