@@ -253,3 +253,33 @@ func TestRecommendManifestsMultiHost(t *testing.T) {
 		serverDryRun(t, file, leaderWorkerSetCRD)
 	})
 }
+
+// A docker command and a manifest start the release their flags were
+// checked against: the image's tag is the version the header names, the
+// newest by default, --engine-version's when given.
+func TestRecommendImageIsTheRelease(t *testing.T) {
+	db := quickstartDB(t)
+	newest := engine.NewestVersion(engine.VLLM).String()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, newest},
+		{[]string{"--engine-version", "0.11.0"}, "0.11.0"},
+	} {
+		code, out, errs := runCLI(t, append([]string{"recommend", "quickstart", "--db", db, "--format", "docker"}, tc.args...)...)
+		if code != exitOK {
+			t.Fatalf("recommend %v: exit %d: %s", tc.args, code, errs)
+		}
+		if !strings.Contains(out, "# for vllm "+tc.want+" ") || !strings.Contains(out, " vllm/vllm-openai:v"+tc.want+" ") {
+			t.Errorf("recommend %v: want the header and the image both at %s:\n%s", tc.args, tc.want, out)
+		}
+		code, out, errs = runCLI(t, append([]string{"recommend", "quickstart", "--db", db, "--format", "k8s"}, tc.args...)...)
+		if code != exitOK {
+			t.Fatalf("recommend --format k8s %v: exit %d: %s", tc.args, code, errs)
+		}
+		if !strings.Contains(out, "# for vllm "+tc.want+": the image vllm/vllm-openai:v"+tc.want) || !strings.Contains(out, "image: vllm/vllm-openai:v"+tc.want) {
+			t.Errorf("recommend --format k8s %v: want the header and the container's image at %s:\n%s", tc.args, tc.want, out)
+		}
+	}
+}

@@ -575,6 +575,9 @@ func newRecommendCmd() *cobra.Command {
 				format = string(study.Engine)
 			}
 			var ver engine.Version
+			if engineVersion == "" && engineFor(study, format) == study.Engine {
+				ver = engine.Release(study.Engine, study.Image()) // its image's release, which it measured
+			}
 			if engineVersion != "" {
 				if ver, err = engine.ParseVersion(engineVersion); err == nil {
 					err = engine.CheckVersion(engineFor(study, format), ver)
@@ -594,7 +597,7 @@ func newRecommendCmd() *cobra.Command {
 			warnSuspect(cmd.ErrOrStderr(), rec)
 			alt := shapeAlternative(ss.trials, study, pref, rec.Best)
 			if format == "k8s" || format == "kserve" {
-				return writeManifests(cmd.OutOrStdout(), study, rec, alt, pref, format, hfSecret, modelClaim, routerImage)
+				return writeManifests(cmd.OutOrStdout(), study, rec, alt, pref, format, hfSecret, modelClaim, routerImage, ver)
 			}
 			q := recommendedQuality(study, ss.study, ss.trials, rec.Best.Point.Trial)
 			return writeRecommendation(cmd.OutOrStdout(), study, rec, alt, pref, format, q, ver)
@@ -632,7 +635,7 @@ func warnSuspect(w io.Writer, rec recommend.Recommendation) {
 // writeManifests writes the recommendation as Kubernetes manifests (k8s:
 // a Deployment and a Service; kserve: a ServingRuntime and an
 // InferenceService), headed by comments on where it comes from.
-func writeManifests(w io.Writer, study *spec.Spec, rec recommend.Recommendation, alt *recommend.Recommendation, pref recommend.Preference, format, hfSecret, modelClaim, routerImage string) error {
+func writeManifests(w io.Writer, study *spec.Spec, rec recommend.Recommendation, alt *recommend.Recommendation, pref recommend.Preference, format, hfSecret, modelClaim, routerImage string, ver engine.Version) error {
 	p := rec.Best.Point
 	s := kube.Serve{Engine: study.Engine, Model: study.Model, Settings: p.Settings, Extra: study.Space.Extra, GPUs: p.GPUs,
 		GPU: study.Hardware.GPU, HFSecret: hfSecret, Study: study.Name, Trial: p.Trial,
@@ -641,6 +644,10 @@ func writeManifests(w io.Writer, study *spec.Spec, rec recommend.Recommendation,
 	if s.Local && s.ModelClaim == "" {
 		s.ModelClaim = kube.DefaultClaim(s)
 	}
+	if ver == (engine.Version{}) {
+		ver = engine.NewestVersion(study.Engine)
+	}
+	s.Image = engine.Image(study.Engine, ver)
 	if image := study.Image(); image != "" && !engine.IsSimImage(image) {
 		s.Image = image
 	}
@@ -674,7 +681,8 @@ func writeManifests(w io.Writer, study *spec.Spec, rec recommend.Recommendation,
 	} else {
 		cmdText = engine.ShellJoin(serveArgv(study, p, string(study.Engine)))
 	}
-	head := fmt.Sprintf("%s: trial %d at %s, best %s under SLO %s; as commands on one host:\n  %s", study.Name, p.Trial, p.Label, pref.For(study.Tuner.Objective).Describe(study.Tuner.Objective), study.SLO, cmdText)
+	head := fmt.Sprintf("%s: trial %d at %s, best %s under SLO %s; as commands on one host:\n  %s\nfor %s %s: the image %s", study.Name, p.Trial, p.Label, pref.For(study.Tuner.Objective).Describe(study.Tuner.Objective), study.SLO, cmdText,
+		study.Engine, ver, s.Image)
 	for _, r := range rec.Best.SLORisks(study.SLO) {
 		head += "\ncaution: " + r
 	}
@@ -861,11 +869,11 @@ func writeRecommendation(w io.Writer, study *spec.Spec, rec recommend.Recommenda
 		}
 		return yamlenc.Encode(w, doc) // the command holds the spec's strings
 	}
-	argv := serveArgv(study, p, format)
 	e := engineFor(study, format)
 	if ver == (engine.Version{}) {
 		ver = engine.NewestVersion(e)
 	}
+	argv := study.ServeArgvFor(p, format, ver)
 	runs := "1 run"
 	if best.Runs() > 1 {
 		runs = fmt.Sprintf("%d runs, 95%% CI", best.Runs())

@@ -505,7 +505,7 @@ func printWhatif(w io.Writer, rep *whatif.Report) {
 			break
 		}
 		if shown == 0 {
-			fmt.Fprintln(w, "\nserve commands (per replica):")
+			fmt.Fprintf(w, "\nserve commands (per replica), for %s:\n", releasesOf(rep.Rows))
 		}
 		shown++
 		if r.Prefill != nil && r.Decode != nil {
@@ -516,7 +516,7 @@ func printWhatif(w io.Writer, rep *whatif.Report) {
 			continue
 		}
 		if len(r.Hosts) > 0 {
-			fmt.Fprintf(w, "  #%d %s: %d hosts (HEAD_IP = host 0's address; %s):\n", r.Rank, short(r), len(r.Hosts), engineImage(r.Engine))
+			fmt.Fprintf(w, "  #%d %s: %d hosts (HEAD_IP = host 0's address; %s):\n", r.Rank, short(r), len(r.Hosts), engine.DefaultImage(r.Engine))
 			for _, h := range r.Hosts {
 				fmt.Fprintf(w, "      host %d (%d GPUs): %s\n", h.Rank, h.GPUs, h.Command)
 			}
@@ -642,10 +642,17 @@ func joinAnd(v []string) string {
 	return strings.Join(v[:len(v)-1], ", ") + " and " + v[len(v)-1]
 }
 
-// engineImage names the engine version a printed command is for.
-func engineImage(e engine.Engine) string {
-	if e == engine.SGLang {
-		return engine.ImageSGLang
+// releasesOf names the release of each engine of rows that printed
+// commands are for: the newest the flag table knows, whose image
+// (engine.DefaultImage) the multi-host recipes name.
+func releasesOf(rows []whatif.Row) string {
+	var out []string
+	seen := map[engine.Engine]bool{}
+	for _, r := range rows {
+		if r.Rank > 0 && !seen[r.Engine] {
+			seen[r.Engine] = true
+			out = append(out, fmt.Sprintf("%s %s", r.Engine, engine.NewestVersion(r.Engine)))
+		}
 	}
-	return engine.ImageVLLM
+	return joinAnd(out)
 }

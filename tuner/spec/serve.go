@@ -11,16 +11,23 @@ import (
 )
 
 // ServeArgv is the command that serves point p of the study in format
-// "vllm", "sglang" or "docker" (the study's engine in its image). The
-// space's extra flags are the spec engine's, so another engine's command
-// leaves them out.
+// "vllm", "sglang" or "docker" (the study's engine in its image, or the
+// newest release's: engine.DefaultImage). The space's extra flags are the
+// spec engine's, so another engine's command leaves them out.
 func (spec *Spec) ServeArgv(p recommend.Point, format string) []string {
-	// It is printed, exported and stored in reports: secret flags' values
-	// (an API key in extra_args) are redacted.
-	return redact.Args(spec.serveArgv(p, format))
+	return spec.ServeArgvFor(p, format, engine.Version{})
 }
 
-func (spec *Spec) serveArgv(p recommend.Point, format string) []string {
+// ServeArgvFor is ServeArgv for release v of the engine: a docker command
+// of a study whose launcher names no image runs v's (engine.Image); the
+// zero v is the newest release.
+func (spec *Spec) ServeArgvFor(p recommend.Point, format string, v engine.Version) []string {
+	// It is printed, exported and stored in reports: secret flags' values
+	// (an API key in extra_args) are redacted.
+	return redact.Args(spec.serveArgv(p, format, v))
+}
+
+func (spec *Spec) serveArgv(p recommend.Point, format string, v engine.Version) []string {
 	extra := func(e engine.Engine) []string {
 		if spec.Engine == e {
 			return spec.Space.Extra
@@ -31,7 +38,11 @@ func (spec *Spec) serveArgv(p recommend.Point, format string) []string {
 	case "sglang":
 		return engine.ServeCommand(engine.SGLang, spec.Model, p.Settings, extra(engine.SGLang))
 	case "docker":
-		return engine.DockerRun(spec.Engine, spec.Image(), spec.Model, p.Settings, spec.Space.Extra, p.GPUs)
+		image := spec.Image()
+		if image == "" && v != (engine.Version{}) {
+			image = engine.Image(spec.Engine, v)
+		}
+		return engine.DockerRun(spec.Engine, image, spec.Model, p.Settings, spec.Space.Extra, p.GPUs)
 	}
 	return engine.ServeCommand(engine.VLLM, spec.Model, p.Settings, extra(engine.VLLM))
 }

@@ -56,16 +56,16 @@ const (
 )
 
 // hostCommands is the launch of a replica of n GPUs of g as engine e runs
-// it on hosts of g.HostSize() GPUs, for the image the project pins
-// (engine.ImageVLLM, engine.ImageSGLang); nil when it fits on one host.
+// it on hosts of g.HostSize() GPUs, for the image of the release printed
+// commands are for (engine.DefaultImage); nil when it fits on one host.
 //
-// vLLM (v0.11.0): data-parallel ranks of TP x PP GPUs that divide a host
-// start as one server across hosts with --data-parallel-size-local, the
-// head's --data-parallel-address and --data-parallel-rpc-port, and
-// --headless --data-parallel-start-rank on the others; a replica whose
-// TP x PP spans hosts runs on a Ray cluster (ray start on each host, then
-// --distributed-executor-backend ray on the head), as v0.11.0 has no
-// --nnodes. Expert parallelism across hosts takes DeepEP's low-latency
+// vLLM: data-parallel ranks of TP x PP GPUs that divide a host start as
+// one server across hosts with --data-parallel-size-local, the head's
+// --data-parallel-address and --data-parallel-rpc-port, and --headless
+// --data-parallel-start-rank on the others; a replica whose TP x PP spans
+// hosts runs on a Ray cluster (ray start on each host, then
+// --distributed-executor-backend ray on the head), the one multi-host
+// executor of every vLLM release from 0.11 on. Expert parallelism across hosts takes DeepEP's low-latency
 // all-to-all (VLLM_ALL2ALL_BACKEND). SGLang: the same command on every
 // host with --nnodes, --node-rank and --dist-init-addr.
 func hostCommands(g catalog.GPU, e engine.Engine, model string, set engine.Settings, n int) []HostCommand {

@@ -435,9 +435,11 @@ func serveCommands(study *spec.Spec, p recommend.Point) []command {
 		label := fmt.Sprintf("disaggregated on one host: %d engines, each on its GPUs, and the router in front", len(parts)-1)
 		return []command{{label, strings.Join(spec.Script(parts), "\n")}}
 	}
-	cmds := []command{{string(study.Engine), engine.ShellJoin(study.ServeArgv(p, string(study.Engine)))}}
+	rel := engine.Release(study.Engine, study.Image())
+	label := fmt.Sprintf("%s %s", study.Engine, rel)
+	cmds := []command{{label, engine.ShellJoin(study.ServeArgvFor(p, string(study.Engine), rel))}}
 	if study.Image() != "" || study.Launcher.Kind == "docker" {
-		cmds = append(cmds, command{"docker", engine.ShellJoin(study.ServeArgv(p, "docker"))})
+		cmds = append(cmds, command{"docker, " + label, engine.ShellJoin(study.ServeArgvFor(p, "docker", rel))})
 	}
 	return cmds
 }

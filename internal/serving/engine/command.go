@@ -8,21 +8,50 @@ import (
 	"unicode/utf8"
 )
 
-// Default images of the engines' official containers, pinned to the
-// releases whose flags this package's table spells (flags.go): a manifest
-// or docker run line written today starts the same engine next month.
-const (
-	ImageVLLM   = "vllm/vllm-openai:v0.11.0"
-	ImageSGLang = "lmsysorg/sglang:v0.5.3"
-)
-
-// DefaultImage is engine e's official container image.
-func DefaultImage(e Engine) string {
-	if e == SGLang {
-		return ImageSGLang
+// Image is engine e's official container image of release v: the
+// image a command written for v starts on.
+func Image(e Engine, v Version) string {
+	tag := "v" + v.String()
+	if t, ok := newestTags[e]; ok && v == NewestVersion(e) {
+		tag = t
 	}
-	return ImageVLLM
+	if e == SGLang {
+		return "lmsysorg/sglang:" + tag
+	}
+	return "vllm/vllm-openai:" + tag
 }
+
+// ImageRelease is the engine release an image's tag names
+// (vllm/vllm-openai:v0.11.0 is 0.11.0); false for no tag, "latest" or a
+// tag that is not a release.
+func ImageRelease(image string) (Version, bool) {
+	ref := image[strings.LastIndex(image, "/")+1:]
+	_, tag, ok := strings.Cut(ref, ":")
+	if !ok {
+		return Version{}, false
+	}
+	v, err := ParseVersion(tag)
+	return v, err == nil
+}
+
+// Release is the engine release a study's commands are for: the one its
+// image names (image may be ""), else the newest the flag table knows.
+func Release(e Engine, image string) Version {
+	if v, ok := ImageRelease(image); ok && CheckVersion(e, v) == nil {
+		return v
+	}
+	return NewestVersion(e)
+}
+
+// newestTags are the image tags of the newest releases where the release
+// was published as a rebuild (versions.go's releases).
+var newestTags = map[Engine]string{SGLang: "v0.5.10.post1"}
+
+// DefaultImage is engine e's official container image of the newest
+// release the flag table knows (NewestVersion): the release every printed
+// command is for unless another is asked for, so a manifest or docker run
+// line starts the engine its flags were checked against.
+func DefaultImage(e Engine) string { return Image(e, NewestVersion(e)) }
 
 // ContainerPort is the port an engine listens on inside its container.
 const ContainerPort = 8000

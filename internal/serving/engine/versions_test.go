@@ -34,3 +34,36 @@ func TestCheckFlags(t *testing.T) {
 		t.Error("ParseVersion(latest): want an error")
 	}
 }
+
+// An image names the release a command is for, and a command for a
+// release names its image: Image and ImageRelease read each other, the
+// newest release's tag is the published one, and a study's image decides
+// its release only when the table knows that release.
+func TestImageRelease(t *testing.T) {
+	for _, e := range []Engine{VLLM, SGLang} {
+		for _, v := range []Version{NewestVersion(e), mustVersion("0.5.3")} {
+			if got, ok := ImageRelease(Image(e, v)); !ok || got != v {
+				t.Errorf("%s %s: image %s reads back %s %v", e, v, Image(e, v), got, ok)
+			}
+		}
+	}
+	if got := DefaultImage(SGLang); got != "lmsysorg/sglang:v0.5.10.post1" {
+		t.Errorf("newest SGLang image %s", got)
+	}
+	if got := DefaultImage(VLLM); got != "vllm/vllm-openai:v"+NewestVersion(VLLM).String() {
+		t.Errorf("newest vLLM image %s", got)
+	}
+	for image, want := range map[string]Version{
+		"vllm/vllm-openai:v0.11.0":           mustVersion("0.11.0"),
+		"registry.local:5000/vllm:v0.10.1":   mustVersion("0.10.1"),
+		"vllm/vllm-openai:latest":            NewestVersion(VLLM),
+		"vllm/vllm-openai":                   NewestVersion(VLLM),
+		"":                                   NewestVersion(VLLM),
+		"vllm/vllm-openai:v9.0.0":            NewestVersion(VLLM), // past the table's releases
+		"localhost:5000/servetune-sim:local": NewestVersion(VLLM),
+	} {
+		if got := Release(VLLM, image); got != want {
+			t.Errorf("Release(vllm, %q) = %s, want %s", image, got, want)
+		}
+	}
+}

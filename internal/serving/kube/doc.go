@@ -16,8 +16,8 @@
 // and selects nodes by NVIDIA's GPU product label (nvidia.com/gpu.product,
 // from the catalog's GPU name). Only NVIDIA GPUs are written. It requests
 // CPUs and memory by its GPUs (CPUBase, CPUPerGPU, MemoryBase,
-// MemoryPerGPU) and runs the pinned image (engine.ImageVLLM,
-// engine.ImageSGLang). A local model (Serve.Local) is read from a
+// MemoryPerGPU) and runs Serve.Image, by default the image of the newest
+// release the flag table knows (engine.DefaultImage). A local model (Serve.Local) is read from a
 // PersistentVolumeClaim mounted read-only at ModelMount (KServe: a pvc://
 // storageUri, which KServe mounts there) and served under its study's name.
 //
