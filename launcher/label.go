@@ -1,7 +1,9 @@
 package launcher
 
 import (
+	"fmt"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 )
@@ -38,6 +40,29 @@ type Label struct {
 
 // LabelOf is spec's label.
 func LabelOf(spec Spec) Label { return Label{Study: spec.Study, Trial: spec.Trial, Owner: spec.Owner} }
+
+var nameUnsafe = regexp.MustCompile(`[^a-zA-Z0-9_.-]+`)
+
+// ReadableName is a trial's name as `docker ps` and squeue show it:
+// servetune-STUDY-tN, and for a part of a trial of several engines
+// servetune-STUDY-tN-prefill0. STUDY keeps letters, digits, "_", "." and
+// "-" (a run of anything else becomes "-"), at most 40 of them, "adhoc"
+// for none. It is for people: the label, not the name, identifies an
+// engine, and a kind that needs a unique name adds to it.
+func ReadableName(spec Spec) string {
+	study := strings.Trim(nameUnsafe.ReplaceAllString(spec.Study, "-"), "-._")
+	if len(study) > 40 {
+		study = study[:40]
+	}
+	if study == "" {
+		study = "adhoc"
+	}
+	name := fmt.Sprintf("servetune-%s-t%d", study, spec.Trial)
+	if part := strings.Trim(nameUnsafe.ReplaceAllString(spec.Part, ""), "-._"); part != "" {
+		name += "-" + part
+	}
+	return name
+}
 
 // Labels is l as key/value pairs (a container's labels).
 func (l Label) Labels() map[string]string {

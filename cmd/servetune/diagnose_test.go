@@ -1,16 +1,13 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/servetune/servetune/internal/load/measure"
 	"github.com/servetune/servetune/internal/present/diagnose"
@@ -20,29 +17,7 @@ import (
 // ends and returns its base URL.
 func startSimServe(t *testing.T, args ...string) string {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	var errb syncBuffer
-	var wg sync.WaitGroup
-	code := -1
-	wg.Go(func() {
-		code = run(ctx, append([]string{"sim", "serve", "--host", "127.0.0.1", "--port", "0", "--sim-load-time", "0"}, args...), &syncBuffer{}, &errb)
-	})
-	t.Cleanup(func() {
-		cancel()
-		wg.Wait()
-		if code != exitOK {
-			t.Errorf("sim serve exit %d: %s", code, errb.String())
-		}
-	})
-	for range 1000 {
-		if _, rest, ok := strings.Cut(errb.String(), "Uvicorn running on "); ok {
-			base, _, _ := strings.Cut(rest, " ")
-			return base
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("sim serve did not start: %s", errb.String())
-	return ""
+	return startCLI(t, uvicornURL, append([]string{"sim", "serve", "--host", "127.0.0.1", "--port", "0", "--sim-load-time", "0"}, args...)...)
 }
 
 // TestBenchFindsMaxNumSeqs is the issue's case: `servetune bench

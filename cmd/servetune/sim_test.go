@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -151,17 +152,53 @@ func TestSimServeCLIStartupFailure(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for one writer and one reader.
+// syncBuffer is a bytes.Buffer safe for one writer and any readers, who
+// may wait for what is written (await).
 type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu    sync.Mutex
+	b     bytes.Buffer
+	wrote chan struct{} // closed by the next Write; nil while nobody waits
 }
 
 func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.wrote != nil {
+		close(s.wrote)
+		s.wrote = nil
+	}
 	return s.b.Write(p)
 }
+
+// await waits until the text written holds a match of re, waking on each
+// write, and returns the match with its groups; after within it fails
+// the test with what was written.
+func (s *syncBuffer) await(t *testing.T, re *regexp.Regexp, within time.Duration) []string {
+	t.Helper()
+	deadline := time.NewTimer(within)
+	defer deadline.Stop()
+	for {
+		s.mu.Lock()
+		m := re.FindStringSubmatch(s.b.String())
+		if m == nil && s.wrote == nil {
+			s.wrote = make(chan struct{})
+		}
+		wrote := s.wrote
+		s.mu.Unlock()
+		if m != nil {
+			return m
+		}
+		select {
+		case <-wrote:
+		case <-deadline.C:
+			t.Fatalf("no %q in %v of output: %s", re, within, s.String())
+		}
+	}
+}
+
+// uvicornURL is the base URL `sim serve` logs once it listens, as vLLM's
+// server does.
+var uvicornURL = regexp.MustCompile(`Uvicorn running on (\S+)`)
 
 func (s *syncBuffer) String() string {
 	s.mu.Lock()
@@ -184,17 +221,7 @@ func TestSimServeCLI(t *testing.T) {
 			t.Errorf("exit code %d: %s", code, errb.String())
 		}
 	}()
-	var base string
-	for i := 0; i < 500 && base == ""; i++ {
-		if _, rest, ok := strings.Cut(errb.String(), "Uvicorn running on "); ok {
-			base, _, _ = strings.Cut(rest, " ")
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if base == "" {
-		t.Fatalf("server did not start: %s", errb.String())
-	}
+	base := errb.await(t, uvicornURL, 5*time.Second)[1]
 	resp, err := http.Get(base + "/health")
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -13,8 +14,8 @@ import (
 
 // startCLI runs the servetune command args in this process until the test
 // ends (then it must exit 0, as on SIGTERM) and returns the base URL it
-// printed after marker.
-func startCLI(t *testing.T, marker string, args ...string) string {
+// logs, the first group of marker.
+func startCLI(t *testing.T, marker *regexp.Regexp, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var out, errb syncBuffer
@@ -28,29 +29,24 @@ func startCLI(t *testing.T, marker string, args ...string) string {
 			t.Errorf("%q: exit code %d: %s", args, code, errb.String())
 		}
 	})
-	for range 500 {
-		if _, rest, ok := strings.Cut(errb.String(), marker); ok {
-			base, _, _ := strings.Cut(rest, " ")
-			return strings.TrimSuffix(strings.TrimSpace(base), ":")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("%q did not start: %s", args, errb.String())
-	return ""
+	return strings.TrimSuffix(errb.await(t, marker, 5*time.Second)[1], ":")
 }
+
+// routerURL is the base URL `sim router` logs once it listens.
+var routerURL = regexp.MustCompile(`router on (\S+)`)
 
 // TestSimRouterCLI: `sim serve` as a prefill engine (vLLM's flags) and as
 // a decode engine (SGLang's), `sim router` over them; a streamed request
 // through the router returns its tokens.
 func TestSimRouterCLI(t *testing.T) {
 	common := []string{"--host", "127.0.0.1", "--port", "0", "--sim-load-time", "10ms", "--time-scale", "20", "--kv-link", "infiniband"}
-	p := startCLI(t, "Uvicorn running on ", append([]string{"sim", "serve", "llama-3.1-8b", "--max-model-len", "4096",
+	p := startCLI(t, uvicornURL, append([]string{"sim", "serve", "llama-3.1-8b", "--max-model-len", "4096",
 		"--kv-transfer-config", `{"kv_connector":"NixlConnector","kv_role":"kv_producer"}`}, common...)...)
-	d := startCLI(t, "Uvicorn running on ", append([]string{"sim", "serve", "--model-path", "llama-3.1-8b", "--context-length", "4096",
+	d := startCLI(t, uvicornURL, append([]string{"sim", "serve", "--model-path", "llama-3.1-8b", "--context-length", "4096",
 		"--disaggregation-mode", "decode", "--disaggregation-transfer-backend", "nixl"}, common...)...)
 	pu, _ := url.Parse(p)
 	du, _ := url.Parse(d)
-	r := startCLI(t, "router on ", "sim", "router", "--port", "0", "--prefiller-hosts", pu.Hostname(), "--prefiller-ports", pu.Port(),
+	r := startCLI(t, routerURL, "sim", "router", "--port", "0", "--prefiller-hosts", pu.Hostname(), "--prefiller-ports", pu.Port(),
 		"--decoder-hosts", du.Hostname(), "--decoder-ports", du.Port())
 	resp, err := http.Get(r + "/health")
 	if err != nil {

@@ -70,15 +70,7 @@ func TestDashboardLive(t *testing.T) {
 	page := browser.New(t, 1000, 1000)
 	db := filepath.Join(t.TempDir(), "live.db")
 	stderr, stop := startTune(t, writeSpec(t, liveSpec), "--db", db, "--ui", "127.0.0.1:0")
-	var url string
-	for deadline := time.Now().Add(30 * time.Second); url == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if m := dashboardURL.FindStringSubmatch(stderr.String()); m != nil {
-			url = m[1]
-		}
-	}
-	if url == "" {
-		t.Fatalf("no dashboard URL on stderr:\n%s", stderr.String())
-	}
+	url := stderr.await(t, dashboardURL, 30*time.Second)[1]
 	ctx, cancel := context.WithTimeout(page.Ctx, 90*time.Second)
 	defer cancel()
 	rows := func() int {
@@ -156,15 +148,7 @@ func TestUICommandWaitsForStudy(t *testing.T) {
 	out := &syncBuffer{}
 	done := make(chan int, 1)
 	go func() { done <- run(ctx, []string{"ui", "--db", db, "--addr", "127.0.0.1:0"}, out, io.Discard) }()
-	var base string
-	for deadline := time.Now().Add(10 * time.Second); base == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if m := dashboardURL.FindStringSubmatch(out.String()); m != nil {
-			base = strings.TrimSuffix(m[1], "/")
-		}
-	}
-	if base == "" {
-		t.Fatalf("no dashboard URL: %q", out.String())
-	}
+	base := strings.TrimSuffix(out.await(t, dashboardURL, 10*time.Second)[1], "/")
 	resp, err := http.Get(base + "/study/live/events")
 	if err != nil {
 		t.Fatal(err)

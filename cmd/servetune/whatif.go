@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -618,12 +618,7 @@ func printWhatifSources(w io.Writer, rep *whatif.Report) {
 		}
 	}
 	fmt.Fprintln(w, "\nprices used (on-demand $/GPU-hour):")
-	ids := make([]string, 0, len(rep.Prices))
-	for id := range rep.Prices {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
+	for _, id := range slices.Sorted(maps.Keys(rep.Prices)) {
 		p := rep.Prices[id]
 		fmt.Fprintf(w, "  %-9s %.2f  %s, %s\n", id, p.PerGPUHour, p.Date, p.Source)
 	}

@@ -7,9 +7,9 @@
 //	err := httpserve.ListenAndServe(ctx, &http.Server{Addr: "127.0.0.1:0", Handler: h}, 5*time.Second,
 //		httpserve.Hooks{Ready: func(a net.Addr) { log.Printf("listening on %s", a) }})
 //
-// ListenAndServe and Serve return once the server has stopped; each call
-// owns its server and listener, and calls for different servers may run at
-// once.
+// ListenAndServe, ServeListener and Serve return once the server has
+// stopped; each call owns its server and listener, and calls for different
+// servers may run at once.
 package httpserve
 
 import (
@@ -38,14 +38,21 @@ type Hooks struct {
 	Stopping func()
 }
 
-// ListenAndServe listens on srv.Addr over TCP, runs h.Listener and
-// h.Ready, and serves srv until ctx ends or serving fails (Serve, with
-// grace and h.Stopping). A listen failure is "listen ADDR: ...".
+// ListenAndServe listens on srv.Addr over TCP and serves srv on that
+// listener (ServeListener). A listen failure is "listen ADDR: ...".
 func ListenAndServe(ctx context.Context, srv *http.Server, grace time.Duration, h Hooks) error {
 	ln, err := net.Listen("tcp", srv.Addr)
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", srv.Addr, err)
 	}
+	return ServeListener(ctx, srv, ln, grace, h)
+}
+
+// ServeListener runs h.Listener and h.Ready on ln and serves srv on it
+// until ctx ends or serving fails (Serve, with grace and h.Stopping).
+// ListenAndServe hands it a TCP listener; a test hands it an in-memory
+// one, whose connections a testing/synctest bubble can wait on.
+func ServeListener(ctx context.Context, srv *http.Server, ln net.Listener, grace time.Duration, h Hooks) error {
 	if h.Listener != nil {
 		ln = h.Listener(ln)
 	}

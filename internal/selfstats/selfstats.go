@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/servetune/servetune/internal/periodic"
 )
 
 // Sample is one reading of this process.
@@ -52,24 +54,9 @@ func Every(ctx context.Context, w io.Writer, name string, interval time.Duration
 		return func() {}
 	}
 	start := time.Now()
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	print := func() {
+	print := func(context.Context) {
 		fmt.Fprintf(w, "selfstats %s t=%s %s\n", name, time.Since(start).Round(time.Second), Read())
 	}
-	go func() {
-		defer close(done)
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		print()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				print()
-			}
-		}
-	}()
-	return func() { cancel(); <-done; print() }
+	l := periodic.Start(ctx, interval, print)
+	return func() { l.Stop(); print(ctx) }
 }

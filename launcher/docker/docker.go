@@ -7,9 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
-	"regexp"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -304,23 +302,10 @@ func (d *Docker) publishIP() string {
 // which takes its hardware from the environment.
 func (d *Docker) sim() bool { return engine.IsSimImage(d.Image) }
 
-var nameUnsafe = regexp.MustCompile(`[^a-zA-Z0-9_.-]+`)
-
-// containerName is readable in `docker ps` (study, trial and part) and
-// unique per launch.
+// containerName is readable in `docker ps` (launcher.ReadableName: study,
+// trial and part) and unique per launch.
 func containerName(spec launcher.Spec) string {
-	study := strings.Trim(nameUnsafe.ReplaceAllString(spec.Study, "-"), "-._")
-	if len(study) > 40 {
-		study = study[:40]
-	}
-	if study == "" {
-		study = "adhoc"
-	}
-	trial := fmt.Sprintf("t%d", spec.Trial)
-	if part := strings.Trim(nameUnsafe.ReplaceAllString(spec.Part, ""), "-._"); part != "" {
-		trial += "-" + part // a part of a disaggregated trial: t2-prefill0
-	}
-	return fmt.Sprintf("servetune-%s-%s-%s", study, trial, strconv.FormatInt(time.Now().UnixNano(), 36))
+	return launcher.ReadableName(spec) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 }
 
 type dockerInstance struct {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/user"
-	"regexp"
 	"strings"
 	"time"
 
@@ -17,28 +16,10 @@ import (
 // (launcher.Label.String), which any study name reads back from exactly.
 func jobComment(spec launcher.Spec) string { return launcher.LabelOf(spec).String() }
 
-var nameUnsafe = regexp.MustCompile(`[^a-zA-Z0-9_.-]+`)
-
-// jobName is readable in squeue: servetune-STUDY-tN, and the part of a
-// trial of several engines, servetune-STUDY-tN-prefill0 (the comment, not
-// the name, identifies the job).
-func jobName(spec launcher.Spec) string {
-	if part := strings.Trim(nameUnsafe.ReplaceAllString(spec.Part, ""), "-._"); part != "" {
-		return trialJobName(spec) + "-" + part
-	}
-	return trialJobName(spec)
-}
-
-func trialJobName(spec launcher.Spec) string {
-	study := strings.Trim(nameUnsafe.ReplaceAllString(spec.Study, "-"), "-._")
-	if len(study) > 40 {
-		study = study[:40]
-	}
-	if study == "" {
-		study = "adhoc"
-	}
-	return fmt.Sprintf("servetune-%s-t%d", study, spec.Trial)
-}
+// jobName is readable in squeue (launcher.ReadableName): servetune-STUDY-tN,
+// and the part of a trial of several engines, servetune-STUDY-tN-prefill0
+// (the comment, not the name, identifies the job).
+func jobName(spec launcher.Spec) string { return launcher.ReadableName(spec) }
 
 // mine reports whether a job belongs to the user running servetune: the
 // reaper never touches another user's jobs, even as root.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/servetune/servetune/internal/fleet"
 	"github.com/servetune/servetune/internal/load/scrape"
+	"github.com/servetune/servetune/internal/periodic"
 )
 
 // minSample is the shortest real time between two scrapes of the
@@ -32,16 +33,9 @@ func (f *live) sampleEvery() float64 {
 func (f *live) autoscale(ctx context.Context) {
 	s := f.o.Policy.Scale
 	every := time.Duration(f.sampleEvery() / f.o.Speed * float64(time.Second))
-	tick := time.NewTicker(every)
-	defer tick.Stop()
 	var window fleet.Window
 	next, acc, accN := s.Interval, 0.0, 0
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
+	periodic.Run(ctx, every, func(ctx context.Context) {
 		f.mu.Lock()
 		urls := make([]string, len(f.pool))
 		for i, r := range f.pool {
@@ -58,13 +52,13 @@ func (f *live) autoscale(ctx context.Context) {
 			n++
 		}
 		if n == 0 {
-			continue
+			return
 		}
 		acc += sum / float64(n)
 		accN++
 		t := f.now()
 		if t+1e-9 < next {
-			continue
+			return
 		}
 		next = t + s.Interval
 		f.mu.Lock()
@@ -84,7 +78,7 @@ func (f *live) autoscale(ctx context.Context) {
 		}
 		f.mu.Unlock()
 		acc, accN = 0, 0
-	}
+	})
 }
 
 // gauge is the signal's reading in snap.
@@ -101,14 +95,7 @@ func gauge(snap scrape.Snapshot, s fleet.Signal) float64 {
 // progress writes a line every Every of real time: the trace's clock,
 // the replicas, the requests sent and finished, and the SLO met so far.
 func (f *live) progress(ctx context.Context, total int, span float64) {
-	tick := time.NewTicker(f.o.Every)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
+	periodic.Run(ctx, f.o.Every, func(context.Context) {
 		f.mu.Lock()
 		ready, prov := len(f.pool), f.prov
 		f.mu.Unlock()
@@ -119,7 +106,7 @@ func (f *live) progress(ctx context.Context, total int, span float64) {
 		}
 		fmt.Fprintf(f.o.Log, "replay: %.1f of %.1f min of traffic; replicas %d (%d ready); requests sent %d of %d, finished %d; SLO met so far %s\n",
 			f.now()/60, span/60, prov, ready, f.received.Load(), total, done, so)
-	}
+	})
 }
 
 func jsonDecode(r io.Reader, v any) error { return json.NewDecoder(io.LimitReader(r, 1<<20)).Decode(v) }

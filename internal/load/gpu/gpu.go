@@ -5,6 +5,8 @@ import (
 	"errors"
 	"sync"
 	"time"
+
+	"github.com/servetune/servetune/internal/periodic"
 )
 
 // ErrNoTelemetry is wrapped by Open's error when NVML cannot be used: no
@@ -57,8 +59,7 @@ type Sampler struct {
 	errs    int
 	first   error
 
-	cancel context.CancelFunc
-	done   chan struct{}
+	loop *periodic.Loop
 }
 
 // NewSampler returns a sampler of gpus (NVML indices) read from r every
@@ -73,27 +74,10 @@ func NewSampler(r Reader, gpus []int, every time.Duration) *Sampler {
 // Start begins sampling until Stop or ctx ends. Calling Start twice panics,
 // like starting a second loop on one slice would corrupt it.
 func (s *Sampler) Start(ctx context.Context) {
-	if s.done != nil {
+	if s.loop != nil {
 		panic("gpu: Sampler started twice")
 	}
-	ctx, s.cancel = context.WithCancel(ctx)
-	s.done = make(chan struct{})
-	s.readAll()
-	go s.loop(ctx) // owned by s: Stop cancels and waits for it
-}
-
-func (s *Sampler) loop(ctx context.Context) {
-	defer close(s.done)
-	t := time.NewTicker(s.every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			s.readAll()
-		}
-	}
+	s.loop = periodic.Start(ctx, s.every, func(context.Context) { s.readAll() })
 }
 
 func (s *Sampler) readAll() {
@@ -118,11 +102,10 @@ func (s *Sampler) readAll() {
 // Stop ends sampling, takes a last reading and returns every sample in time
 // order. It returns nil when Start was never called.
 func (s *Sampler) Stop() []Sample {
-	if s.done == nil {
+	if s.loop == nil {
 		return nil
 	}
-	s.cancel()
-	<-s.done
+	s.loop.Stop()
 	s.readAll()
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -224,9 +224,7 @@ func TestSimulatedEngineIsNotScored(t *testing.T) {
 	wg.Go(func() { _ = srv.Run(ctx) })
 	hs := httptest.NewServer(srv.Handler())
 	defer func() { cancel(); wg.Wait(); hs.Close() }()
-	for !srv.Ready() {
-		time.Sleep(time.Millisecond)
-	}
+	<-srv.Loaded()
 	tasks := Tasks(1, 8)
 	r, err := Run(context.Background(), openai.Target{BaseURL: hs.URL, Model: "llama-3.1-8b"}, tasks, Options{MaxTokens: 8})
 	if err != nil {

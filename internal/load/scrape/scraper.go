@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/servetune/servetune/internal/load/measure"
+	"github.com/servetune/servetune/internal/periodic"
 )
 
 // DefaultInterval is the scrape period when none is given: fine enough to
@@ -34,8 +35,7 @@ type Scraper struct {
 	errs  int
 	first error
 
-	cancel context.CancelFunc
-	done   chan struct{}
+	loop *periodic.Loop
 }
 
 // New returns a scraper of url (the engine's /metrics) every interval
@@ -55,27 +55,10 @@ func New(url string, every time.Duration, hc *http.Client, header http.Header) *
 // Start takes the first reading at once (the level's baseline) and then
 // one every interval until Stop or ctx ends. Calling Start twice panics.
 func (s *Scraper) Start(ctx context.Context) {
-	if s.done != nil {
+	if s.loop != nil {
 		panic("scrape: Scraper started twice")
 	}
-	ctx, s.cancel = context.WithCancel(ctx)
-	s.done = make(chan struct{})
-	s.read(ctx)
-	go s.loop(ctx) // owned by s: Stop cancels and waits for it
-}
-
-func (s *Scraper) loop(ctx context.Context) {
-	defer close(s.done)
-	t := time.NewTicker(s.every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			s.read(ctx)
-		}
-	}
+	s.loop = periodic.Start(ctx, s.every, s.read)
 }
 
 // read takes one snapshot; a failure is counted, the first kept.
@@ -134,11 +117,10 @@ var ErrTooFewReadings = errors.New("too few readings of /metrics")
 // first failure); the metrics may come with an error when some readings
 // failed but two or more succeeded (the error then counts the failures).
 func (s *Scraper) Stop() (*measure.EngineMetrics, error) {
-	if s.done == nil {
+	if s.loop == nil {
 		return nil, nil
 	}
-	s.cancel()
-	<-s.done
+	s.loop.Stop()
 	s.read(context.Background())
 	s.mu.Lock()
 	defer s.mu.Unlock()

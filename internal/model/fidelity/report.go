@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -235,12 +237,7 @@ func WriteMarkdown(w io.Writer, s *Suite, results []Result, all Table) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Sources:")
 	fmt.Fprintln(w)
-	names := make([]string, 0, len(s.Sources))
-	for n := range s.Sources {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(s.Sources)) {
 		src := s.Sources[n]
 		where := src.URL
 		if where == "" {

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/servetune/servetune/internal/load/measure"
@@ -87,10 +88,10 @@ type sseClient struct {
 	cond  chan struct{}
 }
 
-func openStream(t *testing.T, ctx context.Context, url string) (*sseClient, *http.Response) {
+func openStream(t *testing.T, ctx context.Context, client *http.Client, url string) (*sseClient, *http.Response) {
 	t.Helper()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +123,9 @@ func openStream(t *testing.T, ctx context.Context, url string) (*sseClient, *htt
 	return c, resp
 }
 
-// waitFor waits until ok holds of the client's fragments.
+// waitFor waits until ok holds of the client's fragments, waking on each
+// fragment the client receives; in a synctest bubble the deadline is on
+// the fake clock, which moves only while everything waits.
 func (c *sseClient) waitFor(t *testing.T, what string, ok func(frags map[string]int, last map[string]string) bool) {
 	t.Helper()
 	deadline := time.After(60 * time.Second)
@@ -135,7 +138,6 @@ func (c *sseClient) waitFor(t *testing.T, what string, ok func(frags map[string]
 		}
 		select {
 		case <-c.cond:
-		case <-time.After(20 * time.Millisecond):
 		case <-deadline:
 			t.Fatalf("client never saw %s", what)
 		}
@@ -148,186 +150,250 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// TestFinishedStudyRendersOnce opens 50 live pages on a finished
-// 300-trial study over loopback: the study is read and rendered once for
-// all of them, not once per page per poll; a trial stored afterwards is
-// rendered once more and reaches every page. The CPU the process used
-// while the pages sat open is printed.
-func TestFinishedStudyRendersOnce(t *testing.T) {
-	const trials, clients, polls = 300, 50, 25
-	db, st := bigStudy(t, trials, true)
-	srv := &Server{DB: db, Tool: "servetune test", Poll: 20 * time.Millisecond}
-	ts := httptest.NewServer(srv.Handler())
-	defer ts.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	cs := make([]*sseClient, clients)
-	for i := range cs {
-		c, resp := openStream(t, ctx, ts.URL+"/study/big/events")
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("client %d: %s", i, resp.Status)
-		}
-		cs[i] = c
-	}
-	all := func(fs map[string]int, _ map[string]string) bool {
-		return fs["summary"] > 0 && fs["trials"] > 0 && fs["pareto"] > 0 && fs["running"] > 0 && fs["failures"] > 0
-	}
-	for _, c := range cs {
-		c.waitFor(t, "every fragment", all)
-	}
-	before := srv.Renders()
-	cpu0, t0 := cpuTime(), time.Now()
-	time.Sleep(polls * srv.Poll)
-	cpu, wall := cpuTime()-cpu0, time.Since(t0)
-	t.Logf("%d pages open on a finished %d-trial study for %v: %.1f%% of a core (process CPU time %v)", clients, trials, wall.Round(time.Millisecond), 100*cpu.Seconds()/wall.Seconds(), cpu.Round(time.Millisecond))
-	if r := srv.Renders(); before != 1 || r != 1 {
-		t.Errorf("%d renders for %d pages (%d before the quiet window), want 1", r, clients, before)
-	}
-	for i, c := range cs {
-		c.mu.Lock()
-		if n := c.frags["trials"]; n != 1 {
-			t.Errorf("client %d got the unchanged trials table %d times", i, n)
-		}
-		c.mu.Unlock()
-	}
-	addTrial(t, db, st, trials+1)
-	for _, c := range cs {
-		c.waitFor(t, "the new trial", func(fs map[string]int, last map[string]string) bool {
-			return fs["trials"] == 2 && strings.Contains(last["trials"], fmt.Sprintf(`data-trial=\"%d\"`, trials+1))
-		})
-	}
-	if r := srv.Renders(); r != 2 {
-		t.Errorf("%d renders after one new trial, want 2", r)
-	}
-	// The page itself is served from the same render.
-	resp, err := http.Get(ts.URL + "/study/big")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), fmt.Sprintf(`data-trial="%d"`, trials+1)) {
-		t.Errorf("page: %s, new trial missing", resp.Status)
-	}
-	if r := srv.Renders(); r != 2 {
-		t.Errorf("%d renders after a page load, want 2", r)
+// pipeListener is an in-memory listener whose connections are net.Pipe
+// pairs. In a synctest bubble a read on a pipe blocks durably, as a read
+// on a socket does not, so the fake clock moves on while the server, its
+// hubs and its clients all wait on each other.
+type pipeListener struct {
+	conns chan net.Conn
+	done  chan struct{}
+	once  sync.Once
+}
+
+func newPipeListener() *pipeListener {
+	return &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}
+}
+
+func (l *pipeListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
 	}
 }
 
-// TestRunningStudyRendersPerPoll: pages open on a study a run is
-// measuring, whose Live moves on every request, cost at most one render
-// per poll between them all, however many there are.
-func TestRunningStudyRendersPerPoll(t *testing.T) {
-	const clients = 100
-	db, _ := bigStudy(t, 20, false)
-	live := &Live{}
-	srv := &Server{DB: db, Tool: "servetune test", Poll: 20 * time.Millisecond, Live: live, LiveStudy: "big", MaxStreams: clients}
-	ts := httptest.NewServer(srv.Handler())
-	defer ts.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	live.Start(21, nil, []int{0})
-	cs := make([]*sseClient, clients)
-	for i := range cs {
-		c, resp := openStream(t, ctx, ts.URL+"/study/big/events")
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("client %d: %s", i, resp.Status)
-		}
-		cs[i] = c
-	}
-	for _, c := range cs {
-		c.waitFor(t, "the summary", func(fs map[string]int, _ map[string]string) bool { return fs["summary"] > 0 })
-	}
-	r0, t0 := srv.Renders(), time.Now()
-	for i := range 2000 {
-		live.Progress(21, "concurrency=8", i%100, 100)
-		if i%100 == 0 {
-			time.Sleep(srv.Poll / 2)
-		}
-	}
-	time.Sleep(3 * srv.Poll)
-	renders, polls := srv.Renders()-r0, time.Since(t0)/srv.Poll
-	t.Logf("%d pages, %d polls: %d renders", clients, polls, renders)
-	if renders > int64(polls)+2 {
-		t.Errorf("%d renders in %d polls for %d pages: more than one per poll", renders, polls, clients)
-	}
-	if renders == 0 {
-		t.Error("the level's progress was never drawn")
-	}
+func (l *pipeListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return nil
 }
 
-// TestStreamCap: past MaxStreams live pages the next is refused with 503
-// and a message saying why; a page that closes frees its place. Past
-// MaxConns connections, Serve answers 503 to any request.
-func TestStreamCap(t *testing.T) {
-	db, _ := bigStudy(t, 3, true)
-	srv := &Server{DB: db, Tool: "servetune test", Poll: 20 * time.Millisecond, MaxStreams: 3, MaxConns: 6}
+// Addr is a loopback address, so that Serve turns on its Host check as it
+// does on 127.0.0.1.
+func (l *pipeListener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 80} }
+
+// DialContext returns the client's end of a new pipe once the server has
+// accepted the other end.
+func (l *pipeListener) DialContext(ctx context.Context, _, _ string) (net.Conn, error) {
+	server, client := net.Pipe()
+	var err error
+	select {
+	case l.conns <- server:
+		return client, nil
+	case <-l.done:
+		err = net.ErrClosed
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	server.Close()
+	client.Close()
+	return nil, err
+}
+
+// servePiped serves srv (Serve, on a pipeListener) until the test ends,
+// and returns the base URL with a client that dials the listener. It runs
+// inside a synctest bubble, as do the server's goroutines it starts; the
+// test's cleanup stops the server and waits for it, so that no goroutine
+// of the bubble outlives it.
+func servePiped(t *testing.T, srv *Server) (base string, client *http.Client, ln *pipeListener) {
+	t.Helper()
+	ln = newPipeListener()
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	addrc := make(chan net.Addr, 1)
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx, "127.0.0.1:0", func(a net.Addr) { addrc <- a }) }()
-	base := "http://" + (<-addrc).String()
-	var cancels []context.CancelFunc
-	for i := range 3 {
-		cctx, ccancel := context.WithCancel(ctx)
-		cancels = append(cancels, ccancel)
-		c, resp := openStream(t, cctx, base+"/study/big/events")
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("stream %d: %s", i, resp.Status)
+	go func() { served <- srv.serve(ctx, "", ln, nil) }()
+	tr := &http.Transport{DialContext: ln.DialContext}
+	t.Cleanup(func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Error(err)
 		}
-		c.waitFor(t, "the summary", func(fs map[string]int, _ map[string]string) bool { return fs["summary"] > 0 })
-	}
-	_, resp := openStream(t, ctx, base+"/events")
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "3 live pages are open") {
-		t.Errorf("fourth stream: %s %q, want 503 naming the cap", resp.Status, body)
-	}
-	cancels[0]()
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		rctx, rcancel := context.WithCancel(ctx)
-		_, resp := openStream(t, rctx, base+"/events")
-		rcancel()
-		if resp.StatusCode == http.StatusOK {
-			break
+		tr.CloseIdleConnections()
+	})
+	return "http://" + ln.Addr().String(), &http.Client{Transport: tr}, ln
+}
+
+// TestFinishedStudyRendersOnce opens 50 live pages on a finished
+// 300-trial study: the study is read and rendered once for all of them,
+// not once per page per poll, over a quiet window of 25 polls on the
+// synctest bubble's fake clock; a trial stored afterwards is rendered
+// once more and reaches every page. The CPU the process used over the
+// quiet window's polls is printed.
+func TestFinishedStudyRendersOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const trials, clients, polls = 300, 50, 25
+		db, st := bigStudy(t, trials, true)
+		srv := &Server{DB: db, Tool: "servetune test", Poll: 20 * time.Millisecond, MaxConnsPerAddr: 2 * clients}
+		base, client, _ := servePiped(t, srv)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		cs := make([]*sseClient, clients)
+		for i := range cs {
+			c, resp := openStream(t, ctx, client, base+"/study/big/events")
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("client %d: %s", i, resp.Status)
+			}
+			cs[i] = c
 		}
-		resp.Body.Close()
-		if time.Now().After(deadline) {
-			t.Fatalf("a closed page's place was never freed: %s", resp.Status)
+		all := func(fs map[string]int, _ map[string]string) bool {
+			return fs["summary"] > 0 && fs["trials"] > 0 && fs["pareto"] > 0 && fs["running"] > 0 && fs["failures"] > 0
 		}
-	}
-	// Idle connections that never send a request count too.
-	for range 6 {
-		c, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
-		if err != nil {
-			t.Fatal(err)
+		for _, c := range cs {
+			c.waitFor(t, "every fragment", all)
 		}
-		defer c.Close()
-	}
-	tr := &http.Transport{DisableKeepAlives: true}
-	defer tr.CloseIdleConnections()
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		resp, err := (&http.Client{Transport: tr}).Get(base + "/")
+		before := srv.Renders()
+		cpu0 := cpuTime()
+		time.Sleep(polls * srv.Poll)
+		synctest.Wait()
+		t.Logf("%d pages open on a finished %d-trial study for %d polls: process CPU time %v", clients, trials, polls, (cpuTime() - cpu0).Round(time.Millisecond))
+		if r := srv.Renders(); before != 1 || r != 1 {
+			t.Errorf("%d renders for %d pages (%d before the quiet window), want 1", r, clients, before)
+		}
+		for i, c := range cs {
+			c.mu.Lock()
+			if n := c.frags["trials"]; n != 1 {
+				t.Errorf("client %d got the unchanged trials table %d times", i, n)
+			}
+			c.mu.Unlock()
+		}
+		addTrial(t, db, st, trials+1)
+		for _, c := range cs {
+			c.waitFor(t, "the new trial", func(fs map[string]int, last map[string]string) bool {
+				return fs["trials"] == 2 && strings.Contains(last["trials"], fmt.Sprintf(`data-trial=\"%d\"`, trials+1))
+			})
+		}
+		if r := srv.Renders(); r != 2 {
+			t.Errorf("%d renders after one new trial, want 2", r)
+		}
+		// The page itself is served from the same render.
+		resp, err := client.Get(base + "/study/big")
 		if err != nil {
 			t.Fatal(err)
 		}
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode == http.StatusServiceUnavailable {
-			if !strings.Contains(string(body), "6 connections are open") {
-				t.Errorf("over MaxConns: %q", body)
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), fmt.Sprintf(`data-trial="%d"`, trials+1)) {
+			t.Errorf("page: %s, new trial missing", resp.Status)
+		}
+		if r := srv.Renders(); r != 2 {
+			t.Errorf("%d renders after a page load, want 2", r)
+		}
+	})
+}
+
+// TestRunningStudyRendersPerPoll: pages open on a study a run is
+// measuring, whose Live moves on every request, cost at most one render
+// per poll between them all, however many there are. The polls are
+// counted on the synctest bubble's fake clock.
+func TestRunningStudyRendersPerPoll(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const clients = 100
+		db, _ := bigStudy(t, 20, false)
+		live := &Live{}
+		srv := &Server{DB: db, Tool: "servetune test", Poll: 20 * time.Millisecond, Live: live, LiveStudy: "big",
+			MaxStreams: clients, MaxConnsPerAddr: 2 * clients}
+		base, client, _ := servePiped(t, srv)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		live.Start(21, nil, []int{0})
+		cs := make([]*sseClient, clients)
+		for i := range cs {
+			c, resp := openStream(t, ctx, client, base+"/study/big/events")
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("client %d: %s", i, resp.Status)
 			}
-			break
+			cs[i] = c
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("over MaxConns: %s, want 503", resp.Status)
+		for _, c := range cs {
+			c.waitFor(t, "the summary", func(fs map[string]int, _ map[string]string) bool { return fs["summary"] > 0 })
 		}
-	}
-	cancel()
-	if err := <-served; err != nil {
-		t.Error(err)
-	}
+		r0, t0 := srv.Renders(), time.Now()
+		for i := range 2000 {
+			live.Progress(21, "concurrency=8", i%100, 100)
+			if i%100 == 0 {
+				time.Sleep(srv.Poll / 2)
+			}
+		}
+		time.Sleep(3 * srv.Poll)
+		synctest.Wait()
+		renders, polls := srv.Renders()-r0, time.Since(t0)/srv.Poll
+		t.Logf("%d pages, %d polls: %d renders", clients, polls, renders)
+		if renders > int64(polls) {
+			t.Errorf("%d renders in %d polls for %d pages: more than one per poll", renders, polls, clients)
+		}
+		if renders == 0 {
+			t.Error("the level's progress was never drawn")
+		}
+	})
+}
+
+// TestStreamCap: past MaxStreams live pages the next is refused with 503
+// and a message saying why; a page that closes frees its place. Past
+// MaxConns connections, Serve answers 503 to any request. It runs in a
+// synctest bubble: synctest.Wait is the moment the server has handled
+// what a client did (a page closed, a connection accepted).
+func TestStreamCap(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		db, _ := bigStudy(t, 3, true)
+		srv := &Server{DB: db, Tool: "servetune test", Poll: 20 * time.Millisecond, MaxStreams: 3, MaxConns: 6}
+		base, client, ln := servePiped(t, srv)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		var cancels []context.CancelFunc
+		for i := range 3 {
+			cctx, ccancel := context.WithCancel(ctx)
+			cancels = append(cancels, ccancel)
+			c, resp := openStream(t, cctx, client, base+"/study/big/events")
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("stream %d: %s", i, resp.Status)
+			}
+			c.waitFor(t, "the summary", func(fs map[string]int, _ map[string]string) bool { return fs["summary"] > 0 })
+		}
+		_, resp := openStream(t, ctx, client, base+"/events")
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "3 live pages are open") {
+			t.Errorf("fourth stream: %s %q, want 503 naming the cap", resp.Status, body)
+		}
+		cancels[0]()
+		synctest.Wait()
+		rctx, rcancel := context.WithCancel(ctx)
+		_, resp = openStream(t, rctx, client, base+"/events")
+		rcancel()
+		if resp.StatusCode != http.StatusOK {
+			resp.Body.Close()
+			t.Fatalf("a closed page's place was not freed: %s", resp.Status)
+		}
+		// Idle connections that never send a request count too.
+		for range 6 {
+			c, err := ln.DialContext(ctx, "", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+		}
+		synctest.Wait()
+		tr := &http.Transport{DialContext: ln.DialContext, DisableKeepAlives: true}
+		defer tr.CloseIdleConnections()
+		resp, err := (&http.Client{Transport: tr}).Get(base + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "6 connections are open") {
+			t.Errorf("over MaxConns: %s %q, want 503 naming the cap", resp.Status, body)
+		}
+	})
 }
 
 // TestReportRenderedPerChange: the full report is rendered once for any

@@ -571,6 +571,13 @@ func (x *studySource) view(now time.Time) ([]frag, bool, error) {
 // turns on the Host check. ready, when not nil, gets the address it
 // listens on (addr may ask for port 0).
 func (s *Server) Serve(ctx context.Context, addr string, ready func(net.Addr)) error {
+	return s.serve(ctx, addr, nil, ready)
+}
+
+// serve is Serve on ln, or when ln is nil on a TCP listener bound to addr.
+// The tests hand it an in-memory listener, so that the server, its hubs
+// and its clients run together in a testing/synctest bubble.
+func (s *Server) serve(ctx context.Context, addr string, ln net.Listener, ready func(net.Addr)) error {
 	// No ReadTimeout: it would end the event streams (their read side
 	// stays open); each stream sets its own write deadline.
 	srv := &http.Server{Addr: addr, Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second,
@@ -584,7 +591,7 @@ func (s *Server) Serve(ctx context.Context, addr string, ready func(net.Addr)) e
 				s.conns.Add(-1)
 			}
 		}}
-	err := httpserve.ListenAndServe(ctx, srv, 2*time.Second, httpserve.Hooks{
+	hooks := httpserve.Hooks{
 		Listener: func(ln net.Listener) net.Listener {
 			if httpserve.IsLoopback(ln.Addr().String()) {
 				s.Loopback = true
@@ -598,7 +605,13 @@ func (s *Server) Serve(ctx context.Context, addr string, ready func(net.Addr)) e
 			s.done()
 			close(s.stop) // hubs stop; event streams end with ctx (BaseContext)
 		},
-	})
+	}
+	var err error
+	if ln == nil {
+		err = httpserve.ListenAndServe(ctx, srv, 2*time.Second, hooks)
+	} else {
+		err = httpserve.ServeListener(ctx, srv, ln, 2*time.Second, hooks)
+	}
 	if ctx.Err() != nil {
 		return nil // a shutdown that outlasts its grace leaves nothing to report
 	}
