@@ -41,6 +41,8 @@ type benchFlags struct {
 	inputDist, outputDist               string
 	prefixGroups, prefixLen             int
 	keepEOS, noAlign                    bool
+	temperature, topP                   float64
+	topK                                int
 	rate                                string
 	burstiness                          float64
 	maxConc, numRequests, warmup        int
@@ -161,6 +163,9 @@ vLLM's result key names.`,
 	fl.StringArrayVar(&f.headers, "header", nil, "extra request header K:V (repeatable)")
 	workloadFlags(fl, &f)
 	fl.BoolVar(&f.keepEOS, "no-ignore-eos", false, "let the model stop at EOS (default sends ignore_eos so output length is what was asked)")
+	fl.Float64Var(&f.temperature, "temperature", 0, "sampling temperature each request asks for, 0 to 2 (0: greedy, as vLLM's benchmark)")
+	fl.Float64Var(&f.topP, "top-p", 1, "nucleus sampling: top_p each request asks for, in (0, 1] (sent only when given)")
+	fl.IntVar(&f.topK, "top-k", -1, "top_k each request asks for, -1 (all) or at least 1 (sent only when given)")
 	fl.BoolVar(&f.noAlign, "no-tokenize", false, "do not align prompt lengths with the server's /tokenize")
 	fl.DurationVar(&f.timeout, "timeout", bench.DefaultTimeout, "per-request timeout")
 	fl.BoolVar(&f.noProgress, "no-progress", false, "no progress bar on stderr")
@@ -271,6 +276,24 @@ func buildBenchConfig(f *benchFlags) (bench.Config, []level, error) {
 		cfg.NumRequests = 0
 	}
 	cfg.KeepEOS, cfg.NoAlign = f.keepEOS, f.noAlign
+	if !(f.temperature >= 0 && f.temperature <= 2) {
+		return cfg, nil, fmt.Errorf("--temperature %g: want 0 to 2 (0 is greedy)", f.temperature)
+	}
+	cfg.Sampling.Temperature = f.temperature
+	if f.fs != nil && f.fs.Changed("top-p") {
+		if !(f.topP > 0 && f.topP <= 1) {
+			return cfg, nil, fmt.Errorf("--top-p %g: want more than 0 and at most 1", f.topP)
+		}
+		p := f.topP
+		cfg.Sampling.TopP = &p
+	}
+	if f.fs != nil && f.fs.Changed("top-k") {
+		if f.topK != -1 && f.topK < 1 {
+			return cfg, nil, fmt.Errorf("--top-k %d: want -1 (all) or at least 1", f.topK)
+		}
+		k := f.topK
+		cfg.Sampling.TopK = &k
+	}
 	cfg.KeepChunks = f.requestsOut != "" // written there; otherwise folded as requests end
 	cfg.Summary = measure.SummaryOptions{Goodput: slo, Bootstrap: f.bootstrap, Seed: f.seed, KeepSamples: f.jsonOut != "" || f.htmlOut != ""}
 

@@ -25,6 +25,9 @@ type streamServer struct {
 	hang   bool // accept the request, then never answer
 	mu     sync.Mutex
 	auth   []string
+	// sampling is each request's temperature, top_p and top_k as sent
+	// (absent: "-").
+	sampling []string
 }
 
 func (s *streamServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -36,9 +39,23 @@ func (s *streamServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var q struct {
-		MaxTokens int `json:"max_tokens"`
+		MaxTokens   int             `json:"max_tokens"`
+		Temperature json.RawMessage `json:"temperature"`
+		TopP        json.RawMessage `json:"top_p"`
+		TopK        json.RawMessage `json:"top_k"`
 	}
 	_ = json.NewDecoder(r.Body).Decode(&q)
+	raw := func(m json.RawMessage) string {
+		if m == nil {
+			return "-"
+		}
+		return string(m)
+	}
+	if q.MaxTokens > 0 { // a completion, not a cache reset
+		s.mu.Lock()
+		s.sampling = append(s.sampling, raw(q.Temperature)+" "+raw(q.TopP)+" "+raw(q.TopK))
+		s.mu.Unlock()
+	}
 	if s.status != 0 {
 		http.Error(w, "nope", s.status)
 		return
@@ -97,6 +114,9 @@ func TestBenchBadFlags(t *testing.T) {
 		{"bad sweep", append(base, "--sweep", "batch=1,2"), "--sweep"},
 		{"bad sweep value", append(base, "--sweep", "concurrency=1,x"), "--sweep"},
 		{"bad header", append(base, "--header", "NoColon"), "--header"},
+		{"bad temperature", append(base, "--temperature", "3"), "--temperature"},
+		{"bad top-p", append(base, "--top-p", "0"), "--top-p"},
+		{"bad top-k", append(base, "--top-k", "0"), "--top-k"},
 		{"empty api key env", append(base, "--api-key-env", "SERVETUNE_TEST_UNSET_KEY"), "--api-key-env"},
 		{"bad timeout", append(base, "--timeout", "0s"), "--timeout"},
 		{"unknown flag", append(base, "--frobnicate"), "frobnicate"},
@@ -262,5 +282,40 @@ func TestBenchSweep(t *testing.T) {
 	code, _, stderr = runCLI(t, "bench", "compare", j, j)
 	if code != exitOK {
 		t.Errorf("compare of a sweep with itself: exit %d %s", code, stderr)
+	}
+}
+
+// Each request asks for the sampling --temperature, --top-p and --top-k
+// give (vLLM's benchmark flags); without them, greedy and no top_p or
+// top_k, so the engine's (or the model's generation config's) apply.
+func TestBenchSampling(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "0 - -"},
+		{[]string{"--temperature", "0.7", "--top-p", "0.9", "--top-k", "50"}, "0.7 0.9 50"},
+	} {
+		ss := &streamServer{}
+		srv := httptest.NewServer(ss)
+		args := append([]string{"bench", "--base-url", srv.URL, "--model", "m", "--input-len", "16", "--output-len", "4",
+			"--num-requests", "6", "--warmup", "0", "--no-progress"}, tc.args...)
+		code, _, stderr := runCLI(t, args...)
+		srv.Close()
+		if code != exitOK {
+			t.Fatalf("%v: exit %d: %s", tc.args, code, stderr)
+		}
+		ss.mu.Lock()
+		got := ss.sampling
+		ss.mu.Unlock()
+		if len(got) < 6 {
+			t.Fatalf("%v: %d requests seen", tc.args, len(got))
+		}
+		for _, g := range got {
+			if g != tc.want {
+				t.Errorf("%v: a request sent temperature, top_p, top_k %q, want %q", tc.args, g, tc.want)
+				break
+			}
+		}
 	}
 }

@@ -30,6 +30,9 @@ type Config struct {
 	// prefix_cache_reset says how, or why not.
 	ResetPrefixCache bool
 	KeepEOS          bool // send ignore_eos=false (default: ignore_eos on)
+	// Sampling is what each request asks the engine to sample with
+	// (default greedy, as vLLM's benchmark sends).
+	Sampling Sampling
 	// Transport runs the requests; nil = HTTP to Target. The simulated
 	// engine's virtual clock (sim.Virtual) is the other one.
 	Transport measure.Transport
@@ -89,4 +92,13 @@ type Result struct {
 // phase.
 type engineReporter interface {
 	EngineMetrics() *measure.EngineMetrics
+}
+
+// Sampling is a request's sampling parameters: temperature (0 is greedy),
+// and top_p and top_k when set (nil: the engine's, or the model's
+// generation config's, defaults).
+type Sampling struct {
+	Temperature float64
+	TopP        *float64
+	TopK        *int
 }

@@ -27,7 +27,7 @@ func BenchmarkClientStream(b *testing.B) {
 			fs := &fakeServer{Tokens: 1000, Coalesce: mode.coalesce}
 			srv := fs.start(b)
 			hc := newHTTPClient(16)
-			c := newClient(hc, openai.Target{BaseURL: srv.URL, Model: "m"}, true)
+			c := newClient(hc, openai.Target{BaseURL: srv.URL, Model: "m"}, true, Sampling{})
 			req := measure.Request{Prompt: "hello world", MaxTokens: 1000}
 			start := time.Now()
 			b.ReportAllocs()

@@ -54,11 +54,12 @@ type client struct {
 	target    openai.Target
 	url       string
 	ignoreEOS bool
+	sampling  Sampling
 	readers   sync.Pool // *SSEReader, one per stream in flight
 }
 
-func newClient(hc *http.Client, t openai.Target, ignoreEOS bool) *client {
-	return &client{hc: hc, target: t, url: t.URL(t.Path()), ignoreEOS: ignoreEOS,
+func newClient(hc *http.Client, t openai.Target, ignoreEOS bool, s Sampling) *client {
+	return &client{hc: hc, target: t, url: t.URL(t.Path()), ignoreEOS: ignoreEOS, sampling: s,
 		readers: sync.Pool{New: func() any { return &SSEReader{buf: make([]byte, 8<<10)} }}}
 }
 
@@ -82,13 +83,21 @@ type requestBody struct {
 	StreamOptions       streamOptions `json:"stream_options"`
 	IgnoreEOS           bool          `json:"ignore_eos,omitempty"`
 	Temperature         float64       `json:"temperature"`
+	TopP                *float64      `json:"top_p,omitempty"`
+	TopK                *int          `json:"top_k,omitempty"`
+}
+
+// newBody is a streaming request's body without its prompt.
+func (c *client) newBody() requestBody {
+	return requestBody{
+		Model: c.target.Model, Stream: true, IgnoreEOS: c.ignoreEOS,
+		StreamOptions: streamOptions{IncludeUsage: true, ContinuousUsageStats: true},
+		Temperature:   c.sampling.Temperature, TopP: c.sampling.TopP, TopK: c.sampling.TopK,
+	}
 }
 
 func (c *client) body(req measure.Request) ([]byte, error) {
-	b := requestBody{
-		Model: c.target.Model, Stream: true, IgnoreEOS: c.ignoreEOS,
-		StreamOptions: streamOptions{IncludeUsage: true, ContinuousUsageStats: true},
-	}
+	b := c.newBody()
 	if c.target.Chat() {
 		b.Messages = []chatMessage{{Role: "user", Content: req.Prompt}}
 		b.MaxCompletionTokens = req.MaxTokens

@@ -360,10 +360,7 @@ func (cfg Config) conversationLengths() ([]measure.Request, error) {
 // completions API as one text (each user message on a new line after the
 // answer before it).
 func (c *client) turnBody(history []chatMessage, maxTokens int) ([]byte, error) {
-	b := requestBody{
-		Model: c.target.Model, Stream: true, IgnoreEOS: c.ignoreEOS,
-		StreamOptions: streamOptions{IncludeUsage: true, ContinuousUsageStats: true},
-	}
+	b := c.newBody()
 	if c.target.Chat() {
 		b.Messages = history
 		b.MaxCompletionTokens = maxTokens

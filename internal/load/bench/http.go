@@ -48,13 +48,13 @@ var _ measure.Transport = (*httpTransport)(nil)
 
 // newHTTPTransport keeps up to maxConcurrency connections (4096 when 0)
 // open so that warm-up connections are reused.
-func newHTTPTransport(t openai.Target, maxConcurrency int, ignoreEOS bool) *httpTransport {
+func newHTTPTransport(t openai.Target, maxConcurrency int, ignoreEOS bool, s Sampling) *httpTransport {
 	idle := maxConcurrency
 	if idle == 0 {
 		idle = 4096
 	}
 	hc := newHTTPClient(idle)
-	return &httpTransport{hc: hc, c: newClient(hc, t, ignoreEOS), target: t}
+	return &httpTransport{hc: hc, c: newClient(hc, t, ignoreEOS, s), target: t}
 }
 
 func (h *httpTransport) close() { h.hc.CloseIdleConnections() }

@@ -149,7 +149,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	cfg = cfg.realClock()
 	tr := cfg.Transport
 	if tr == nil {
-		h := newHTTPTransport(cfg.Target, cfg.Load.MaxConcurrency, !cfg.KeepEOS)
+		h := newHTTPTransport(cfg.Target, cfg.Load.MaxConcurrency, !cfg.KeepEOS, cfg.Sampling)
 		defer h.close()
 		tr = h
 	}
@@ -609,11 +609,18 @@ func runMeta(cfg Config, start time.Time, align string, warm int, records []meas
 		"host":             host,
 		"tokenize":         align,
 		"ignore_eos":       !cfg.KeepEOS,
+		"temperature":      cfg.Sampling.Temperature,
 		"tokens_estimated": estimated,
 		"auth":             cfg.Target.APIKey != "",
 	}
 	if len(hdrs) > 0 {
 		m["header_names"] = hdrs
+	}
+	if p := cfg.Sampling.TopP; p != nil {
+		m["top_p"] = *p
+	}
+	if k := cfg.Sampling.TopK; k != nil {
+		m["top_k"] = *k
 	}
 	if cfg.Requests != nil {
 		m["dataset"] = "pre-generated requests"
