@@ -2,15 +2,13 @@ package launcher
 
 import (
 	"context"
-	"fmt"
 	"slices"
-	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/servetune/servetune/internal/registry"
 	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/internal/yamlspec"
 )
@@ -74,40 +72,16 @@ var CommonKeys = []Key{
 // DefaultReadyTimeout is launcher.ready_timeout when a spec gives none.
 const DefaultReadyTimeout = 20 * time.Minute
 
-var (
-	kindsMu sync.RWMutex
-	kinds   = map[string]Kind{}
-)
+var kinds = registry.New[Kind]("launcher")
 
 // Register adds a launcher kind; a second kind of the same name panics.
-func Register(k Kind) {
-	kindsMu.Lock()
-	defer kindsMu.Unlock()
-	if _, dup := kinds[k.Name]; dup || k.Name == "" || k.Decode == nil {
-		panic(fmt.Sprintf("launcher: bad or duplicate kind %q", k.Name))
-	}
-	kinds[k.Name] = k
-}
+func Register(k Kind) { kinds.Add(k.Name, k, k.Decode != nil) }
 
 // Kinds returns the registered kinds by name.
-func Kinds() []Kind {
-	kindsMu.RLock()
-	defer kindsMu.RUnlock()
-	out := make([]Kind, 0, len(kinds))
-	for _, k := range kinds {
-		out = append(out, k)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
-}
+func Kinds() []Kind { return kinds.All() }
 
 // LookupKind returns a registered kind.
-func LookupKind(name string) (Kind, bool) {
-	kindsMu.RLock()
-	defer kindsMu.RUnlock()
-	k, ok := kinds[name]
-	return k, ok
-}
+func LookupKind(name string) (Kind, bool) { return kinds.Lookup(name) }
 
 // kindNames lists the registered kinds as "a, b or c".
 func kindNames() string {

@@ -4,9 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
-	"sync"
 
+	"github.com/servetune/servetune/internal/registry"
 	"github.com/servetune/servetune/space"
 	"github.com/servetune/servetune/trial"
 	"github.com/servetune/servetune/tuner/spec"
@@ -69,40 +68,18 @@ type Kind struct {
 	Check func(study *spec.Spec) error
 }
 
-var (
-	kindsMu sync.RWMutex
-	kinds   = map[string]Kind{}
-)
+var kinds = registry.New[Kind]("sampler")
 
 // Register adds a sampler kind; a second kind of the same name panics.
 func Register(k Kind) {
-	kindsMu.Lock()
-	defer kindsMu.Unlock()
-	if _, dup := kinds[k.Name]; dup || k.Name == "" || (k.New == nil) == (k.Study == nil) {
-		panic(fmt.Sprintf("sampler: bad or duplicate kind %q", k.Name))
-	}
-	kinds[k.Name] = k
+	kinds.Add(k.Name, k, (k.New == nil) != (k.Study == nil))
 	spec.RegisterSampler(k.Name, k.Check)
 }
 
 // Kinds returns the registered kinds' names, sorted.
-func Kinds() []string {
-	kindsMu.RLock()
-	defer kindsMu.RUnlock()
-	var out []string
-	for name := range kinds {
-		out = append(out, name)
-	}
-	sort.Strings(out)
-	return out
-}
+func Kinds() []string { return kinds.Names() }
 
-func lookup(name string) (Kind, bool) {
-	kindsMu.RLock()
-	defer kindsMu.RUnlock()
-	k, ok := kinds[name]
-	return k, ok
-}
+func lookup(name string) (Kind, bool) { return kinds.Lookup(name) }
 
 // ForStudy builds the sampler of the study (its tuner.sampler and seed). A
 // kind that forecasts the study first (guided: seconds to a minute; ctx
