@@ -1,6 +1,10 @@
 package launcher
 
-import "sync"
+import (
+	"context"
+	"sync"
+	"time"
+)
 
 // DefaultLogBytes is how much of an engine's output an instance keeps.
 const DefaultLogBytes = 64 << 10
@@ -47,4 +51,39 @@ func (b *TailBuffer) String() string {
 		s = s[len(s)-b.max:]
 	}
 	return string(s)
+}
+
+// LogFetchTimeout bounds how long an instance's Logs waits for its
+// runtime (the Docker daemon, the Kubernetes API) to return the tail.
+const LogFetchTimeout = 10 * time.Second
+
+// KeptLogs is the log tail an instance keeps from the moment it removes
+// its engine (a container's or pod's logs go with it). Safe for
+// concurrent use; the zero value keeps nothing yet.
+type KeptLogs struct {
+	mu   sync.Mutex
+	tail string
+}
+
+// Keep saves tail; an empty one keeps what was there.
+func (k *KeptLogs) Keep(tail string) {
+	if tail == "" {
+		return
+	}
+	k.mu.Lock()
+	k.tail = tail
+	k.mu.Unlock()
+}
+
+// Logs is the kept tail, else what fetch reads within LogFetchTimeout.
+func (k *KeptLogs) Logs(fetch func(context.Context) string) string {
+	k.mu.Lock()
+	kept := k.tail
+	k.mu.Unlock()
+	if kept != "" {
+		return kept
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), LogFetchTimeout)
+	defer cancel()
+	return fetch(ctx)
 }

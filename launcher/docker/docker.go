@@ -322,8 +322,8 @@ type dockerInstance struct {
 	exitCode   int  // written before exited is closed
 	oomKilled  bool // idem
 
-	mu       sync.Mutex
-	lastLogs string // kept at Stop: the container's logs go with it
+	mu   sync.Mutex
+	kept launcher.KeptLogs // kept at Stop: the container's logs go with it
 
 	stopOnce sync.Once
 	stopErr  error
@@ -382,19 +382,13 @@ func (in *dockerInstance) Ready(ctx context.Context) error {
 // Logs returns the tail of the container's stdout and stderr, fetched from
 // the daemon (or kept from the moment Stop removed the container).
 func (in *dockerInstance) Logs() string {
-	in.mu.Lock()
-	kept := in.lastLogs
-	in.mu.Unlock()
-	if kept != "" {
-		return kept
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	s, err := in.fetchLogs(ctx)
-	if err != nil {
-		return fmt.Sprintf("(no logs: %v)", err)
-	}
-	return s
+	return in.kept.Logs(func(ctx context.Context) string {
+		s, err := in.fetchLogs(ctx)
+		if err != nil {
+			return fmt.Sprintf("(no logs: %v)", err)
+		}
+		return s
+	})
 }
 
 func (in *dockerInstance) fetchLogs(ctx context.Context) (string, error) {
@@ -433,9 +427,7 @@ func (in *dockerInstance) stop(ctx context.Context) error {
 	case <-ctx.Done():
 	}
 	if s, err := in.fetchLogs(ctx); err == nil {
-		in.mu.Lock()
-		in.lastLogs = s
-		in.mu.Unlock()
+		in.kept.Keep(s)
 	}
 	if err := in.api.ContainerRemove(ctx, in.id, container.RemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !cerrdefs.IsNotFound(err) {
 		errs = append(errs, fmt.Errorf("docker: remove %s: %w", short(in.id), err))

@@ -289,8 +289,8 @@ type instance struct {
 	exitOnce  sync.Once
 	done      chan struct{} // closed by Stop: the watch ends
 	watching  bool
-	forward   chan struct{} // closes the port-forward
-	lastLogs  string
+	forward   chan struct{}     // closes the port-forward
+	kept      launcher.KeptLogs // kept at Stop: the pod's logs go with it
 	stopOnce  sync.Once
 	stopErr   error
 	closeDone sync.Once
@@ -556,17 +556,7 @@ func (in *instance) portForward(ctx context.Context, pod string) (int, error) {
 
 // Logs returns the tail of the engine container's log (the ended one's
 // after a restart) or, without one, the pod's events.
-func (in *instance) Logs() string {
-	in.mu.Lock()
-	kept := in.lastLogs
-	in.mu.Unlock()
-	if kept != "" {
-		return kept
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	return in.fetchLogs(ctx)
-}
+func (in *instance) Logs() string { return in.kept.Logs(in.fetchLogs) }
 
 func (in *instance) fetchLogs(ctx context.Context) string {
 	in.mu.Lock()
@@ -639,11 +629,7 @@ func (in *instance) stop(ctx context.Context) error {
 		in.forward = nil
 	}
 	in.mu.Unlock()
-	if s := in.fetchLogs(ctx); s != "" {
-		in.mu.Lock()
-		in.lastLogs = s
-		in.mu.Unlock()
-	}
+	in.kept.Keep(in.fetchLogs(ctx))
 	err := deleteInstance(ctx, in.c, in.ns, in.name, int64(timeout.Seconds()))
 	in.end(engine.Exit{Code: -1})
 	return err
