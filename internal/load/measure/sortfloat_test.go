@@ -16,6 +16,7 @@ func TestSortFloats(t *testing.T) {
 		"gaps":    func(int) float64 { return math.Round(rng.ExpFloat64()*4000) / 100 },
 		"signed":  func(int) float64 { return rng.NormFloat64() * 1e3 },
 		"repeats": func(i int) float64 { return float64(i % 7) },
+		"sorted":  func(i int) float64 { return float64(i/3) - 100 },
 		"extremes": func(i int) float64 {
 			return []float64{math.Inf(1), math.Inf(-1), 0, math.SmallestNonzeroFloat64, -math.MaxFloat64, 1}[i%6]
 		},
