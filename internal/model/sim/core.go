@@ -165,6 +165,7 @@ func newCore(cfg Config, est MemoryEstimate) *core {
 		table:       map[uint64]*page{},
 		spans:       newSpanBlocks(cfg, bs),
 	}
+	c.sm.tw = new(twMemo)
 	if cfg.specOn() {
 		c.specK, c.specVerify, c.specAccept = cfg.SpecTokens, cfg.SpecVerify, cfg.SpecAcceptance
 		c.specAcceptedAt = make([]int64, cfg.SpecTokens)
