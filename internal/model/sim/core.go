@@ -664,14 +664,17 @@ func (c *core) ahead(s *seq, n int) int {
 // N runs is received by the pass that plans batch N+2. When the last pass
 // launched nothing (the scheduler was idle) it is received at once.
 func (c *core) schedule(now float64) (batchShape, float64) {
-	b := c.plan(now)
+	var b batchShape
+	c.plan(&b, now)
 	c.retime(now, c.sm.stepSeconds(b))
 	return b, c.stepSecs
 }
 
 // plan is schedule without the step's timing: it picks the step's batch
-// and counts the step; retime sets when it ends.
-func (c *core) plan(now float64) batchShape {
+// (b, which it clears first) and counts the step; retime sets when it
+// ends.
+func (c *core) plan(b *batchShape, now float64) {
+	*b = batchShape{}
 	c.scheduled = c.scheduled[:0]
 	cutoff := math.Inf(1) // the latest arrival this step may admit
 	if (c.sm.async || c.sm.overlap) && c.steps > 0 && now <= c.endsAt+1e-9 {
@@ -685,22 +688,20 @@ func (c *core) plan(now float64) batchShape {
 	if !hold {
 		c.dropFinished()
 	}
-	var b batchShape
 	if c.cfg.Engine == engine.SGLang && !c.cfg.MixedChunk {
-		c.scheduleSGLang(&b, cutoff)
+		c.scheduleSGLang(b, cutoff)
 	} else {
-		c.scheduleVLLM(&b, cutoff)
+		c.scheduleVLLM(b, cutoff)
 	}
 	if hold {
 		n := len(c.running)
 		c.dropFinished()
 		if b.tokens == 0 && len(c.running) < n {
 			c.scheduled = c.scheduled[:0]
-			c.scheduleVLLM(&b, cutoff)
+			c.scheduleVLLM(b, cutoff)
 		}
 	}
 	c.steps++
-	return b
 }
 
 // retime sets the duration of the step just planned to secs, from now:

@@ -434,7 +434,7 @@ func (r *virtualRun) startLockstep() {
 	shapes := r.shapes
 	group, work := 0.0, false
 	for i, c := range v.cores {
-		shapes[i] = c.plan(v.now)
+		c.plan(&shapes[i], v.now)
 		if shapes[i].tokens > 0 {
 			work = true
 			group += float64(shapes[i].tokens)
