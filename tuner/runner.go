@@ -49,6 +49,10 @@ type TrialRunner struct {
 	// ForecastProbeRequests per rate probe: what the guided sampler's
 	// forecasts need, in bounded memory and time.
 	Forecast bool
+	// SummariesOnly keeps only each level's summary
+	// (trial.Plan.SummariesOnly), for a study whose answer reads no
+	// request of its levels.
+	SummariesOnly bool
 
 	gate *QualityBaseline // the quality gate's baseline, when it applies (UseQualityGate)
 
@@ -146,7 +150,7 @@ func (r *TrialRunner) Plan(ls launcher.Spec, replica int) trial.Plan {
 			}
 		}
 	}
-	plan.SummariesOnly = r.Forecast
+	plan.SummariesOnly = r.Forecast || r.SummariesOnly
 	r.qualityPlan(&plan, replica)
 	return plan
 }

@@ -174,7 +174,7 @@ func NewStats(values []float64, rng *rand.Rand, b int) Stats {
 	if n == 0 {
 		return Stats{}
 	}
-	slices.Sort(values)
+	sortFloats(values)
 	sum := 0.0
 	for _, v := range values {
 		sum += v

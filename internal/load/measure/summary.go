@@ -226,6 +226,19 @@ func Summarize(records []Record, opts SummaryOptions) Summary {
 	// Sized once: a level of 200,000 requests grows no copies of them.
 	ttft, ttftSched, queue, tpot = make([]float64, 0, n), make([]float64, 0, n), make([]float64, 0, n), make([]float64, 0, n)
 	e2el, e2elSched = make([]float64, 0, n), make([]float64, 0, n)
+	if opts.Folded == nil {
+		// And the gaps: a level's hundreds of thousands grow no copies.
+		gaps, tokens := 0, 0
+		for i := range records {
+			if r := &records[i]; !r.Warmup && r.Error == ErrNone {
+				for j := 1; j < len(r.Chunks); j++ {
+					gaps++
+					tokens += max(r.Chunks[j].Tokens, 1)
+				}
+			}
+		}
+		itl, itlTok = make([]float64, 0, gaps), make([]float64, 0, tokens)
+	}
 	for i := range records {
 		r := &records[i]
 		if r.Warmup {
@@ -294,6 +307,11 @@ func Summarize(records []Record, opts SummaryOptions) Summary {
 		s.ITLPerToken = f.itlTok.stats(rng, b)
 	} else {
 		s.ITL = NewStats(itl, rng, b)
+		if len(itlTok) == len(itl) {
+			// One token a chunk (each takes at least one place): the
+			// same gaps, sorted once.
+			copy(itlTok, itl)
+		}
 		s.ITLPerToken = NewStats(itlTok, rng, b)
 	}
 	s.E2EL = NewStats(e2el, rng, b)
@@ -403,18 +421,35 @@ func peakInFlight(records []Record) int {
 // peakOutput is the largest number of output tokens received in one
 // 1-second window [k, k+1) s after the first send, from chunk arrival times.
 func peakOutput(records []Record, first time.Duration) float64 {
-	buckets := map[int64]int{}
+	// By second from first: a chunk before first (none is: first is the
+	// earliest send) would take the map.
+	var seconds []int
+	var before map[int64]int
 	for i := range records {
 		r := &records[i]
 		if r.Warmup || r.Error != ErrNone {
 			continue
 		}
 		for _, c := range r.Chunks {
-			buckets[int64((c.At-first)/time.Second)] += c.Tokens
+			k := int64((c.At - first) / time.Second)
+			if k < 0 {
+				if before == nil {
+					before = map[int64]int{}
+				}
+				before[k] += c.Tokens
+				continue
+			}
+			for int64(len(seconds)) <= k {
+				seconds = append(seconds, 0)
+			}
+			seconds[k] += c.Tokens
 		}
 	}
 	peak := 0
-	for _, v := range buckets {
+	for _, v := range seconds {
+		peak = max(peak, v)
+	}
+	for _, v := range before {
 		peak = max(peak, v)
 	}
 	return float64(peak)

@@ -22,9 +22,14 @@ type seq struct {
 	// only lengths are known, and the content is then the prefix group's
 	// for its first prefixTokens tokens and the sequence's own (uid)
 	// after (tokenAt).
-	ids       []int
-	uid       uint64
-	hashes    []uint64 // hashes[k] identifies the content up to the end of page k (pageHash)
+	ids    []int
+	uid    uint64
+	hashes []uint64 // hashes[k] identifies the content up to the end of page k (pageHash)
+	// own[k] is the cached page of the sequence's own page k (ownPage),
+	// which no other sequence's content hashes to: the cache keeps such
+	// pages here rather than in the core's table, where only this
+	// sequence, preempted and re-admitted, would look them up.
+	own       []*page
 	generated int
 	computed  int     // tokens whose KV is in the cache
 	blocks    int     // KV blocks this sequence holds beyond its pages
@@ -52,6 +57,11 @@ type seq struct {
 	// (Replica.Add), so its pages are not cached: only this sequence,
 	// preempted and re-admitted, could hit them.
 	private bool
+	// watch is the measured phase that saw the sequence's last token, at
+	// watchPrev (engineWatch.token); nil before its first or after its
+	// last.
+	watch     *engineWatch
+	watchPrev float64
 }
 
 // target is how many tokens must be in the cache before the next token is
@@ -70,6 +80,10 @@ type page struct {
 	refs       int
 	cached     bool  // in the hash table; a copy computed beside a cached one is not
 	prev, next *page // the free queue, while refs == 0 and cached
+	// own: a page of owner's own content (core.ownPage), cached in
+	// owner.own rather than in the table.
+	own   bool
+	owner *seq
 }
 
 // emitFunc receives each step's sampled tokens of a sequence: s produced
@@ -95,6 +109,7 @@ type core struct {
 	// those no sequence references, least recently freed at its head.
 	pageTokens, pageBlocks int
 	table                  map[uint64]*page
+	ownCached              int // own pages cached (seq.own), beside the table's
 	freeHead, freeTail     *page
 	spare                  []*page // pages no longer in use, for reuse
 	outIDs                 []int   // the token ids of outputWords
@@ -150,6 +165,7 @@ func newCore(cfg Config, est MemoryEstimate) *core {
 		table:       map[uint64]*page{},
 		spans:       newSpanBlocks(cfg, bs),
 	}
+	c.sm.tw = new(twMemo)
 	if cfg.specOn() {
 		c.specK, c.specVerify, c.specAccept = cfg.SpecTokens, cfg.SpecVerify, cfg.SpecAcceptance
 		c.specAcceptedAt = make([]int64, cfg.SpecTokens)
@@ -285,10 +301,15 @@ func (c *core) evict(n int) {
 	for n > 0 && c.freeHead != nil {
 		p := c.freeHead
 		c.unqueue(p)
-		delete(c.table, p.hash)
+		if p.own {
+			c.ownCached--
+		} else {
+			delete(c.table, p.hash)
+		}
 		p.cached = false
 		c.usedBlocks -= c.pageBlocks
 		n -= c.pageBlocks
+		c.spare = append(c.spare, p) // referenced by no sequence: reused
 	}
 }
 
@@ -301,6 +322,52 @@ func (c *core) resetCache() {
 		p.cached = false
 		delete(c.table, h)
 	}
+	// Every page a sequence references is a running one's (release).
+	for _, s := range c.running {
+		for _, p := range s.pages {
+			if p.own && p.cached {
+				p.cached = false
+				c.ownCached--
+			}
+		}
+	}
+}
+
+// findable reports whether a lookup of p's hash finds p: the table's
+// entry, or its owner's own page.
+func (c *core) findable(p *page) bool {
+	if !p.own {
+		return c.table[p.hash] == p
+	}
+	for k, q := range p.owner.own {
+		if q == p {
+			return p.cached && p.hash == p.owner.hashes[k]
+		}
+	}
+	return false
+}
+
+// cachedCount is the number of pages a lookup finds.
+func (c *core) cachedCount() int { return len(c.table) + c.ownCached }
+
+// ownPage reports whether s's page k is the sequence's own content: its
+// hash chains on s.uid (pageHash), so no other sequence's page has it.
+func (c *core) ownPage(s *seq, k int) bool {
+	return s.ids == nil && !(s.prefixID >= 0 && (k+1)*c.pageTokens <= s.prefixTokens)
+}
+
+// cachedPage is the cached page of hash h, s's page k, or nil: the
+// table's, or for an own page the one s cached.
+func (c *core) cachedPage(s *seq, k int, h uint64) *page {
+	if !c.ownPage(s, k) {
+		return c.table[h]
+	}
+	if k < len(s.own) {
+		if p := s.own[k]; p != nil && p.cached && p.owner == s && p.hash == h {
+			return p
+		}
+	}
+	return nil
 }
 
 // release drops s's blocks: its private ones are freed, its pages lose a
@@ -429,7 +496,7 @@ func (c *core) lookupPrefix(s *seq) {
 	c.prefixQueries += int64(s.prompt)
 	limit := (s.target() - 1) / c.pageTokens // pages a hit may cover
 	for k := 0; k < limit; k++ {
-		p := c.table[c.pageHash(s, k)]
+		p := c.cachedPage(s, k, c.pageHash(s, k))
 		if p == nil {
 			break
 		}
@@ -473,7 +540,20 @@ func (c *core) cachePages(s *seq, finished bool) {
 	for k := len(s.pages); k < upto/c.pageTokens; k++ {
 		h := c.pageHash(s, k)
 		p := c.newPage(h)
-		if _, dup := c.table[h]; !dup {
+		switch {
+		case c.cachedPage(s, k, h) != nil:
+			// A copy beside the cached page.
+		case c.ownPage(s, k):
+			p.cached, p.own, p.owner = true, true, s
+			c.ownCached++
+			if s.own == nil {
+				s.own = make([]*page, 0, cap(s.pages))
+			}
+			for len(s.own) <= k {
+				s.own = append(s.own, nil)
+			}
+			s.own[k] = p
+		default:
 			p.cached = true
 			c.table[h] = p
 		}
@@ -584,14 +664,17 @@ func (c *core) ahead(s *seq, n int) int {
 // N runs is received by the pass that plans batch N+2. When the last pass
 // launched nothing (the scheduler was idle) it is received at once.
 func (c *core) schedule(now float64) (batchShape, float64) {
-	b := c.plan(now)
+	var b batchShape
+	c.plan(&b, now)
 	c.retime(now, c.sm.stepSeconds(b))
 	return b, c.stepSecs
 }
 
 // plan is schedule without the step's timing: it picks the step's batch
-// and counts the step; retime sets when it ends.
-func (c *core) plan(now float64) batchShape {
+// (b, which it clears first) and counts the step; retime sets when it
+// ends.
+func (c *core) plan(b *batchShape, now float64) {
+	*b = batchShape{}
 	c.scheduled = c.scheduled[:0]
 	cutoff := math.Inf(1) // the latest arrival this step may admit
 	if (c.sm.async || c.sm.overlap) && c.steps > 0 && now <= c.endsAt+1e-9 {
@@ -605,22 +688,20 @@ func (c *core) plan(now float64) batchShape {
 	if !hold {
 		c.dropFinished()
 	}
-	var b batchShape
 	if c.cfg.Engine == engine.SGLang && !c.cfg.MixedChunk {
-		c.scheduleSGLang(&b, cutoff)
+		c.scheduleSGLang(b, cutoff)
 	} else {
-		c.scheduleVLLM(&b, cutoff)
+		c.scheduleVLLM(b, cutoff)
 	}
 	if hold {
 		n := len(c.running)
 		c.dropFinished()
 		if b.tokens == 0 && len(c.running) < n {
 			c.scheduled = c.scheduled[:0]
-			c.scheduleVLLM(&b, cutoff)
+			c.scheduleVLLM(b, cutoff)
 		}
 	}
 	c.steps++
-	return b
 }
 
 // retime sets the duration of the step just planned to secs, from now:

@@ -213,7 +213,7 @@ func TestKVUsageExcludesCachedFreePrefixes(t *testing.T) {
 // a running sequence's own or in a page that running sequences reference
 // or the free queue holds, counted once; a page's references are the
 // sequences that hold it; the free queue holds exactly the cached pages no
-// one references, and the hash table exactly the cached pages.
+// one references, and a lookup finds exactly the cached pages.
 func checkBlocks(t *testing.T, c *core, step int) {
 	t.Helper()
 	used, evictable := 0, 0
@@ -237,8 +237,8 @@ func checkBlocks(t *testing.T, c *core, step int) {
 		if p.refs != n {
 			t.Fatalf("step %d: page has %d refs, %d sequences hold it", step, p.refs, n)
 		}
-		if p.cached != (c.table[p.hash] == p) {
-			t.Fatalf("step %d: page cached %v, in the table %v", step, p.cached, c.table[p.hash] == p)
+		if p.cached != c.findable(p) {
+			t.Fatalf("step %d: page cached %v, found by its hash %v", step, p.cached, c.findable(p))
 		}
 	}
 	queued := 0
@@ -246,7 +246,7 @@ func checkBlocks(t *testing.T, c *core, step int) {
 		queued++
 		used += c.pageBlocks
 		evictable += c.pageBlocks
-		if p.refs != 0 || refs[p] != 0 || !p.cached || c.table[p.hash] != p {
+		if p.refs != 0 || refs[p] != 0 || !p.cached || !c.findable(p) {
 			t.Fatalf("step %d: a page in the free queue has %d refs (cached %v)", step, p.refs, p.cached)
 		}
 	}
@@ -256,8 +256,8 @@ func checkBlocks(t *testing.T, c *core, step int) {
 			cachedHeld++
 		}
 	}
-	if len(c.table) != queued+cachedHeld {
-		t.Fatalf("step %d: %d pages in the table, %d queued and %d held", step, len(c.table), queued, cachedHeld)
+	if c.cachedCount() != queued+cachedHeld {
+		t.Fatalf("step %d: %d pages cached, %d queued and %d held", step, c.cachedCount(), queued, cachedHeld)
 	}
 	if used != c.usedBlocks || evictable != c.evictable || c.usedBlocks > c.totalBlocks {
 		t.Fatalf("step %d: used %d (counted %d), evictable %d (counted %d), total %d", step, c.usedBlocks, used, c.evictable, evictable, c.totalBlocks)

@@ -92,7 +92,7 @@ func TestPrefixEvictionLRU(t *testing.T) {
 			checkBlocks(t, c, step)
 			for _, s := range c.running {
 				for k, p := range s.pages {
-					if p.cached && c.table[p.hash] != p {
+					if p.cached && !c.findable(p) {
 						t.Fatalf("step %d: page %d of running request %d was evicted", step, k, s.id)
 					}
 				}

@@ -139,6 +139,9 @@ type stepModel struct {
 	mx *moeStep
 	// spec costs speculative decoding's drafts (spec.go); nil when off.
 	spec *specStep
+	// tw remembers tokenwiseGroup (tokenwiseMemo); the cores of one
+	// engine, built from one config, share it. Nil: no memory.
+	tw *twMemo
 }
 
 func newStepModel(cfg Config) stepModel {
@@ -367,7 +370,7 @@ func lookupLatency(table map[int]time.Duration, tp int) time.Duration {
 
 // roofline is the time of one operation: compute- or memory-bound.
 func roofline(flops, rate, bytes, bw float64) float64 {
-	return math.Max(flops/rate, bytes/bw)
+	return max(flops/rate, bytes/bw)
 }
 
 // allReduce is the ring all-reduce time of n bytes: alpha + 2(t-1)/t * n / beta.
@@ -407,7 +410,7 @@ func (s *stepModel) stepSeconds(b batchShape) float64 {
 // gpuSeconds is the GPU's time of one step, in seconds.
 func (s *stepModel) gpuSeconds(b batchShape) float64 {
 	T := float64(b.tokens)
-	layer := s.tokenwiseGroup(T, b.groupTokens)
+	layer := s.tokenwiseMemo(T, b.groupTokens)
 	layer += s.attention(b)
 	layer += 2*s.allReduce(T*s.hidden*bytesBF16) + s.qkNormAllReduce(T)
 	// Without a CUDA graph the CPU launches each layer's kernels; launches
@@ -496,6 +499,26 @@ func interpolate(xs, ys []float64, x float64) float64 {
 // included) by roofline, and the memory-bound kernels between them
 // (actBytes), which overlap nothing.
 func (s *stepModel) tokenwise(T float64) float64 { return s.tokenwiseGroup(T, 0) }
+
+// twMemo holds results of tokenwiseGroup, a pure function of its
+// arguments for one step model, by their hash: a run's steps repeat a
+// few hundred token counts, which data-parallel ranks share.
+type twMemo [1 << 10]struct {
+	T, group, t float64
+	ok          bool
+}
+
+// tokenwiseMemo is tokenwiseGroup, remembered in s.tw when s has one.
+func (s *stepModel) tokenwiseMemo(T, group float64) float64 {
+	if s.tw == nil {
+		return s.tokenwiseGroup(T, group)
+	}
+	e := &s.tw[((uint64(T)^uint64(group)<<20)*0x9e3779b97f4a7c15)>>54]
+	if !e.ok || e.T != T || e.group != group {
+		e.T, e.group, e.t, e.ok = T, group, s.tokenwiseGroup(T, group), true
+	}
+	return e.t
+}
 
 // tokenwiseGroup is tokenwise with the routed experts fed group tokens
 // from every data-parallel rank (batchShape.groupTokens; 0: T per rank).

@@ -48,6 +48,7 @@ func NewVirtual(cfg Config) (*Virtual, error) {
 	v := &Virtual{cfg: cfg, est: est, cores: make([]*core, cfg.DP), filters: cfg.DefaultSampling().Filters()}
 	for i := range v.cores {
 		v.cores[i] = newCore(cfg, est)
+		v.cores[i].sm.tw = v.cores[0].sm.tw // one config: one step model
 	}
 	return v, nil
 }
@@ -108,8 +109,10 @@ type virtualRun struct {
 	busy     []bool
 	ends     []float64
 	inflight int
-	// lockstep: the data-parallel ranks step together (Config.DPLockstep).
+	// lockstep: the data-parallel ranks step together (Config.DPLockstep);
+	// shapes holds each rank's batch of the step planned last.
 	lockstep bool
+	shapes   []batchShape
 	// entering are sent requests still in the server's front end, in
 	// send order (the overhead is one constant, so the first is next to
 	// reach the engine); enterAt[i] is when entering[i] does.
@@ -425,10 +428,13 @@ func (r *virtualRun) abortUnfinished(class measure.ErrorClass, msg string) {
 // slowest rank's: the MoE layers' collectives wait for it.
 func (r *virtualRun) startLockstep() {
 	v := r.v
-	shapes := make([]batchShape, len(v.cores))
+	if r.shapes == nil {
+		r.shapes = make([]batchShape, len(v.cores))
+	}
+	shapes := r.shapes
 	group, work := 0.0, false
 	for i, c := range v.cores {
-		shapes[i] = c.plan(v.now)
+		c.plan(&shapes[i], v.now)
 		if shapes[i].tokens > 0 {
 			work = true
 			group += float64(shapes[i].tokens)

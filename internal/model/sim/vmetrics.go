@@ -26,7 +26,6 @@ type engineWatch struct {
 	ttft, queue, e2e          []float64
 	itl                       logHist
 	itlSum                    float64
-	prevToken                 map[*seq]float64 // each request's last token
 }
 
 // counters are the engine's cumulative counters, summed over its ranks.
@@ -47,7 +46,7 @@ func sumCounters(cores []*core) counters {
 }
 
 func newEngineWatch(v *Virtual) *engineWatch {
-	w := &engineWatch{eng: v.cfg.Engine, start: v.now, last: v.now, c0: sumCounters(v.cores), prevToken: map[*seq]float64{},
+	w := &engineWatch{eng: v.cfg.Engine, start: v.now, last: v.now, c0: sumCounters(v.cores),
 		runWhileWaiting: map[float64]float64{}}
 	w.sample(v.cores)
 	return w
@@ -86,16 +85,16 @@ func (w *engineWatch) token(s *seq, now float64, last bool) {
 	if s.generated == 1 {
 		w.ttft = append(w.ttft, now-s.arrival)
 		w.queue = append(w.queue, s.queuedFor)
-	} else if prev, ok := w.prevToken[s]; ok {
-		w.itl.add(now - prev)
-		w.itlSum += now - prev
+	} else if s.watch == w {
+		w.itl.add(now - s.watchPrev)
+		w.itlSum += now - s.watchPrev
 	}
 	if last {
-		delete(w.prevToken, s)
+		s.watch = nil
 		w.e2e = append(w.e2e, now-s.arrival)
 		return
 	}
-	w.prevToken[s] = now
+	s.watch, s.watchPrev = w, now
 }
 
 // metrics ends the watch at the virtual instant end.
@@ -148,8 +147,12 @@ func exactLatency(v []float64) *measure.ServerLatency {
 // inter-token latencies of a long phase (millions of them) cost a few
 // kilobytes and their quantiles are within 1%.
 type logHist struct {
-	bins map[int]int64
+	bins []int64 // by bin
 	n    int64
+	// last and lastBin are the value added last and its bin: a step's
+	// tokens share one gap, which then costs no logarithm.
+	last    float64
+	lastBin int
 }
 
 const (
@@ -158,12 +161,16 @@ const (
 )
 
 func (h *logHist) add(v float64) {
-	if h.bins == nil {
-		h.bins = map[int]int64{}
-	}
 	i := 0
-	if v > logHistMin {
+	switch {
+	case h.n > 0 && v == h.last:
+		i = h.lastBin
+	case v > logHistMin:
 		i = int(math.Log(v/logHistMin) / math.Log(logHistRatio))
+	}
+	h.last, h.lastBin = v, i
+	if i >= len(h.bins) {
+		h.bins = append(h.bins, make([]int64, i+1-len(h.bins))...)
 	}
 	h.bins[i]++
 	h.n++
@@ -174,18 +181,18 @@ func (h *logHist) quantile(q float64) float64 {
 	if h.n == 0 {
 		return 0
 	}
-	keys := make([]int, 0, len(h.bins))
-	for k := range h.bins {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
 	rank := int64(math.Ceil(q * float64(h.n)))
 	var cum int64
-	for _, k := range keys {
-		cum += h.bins[k]
+	top := 0
+	for k, n := range h.bins {
+		if n == 0 {
+			continue
+		}
+		top = k
+		cum += n
 		if cum >= rank {
 			return logHistMin * math.Pow(logHistRatio, float64(k+1))
 		}
 	}
-	return logHistMin * math.Pow(logHistRatio, float64(keys[len(keys)-1]+1))
+	return logHistMin * math.Pow(logHistRatio, float64(top+1))
 }
