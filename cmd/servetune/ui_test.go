@@ -20,8 +20,9 @@ import (
 	"github.com/servetune/servetune/store"
 )
 
-// liveSpec is a virtual study long enough (200 trials, one at a time) to
-// watch; the tests cancel it once they have seen what they look for.
+// liveSpec is a virtual study long enough to watch (1,000 trials of 3,000
+// requests a level, one at a time: minutes, however fast the simulator);
+// the tests cancel it once they have seen what they look for.
 const liveSpec = `name: live
 model: meta-llama/Llama-3.1-8B-Instruct
 engine: vllm
@@ -34,11 +35,11 @@ space:
 workload:
   dataset: {kind: random, input: {lognormal: {median: 1024, sigma: 0.5, max: 4096}}, output: {uniform: [64, 256]}}
   load: {concurrency: [8, 64]}
-  requests_per_level: 600
+  requests_per_level: 3000
   warmup: 4
 slo: {ttft_p99_ms: 2000, tpot_p99_ms: 60}
 objectives: [max output_throughput_per_gpu, max tokens_per_user]
-tuner: {sampler: random, trials: 200, seed: 1, confirm: false}
+tuner: {sampler: random, trials: 1000, seed: 1, confirm: false}
 `
 
 // startTune runs `servetune tune args...` in the background; the returned
