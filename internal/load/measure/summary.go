@@ -216,29 +216,11 @@ func Summarize(records []Record, opts SummaryOptions) Summary {
 		detail = &Detail{}
 	}
 	var (
-		ttft, ttftSched, queue, tpot, itl, itlTok, e2el, e2elSched []float64
-		itlCounts                                                  []int
-		first, last                                                time.Duration
-		n                                                          = len(records)
-		seen                                                       bool
-		good                                                       int
+		first, last time.Duration
+		seen        bool
+		good        int
 	)
-	// Sized once: a level of 200,000 requests grows no copies of them.
-	ttft, ttftSched, queue, tpot = make([]float64, 0, n), make([]float64, 0, n), make([]float64, 0, n), make([]float64, 0, n)
-	e2el, e2elSched = make([]float64, 0, n), make([]float64, 0, n)
-	if opts.Folded == nil {
-		// And the gaps: a level's hundreds of thousands grow no copies.
-		gaps, tokens := 0, 0
-		for i := range records {
-			if r := &records[i]; !r.Warmup && r.Error == ErrNone {
-				for j := 1; j < len(r.Chunks); j++ {
-					gaps++
-					tokens += max(r.Chunks[j].Tokens, 1)
-				}
-			}
-		}
-		itl, itlTok = make([]float64, 0, gaps), make([]float64, 0, tokens)
-	}
+	l := newLevelSamples(records, opts.Folded != nil)
 	for i := range records {
 		r := &records[i]
 		if r.Warmup {
@@ -263,20 +245,9 @@ func Summarize(records []Record, opts SummaryOptions) Summary {
 		s.TotalInputTokens += r.PromptTokens
 		s.TotalOutputTokens += r.OutputTokens
 		m := r.Metrics()
-		ttft = append(ttft, m.TTFT)
-		ttftSched = append(ttftSched, m.TTFTSched)
-		queue = append(queue, m.Queue)
-		e2el = append(e2el, m.E2EL)
-		e2elSched = append(e2elSched, ms(r.Last-r.Sched))
-		if !math.IsNaN(m.TPOT) {
-			tpot = append(tpot, m.TPOT)
-		}
+		l.add(r, m)
 		if opts.Goodput.Good(m) {
 			good++
-		}
-		if opts.Folded == nil { // else its gaps were folded as it ended
-			itlCounts = append(itlCounts, max(len(r.Chunks)-1, 0))
-			itl, itlTok = appendGaps(itl, itlTok, r.Chunks)
 		}
 	}
 	if !seen {
@@ -293,30 +264,82 @@ func Summarize(records []Record, opts SummaryOptions) Summary {
 	}
 	s.MaxConcurrentRequests = peakInFlight(records)
 	s.Detail = detail
+	l.stats(&s, opts, rng, b)
+	return s
+}
+
+// levelSamples are a level's per-request latencies (ms), collected in
+// request order for its Stats.
+type levelSamples struct {
+	ttft, ttftSched, queue, tpot, itl, itlTok, e2el, e2elSched []float64
+	itlCounts                                                  []int
+	folded                                                     bool // the gaps were folded as requests ended (SummaryOptions.Folded)
+}
+
+// newLevelSamples sizes the slices once for records: a level of 200,000
+// requests, and its hundreds of thousands of gaps, grow no copies.
+func newLevelSamples(records []Record, folded bool) *levelSamples {
+	n := len(records)
+	l := &levelSamples{folded: folded,
+		ttft: make([]float64, 0, n), ttftSched: make([]float64, 0, n), queue: make([]float64, 0, n), tpot: make([]float64, 0, n),
+		e2el: make([]float64, 0, n), e2elSched: make([]float64, 0, n)}
+	if !folded {
+		gaps, tokens := 0, 0
+		for i := range records {
+			if r := &records[i]; !r.Warmup && r.Error == ErrNone {
+				for j := 1; j < len(r.Chunks); j++ {
+					gaps++
+					tokens += max(r.Chunks[j].Tokens, 1)
+				}
+			}
+		}
+		l.itl, l.itlTok = make([]float64, 0, gaps), make([]float64, 0, tokens)
+	}
+	return l
+}
+
+// add takes a completed request and its metrics m.
+func (l *levelSamples) add(r *Record, m RequestMetrics) {
+	l.ttft = append(l.ttft, m.TTFT)
+	l.ttftSched = append(l.ttftSched, m.TTFTSched)
+	l.queue = append(l.queue, m.Queue)
+	l.e2el = append(l.e2el, m.E2EL)
+	l.e2elSched = append(l.e2elSched, ms(r.Last-r.Sched))
+	if !math.IsNaN(m.TPOT) {
+		l.tpot = append(l.tpot, m.TPOT)
+	}
+	if !l.folded { // else its gaps were folded as it ended
+		l.itlCounts = append(l.itlCounts, max(len(r.Chunks)-1, 0))
+		l.itl, l.itlTok = appendGaps(l.itl, l.itlTok, r.Chunks)
+	}
+}
+
+// stats fills s's latency Stats (and its Samples when opts keeps them);
+// NewStats sorts the slices in place.
+func (l *levelSamples) stats(s *Summary, opts SummaryOptions, rng *rand.Rand, b int) {
 	if opts.KeepSamples {
 		// Copies taken before NewStats sorts in place: ITL must stay in
 		// request order for ITLCounts (compare resamples whole requests).
-		s.Samples = &Samples{TTFT: slices.Clone(ttft), TPOT: slices.Clone(tpot), ITL: slices.Clone(itl), E2EL: slices.Clone(e2el), ITLCounts: itlCounts}
+		s.Samples = &Samples{TTFT: slices.Clone(l.ttft), TPOT: slices.Clone(l.tpot), ITL: slices.Clone(l.itl), E2EL: slices.Clone(l.e2el), ITLCounts: l.itlCounts}
 	}
-	s.TTFT = NewStats(ttft, rng, b)
-	s.TTFTSched = NewStats(ttftSched, rng, b)
-	s.Queue = NewStats(queue, rng, b)
-	s.TPOT = NewStats(tpot, rng, b)
+	s.TTFT = NewStats(l.ttft, rng, b)
+	s.TTFTSched = NewStats(l.ttftSched, rng, b)
+	s.Queue = NewStats(l.queue, rng, b)
+	s.TPOT = NewStats(l.tpot, rng, b)
 	if f := opts.Folded; f != nil {
 		s.ITL = f.itl.stats(rng, b)
 		s.ITLPerToken = f.itlTok.stats(rng, b)
 	} else {
-		s.ITL = NewStats(itl, rng, b)
-		if len(itlTok) == len(itl) {
+		s.ITL = NewStats(l.itl, rng, b)
+		if len(l.itlTok) == len(l.itl) {
 			// One token a chunk (each takes at least one place): the
 			// same gaps, sorted once.
-			copy(itlTok, itl)
+			copy(l.itlTok, l.itl)
 		}
-		s.ITLPerToken = NewStats(itlTok, rng, b)
+		s.ITLPerToken = NewStats(l.itlTok, rng, b)
 	}
-	s.E2EL = NewStats(e2el, rng, b)
-	s.E2ELSched = NewStats(e2elSched, rng, b)
-	return s
+	s.E2EL = NewStats(l.e2el, rng, b)
+	s.E2ELSched = NewStats(l.e2elSched, rng, b)
 }
 
 // appendGaps appends a request's inter-token gaps (ms) from its chunks
