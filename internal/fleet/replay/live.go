@@ -139,24 +139,9 @@ type live struct {
 // every path: the caller's ctx ending (its error then), a replica that
 // fails (ErrReplica), or the end of the traffic.
 func Run(ctx context.Context, reqs []fleet.Request, o Options) (Result, error) {
-	switch {
-	case len(reqs) == 0:
-		return Result{}, fleet.ErrNoTraffic
-	case !(o.Speed > 0) || math.IsInf(o.Speed, 0):
-		return Result{}, fmt.Errorf("speed %g: want a positive number", o.Speed)
-	case o.Binary == "":
-		return Result{}, errors.New("no servetune binary to run the replicas")
-	case o.Policy.Replicas < 1:
-		return Result{}, fmt.Errorf("%d replicas: want at least 1", o.Policy.Replicas)
-	}
-	router, err := fleet.NewRouter(o.Policy.Router)
+	router, err := check(reqs, o)
 	if err != nil {
 		return Result{}, err
-	}
-	if s := o.Policy.Scale; s != nil {
-		if err := s.Check(); err != nil {
-			return Result{}, err
-		}
 	}
 	wall := time.Now()
 	rctx, fail := context.WithCancelCause(ctx)
@@ -166,48 +151,15 @@ func Run(ctx context.Context, reqs []fleet.Request, o Options) (Result, error) {
 		proc: &launcher.Process{Command: []string{o.Binary, "sim", "serve", "{args}", "--host", "{host}", "--port", "{port}"},
 			PollInterval: 10 * time.Millisecond, StopTimeout: 5 * time.Second}}
 	defer f.shutdown()
-
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/completions", f.handleGenerate)
-	mux.HandleFunc("POST /v1/chat/completions", f.handleGenerate)
-	hs := &http.Server{Addr: "127.0.0.1:0", Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	sctx, stop := context.WithCancel(context.Background())
-	addrc, served := make(chan net.Addr, 1), make(chan error, 1)
-	go func() {
-		served <- httpserve.ListenAndServe(sctx, hs, time.Second, httpserve.Hooks{Ready: func(a net.Addr) { addrc <- a }})
-	}()
-	defer func() { stop(); <-served }()
-	var addr net.Addr
-	select {
-	case addr = <-addrc:
-	case err := <-served:
-		return Result{}, fmt.Errorf("the router: %w", err)
-	}
-
-	// The first replicas serve from the start, as the plan's do: they
-	// load before the clock starts and are paid from then.
-	f.mu.Lock()
-	first := o.Policy.Replicas
-	if s := o.Policy.Scale; s != nil {
-		first = min(max(first, s.Min), s.Max)
-	}
-	for range first {
-		f.add(0)
-	}
-	f.mu.Unlock()
-	if err := f.waitReady(first); err != nil {
-		return Result{}, err
-	}
-	model, err := f.model()
+	addr, stop, err := f.serve()
 	if err != nil {
 		return Result{}, err
 	}
-	f.mu.Lock()
-	f.t0 = time.Now()
-	for _, r := range f.members {
-		r.start = f.t0
+	defer stop()
+	model, err := f.startFirst()
+	if err != nil {
+		return Result{}, err
 	}
-	f.mu.Unlock()
 
 	var bg sync.WaitGroup
 	bgCtx, stopBg := context.WithCancel(rctx)
@@ -217,29 +169,7 @@ func Run(ctx context.Context, reqs []fleet.Request, o Options) (Result, error) {
 	if o.Log != nil && o.Every > 0 {
 		bg.Go(func() { f.progress(bgCtx, len(reqs), reqs[len(reqs)-1].At) })
 	}
-
-	build := newPrompts(reqs, o.Seed)
-	next := 0
-	tr := bench.HTTP(openai.Target{BaseURL: "http://" + addr.String(), Model: model})
-	recs, _ := tr.Send(rctx, measure.Phase{
-		Count: len(reqs),
-		Request: func(i int) measure.Request {
-			r := reqs[i]
-			return measure.Request{Index: i, Prompt: build.build(i, r), PromptTokens: int(r.Prompt), MaxTokens: int(r.Output), PrefixID: -1}
-		},
-		Next: func() time.Duration {
-			d := time.Duration(reqs[next].At / o.Speed * float64(time.Second))
-			next++
-			return d
-		},
-		Timeout: time.Duration(float64(24*time.Hour) / o.Speed),
-		Done: func(rec *measure.Record) {
-			f.finished.Add(1)
-			if f.met1(*rec) {
-				f.met.Add(1)
-			}
-		},
-	})
+	recs := f.send(rctx, reqs, addr, model)
 	end := time.Now()
 	stopBg()
 	bg.Wait()
@@ -253,6 +183,108 @@ func Run(ctx context.Context, reqs []fleet.Request, o Options) (Result, error) {
 	f.mu.Unlock()
 	res.Wall = time.Since(wall)
 	return res, nil
+}
+
+// check refuses what Run cannot replay and builds the policy's router.
+func check(reqs []fleet.Request, o Options) (fleet.Router, error) {
+	switch {
+	case len(reqs) == 0:
+		return nil, fleet.ErrNoTraffic
+	case !(o.Speed > 0) || math.IsInf(o.Speed, 0):
+		return nil, fmt.Errorf("speed %g: want a positive number", o.Speed)
+	case o.Binary == "":
+		return nil, errors.New("no servetune binary to run the replicas")
+	case o.Policy.Replicas < 1:
+		return nil, fmt.Errorf("%d replicas: want at least 1", o.Policy.Replicas)
+	}
+	router, err := fleet.NewRouter(o.Policy.Router)
+	if err != nil {
+		return nil, err
+	}
+	if s := o.Policy.Scale; s != nil {
+		if err := s.Check(); err != nil {
+			return nil, err
+		}
+	}
+	return router, nil
+}
+
+// serve starts the fleet's router on a loopback port; stop ends it and
+// waits for it.
+func (f *live) serve() (addr net.Addr, stop func(), err error) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/completions", f.handleGenerate)
+	mux.HandleFunc("POST /v1/chat/completions", f.handleGenerate)
+	hs := &http.Server{Addr: "127.0.0.1:0", Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	sctx, cancel := context.WithCancel(context.Background())
+	addrc, served := make(chan net.Addr, 1), make(chan error, 1)
+	go func() {
+		served <- httpserve.ListenAndServe(sctx, hs, time.Second, httpserve.Hooks{Ready: func(a net.Addr) { addrc <- a }})
+	}()
+	select {
+	case addr = <-addrc:
+		return addr, func() { cancel(); <-served }, nil
+	case err := <-served:
+		cancel()
+		return nil, nil, fmt.Errorf("the router: %w", err)
+	}
+}
+
+// startFirst starts the policy's first replicas and waits for them: they
+// serve from the start, as the plan's do, loading before the clock starts
+// (t0) and paid from then. It returns the model they serve.
+func (f *live) startFirst() (string, error) {
+	f.mu.Lock()
+	first := f.o.Policy.Replicas
+	if s := f.o.Policy.Scale; s != nil {
+		first = min(max(first, s.Min), s.Max)
+	}
+	for range first {
+		f.add(0)
+	}
+	f.mu.Unlock()
+	if err := f.waitReady(first); err != nil {
+		return "", err
+	}
+	model, err := f.model()
+	if err != nil {
+		return "", err
+	}
+	f.mu.Lock()
+	f.t0 = time.Now()
+	for _, r := range f.members {
+		r.start = f.t0
+	}
+	f.mu.Unlock()
+	return model, nil
+}
+
+// send replays reqs through the router at addr at the replay's speed,
+// counting each finished request and whether it met the SLO.
+func (f *live) send(ctx context.Context, reqs []fleet.Request, addr net.Addr, model string) []measure.Record {
+	build := newPrompts(reqs, f.o.Seed)
+	next := 0
+	tr := bench.HTTP(openai.Target{BaseURL: "http://" + addr.String(), Model: model})
+	recs, _ := tr.Send(ctx, measure.Phase{
+		Count: len(reqs),
+		Request: func(i int) measure.Request {
+			r := reqs[i]
+			return measure.Request{Index: i, Prompt: build.build(i, r), PromptTokens: int(r.Prompt), MaxTokens: int(r.Output), PrefixID: -1}
+		},
+		Next: func() time.Duration {
+			d := time.Duration(reqs[next].At / f.o.Speed * float64(time.Second))
+			next++
+			return d
+		},
+		Timeout: time.Duration(float64(24*time.Hour) / f.o.Speed),
+		Done: func(rec *measure.Record) {
+			f.finished.Add(1)
+			if f.met1(*rec) {
+				f.met.Add(1)
+			}
+		},
+	})
+	return recs
 }
 
 // met1 says whether rec met the SLO, in the trace's time.
