@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	_ "github.com/mattn/go-sqlite3" // registers the "sqlite3" driver
+	"github.com/mattn/go-sqlite3" // registers the "sqlite3" driver
 	"github.com/servetune/servetune/internal/load/gpu"
 	"github.com/servetune/servetune/internal/load/measure"
 	"github.com/servetune/servetune/internal/redact"
@@ -42,6 +42,7 @@ var (
 	ErrReadOnly     = errors.New("database opened read-only")
 	ErrInvalid      = errors.New("invalid value")
 	ErrNotRunning   = errors.New("trial is not running")
+	ErrNotDatabase  = errors.New("file is not a servetune database")
 	errSchemaBroken = errors.New("database schema is inconsistent")
 )
 
@@ -92,7 +93,7 @@ func open(ctx context.Context, path string, steps []string) (*Store, error) {
 	s := &Store{db: db}
 	if err := s.migrate(ctx, steps); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("store: open %s: %w", path, err)
+		return nil, fmt.Errorf("store: open %s: %w", path, notDatabase(err))
 	}
 	return s, nil
 }
@@ -138,7 +139,17 @@ func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
 		}
 		return &Store{db: db, readOnly: true}, nil
 	}
-	return nil, fmt.Errorf("store: open %s read-only: %w", path, lastErr)
+	return nil, fmt.Errorf("store: open %s read-only: %w", path, notDatabase(lastErr))
+}
+
+// notDatabase marks SQLite's "file is not a database" with ErrNotDatabase,
+// which callers read as bad input (a wrong --db), not a failure.
+func notDatabase(err error) error {
+	var se sqlite3.Error
+	if errors.As(err, &se) && se.Code == sqlite3.ErrNotADB {
+		return fmt.Errorf("%w (%w)", ErrNotDatabase, err)
+	}
+	return err
 }
 
 // upgradedCopy copies the database src reads (a consistent snapshot, VACUUM

@@ -141,8 +141,11 @@ func TestOpenErrors(t *testing.T) {
 	if err := os.WriteFile(notDB, []byte(strings.Repeat("not a database\n", 100)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Open(ctx, notDB); err == nil {
-		t.Error("not a database: no error")
+	if _, err := Open(ctx, notDB); !errors.Is(err, ErrNotDatabase) {
+		t.Errorf("not a database: %v, want ErrNotDatabase", err)
+	}
+	if _, err := OpenReadOnly(ctx, notDB); !errors.Is(err, ErrNotDatabase) {
+		t.Errorf("not a database, read-only: %v, want ErrNotDatabase", err)
 	}
 }
 

@@ -44,6 +44,9 @@ func openDB(ctx context.Context, path string) (*store.Store, error) {
 		return nil, usageErrorf("no study database at %s (give --db)", path)
 	}
 	db, err := store.OpenReadOnly(ctx, path)
+	if errors.Is(err, store.ErrNotDatabase) {
+		return nil, usageErrorf("--db %s: not a servetune study database (SQLite: file is not a database)", path)
+	}
 	if err != nil {
 		return nil, failedError(fmt.Errorf("open %s: %w", path, err))
 	}
@@ -63,6 +66,9 @@ func openDBForWrite(ctx context.Context, path string) (*store.Store, error) {
 		}
 	}
 	db, err := store.Open(ctx, path)
+	if errors.Is(err, store.ErrNotDatabase) {
+		return nil, usageErrorf("--db %s: not a servetune study database (SQLite: file is not a database)", path)
+	}
 	if err != nil {
 		return nil, failedError(fmt.Errorf("open %s: %w", path, err))
 	}
