@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mattn/go-sqlite3" // registers the "sqlite3" driver
+	_ "github.com/mattn/go-sqlite3" // registers the "sqlite3" driver
 	"github.com/servetune/servetune/internal/load/gpu"
 	"github.com/servetune/servetune/internal/load/measure"
 	"github.com/servetune/servetune/internal/redact"
@@ -142,11 +142,12 @@ func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
 	return nil, fmt.Errorf("store: open %s read-only: %w", path, notDatabase(lastErr))
 }
 
-// notDatabase marks SQLite's "file is not a database" with ErrNotDatabase,
-// which callers read as bad input (a wrong --db), not a failure.
+// notDatabase marks SQLite's "file is not a database" (SQLITE_NOTADB's
+// message; matched as text so that a build without cgo, whose driver is a
+// stub, still compiles) with ErrNotDatabase, which callers read as bad
+// input (a wrong --db), not a failure.
 func notDatabase(err error) error {
-	var se sqlite3.Error
-	if errors.As(err, &se) && se.Code == sqlite3.ErrNotADB {
+	if err != nil && strings.Contains(err.Error(), "file is not a database") {
 		return fmt.Errorf("%w (%w)", ErrNotDatabase, err)
 	}
 	return err
