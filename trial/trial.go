@@ -616,16 +616,29 @@ func SearchCapacity(maxConcurrency, steps int, probe func(concurrency int) (met 
 			break
 		}
 	}
-	for s := 0; s < steps && bad > 0 && bad-good > 1; s++ {
-		mid := (good + bad) / 2
-		ok, err := probe(mid)
+	s := 0
+	return bisect(good, bad, func(good, bad int) bool {
+		s++
+		return s > steps || bad <= 0 || bad-good <= 1
+	}, func(good, bad int) int { return (good + bad) / 2 }, probe)
+}
+
+// bisect narrows a bracket around a capacity: good met the SLOs and bad
+// did not. It probes mid(good, bad) and keeps the probe as whichever end
+// it turned out to be, until closed(good, bad); an error from probe ends
+// it with the best good so far. SearchCapacity halves concurrency counts,
+// SearchRate rates geometrically.
+func bisect[T int | float64](good, bad T, closed func(good, bad T) bool, mid func(good, bad T) T, probe func(T) (bool, error)) (T, error) {
+	for !closed(good, bad) {
+		m := mid(good, bad)
+		ok, err := probe(m)
 		if err != nil {
 			return good, err
 		}
 		if ok {
-			good = mid
+			good = m
 		} else {
-			bad = mid
+			bad = m
 		}
 	}
 	return good, nil
@@ -693,19 +706,7 @@ func SearchRate(rs RateSearch, probe func(rate float64) (met bool, err error)) (
 			}
 		}
 	}
-	for bad/good > 1+prec {
-		mid := math.Sqrt(good * bad)
-		ok, err := probe(mid)
-		if err != nil {
-			return good, err
-		}
-		if ok {
-			good = mid
-		} else {
-			bad = mid
-		}
-	}
-	return good, nil
+	return bisect(good, bad, func(good, bad float64) bool { return bad/good <= 1+prec }, func(good, bad float64) float64 { return math.Sqrt(good * bad) }, probe)
 }
 
 // oneLine flattens a message for one-line display, bounded in length.
