@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 
 	"github.com/servetune/servetune/internal/load/measure"
 	"github.com/servetune/servetune/internal/serving/engine"
@@ -62,6 +63,24 @@ func valueKey(p space.Param, v any) string {
 	return fmt.Sprint(normalize(v))
 }
 
+// notes are the caption lines of marks: one a value, the values neither
+// measured nor forecast together ("max_running_requests=8, 16: not
+// measured").
+func notes(p space.Param, marks []valueMark) []string {
+	var out, untried []string
+	for _, m := range marks {
+		if m.untried {
+			untried = append(untried, m.name)
+			continue
+		}
+		out = append(out, m.text)
+	}
+	if len(untried) > 0 {
+		out = append(out, p.Name+"="+strings.Join(untried, ", ")+": not measured")
+	}
+	return out
+}
+
 // valueMark is what the report says of a value on a parameter's axis that
 // no search trial with a value measured, in place of an empty column.
 type valueMark struct {
@@ -71,6 +90,9 @@ type valueMark struct {
 	figure float64
 	short  string // in the chart, up its column
 	text   string // in the caption: "max_running_requests=8: ruled out by the forecast: ..."
+	// untried: neither measured nor forecast; the caption names such
+	// values on one line (a long list of choices says nothing more).
+	untried bool
 }
 
 // unmeasured marks the values on p's axis without a point: measured in
@@ -113,8 +135,7 @@ func (s *Study) unmeasured(p space.Param, drawn map[string]bool, best float64) [
 			m.figure, m.short, m.text = forecastOf(fcs, obj, best)
 			m.text = label + verdict + ": " + m.text
 		default:
-			m.short = "not measured"
-			m.text = label + "not measured"
+			m.short, m.untried = "not measured", true
 		}
 		out = append(out, m)
 	}

@@ -213,10 +213,10 @@ func TestReportForecastWording(t *testing.T) {
 	if got := strings.Join(notes(), "\n"); !strings.Contains(got, "max_running_requests=32: ruled out by the forecast: predicted 1700 tok/s/GPU") {
 		t.Errorf("after the early stop the value is not ruled out by the forecast:\n%s", got)
 	}
-	// A study whose sampler forecast nothing: the value is not measured,
-	// and the forecast is not named.
+	// A study whose sampler forecast nothing: the values are not
+	// measured, on one line, and no forecast is named.
 	must(run.SetForecast(ctx, nil))
-	if got := strings.Join(notes(), "\n"); !strings.Contains(got, "max_running_requests=32: not measured\n") || strings.Contains(got, "forecast") {
+	if got := strings.Join(notes(), "\n"); !strings.Contains(got, "max_running_requests=8, 16, 32, 128, 256: not measured") || strings.Contains(got, "forecast") {
 		t.Errorf("without a forecast:\n%s", got)
 	}
 }

@@ -479,12 +479,8 @@ func paramScatter(p space.Param, metric string, col []any, vals []float64, trial
 		legend = "measured" // beside what was not
 	}
 	c.scatter(xys, glyph(colMet, draw.CircleGlyph{}, 2.4), legend)
-	var notes []string
-	for _, m := range marks {
-		notes = append(notes, m.text)
-	}
 	c.marks(marks, xys)
-	return paramChart{SVG: c.svg(smallW, smallH), Notes: notes}
+	return paramChart{SVG: c.svg(smallW, smallH), Notes: notes(p, marks)}
 }
 
 // marks draws what each value without a point says in its column: the
