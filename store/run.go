@@ -3,8 +3,10 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -338,6 +340,55 @@ func (r *Run) SetStop(ctx context.Context, stop Stop) error {
 		return fmt.Errorf("store: stop: %w", err)
 	}
 	r.Study.Stop = stop
+	return nil
+}
+
+// SetForecast stores the sampler's forecast of the space with the study
+// (Store.Forecasts), replacing one stored before (a resumed study
+// forecasts again), while the run holds it. It keeps the first
+// MaxForecasts: the caller puts first what must survive the bound.
+func (r *Run) SetForecast(ctx context.Context, fcs []Forecast) error {
+	fcs = fcs[:min(len(fcs), MaxForecasts)]
+	rows := make([]string, len(fcs))
+	for i, f := range fcs {
+		b, err := json.Marshal(f.Settings)
+		if err != nil {
+			return fmt.Errorf("store: forecast: settings: %w", err)
+		}
+		rows[i] = string(b)
+	}
+	err := r.s.write(ctx, func(tx *sql.Tx) error {
+		if err := r.holds(ctx, tx); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM forecasts WHERE study_id = ?`, r.Study.ID); err != nil {
+			return err
+		}
+		stmt, err := tx.PrepareContext(ctx, `INSERT INTO forecasts (study_id, idx, settings, value, met, p_start, failure) VALUES (?, ?, ?, ?, ?, ?, ?)`)
+		if err != nil {
+			return err
+		}
+		defer stmt.Close()
+		for i, f := range fcs {
+			// SQLite keeps a NaN as NULL: a figure that is not one is
+			// stored as none.
+			value, met := f.Value, f.Met
+			if math.IsNaN(value) || math.IsInf(value, 0) {
+				value, met = 0, false
+			}
+			pStart := f.PStart
+			if math.IsNaN(pStart) {
+				pStart = 0
+			}
+			if _, err := stmt.ExecContext(ctx, r.Study.ID, i, rows[i], value, met, pStart, f.Failure); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store: forecast: %w", err)
+	}
 	return nil
 }
 

@@ -122,7 +122,21 @@ var migrations = []string{
 	`ALTER TABLE studies ADD COLUMN stop_reason TEXT NOT NULL DEFAULT '';
 	ALTER TABLE studies ADD COLUMN stop_at INTEGER NOT NULL DEFAULT 0;
 	ALTER TABLE studies ADD COLUMN stop_of INTEGER NOT NULL DEFAULT 0;`,
+
+	// 9: the sampler's forecast of the space (the guided sampler's, in
+	// virtual time), one row a configuration, at most MaxForecasts a
+	// study: what the report shows for values no trial measured.
+	`CREATE TABLE forecasts (
+		study_id INTEGER NOT NULL REFERENCES studies(id) ON DELETE CASCADE,
+		idx      INTEGER NOT NULL,
+		settings TEXT NOT NULL,
+		value    REAL NOT NULL,    -- the objective's metric; 0 when no level is forecast to meet the SLOs
+		met      INTEGER NOT NULL, -- a level is forecast to meet the SLOs
+		p_start  REAL NOT NULL,    -- the chance that the engine starts
+		failure  TEXT NOT NULL DEFAULT '',
+		UNIQUE (study_id, idx)
+	);`,
 }
 
 // SchemaVersion is the user_version of a database this package writes.
-const SchemaVersion = 8 // len(migrations); a test keeps them equal
+const SchemaVersion = 9 // len(migrations); a test keeps them equal

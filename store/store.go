@@ -940,6 +940,33 @@ func (s *Store) GPUSamples(ctx context.Context, trialID int64) ([]gpu.Sample, er
 	return out, nil
 }
 
+// Forecasts returns the sampler's forecast stored with the study
+// (Run.SetForecast), in the order it was stored; none for a study whose
+// sampler forecasts nothing.
+func (s *Store) Forecasts(ctx context.Context, studyID int64) ([]Forecast, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT settings, value, met, p_start, failure FROM forecasts WHERE study_id = ? ORDER BY idx`, studyID)
+	if err != nil {
+		return nil, fmt.Errorf("store: forecasts: %w", err)
+	}
+	defer rows.Close()
+	var out []Forecast
+	for rows.Next() {
+		var f Forecast
+		var settings string
+		if err := rows.Scan(&settings, &f.Value, &f.Met, &f.PStart, &f.Failure); err != nil {
+			return nil, fmt.Errorf("store: forecasts: %w", err)
+		}
+		if err := json.Unmarshal([]byte(settings), &f.Settings); err != nil {
+			continue // a damaged row says nothing about the others
+		}
+		out = append(out, f)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: forecasts: %w", err)
+	}
+	return out, nil
+}
+
 // NextTrialNumber returns one more than the highest trial number of the
 // study; the first trial is number 0.
 func (s *Store) NextTrialNumber(ctx context.Context, studyID int64) (int, error) {

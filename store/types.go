@@ -57,6 +57,31 @@ func (s Stop) String() string {
 	return fmt.Sprintf("stopped at %d of %d trials: %s", s.At, s.Of, s.Why)
 }
 
+// Forecast is the sampler's forecast of one configuration before (and
+// while) the study measured it: the guided sampler's simulator in virtual
+// time, corrected by the measurements so far. The report shows it for
+// the values of a parameter no trial measured.
+type Forecast struct {
+	Settings engine.Settings
+	// Value is the objective's metric (in its own unit) at the best level
+	// forecast to meet the SLOs; 0 when Met is false.
+	Value float64
+	// Met: some level is forecast more likely than not to meet the SLOs.
+	Met bool
+	// PStart is the chance that the engine starts (its memory).
+	PStart float64
+	// Failure is why the forecast run failed (an engine.Failure class:
+	// infeasible is a configuration the space's rules reject), "" when it
+	// ran.
+	Failure string
+}
+
+// MaxForecasts bounds the forecasts stored with a study: the guided
+// sampler forecasts up to about a thousand configurations of a space
+// (every one of a grid of at most 1,024, else a sample and its
+// neighbours), each row a hundred bytes or so.
+const MaxForecasts = 2048
+
 // Trial is one stored trial with its load points.
 type Trial struct {
 	ID         int64

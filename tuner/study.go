@@ -91,6 +91,20 @@ type Study struct {
 	OnFinish   func(TrialReport)                                     // optional, serialised
 	OnProgress func(number int, level string, done, total int)       // optional, a level's requests
 	OnNote     func(msg string)                                      // optional: one-line notes (leftovers removed, no telemetry)
+	// OnForecast (optional) tells how far the sampler's forecast of the
+	// space is before the first trial (the guided sampler's, seconds to
+	// minutes): configurations forecast of total (which grows when it
+	// refines); calls are serialised.
+	OnForecast func(done, total int)
+}
+
+// Forecaster is a Sampler that forecast the space before proposing (the
+// guided sampler): Forecasts is its view of each configuration, which the
+// study stores (store.Run.SetForecast) for the report to show beside
+// values no trial measured; best first, as the store keeps the first
+// store.MaxForecasts.
+type Forecaster interface {
+	Forecasts() []store.Forecast
 }
 
 // Outcome summarises a finished (or interrupted) Run.
@@ -157,7 +171,7 @@ func (s *Study) Run(ctx context.Context) (Outcome, error) {
 	if study.Tuner.Sampler == spec.SamplerGuided {
 		s.note("guided: forecasting the space in virtual time before the first trial")
 	}
-	smp, err := sampler.ForStudy(ctx, study, func(msg string) { s.note("%s", msg) })
+	smp, err := sampler.ForStudy(ctx, study, sampler.Hooks{Note: func(msg string) { s.note("%s", msg) }, Forecast: s.OnForecast})
 	if err != nil {
 		status := store.StudyFailed
 		if ctx.Err() != nil {
@@ -203,6 +217,13 @@ func (s *Study) Run(ctx context.Context) (Outcome, error) {
 	}
 	if r.out.Stop.Stopped() {
 		if err := run.SetStop(context.WithoutCancel(ctx), r.out.Stop); err != nil {
+			s.note("warning: %v", err)
+		}
+	}
+	if f, ok := smp.(Forecaster); ok {
+		// What the search left unmeasured, and why, as the sampler saw it
+		// when the search ended.
+		if err := run.SetForecast(context.WithoutCancel(ctx), f.Forecasts()); err != nil {
 			s.note("warning: %v", err)
 		}
 	}

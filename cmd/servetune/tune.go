@@ -97,13 +97,15 @@ func runTune(ctx context.Context, studySpec *spec.Spec, l launcher.Launcher, o t
 	}
 
 	study := &tuner.Study{Spec: studySpec, Launcher: l, Store: db, Memory: memory.Model{}, Resume: o.resume, ForceSpec: o.forceSpec, Tool: "servetune " + version}
-	prog := &tuneProgress{w: stderr, last: map[int]int{}, bars: map[int]*progressBar{}, tty: isTerminal(stderr) && study.Parallelism() == 1}
+	prog := &tuneProgress{w: stderr, last: map[int]int{}, bars: map[int]*progressBar{}, tty: isTerminal(stderr) && study.Parallelism() == 1,
+		term: isTerminal(stderr), start: time.Now()}
 	live := &ui.Live{}
 	study.OnProgress = func(n int, level string, done, total int) {
 		live.Progress(n, level, done, total)
 		prog.level(n, level, done, total)
 	}
 	study.OnNote = func(msg string) { prog.printf("%s\n", msg) }
+	study.OnForecast = prog.forecast
 	study.OnStart = func(n int, set space.Settings, gpus []int) {
 		live.Start(n, set, gpus)
 		prog.printf("trial %d start  gpus=%v  %s\n", n, gpus, settingsLine(set))
@@ -258,13 +260,20 @@ func watchInterrupt(ctx context.Context, stderr io.Writer, study *spec.Spec, l l
 // tuneProgress shows each trial's progress through its load levels on
 // stderr: on a terminal with one trial at a time, the shared progress bar
 // redrawn in place; otherwise (a pipe, a log, parallel trials) a line at
-// every quarter of a level, which interleaves readably.
+// every quarter of a level, which interleaves readably. Before the first
+// trial it shows the sampler's forecast of the space (forecast) the same
+// way, so that minutes of forecasting read as such and not as trials.
 type tuneProgress struct {
-	mu   sync.Mutex
-	w    io.Writer
-	tty  bool
-	last map[int]int          // trial -> last quarter printed
-	bars map[int]*progressBar // trial -> bar of its current level (tty)
+	mu    sync.Mutex
+	w     io.Writer
+	tty   bool
+	last  map[int]int          // trial -> last quarter printed
+	bars  map[int]*progressBar // trial -> bar of its current level (tty)
+	term  bool                 // stderr is a terminal (the forecast's line is redrawn)
+	start time.Time            // the study's start, for the forecast's elapsed time
+	// The forecast's total when last printed and the quarter of it.
+	fTotal, fQuarter int
+	fDrawn           time.Time // last redraw on a terminal
 }
 
 // isTerminal reports whether w is a character device (a terminal).
@@ -321,6 +330,40 @@ func (p *tuneProgress) level(trialN int, level string, done, total int) {
 	fmt.Fprintf(p.w, "trial %d %-16s [%s%s] %d/%d\n", trialN, level, strings.Repeat("#", n), strings.Repeat(".", width-n), done, total)
 	if done == total {
 		p.last[key] = 0
+	}
+}
+
+// forecast shows the sampler's forecast before the first trial:
+// "forecasting: 12/40 configurations, 3m11s elapsed", redrawn in place on
+// a terminal (at most every 100 ms), else a line at every quarter. The
+// total grows when the forecast refines around its best: the quarters
+// count again from there.
+func (p *tuneProgress) forecast(done, total int) {
+	if total <= 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	line := fmt.Sprintf("forecasting: %d/%d configurations, %s elapsed", done, total, spec.ShortDuration(time.Since(p.start)))
+	if p.term {
+		if now := time.Now(); done == total || now.Sub(p.fDrawn) >= 100*time.Millisecond {
+			p.fDrawn = now
+			fmt.Fprintf(p.w, "\r%s\x1b[K", line)
+			if done == total {
+				fmt.Fprintln(p.w)
+			}
+		}
+		return
+	}
+	if total != p.fTotal {
+		p.fTotal, p.fQuarter = total, done*4/total
+		if done == 0 || done == total {
+			return // the batch's start, or one already counted
+		}
+	}
+	if q := done * 4 / total; q > p.fQuarter {
+		p.fQuarter = q
+		fmt.Fprintln(p.w, line)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/servetune/servetune/internal/load/measure"
 	"github.com/servetune/servetune/internal/model/calibrate"
@@ -17,6 +18,7 @@ import (
 	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/launcher/simulated"
 	"github.com/servetune/servetune/space"
+	"github.com/servetune/servetune/store"
 	"github.com/servetune/servetune/trial"
 	"github.com/servetune/servetune/tuner"
 	"github.com/servetune/servetune/tuner/memory"
@@ -226,6 +228,12 @@ type guide struct {
 	ids   map[int]*cand
 	next  int
 	note  func(string)
+	// progress reports the first forecast's configurations done of
+	// total (sampler.Hooks.Forecast); nil once the guide is built, as
+	// the refits' forecasts are part of a trial's tell.
+	progress    func(done, total int)
+	progressMu  sync.Mutex
+	done, total int
 
 	lo, hi   float64 // the real memory_overhead scale lies in (lo, hi]
 	runs     []calibrate.Run
@@ -242,16 +250,19 @@ type guide struct {
 	values  [][]any // each parameter's values when discrete, else nil
 }
 
-// newGuide forecasts the space of study (GOMAXPROCS at once).
-func newGuide(ctx context.Context, study *spec.Spec, note func(string)) (*guide, error) {
+// newGuide forecasts the space of study (GOMAXPROCS at once), telling
+// hooks how far it is.
+func newGuide(ctx context.Context, study *spec.Spec, hooks sampler.Hooks) (*guide, error) {
 	if err := spec.Forecastable(study); err != nil {
 		return nil, fmt.Errorf("sampler guided: %w", err)
 	}
+	note := hooks.Note
 	if note == nil {
 		note = func(string) {}
 	}
+	start := time.Now()
 	g := &guide{ctx: ctx, spec: study, f: newForecaster(study), by: map[string]*cand{}, ids: map[int]*cand{},
-		next: guidedIDBase, note: note, hi: math.Inf(1), params: study.Space.Params}
+		next: guidedIDBase, note: note, progress: hooks.Forecast, hi: math.Inf(1), params: study.Space.Params}
 	for _, p := range study.Space.Params {
 		v, err := p.Values()
 		if err != nil {
@@ -273,7 +284,8 @@ func newGuide(ctx context.Context, study *spec.Spec, note func(string)) (*guide,
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	g.note(fmt.Sprintf("guided: forecast %d configurations: %d simulated requests", len(g.cands), g.f.requests.Load()))
+	g.progress = nil
+	g.note(fmt.Sprintf("guided: forecast %d configurations in %s: %d simulated requests", len(g.cands), spec.ShortDuration(time.Since(start)), g.f.requests.Load()))
 	return g, nil
 }
 
@@ -309,10 +321,15 @@ func (g *guide) add(sets []space.Settings) []*cand {
 	return out
 }
 
-// forecast runs cs under the current constants, in parallel.
+// forecast runs cs under the current constants, in parallel, and tells
+// progress (while the first forecast runs) each one done.
 func (g *guide) forecast(cs []*cand) {
 	jobs := make(chan *cand)
 	var wg sync.WaitGroup
+	if g.progress != nil {
+		g.total += len(cs)
+		g.progress(g.done, g.total)
+	}
 	for range max(runtime.GOMAXPROCS(0), 1) {
 		wg.Go(func() {
 			for c := range jobs {
@@ -322,6 +339,7 @@ func (g *guide) forecast(cs []*cand) {
 				c.fc = g.f.run(g.ctx, c.set, g.c, c.crit)
 				c.never = c.fc.Failure == string(engine.FailInfeasible)
 				c.fv = g.views(c.fc.pts)
+				g.forecastDone()
 			}
 		})
 	}
@@ -333,6 +351,18 @@ func (g *guide) forecast(cs []*cand) {
 	}
 	close(jobs)
 	wg.Wait()
+}
+
+// forecastDone counts one configuration forecast and tells progress,
+// one call at a time.
+func (g *guide) forecastDone() {
+	if g.progress == nil {
+		return
+	}
+	g.progressMu.Lock()
+	defer g.progressMu.Unlock()
+	g.done++
+	g.progress(g.done, g.total)
 }
 
 // refine forecasts the neighbours (one step in one parameter) of the best
@@ -954,6 +984,68 @@ func (g *guide) summary() string {
 		len(g.cands), g.refits, g.saved, fb)
 }
 
+// forecastValues: a discrete parameter of up to this many values has
+// each value's best forecast placed first in the stored forecast (a
+// report's chart has a column per value only for so few).
+const forecastValues = 64
+
+// forecasts is every configuration the guide knows as the study's store
+// keeps it: the corrected forecast (mean) as the objective's metric, the
+// chance that the engine starts, the forecast run's failure. The best
+// configuration of each value of a discrete parameter comes first, so
+// that the store's bound (store.MaxForecasts) keeps the figure the report
+// shows for a value no trial measured; then the rest, best first.
+func (g *guide) forecasts() []store.Forecast {
+	type scored struct {
+		c      *cand
+		u, ps  float64
+		stored store.Forecast
+	}
+	all := make([]scored, 0, len(g.cands))
+	for _, c := range g.cands {
+		u, ps := g.mean(c), g.pStart(c.crit)
+		f := store.Forecast{Settings: c.set.Clone(), Met: u > 0, PStart: ps, Failure: c.fc.Failure}
+		if u > 0 {
+			f.Value = u
+			if !g.spec.Tuner.Objective.Maximize {
+				f.Value = 1 / u
+			}
+		}
+		all = append(all, scored{c, u, ps, f})
+	}
+	// Best first: by the corrected forecast, then by the chance to
+	// start (among those that meet no SLO), the space's rejects last.
+	sort.SliceStable(all, func(i, j int) bool {
+		a, b := all[i], all[j]
+		if a.c.never != b.c.never {
+			return !a.c.never
+		}
+		if a.u != b.u {
+			return a.u > b.u
+		}
+		return a.ps > b.ps
+	})
+	seen := map[string]bool{} // parameter=value whose best is placed
+	var head, tail []store.Forecast
+	for _, x := range all {
+		lead := false
+		for i, p := range g.params {
+			if n := len(g.values[i]); n == 0 || n > forecastValues {
+				continue // a range: the report shows no column per value
+			}
+			if k := p.Name + "=" + fmt.Sprint(x.c.set[p.Name]); !seen[k] {
+				seen[k], lead = true, true
+			}
+		}
+		if lead {
+			head = append(head, x.stored)
+		} else {
+			tail = append(tail, x.stored)
+		}
+	}
+	return append(head, tail...)
+}
+
 // DryRun is a guided study's forecast before anything is launched.
 type DryRun struct {
 	Ranked     []Forecast // every forecast, best expected value first
@@ -967,7 +1059,7 @@ type DryRun struct {
 // Forecast ranks study's space in virtual time without launching anything:
 // what `tune --dry-run` prints and what the guided sampler starts from.
 func ForecastSpace(ctx context.Context, study *spec.Spec) (DryRun, error) {
-	g, err := newGuide(ctx, study, nil)
+	g, err := newGuide(ctx, study, sampler.Hooks{})
 	if err != nil {
 		return DryRun{}, err
 	}

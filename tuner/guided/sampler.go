@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/servetune/servetune/space"
+	"github.com/servetune/servetune/store"
 	"github.com/servetune/servetune/trial"
 	"github.com/servetune/servetune/tuner/sampler"
 	"github.com/servetune/servetune/tuner/spec"
@@ -22,15 +23,15 @@ type Sampler struct {
 	g  *guide
 }
 
-// New forecasts the space of the study (seconds to a minute; ctx bounds it)
-// and returns the guided sampler, which reports what it decides through
-// note.
-func New(ctx context.Context, study *spec.Spec, note func(string)) (sampler.Sampler, error) {
+// New forecasts the space of the study (seconds to minutes; ctx bounds it)
+// and returns the guided sampler, which reports how far the forecast is
+// and what it decides through hooks.
+func New(ctx context.Context, study *spec.Spec, hooks sampler.Hooks) (sampler.Sampler, error) {
 	// The guided sampler forecasts latencies; the simulated engine fails
 	// no request, so it weighs the latency limits only.
 	gs := *study
 	gs.SLO = study.SLO.Latency()
-	g, err := newGuide(ctx, &gs, note)
+	g, err := newGuide(ctx, &gs, hooks)
 	if err != nil {
 		return nil, err
 	}
@@ -69,6 +70,19 @@ func (s *Sampler) StopReason() string {
 		return ""
 	}
 	return s.g.why
+}
+
+// Forecasts is the guide's forecast of every configuration it knows, the
+// best of each parameter's values first (guide.forecasts), for the study's
+// store; none after the fallback to TPE, when the measurements have shown
+// the forecast wrong.
+func (s *Sampler) Forecasts() []store.Forecast {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.g.fallback != nil {
+		return nil
+	}
+	return s.g.forecasts()
 }
 
 // Summary says what the guide did: refits, fallback, trials saved.

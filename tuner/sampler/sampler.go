@@ -56,13 +56,25 @@ type Proposal struct {
 	Settings space.Settings
 }
 
+// Hooks are what a kind that forecasts the study before its first
+// proposal (the guided sampler: seconds, minutes on a large space) tells
+// while it builds: Note, a line on what it decides; Forecast, the
+// configurations forecast so far of those it means to forecast (the
+// total grows when it refines around the best), so that a long forecast
+// shows as one and not as a study that hangs. Either may be nil;
+// Forecast's calls are serialised.
+type Hooks struct {
+	Note     func(string)
+	Forecast func(done, total int)
+}
+
 // Kind is a sampler a spec can name. A kind registers itself in its file's
 // (or package's) init: New builds it over a space, or Study, for kinds that
 // need the whole study (the guided sampler forecasts it), from the spec.
 type Kind struct {
 	Name  string
 	New   func(searchSpace space.Space, seed int64) (Sampler, error)
-	Study func(ctx context.Context, study *spec.Spec, note func(string)) (Sampler, error)
+	Study func(ctx context.Context, study *spec.Spec, hooks Hooks) (Sampler, error)
 	// Check, when set, is the spec parser's check of a study naming the
 	// kind: its error reads after the kind's name ("needs ...").
 	Check func(study *spec.Spec) error
@@ -82,15 +94,16 @@ func Kinds() []string { return kinds.Names() }
 func lookup(name string) (Kind, bool) { return kinds.Lookup(name) }
 
 // ForStudy builds the sampler of the study (its tuner.sampler and seed). A
-// kind that forecasts the study first (guided: seconds to a minute; ctx
-// bounds it) reports what it decides through note.
-func ForStudy(ctx context.Context, study *spec.Spec, note func(string)) (Sampler, error) {
+// kind that forecasts the study first (guided: seconds to minutes; ctx
+// bounds it) reports what it decides and how far its forecast is through
+// hooks.
+func ForStudy(ctx context.Context, study *spec.Spec, hooks Hooks) (Sampler, error) {
 	k, ok := lookup(study.Tuner.Sampler)
 	if !ok {
 		return nil, fmt.Errorf("sampler %q is not in this program (want one of %v)", study.Tuner.Sampler, Kinds())
 	}
 	if k.Study != nil {
-		return k.Study(ctx, study, note)
+		return k.Study(ctx, study, hooks)
 	}
 	return k.New(study.Space, study.Tuner.Seed)
 }

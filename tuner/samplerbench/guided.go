@@ -212,7 +212,7 @@ type Search struct {
 func SearchReality(ctx context.Context, study *spec.Spec, r *Reality, kind string, seed int64, target float64, budget int, precheck bool, note func(string)) (Search, error) {
 	ss := *study
 	ss.Tuner.Sampler, ss.Tuner.Seed = kind, seed
-	s, err := sampler.ForStudy(ctx, &ss, note)
+	s, err := sampler.ForStudy(ctx, &ss, sampler.Hooks{Note: note})
 	if err != nil {
 		return Search{}, err
 	}

@@ -35,6 +35,18 @@ func (s *Study) WriteMarkdown(w io.Writer) error {
 		p("| %s | %s | %d | %d |\n", t(e.Param), t(e.Eta2), e.Groups, e.N)
 	}
 	p("\n%s\n\n", t(v.EffectMethod))
+	var notes []string
+	for _, c := range v.ParamCharts {
+		notes = append(notes, c.Notes...)
+	}
+	if len(notes) > 0 {
+		// The HTML marks them in each parameter's chart.
+		p("Values no search trial measured with a value:\n\n")
+		for _, n := range notes {
+			p("- %s\n", t(n))
+		}
+		p("\n")
+	}
 	mdFailures(p, v)
 	p("### What was run\n\n| | |\n|---|---|\n")
 	for _, f := range v.Facts {

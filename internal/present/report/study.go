@@ -35,6 +35,11 @@ type Study struct {
 	// level's is (gpu.Usage: power the sum of the GPUs' means, energy the
 	// sum over GPUs).
 	GPU map[int]*measure.GPUUsage
+	// Forecast is the sampler's forecast of the space stored with the
+	// study (the guided sampler's: store.Forecast), none for samplers
+	// that forecast nothing: what the parameter charts say of values no
+	// trial measured.
+	Forecast []store.Forecast
 	// Findings are diagnoses of the measurements with their evidence,
 	// shown right after the recommendation when there are any: Load adds
 	// the diagnose rules' on the recommended configuration's levels and
@@ -91,7 +96,11 @@ func Load(ctx context.Context, db *store.Store, name string) (*Study, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Study{Stored: st, Spec: study, Trials: trials, Now: time.Now(), GPU: map[int]*measure.GPUUsage{}}
+	fcs, err := db.Forecasts(ctx, st.ID)
+	if err != nil {
+		return nil, err
+	}
+	s := &Study{Stored: st, Spec: study, Trials: trials, Forecast: fcs, Now: time.Now(), GPU: map[int]*measure.GPUUsage{}}
 	s.Findings = append(diagnoseRecommended(study, trials), clientFindings(trials)...)
 	for _, t := range trials {
 		samples, err := db.GPUSamples(ctx, t.ID)
@@ -173,7 +182,7 @@ type view struct {
 	Conv                        *convView // conversation workloads only
 
 	Pareto, Cost, TTFT, TPOT, History, Effects charted
-	ParamCharts                                []charted
+	ParamCharts                                []paramChart
 	FrontHead                                  []string
 	Front                                      []frontRow
 	EffectRows                                 []effectRow
@@ -194,6 +203,13 @@ type view struct {
 type charted struct {
 	SVG     template.HTML
 	Caption string
+}
+
+// paramChart is a parameter's chart and its values without a point, a
+// caption line each saying why (valueMark).
+type paramChart struct {
+	SVG   template.HTML
+	Notes []string
 }
 
 type recView struct {

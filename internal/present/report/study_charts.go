@@ -8,7 +8,9 @@ import (
 	"strings"
 
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
@@ -347,7 +349,7 @@ func (s *Study) historyChart() charted {
 
 // effectCharts estimate each parameter's effect (Importance) and plot
 // the objective against every parameter's values.
-func (s *Study) effectCharts() (charted, []charted, []effectRow) {
+func (s *Study) effectCharts() (charted, []paramChart, []effectRow) {
 	study := s.Spec
 	obj := study.Tuner.Objective
 	var vals []float64
@@ -375,9 +377,19 @@ func (s *Study) effectCharts() (charted, []charted, []effectRow) {
 		rows = append(rows, effectRow{Param: e.Param, Eta2: fmt.Sprintf("%.2f", e.Eta2), Groups: e.Groups, N: e.N})
 	}
 	effChart := effectBar(effects, len(vals))
-	var scatters []charted
+	best := math.NaN()
+	for _, v := range vals {
+		if math.IsNaN(best) || (obj.Maximize && v > best) || (!obj.Maximize && v < best) {
+			best = v
+		}
+	}
+	var scatters []paramChart
 	for _, p := range params {
-		scatters = append(scatters, paramScatter(p, obj.Metric, cols[p.Name], vals, trials))
+		drawn := map[string]bool{}
+		for _, v := range cols[p.Name] {
+			drawn[valueKey(p, v)] = true
+		}
+		scatters = append(scatters, paramScatter(p, obj.Metric, cols[p.Name], vals, trials, s.unmeasured(p, drawn, best)))
 	}
 	return effChart, scatters, rows
 }
@@ -411,8 +423,10 @@ func effectBar(effects []Effect, n int) charted {
 
 // paramScatter plots the objective (vals, of trials) against one
 // parameter's values (col): categories spread with a small jitter,
-// numbers on their own axis.
-func paramScatter(p space.Param, metric string, col []any, vals []float64, trials []int) charted {
+// numbers on their own axis. A value without a point (marks) says why in
+// its column, the forecast's figure drawn there when it has one, and in
+// the caption.
+func paramScatter(p space.Param, metric string, col []any, vals []float64, trials []int, marks []valueMark) paramChart {
 	c := newChart(p.Name, p.Name, fmt.Sprintf("%s (%s)", metricTitle(metric), recommend.Unit(metric)))
 	var xys plotter.XYs
 	switch p.Kind {
@@ -440,6 +454,9 @@ func paramScatter(p space.Param, metric string, col []any, vals []float64, trial
 				xs = append(xs, f)
 			}
 		}
+		for _, m := range marks {
+			xs = append(xs, m.x) // the axis spans the values without a point too
+		}
 		if p.Log {
 			c.logX(xs)
 			if _, isLog := c.p.X.Scale.(plot.LogScale); isLog {
@@ -457,8 +474,65 @@ func paramScatter(p space.Param, metric string, col []any, vals []float64, trial
 			c.ticksAt(at)
 		}
 	}
-	c.scatter(xys, glyph(colMet, draw.CircleGlyph{}, 2.4), "")
-	return charted{SVG: c.svg(smallW, smallH)}
+	legend := ""
+	if len(marks) > 0 {
+		legend = "measured" // beside what was not
+	}
+	c.scatter(xys, glyph(colMet, draw.CircleGlyph{}, 2.4), legend)
+	c.marks(marks, xys)
+	return paramChart{SVG: c.svg(smallW, smallH), Notes: notes(p, marks)}
+}
+
+// marks draws what each value without a point says in its column: the
+// forecast's figure as a hollow triangle, else the reason as a short
+// text halfway up the measured points' range (pts).
+func (c *chart) marks(marks []valueMark, pts plotter.XYs) {
+	var figs plotter.XYs
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, xy := range pts {
+		lo, hi = math.Min(lo, xy.Y), math.Max(hi, xy.Y)
+	}
+	for _, m := range marks {
+		if m.figure > 0 {
+			figs = append(figs, plotter.XY{X: m.x, Y: m.figure})
+			lo, hi = math.Min(lo, m.figure), math.Max(hi, m.figure)
+		}
+	}
+	if len(figs) > 0 {
+		c.scatter(figs, glyph(colForecast, draw.TriangleGlyph{}, 3.2), "forecast, not measured")
+		// The legend sits above the points, in head room of its own.
+		c.p.Legend.Top, c.headroom = true, 1.3
+	}
+	if math.IsInf(lo, 0) {
+		return // nothing drawn: the chart is a note and the caption says it
+	}
+	// Room below the lowest triangle, which would sit on the axis.
+	defer func() { c.p.Y.Min = math.Min(c.p.Y.Min, lo-0.08*(hi-lo)) }()
+	var at plotter.XYs
+	var texts []string
+	for _, m := range marks {
+		if m.figure <= 0 {
+			at = append(at, plotter.XY{X: m.x, Y: (lo + hi) / 2})
+			texts = append(texts, m.short)
+		}
+	}
+	if len(at) == 0 {
+		return
+	}
+	l, err := plotter.NewLabels(plotter.XYLabels{XYs: at, Labels: texts})
+	if err != nil {
+		return
+	}
+	for i := range l.TextStyle {
+		// Upright, so that neighbouring columns' reasons do not run
+		// into each other however many values the axis holds.
+		l.TextStyle[i].Font = font.From(sans, 8)
+		l.TextStyle[i].Color = colForecast
+		l.TextStyle[i].Rotation = math.Pi / 2
+		l.TextStyle[i].XAlign = text.XCenter
+		l.TextStyle[i].YAlign = text.YCenter
+	}
+	c.p.Add(l)
 }
 
 // niceTicks are 1-2-5 steps within the range of xs, for a log axis.
