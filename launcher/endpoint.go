@@ -36,9 +36,8 @@ func init() {
 		Doc:  "a server that is already running: nothing is launched, so the space must fix every value (the server's own)",
 		Keys: []Key{{"base_url", "the server's base URL, http(s)://host:port"}},
 		Decode: func(d *yamlspec.Decoder, keys map[string]*yaml.Node, c Common) Launcher {
-			x := keys["base_url"]
+			x := c.Require(d, keys, "base_url")
 			if x == nil {
-				d.Fail(c.Section, "launcher.base_url", "missing (the endpoint launcher needs a base_url)")
 				return nil
 			}
 			u := d.Str(x, "launcher.base_url")

@@ -158,9 +158,8 @@ func init() {
 		Doc:  "the engine as a local command in its own process group (vllm serve, python3 -m sglang.launch_server, a wrapper script)",
 		Keys: []Key{{"command", "argv template: {model}, {host}, {port} are filled per trial and {args} becomes the rendered settings and extra_args"}},
 		Decode: func(d *yamlspec.Decoder, keys map[string]*yaml.Node, c Common) Launcher {
-			x := keys["command"]
+			x := c.Require(d, keys, "command")
 			if x == nil {
-				d.Fail(c.Section, "launcher.command", "missing (the process launcher needs a command)")
 				return nil
 			}
 			return &Process{Command: d.Strings(x, "launcher.command"), PassEnv: c.Env}

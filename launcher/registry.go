@@ -61,6 +61,17 @@ type Common struct {
 	Section *yaml.Node
 }
 
+// Require returns the launcher key name, or nil after failing d with
+// "missing" where the section lacks it: the keys without which a kind
+// cannot launch anything.
+func (c Common) Require(d *yamlspec.Decoder, keys map[string]*yaml.Node, name string) *yaml.Node {
+	x := keys[name]
+	if x == nil {
+		d.Fail(c.Section, "launcher."+name, "missing (the %s launcher needs %s)", c.Kind, name)
+	}
+	return x
+}
+
 // CommonKeys are the keys every launcher section may have.
 var CommonKeys = []Key{
 	{"kind", "the launcher kind: " + "see the table of kinds"},

@@ -179,9 +179,8 @@ func cleanup(ctx context.Context, host, study string, keep func(launcher.Reaped)
 
 // decode reads the docker launcher's keys.
 func decode(d *yamlspec.Decoder, keys map[string]*yaml.Node, c launcher.Common) launcher.Launcher {
-	x := keys["image"]
+	x := c.Require(d, keys, "image")
 	if x == nil {
-		d.Fail(c.Section, "launcher.image", "missing (the docker launcher needs an image)")
 		return nil
 	}
 	image := d.Str(x, "launcher.image")
