@@ -4,6 +4,7 @@ package launcher
 
 import (
 	"bufio"
+	"context"
 	"os"
 	"os/exec"
 	"strconv"
@@ -11,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/servetune/servetune/internal/proc"
 )
 
 // TestEngineDiesWithParent kills an engine's parent with SIGKILL, so no Stop
@@ -46,14 +49,12 @@ func TestEngineDiesWithParent(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = parent.Wait()
-	// The engine is re-parented and reaped by init (or a subreaper) once it
-	// dies; poll rather than sleep a fixed time.
-	deadline := time.Now().Add(10 * time.Second)
-	for processAlive(pid) {
-		if time.Now().After(deadline) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-			t.Fatalf("engine %d outlived its SIGKILLed parent", pid)
-		}
-		time.Sleep(20 * time.Millisecond)
+	// The engine is re-parented once its parent dies; its parent-death
+	// signal ends it, which its pidfd reports.
+	ended, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := proc.WaitEnd(ended, pid); err != nil {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatalf("engine %d outlived its SIGKILLed parent: %v", pid, err)
 	}
 }

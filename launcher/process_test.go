@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/servetune/servetune/internal/proc"
 )
 
 func launchHelper(t *testing.T, p *Process, spec Spec) Instance {
@@ -115,12 +117,10 @@ func TestProcessStopKillsStubbornGroup(t *testing.T) {
 	}
 	// The grandchild was in the group: it must be gone (a zombie until init
 	// reaps it counts as gone, so look at its state, not only kill(0)).
-	deadline := time.Now().Add(5 * time.Second)
-	for processAlive(child) {
-		if time.Now().After(deadline) {
-			t.Fatalf("child %d survived Stop", child)
-		}
-		time.Sleep(20 * time.Millisecond)
+	ended, cancelEnded := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancelEnded()
+	if err := proc.WaitEnd(ended, child); err != nil {
+		t.Fatalf("child %d survived Stop: %v", child, err)
 	}
 }
 

@@ -85,13 +85,24 @@ func TestRun(t *testing.T) {
 	}
 }
 
+// launchedThen runs a launcher and calls then once its engine is launched.
+type launchedThen struct {
+	launcher.Launcher
+	then func()
+}
+
+func (l launchedThen) Launch(ctx context.Context, spec launcher.Spec) (launcher.Instance, error) {
+	inst, err := l.Launcher.Launch(ctx, spec)
+	l.then()
+	return inst, err
+}
+
+// TestRunInterrupted cancels a trial while it waits for an engine that
+// never becomes ready: the trial is interrupted, not failed.
 func TestRunInterrupted(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := plan(t, "hang")
-	go func() {
-		time.Sleep(100 * time.Millisecond)
-		cancel()
-	}()
+	p.Launcher = launchedThen{Launcher: p.Launcher, then: cancel}
 	if res := Run(ctx, p); res.Status != measure.StatusInterrupted {
 		t.Fatalf("status %s/%s, want interrupted", res.Status, res.Failure)
 	}

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/servetune/servetune/internal/proc"
 	"github.com/servetune/servetune/internal/testengine"
 	"github.com/servetune/servetune/launcher"
 )
@@ -368,21 +369,12 @@ func childPIDs(pid int) []int {
 // parent-death signal.
 func waitDead(t *testing.T, pids []int) {
 	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		alive := 0
-		for _, pid := range pids {
-			stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-			if i := bytes.LastIndexByte(stat, ')'); err == nil && i > 0 && i+2 < len(stat) && stat[i+2] != 'Z' {
-				alive++
-			}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, pid := range pids {
+		if err := proc.WaitEnd(ctx, pid); err != nil {
+			t.Fatalf("process %d (of %d) still running after its parent was killed: %v", pid, len(pids), err)
 		}
-		if alive == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d processes still running 30 s after their parent was killed", alive, len(pids))
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 

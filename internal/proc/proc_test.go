@@ -1,9 +1,12 @@
 package proc
 
 import (
+	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"testing"
+	"time"
 )
 
 func TestSelfAliveAndRoundTrip(t *testing.T) {
@@ -42,5 +45,29 @@ func TestDeadAndReusedAndRemote(t *testing.T) {
 	}
 	if _, err := Parse("a/b"); err == nil {
 		t.Error("bad owner parsed")
+	}
+}
+
+// TestWaitEnd: WaitEnd waits while the process lives and returns once it
+// is killed, zombie or not (the test reaps it only afterwards).
+func TestWaitEnd(t *testing.T) {
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Skipf("no sleep command: %v", err)
+	}
+	defer cmd.Wait()
+	pid := cmd.Process.Pid
+	short, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := WaitEnd(short, pid); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("WaitEnd on a live process: %v, want the context's deadline", err)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel2 := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel2()
+	if err := WaitEnd(ctx, pid); err != nil {
+		t.Fatalf("WaitEnd on a killed (unreaped) process: %v", err)
 	}
 }

@@ -62,11 +62,15 @@ type metrics struct {
 	genWindow                                 [2]int64 // generation tokens at the start of the current/previous second
 	genWindowAt                               time.Time
 	genThroughput                             float64
+	// published is closed and replaced at every publish: whoever waits
+	// for the figures to change (the tests' await) selects on it.
+	published chan struct{}
 }
 
 func newMetrics() *metrics {
 	return &metrics{
-		ttft: newHistogram(ttftBuckets), itl: newHistogram(itlBuckets), e2e: newHistogram(e2eBuckets),
+		published: make(chan struct{}),
+		ttft:      newHistogram(ttftBuckets), itl: newHistogram(itlBuckets), e2e: newHistogram(e2eBuckets),
 		queue: newHistogram(e2eBuckets), prefill: newHistogram(e2eBuckets), decode: newHistogram(e2eBuckets),
 	}
 }

@@ -555,6 +555,8 @@ func (s *Server) publish(cores []*core) {
 		}
 		m.genWindow[0], m.genWindowAt = m.genTokens, t
 	}
+	close(m.published)
+	m.published = make(chan struct{})
 }
 
 // observeToken feeds the latency histograms (real-clock seconds).

@@ -40,8 +40,8 @@ func startServer(t testing.TB, args ...string) (*Server, string) {
 		wg.Wait()
 		hs.Close()
 	})
-	for !srv.Ready() && cfg.LoadTime < time.Second {
-		time.Sleep(time.Millisecond)
+	if cfg.LoadTime < time.Second {
+		<-srv.Loaded()
 	}
 	return srv, hs.URL
 }

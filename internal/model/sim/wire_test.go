@@ -87,7 +87,7 @@ func running(t *testing.T, url string) int {
 // TestServerStreamDisconnect checks that a client leaving mid-stream aborts
 // its request in the engine.
 func TestServerStreamDisconnect(t *testing.T) {
-	_, url := startServer(t, "llama-3.1-8b", "--max-model-len", "4096", "--sim-load-time", "0")
+	srv, url := startServer(t, "llama-3.1-8b", "--max-model-len", "4096", "--sim-load-time", "0")
 	conn, resp := rawStream(t, url, "HTTP/1.1", 3000) // ~20 s of real time
 	line, err := bufio.NewReader(resp.Body).ReadString('\n')
 	if err != nil || !strings.HasPrefix(line, "data: {") {
@@ -97,13 +97,9 @@ func TestServerStreamDisconnect(t *testing.T) {
 		t.Fatalf("%d running, want 1", n)
 	}
 	conn.Close()
-	// Not a timing assertion: the abort lands within milliseconds; the
-	// bound only keeps a broken abort from hanging the test.
-	for deadline := time.Now().Add(15 * time.Second); running(t, url) != 0; {
-		if time.Now().After(deadline) {
-			t.Fatal("the request still runs after its client left")
-		}
-		time.Sleep(10 * time.Millisecond)
+	srv.await(t, "the request still runs after its client left", func(m *metrics) bool { return m.running == 0 })
+	if n := running(t, url); n != 0 {
+		t.Fatalf("/metrics says %d running after the engine's figures said none", n)
 	}
 }
 
@@ -121,9 +117,7 @@ func TestServerStreamShutdown(t *testing.T) {
 	wg.Go(func() { _ = srv.Run(ctx) })
 	defer wg.Wait()
 	defer cancel()
-	for !srv.Ready() {
-		time.Sleep(time.Millisecond)
-	}
+	<-srv.Loaded()
 	_, resp := rawStream(t, hs.URL, "HTTP/1.1", 3000)
 	br := bufio.NewReader(resp.Body)
 	if line, err := br.ReadString('\n'); err != nil || !strings.HasPrefix(line, "data: {") {
@@ -155,9 +149,25 @@ func postStream(t *testing.T, url, body string) (*http.Response, string) {
 	return resp, string(b)
 }
 
-// metricsGenerated is the engine's generated-token counter.
-func (s *Server) metricsGenerated() int64 {
-	s.metrics.mu.Lock()
-	defer s.metrics.mu.Unlock()
-	return s.metrics.genTokens
+// await returns once cond holds of the engine's published figures,
+// checking at each publish (every engine step and every idle turn); it
+// fails the test after 15 s, a bound that only keeps a broken engine
+// from hanging it.
+func (s *Server) await(t *testing.T, what string, cond func(m *metrics) bool) {
+	t.Helper()
+	timeout := time.After(15 * time.Second)
+	for {
+		m := s.metrics
+		m.mu.Lock()
+		ok, next := cond(m), m.published
+		m.mu.Unlock()
+		if ok {
+			return
+		}
+		select {
+		case <-next:
+		case <-timeout:
+			t.Fatal(what)
+		}
+	}
 }

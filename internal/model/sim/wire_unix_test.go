@@ -10,7 +10,6 @@ import (
 	"sync"
 	"syscall"
 	"testing"
-	"time"
 )
 
 func setRecvBuf(fd uintptr, n int) error {
@@ -41,9 +40,7 @@ func TestServerStreamSlowClient(t *testing.T) {
 	}
 	// 40,000 messages (8 MB) are past any socket buffers: the stream is
 	// stuck on its client from here on.
-	for srv.metricsGenerated() < 40000 {
-		time.Sleep(5 * time.Millisecond)
-	}
+	srv.await(t, "the stream never generated 40,000 tokens", func(m *metrics) bool { return m.genTokens >= 40000 })
 	var wg sync.WaitGroup
 	for range 2 * len(srv.writers) {
 		wg.Go(func() {
@@ -58,10 +55,5 @@ func TestServerStreamSlowClient(t *testing.T) {
 		t.Fatalf("%d running, want the stuck stream alone", n)
 	}
 	conn.Close()
-	for deadline := time.Now().Add(15 * time.Second); running(t, url) != 0; {
-		if time.Now().After(deadline) {
-			t.Fatal("the stuck request still runs after its client left")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	srv.await(t, "the stuck request still runs after its client left", func(m *metrics) bool { return m.running == 0 })
 }
