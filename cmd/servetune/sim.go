@@ -343,7 +343,7 @@ func splitArgs(fs *pflag.FlagSet, args []string) (ours, engine []string) {
 
 func newSimRunCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:   "run [engine flags] [--gpu NAME] [--num-gpus N] [workload and load flags] [--json F]",
+		Use:   "run [engine flags] [--gpu NAME] [--num-gpus N] [workload and load flags] [--json PATH]",
 		Short: "Run a bench workload against the simulated engine in virtual time (same result JSON as bench)",
 		Long: "Run a bench workload against the simulated engine in virtual time (same result JSON as bench).\n\n" +
 			benchFlagsHelp() + "\n" + engineFlagsHelp(),
