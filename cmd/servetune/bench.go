@@ -10,7 +10,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -192,10 +191,10 @@ func workloadFlags(fl *pflag.FlagSet, f *benchFlags) {
 	fl.Uint64Var(&f.seed, "seed", 0, "random seed of workload and arrivals (bench: a fresh one each run unless given; each level draws its own prompts from it; meta records it)")
 	fl.StringVar(&f.goodput, "goodput", "", "SLOs for goodput, ms: ttft:MS,tpot:MS,e2el:MS")
 	fl.IntVar(&f.bootstrap, "bootstrap", measure.DefaultBootstrap, "bootstrap resamples for confidence intervals")
-	fl.StringVar(&f.jsonOut, "json", "", "write the summary (with per-request samples) as JSON to this file")
-	fl.StringVar(&f.csvOut, "csv", "", "write the summary as CSV to this file")
-	fl.StringVar(&f.requestsOut, "requests-out", "", "write one JSON line per request with all timestamps")
-	fl.StringVar(&f.htmlOut, "html", "", "write a self-contained HTML report (latency distributions, levels, failures, meta) to this file")
+	addJSONFlag(fl, &f.jsonOut, "the summary (with per-request samples)")
+	addOutputFlag(fl, &f.csvOut, "csv", "", "write the summary as CSV to this file")
+	addOutputFlag(fl, &f.requestsOut, "requests-out", "", "write one JSON line per request with all timestamps to this file")
+	addOutputFlag(fl, &f.htmlOut, "html", "", "write a self-contained HTML report (latency distributions, levels, failures, meta) to this file")
 }
 
 // datasetFlags registers the workload's request shape (what a request
@@ -575,12 +574,12 @@ func runBench(ctx context.Context, cmd *cobra.Command, f *benchFlags) error {
 		return usageErrorf("--scrape-interval %v: must be > 0", f.scrapeInterval)
 	}
 	// Open output files first so a bad path fails before the run.
-	out, err := openBenchOutputs(f)
+	out, err := openBenchOutputs(f, cmd.OutOrStdout())
 	if err != nil {
 		return err
 	}
 	defer out.close()
-	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	stdout, stderr := tableOut(cmd, f.jsonOut), cmd.ErrOrStderr()
 	cfg.ScrapeMetrics, cfg.MetricsInterval = f.scrapeMetrics, f.scrapeInterval
 	reader, ids, closeGPUs, note, err := benchGPUs(f.gpus, cfg.Target.BaseURL)
 	if err != nil {
@@ -754,26 +753,24 @@ func failureLine(s measure.Summary) string {
 	return strings.Join(parts, "; ")
 }
 
-// benchOutputs are the --json, --csv and --requests-out files of a bench or
-// sim run, created before the run so that a bad path fails before any load.
-// Each is written to a temporary file beside it and renamed over it when
-// the run ends: a reader never sees half a file, and an output that cannot
-// be created leaves every old file as it was.
+// benchOutputs are the --json, --csv, --requests-out and --html outputs of
+// a bench or sim run, opened before the run (openOutput) so that a bad
+// path fails before any load; each is renamed over the file it names when
+// the run ends. --json - writes the summary to standard output.
 type benchOutputs struct {
 	f     *benchFlags
-	files map[string]*os.File
-	final map[string]string // flag path -> the file it names (symlinks resolved)
+	files map[string]*output // by flag path
 }
 
-func openBenchOutputs(f *benchFlags) (*benchOutputs, error) {
-	o := &benchOutputs{f: f, files: map[string]*os.File{}, final: map[string]string{}}
+func openBenchOutputs(f *benchFlags, stdout io.Writer) (*benchOutputs, error) {
+	o := &benchOutputs{f: f, files: map[string]*output{}}
 	seen := map[string]string{}
 	var infos []struct {
 		flag string
 		fi   os.FileInfo
 	}
 	for _, fl := range []struct{ flag, path string }{{"--json", f.jsonOut}, {"--csv", f.csvOut}, {"--requests-out", f.requestsOut}, {"--html", f.htmlOut}} {
-		if fl.path == "" {
+		if fl.path == "" || fl.path == stdoutPath {
 			continue
 		}
 		// The file a path names: a symlink (or a hard link, by SameFile)
@@ -794,50 +791,25 @@ func openBenchOutputs(f *benchFlags) (*benchOutputs, error) {
 			}{fl.flag, fi})
 		}
 		seen[target] = fl.flag
-		o.final[fl.path] = target
 	}
 	for _, p := range []string{f.jsonOut, f.csvOut, f.requestsOut, f.htmlOut} {
 		if p == "" {
 			continue
 		}
-		target := o.final[p]
-		fh, err := os.CreateTemp(filepath.Dir(target), "."+filepath.Base(target)+".*.tmp")
-		if err == nil {
-			err = fh.Chmod(0o644)
-		}
+		out, err := openOutput(stdout, p)
 		if err != nil {
-			if fh != nil {
-				fh.Close()
-				os.Remove(fh.Name())
-			}
 			o.discard()
-			return nil, usageError(fmt.Errorf("output file %s: %w", p, err))
+			return nil, err
 		}
-		o.files[p] = fh
+		o.files[p] = out
 	}
 	return o, nil
 }
 
-// resolvePath is the absolute path of the file p names, its symlinks
-// resolved (those of its directory when the file does not exist yet).
-func resolvePath(p string) string {
-	abs, err := filepath.Abs(p)
-	if err != nil {
-		abs = p
-	}
-	if r, err := filepath.EvalSymlinks(abs); err == nil {
-		return r
-	}
-	if d, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
-		return filepath.Join(d, filepath.Base(abs))
-	}
-	return abs
-}
-
 // records appends one level's per-request records to --requests-out.
 func (o *benchOutputs) records(level int, recs []measure.Record) error {
-	if fh := o.files[o.f.requestsOut]; fh != nil {
-		if err := measure.WriteRecordsJSONL(fh, level, recs); err != nil {
+	if w := o.files[o.f.requestsOut]; w != nil {
+		if err := measure.WriteRecordsJSONL(w, level, recs); err != nil {
 			return failedError(fmt.Errorf("--requests-out: %w", err))
 		}
 	}
@@ -847,45 +819,38 @@ func (o *benchOutputs) records(level int, recs []measure.Record) error {
 // finish writes the summaries (one object, or an array for a sweep) to
 // --json and --csv and closes every file, reporting the first error.
 func (o *benchOutputs) finish(sums []measure.Summary) error {
-	if fh := o.files[o.f.jsonOut]; fh != nil && len(sums) > 0 {
+	if w := o.files[o.f.jsonOut]; w != nil && len(sums) > 0 {
 		var v any = sums[0]
 		if o.f.sweep != "" {
 			v = sums
 		}
-		enc := json.NewEncoder(fh)
-		enc.SetIndent("", " ")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", " ") // one space: a sample a line, thousands of them
 		if err := enc.Encode(v); err != nil {
 			return failedError(fmt.Errorf("--json: %w", err))
 		}
 	}
-	if fh := o.files[o.f.csvOut]; fh != nil {
-		if err := measure.WriteCSV(fh, sums); err != nil {
+	if w := o.files[o.f.csvOut]; w != nil {
+		if err := measure.WriteCSV(w, sums); err != nil {
 			return failedError(fmt.Errorf("--csv: %w", err))
 		}
 	}
-	if fh := o.files[o.f.htmlOut]; fh != nil && len(sums) > 0 {
-		if err := report.WriteBenchHTML(fh, benchRun(sums), "servetune "+version); err != nil {
+	if w := o.files[o.f.htmlOut]; w != nil && len(sums) > 0 {
+		if err := report.WriteBenchHTML(w, benchRun(sums), "servetune "+version); err != nil {
 			return failedError(fmt.Errorf("--html: %w", err))
 		}
 	}
 	return o.commit()
 }
 
-// commit closes the temporary files and renames each over the file it
-// stands for, reporting the first error.
+// commit renames each output over the file it stands for, reporting the
+// first error.
 func (o *benchOutputs) commit() error {
 	var first error
-	for p, fh := range o.files {
+	for p, w := range o.files {
 		delete(o.files, p)
-		err := fh.Close()
-		if err == nil {
-			err = os.Rename(fh.Name(), o.final[p])
-		}
-		if err != nil {
-			os.Remove(fh.Name())
-			if first == nil {
-				first = failedError(fmt.Errorf("output file %s: %w", p, err))
-			}
+		if err := w.commit(); err != nil && first == nil {
+			first = err
 		}
 	}
 	return first
@@ -893,10 +858,9 @@ func (o *benchOutputs) commit() error {
 
 // discard removes the temporary files of outputs never written.
 func (o *benchOutputs) discard() {
-	for p, fh := range o.files {
+	for p, w := range o.files {
 		delete(o.files, p)
-		fh.Close()
-		os.Remove(fh.Name())
+		w.discard()
 	}
 }
 
@@ -993,7 +957,7 @@ func newBenchCompareCmd() *cobra.Command {
 	var (
 		seed      uint64
 		bootstrap int
-		asJSON    bool
+		jsonOut   string
 		htmlOut   string
 		allowDiff bool
 	)
@@ -1055,20 +1019,20 @@ anyway, with a warning.`,
 				}
 				all = append(all, d)
 			}
-			w := cmd.OutOrStdout()
 			if htmlOut != "" {
-				err := writeFileAtomic(htmlOut, func(f io.Writer) error {
+				err := writeOutput(cmd.OutOrStdout(), htmlOut, func(f io.Writer) error {
 					return report.WriteCompareHTML(f, args[0], args[1], base, cur, all, warnings, "servetune "+version)
 				})
 				if err != nil {
 					return err
 				}
 			}
-			if asJSON {
-				enc := json.NewEncoder(w)
-				enc.SetIndent("", " ")
-				return enc.Encode(all)
+			if jsonOut != "" {
+				if err := writeJSONOutput(cmd.OutOrStdout(), jsonOut, all); err != nil {
+					return err
+				}
 			}
+			w := tableOut(cmd, jsonOut)
 			for _, warn := range warnings {
 				fmt.Fprintln(w, "WARNING: "+warn)
 			}
@@ -1083,9 +1047,9 @@ anyway, with a warning.`,
 	}
 	cmd.Flags().Uint64Var(&seed, "seed", 0, "seed of the bootstrap")
 	cmd.Flags().IntVar(&bootstrap, "bootstrap", measure.DefaultBootstrap, "bootstrap resamples")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the comparison as JSON")
+	addJSONFlag(cmd.Flags(), &jsonOut, "the comparison (each level's differences)")
 	cmd.Flags().BoolVar(&allowDiff, "allow-different-workloads", false, "compare runs whose workloads differ (rate, concurrency, burstiness, dataset, request count), with a warning")
-	cmd.Flags().StringVar(&htmlOut, "html", "", "also write the comparison as a self-contained HTML report (distributions overlaid) to this file")
+	addOutputFlag(cmd.Flags(), &htmlOut, "html", "", "also write the comparison as a self-contained HTML report (distributions overlaid) to this file")
 	return cmd
 }
 

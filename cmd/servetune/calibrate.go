@@ -23,9 +23,10 @@ func init() { subcommands = append(subcommands, newCalibrateCmd) }
 
 type calibrateOptions struct {
 	db, out, engineVersion, start string
+	jsonOut                       string
 	fit, metrics                  []string
 	maxEvals                      int
-	asJSON, noProgress            bool
+	noProgress                    bool
 }
 
 func newCalibrateCmd() *cobra.Command {
@@ -53,13 +54,13 @@ forced.`,
 	}
 	fl := cmd.Flags()
 	addDBFlag(cmd, &o.db)
-	fl.StringVarP(&o.out, "output", "o", "", "write the profile (JSON) to this file (required)")
+	addOutputFlag(fl, &o.out, "output", "o", "write the profile (JSON) to this file (required)")
 	fl.StringVar(&o.engineVersion, "engine-version", "", "the engine version measured, e.g. v0.11.0 (default: the study's image tag, when it has one)")
 	fl.StringVar(&o.start, "start", "", "start from this profile's constants instead of the stock ones")
 	fl.StringSliceVar(&o.fit, "fit", nil, "constants to fit (default: those the measurements tell apart): "+strings.Join(sim.ConstantNames(), ", "))
 	fl.StringSliceVar(&o.metrics, "metrics", nil, "metrics compared (default "+strings.Join(calibrate.DefaultMetrics, ",")+")")
 	fl.IntVar(&o.maxEvals, "max-evals", 600, "most simulations of the whole study")
-	fl.BoolVar(&o.asJSON, "json", false, "print the profile as JSON instead of the table")
+	addJSONFlag(fl, &o.jsonOut, "the profile (as -o does)")
 	fl.BoolVar(&o.noProgress, "no-progress", false, "no progress on stderr")
 	return cmd
 }
@@ -67,6 +68,9 @@ forced.`,
 func runCalibrate(cmd *cobra.Command, name string, o *calibrateOptions) error {
 	if o.out == "" {
 		return usageErrorf("calibrate: -o PROFILE.json is required")
+	}
+	if o.out == stdoutPath && o.jsonOut == stdoutPath {
+		return usageErrorf("-o - and --json - both write the profile to standard output: give one")
 	}
 	if o.maxEvals < 1 {
 		return usageErrorf("--max-evals %d: must be >= 1", o.maxEvals)
@@ -112,12 +116,16 @@ func runCalibrate(cmd *cobra.Command, name string, o *calibrateOptions) error {
 	prof := sim.Profile{Version: sim.ProfileVersion, GPU: gpu.ID, Engine: study.Engine, EngineVersion: version,
 		Model: study.Model, Source: fmt.Sprintf("study %s (%s)", name, o.db), Created: time.Now().UTC().Format(time.RFC3339),
 		Points: res.Points, Constants: res.Constants, Fitted: res.Fitted, Errors: res.Errors}
-	if err := prof.Save(o.out); err != nil {
-		return failedError(err)
+	for _, path := range []string{o.out, o.jsonOut} {
+		if path != "" {
+			if err := writeJSONOutput(cmd.OutOrStdout(), path, prof); err != nil {
+				return err
+			}
+		}
 	}
-	w := cmd.OutOrStdout()
-	if o.asJSON {
-		return writeJSON(w, prof)
+	w := tableOut(cmd, o.jsonOut)
+	if o.out == stdoutPath {
+		w = io.Discard // the profile is standard output's
 	}
 	printCalibration(w, name, len(runs), skipped, res, prof)
 	fmt.Fprintf(w, "wrote %s (measured on %s); use it with whatif --calibration %s, or sim run|estimate|serve ... --calibration %s\n",

@@ -116,7 +116,7 @@ func TestSimModelFromConfig(t *testing.T) {
 		want string
 	}{
 		{[]string{"sim", "estimate", dir}, "tiny"},
-		{[]string{"sim", "estimate", "--model", filepath.Join(dir, "config.json"), "--json"}, "tiny"},
+		{[]string{"sim", "estimate", "--model", filepath.Join(dir, "config.json"), "--json", "-"}, "tiny"},
 		{[]string{"sim", "run", dir, "--input-len", "128", "--output-len", "16", "--num-requests", "20"}, "Successful requests:                   20"},
 	} {
 		var out, errb bytes.Buffer

@@ -16,9 +16,8 @@ func init() { subcommands = append(subcommands, newDiagnoseCmd) }
 // newDiagnoseCmd is `servetune diagnose`: the findings tune, recommend and
 // bench --scrape-metrics print, for a stored study or a bench result file.
 func newDiagnoseCmd() *cobra.Command {
-	var dbPath, prefer string
+	var dbPath, prefer, jsonOut string
 	var trialN int
-	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "diagnose STUDY|RESULT.json",
 		Short: "Print the findings (why a configuration performs as it does) for a stored study or a bench result",
@@ -47,13 +46,16 @@ metrics stay silent on results measured without them.`,
 			if err != nil {
 				return err
 			}
-			w := cmd.OutOrStdout()
-			if asJSON {
-				if findings == nil {
-					findings = []diagnose.Finding{}
+			if jsonOut != "" {
+				js := findings
+				if js == nil {
+					js = []diagnose.Finding{}
 				}
-				return writeJSON(w, findings)
+				if err := writeJSONOutput(cmd.OutOrStdout(), jsonOut, js); err != nil {
+					return err
+				}
 			}
+			w := tableOut(cmd, jsonOut)
 			fmt.Fprintln(w, head)
 			if len(findings) == 0 {
 				fmt.Fprintln(w, "No findings: no rule saw a setting binding or a figure out of place.")
@@ -66,7 +68,7 @@ metrics stay silent on results measured without them.`,
 	addDBFlag(cmd, &dbPath)
 	cmd.Flags().IntVar(&trialN, "trial", -1, "diagnose this trial's levels instead of the recommended configuration")
 	cmd.Flags().StringVar(&prefer, "prefer", "objective", preferHelp)
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the findings as a JSON array")
+	addJSONFlag(cmd.Flags(), &jsonOut, "the findings (an array)")
 	return cmd
 }
 

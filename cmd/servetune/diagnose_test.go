@@ -133,7 +133,7 @@ func TestDiagnoseStudy(t *testing.T) {
 	if len(doc.Findings) == 0 {
 		t.Fatalf("recommend gave no findings to compare with:\n%s", rec)
 	}
-	code, out, errs := runCLI(t, "diagnose", "diag", "--db", db, "--json")
+	code, out, errs := runCLI(t, "diagnose", "diag", "--db", db, "--json", "-")
 	var got []diagnose.Finding
 	if code != exitOK || json.Unmarshal([]byte(out), &got) != nil {
 		t.Fatalf("diagnose --json: %d %s%s", code, out, errs)

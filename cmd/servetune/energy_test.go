@@ -72,11 +72,11 @@ objectives: [max output_throughput_per_gpu, max tokens_per_user]
 	if code != exitOK || !strings.Contains(out, "TOK/J") {
 		t.Errorf("pareto: exit %d\n%s", code, out)
 	}
-	code, out, _ = runIn("pareto", "energy", "--json", "--db", dbPath)
+	code, out, _ = runIn("pareto", "energy", "--json", "-", "--db", dbPath)
 	if code != exitOK || !strings.Contains(out, `"output_tokens_per_joule": 2`) {
 		t.Errorf("pareto --json: exit %d\n%s", code, out)
 	}
-	code, out, _ = runIn("trials", "energy", "--json", "--db", dbPath)
+	code, out, _ = runIn("trials", "energy", "--json", "-", "--db", dbPath)
 	if code != exitOK || !strings.Contains(out, `"energy_j": 1600`) || strings.Count(out, `"gpu":`) != 1 {
 		t.Errorf("trials --json: exit %d\n%s", code, out)
 	}

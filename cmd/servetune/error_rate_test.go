@@ -89,7 +89,7 @@ tuner: {sampler: grid, trials: 1, seed: 1, confirm: false}
 			} `json:"levels"`
 		} `json:"trials"`
 	}
-	code, js, errs := runIn("trials", "half", "--db", db, "--json")
+	code, js, errs := runIn("trials", "half", "--db", db, "--json", "-")
 	if err := json.Unmarshal([]byte(js), &doc); code != exitOK || err != nil || len(doc.Trials) != 1 ||
 		doc.Trials[0].Status != "ok" || len(doc.Trials[0].Levels) != 1 || doc.Trials[0].Levels[0].Failed != 4 || doc.Trials[0].Levels[0].Completed != 4 {
 		t.Fatalf("stored trial: exit %d, %v, %+v\n%s", code, err, doc, errs)

@@ -62,7 +62,7 @@ placeholder text and says so: it is reported as not scorable (exit 1).`,
 	fl.IntVar(&f.items, "items", quality.DefaultItems, "tasks to ask (the kinds in turn)")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the task set: the same seed asks the same questions")
 	fl.IntVar(&f.concurrency, "concurrency", 16, "requests in flight")
-	fl.StringVar(&f.jsonOut, "json", "", "write the result, with every answer, to this file")
+	addJSONFlag(fl, &f.jsonOut, "the result, with every answer,")
 	fl.StringVar(&f.baseline, "baseline", "", "an earlier --json of the reference configuration to compare with")
 	fl.Float64Var(&f.maxDrop, "max-drop-pct", 1.0, "with --baseline: the accuracy drop, in points, past which the gate fails (exit 3)")
 	return cmd
@@ -102,26 +102,17 @@ func runEval(cmd *cobra.Command, f *evalFlags) error {
 		}
 		base = &b
 	}
-	var out *os.File
-	if f.jsonOut != "" {
-		var err error
-		if out, err = os.Create(f.jsonOut); err != nil {
-			return usageError(fmt.Errorf("--json: %w", err))
-		}
-		defer out.Close()
-	}
 	tasks := quality.Tasks(f.seed, f.items)
 	res, err := quality.Run(cmd.Context(), t,
 		tasks, quality.Options{Concurrency: f.concurrency})
 	if err != nil {
 		return failedError(fmt.Errorf("eval %s: %w", t.RedactedURL(), err))
 	}
-	w := cmd.OutOrStdout()
-	if out != nil {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", " ")
-		if err := enc.Encode(evalFile{Tool: "servetune " + version, BaseURL: t.RedactedURL(), Model: t.Model, Seed: f.seed, Result: res}); err != nil {
-			return failedError(fmt.Errorf("--json: %w", err))
+	w := tableOut(cmd, f.jsonOut)
+	if f.jsonOut != "" {
+		ef := evalFile{Tool: "servetune " + version, BaseURL: t.RedactedURL(), Model: t.Model, Seed: f.seed, Result: res}
+		if err := writeJSONOutput(cmd.OutOrStdout(), f.jsonOut, ef); err != nil {
+			return err
 		}
 	}
 	if res.Simulated {

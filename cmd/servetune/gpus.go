@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -18,22 +17,27 @@ func init() { subcommands = append(subcommands, newGPUsCmd) }
 // newGPUsCmd lists the local GPUs NVML sees, with one live reading each,
 // or (--watch) samples them for a while.
 func newGPUsCmd() *cobra.Command {
-	var asJSON bool
+	var jsonOut string
 	var watch, every time.Duration
 	cmd := &cobra.Command{
 		Use:   "gpus [--watch DURATION]",
 		Short: "List local GPUs seen by NVML (power, memory, utilisation), or sample them (--watch)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			out := cmd.OutOrStdout()
 			if watch < 0 || every <= 0 {
 				return usageErrorf("--watch %v / --interval %v: want a duration >= 0 and an interval > 0", watch, every)
 			}
+			if watch > 0 && jsonOut != "" {
+				return usageErrorf("--json and --watch: --watch prints its readings as they come, not as JSON")
+			}
+			out := tableOut(cmd, jsonOut)
 			n, err := gpu.Open()
 			if err != nil {
 				// Not a failure: the tool works without telemetry.
-				if asJSON {
-					return gpusWriteJSON(out, map[string]any{"gpus": []any{}, "error": err.Error()})
+				if jsonOut != "" {
+					if err := writeJSONOutput(cmd.OutOrStdout(), jsonOut, map[string]any{"gpus": []any{}, "error": err.Error()}); err != nil {
+						return err
+					}
 				}
 				fmt.Fprintln(out, err)
 				return nil
@@ -58,8 +62,10 @@ func newGPUsCmd() *cobra.Command {
 				}
 				rows = append(rows, row{d, s})
 			}
-			if asJSON {
-				return gpusWriteJSON(out, map[string]any{"gpus": rows})
+			if jsonOut != "" {
+				if err := writeJSONOutput(cmd.OutOrStdout(), jsonOut, map[string]any{"gpus": rows}); err != nil {
+					return err
+				}
 			}
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "INDEX\tNAME\tMEMORY USED/TOTAL (GiB)\tPOWER (W)\tUTIL (%)\tSM CLOCK (MHz)\tTEMP (C)")
@@ -70,7 +76,7 @@ func newGPUsCmd() *cobra.Command {
 			return tw.Flush()
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	addJSONFlag(cmd.Flags(), &jsonOut, `the GPUs and a reading of each ({"gpus":[{"device","sample"}]})`)
 	cmd.Flags().DurationVar(&watch, "watch", 0, "sample every GPU for this long, one line per reading, then a summary per GPU (Ctrl-C ends it early)")
 	cmd.Flags().DurationVar(&every, "interval", time.Second, "with --watch: time between readings")
 	return cmd
@@ -119,9 +125,3 @@ func gpusWatch(ctx context.Context, w io.Writer, r gpu.Reader, devs []gpu.Device
 }
 
 func gpusGiB(b uint64) float64 { return float64(b) / (1 << 30) }
-
-func gpusWriteJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}

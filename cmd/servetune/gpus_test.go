@@ -19,7 +19,7 @@ func TestGPUsCommand(t *testing.T) {
 		args []string
 	}{
 		{"table", []string{"gpus"}},
-		{"json", []string{"gpus", "--json"}},
+		{"json", []string{"gpus", "--json", "-"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

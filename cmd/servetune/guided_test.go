@@ -61,7 +61,7 @@ func TestGuidedRealPath(t *testing.T) {
 		if s == "guided" && !strings.Contains(string(out), "guided: ") {
 			t.Errorf("the guided study printed nothing of what it decided:\n%s", out)
 		}
-		js, err := exec.Command(bin, "trials", "guided-real-"+s, "--db", db, "--json").Output()
+		js, err := exec.Command(bin, "trials", "guided-real-"+s, "--db", db, "--json", "-").Output()
 		if err != nil {
 			t.Fatalf("trials %s: %v", s, err)
 		}

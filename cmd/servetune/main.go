@@ -74,7 +74,10 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return flagError(err) })
+	// Output paths are checked before any command does its work
+	// (output.go); commands that parse their own flags check them there.
+	root.PersistentPreRunE = checkOutputsHook
 	for _, mk := range subcommands {
 		root.AddCommand(mk())
 	}

@@ -93,8 +93,8 @@ func TestRecommendNamesEngineVersion(t *testing.T) {
 }
 
 // TestSimHelpListsFlags: the sim commands that parse their own arguments
-// list them in --help (cobra alone lists only -h), and no help offers a
-// model every command refuses.
+// (run, serve, estimate, router) list them in --help (cobra alone lists
+// only -h), and no help offers a model every command refuses.
 func TestSimHelpListsFlags(t *testing.T) {
 	for _, c := range [][]string{{"sim", "run", "--help"}, {"sim", "serve", "--help"}} {
 		_, out, _ := runCLI(t, c...)
@@ -107,7 +107,21 @@ func TestSimHelpListsFlags(t *testing.T) {
 	if _, out, _ := runCLI(t, "sim", "run", "--help"); !strings.Contains(out, "--max-concurrency") {
 		t.Errorf("sim run --help lists no workload flags:\n%s", out)
 	}
-	_, out, _ := runCLI(t, "sim", "estimate", "--help")
+	if _, out, _ := runCLI(t, "sim", "estimate", "--help"); !strings.Contains(out, "--json PATH") || !strings.Contains(out, "--max-num-seqs") {
+		t.Errorf("sim estimate --help lists neither --json nor the engine's flags:\n%s", out)
+	}
+	_, out, _ := runCLI(t, "sim", "router", "--help")
+	for _, f := range routerFlags {
+		if !strings.Contains(out, f.name+" "+f.value) {
+			t.Errorf("sim router --help lacks %s:\n%s", f.name, out)
+		}
+	}
+	for _, want := range []string{"--host HOST", "--port PORT", "--prefiller-hosts", "--decoder-ports"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("sim router --help lacks %q:\n%s", want, out)
+		}
+	}
+	_, out, _ = runCLI(t, "sim", "estimate", "--help")
 	if !strings.Contains(out, "Llama-3.1-8B") {
 		t.Errorf("sim estimate --help offers no model:\n%s", out)
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -74,11 +73,11 @@ func planFlagSet(f *planFlags) *pflag.FlagSet {
 	fs.Float64Var(&f.price, "price", 0, "$ per GPU-hour (default: the catalog's on-demand price)")
 	fs.StringVar(&f.fromStudy, "from-study", "", "the replica's configuration: the one this stored study recommends (its objective's pick), instead of engine flags")
 	fs.StringVar(&f.db, "db", studyDBDefault(), "--from-study: SQLite database of studies (env SERVETUNE_DB)")
-	fs.StringVar(&f.jsonOut, "json", "", "also write the plan as JSON to this file")
-	fs.StringVar(&f.htmlOut, "html", "", "also write the plan as a page with its charts (traffic, replicas over time, SLO attainment by hour) to this file")
+	addJSONFlag(fs, &f.jsonOut, "the plan")
+	addOutputFlag(fs, &f.htmlOut, "html", "", "also write the plan as a page with its charts (traffic, replicas over time, SLO attainment by hour) to this file")
 	fs.StringVar(&f.format, "format", "table", "table, or k8s (manifests: Deployment, Service, the autoscaler, router config)")
 	fs.StringVar(&f.autoscaler, "autoscaler", "hpa", "--format k8s: hpa (autoscaling/v2, needs prometheus-adapter) or keda (a KEDA ScaledObject, needs KEDA's CRDs)")
-	fs.StringVar(&f.out, "output", "", "--format k8s: write the manifests to this file (default stdout)")
+	addOutputFlag(fs, &f.out, "output", "", "--format k8s: write the manifests to this file (default stdout)")
 	fs.BoolVar(&f.replay, "replay", false, "then run the first router's autoscaled fleet for real here (sim serve replicas behind a router, the autoscaler on their /metrics) and print its measured SLO attainment beside the plan's")
 	fs.Float64Var(&f.replaySpeed, "replay-speed", 60, "--replay: how many times faster than the traffic everything runs (60: a day in 24 min)")
 	fs.StringVar(&f.prometheus, "prometheus", "http://prometheus-operated.monitoring.svc:9090", "--format k8s: the Prometheus server KEDA's trigger queries")
@@ -118,8 +117,11 @@ prints its measured attainment, replicas and GPU-hours beside the plan's.
 			var f planFlags
 			fs := planFlagSet(&f)
 			ours, engineArgs := splitArgs(fs, args)
-			if err := fs.Parse(ours); err != nil {
-				return usageError(err)
+			if err := parseOwnFlags(fs, ours); err != nil {
+				return err
+			}
+			if err := planStdout(&f); err != nil {
+				return err
 			}
 			cfg, engineArgs, err := planConfig(cmd, &f, engineArgs)
 			if err != nil {
@@ -131,6 +133,21 @@ prints its measured attainment, replicas and GPU-hours beside the plan's.
 			return runPlan(cmd, cfg, engineArgs, &f, fs, loadSet)
 		},
 	}
+}
+
+// planStdout refuses two outputs on standard output: --json - and the
+// k8s manifests, or the replay's measurements.
+func planStdout(f *planFlags) error {
+	if f.jsonOut != stdoutPath {
+		return nil
+	}
+	if f.format == "k8s" && (f.out == "" || f.out == stdoutPath) {
+		return usageErrorf("--json - and --format k8s both write standard output: give the manifests --output FILE, or --json a file")
+	}
+	if f.replay {
+		return usageErrorf("--json - and --replay: the replay's measurements are printed on standard output; give --json a file")
+	}
+	return nil
 }
 
 // planQuestion is a plan's checked inputs.
@@ -402,19 +419,19 @@ func runPlan(cmd *cobra.Command, cfg sim.Config, engineArgs []string, f *planFla
 	}
 	rep.WallTotal = time.Since(wall).Seconds()
 	if f.jsonOut != "" {
-		if err := writeJSONFile(f.jsonOut, rep); err != nil {
-			return failedError(err)
+		if err := writeJSONOutput(cmd.OutOrStdout(), f.jsonOut, rep); err != nil {
+			return err
 		}
 	}
 	if f.htmlOut != "" {
-		if err := writePlanHTML(f.htmlOut, rep, q.reqs, results, f.goal); err != nil {
-			return failedError(err)
+		if err := writePlanHTML(cmd.OutOrStdout(), f.htmlOut, rep, q.reqs, results, f.goal); err != nil {
+			return err
 		}
 	}
 	if f.format == "k8s" {
 		return planK8s(cmd, cfg, f, q, rep, results)
 	}
-	printPlan(cmd.OutOrStdout(), rep, results)
+	printPlan(tableOut(cmd, f.jsonOut), rep, results)
 	if f.replay {
 		return replayPlan(cmd, f, q, rep, results[0], probe.Estimate().KVCacheTokens, engineArgs)
 	}
@@ -485,15 +502,6 @@ func planLine(r fleet.Result, gpus int, price float64) planResult {
 	}
 	l.CostPerDay = l.GPUHours * price * 86400 / r.Duration
 	return l
-}
-
-// writeJSONFile writes v as indented JSON to path.
-func writeJSONFile(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
 
 // printPlan prints the plan's table: one line per policy, its replicas

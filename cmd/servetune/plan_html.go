@@ -2,8 +2,8 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"math"
-	"os"
 
 	"github.com/servetune/servetune/internal/fleet"
 	"github.com/servetune/servetune/internal/present/report"
@@ -13,8 +13,9 @@ import (
 // the window static provisioning's peak is read over.
 const planBinSeconds = 300
 
-// writePlanHTML writes the plan's page (report.WritePlanHTML) to path.
-func writePlanHTML(path string, rep planReport, reqs []fleet.Request, results []fleet.Result, goal float64) error {
+// writePlanHTML writes the plan's page (report.WritePlanHTML) to path
+// (writeOutput: - is stdout).
+func writePlanHTML(stdout io.Writer, path string, rep planReport, reqs []fleet.Request, results []fleet.Result, goal float64) error {
 	run := report.PlanRun{Title: rep.Model + " over " + rep.Traffic, Tool: "servetune " + version, BinSeconds: planBinSeconds, Goal: goal}
 	c := rep.Capacity
 	run.Facts = [][2]string{
@@ -47,13 +48,5 @@ func writePlanHTML(path string, rep planReport, reqs []fleet.Request, results []
 		}
 		run.Policies = append(run.Policies, p)
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := report.WritePlanHTML(f, run); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return writeOutput(stdout, path, func(w io.Writer) error { return report.WritePlanHTML(w, run) })
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -74,15 +73,6 @@ func planK8s(cmd *cobra.Command, cfg sim.Config, f *planFlags, _ planQuestion, r
 	if err != nil {
 		return failedError(err)
 	}
-	var w io.Writer = cmd.OutOrStdout()
-	if f.out != "" {
-		file, err := os.Create(f.out)
-		if err != nil {
-			return failedError(err)
-		}
-		defer file.Close()
-		w = file
-	}
 	l := planLine(choice, cfg.NumGPUs, rep.Price)
 	scaler, needs := any(kube.HPA(scaling)), "prometheus-adapter serving "+kube.AdapterMetric(metric)+" as a pods metric"
 	if f.autoscaler == "keda" {
@@ -91,13 +81,16 @@ func planK8s(cmd *cobra.Command, cfg sim.Config, f *planFlags, _ planQuestion, r
 	head := fmt.Sprintf("servetune plan: %s over %s: router %s, %s on %s (target %.3g per replica, %.0f%% of a replica's simulated capacity of %.2f req/s); simulated SLO attainment %.2f%%, peak %d and mean %.1f replicas, %.1f GPU-hours, $%.0f a day.\nThe %s autoscaler needs %s.",
 		rep.Model, rep.Traffic, rc.Policy, sc.Signal, metric, sc.Target, 100*rep.Capacity.Headroom, rep.Capacity.Rate,
 		100*l.Attainment, l.PeakReplicas, l.MeanReplicas, l.GPUHours, l.CostPerDay, f.autoscaler, needs)
-	if err := kube.Comment(w, head); err != nil {
-		return failedError(err)
+	path := f.out
+	if path == "" {
+		path = stdoutPath
 	}
-	if err := kube.Write(w, d, svc, scaler, cm); err != nil {
-		return failedError(err)
-	}
-	return nil
+	return writeOutput(cmd.OutOrStdout(), path, func(w io.Writer) error {
+		if err := kube.Comment(w, head); err != nil {
+			return err
+		}
+		return kube.Write(w, d, svc, scaler, cm)
+	})
 }
 
 // servedSettings are the settings of cfg that the engine's command line

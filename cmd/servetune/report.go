@@ -2,10 +2,6 @@ package main
 
 import (
 	"errors"
-	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -49,36 +45,14 @@ the engine's messages; and what was run. The HTML file has its charts inline
 			if format == "md" {
 				write = s.WriteMarkdown
 			}
-			if out == "" || out == "-" {
-				return write(cmd.OutOrStdout())
+			if out == "" {
+				out = stdoutPath
 			}
-			return writeFileAtomic(out, write)
+			return writeOutput(cmd.OutOrStdout(), out, write)
 		},
 	}
 	addDBFlag(cmd, &dbPath)
-	cmd.Flags().StringVarP(&out, "output", "o", "", "file to write (default: standard output)")
+	addOutputFlag(cmd.Flags(), &out, "output", "o", "file to write (default: standard output)")
 	cmd.Flags().StringVar(&format, "format", "html", "html or md")
 	return cmd
-}
-
-// writeFileAtomic writes path through a temporary file in its directory,
-// so a failed write leaves no half file; the file is private to the user
-// (0600, like every file servetune writes).
-func writeFileAtomic(path string, write func(io.Writer) error) error {
-	f, err := os.CreateTemp(filepath.Dir(path), ".servetune-*")
-	if err != nil {
-		return usageError(fmt.Errorf("output file: %w", err))
-	}
-	defer os.Remove(f.Name())
-	if err := write(f); err != nil {
-		f.Close()
-		return failedError(fmt.Errorf("write %s: %w", path, err))
-	}
-	if err := f.Close(); err != nil {
-		return failedError(fmt.Errorf("write %s: %w", path, err))
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return failedError(fmt.Errorf("write %s: %w", path, err))
-	}
-	return nil
 }

@@ -138,7 +138,7 @@ func TestReportCommand(t *testing.T) {
 		{[]string{"report", "nope", "--db", db}, exitUsage, `no study "nope"`},
 		{[]string{"report", "quickstart", "--db", db, "--format", "pdf"}, exitUsage, `--format "pdf"`},
 		{[]string{"report", "quickstart", "--db", filepath.Join(t.TempDir(), "missing.db")}, exitUsage, "no study database"},
-		{[]string{"report", "quickstart", "--db", db, "-o", filepath.Join(t.TempDir(), "no", "such", "dir", "r.html")}, exitUsage, "output file"},
+		{[]string{"report", "quickstart", "--db", db, "-o", filepath.Join(t.TempDir(), "no", "such", "dir", "r.html")}, exitUsage, "r.html: directory"},
 	} {
 		code, _, errs := runCLI(t, c.args...)
 		if code != c.code || !strings.Contains(errs, c.msg) {

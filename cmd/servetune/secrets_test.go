@@ -40,7 +40,7 @@ func TestEndpointCredentials(t *testing.T) {
 		t.Fatalf("tune: exit %d\n%s%s", code, out, errs)
 	}
 	html, md := filepath.Join(dir, "r.html"), filepath.Join(dir, "r.md")
-	for _, args := range [][]string{{"trials", "vstudy", "--json"}, {"trials", "vstudy"}, {"recommend", "vstudy"},
+	for _, args := range [][]string{{"trials", "vstudy", "--json", "-"}, {"trials", "vstudy"}, {"recommend", "vstudy"},
 		{"report", "vstudy", "-o", html}, {"report", "vstudy", "-o", md}} {
 		_, o, e := runIn(append(args, "--db", db)...)
 		all.WriteString(o + e)

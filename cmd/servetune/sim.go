@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -51,20 +50,6 @@ func wantsHelp(args []string) bool {
 		}
 	}
 	return false
-}
-
-// takeBool removes a boolean flag from args and reports whether it was there.
-func takeBool(args []string, name string) ([]string, bool) {
-	out := args[:0:0]
-	found := false
-	for _, a := range args {
-		if a == name {
-			found = true
-			continue
-		}
-		out = append(out, a)
-	}
-	return out, found
 }
 
 // simConfig parses the engine command line; errors are usage errors.
@@ -122,18 +107,20 @@ func networkLine(n simNetwork) string {
 
 func newSimEstimateCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:   "estimate [engine flags] [--gpu NAME] [--num-gpus N] [--json]",
+		Use:   "estimate [engine flags] [--gpu NAME] [--num-gpus N] [--json PATH]",
 		Short: "Print the engine's start-up memory accounting and step times; exit 1 with the engine's message when it does not fit",
-		Long:  "Print the engine's start-up memory accounting and step times; exit 1 with the engine's message when it does not fit.\n\n" + catalogHelp(),
+		Long: "Print the engine's start-up memory accounting and step times; exit 1 with the engine's message when it does not fit.\n\n" +
+			"Flags:\n" + simEstimateFlags(new(string)).FlagUsages() + "\n" + catalogHelp() + "\n\n" + engineFlagsHelp(),
 		Example: "  servetune sim estimate meta-llama/Llama-3.1-8B-Instruct " + engineFlag("max_model_len") + " 16000 --gpu H100-SXM\n" +
-			"  servetune sim estimate --model meta-llama/Llama-3.3-70B-Instruct " + engineFlag("quantization") + " fp8 " + engineFlag("tensor_parallel") + " 2 --json",
+			"  servetune sim estimate --model meta-llama/Llama-3.3-70B-Instruct " + engineFlag("quantization") + " fp8 " + engineFlag("tensor_parallel") + " 2 --json -",
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if wantsHelp(args) {
 				return cmd.Help()
 			}
-			args, asJSON := takeBool(args, "--json")
-			cfg, err := simConfig(args)
+			var jsonOut string
+			fs := simEstimateFlags(&jsonOut)
+			cfg, _, err := parseSimArgs(fs, args)
 			if err != nil {
 				return err
 			}
@@ -148,22 +135,27 @@ func newSimEstimateCmd() *cobra.Command {
 			} else {
 				out.Error = estErr.Error()
 			}
-			w := cmd.OutOrStdout()
-			if asJSON {
-				enc := json.NewEncoder(w)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(out); err != nil {
-					return failedError(err)
+			if jsonOut != "" {
+				if err := writeJSONOutput(cmd.OutOrStdout(), jsonOut, out); err != nil {
+					return err
 				}
-			} else {
-				printEstimate(w, cfg, out)
 			}
+			printEstimate(tableOut(cmd, jsonOut), cfg, out)
 			if estErr != nil {
 				return failedError(estErr)
 			}
 			return nil
 		},
 	}
+}
+
+// simEstimateFlags are sim estimate's own flags; the rest of its command
+// line is the engine's.
+func simEstimateFlags(jsonOut *string) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("sim estimate", pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	addJSONFlag(fs, jsonOut, "the memory accounting and step times")
+	return fs
 }
 
 // catalogHelp lists the catalog's models (with their aliases) and GPUs,
@@ -312,11 +304,22 @@ func simBenchFlags(fs *pflag.FlagSet, f *benchFlags) {
 // engine's command line.
 func parseSimArgs(fs *pflag.FlagSet, args []string) (cfg sim.Config, engineArgs []string, err error) {
 	ours, engineArgs := splitArgs(fs, args)
-	if err := fs.Parse(ours); err != nil {
-		return cfg, nil, usageError(err)
+	if err := parseOwnFlags(fs, ours); err != nil {
+		return cfg, nil, err
 	}
 	cfg, err = simConfig(engineArgs)
 	return cfg, engineArgs, err
+}
+
+// parseOwnFlags parses a command's own flags for the commands that parse
+// their arguments themselves, as cobra does for the others: errors are
+// usage errors (flagError), and the output paths are checked before any
+// work (checkOutputs).
+func parseOwnFlags(fs *pflag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return flagError(err)
+	}
+	return checkOutputs(fs)
 }
 
 // splitArgs separates the flags registered in fs (with their values) from
@@ -340,7 +343,7 @@ func splitArgs(fs *pflag.FlagSet, args []string) (ours, engine []string) {
 
 func newSimRunCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:   "run [engine flags] [--gpu NAME] [--num-gpus N] [workload and load flags] [--json F]",
+		Use:   "run [engine flags] [--gpu NAME] [--num-gpus N] [workload and load flags] [--json PATH]",
 		Short: "Run a bench workload against the simulated engine in virtual time (same result JSON as bench)",
 		Long: "Run a bench workload against the simulated engine in virtual time (same result JSON as bench).\n\n" +
 			benchFlagsHelp() + "\n" + engineFlagsHelp(),
@@ -380,12 +383,12 @@ func runSimVirtual(cmd *cobra.Command, cfg sim.Config, f *benchFlags) error {
 	// path a study's virtual trials take (bench.Run over the simulator's
 	// virtual clock).
 	bcfg.Transport = eng
-	out, err := openBenchOutputs(f)
+	out, err := openBenchOutputs(f, cmd.OutOrStdout())
 	if err != nil {
 		return err
 	}
 	defer out.close()
-	stdout := cmd.OutOrStdout()
+	stdout := tableOut(cmd, f.jsonOut)
 	net := networkOf(cfg)
 	fmt.Fprintf(stdout, "network: %s\n", networkLine(net))
 	var sums []measure.Summary

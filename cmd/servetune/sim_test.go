@@ -61,8 +61,8 @@ func TestSimEstimateCLI(t *testing.T) {
 		stderr   string
 		kvApprox float64
 	}{
-		{"8B fits", []string{"sim", "estimate", "meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "16000", "--json"}, exitOK, `"kv_cache_tokens"`, "", 51.38},
-		{"70B fp8 TP2", []string{"sim", "estimate", "--model", "llama-3.3-70b", "--quantization", "fp8", "-tp", "2", "--max-model-len", "16000", "--json"}, exitOK, `"weights_gib"`, "", 32.0},
+		{"8B fits", []string{"sim", "estimate", "meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "16000", "--json", "-"}, exitOK, `"kv_cache_tokens"`, "", 51.38},
+		{"70B fp8 TP2", []string{"sim", "estimate", "--model", "llama-3.3-70b", "--quantization", "fp8", "-tp", "2", "--max-model-len", "16000", "--json", "-"}, exitOK, `"weights_gib"`, "", 32.0},
 		{"70B fp8 TP1 fails", []string{"sim", "estimate", "llama-3.3-70b", "--quantization", "fp8", "--max-model-len", "16000"}, exitFailed, "KV cache", "No available memory for the cache blocks", 0},
 		{"sglang", []string{"sim", "estimate", "--model-path", "qwen2.5-7b", "--tp-size", "1", "--context-length", "8192"}, exitOK, "KV cache", "", 0},
 		{"unknown flag", []string{"sim", "estimate", "llama-3.1-8b", "--bogus", "1"}, exitUsage, "", "unrecognized arguments: --bogus", 0},
@@ -315,7 +315,7 @@ func TestUnmodelledModelRefused(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(mix, "config.json"), raw, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, stdout, stderr := runCLI(t, "sim", "estimate", mix, "-tp", "2", "--max-model-len", "8192", "--json")
+	code, stdout, stderr := runCLI(t, "sim", "estimate", mix, "-tp", "2", "--max-model-len", "8192", "--json", "-")
 	var est struct {
 		Weights float64 `json:"weights_gib"`
 	}
@@ -361,7 +361,7 @@ func TestSimEstimateDeepSeekV3(t *testing.T) {
 						t.Errorf("output lacks %q:\n%s", w, stdout)
 					}
 				}
-				code, stdout, _ = runCLI(t, append(args, "--json")...)
+				code, stdout, _ = runCLI(t, append(args, "--json", "-")...)
 				var est struct {
 					Weights     float64 `json:"weights_gib"`
 					MLA         bool    `json:"mla"`
@@ -430,7 +430,7 @@ func TestSimRunSpeculative(t *testing.T) {
 func TestSimEstimate2026GPUs(t *testing.T) {
 	for _, g := range []string{"B300", "GB200", "GB300", "MI325X", "MI355X", "RTXPRO6000"} {
 		var out, errb bytes.Buffer
-		code := run(context.Background(), []string{"sim", "estimate", "llama-3.3-70b", "--gpu", g, "-tp", "2", "--max-model-len", "16000", "--json"}, &out, &errb)
+		code := run(context.Background(), []string{"sim", "estimate", "llama-3.3-70b", "--gpu", g, "-tp", "2", "--max-model-len", "16000", "--json", "-"}, &out, &errb)
 		if code != exitOK || !strings.Contains(out.String(), `"kv_cache_tokens"`) {
 			t.Errorf("%s: exit %d, stderr %s", g, code, errb.String())
 		}

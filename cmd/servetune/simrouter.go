@@ -19,10 +19,36 @@ type routerArgs struct {
 	prefillPorts, decodePorts []int
 }
 
+// routerHost and routerPort are where `sim router` listens by default.
+const (
+	routerHost = "127.0.0.1"
+	routerPort = 8000
+)
+
+// routerFlags are `sim router`'s flags, for its help and its refusal of
+// others; each list flag is also taken in the singular (--prefiller-host).
+var routerFlags = []struct{ name, value, usage string }{
+	{"--host", "HOST", "address to listen on (default " + routerHost + ")"},
+	{"--port", "PORT", "port to listen on (default " + strconv.Itoa(routerPort) + ")"},
+	{"--prefiller-hosts", "HOST [HOST..]", "the prefill engines' hosts, one per engine"},
+	{"--prefiller-ports", "PORT [PORT..]", "the prefill engines' ports, one per host"},
+	{"--decoder-hosts", "HOST [HOST..]", "the decode engines' hosts, one per engine"},
+	{"--decoder-ports", "PORT [PORT..]", "the decode engines' ports, one per host"},
+}
+
+// routerFlagsHelp lists routerFlags as cobra lists a command's flags.
+func routerFlagsHelp() string {
+	var b strings.Builder
+	for _, f := range routerFlags {
+		fmt.Fprintf(&b, "  %-32s %s\n", f.name+" "+f.value, f.usage)
+	}
+	return b.String()
+}
+
 // parseRouterArgs reads args; a list flag takes the values up to the next
 // flag. Errors are one line naming the flag.
 func parseRouterArgs(args []string) (routerArgs, error) {
-	a := routerArgs{host: "127.0.0.1", port: 8000}
+	a := routerArgs{host: routerHost, port: routerPort}
 	for i := 0; i < len(args); i++ {
 		name, val, hasVal := strings.Cut(args[i], "=")
 		var vals []string
@@ -78,7 +104,11 @@ func parseRouterArgs(args []string) (routerArgs, error) {
 			p, err = ports()
 			a.decodePorts = append(a.decodePorts, p...)
 		default:
-			err = fmt.Errorf("unknown flag %s (want --host, --port, --prefiller-hosts, --prefiller-ports, --decoder-hosts, --decoder-ports)", name)
+			names := make([]string, len(routerFlags))
+			for i, f := range routerFlags {
+				names[i] = f.name
+			}
+			err = fmt.Errorf("unknown flag %s (want %s)", name, strings.Join(names, ", "))
 		}
 		if err != nil {
 			return a, err
@@ -97,7 +127,10 @@ with kv_transfer_params {"do_remote_decode": true} and one token, then with the
 kv_transfer_params it answered to a decode engine (round-robin), whose answer
 streams back unchanged. /health is 200 when every engine's is; /v1/models
 passes through. Real deployments run vLLM's proxy or router, or SGLang's
-(python -m sglang_router.launch_router --pd-disaggregation --prefill URL --decode URL).`,
+(python -m sglang_router.launch_router --pd-disaggregation --prefill URL --decode URL).
+
+Router flags:
+` + routerFlagsHelp(),
 		Example:            "  servetune sim router --port 8000 --prefiller-hosts 127.0.0.1 --prefiller-ports 8100 --decoder-hosts 127.0.0.1 --decoder-ports 8200",
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -96,8 +96,8 @@ func TestTuneSecretsAtRest(t *testing.T) {
 	}
 	var all strings.Builder
 	all.WriteString(out + errs)
-	for _, args := range [][]string{{"trials", "quickstart", "--json"}, {"recommend", "quickstart"}, {"recommend", "quickstart", "--format", "docker"},
-		{"recommend", "quickstart", "--format", "json"}, {"pareto", "quickstart", "--json"}} {
+	for _, args := range [][]string{{"trials", "quickstart", "--json", "-"}, {"recommend", "quickstart"}, {"recommend", "quickstart", "--format", "docker"},
+		{"recommend", "quickstart", "--format", "json"}, {"pareto", "quickstart", "--json", "-"}} {
 		_, o, e := runIn(append(args, "--db", db)...)
 		all.WriteString(o + e)
 	}

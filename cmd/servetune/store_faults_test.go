@@ -54,7 +54,7 @@ func TestReadCommandsMalformedRow(t *testing.T) {
 		t.Errorf("trials: exit %d\n%s%s", code, out, errs)
 	}
 	for _, args := range [][]string{
-		{"studies"}, {"trials", "other"}, {"trials", "vstudy", "--json"},
+		{"studies"}, {"trials", "other"}, {"trials", "vstudy", "--json", "-"},
 		{"recommend", "vstudy"}, {"recommend", "other"}, {"pareto", "vstudy"}, {"pareto", "other"},
 		{"report", "vstudy", "-o", filepath.Join(t.TempDir(), "r.html")},
 	} {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -126,15 +125,8 @@ func addDBFlag(cmd *cobra.Command, p *string) {
 	cmd.Flags().StringVar(p, "db", studyDBDefault(), "SQLite database of studies (env SERVETUNE_DB)")
 }
 
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
 func newStudiesCmd() *cobra.Command {
-	var dbPath string
-	var asJSON bool
+	var dbPath, jsonOut string
 	cmd := &cobra.Command{
 		Use:   "studies",
 		Short: "List the stored tuning studies",
@@ -177,11 +169,12 @@ func newStudiesCmd() *cobra.Command {
 				}
 				rows = append(rows, r)
 			}
-			out := cmd.OutOrStdout()
-			if asJSON {
-				return writeJSON(out, map[string]any{"studies": rows})
+			if jsonOut != "" {
+				if err := writeJSONOutput(cmd.OutOrStdout(), jsonOut, map[string]any{"studies": rows}); err != nil {
+					return err
+				}
 			}
-			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			tw := tabwriter.NewWriter(tableOut(cmd, jsonOut), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "NAME\tSTATUS\tTRIALS\tOK\tFAILED\tSTARTED")
 			for _, r := range rows {
 				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\n", r.Name, r.Status, r.Trials, r.OK, r.Failed, r.Started.Local().Format(time.DateTime))
@@ -190,7 +183,7 @@ func newStudiesCmd() *cobra.Command {
 		},
 	}
 	addDBFlag(cmd, &dbPath)
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	addJSONFlag(cmd.Flags(), &jsonOut, `the studies ({"studies":[{"name","status","trials","ok","failed",...}]})`)
 	return cmd
 }
 
@@ -239,8 +232,7 @@ type levelJSON struct {
 }
 
 func newTrialsCmd() *cobra.Command {
-	var dbPath string
-	var asJSON bool
+	var dbPath, jsonOut string
 	cmd := &cobra.Command{
 		Use:   "trials STUDY",
 		Short: "List a study's trials: status, failure class, settings, objective",
@@ -251,10 +243,12 @@ func newTrialsCmd() *cobra.Command {
 				return err
 			}
 			rows := trialRows(ss.trials)
-			out := cmd.OutOrStdout()
-			if asJSON {
-				return writeJSON(out, map[string]any{"study": ss.study.Name, "trials": rows})
+			if jsonOut != "" {
+				if err := writeJSONOutput(cmd.OutOrStdout(), jsonOut, map[string]any{"study": ss.study.Name, "trials": rows}); err != nil {
+					return err
+				}
 			}
+			out := tableOut(cmd, jsonOut)
 			// Failed requests in a trial that is ok: a column, and the
 			// words below, where any trial has them.
 			failures := map[int]string{}
@@ -271,7 +265,7 @@ func newTrialsCmd() *cobra.Command {
 		},
 	}
 	addDBFlag(cmd, &dbPath)
-	cmd.Flags().BoolVar(&asJSON, "json", false, `print {"trials":[{"number","status","failure","settings",...}]}`)
+	addJSONFlag(cmd.Flags(), &jsonOut, `the trials ({"trials":[{"number","status","failure","settings",...}]})`)
 	return cmd
 }
 
@@ -462,8 +456,8 @@ func toPointJSON(p recommend.Point, study *spec.Spec) pointJSON {
 }
 
 func newParetoCmd() *cobra.Command {
-	var dbPath string
-	var asJSON, all bool
+	var dbPath, jsonOut string
+	var all bool
 	cmd := &cobra.Command{
 		Use:   "pareto STUDY",
 		Short: "Print the Pareto front over every measured (trial, load level) point",
@@ -495,10 +489,12 @@ func newParetoCmd() *cobra.Command {
 			for i, o := range study.Objectives {
 				objs[i] = o.String()
 			}
-			out := cmd.OutOrStdout()
-			if asJSON {
-				return writeJSON(out, map[string]any{"study": study.Name, "objectives": objs, "slo": study.SLO.String(), "front": rows})
+			if jsonOut != "" {
+				if err := writeJSONOutput(cmd.OutOrStdout(), jsonOut, map[string]any{"study": study.Name, "objectives": objs, "slo": study.SLO.String(), "front": rows}); err != nil {
+					return err
+				}
 			}
+			out := tableOut(cmd, jsonOut)
 			fmt.Fprintf(out, "Pareto front of %s (%s); SLO %s\n", study.Name, strings.Join(objs, ", "), study.SLO)
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 			fmt.Fprint(tw, "TRIAL\tLEVEL\tSLO")
@@ -544,7 +540,7 @@ func newParetoCmd() *cobra.Command {
 	}
 	addDBFlag(cmd, &dbPath)
 	cmd.Flags().BoolVar(&all, "all", false, "include the points that miss the SLOs (marked miss)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	addJSONFlag(cmd.Flags(), &jsonOut, `the front ({"study","objectives","slo","front":[...]})`)
 	return cmd
 }
 

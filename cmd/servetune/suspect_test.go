@@ -74,7 +74,7 @@ func TestSuspectLevelShown(t *testing.T) {
 	if strings.Count(out, "(suspect)") != 1 || !strings.Contains(out, "trial 2 at concurrency=8 is suspect: the client sent late: median 250.0 ms") {
 		t.Errorf("trials:\n%s", out)
 	}
-	js, _ := cli("trials", "suspect", "--json")
+	js, _ := cli("trials", "suspect", "--json", "-")
 	if strings.Count(js, `"suspect": true`) != 1 || strings.Count(js, `"send_lateness_p99_ms"`) != 2 {
 		t.Errorf("trials --json:\n%s", js)
 	}

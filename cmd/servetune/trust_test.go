@@ -60,7 +60,7 @@ type studiesFile struct {
 
 func studiesJSON(t *testing.T, db string) studiesDoc {
 	t.Helper()
-	code, out, errs := runIn("studies", "--db", db, "--json")
+	code, out, errs := runIn("studies", "--db", db, "--json", "-")
 	if code != exitOK {
 		t.Fatalf("studies: exit %d: %s", code, errs)
 	}
@@ -305,7 +305,7 @@ func TestParetoOneDefinition(t *testing.T) {
 			SLOMet bool   `json:"meets_slo"`
 		} `json:"front"`
 	}
-	code, out, errs := runIn("pareto", "vstudy", "--db", db, "--json")
+	code, out, errs := runIn("pareto", "vstudy", "--db", db, "--json", "-")
 	if code != exitOK {
 		t.Fatalf("pareto: exit %d: %s", code, errs)
 	}
@@ -377,7 +377,7 @@ func TestQuickstartReproducible(t *testing.T) {
 	}
 	// Every measured level of the quick start carries what the (virtual)
 	// engine reported during it.
-	code, out, errs := runIn("trials", "quickstart", "--json", "--db", dbs[0])
+	code, out, errs := runIn("trials", "quickstart", "--json", "-", "--db", dbs[0])
 	if code != exitOK {
 		t.Fatalf("trials --json: exit %d: %s", code, errs)
 	}

@@ -38,7 +38,7 @@ func disaggStudy(t *testing.T) (spec, name string) {
 
 func disaggTrials(t *testing.T, bin, db, study string) trialsDoc {
 	t.Helper()
-	out, err := exec.Command(bin, "trials", study, "--db", db, "--json").Output()
+	out, err := exec.Command(bin, "trials", study, "--db", db, "--json", "-").Output()
 	if err != nil {
 		t.Fatalf("trials --json: %v", err)
 	}

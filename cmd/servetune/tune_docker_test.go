@@ -53,7 +53,7 @@ func TestTuneDockerSim(t *testing.T) {
 		t.Fatalf("tune: exit %d\n%s\n%s", code, out.String(), errb.String())
 	}
 	var tj bytes.Buffer
-	if code := run(context.Background(), []string{"trials", name, "--db", db, "--json"}, &tj, &errb); code != exitOK {
+	if code := run(context.Background(), []string{"trials", name, "--db", db, "--json", "-"}, &tj, &errb); code != exitOK {
 		t.Fatalf("trials: %s", errb.String())
 	}
 	s := tj.String()
@@ -123,7 +123,7 @@ func removeContainersOf(t *testing.T, study string) {
 
 func trialsOf(t *testing.T, bin, db, study string) trialsDoc {
 	t.Helper()
-	out, err := exec.Command(bin, "trials", study, "--db", db, "--json").Output()
+	out, err := exec.Command(bin, "trials", study, "--db", db, "--json", "-").Output()
 	if err != nil {
 		t.Fatalf("trials --json: %v", err)
 	}

@@ -108,7 +108,7 @@ type slurmTrials struct {
 
 func slurmTrialsOf(t *testing.T, bin, db, study string) slurmTrials {
 	t.Helper()
-	out, err := exec.Command(bin, "trials", study, "--db", db, "--json").Output()
+	out, err := exec.Command(bin, "trials", study, "--db", db, "--json", "-").Output()
 	if err != nil {
 		t.Fatalf("trials --json: %v", err)
 	}

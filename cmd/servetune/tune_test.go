@@ -130,7 +130,7 @@ type trialsDoc struct {
 
 func trialsJSON(t *testing.T, bin, db string) trialsDoc {
 	t.Helper()
-	out, err := exec.Command(bin, "trials", "clitest", "--db", db, "--json").Output()
+	out, err := exec.Command(bin, "trials", "clitest", "--db", db, "--json", "-").Output()
 	if err != nil {
 		t.Fatalf("trials --json: %v", err)
 	}
@@ -185,7 +185,7 @@ func TestTuneOOMAndRecommend(t *testing.T) {
 			t.Errorf("recommend --format %s: %v\n%s", format, err, rec)
 		}
 	}
-	if p, err := exec.Command(bin, "pareto", "clitest", "--db", db, "--json").Output(); err != nil || !strings.Contains(string(p), `"front"`) {
+	if p, err := exec.Command(bin, "pareto", "clitest", "--db", db, "--json", "-").Output(); err != nil || !strings.Contains(string(p), `"front"`) {
 		t.Errorf("pareto: %v\n%s", err, p)
 	}
 	if s, err := exec.Command(bin, "studies", "--db", db).Output(); err != nil || !regexp.MustCompile(`clitest\s+finished\s+4\s+2\s+2`).Match(s) {

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"maps"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -107,7 +105,7 @@ study spec's model, workload, slo and whatif: section (docs/spec.md); flags win.
 	fl.IntVar(&f.specTokens, "spec-tokens", 3, "with --spec-acceptance: draft tokens per step")
 	fl.StringVar(&f.specMethod, "spec-method", "eagle3", "with --spec-acceptance: eagle, eagle3, mtp, ngram or draft_model")
 	fl.StringVar(&f.specDraft, "spec-draft", "", "with --spec-acceptance: the draft head or model (eagle, eagle3, draft_model)")
-	fl.StringVar(&f.jsonOut, "json", "", "also write the report as JSON to this file")
+	addJSONFlag(fl, &f.jsonOut, "the report")
 	fl.BoolVar(&f.noProgress, "no-progress", false, "no live progress line")
 	return cmd
 }
@@ -382,16 +380,6 @@ func runWhatif(cmd *cobra.Command, f *whatifFlags) error {
 	if err != nil {
 		return usageError(err)
 	}
-	var out io.Closer
-	if f.jsonOut != "" {
-		// Created before the search, so a bad path fails at once.
-		fh, err := os.OpenFile(f.jsonOut, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
-		if err != nil {
-			return usageErrorf("--json: %v", err)
-		}
-		out = fh
-		defer out.Close()
-	}
 	stderr := cmd.ErrOrStderr()
 	var last time.Time
 	tty := isTerminal(stderr)
@@ -408,13 +396,9 @@ func runWhatif(cmd *cobra.Command, f *whatifFlags) error {
 	if err != nil {
 		return failedError(err)
 	}
-	printWhatif(cmd.OutOrStdout(), rep)
-	if out != nil {
-		enc := json.NewEncoder(out.(io.Writer))
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
-			return failedError(err)
-		}
+	printWhatif(tableOut(cmd, f.jsonOut), rep)
+	if f.jsonOut != "" {
+		return writeJSONOutput(cmd.OutOrStdout(), f.jsonOut, rep)
 	}
 	return nil
 }
