@@ -13,12 +13,7 @@ import (
 // CMA-ES (goptuna's) over the numeric parameters; the others are drawn at
 // random.
 func init() {
-	Register(Kind{Name: spec.SamplerCMAES, Check: func(study *spec.Spec) error {
-		if n := len(numeric(study.Space)); n < 2 {
-			return fmt.Errorf("needs at least 2 numeric parameters, the space has %d", n)
-		}
-		return nil
-	}, New: func(searchSpace space.Space, seed int64) (Sampler, error) {
+	Register(Kind{Name: spec.SamplerCMAES, New: func(searchSpace space.Space, seed int64) (Sampler, error) {
 		nums := numeric(searchSpace)
 		if len(nums) < 2 {
 			return nil, fmt.Errorf("sampler cmaes needs at least 2 numeric parameters, the space has %d", len(nums))

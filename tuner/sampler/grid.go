@@ -11,12 +11,7 @@ import (
 )
 
 func init() {
-	Register(Kind{Name: spec.SamplerGrid, New: newGrid, Check: func(study *spec.Spec) error {
-		if _, err := study.Space.Size(); err != nil {
-			return fmt.Errorf("needs a discrete space: %w", err)
-		}
-		return nil
-	}})
+	Register(Kind{Name: spec.SamplerGrid, New: newGrid})
 }
 
 // grid proposes every point of a discrete space once, in a seeded order.

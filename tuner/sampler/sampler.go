@@ -68,16 +68,14 @@ type Hooks struct {
 	Forecast func(done, total int)
 }
 
-// Kind is a sampler a spec can name. A kind registers itself in its file's
+// Kind is a sampler a spec can name (spec.SamplerKinds, whose checks of
+// a study are the spec's own). A kind registers itself in its file's
 // (or package's) init: New builds it over a space, or Study, for kinds that
 // need the whole study (the guided sampler forecasts it), from the spec.
 type Kind struct {
 	Name  string
 	New   func(searchSpace space.Space, seed int64) (Sampler, error)
 	Study func(ctx context.Context, study *spec.Spec, hooks Hooks) (Sampler, error)
-	// Check, when set, is the spec parser's check of a study naming the
-	// kind: its error reads after the kind's name ("needs ...").
-	Check func(study *spec.Spec) error
 }
 
 var kinds = registry.New[Kind]("sampler")
@@ -85,7 +83,6 @@ var kinds = registry.New[Kind]("sampler")
 // Register adds a sampler kind; a second kind of the same name panics.
 func Register(k Kind) {
 	kinds.Add(k.Name, k, (k.New == nil) != (k.Study == nil))
-	spec.RegisterSampler(k.Name, k.Check)
 }
 
 // Kinds returns the registered kinds' names, sorted.

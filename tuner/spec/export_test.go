@@ -1,5 +1,7 @@
 package spec
 
-// OnSpecFields lets the spec reference's test see every mapping the parser
-// checks.
-var OnSpecFields = &onSpecFields
+// ParseSpecFields parses like ParseSpec and shows onFields every mapping
+// the parser checks (the spec reference's test).
+func ParseSpecFields(data []byte, file string, onFields func(field string, allowed []string)) (*Spec, error) {
+	return parseSpec(data, file, onFields)
+}

@@ -268,6 +268,12 @@ func ParseSpecFile(path string) (*Spec, error) {
 // ParseSpec parses and validates a study spec. Every error is a *space.Error
 // naming the file, line and problem.
 func ParseSpec(data []byte, file string) (*Spec, error) {
+	return parseSpec(data, file, nil)
+}
+
+// parseSpec is ParseSpec; onFields, when not nil, sees every mapping the
+// parser checks with its allowed keys (the spec reference's test).
+func parseSpec(data []byte, file string, onFields func(field string, allowed []string)) (*Spec, error) {
 	if len(data) > MaxSpecBytes {
 		return nil, &yamlspec.Error{File: file, Line: 1, Err: fmt.Errorf("the spec is over %d KiB; a study spec is a page of YAML (it is stored with every study)", MaxSpecBytes>>10)}
 	}
@@ -289,7 +295,7 @@ func ParseSpec(data []byte, file string) (*Spec, error) {
 	if len(doc.Content) == 0 {
 		return nil, &yamlspec.Error{File: file, Line: 1, Err: errors.New("empty study spec")}
 	}
-	p := &specParser{Decoder: yamlspec.Decoder{File: file, OnFields: onSpecFields}}
+	p := &specParser{Decoder: yamlspec.Decoder{File: file, OnFields: onFields}}
 	spec := p.parse(doc.Content[0], file)
 	if err := p.Err(); err != nil {
 		return nil, err
@@ -310,10 +316,6 @@ const (
 	// study.
 	MaxSpecBytes = 1 << 20
 )
-
-// onSpecFields, when set (by the spec reference's test), sees every
-// mapping the parser checks with its allowed keys.
-var onSpecFields func(field string, allowed []string)
 
 // invalidUTF8 is the offset of the first byte that is not UTF-8.
 func invalidUTF8(b []byte) int {

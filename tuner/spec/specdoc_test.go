@@ -82,7 +82,7 @@ func TestSpecDocCoversEveryKey(t *testing.T) {
 	text := string(doc)
 	keys := map[string]bool{}
 	dist := regexp.MustCompile(`^workload\.dataset(\.mix\.spec)?\.(input|output)(\.(lognormal|normal))?$`)
-	*spec.OnSpecFields = func(field string, allowed []string) {
+	onFields := func(field string, allowed []string) {
 		for _, k := range allowed {
 			switch {
 			case field == "":
@@ -96,7 +96,6 @@ func TestSpecDocCoversEveryKey(t *testing.T) {
 			}
 		}
 	}
-	defer func() { *spec.OnSpecFields = nil }()
 	srcs := map[string]string{}
 	examples, _ := filepath.Glob("../../examples/*.yaml")
 	for _, f := range examples {
@@ -110,7 +109,7 @@ func TestSpecDocCoversEveryKey(t *testing.T) {
 		srcs[string(rune('a'+i))+".yaml"] = s
 	}
 	for name, src := range srcs {
-		if _, err := parseSpec([]byte(src), name); err != nil {
+		if _, err := spec.ParseSpecFields([]byte(src), name, onFields); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
