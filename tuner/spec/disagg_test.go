@@ -166,4 +166,15 @@ func TestRecipeRouter(t *testing.T) {
 	if r.Argv[0] != "python3" || r.Install != "" || r.About != "" || r.Measured != nil {
 		t.Errorf("the study's own router: %q, install %q, about %q", r.Argv, r.Install, r.About)
 	}
+	// A study that measured vllm-router itself prints it as measured,
+	// with the line that installs it.
+	vr := strings.Replace(disaggSpec, `router: ["{servetune}", sim, router, --port, "{port}", --prefiller-hosts, "{prefill_hosts}", --prefiller-ports, "{prefill_ports}", --decoder-hosts, "{decode_hosts}", --decoder-ports, "{decode_ports}"]`,
+		`router: [vllm-router, --vllm-pd-disaggregation, --port, "{port}", --policy, round_robin]
+  router_each_prefill: [--prefill, "{url}"]
+  router_each_decode: [--decode, "{url}"]`, 1)
+	r = router(vr)
+	if got := strings.Join(r.Argv, " "); !strings.HasPrefix(got, "vllm-router --vllm-pd-disaggregation --port 8000 --policy round_robin --prefill") ||
+		r.Install == "" || r.Measured != nil {
+		t.Errorf("a study's vllm-router: %s, install %q, measured %q", got, r.Install, r.Measured)
+	}
 }

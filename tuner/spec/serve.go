@@ -94,10 +94,12 @@ const (
 // else the newest the flag table knows). It is the study's own router
 // command, unless that is servetune's stand-in (engine.IsStandInRouter),
 // which no engine installation has: then it is the router the engine's
-// projects package for the study's KV connector (engine.RouterFor),
-// returned as packaged, and the stand-in is what the study measured.
-// Where they package none, the stand-in stays. A study without a
-// disaggregation section has no router.
+// projects package for the study's KV connector (engine.RouterFor), and
+// the stand-in is what the study measured. Where they package none, the
+// stand-in stays. packaged is the packaged router the recipe starts (the
+// substitute, or the study's own router when it runs that router's
+// program), nil for another. A study without a disaggregation section
+// has no router.
 func (spec *Spec) RecipeRouter(v engine.Version) (r Router, packaged *engine.PackagedRouter) {
 	d := spec.Disaggregation
 	if d == nil {
@@ -106,14 +108,16 @@ func (spec *Spec) RecipeRouter(v engine.Version) (r Router, packaged *engine.Pac
 	if v == (engine.Version{}) {
 		v = engine.Release(spec.Engine, spec.Image())
 	}
-	if !engine.IsStandInRouter(d.Router.Command) {
-		return d.Router, nil
-	}
 	pr, ok := engine.RouterFor(spec.Engine, v, d.KV)
-	if !ok {
+	switch {
+	case !ok:
 		return d.Router, nil
+	case engine.IsStandInRouter(d.Router.Command):
+		return Router{Command: pr.Command, EachPrefill: pr.EachPrefill, EachDecode: pr.EachDecode, HealthPath: pr.HealthPath}, &pr
+	case pr.Runs(d.Router.Command):
+		return d.Router, &pr
 	}
-	return Router{Command: pr.Command, EachPrefill: pr.EachPrefill, EachDecode: pr.EachDecode, HealthPath: pr.HealthPath}, &pr
+	return d.Router, nil
 }
 
 // PartCommands are the commands that serve disaggregated point p on one
@@ -165,6 +169,7 @@ func (spec *Spec) PartCommandsFor(p recommend.Point, v engine.Version) []PartCom
 	}
 	rt, packaged := spec.RecipeRouter(v)
 	router := PartCommand{Name: "router", Port: RouterPort, Argv: fill(rt)}
+	standIn := engine.IsStandInRouter(d.Router.Command)
 	switch {
 	case packaged != nil:
 		where := "not in " + spec.Engine.Title() + "'s image; the image " + packaged.Image + " has it"
@@ -173,8 +178,10 @@ func (spec *Spec) PartCommandsFor(p recommend.Point, v engine.Version) []PartCom
 		}
 		router.About = fmt.Sprintf("the router, %s: %s's, a package of its own (%s)", packaged.Name, spec.Engine.Title(), where)
 		router.Install = packaged.Install()
-		router.Measured = fill(d.Router)
-	case engine.IsStandInRouter(d.Router.Command):
+		if standIn {
+			router.Measured = fill(d.Router)
+		}
+	case standIn:
 		router.About = fmt.Sprintf("the router, servetune's stand-in, as measured: %s's projects package none for this KV connector; `make install` in servetune's source puts servetune on PATH", spec.Engine.Title())
 	}
 	return append(out, router)

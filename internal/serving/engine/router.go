@@ -120,7 +120,7 @@ func (r PackagedRouter) CheckArgv(argv []string) error {
 	if head < 0 {
 		head = len(r.Command)
 	}
-	if len(argv) < head || !slices.Equal(argv[:head], r.Command[:head]) {
+	if !r.Runs(argv) {
 		return fmt.Errorf("%s: %q does not start with %q", r.Name, argv, r.Command[:head])
 	}
 	seen := map[string]int{}
@@ -152,6 +152,16 @@ func (r PackagedRouter) CheckArgv(argv []string) error {
 		}
 	}
 	return nil
+}
+
+// Runs reports whether a router command template runs this router's
+// program: its words before the first flag are the router's.
+func (r PackagedRouter) Runs(cmd []string) bool {
+	head := slices.IndexFunc(r.Command, func(a string) bool { return strings.HasPrefix(a, "--") })
+	if head < 0 {
+		head = len(r.Command)
+	}
+	return len(cmd) >= head && slices.Equal(cmd[:head], r.Command[:head])
 }
 
 // IsStandInRouter reports whether a router command template is
