@@ -174,3 +174,62 @@ func TestDisaggregatedReadyNamesTheFailedPart(t *testing.T) {
 		}
 	}
 }
+
+// recordingLauncher starts nothing: it keeps each spec it is asked to
+// launch.
+type recordingLauncher struct{ specs []Spec }
+
+type idleInstance struct{}
+
+func (idleInstance) Endpoint() string            { return "http://127.0.0.1:1" }
+func (idleInstance) Ready(context.Context) error { return nil }
+func (idleInstance) Logs() string                { return "" }
+func (idleInstance) Stop(context.Context) error  { return nil }
+
+func (r *recordingLauncher) Launch(_ context.Context, spec Spec) (Instance, error) {
+	r.specs = append(r.specs, spec)
+	return idleInstance{}, nil
+}
+
+func (r *recordingLauncher) Capabilities() Capabilities { return Capabilities{} }
+
+// TestDisaggregatedPartsTakeTheirRolesSettings: each part is launched
+// with its role's batch limits (prefill_max_running_requests and the
+// like), rendered into its own engine flags.
+func TestDisaggregatedPartsTakeTheirRolesSettings(t *testing.T) {
+	base := &recordingLauncher{}
+	d := &Disaggregated{Base: base, Router: Router{Command: []string{"router", "--port", "{port}", "{prefill_urls}", "{decode_urls}"}}}
+	spec := disaggSpec(t)
+	spec.Settings["max_running_requests"] = 32
+	spec.Settings["prefill_max_running_requests"] = 4
+	spec.Settings["decode_max_running_requests"] = 128
+	spec.Settings["prefill_max_batched_tokens"] = 8192
+	spec.Settings["decode_max_batched_tokens"] = 512
+	in, err := d.Launch(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Stop(context.Background())
+	if len(base.specs) != 3 {
+		t.Fatalf("%d parts launched, want 3", len(base.specs))
+	}
+	for _, ps := range base.specs {
+		args, err := ps.Args()
+		if err != nil {
+			t.Fatal(err)
+		}
+		line := strings.Join(args, " ")
+		want := []string{"--max-num-seqs 4", "--max-num-batched-tokens 8192"}
+		if strings.HasPrefix(ps.Part, "decode") {
+			want = []string{"--max-num-seqs 128", "--max-num-batched-tokens 512"}
+		}
+		for _, w := range want {
+			if !strings.Contains(line, w) {
+				t.Errorf("%s launched with %q, lacking %s", ps.Part, line, w)
+			}
+		}
+		if strings.Contains(line, "prefill_") || strings.Contains(line, "decode_") {
+			t.Errorf("%s launched with a shape setting: %q", ps.Part, line)
+		}
+	}
+}

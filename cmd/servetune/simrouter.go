@@ -126,8 +126,11 @@ NixlConnector toy proxy. Each completion goes to a prefill engine (round-robin)
 with kv_transfer_params {"do_remote_decode": true} and one token, then with the
 kv_transfer_params it answered to a decode engine (round-robin), whose answer
 streams back unchanged. /health is 200 when every engine's is; /v1/models
-passes through. Real deployments run vLLM's proxy or router, or SGLang's
-(python -m sglang_router.launch_router --pd-disaggregation --prefill URL --decode URL).
+passes through. Real deployments run vLLM's router, a package of its own that
+sends the engines the same requests (pip install vllm-router; vllm-router
+--vllm-pd-disaggregation --prefill URL --decode URL), or SGLang's (python3 -m
+sglang_router.launch_router --pd-disaggregation --prefill URL --decode URL);
+servetune recommend prints theirs in place of this one.
 
 Router flags:
 ` + routerFlagsHelp(),

@@ -610,7 +610,7 @@ func newRecommendCmd() *cobra.Command {
 	cmd.Flags().StringVar(&engineVersion, "engine-version", "", "the engine release the command is for, e.g. 0.11.0 (default: the newest the flag table knows); its flags are checked against it")
 	cmd.Flags().StringVar(&format, "format", "", "vllm | sglang | docker | yaml | json | k8s (Deployment + Service) | kserve (ServingRuntime + InferenceService) (default: the study's engine)")
 	cmd.Flags().StringVar(&modelClaim, "model-claim", "", "with k8s or kserve and a local model: the PersistentVolumeClaim holding its files (default: NAME-model)")
-	cmd.Flags().StringVar(&routerImage, "router-image", "", "with k8s and a disaggregated recommendation: the image of the router's command (default: the engine's)")
+	cmd.Flags().StringVar(&routerImage, "router-image", "", "with k8s and a disaggregated recommendation: the image of the router's command (default: the printed router's own: vllm/vllm-router for vLLM's vllm-router, the engine's for SGLang's router and a study's own router)")
 	cmd.Flags().StringVar(&hfSecret, "hf-secret", "hf-token", `with k8s or kserve: the Secret whose key "token" holds the Hugging Face token ("" for none)`)
 	return cmd
 }
@@ -660,7 +660,9 @@ func writeManifests(w io.Writer, study *spec.Spec, rec recommend.Recommendation,
 	case disagg && format == "kserve":
 		return usageErrorf("--format kserve: the recommendation is disaggregated; --format k8s writes its parts' Deployments")
 	case disagg:
-		objs, err = disaggManifests(study, s, p, routerImage)
+		var image string
+		objs, image, err = disaggManifests(study, s, p, routerImage, ver)
+		routerImage = image
 	case format == "kserve":
 		rt, isvc, e := kube.KServe(s)
 		objs, err = []any{rt, isvc}, e
@@ -679,12 +681,15 @@ func writeManifests(w io.Writer, study *spec.Spec, rec recommend.Recommendation,
 	// the command come from the spec.
 	var cmdText string
 	if disagg {
-		cmdText = strings.Join(spec.Script(study.PartCommands(p)), "\n  ")
+		cmdText = strings.Join(spec.Script(study.PartCommandsFor(p, ver)), "\n  ")
 	} else {
 		cmdText = engine.ShellJoin(serveArgv(study, p, string(study.Engine)))
 	}
 	head := fmt.Sprintf("%s: trial %d at %s, best %s under SLO %s; as commands on one host:\n  %s\nfor %s %s: the image %s", study.Name, p.Trial, p.Label, pref.For(study.Tuner.Objective).Describe(study.Tuner.Objective), study.SLO, cmdText,
 		study.Engine, ver, s.Image)
+	if disagg {
+		head += "; the router's image " + routerImage
+	}
 	for _, r := range rec.Best.SLORisks(study.SLO) {
 		head += "\ncaution: " + r
 	}
@@ -708,9 +713,19 @@ func writeManifests(w io.Writer, study *spec.Spec, rec recommend.Recommendation,
 
 // disaggManifests are the manifests of disaggregated point p: per role a
 // Deployment of its engines and a Service, the router's Deployment in
-// front of the roles' Services and the Service clients use.
-func disaggManifests(study *spec.Spec, s kube.Serve, p recommend.Point, routerImage string) ([]any, error) {
+// front of the roles' Services and the Service clients use. The router is
+// the recipe's for release ver (spec.RecipeRouter), in routerImage, else
+// in an image that has its command (a packaged router's), else the
+// engine's; the image is returned beside the manifests.
+func disaggManifests(study *spec.Spec, s kube.Serve, p recommend.Point, routerImage string, ver engine.Version) ([]any, string, error) {
 	d := study.Disaggregation
+	router, packaged := study.RecipeRouter(ver)
+	if routerImage == "" {
+		routerImage = s.Image
+		if packaged != nil {
+			routerImage = packaged.Image
+		}
+	}
 	var parts []kube.Part
 	for _, part := range p.Settings.Parts() {
 		if part.Index > 0 { // the role's engines are one Deployment's replicas
@@ -724,12 +739,13 @@ func disaggManifests(study *spec.Spec, s kube.Serve, p recommend.Point, routerIm
 	for _, part := range parts {
 		urls[part.Role] = []string{kube.PartURL(s, part.Role)}
 	}
-	argv, err := engine.RouterArgv(d.Router.Command, d.Router.EachPrefill, d.Router.EachDecode, urls, "servetune")
+	argv, err := engine.RouterArgv(router.Command, router.EachPrefill, router.EachDecode, urls, "servetune")
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	argv = launcher.ExpandCommand(argv, study.Model, nil, "0.0.0.0", engine.ContainerPort)
-	return kube.Disaggregated(s, parts, kube.Router{Argv: redact.Args(argv), Image: routerImage, HealthPath: d.Router.HealthPath})
+	objs, err := kube.Disaggregated(s, parts, kube.Router{Argv: redact.Args(argv), Image: routerImage, HealthPath: router.HealthPath})
+	return objs, routerImage, err
 }
 
 // serveArgv returns the command that serves the recommendation, secret
@@ -922,14 +938,18 @@ func writeRecommendation(w io.Writer, study *spec.Spec, rec recommend.Recommenda
 	if alt != nil {
 		writeAlternative(w, study, best, alt.Best)
 	}
+	partsVer := engine.Version{} // the parts are the study's engine's: another engine's release is not theirs
+	if e == study.Engine {
+		partsVer = ver
+	}
 	argvs := [][]string{argv}
-	for _, c := range study.PartCommands(p) {
+	for _, c := range study.PartCommandsFor(p, partsVer) {
 		argvs = append(argvs, c.Argv)
 	}
 	for _, l := range versionLines(e, ver, argvs...) {
 		fmt.Fprint(w, "# "+wrap(l, 100, "#   ")[4:])
 	}
-	if parts := study.PartCommands(p); parts != nil {
+	if parts := study.PartCommandsFor(p, partsVer); parts != nil {
 		fmt.Fprintf(w, "# disaggregated on one host: %d engines in the background, each on its GPUs, and the router in front (on several hosts, each engine's host in the router's)\n", len(parts)-1)
 		for _, line := range spec.Script(parts) {
 			fmt.Fprintln(w, line)
@@ -980,20 +1000,24 @@ func writeAlternative(w io.Writer, study *spec.Spec, best, alt recommend.Candida
 	fmt.Fprintln(w, "#   "+engine.ShellJoin(serveArgv(study, p, string(study.Engine))))
 }
 
-// partJSON is one process of a disaggregated recommendation.
+// partJSON is one process of a disaggregated recommendation: the
+// router's with the line that installs it and the stand-in the study
+// measured in its place (spec.PartCommand).
 type partJSON struct {
-	Name    string   `json:"name"`
-	Role    string   `json:"role,omitempty"`
-	GPUs    []int    `json:"gpus,omitempty"`
-	Env     []string `json:"env,omitempty"`
-	Port    int      `json:"port"`
-	Command []string `json:"command"`
+	Name     string   `json:"name"`
+	Role     string   `json:"role,omitempty"`
+	GPUs     []int    `json:"gpus,omitempty"`
+	Env      []string `json:"env,omitempty"`
+	Port     int      `json:"port"`
+	Command  []string `json:"command"`
+	Install  string   `json:"install,omitempty"`
+	Measured []string `json:"measured,omitempty"`
 }
 
 func partsJSON(study *spec.Spec, p recommend.Point) []partJSON {
 	var out []partJSON
 	for _, c := range study.PartCommands(p) {
-		out = append(out, partJSON{Name: c.Name, Role: string(c.Role), GPUs: c.GPUs, Env: c.Env, Port: c.Port, Command: c.Argv})
+		out = append(out, partJSON{Name: c.Name, Role: string(c.Role), GPUs: c.GPUs, Env: c.Env, Port: c.Port, Command: c.Argv, Install: c.Install, Measured: c.Measured})
 	}
 	return out
 }

@@ -139,9 +139,11 @@ func checkDisaggRecommend(t *testing.T, bin, db, name string) {
 		t.Fatalf("recommend: %v\n%s", err, out)
 	}
 	type part struct {
-		Name    string   `json:"name"`
-		GPUs    []int    `json:"gpus"`
-		Command []string `json:"command"`
+		Name     string   `json:"name"`
+		GPUs     []int    `json:"gpus"`
+		Command  []string `json:"command"`
+		Install  string   `json:"install"`
+		Measured []string `json:"measured"`
 	}
 	var doc struct {
 		Shape       string `json:"shape"`
@@ -170,7 +172,10 @@ func checkDisaggRecommend(t *testing.T, bin, db, name string) {
 	if strings.Join(names, ",") != "prefill 0,decode 0,router" {
 		t.Fatalf("parts %v, want prefill 0, decode 0, router:\n%s", names, out)
 	}
-	if !slices.Contains(parts[0].Command, "--kv-transfer-config") || !slices.Contains(parts[2].Command, "--prefiller-ports") ||
+	// The recipe's router is vLLM's packaged one; the stand-in the study
+	// measured is named beside it.
+	if !slices.Contains(parts[0].Command, "--kv-transfer-config") || !slices.Contains(parts[2].Command, "--vllm-pd-disaggregation") ||
+		!strings.HasPrefix(parts[2].Install, "pip install vllm-router==") || !slices.Contains(parts[2].Measured, "--prefiller-ports") ||
 		slices.Equal(parts[0].GPUs, parts[1].GPUs) {
 		t.Errorf("part commands %+v", parts)
 	}
@@ -199,7 +204,7 @@ func checkDisaggRecommend(t *testing.T, bin, db, name string) {
 		t.Fatalf("recommend --format k8s: %v\n%s", err, k8s)
 	}
 	for _, want := range []string{"name: vllm-llama-3-1-8b-instruct-prefill", "name: vllm-llama-3-1-8b-instruct-decode",
-		"name: vllm-llama-3-1-8b-instruct-router", "name: vllm-llama-3-1-8b-instruct\n", "- vllm-llama-3-1-8b-instruct-prefill", "- 0.0.0.0"} {
+		"name: vllm-llama-3-1-8b-instruct-router", "name: vllm-llama-3-1-8b-instruct\n", "- http://vllm-llama-3-1-8b-instruct-prefill:8000", "- 0.0.0.0", "image: vllm/vllm-router:v"} {
 		if !strings.Contains(string(k8s), want) {
 			t.Errorf("manifests lack %q:\n%s", want, k8s)
 		}

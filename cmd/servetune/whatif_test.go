@@ -171,7 +171,7 @@ func TestWhatifShapesCLI(t *testing.T) {
 	}
 	text := stdout.String()
 	for _, want := range []string{"shape", "aggregated", "P1xTP1:D1xTP1", "wins for this workload and SLO", "(infiniband KV link)",
-		"prefill x1 (1 GPUs each): vllm serve llama-3.1-8b", "--kv-transfer-config", "router: python3 toy_proxy_server.py"} {
+		"prefill x1 (1 GPUs each): vllm serve llama-3.1-8b", "--kv-transfer-config", "router: vllm-router --vllm-pd-disaggregation"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("output lacks %q:\n%s", want, text)
 		}

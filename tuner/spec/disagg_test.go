@@ -123,3 +123,58 @@ func TestPartCommandsNixlSideChannel(t *testing.T) {
 		}
 	}
 }
+
+// TestRecipeRouter: a study that measured servetune's stand-in router
+// prints the router its engine's projects package (with the line that
+// installs it, the stand-in named as what was measured); one whose
+// connector they package none for keeps the stand-in, saying so; a
+// study's own router is printed as it was measured.
+func TestRecipeRouter(t *testing.T) {
+	p := recommend.Point{Settings: space.Settings{"disaggregated": true, "prefill_replicas": 2, "tensor_parallel": 1}}
+	router := func(src string) spec.PartCommand {
+		t.Helper()
+		study, err := parseSpec([]byte(src), "d.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts := study.PartCommands(p)
+		return parts[len(parts)-1]
+	}
+	r := router(disaggSpec)
+	want := "vllm-router --vllm-pd-disaggregation --host 127.0.0.1 --port 8000 --prefill http://127.0.0.1:8100 --prefill http://127.0.0.1:8101 --decode http://127.0.0.1:8102"
+	if got := strings.Join(r.Argv, " "); got != want {
+		t.Errorf("router %s\nwant %s", got, want)
+	}
+	if r.Install != "pip install vllm-router=="+engine.VLLMRouterRelease || !strings.Contains(strings.Join(r.Measured, " "), "servetune sim router --port 8000 --prefiller-hosts 127.0.0.1 127.0.0.1") {
+		t.Errorf("install %q, measured %q", r.Install, r.Measured)
+	}
+	script := strings.Join(spec.Script([]spec.PartCommand{r}), "\n")
+	for _, w := range []string{"# pip install vllm-router==", "\n" + want + "\n", "# the study measured servetune's stand-in", "#   servetune sim router"} {
+		if !strings.Contains(script, w) {
+			t.Errorf("script lacks %q:\n%s", w, script)
+		}
+	}
+
+	nccl := strings.Replace(disaggSpec, "kv_connector: NixlConnector", "kv_connector: P2pNcclConnector", 1)
+	r = router(nccl)
+	if r.Argv[0] != "servetune" || r.Install != "" || r.Measured != nil || !strings.Contains(r.About, "package none") {
+		t.Errorf("P2pNcclConnector: router %q, install %q, about %q", r.Argv, r.Install, r.About)
+	}
+
+	own := strings.Replace(disaggSpec, `router: ["{servetune}", sim, router,`, `router: [python3, toy_proxy_server.py,`, 1)
+	r = router(own)
+	if r.Argv[0] != "python3" || r.Install != "" || r.About != "" || r.Measured != nil {
+		t.Errorf("the study's own router: %q, install %q, about %q", r.Argv, r.Install, r.About)
+	}
+	// A study that measured vllm-router itself prints it as measured,
+	// with the line that installs it.
+	vr := strings.Replace(disaggSpec, `router: ["{servetune}", sim, router, --port, "{port}", --prefiller-hosts, "{prefill_hosts}", --prefiller-ports, "{prefill_ports}", --decoder-hosts, "{decode_hosts}", --decoder-ports, "{decode_ports}"]`,
+		`router: [vllm-router, --vllm-pd-disaggregation, --port, "{port}", --policy, round_robin]
+  router_each_prefill: [--prefill, "{url}"]
+  router_each_decode: [--decode, "{url}"]`, 1)
+	r = router(vr)
+	if got := strings.Join(r.Argv, " "); !strings.HasPrefix(got, "vllm-router --vllm-pd-disaggregation --port 8000 --policy round_robin --prefill") ||
+		r.Install == "" || r.Measured != nil {
+		t.Errorf("a study's vllm-router: %s, install %q, measured %q", got, r.Install, r.Measured)
+	}
+}

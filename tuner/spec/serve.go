@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"fmt"
 	"net"
 	"strconv"
 	"strings"
@@ -67,6 +68,13 @@ type PartCommand struct {
 	Env  []string
 	Port int
 	Argv []string // secret flags' values redacted
+	// The router's alone: About says which router it is and where it
+	// comes from, Install is the line that installs its command where the
+	// engines run (both "" for the study's own router), and Measured is
+	// the router the study measured when the recipe starts another
+	// (servetune's stand-in), filled as Argv is.
+	About, Install string
+	Measured       []string
 }
 
 // Router ports on one host: the router where clients send, its engines
@@ -81,12 +89,50 @@ const (
 	NixlSideChannelBase = 5600
 )
 
+// RecipeRouter is the router a printed recipe for release v of the
+// study's engine starts (v zero: the release the study's image names,
+// else the newest the flag table knows). It is the study's own router
+// command, unless that is servetune's stand-in (engine.IsStandInRouter),
+// which no engine installation has: then it is the router the engine's
+// projects package for the study's KV connector (engine.RouterFor), and
+// the stand-in is what the study measured. Where they package none, the
+// stand-in stays. packaged is the packaged router the recipe starts (the
+// substitute, or the study's own router when it runs that router's
+// program), nil for another. A study without a disaggregation section
+// has no router.
+func (spec *Spec) RecipeRouter(v engine.Version) (r Router, packaged *engine.PackagedRouter) {
+	d := spec.Disaggregation
+	if d == nil {
+		return Router{}, nil
+	}
+	if v == (engine.Version{}) {
+		v = engine.Release(spec.Engine, spec.Image())
+	}
+	pr, ok := engine.RouterFor(spec.Engine, v, d.KV)
+	switch {
+	case !ok:
+		return d.Router, nil
+	case engine.IsStandInRouter(d.Router.Command):
+		return Router{Command: pr.Command, EachPrefill: pr.EachPrefill, EachDecode: pr.EachDecode, HealthPath: pr.HealthPath}, &pr
+	case pr.Runs(d.Router.Command):
+		return d.Router, &pr
+	}
+	return d.Router, nil
+}
+
 // PartCommands are the commands that serve disaggregated point p on one
-// host: each engine of the study's engine on GPUs of its own and a port
-// from PartPortBase, with its role's flags, then the router on RouterPort
-// in front of them. nil for an aggregated point or a study without a
-// disaggregation section.
+// host (PartCommandsFor the release the study's image names).
 func (spec *Spec) PartCommands(p recommend.Point) []PartCommand {
+	return spec.PartCommandsFor(p, engine.Version{})
+}
+
+// PartCommandsFor are the commands that serve disaggregated point p on
+// one host with release v of the study's engine: each engine on GPUs of
+// its own and a port from PartPortBase, with its role's flags and
+// settings, then the router on RouterPort in front of them (RecipeRouter,
+// with the line that installs it). nil for an aggregated point or a study
+// without a disaggregation section.
+func (spec *Spec) PartCommandsFor(p recommend.Point, v engine.Version) []PartCommand {
 	parts := p.Settings.Parts()
 	if parts == nil || spec.Disaggregation == nil {
 		return nil
@@ -112,20 +158,48 @@ func (spec *Spec) PartCommands(p recommend.Point) []PartCommand {
 		out = append(out, PartCommand{Name: part.Name(), Role: part.Role, GPUs: gpus, Env: env, Port: port, Argv: redact.Args(argv)})
 		urls[part.Role] = append(urls[part.Role], "http://"+net.JoinHostPort(host, strconv.Itoa(port)))
 	}
-	// The URLs above always parse: RouterArgv has nothing to refuse.
-	argv, _ := engine.RouterArgv(d.Router.Command, d.Router.EachPrefill, d.Router.EachDecode, urls, "servetune")
-	r := strings.NewReplacer("{host}", host, "{port}", strconv.Itoa(RouterPort), "{model}", spec.Model)
-	for i, a := range argv {
-		argv[i] = r.Replace(a)
+	fill := func(rt Router) []string {
+		// The URLs above always parse: RouterArgv has nothing to refuse.
+		argv, _ := engine.RouterArgv(rt.Command, rt.EachPrefill, rt.EachDecode, urls, "servetune")
+		r := strings.NewReplacer("{host}", host, "{port}", strconv.Itoa(RouterPort), "{model}", spec.Model)
+		for i, a := range argv {
+			argv[i] = r.Replace(a)
+		}
+		return redact.Args(argv)
 	}
-	return append(out, PartCommand{Name: "router", Port: RouterPort, Argv: redact.Args(argv)})
+	rt, packaged := spec.RecipeRouter(v)
+	router := PartCommand{Name: "router", Port: RouterPort, Argv: fill(rt)}
+	standIn := engine.IsStandInRouter(d.Router.Command)
+	switch {
+	case packaged != nil:
+		where := "not in " + spec.Engine.Title() + "'s image; the image " + packaged.Image + " has it"
+		if packaged.InEngineImage {
+			where = "also in " + spec.Engine.Title() + "'s image, " + packaged.Image
+		}
+		router.About = fmt.Sprintf("the router, %s: %s's, a package of its own (%s)", packaged.Name, spec.Engine.Title(), where)
+		router.Install = packaged.Install()
+		if standIn {
+			router.Measured = fill(d.Router)
+		}
+	case standIn:
+		router.About = fmt.Sprintf("the router, servetune's stand-in, as measured: %s's projects package none for this KV connector; `make install` in servetune's source puts servetune on PATH", spec.Engine.Title())
+	}
+	return append(out, router)
 }
 
 // Script is the commands as lines of a shell script: the engines in the
-// background, each on its GPUs, then the router.
+// background, each on its GPUs, then the router, headed by comments that
+// say which it is and the line that installs it, and followed by the
+// stand-in the study measured in its place, as a comment.
 func Script(cmds []PartCommand) []string {
 	var out []string
 	for _, c := range cmds {
+		if c.About != "" {
+			out = append(out, "# "+c.About)
+		}
+		if c.Install != "" {
+			out = append(out, "# "+c.Install)
+		}
 		line := engine.ShellJoin(c.Argv)
 		if c.Role != "" {
 			ids := make([]string, len(c.GPUs))
@@ -136,6 +210,10 @@ func Script(cmds []PartCommand) []string {
 			line = strings.Join(env, " ") + " " + line + " &"
 		}
 		out = append(out, line)
+		if len(c.Measured) > 0 {
+			out = append(out, "# the study measured servetune's stand-in for it (`make install` in servetune's source puts servetune on PATH):",
+				"#   "+engine.ShellJoin(c.Measured))
+		}
 	}
 	return out
 }

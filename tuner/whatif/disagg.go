@@ -160,37 +160,32 @@ func (r *Row) fillDisagg(o Options, model string, set engine.Settings) {
 		r.Prefill.Replicas, r.Prefill.ServeCommand, r.Decode.Replicas, r.Decode.ServeCommand, r.RouterCommand)
 }
 
-// routerCommand is the engine project's router over p prefill and d
-// decode engines, their addresses left as placeholders: SGLang's router,
-// or vLLM's NixlConnector proxy (its toy proxy's flags; vLLM's router
-// takes the same roles). `servetune sim router` takes the proxy's flags.
+// routerCommand is the router the engine's projects package
+// (engine.RouterFor: vLLM's vllm-router, SGLang's sglang_router) over p
+// prefill and d decode engines, their base URLs left as placeholders
+// (PREFILL_0_URL, ...), listening on engine.ContainerPort.
 func routerCommand(e engine.Engine, p, d int) string {
-	hosts := func(role string, n int, what string) []string {
-		out := make([]string, n)
-		for i := range out {
-			out[i] = strings.ToUpper(role) + "_" + strconv.Itoa(i) + "_" + what
-		}
-		return out
+	r, ok := engine.RouterFor(e, engine.Version{}, engine.KVTransfer{})
+	if !ok {
+		return ""
 	}
+	fill := strings.NewReplacer("{host}", "0.0.0.0", "{port}", strconv.Itoa(engine.ContainerPort))
 	var argv []string
-	if e == engine.SGLang {
-		argv = []string{"python3", "-m", "sglang_router.launch_router", "--pd-disaggregation"}
-		for _, u := range hosts("prefill", p, "URL") {
-			argv = append(argv, "--prefill", u)
-		}
-		for _, u := range hosts("decode", d, "URL") {
-			argv = append(argv, "--decode", u)
-		}
-		return engine.ShellJoin(argv)
+	for _, a := range r.Command {
+		argv = append(argv, fill.Replace(a))
 	}
-	argv = []string{"python3", "toy_proxy_server.py", "--port", "8000", "--prefiller-hosts"}
-	argv = append(argv, hosts("prefill", p, "HOST")...)
-	argv = append(argv, "--prefiller-ports")
-	argv = append(argv, hosts("prefill", p, "PORT")...)
-	argv = append(argv, "--decoder-hosts")
-	argv = append(argv, hosts("decode", d, "HOST")...)
-	argv = append(argv, "--decoder-ports")
-	argv = append(argv, hosts("decode", d, "PORT")...)
+	for _, each := range []struct {
+		role string
+		n    int
+		args []string
+	}{{"PREFILL", p, r.EachPrefill}, {"DECODE", d, r.EachDecode}} {
+		for i := range each.n {
+			u := strings.NewReplacer("{url}", each.role+"_"+strconv.Itoa(i)+"_URL")
+			for _, a := range each.args {
+				argv = append(argv, u.Replace(a))
+			}
+		}
+	}
 	return engine.ShellJoin(argv)
 }
 

@@ -56,7 +56,7 @@ func TestWhatifDisaggregated(t *testing.T) {
 		if tp, _ := p.Settings.Int("tensor_parallel"); tp*p.Replicas != p.GPUs {
 			t.Errorf("row %s: prefill settings %v on %d GPUs", r.Name(), p.Settings, p.GPUs)
 		}
-		if !strings.Contains(r.RouterCommand, "--prefiller-hosts") || r.KVLink != "nvlink" {
+		if !strings.HasPrefix(r.RouterCommand, "vllm-router --vllm-pd-disaggregation") || !strings.Contains(r.RouterCommand, "--prefill PREFILL_0_URL") || r.KVLink != "nvlink" {
 			t.Errorf("row %s: router %q, link %q", r.Name(), r.RouterCommand, r.KVLink)
 		}
 		b, _ := json.Marshal(r)

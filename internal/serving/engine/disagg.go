@@ -81,10 +81,32 @@ const EnvSimKVLink = "SERVETUNE_SIM_KV_LINK"
 
 func init() { simEnv = append(simEnv, struct{ name, setting string }{EnvSimKVLink, "sim_kv_link"}) }
 
+// roleSettings are the engine settings a disaggregated configuration may
+// set per role: prefill_X and decode_X are X of that role's engines (the
+// configuration's X where unset). Prefill engines run few long prompts
+// at once and decode engines many short steps, so their batch limits are
+// searched apart.
+var roleSettings = []string{"tensor_parallel", "max_running_requests", "max_batched_tokens"}
+
 // shapeNames are the settings that say how a configuration is split into
 // parts; no part's engine takes them.
-var shapeNames = []string{"disaggregated", "prefill_replicas", "decode_replicas",
-	"prefill_tensor_parallel", "decode_tensor_parallel"}
+var shapeNames = func() []string {
+	names := []string{"disaggregated", "prefill_replicas", "decode_replicas"}
+	for _, role := range []Role{Prefill, Decode} {
+		for _, n := range roleSettings {
+			names = append(names, RoleSetting(role, n))
+		}
+	}
+	return names
+}()
+
+// RoleSetting is the name of setting name for role's engines alone:
+// "prefill_max_running_requests".
+func RoleSetting(role Role, name string) string { return string(role) + "_" + name }
+
+// RoleSettings returns the settings a disaggregated configuration may set
+// per role (RoleSetting names each role's).
+func RoleSettings() []string { return append([]string(nil), roleSettings...) }
 
 // ShapeNames returns the settings of a deployment's shape.
 func ShapeNames() []string { return append([]string(nil), shapeNames...) }
@@ -117,7 +139,7 @@ func (s Settings) Disaggregated() bool {
 type Part struct {
 	Role     Role
 	Index    int      // among the parts of its role, from 0
-	Settings Settings // the engine's own: the configuration's, less the shape, with the role's tensor_parallel
+	Settings Settings // the engine's own: the configuration's, less the shape, with the role's settings (RoleSetting)
 }
 
 // Name is how messages and labels name the part: "prefill 0", "decode 1".
@@ -127,9 +149,11 @@ func (p Part) Name() string { return string(p.Role) + " " + strconv.Itoa(p.Index
 func (p Part) GPUs() int { return p.Settings.GPUs() }
 
 // Parts splits a disaggregated configuration into its engines, the prefill
-// ones first: prefill_replicas engines (default 1) with tensor_parallel
-// set to prefill_tensor_parallel (default the configuration's), then
-// the decode ones likewise. An aggregated configuration gives nil.
+// ones first: prefill_replicas engines (default 1) with tensor_parallel,
+// max_running_requests and max_batched_tokens set to
+// prefill_tensor_parallel, prefill_max_running_requests and
+// prefill_max_batched_tokens (each default the configuration's), then the
+// decode ones likewise. An aggregated configuration gives nil.
 func (s Settings) Parts() []Part {
 	if !s.Disaggregated() {
 		return nil
@@ -145,8 +169,10 @@ func (s Settings) Parts() []Part {
 			n = 1
 		}
 		set := base.Clone()
-		if tp, ok := s.Int(string(role) + "_tensor_parallel"); ok && tp > 0 {
-			set["tensor_parallel"] = tp
+		for _, name := range roleSettings {
+			if v, ok := s.Int(RoleSetting(role, name)); ok && v > 0 {
+				set[name] = v
+			}
 		}
 		for i := range n {
 			out = append(out, Part{Role: role, Index: i, Settings: set.Clone()})

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -41,6 +43,46 @@ func TestPartsSplitTheShape(t *testing.T) {
 	d := Settings{"disaggregated": true, "tensor_parallel": 2}
 	if got := d.GPUs(); got != 4 {
 		t.Errorf("default shape GPUs = %d, want 2+2", got)
+	}
+}
+
+// TestPartsTakeTheirRolesBatchLimits: prefill_X and decode_X set X of
+// their role's engines only, the other role keeping the configuration's,
+// and each engine's command carries its own.
+func TestPartsTakeTheirRolesBatchLimits(t *testing.T) {
+	s := Settings{"disaggregated": true, "max_running_requests": 64, "max_batched_tokens": 2048,
+		"prefill_max_running_requests": 8, "prefill_max_batched_tokens": 16384, "decode_max_running_requests": 256}
+	want := map[Role][2]int{Prefill: {8, 16384}, Decode: {256, 2048}}
+	for _, p := range s.Parts() {
+		seqs, _ := p.Settings.Int("max_running_requests")
+		toks, _ := p.Settings.Int("max_batched_tokens")
+		if [2]int{seqs, toks} != want[p.Role] {
+			t.Errorf("%s: max_running_requests %d, max_batched_tokens %d; want %v", p.Name(), seqs, toks, want[p.Role])
+		}
+		argv := ServeCommand(VLLM, "m", p.Settings, nil)
+		line := ShellJoin(argv)
+		for _, f := range []string{"--max-num-seqs " + strconv.Itoa(want[p.Role][0]), "--max-num-batched-tokens " + strconv.Itoa(want[p.Role][1])} {
+			if !strings.Contains(line, f) {
+				t.Errorf("%s: %s lacks %s", p.Name(), line, f)
+			}
+		}
+	}
+	for _, role := range []Role{Prefill, Decode} {
+		for _, n := range RoleSettings() {
+			if !slices.Contains(ShapeNames(), RoleSetting(role, n)) {
+				t.Errorf("%s is no shape setting", RoleSetting(role, n))
+			}
+			if _, err := Render(VLLM, Settings{RoleSetting(role, n): 2}); err != nil {
+				t.Errorf("%s: %v", RoleSetting(role, n), err)
+			}
+		}
+	}
+	// An aggregated configuration's role settings configure nothing: it
+	// is one configuration whatever they say.
+	a := Settings{"disaggregated": false, "max_running_requests": 64, "prefill_max_running_requests": 8}
+	b := Settings{"disaggregated": false, "max_running_requests": 64, "prefill_max_running_requests": 16}
+	if a.Key() != b.Key() {
+		t.Errorf("aggregated keys differ by a role setting: %s, %s", a.Key(), b.Key())
 	}
 }
 

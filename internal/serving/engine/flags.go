@@ -251,7 +251,8 @@ var table = []setting{
 	// The deployment's shape (docs/spec.md (`disaggregation`)): no
 	// engine flag of their own. A disaggregated configuration
 	// is split into prefill and decode engines (Parts), each with the other
-	// settings and its own tensor_parallel; the role flags below and the
+	// settings and its role's own tensor_parallel, max_running_requests
+	// and max_batched_tokens (roleSettings); the role flags below and the
 	// study's router join them.
 	{name: "disaggregated", typ: Bool, tunable: true,
 		doc: "serve with separate prefill and decode engines behind a router (false: one aggregated engine)"},
@@ -263,6 +264,14 @@ var table = []setting{
 		doc: "disaggregated: tensor parallel size of each prefill engine (default tensor_parallel)"},
 	{name: "decode_tensor_parallel", typ: Int, min: 1, tunable: true,
 		doc: "disaggregated: tensor parallel size of each decode engine (default tensor_parallel)"},
+	{name: "prefill_max_running_requests", typ: Int, min: 1, tunable: true,
+		doc: "disaggregated: max_running_requests of each prefill engine (default max_running_requests)"},
+	{name: "decode_max_running_requests", typ: Int, min: 1, tunable: true,
+		doc: "disaggregated: max_running_requests of each decode engine (default max_running_requests)"},
+	{name: "prefill_max_batched_tokens", typ: Int, min: 1, tunable: true,
+		doc: "disaggregated: max_batched_tokens of each prefill engine (default max_batched_tokens)"},
+	{name: "decode_max_batched_tokens", typ: Int, min: 1, tunable: true,
+		doc: "disaggregated: max_batched_tokens of each decode engine (default max_batched_tokens)"},
 
 	// Server settings: read from command lines, never tuned.
 	// The simulated engine takes either spelling with either engine's flags
