@@ -2,6 +2,7 @@ package kube
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -79,6 +80,14 @@ func Disaggregated(s Serve, parts []Part, r Router) ([]any, error) {
 		}
 		n := int32(max(p.Replicas, 1))
 		d.Spec.Replicas = &n
+		if s.Engine == engine.VLLM && nixl(p.Extra) {
+			// NixlConnector's side channel listens on the host it is
+			// told (localhost by default); a pod's peers reach it at the
+			// pod's IP (docs/spec.md, "The printed router").
+			c := &d.Spec.Template.Spec.Containers[0]
+			c.Env = append(c.Env, corev1.EnvVar{Name: "VLLM_NIXL_SIDE_CHANNEL_HOST",
+				ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}})
+		}
 		objs = append(objs, d, svc)
 	}
 	if r.Image != "" {
@@ -133,4 +142,9 @@ func Disaggregated(s Serve, parts []Part, r Router) ([]any, error) {
 		},
 	}
 	return append(objs, d, svc), nil
+}
+
+// nixl says whether a part's flags configure vLLM's NixlConnector.
+func nixl(extra []string) bool {
+	return slices.ContainsFunc(extra, func(a string) bool { return strings.Contains(a, "NixlConnector") })
 }

@@ -69,6 +69,12 @@ func TestDisaggregatedManifests(t *testing.T) {
 		if _, ok := c.Settings["disaggregated"]; ok {
 			t.Errorf("%s carries the shape", d.Name)
 		}
+		// NixlConnector's peers reach its side channel at the pod's IP.
+		env := d.Spec.Template.Spec.Containers[0].Env
+		i := slices.IndexFunc(env, func(e corev1.EnvVar) bool { return e.Name == "VLLM_NIXL_SIDE_CHANNEL_HOST" })
+		if i < 0 || env[i].ValueFrom == nil || env[i].ValueFrom.FieldRef == nil || env[i].ValueFrom.FieldRef.FieldPath != "status.podIP" {
+			t.Errorf("%s: no VLLM_NIXL_SIDE_CHANNEL_HOST from the pod's IP in %+v", d.Name, env)
+		}
 	}
 	rc := router.Spec.Template.Spec.Containers[0]
 	if !slices.Contains(rc.Command, "vllm-llama-3-1-8b-instruct-prefill") || len(rc.Resources.Limits) != 0 {
