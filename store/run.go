@@ -56,9 +56,10 @@ type BeginOptions struct {
 	UpdateSpec bool
 }
 
-// Run is one run of a study: the process that tunes it now, holding its
-// lease. Begin starts it; trials start and finish through it; End closes it.
-type Run struct {
+// Lease is one process's hold on a study while it tunes it: Begin takes it
+// (and renews it in the background), trials start and finish through it,
+// End gives it up.
+type Lease struct {
 	s     *Store
 	Study Study
 	Owner proc.Owner
@@ -74,7 +75,7 @@ type Run struct {
 // interrupted. A study another live run owns is an *OwnedError whatever the
 // options. It returns the run and the study's trials so far. The run renews
 // its lease until End.
-func (s *Store) Begin(ctx context.Context, st Study, opts BeginOptions) (*Run, []Trial, error) {
+func (s *Store) Begin(ctx context.Context, st Study, opts BeginOptions) (*Lease, []Trial, error) {
 	owner := opts.Owner
 	if owner.Run == "" {
 		owner = proc.NewRun()
@@ -111,7 +112,7 @@ func (s *Store) Begin(ctx context.Context, st Study, opts BeginOptions) (*Run, [
 		return nil, nil, err
 	}
 	run := s.startRun(old, owner)
-	fail := func(err error) (*Run, []Trial, error) {
+	fail := func(err error) (*Lease, []Trial, error) {
 		run.release(context.WithoutCancel(ctx))
 		return nil, nil, err
 	}
@@ -219,14 +220,14 @@ func (s *Store) takeLease(ctx context.Context, st Study, owner proc.Owner) error
 }
 
 // startRun starts the heartbeat of a run that holds its lease.
-func (s *Store) startRun(st Study, owner proc.Owner) *Run {
-	r := &Run{s: s, Study: st, Owner: owner, stop: make(chan struct{})}
+func (s *Store) startRun(st Study, owner proc.Owner) *Lease {
+	r := &Lease{s: s, Study: st, Owner: owner, stop: make(chan struct{})}
 	r.done.Go(r.heartbeat)
 	return r
 }
 
 // heartbeat renews the lease until the run ends.
-func (r *Run) heartbeat() {
+func (r *Lease) heartbeat() {
 	t := time.NewTicker(LeaseHeartbeat)
 	defer t.Stop()
 	for {
@@ -246,7 +247,7 @@ func (r *Run) heartbeat() {
 }
 
 // holds checks, inside a write, that the run still owns the study.
-func (r *Run) holds(ctx context.Context, tx *sql.Tx) error {
+func (r *Lease) holds(ctx context.Context, tx *sql.Tx) error {
 	var n int
 	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM owners WHERE study_id = ? AND owner = ?`,
 		r.Study.ID, r.Owner.String()).Scan(&n); err != nil {
@@ -259,7 +260,7 @@ func (r *Run) holds(ctx context.Context, tx *sql.Tx) error {
 }
 
 // release stops the heartbeat and gives the lease up.
-func (r *Run) release(ctx context.Context) error {
+func (r *Lease) release(ctx context.Context) error {
 	var err error
 	r.once.Do(func() {
 		close(r.stop)
@@ -274,20 +275,20 @@ func (r *Run) release(ctx context.Context) error {
 
 // StartTrial commits trial number as running (Store.StartTrial), while the
 // run holds the study.
-func (r *Run) StartTrial(ctx context.Context, number int, settings engine.Settings, gpus []int) error {
+func (r *Lease) StartTrial(ctx context.Context, number int, settings engine.Settings, gpus []int) error {
 	return r.s.startTrial(ctx, r.holds, r.Study.ID, number, nil, settings, gpus)
 }
 
 // StartConfirmation commits trial number as running, a confirmation run of
 // trial confirms (Trial.Confirms).
-func (r *Run) StartConfirmation(ctx context.Context, number, confirms int, settings engine.Settings, gpus []int) error {
+func (r *Lease) StartConfirmation(ctx context.Context, number, confirms int, settings engine.Settings, gpus []int) error {
 	return r.s.startTrial(ctx, r.holds, r.Study.ID, number, &confirms, settings, gpus)
 }
 
 // FinishTrial stores a trial's outcome in one transaction
 // (Store.FinishTrial), while the run holds the study; res.StudyID is the
 // run's.
-func (r *Run) FinishTrial(ctx context.Context, res TrialResult) error {
+func (r *Lease) FinishTrial(ctx context.Context, res TrialResult) error {
 	res.StudyID = r.Study.ID
 	return r.s.finishTrial(ctx, r.holds, res)
 }
@@ -295,7 +296,7 @@ func (r *Run) FinishTrial(ctx context.Context, res TrialResult) error {
 // End closes the run with status StudyFinished, StudyFailed or
 // StudyInterrupted: trials still running are marked interrupted, to be
 // re-run by a later resume, and the lease is given up.
-func (r *Run) End(ctx context.Context, status string) error {
+func (r *Lease) End(ctx context.Context, status string) error {
 	if _, err := r.s.InterruptRunning(ctx, r.Study.ID); err != nil {
 		r.release(ctx)
 		return err
@@ -310,7 +311,7 @@ func (r *Run) End(ctx context.Context, status string) error {
 // SetQualityBaseline stores the quality gate's measurement of the
 // baseline configuration (Study.QualityBaseline), while the run holds the
 // study.
-func (r *Run) SetQualityBaseline(ctx context.Context, baseline string) error {
+func (r *Lease) SetQualityBaseline(ctx context.Context, baseline string) error {
 	err := r.s.write(ctx, func(tx *sql.Tx) error {
 		if err := r.holds(ctx, tx); err != nil {
 			return err
@@ -327,7 +328,7 @@ func (r *Run) SetQualityBaseline(ctx context.Context, baseline string) error {
 
 // SetStop stores that the study stopped early (Study.Stop), while the run
 // holds it.
-func (r *Run) SetStop(ctx context.Context, stop Stop) error {
+func (r *Lease) SetStop(ctx context.Context, stop Stop) error {
 	err := r.s.write(ctx, func(tx *sql.Tx) error {
 		if err := r.holds(ctx, tx); err != nil {
 			return err
@@ -347,7 +348,7 @@ func (r *Run) SetStop(ctx context.Context, stop Stop) error {
 // (Store.Forecasts), replacing one stored before (a resumed study
 // forecasts again), while the run holds it. It keeps the first
 // MaxForecasts: the caller puts first what must survive the bound.
-func (r *Run) SetForecast(ctx context.Context, fcs []Forecast) error {
+func (r *Lease) SetForecast(ctx context.Context, fcs []Forecast) error {
 	fcs = fcs[:min(len(fcs), MaxForecasts)]
 	rows := make([]string, len(fcs))
 	for i, f := range fcs {
@@ -393,7 +394,7 @@ func (r *Run) SetForecast(ctx context.Context, fcs []Forecast) error {
 }
 
 // Trials returns the study's trials (Store.Trials).
-func (r *Run) Trials(ctx context.Context) ([]Trial, error) { return r.s.Trials(ctx, r.Study.ID) }
+func (r *Lease) Trials(ctx context.Context) ([]Trial, error) { return r.s.Trials(ctx, r.Study.ID) }
 
 // DeleteStudy removes a study and everything stored of it; a study a live
 // run owns is an *OwnedError, and an unknown name ErrNotFound.

@@ -941,7 +941,7 @@ func (s *Store) GPUSamples(ctx context.Context, trialID int64) ([]gpu.Sample, er
 }
 
 // Forecasts returns the sampler's forecast stored with the study
-// (Run.SetForecast), in the order it was stored; none for a study whose
+// (Lease.SetForecast), in the order it was stored; none for a study whose
 // sampler forecasts nothing.
 func (s *Store) Forecasts(ctx context.Context, studyID int64) ([]Forecast, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT settings, value, met, p_start, failure FROM forecasts WHERE study_id = ? ORDER BY idx`, studyID)

@@ -35,7 +35,7 @@ type Evaluator interface {
 // memory (store.Open(ctx, ":memory:")).
 type Store interface {
 	GetStudy(ctx context.Context, name string) (store.Study, error)
-	Begin(ctx context.Context, st store.Study, opts store.BeginOptions) (*store.Run, []store.Trial, error)
+	Begin(ctx context.Context, st store.Study, opts store.BeginOptions) (*store.Lease, []store.Trial, error)
 }
 
 // ErrStudyExists is returned by Run when the study is already in the store
@@ -100,7 +100,7 @@ type Study struct {
 
 // Forecaster is a Sampler that forecast the space before proposing (the
 // guided sampler): Forecasts is its view of each configuration, which the
-// study stores (store.Run.SetForecast) for the report to show beside
+// study stores (store.Lease.SetForecast) for the report to show beside
 // values no trial measured; best first, as the store keeps the first
 // store.MaxForecasts.
 type Forecaster interface {
@@ -245,7 +245,7 @@ func (s *Study) Run(ctx context.Context) (Outcome, error) {
 // most useful refusal: another live owner or an existing name (Begin),
 // then a resume's changed spec, then what would make every trial fail
 // (preflight). Nothing is stored before every check passed.
-func (s *Study) open(ctx context.Context) (*store.Run, []store.Trial, error) {
+func (s *Study) open(ctx context.Context) (*store.Lease, []store.Trial, error) {
 	study := s.Spec
 	text := store.RedactSpec(study.Text) // as the store keeps it, to compare like with like
 	old, err := s.Store.GetStudy(ctx, study.Name)
@@ -354,7 +354,7 @@ func (s *Study) evaluator(self proc.Owner) (Evaluator, func()) {
 type studyRun struct {
 	s       *Study
 	sampler sampler.Sampler
-	run     *store.Run
+	run     *store.Lease
 	eval    Evaluator
 	total   int
 
