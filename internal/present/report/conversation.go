@@ -41,7 +41,7 @@ type convRow struct {
 }
 
 // conversation fills v.Conv for a study whose levels ran conversations.
-func (s *Study) conversation(v *view) {
+func (s *StudyReport) conversation(v *view) {
 	rec, err := recommend.RecommendStudy(s.Trials, s.Spec.Terms(), recommend.PreferObjective)
 	if err != nil {
 		return

@@ -1,5 +1,5 @@
 // Package report turns stored measurements into pages a person reads: the
-// study report (Study.WriteHTML, Study.WriteMarkdown) and the bench
+// study report (StudyReport.WriteHTML, StudyReport.WriteMarkdown) and the bench
 // reports, with charts drawn by gonum.org/v1/plot as inline SVG.
 //
 // An HTML report is one self-contained file: inline CSS and SVG, no
@@ -15,7 +15,7 @@
 // figures with 95% intervals, the runner-up), then the Pareto front,
 // latency against load, the search history and each parameter's effect
 // (Importance, η²), failures, GPU telemetry and what was run. Findings
-// (Study.Findings) are the place for diagnoses with evidence.
+// (StudyReport.Findings) are the place for diagnoses with evidence.
 //
 // Rendering is pure over its inputs and safe for concurrent use on
 // different values.

@@ -100,7 +100,7 @@ type valueMark struct {
 // what the sampler's stored forecast said of the value's configurations,
 // else not measured. drawn holds the keys (valueKey) of the values with a
 // point; best is the best measured objective (NaN without one).
-func (s *Study) unmeasured(p space.Param, drawn map[string]bool, best float64) []valueMark {
+func (s *StudyReport) unmeasured(p space.Param, drawn map[string]bool, best float64) []valueMark {
 	obj := s.Spec.Tuner.Objective
 	tried := map[string]int{}
 	for _, t := range s.Trials {

@@ -46,7 +46,7 @@ tuner: {sampler: guided, trials: 30, seed: 1, objective: max output_throughput_p
 
 // runEarlyStop runs earlyStopSpec to its early stop in a SQLite file and
 // loads its report.
-func runEarlyStop(t *testing.T) (*Study, *store.Store) {
+func runEarlyStop(t *testing.T) (*StudyReport, *store.Store) {
 	t.Helper()
 	ctx := context.Background()
 	study, err := spec.ParseSpec([]byte(earlyStopSpec), "early.yaml")

@@ -29,6 +29,6 @@ type studyPage struct {
 
 // WriteHTML writes the study's report: one self-contained HTML file with
 // inline SVG charts and CSS, no script, nothing loaded from anywhere.
-func (s *Study) WriteHTML(w io.Writer) error {
+func (s *StudyReport) WriteHTML(w io.Writer) error {
 	return templates.ExecuteTemplate(w, "study.html.tmpl", studyPage{view: s.build(), CSS: CSS()})
 }

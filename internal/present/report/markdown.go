@@ -11,7 +11,7 @@ import (
 // or an issue: the recommendation, the front, failures and what was run,
 // without the charts (the HTML report has them). Every value goes through
 // the Markdown encoder (mdenc.go).
-func (s *Study) WriteMarkdown(w io.Writer) error {
+func (s *StudyReport) WriteMarkdown(w io.Writer) error {
 	v := s.build()
 	b := bufio.NewWriter(w)
 	p := func(format string, a ...any) { fmt.Fprintf(b, format, a...) }

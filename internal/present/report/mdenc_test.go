@@ -108,7 +108,7 @@ func TestMarkdownEncoderHostile(t *testing.T) {
 
 // hostileStudy is a study whose engine messages, request errors and
 // findings are the hostile strings.
-func hostileStudy(t *testing.T) *Study {
+func hostileStudy(t *testing.T) *StudyReport {
 	t.Helper()
 	ctx := context.Background()
 	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "s.db"))

@@ -23,11 +23,11 @@ import (
 var big200 = struct {
 	once  sync.Once
 	db    *store.Store // kept open for the test binary's life
-	study *Study
+	study *StudyReport
 	err   error
 }{}
 
-func study200(tb testing.TB) *Study {
+func study200(tb testing.TB) *StudyReport {
 	tb.Helper()
 	big200.once.Do(func() {
 		src, err := os.ReadFile(filepath.Join("..", "..", "..", "examples", "quickstart.yaml"))

@@ -21,9 +21,9 @@ import (
 	"github.com/servetune/servetune/tuner/spec"
 )
 
-// Study is what a study report is made from: the stored study, its spec
+// StudyReport is what a study report is made from: the stored study, its spec
 // and trials, and what is known besides.
-type Study struct {
+type StudyReport struct {
 	Stored store.Study
 	Spec   *spec.Spec
 	Trials []store.Trial
@@ -80,7 +80,7 @@ func viewOf(f TrialFinding) findingView {
 var ErrNoStudy = errors.New("no such study")
 
 // Load reads study name from db with everything a report shows.
-func Load(ctx context.Context, db *store.Store, name string) (*Study, error) {
+func Load(ctx context.Context, db *store.Store, name string) (*StudyReport, error) {
 	st, err := db.GetStudy(ctx, name)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("%w: %q", ErrNoStudy, name)
@@ -100,7 +100,7 @@ func Load(ctx context.Context, db *store.Store, name string) (*Study, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Study{Stored: st, Spec: study, Trials: trials, Forecast: fcs, Now: time.Now(), GPU: map[int]*measure.GPUUsage{}}
+	s := &StudyReport{Stored: st, Spec: study, Trials: trials, Forecast: fcs, Now: time.Now(), GPU: map[int]*measure.GPUUsage{}}
 	s.Findings = append(diagnoseRecommended(study, trials), clientFindings(trials)...)
 	for _, t := range trials {
 		samples, err := db.GPUSamples(ctx, t.ID)
@@ -342,7 +342,7 @@ func differs(a, b space.Settings) string {
 	return SettingsLine(d)
 }
 
-func (s *Study) build() *view {
+func (s *StudyReport) build() *view {
 	study := s.Spec
 	v := &view{Name: s.Stored.Name, Status: s.Stored.Status, Model: study.Model, Engine: string(study.Engine),
 		Generated: s.Now.UTC().Format("2006-01-02 15:04 MST"), Tool: s.Tool, SLO: study.SLO.String()}
@@ -361,7 +361,7 @@ func (s *Study) build() *view {
 	return v
 }
 
-func (s *Study) counts() string {
+func (s *StudyReport) counts() string {
 	var search, confirm, ok, failed, other int
 	for _, t := range s.Trials {
 		if t.Confirms != nil {
@@ -389,7 +389,7 @@ func (s *Study) counts() string {
 	return c
 }
 
-func (s *Study) recommendation(v *view) {
+func (s *StudyReport) recommendation(v *view) {
 	study := s.Spec
 	rec, err := recommend.RecommendStudy(s.Trials, study.Terms(), recommend.PreferObjective)
 	if err != nil {
@@ -488,7 +488,7 @@ func alternativeOf(study *spec.Spec, trials []store.Trial, best recommend.Candid
 
 // metFront is the Pareto front over the study's objectives of the points
 // of pts that meet the SLOs.
-func (s *Study) metFront(pts []recommend.Point) []recommend.Point {
+func (s *StudyReport) metFront(pts []recommend.Point) []recommend.Point {
 	var met []recommend.Point
 	for _, p := range pts {
 		if s.Spec.SLO.Met(p) {
@@ -500,7 +500,7 @@ func (s *Study) metFront(pts []recommend.Point) []recommend.Point {
 
 // frontTable lists the Pareto front over the study's objectives among the
 // points that meet the SLOs, marking the recommended point.
-func (s *Study) frontTable(v *view, pts []recommend.Point) {
+func (s *StudyReport) frontTable(v *view, pts []recommend.Point) {
 	study := s.Spec
 	front := s.metFront(pts)
 	metrics := []string{}
@@ -572,7 +572,7 @@ func shortTitle(m string) string {
 	return fmt.Sprintf("%s (%s)", m, recommend.Unit(m))
 }
 
-func (s *Study) failures(v *view) {
+func (s *StudyReport) failures(v *view) {
 	counts := map[engine.Failure][]int{}
 	for _, t := range s.Trials {
 		switch t.Status {
@@ -635,7 +635,7 @@ func intList(ns []int) string {
 	return strings.Join(parts, ", ")
 }
 
-func (s *Study) facts(v *view) {
+func (s *StudyReport) facts(v *view) {
 	study, st := s.Spec, s.Stored
 	add := func(k, val string) { v.Facts = append(v.Facts, fact{k, val}) }
 	add("study", fmt.Sprintf("%s (%s)", st.Name, st.Status))
@@ -713,7 +713,7 @@ func (s *Study) facts(v *view) {
 	v.SpecText = st.Spec
 }
 
-func (s *Study) trialRows(v *view) {
+func (s *StudyReport) trialRows(v *view) {
 	obj := s.Spec.Tuner.Objective
 	for _, t := range s.Trials {
 		r := trialRow{Number: t.Number, Kind: "search", Status: string(t.Status), Objective: "–", GPUs: fmt.Sprint(t.GPUs), Settings: SettingsLine(t.Settings)}

@@ -29,7 +29,7 @@ const (
 // charts: beyond eight lines nobody tells them apart.
 const maxLatencyTrials = 8
 
-func (s *Study) charts(v *view, pts []recommend.Point) {
+func (s *StudyReport) charts(v *view, pts []recommend.Point) {
 	study := s.Spec
 	confirmPts := s.confirmationPoints()
 	var chosen *recommend.Point
@@ -58,7 +58,7 @@ func (s *Study) charts(v *view, pts []recommend.Point) {
 
 // ParetoChart is the throughput-against-interactivity chart of the
 // report, for pages that show it alone (the dashboard).
-func (s *Study) ParetoChart() template.HTML {
+func (s *StudyReport) ParetoChart() template.HTML {
 	pts := recommend.StoredPoints(s.Trials, s.Spec.Hardware.PricePerGPUHour)
 	var chosen *recommend.Point
 	if rec, err := recommend.RecommendStudy(s.Trials, s.Spec.Terms(), recommend.PreferObjective); err == nil {
@@ -70,7 +70,7 @@ func (s *Study) ParetoChart() template.HTML {
 }
 
 // confirmationPoints are the measured points of the confirmation runs.
-func (s *Study) confirmationPoints() []recommend.Point {
+func (s *StudyReport) confirmationPoints() []recommend.Point {
 	var pts []recommend.Point
 	for _, t := range s.Trials {
 		if t.Confirms != nil && t.Status == measure.StatusOK {
@@ -92,7 +92,7 @@ func xyOf(p recommend.Point, xm, ym string) (plotter.XY, bool) {
 // frontChart plots every measured point of two metrics (x is maximised;
 // y maximised or minimised), SLO misses grey, the front of the points
 // that meet the SLOs drawn, the recommended point marked.
-func (s *Study) frontChart(title, xl, yl string, pts, confirm []recommend.Point, chosen *recommend.Point, xm, ym string, yMax bool) charted {
+func (s *StudyReport) frontChart(title, xl, yl string, pts, confirm []recommend.Point, chosen *recommend.Point, xm, ym string, yMax bool) charted {
 	c := newChart(title, xl, yl)
 	var met, miss, conf plotter.XYs
 	var metPts []recommend.Point
@@ -140,7 +140,7 @@ func (s *Study) frontChart(title, xl, yl string, pts, confirm []recommend.Point,
 
 // latencyCharts plot the SLO's TTFT and TPOT percentile against the
 // offered load for the trials on the study's Pareto front.
-func (s *Study) latencyCharts(pts []recommend.Point) (ttft, tpot charted) {
+func (s *StudyReport) latencyCharts(pts []recommend.Point) (ttft, tpot charted) {
 	trials, also, byTrial := s.latencyTrials(pts)
 	return s.latencyChart("ttft", "ttft_p99", trials, also, byTrial), s.latencyChart("tpot", "tpot_p99", trials, also, byTrial)
 }
@@ -149,7 +149,7 @@ func (s *Study) latencyCharts(pts []recommend.Point) (ttft, tpot charted) {
 // recommended one, then the Pareto front's by the primary objective, at
 // most maxLatencyTrials; trials whose every level measured the same are
 // drawn once (also lists them by the drawn trial).
-func (s *Study) latencyTrials(pts []recommend.Point) (trials []int, also map[int][]int, byTrial map[int][]recommend.Point) {
+func (s *StudyReport) latencyTrials(pts []recommend.Point) (trials []int, also map[int][]int, byTrial map[int][]recommend.Point) {
 	study := s.Spec
 	front := s.metFront(pts)
 	seen := map[int]bool{}
@@ -217,7 +217,7 @@ func (s *Study) latencyTrials(pts []recommend.Point) (trials []int, also map[int
 
 // latencyChart draws one SLO latency (prefix ttft or tpot; fallback when
 // the SLO has no such limit) against load for the chosen trials.
-func (s *Study) latencyChart(prefix, fallback string, trials []int, also map[int][]int, byTrial map[int][]recommend.Point) charted {
+func (s *StudyReport) latencyChart(prefix, fallback string, trials []int, also map[int][]int, byTrial map[int][]recommend.Point) charted {
 	study := s.Spec
 	metric, limit := fallback, 0.0
 	for _, l := range study.SLO {
@@ -275,7 +275,7 @@ func (s *Study) latencyChart(prefix, fallback string, trials []int, also map[int
 }
 
 // recTrialSet is the recommended trial, when there is one.
-func (s *Study) recTrialSet() []int {
+func (s *StudyReport) recTrialSet() []int {
 	if rec, err := recommend.RecommendStudy(s.Trials, s.Spec.Terms(), recommend.PreferObjective); err == nil {
 		return []int{rec.Best.Trial}
 	}
@@ -284,7 +284,7 @@ func (s *Study) recTrialSet() []int {
 
 // historyChart plots the objective of every trial in order and the best
 // so far.
-func (s *Study) historyChart() charted {
+func (s *StudyReport) historyChart() charted {
 	obj := s.Spec.Tuner.Objective
 	c := newChart("Search history", "trial", fmt.Sprintf("%s (%s)", metricTitle(obj.Metric), recommend.Unit(obj.Metric)))
 	var got, conf, best plotter.XYs
@@ -349,7 +349,7 @@ func (s *Study) historyChart() charted {
 
 // effectCharts estimate each parameter's effect (Importance) and plot
 // the objective against every parameter's values.
-func (s *Study) effectCharts() (charted, []paramChart, []effectRow) {
+func (s *StudyReport) effectCharts() (charted, []paramChart, []effectRow) {
 	study := s.Spec
 	obj := study.Tuner.Objective
 	var vals []float64

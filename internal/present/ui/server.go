@@ -470,7 +470,7 @@ func (x *studySource) load(ctx context.Context) error {
 	if rec, err := recommend.RecommendStudy(trials, study.Terms(), recommend.PreferObjective); err == nil {
 		x.recommended = fmt.Sprintf("trial %d, %s at %s, ranked by %s", rec.Best.Trial, recommend.Format(rec.Best.Metric, rec.Best.Mean), rec.Best.Point.Label, recommend.PreferObjective.For(study.Tuner.Objective).Describe(study.Tuner.Objective))
 	}
-	x.pareto = (&report.Study{Stored: st, Spec: study, Trials: trials}).ParetoChart()
+	x.pareto = (&report.StudyReport{Stored: st, Spec: study, Trials: trials}).ParetoChart()
 	return nil
 }
 
