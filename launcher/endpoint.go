@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/servetune/servetune/internal/yamlspec"
+	"github.com/servetune/servetune/internal/yamlpos"
 	"gopkg.in/yaml.v3"
 )
 
@@ -35,7 +35,7 @@ func init() {
 		Name: "endpoint",
 		Doc:  "a server that is already running: nothing is launched, so the space must fix every value (the server's own)",
 		Keys: []Key{{"base_url", "the server's base URL, http(s)://host:port"}},
-		Decode: func(d *yamlspec.Decoder, keys map[string]*yaml.Node, c Common) Launcher {
+		Decode: func(d *yamlpos.Decoder, keys map[string]*yaml.Node, c Common) Launcher {
 			x := c.Require(d, keys, "base_url")
 			if x == nil {
 				return nil

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/servetune/servetune/internal/serving/engine"
-	"github.com/servetune/servetune/internal/yamlspec"
+	"github.com/servetune/servetune/internal/yamlpos"
 	"gopkg.in/yaml.v3"
 )
 
@@ -157,7 +157,7 @@ func init() {
 		Name: "process",
 		Doc:  "the engine as a local command in its own process group (vllm serve, python3 -m sglang.launch_server, a wrapper script)",
 		Keys: []Key{{"command", "argv template: {model}, {host}, {port} are filled per trial and {args} becomes the rendered settings and extra_args"}},
-		Decode: func(d *yamlspec.Decoder, keys map[string]*yaml.Node, c Common) Launcher {
+		Decode: func(d *yamlpos.Decoder, keys map[string]*yaml.Node, c Common) Launcher {
 			x := c.Require(d, keys, "command")
 			if x == nil {
 				return nil

@@ -10,7 +10,7 @@ import (
 
 	"github.com/servetune/servetune/internal/registry"
 	"github.com/servetune/servetune/internal/serving/engine"
-	"github.com/servetune/servetune/internal/yamlspec"
+	"github.com/servetune/servetune/internal/yamlpos"
 )
 
 // Kind is a launcher kind a study spec can name in `launcher: {kind: ...}`.
@@ -28,7 +28,7 @@ type Kind struct {
 	// Decode builds the launcher from the section's keys (keys holds the
 	// kind's own, by name) and the study's common facts. It records
 	// problems in d and may return nil when it does.
-	Decode func(d *yamlspec.Decoder, keys map[string]*yaml.Node, c Common) Launcher
+	Decode func(d *yamlpos.Decoder, keys map[string]*yaml.Node, c Common) Launcher
 	// Cleanup, when set, removes what runs of study left on the kind's
 	// default host without a spec (`servetune cleanup --study`); host is
 	// the --docker-host flag ("" = the default). study "" means every
@@ -64,7 +64,7 @@ type Common struct {
 // Require returns the launcher key name, or nil after failing d with
 // "missing" where the section lacks it: the keys without which a kind
 // cannot launch anything.
-func (c Common) Require(d *yamlspec.Decoder, keys map[string]*yaml.Node, name string) *yaml.Node {
+func (c Common) Require(d *yamlpos.Decoder, keys map[string]*yaml.Node, name string) *yaml.Node {
 	x := keys[name]
 	if x == nil {
 		d.Fail(c.Section, "launcher."+name, "missing (the %s launcher needs %s)", c.Kind, name)
@@ -114,7 +114,7 @@ func OrList(words []string) string {
 // Decode reads a study spec's launcher section: the common keys, then the
 // kind's own through its Decode. c carries the study facts; the common keys
 // are filled in. Problems are recorded in d.
-func Decode(d *yamlspec.Decoder, n *yaml.Node, c Common) (Launcher, Common) {
+func Decode(d *yamlpos.Decoder, n *yaml.Node, c Common) (Launcher, Common) {
 	var allowed []string
 	for _, k := range CommonKeys {
 		allowed = append(allowed, k.Name)
@@ -152,7 +152,7 @@ func Decode(d *yamlspec.Decoder, n *yaml.Node, c Common) (Launcher, Common) {
 			continue
 		}
 		if !slices.ContainsFunc(kind.Keys, func(k Key) bool { return k.Name == name }) {
-			d.Fail(yamlspec.KeyNode(n, name), "launcher."+name, "only for launcher kind %s", OrList(owners[name]))
+			d.Fail(yamlpos.KeyNode(n, name), "launcher."+name, "only for launcher kind %s", OrList(owners[name]))
 			return nil, c
 		}
 		own[name] = v

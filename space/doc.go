@@ -6,7 +6,7 @@
 // key is a neutral setting name (Names lists them: tensor_parallel,
 // max_running_requests, gpu_memory_fraction, quantization, ...); unknown names
 // are rejected with a suggestion, and every value is type- and range-checked
-// against the setting, with the spec's file and line in the error (*yamlspec.Error).
+// against the setting, with the spec's file and line in the error (*yamlpos.Error).
 //
 // A point of the space is a Settings map (engine.Settings). The engine
 // package owns the names, their values and their flags: engine.Render turns

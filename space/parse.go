@@ -7,7 +7,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/servetune/servetune/internal/serving/engine"
-	"github.com/servetune/servetune/internal/yamlspec"
+	"github.com/servetune/servetune/internal/yamlpos"
 )
 
 // Parse reads a space from the value of a study spec's `space:` key, a
@@ -21,7 +21,7 @@ import (
 //	extra_args: ["--no-enable-log-requests"]          # appended to every trial
 //	constraints: ["max_batched_tokens >= max_running_requests"]
 //
-// Errors are *yamlspec.Error values with file, line and field "space.NAME".
+// Errors are *yamlpos.Error values with file, line and field "space.NAME".
 func Parse(node *yaml.Node, file string) (Space, error) {
 	p := parser{file: file}
 	return p.space(node)
@@ -40,7 +40,7 @@ func (p parser) errf(n *yaml.Node, field string, format string, a ...any) error 
 }
 
 func (p parser) wrap(n *yaml.Node, field string, err error) error {
-	e := &yamlspec.Error{File: p.file, Field: field, Err: err}
+	e := &yamlpos.Error{File: p.file, Field: field, Err: err}
 	if n != nil {
 		e.Line, e.Column = n.Line, n.Column
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/servetune/servetune/internal/serving/engine"
-	"github.com/servetune/servetune/internal/yamlspec"
+	"github.com/servetune/servetune/internal/yamlpos"
 	"gopkg.in/yaml.v3"
 )
 
@@ -102,9 +102,9 @@ func TestParseBad(t *testing.T) {
 			if err.Error() != tt.want {
 				t.Errorf("error:\n got %s\nwant %s", err, tt.want)
 			}
-			var se *yamlspec.Error
+			var se *yamlpos.Error
 			if !errors.As(err, &se) || se.Line == 0 {
-				t.Errorf("not a *yamlspec.Error with a line: %#v", err)
+				t.Errorf("not a *yamlpos.Error with a line: %#v", err)
 			}
 		})
 	}
@@ -355,9 +355,9 @@ func FuzzParse(f *testing.F) {
 		}
 		space, err := Parse(&doc, "f.yaml")
 		if err != nil {
-			var se *yamlspec.Error
+			var se *yamlpos.Error
 			if !errors.As(err, &se) {
-				t.Fatalf("error is not *yamlspec.Error: %v", err)
+				t.Fatalf("error is not *yamlpos.Error: %v", err)
 			}
 			if strings.Contains(err.Error(), "\n") {
 				t.Fatalf("multi-line error: %q", err)

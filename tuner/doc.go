@@ -38,7 +38,7 @@
 //
 //	study, l, err := tuner.ParseSpecFile("examples/quickstart.yaml")
 //	if err != nil {
-//		return err // a *yamlspec.Error: file:line: field: problem
+//		return err // a *yamlpos.Error: file:line: field: problem
 //	}
 //	db, _ := store.Open(ctx, ":memory:")
 //	out, err := (&tuner.Study{Spec: study, Launcher: l, Store: db, Memory: memory.Model{}}).Run(ctx)

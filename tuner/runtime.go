@@ -3,7 +3,7 @@ package tuner
 import (
 	"fmt"
 
-	"github.com/servetune/servetune/internal/yamlspec"
+	"github.com/servetune/servetune/internal/yamlpos"
 	"github.com/servetune/servetune/launcher"
 	"github.com/servetune/servetune/tuner/spec"
 )
@@ -11,7 +11,7 @@ import (
 // ParseSpec parses a study spec (spec.ParseSpec), builds its launcher from
 // the launcher section (NewLauncher), and runs the spec's checks that need
 // the launcher's capabilities (spec.Spec.CheckLauncher). Every error is a
-// *yamlspec.Error naming the file, line and field.
+// *yamlpos.Error naming the file, line and field.
 func ParseSpec(data []byte, file string) (*spec.Spec, launcher.Launcher, error) {
 	study, err := spec.ParseSpec(data, file)
 	if err != nil {
@@ -49,7 +49,7 @@ func NewLauncher(study *spec.Spec) (launcher.Launcher, error) {
 	if study.Launcher.Section == nil {
 		return nil, fmt.Errorf("%s: the spec has no launcher section to build a launcher from", study.File)
 	}
-	d := &yamlspec.Decoder{File: study.File}
+	d := &yamlpos.Decoder{File: study.File}
 	l, _ := launcher.Decode(d, study.Launcher.Section, launcher.Common{
 		Engine: study.Engine, Model: study.Model, ModelConfig: study.ModelConfig, GPU: study.Hardware.GPU, Study: study.Name})
 	if err := d.Err(); err != nil {

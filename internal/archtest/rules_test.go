@@ -247,7 +247,7 @@ func TestLayeringCatches(t *testing.T) {
 	if len(path) < 2 || path[0] != module+"/tuner" || path[len(path)-1] != module+"/internal/serving/engine" {
 		t.Errorf("chain %v, want tuner ... internal/serving/engine", path)
 	}
-	if chain(all, module+"/internal/yamlspec", []string{"tuner"}) != nil {
-		t.Error("internal/yamlspec links tuner?")
+	if chain(all, module+"/internal/yamlpos", []string{"tuner"}) != nil {
+		t.Error("internal/yamlpos links tuner?")
 	}
 }

@@ -12,7 +12,7 @@ import (
 
 	"github.com/servetune/servetune/internal/httpserve"
 	"github.com/servetune/servetune/internal/serving/engine"
-	"github.com/servetune/servetune/internal/yamlspec"
+	"github.com/servetune/servetune/internal/yamlpos"
 	"github.com/servetune/servetune/launcher"
 	"github.com/servetune/servetune/launcher/simenv"
 )
@@ -178,7 +178,7 @@ func cleanup(ctx context.Context, host, study string, keep func(launcher.Reaped)
 }
 
 // decode reads the docker launcher's keys.
-func decode(d *yamlspec.Decoder, keys map[string]*yaml.Node, c launcher.Common) launcher.Launcher {
+func decode(d *yamlpos.Decoder, keys map[string]*yaml.Node, c launcher.Common) launcher.Launcher {
 	x := c.Require(d, keys, "image")
 	if x == nil {
 		return nil
@@ -188,7 +188,7 @@ func decode(d *yamlspec.Decoder, keys map[string]*yaml.Node, c launcher.Common) 
 	if !sim {
 		for _, key := range []string{"time_scale", "load_time"} {
 			if keys[key] != nil {
-				d.Fail(yamlspec.KeyNode(c.Section, key), "launcher."+key, "only for the simulated engine (launcher kind sim, or the servetune-sim image)")
+				d.Fail(yamlpos.KeyNode(c.Section, key), "launcher."+key, "only for the simulated engine (launcher kind sim, or the servetune-sim image)")
 				return nil
 			}
 		}
@@ -209,7 +209,7 @@ func decode(d *yamlspec.Decoder, keys map[string]*yaml.Node, c launcher.Common) 
 	if x := keys["hosts"]; x != nil {
 		for _, key := range []string{"docker_host", "address", "gpus"} {
 			if key == "gpus" && len(c.GPUs) > 0 || keys[key] != nil {
-				d.Fail(yamlspec.KeyNode(c.Section, key), "launcher."+key, "give it per host under launcher.hosts")
+				d.Fail(yamlpos.KeyNode(c.Section, key), "launcher."+key, "give it per host under launcher.hosts")
 				return nil
 			}
 		}
@@ -242,7 +242,7 @@ func decode(d *yamlspec.Decoder, keys map[string]*yaml.Node, c launcher.Common) 
 }
 
 // decodeHost reads one entry of launcher.hosts.
-func decodeHost(d *yamlspec.Decoder, hn *yaml.Node, field string) (host, address string, gpus []int) {
+func decodeHost(d *yamlpos.Decoder, hn *yaml.Node, field string) (host, address string, gpus []int) {
 	f := d.Fields(hn, field, "docker_host", "address", "gpus")
 	if d.Failed() {
 		return
@@ -279,7 +279,7 @@ func decodeHost(d *yamlspec.Decoder, hn *yaml.Node, field string) (host, address
 }
 
 // dockerHost accepts a DOCKER_HOST value: unix://, tcp:// or ssh://.
-func dockerHost(d *yamlspec.Decoder, n *yaml.Node, field string) string {
+func dockerHost(d *yamlpos.Decoder, n *yaml.Node, field string) string {
 	h := d.Str(n, field)
 	if d.Failed() {
 		return h

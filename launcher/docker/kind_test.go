@@ -8,7 +8,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/servetune/servetune/internal/serving/engine"
-	"github.com/servetune/servetune/internal/yamlspec"
+	"github.com/servetune/servetune/internal/yamlpos"
 	"github.com/servetune/servetune/launcher"
 )
 
@@ -19,7 +19,7 @@ func decodeSection(t *testing.T, src string) (launcher.Launcher, error) {
 	if err := yaml.Unmarshal([]byte(src), &doc); err != nil {
 		t.Fatal(err)
 	}
-	d := &yamlspec.Decoder{File: "l.yaml"}
+	d := &yamlpos.Decoder{File: "l.yaml"}
 	l, _ := launcher.Decode(d, doc.Content[0], launcher.Common{Engine: engine.VLLM, Model: "m", GPU: "H100-SXM", Study: "s"})
 	return l, d.Err()
 }

@@ -9,7 +9,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/servetune/servetune/internal/serving/engine"
-	"github.com/servetune/servetune/internal/yamlspec"
+	"github.com/servetune/servetune/internal/yamlpos"
 	"github.com/servetune/servetune/launcher"
 	_ "github.com/servetune/servetune/launcher/kinds"
 )
@@ -40,7 +40,7 @@ func TestKindCapabilities(t *testing.T) {
 		if err := yaml.Unmarshal([]byte("kind: "+c.kind+"\n"+c.section), &doc); err != nil {
 			t.Fatal(err)
 		}
-		d := &yamlspec.Decoder{File: "l.yaml"}
+		d := &yamlpos.Decoder{File: "l.yaml"}
 		l, _ := launcher.Decode(d, doc.Content[0], launcher.Common{
 			Engine: engine.VLLM, Model: "meta-llama/Llama-3.1-8B-Instruct", GPU: "H100-SXM", Study: "s"})
 		if err := d.Err(); err != nil || l == nil {

@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/servetune/servetune/internal/serving/engine"
-	"github.com/servetune/servetune/internal/yamlspec"
+	"github.com/servetune/servetune/internal/yamlpos"
 	"github.com/servetune/servetune/launcher"
 	"github.com/servetune/servetune/launcher/simenv"
 )
@@ -31,7 +31,7 @@ func init() {
 }
 
 // decode reads the kubernetes launcher's keys.
-func decode(d *yamlspec.Decoder, keys map[string]*yaml.Node, c launcher.Common) launcher.Launcher {
+func decode(d *yamlpos.Decoder, keys map[string]*yaml.Node, c launcher.Common) launcher.Launcher {
 	k := &Kube{PassEnv: c.Env, gpu: c.GPU, gpus: c.GPUs, scale: 1, Access: AccessAuto}
 	str := func(key string) string {
 		if x := keys[key]; x != nil {
@@ -61,7 +61,7 @@ func decode(d *yamlspec.Decoder, keys map[string]*yaml.Node, c launcher.Common) 
 	if !k.sim() {
 		for _, key := range []string{"time_scale", "load_time"} {
 			if keys[key] != nil {
-				d.Fail(yamlspec.KeyNode(c.Section, key), "launcher."+key, "only for the simulated engine (launcher kind sim, or the servetune-sim image)")
+				d.Fail(yamlpos.KeyNode(c.Section, key), "launcher."+key, "only for the simulated engine (launcher kind sim, or the servetune-sim image)")
 				return nil
 			}
 		}

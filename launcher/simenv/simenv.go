@@ -16,7 +16,7 @@ import (
 
 	"github.com/servetune/servetune/internal/serving/catalog"
 	"github.com/servetune/servetune/internal/serving/engine"
-	"github.com/servetune/servetune/internal/yamlspec"
+	"github.com/servetune/servetune/internal/yamlpos"
 	"github.com/servetune/servetune/launcher"
 )
 
@@ -29,7 +29,7 @@ var Keys = []launcher.Key{
 }
 
 // DecodeKeys reads time_scale and load_time.
-func DecodeKeys(d *yamlspec.Decoder, keys map[string]*yaml.Node) (scale float64, load time.Duration) {
+func DecodeKeys(d *yamlpos.Decoder, keys map[string]*yaml.Node) (scale float64, load time.Duration) {
 	scale = 1
 	if x := keys["time_scale"]; x != nil {
 		scale = d.PositiveAtMost(x, "launcher.time_scale", engine.MaxTimeScale)

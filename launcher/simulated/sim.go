@@ -11,7 +11,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/servetune/servetune/internal/serving/engine"
-	"github.com/servetune/servetune/internal/yamlspec"
+	"github.com/servetune/servetune/internal/yamlpos"
 	"github.com/servetune/servetune/launcher"
 	"github.com/servetune/servetune/launcher/simenv"
 )
@@ -105,7 +105,7 @@ func init() {
 		Name: "sim",
 		Doc:  "the simulated engine as a subprocess on the real clock (`servetune sim serve`), optionally time-scaled: tests the real path without a GPU",
 		Keys: append(slices.Clone(simenv.Keys), CalibrationKeys...),
-		Decode: func(d *yamlspec.Decoder, keys map[string]*yaml.Node, c launcher.Common) launcher.Launcher {
+		Decode: func(d *yamlpos.Decoder, keys map[string]*yaml.Node, c launcher.Common) launcher.Launcher {
 			scale, load := simenv.DecodeKeys(d, keys)
 			s := &Sim{GPU: c.GPU, Scale: scale, LoadTime: load, PassEnv: c.Env, ModelConf: c.ModelConfig}
 			s.Calibration, s.ForceCalibration = DecodeCalibration(d, keys)

@@ -11,7 +11,7 @@ import (
 	"github.com/servetune/servetune/internal/model/sim"
 	"github.com/servetune/servetune/internal/serving/catalog"
 	"github.com/servetune/servetune/internal/serving/engine"
-	"github.com/servetune/servetune/internal/yamlspec"
+	"github.com/servetune/servetune/internal/yamlpos"
 	"github.com/servetune/servetune/launcher"
 	"github.com/servetune/servetune/launcher/simenv"
 )
@@ -210,7 +210,7 @@ func init() {
 		Name: "virtual",
 		Doc:  "the simulated engine in virtual time, in this process: deterministic, milliseconds per trial (what-if studies, the quick start)",
 		Keys: CalibrationKeys,
-		Decode: func(d *yamlspec.Decoder, keys map[string]*yaml.Node, c launcher.Common) launcher.Launcher {
+		Decode: func(d *yamlpos.Decoder, keys map[string]*yaml.Node, c launcher.Common) launcher.Launcher {
 			v := &Virtual{GPU: c.GPU, ModelConfig: c.ModelConfig}
 			v.Calibration, v.ForceCalibration = DecodeCalibration(d, keys)
 			return v
@@ -235,7 +235,7 @@ var CalibrationKeys = []launcher.Key{
 }
 
 // DecodeCalibration reads calibration and force_calibration.
-func DecodeCalibration(d *yamlspec.Decoder, keys map[string]*yaml.Node) (path string, force bool) {
+func DecodeCalibration(d *yamlpos.Decoder, keys map[string]*yaml.Node) (path string, force bool) {
 	if x := keys["calibration"]; x != nil {
 		path = d.Str(x, "launcher.calibration")
 	}

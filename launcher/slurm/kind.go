@@ -9,7 +9,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/servetune/servetune/internal/yamlspec"
+	"github.com/servetune/servetune/internal/yamlpos"
 	"github.com/servetune/servetune/launcher"
 	"github.com/servetune/servetune/launcher/simenv"
 )
@@ -47,7 +47,7 @@ func cleanup(ctx context.Context, _ string, study string, keep func(launcher.Rea
 }
 
 // decode reads the slurm launcher's keys.
-func decode(d *yamlspec.Decoder, keys map[string]*yaml.Node, c launcher.Common) launcher.Launcher {
+func decode(d *yamlpos.Decoder, keys map[string]*yaml.Node, c launcher.Common) launcher.Launcher {
 	s := &Slurm{PassEnv: c.Env, GPU: c.GPU, ModelConf: c.ModelConfig}
 	str := func(key string) string {
 		if x := keys[key]; x != nil {
@@ -96,7 +96,7 @@ func decode(d *yamlspec.Decoder, keys map[string]*yaml.Node, c launcher.Common) 
 	if !s.Simulated {
 		for _, key := range []string{"time_scale", "load_time"} {
 			if keys[key] != nil {
-				d.Fail(yamlspec.KeyNode(c.Section, key), "launcher."+key, "only with simulated: true")
+				d.Fail(yamlpos.KeyNode(c.Section, key), "launcher."+key, "only with simulated: true")
 				return nil
 			}
 		}

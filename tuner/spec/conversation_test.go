@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/servetune/servetune/internal/load/bench"
-	"github.com/servetune/servetune/internal/yamlspec"
+	"github.com/servetune/servetune/internal/yamlpos"
 )
 
 // conversationSpec is goodSpec with a conversation workload written in
@@ -88,9 +88,9 @@ func TestParseSpecConversationBad(t *testing.T) {
 				t.Fatalf("replacement %q not applied", tc.old)
 			}
 			_, err := parseSpec([]byte(src), "c.yaml")
-			var se *yamlspec.Error
+			var se *yamlpos.Error
 			if !errors.As(err, &se) {
-				t.Fatalf("err = %v, want *yamlspec.Error", err)
+				t.Fatalf("err = %v, want *yamlpos.Error", err)
 			}
 			if msg := err.Error(); strings.Contains(msg, "\n") || se.Line != tc.line || se.Field != tc.field || !strings.Contains(msg, tc.wantInMsg) {
 				t.Errorf("%v: want line %d, field %s, %q", err, tc.line, tc.field, tc.wantInMsg)

@@ -8,7 +8,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/servetune/servetune/internal/serving/engine"
-	"github.com/servetune/servetune/internal/yamlspec"
+	"github.com/servetune/servetune/internal/yamlpos"
 	"github.com/servetune/servetune/space"
 )
 
@@ -143,7 +143,7 @@ func (p *specParser) checkDisaggregation(spec *Spec, top map[string]*yaml.Node) 
 	may := ok && (q.Kind == space.KindBool || slices.Contains(q.Choices, any(true)))
 	switch {
 	case may && spec.Disaggregation == nil:
-		p.Fail(yamlspec.KeyNode(top["space"], "disaggregated"), "space.disaggregated",
+		p.Fail(yamlpos.KeyNode(top["space"], "disaggregated"), "space.disaggregated",
 			"a disaggregated configuration needs a disaggregation section naming the router")
 	case !may && spec.Disaggregation != nil:
 		p.Fail(top["disaggregation"], "disaggregation", "the space is never disaggregated (add disaggregated: [false, true] or [true] to it)")

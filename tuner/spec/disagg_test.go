@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/servetune/servetune/internal/serving/engine"
-	"github.com/servetune/servetune/internal/yamlspec"
+	"github.com/servetune/servetune/internal/yamlpos"
 	"github.com/servetune/servetune/space"
 	"github.com/servetune/servetune/tuner/recommend"
 	"github.com/servetune/servetune/tuner/spec"
@@ -76,9 +76,9 @@ func TestParseSpecDisaggregatedBad(t *testing.T) {
 				t.Fatalf("replacement %q not applied", tc.old)
 			}
 			_, err := parseSpec([]byte(src), "bad.yaml")
-			var se *yamlspec.Error
+			var se *yamlpos.Error
 			if !errors.As(err, &se) {
-				t.Fatalf("err = %v, want *yamlspec.Error", err)
+				t.Fatalf("err = %v, want *yamlpos.Error", err)
 			}
 			if se.Field != tc.wantField || !strings.Contains(err.Error(), tc.wantMsg) || se.Line == 0 {
 				t.Errorf("%v; want field %s, %q", err, tc.wantField, tc.wantMsg)

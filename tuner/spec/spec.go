@@ -23,7 +23,7 @@ import (
 	"github.com/servetune/servetune/internal/load/trace"
 	"github.com/servetune/servetune/internal/serving/catalog"
 	"github.com/servetune/servetune/internal/serving/engine"
-	"github.com/servetune/servetune/internal/yamlspec"
+	"github.com/servetune/servetune/internal/yamlpos"
 	"github.com/servetune/servetune/space"
 	"github.com/servetune/servetune/tuner/recommend"
 )
@@ -275,27 +275,27 @@ func ParseSpec(data []byte, file string) (*Spec, error) {
 // parser checks with its allowed keys (the spec reference's test).
 func parseSpec(data []byte, file string, onFields func(field string, allowed []string)) (*Spec, error) {
 	if len(data) > MaxSpecBytes {
-		return nil, &yamlspec.Error{File: file, Line: 1, Err: fmt.Errorf("the spec is over %d KiB; a study spec is a page of YAML (it is stored with every study)", MaxSpecBytes>>10)}
+		return nil, &yamlpos.Error{File: file, Line: 1, Err: fmt.Errorf("the spec is over %d KiB; a study spec is a page of YAML (it is stored with every study)", MaxSpecBytes>>10)}
 	}
 	if !utf8.Valid(data) {
 		line := 1 + bytes.Count(data[:invalidUTF8(data)], []byte("\n"))
-		return nil, &yamlspec.Error{File: file, Line: line, Err: errors.New("not UTF-8 text (save the spec as UTF-8)")}
+		return nil, &yamlpos.Error{File: file, Line: line, Err: errors.New("not UTF-8 text (save the spec as UTF-8)")}
 	}
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
-		return nil, &yamlspec.Error{File: file, Line: yamlErrLine(err), Err: fmt.Errorf("invalid YAML: %s", yamlErrMsg(err))}
+		return nil, &yamlpos.Error{File: file, Line: yamlErrLine(err), Err: fmt.Errorf("invalid YAML: %s", yamlErrMsg(err))}
 	}
 	var second yaml.Node
 	if err := dec.Decode(&second); err == nil {
-		return nil, &yamlspec.Error{File: file, Line: max(second.Line-1, 1), Err: errors.New("a second YAML document (after ---): a study spec is one document")}
+		return nil, &yamlpos.Error{File: file, Line: max(second.Line-1, 1), Err: errors.New("a second YAML document (after ---): a study spec is one document")}
 	} else if !errors.Is(err, io.EOF) {
-		return nil, &yamlspec.Error{File: file, Line: yamlErrLine(err), Err: fmt.Errorf("invalid YAML: %s", yamlErrMsg(err))}
+		return nil, &yamlpos.Error{File: file, Line: yamlErrLine(err), Err: fmt.Errorf("invalid YAML: %s", yamlErrMsg(err))}
 	}
 	if len(doc.Content) == 0 {
-		return nil, &yamlspec.Error{File: file, Line: 1, Err: errors.New("empty study spec")}
+		return nil, &yamlpos.Error{File: file, Line: 1, Err: errors.New("empty study spec")}
 	}
-	p := &specParser{Decoder: yamlspec.Decoder{File: file, OnFields: onFields}}
+	p := &specParser{Decoder: yamlpos.Decoder{File: file, OnFields: onFields}}
 	spec := p.parse(doc.Content[0], file)
 	if err := p.Err(); err != nil {
 		return nil, err
@@ -347,7 +347,7 @@ func yamlErrMsg(err error) string {
 
 // specParser walks the YAML tree keeping the first error.
 type specParser struct {
-	yamlspec.Decoder
+	yamlpos.Decoder
 	samplerGiven bool // tuner.sampler is in the spec
 }
 
@@ -486,14 +486,14 @@ func (p *specParser) launcher(n *yaml.Node, spec *Spec) LauncherSpec {
 // launcher cannot change, a virtual clock, and the default sampler (TPE
 // where the launcher cannot change settings). ParseSpec ran them as for a
 // launcher without these capabilities, which passes every spec these
-// pass. Its error is a *yamlspec.Error naming the file, line and field,
+// pass. Its error is a *yamlpos.Error naming the file, line and field,
 // as ParseSpec's.
 func (spec *Spec) CheckLauncher(caps LauncherCaps) error {
 	spec.Launcher.Caps = caps
 	if spec.top == nil {
 		return nil // built in Go: nothing to point at
 	}
-	p := &specParser{Decoder: yamlspec.Decoder{File: spec.File}, samplerGiven: spec.samplerGiven}
+	p := &specParser{Decoder: yamlpos.Decoder{File: spec.File}, samplerGiven: spec.samplerGiven}
 	p.check(spec, spec.top)
 	return p.Err()
 }
@@ -1181,7 +1181,7 @@ func (p *specParser) defaultSampler(spec *Spec, top map[string]*yaml.Node) {
 	case !given:
 		spec.Tuner.Sampler = SamplerTPE
 	case given && spec.Tuner.Sampler == SamplerGuided && err != nil:
-		p.Fail(yamlspec.KeyNode(top["tuner"], "sampler"), "tuner.sampler", "guided needs the simulator: %v", err)
+		p.Fail(yamlpos.KeyNode(top["tuner"], "sampler"), "tuner.sampler", "guided needs the simulator: %v", err)
 	}
 }
 
@@ -1191,16 +1191,16 @@ func (p *specParser) check(spec *Spec, top map[string]*yaml.Node) {
 	largest, hosts := spec.Launcher.hostGPUs()
 	if largest > 0 && need > largest {
 		if hosts > 1 {
-			p.Fail(yamlspec.KeyNode(top["launcher"], "hosts"), "launcher.hosts", "the smallest configuration of the space needs %d GPUs on one host, the largest host lists %d", need, largest)
+			p.Fail(yamlpos.KeyNode(top["launcher"], "hosts"), "launcher.hosts", "the smallest configuration of the space needs %d GPUs on one host, the largest host lists %d", need, largest)
 		} else {
-			p.Fail(yamlspec.KeyNode(top["launcher"], "gpus"), "launcher.gpus", "the smallest configuration of the space needs %d GPUs, only %d listed", need, largest)
+			p.Fail(yamlpos.KeyNode(top["launcher"], "gpus"), "launcher.gpus", "the smallest configuration of the space needs %d GPUs, only %d listed", need, largest)
 		}
 	}
 	p.checkDisaggregation(spec, top)
 	if spec.Launcher.fixedSettings() {
 		for _, q := range spec.Space.Params {
 			if q.Kind != space.KindCategorical || len(q.Choices) != 1 {
-				p.Fail(yamlspec.KeyNode(top["space"], q.Name), "space."+q.Name,
+				p.Fail(yamlpos.KeyNode(top["space"], q.Name), "space."+q.Name,
 					"the %s launcher cannot change engine settings: give fixed values (the server's own) or use another launcher", spec.Launcher.Kind)
 				break
 			}
@@ -1213,7 +1213,7 @@ func (p *specParser) check(spec *Spec, top map[string]*yaml.Node) {
 		if spec.Launcher.fixedSettings() {
 			p.Fail(top["quality"], "quality", "the %s launcher cannot start the baseline configuration", spec.Launcher.Kind)
 		} else if largest > 0 && GPUsFor(q.Baseline) > largest {
-			p.Fail(yamlspec.KeyNode(top["quality"], "baseline"), "quality.baseline", "needs %d GPUs on one host, the study has %d", GPUsFor(q.Baseline), largest)
+			p.Fail(yamlpos.KeyNode(top["quality"], "baseline"), "quality.baseline", "needs %d GPUs on one host, the study has %d", GPUsFor(q.Baseline), largest)
 		}
 	}
 	p.defaultSampler(spec, top)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/servetune/servetune/internal/serving/catalog"
 	"github.com/servetune/servetune/internal/serving/engine"
-	"github.com/servetune/servetune/internal/yamlspec"
+	"github.com/servetune/servetune/internal/yamlpos"
 	_ "github.com/servetune/servetune/launcher/kinds" // the launcher kinds of the specs these tests parse
 	"github.com/servetune/servetune/tuner"
 	"github.com/servetune/servetune/tuner/spec"
@@ -107,9 +107,9 @@ func TestParseSpecBad(t *testing.T) {
 				t.Fatalf("replacement %q not applied", tc.old)
 			}
 			_, err := parseSpec([]byte(src), "bad.yaml")
-			var se *yamlspec.Error
+			var se *yamlpos.Error
 			if !errors.As(err, &se) {
-				t.Fatalf("err = %v (%T), want *yamlspec.Error", err, err)
+				t.Fatalf("err = %v (%T), want *yamlpos.Error", err, err)
 			}
 			msg := err.Error()
 			if strings.Contains(msg, "\n") || !strings.HasPrefix(msg, "bad.yaml:") {
@@ -150,9 +150,9 @@ func FuzzParseSpec(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		study, err := spec.ParseSpec(data, "f.yaml")
 		if err != nil {
-			var se *yamlspec.Error
+			var se *yamlpos.Error
 			if !errors.As(err, &se) {
-				t.Fatalf("error %v is not a *yamlspec.Error", err)
+				t.Fatalf("error %v is not a *yamlpos.Error", err)
 			}
 			return
 		}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/servetune/servetune/internal/load/bench"
-	"github.com/servetune/servetune/internal/yamlspec"
+	"github.com/servetune/servetune/internal/yamlpos"
 )
 
 // traceDataset is goodSpec's dataset line as a trace (line 14).
@@ -63,9 +63,9 @@ func TestParseSpecTraceBad(t *testing.T) {
 				t.Fatalf("replacement %q not applied", tc.old)
 			}
 			_, err := parseSpec([]byte(bad), "t.yaml")
-			var se *yamlspec.Error
+			var se *yamlpos.Error
 			if !errors.As(err, &se) {
-				t.Fatalf("err = %v, want *yamlspec.Error", err)
+				t.Fatalf("err = %v, want *yamlpos.Error", err)
 			}
 			if msg := err.Error(); strings.Contains(msg, "\n") || se.Line != tc.line || se.Field != tc.field || !strings.Contains(msg, tc.msg) {
 				t.Errorf("%q: want t.yaml:%d: %s: ...%s", msg, tc.line, tc.field, tc.msg)

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/servetune/servetune/internal/yamlspec"
+	"github.com/servetune/servetune/internal/yamlpos"
 	"github.com/servetune/servetune/tuner/spec"
 )
 
@@ -63,9 +63,9 @@ func TestWhatifDeploymentBad(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := parseSpec([]byte(whatifSpec+tc.lines), "w.yaml")
-			var se *yamlspec.Error
+			var se *yamlpos.Error
 			if !errors.As(err, &se) {
-				t.Fatalf("err = %v, want *yamlspec.Error", err)
+				t.Fatalf("err = %v, want *yamlpos.Error", err)
 			}
 			msg := err.Error()
 			if strings.Contains(msg, "\n") || se.Line != tc.line || se.Field != tc.field || !strings.Contains(msg, tc.msg) {

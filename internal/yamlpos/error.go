@@ -1,4 +1,4 @@
-package yamlspec
+package yamlpos
 
 import "fmt"
 
