@@ -542,7 +542,13 @@ func TestSiliconTable(t *testing.T) {
 		"b,sglang,,meta-llama/Llama-3.1-8B-Instruct,h100_sxm,fp8,agg,512,128,fp8,fp8,4,1,1,,1,30,5,2026-01-02\n" +
 		"c,vllm,0.12.0,example/unknown-model,h100_sxm,,agg,1024,128,,,4,1,1,,1,50,8,\n" +
 		"d,sglang,0.5.8,meta-llama/Llama-3.1-8B-Instruct,h100_sxm,,disagg,1024,128,,,,,,,,50,8,\n" +
-		"e,vllm,0.12.0,openai/gpt-oss-120b,h100_sxm,fp4,agg,1024,128,nvfp4,nvfp4,4,1,1,,1,50,8,\n"
+		"e,vllm,0.12.0,meta-llama/Llama-3.1-8B-Instruct,h100_sxm,fp4,agg,1024,128,nvfp4,nvfp4,4,1,1,,1,50,8,\n" +
+		"g,vllm,0.18.0,openai/gpt-oss-120b,h100_sxm,fp4,agg,1024,128,nvfp4,nvfp4,4,2,1,1,1,50,8,\n" +
+		"m_1024x1024_c4_tp4_0_ep4_0_1,vllm,0.18.0,MiniMaxAI/MiniMax-M2.5,h100_sxm,fp8,agg,1024,1024,fp8,fp8,4,4,1,1,4,80,10,\n" +
+		"m_1024x1024_c32_tp4_ep4_2,vllm,0.18.0,MiniMaxAI/MiniMax-M2.5,h100_sxm,fp8,agg,1024,1024,fp8,fp8,8,4,1,4,16,140,20,\n" +
+		"n,vllm,0.18.0,MiniMaxAI/MiniMax-M2.5,h100_sxm,fp8,agg,1024,1024,fp8,fp8,8,2,1,2,4,140,20,\n" +
+		"k,sglang,0.5.8,MiniMaxAI/MiniMax-M2.5,h100_sxm,fp8,agg,1024,1024,fp8,fp8,8,4,1,1,4,140,20,\n" +
+		"l,vllm,0.18.0,MiniMaxAI/MiniMax-M2.5,h100_sxm,fp8,agg,1024,1024,fp8,fp8,8,4,2,1,4,140,20,\n"
 	if err := os.WriteFile(filepath.Join(dir, "t.csv"), []byte(head+rows), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -556,10 +562,29 @@ func TestSiliconTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.Runs) != 3 {
-		t.Fatalf("%d runs, want 3 (a, f, b)", len(s.Runs))
+	if len(s.Runs) != 7 {
+		t.Fatalf("%d runs, want 7 (a, f, b, g, m, m, n)", len(s.Runs))
 	}
 	a, f, b := s.Runs[0], s.Runs[1], s.Runs[2]
+	// gpt-oss's fp4 label is its MXFP4 checkpoint, served as published
+	// with InferenceX's flags; MiniMax-M2.5's experts in parallel over the
+	// TP group; the row whose columns count TP x EP GPUs runs as its id
+	// names it; attention DP as vLLM's data-parallel ranks.
+	g, ep, legacy, dp := s.Runs[3], s.Runs[4], s.Runs[5], s.Runs[6]
+	if slices.Contains(g.Flags, "--quantization") || !slices.Contains(g.Flags, "--max-model-len") || g.TP != 2 {
+		t.Errorf("gpt-oss row: flags %v, tp %d", g.Flags, g.TP)
+	}
+	if !slices.Contains(ep.Flags, "--enable-expert-parallel") || slices.Contains(ep.Flags, "--data-parallel-size") || ep.TP != 4 || ep.Workload.Concurrency != 4 {
+		t.Errorf("EP row: flags %v, tp %d, concurrency %d", ep.Flags, ep.TP, ep.Workload.Concurrency)
+	}
+	if !slices.Contains(legacy.Flags, "--enable-expert-parallel") || slices.Contains(legacy.Flags, "--data-parallel-size") || legacy.TP != 4 ||
+		legacy.Workload.Concurrency != 32 || !strings.Contains(legacy.Note, "id") {
+		t.Errorf("row counted as TP x EP: flags %v, tp %d, concurrency %d, note %q", legacy.Flags, legacy.TP, legacy.Workload.Concurrency, legacy.Note)
+	}
+	if i := slices.Index(dp.Flags, "--data-parallel-size"); i < 0 || dp.Flags[i+1] != "2" || !slices.Contains(dp.Flags, "--enable-expert-parallel") ||
+		dp.TP != 2 || dp.Workload.Concurrency != 16 {
+		t.Errorf("attention-DP row: flags %v, tp %d, concurrency %d", dp.Flags, dp.TP, dp.Workload.Concurrency)
+	}
 	if !slices.Equal(f.VersionFlags, []string{"--mem-fraction-static", "0.87", "--cuda-graph-max-bs", "160", "--chunked-prefill-size", "8192"}) {
 		t.Errorf("SGLang 0.5.1.post1 at TP2: version flags %v, want the defaults before PR #10975", f.VersionFlags)
 	}
@@ -572,9 +597,9 @@ func TestSiliconTable(t *testing.T) {
 	if !slices.Equal(b.Flags, []string{"--quantization", "fp8"}) || !strings.Contains(b.Version, "2026-01-02") || len(b.VersionFlags) > 0 {
 		t.Errorf("run b: flags %v, version %q", b.Flags, b.Version)
 	}
-	want := map[string]string{"c": "not in the simulator's catalog", "d": "disaggregated", "e": "nvfp4"}
+	want := map[string]string{"c": "not in the simulator's catalog", "d": "disaggregated", "e": "nvfp4", "k": "sglang", "l": "pipeline"}
 	if len(s.Unrunnable) != len(want) {
-		t.Fatalf("unrunnable %+v, want c, d, e", s.Unrunnable)
+		t.Fatalf("unrunnable %+v, want c, d, e, k, l", s.Unrunnable)
 	}
 	for _, u := range s.Unrunnable {
 		if !strings.Contains(u.Reason, want[u.ID]) {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -148,21 +149,37 @@ func siliconRun(row map[string]string, t SiliconTable) (Run, string) {
 		return Run{}, "model not in the simulator's catalog"
 	case len(m.Unmodelled) > 0:
 		return Run{}, "model not simulated: " + strings.Join(m.Unmodelled, "; ")
-	case num("pp_size") > 1 || num("attention_dp_size") > 1 || num("moe_ep_size") > 1:
-		return Run{}, "pipeline, attention-DP or expert parallelism, which the table's runs do not map"
+	case num("pp_size") > 1:
+		return Run{}, "pipeline parallelism, which the table's runs do not map"
 	case num("batch_size") < 1 || num("tp_size") < 1 || num("isl") < 1 || num("osl") < 1:
 		return Run{}, "no concurrency, tp, isl or osl"
 	}
 	var flags []string
-	switch q := row["gemm_quant_mode"]; q {
-	case "":
-	case "fp8":
+	switch q := row["gemm_quant_mode"]; {
+	case q == "":
+	case q == "fp8":
 		flags = append(flags, engine.Flag(engine.VLLM, "quantization"), "fp8")
+	case checkpointFP4(q, m):
+		// The row names the published MXFP4 checkpoint (gpt-oss), which
+		// the engines serve in its own format without a --quantization
+		// flag: the source's fp4 label is its format, not NVFP4.
 	default:
-		return Run{}, fmt.Sprintf("weights in %s, which the simulator does not model", q)
+		own := m.Quantization
+		if own == "" {
+			own = m.DType
+		}
+		return Run{}, fmt.Sprintf("weights in %s, not the format of the checkpoint the row names (%s), and the source names no other checkpoint", q, own)
 	}
 	if q := row["moe_quant_mode"]; q != "" && q != row["gemm_quant_mode"] && m.MoE() {
 		return Run{}, fmt.Sprintf("experts in %s beside GEMMs in %s", q, row["gemm_quant_mode"])
+	}
+	c, parFlags, note, why := siliconParallel(row, num)
+	if why != "" {
+		return Run{}, why
+	}
+	flags = append(flags, parFlags...)
+	if recipe := siliconRecipes[strings.Join([]string{row["backend"], row["backend_version"], row["model_path"], row["system"]}, " ")]; recipe != nil {
+		flags = append(flags, recipe(num("isl"), num("osl"), c)...)
 	}
 	version := row["backend_version"]
 	if version == "" {
@@ -182,7 +199,7 @@ func siliconRun(row map[string]string, t SiliconTable) (Run, string) {
 			engine.Flag(engine.SGLang, "max_batched_tokens"), "8192",
 		}
 	}
-	c, in, out := num("batch_size"), num("isl"), num("osl")
+	in, out := num("isl"), num("osl")
 	regimes := []string{RegimeConcurrency}
 	if in+out >= sim.LongContext {
 		regimes = append(regimes, "long-context")
@@ -194,7 +211,90 @@ func siliconRun(row map[string]string, t SiliconTable) (Run, string) {
 		Stat:     "mean",
 		Measured: Metrics{TTFT: ttft, ITL: tpot},
 		Regimes:  regimes,
+		Note:     note,
 	}, ""
+}
+
+// siliconRecipes are the serve commands of the runs whose benchmark is
+// public, by backend, release, model and system: the gpt-oss-120b and
+// MiniMax-M2.5 rows of vLLM 0.18.0 are SemiAnalysis InferenceX runs (vLLM
+// 0.18.0 is the image of its gptoss-fp4-h100-vllm and
+// minimaxm2.5-fp8-h100-vllm configurations; the ids name its isl x osl,
+// concurrency, TP and EP), served by its scripts of that release
+// (docs/fidelity.md, "Silicon tables"); rows of other releases keep the
+// engine's defaults. The flags the simulator does not read are left out
+// and named there.
+var siliconRecipes = map[string]func(isl, osl, conc int) []string{
+	// SemiAnalysisAI/InferenceX benchmarks/gptoss_fp4_h100.sh (1fc5d73c)
+	// and benchmarks/single_node/fixed_seq_len/gptoss_fp4_h100.sh
+	// (8eec0d4e): VLLM_MXFP4_USE_MARLIN=1, no --quantization.
+	"vllm 0.18.0 openai/gpt-oss-120b h100_sxm": func(_, _, conc int) []string {
+		return []string{"--max-model-len", "10240", "--max-num-batched-tokens", "8192", "--no-enable-prefix-caching",
+			"--gpu-memory-utilization", "0.9", "--max-num-seqs", strconv.Itoa(conc)}
+	},
+	// benchmarks/single_node/fixed_seq_len/minimaxm2.5_fp8_h100.sh
+	// (8eec0d4e); --max-model-len is the sweep's isl + osl + 200
+	// (utils/matrix_logic/generate_sweep_configs.py).
+	"vllm 0.18.0 MiniMaxAI/MiniMax-M2.5 h100_sxm": func(isl, osl, _ int) []string {
+		return []string{"--max-model-len", strconv.Itoa(isl + osl + 200), "--max-num-seqs", "256", "--no-enable-prefix-caching",
+			"--gpu-memory-utilization", "0.90"}
+	},
+}
+
+// checkpointFP4 says whether a row's FP4 weight label (aiconfigurator
+// writes nvfp4 for a run of precision fp4) names the model's own
+// checkpoint: gpt-oss is published in MXFP4 and served as published, with
+// no --quantization flag (vLLM on Hopper through its weight-only MXFP4
+// path: docs/fidelity.md, "Silicon tables").
+func checkpointFP4(label string, m catalog.Model) bool {
+	return (label == "nvfp4" || label == "fp4" || label == "mxfp4") && m.Quantization == "mxfp4"
+}
+
+// siliconID reads the run's own name at the end of a row's id
+// ("..._c32_tp4_ep4_1322", "..._c32_tp4_0_ep4_0_241"): its concurrency,
+// TP and EP.
+var siliconID = regexp.MustCompile(`_c(\d+)_tp(\d+)(?:_0)?_ep(\d+)(?:_0)?_\d+$`)
+
+// siliconParallel maps a row's parallelism to engine flags and gives the
+// client's concurrency. In the source's columns tp_size is the attention's
+// TP within one attention-DP rank, batch_size each rank's requests, and
+// moe_ep_size the experts' group over tp_size x attention_dp_size GPUs:
+// vLLM's --enable-expert-parallel makes that whole group (TP x DP) the
+// experts' EP group, and runs attention apart in each DP rank of a MoE
+// model (--data-parallel-size).
+//
+// One exception, from the run's own name: a vLLM row whose id names TP T
+// and EP E (InferenceX's "tpT_epE": one `vllm serve --tensor-parallel-size
+// T --enable-expert-parallel`, T GPUs) but whose columns give T x E GPUs as
+// attention_dp_size E with batch_size a share of the id's concurrency is
+// that run, its GPUs counted as TP x EP (ai-dynamo/aisimulate's
+// measurement_gpu_count keeps such "legacy TP*EP" counts apart for this
+// reason): it runs at TP T with expert parallelism at the id's concurrency.
+func siliconParallel(row map[string]string, num func(string) int) (c int, flags []string, note, why string) {
+	tp, dp, ep := num("tp_size"), max(num("attention_dp_size"), 1), max(num("moe_ep_size"), 1)
+	c = num("batch_size")
+	epFlag := engine.Flag(engine.VLLM, "expert_parallel")
+	switch {
+	case dp == 1 && ep == 1:
+		return c, nil, "", ""
+	case row["backend"] != string(engine.VLLM):
+		return 0, nil, "", "attention-DP or expert parallelism under " + row["backend"] + ", which the table's runs do not map"
+	case num("moe_tp_size") > 1 || ep != tp*dp:
+		return 0, nil, "", fmt.Sprintf("experts over moe_tp %d x moe_ep %d GPUs beside attention over tp %d x attention_dp %d: not vLLM's expert-parallel group (TP x DP)",
+			num("moe_tp_size"), ep, tp, dp)
+	case dp == 1:
+		return c, []string{epFlag}, "", ""
+	}
+	if m := siliconID.FindStringSubmatch(row["id"]); m != nil {
+		ic, _ := strconv.Atoi(m[1])
+		itp, _ := strconv.Atoi(m[2])
+		iep, _ := strconv.Atoi(m[3])
+		if itp == tp && iep == dp && ic == c*dp {
+			return ic, []string{epFlag}, fmt.Sprintf("run as its id names it (c%d, tp%d, ep%d: %d GPUs); the columns count TP x EP, %d GPUs as attention_dp %d of batch %d",
+				ic, itp, iep, tp, tp*dp, dp, c), ""
+		}
+	}
+	return c * dp, []string{engine.Flag(engine.VLLM, "data_parallel"), strconv.Itoa(dp), epFlag}, "", ""
 }
 
 // EngineStat is one source's scored runs of one engine: each metric's
