@@ -434,6 +434,9 @@ func (c *Config) Normalize() error {
 		}
 		return bad("%v; its weights alone are %.1f GiB at %s", err, w.weightsBytes()/GiB, q)
 	}
+	if m := c.Model; m.Linear != nil || m.Sparse != nil {
+		return bad("model %q: the simulated engine does not model linear_attention layers or index_topk (sparse attention) yet", m.ID)
+	}
 	if c.GPU.ID == "" {
 		g, err := catalog.LookupGPU(defaultGPU)
 		if err != nil {

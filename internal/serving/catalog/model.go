@@ -61,6 +61,19 @@ type Model struct {
 	// AttentionSinks: each head adds a learned logit to its softmax's
 	// denominator (gpt-oss); no KV, a term per head.
 	AttentionSinks bool `json:"attention_sinks,omitempty"`
+	// Linear is the shape of the linear-attention (Gated DeltaNet) layers
+	// of a hybrid model (Qwen3-Next, Qwen3.5: three of every four
+	// layers), each holding a constant state per request instead of a KV
+	// cache (linear.go); nil when every layer is attention.
+	Linear *LinearAttention `json:"linear_attention,omitempty"`
+	// AttnOutputGate: the attention layers' query projection is twice
+	// as wide, its second half a sigmoid gate on each head's output
+	// (Qwen3-Next's gated attention).
+	AttnOutputGate bool `json:"attn_output_gate,omitempty"`
+	// Sparse is DeepSeek Sparse Attention's indexer (DeepSeek-V3.2,
+	// GLM-5: MLA over the index_topk tokens an FP8 indexer picks,
+	// sparse.go); nil for dense attention.
+	Sparse *SparseAttention `json:"sparse_attention,omitempty"`
 	// QKNormAllHeads: the query and key RMSNorms span every head of the
 	// layer (MiniMax-M2's qk_norm_type "per_layer"), so tensor
 	// parallelism all-reduces their per-token variances in every layer.
@@ -88,11 +101,14 @@ type MLA struct {
 // MoE reports whether the model has routed experts.
 func (m Model) MoE() bool { return m.Experts > 0 }
 
-// AttentionParams is the parameter count of one layer's attention
-// projections: h*d*(q + 2kv) for QKV plus q*d*h for the output. MLA's are
-// the query down- and up-projections (or one projection without
-// q_lora_rank), the joint KV down-projection with the shared rotary key,
-// the KV up-projection and the output (DeepSeek-V2 paper, section 2.1).
+// AttentionParams is the parameter count of one attention layer's
+// projections: h*d*(q + 2kv) for QKV plus q*d*h for the output, the
+// query twice as wide with an output gate. MLA's are the query down- and
+// up-projections (or one projection without q_lora_rank), the joint KV
+// down-projection with the shared rotary key, the KV up-projection and
+// the output (DeepSeek-V2 paper, section 2.1), and sparse attention's
+// indexer. A hybrid's linear-attention layers have their own
+// (LinearAttention.Params).
 func (m Model) AttentionParams() float64 {
 	h, d := float64(m.Hidden), float64(m.HeadDim)
 	if a := m.MLA; a != nil {
@@ -104,9 +120,36 @@ func (m Model) AttentionParams() float64 {
 		}
 		kvDown := h * float64(a.KVLoRARank+a.QKRopeHeadDim)
 		kvUp := float64(a.KVLoRARank) * heads * float64(a.QKNopeHeadDim+a.VHeadDim)
-		return q + kvDown + kvUp + heads*float64(a.VHeadDim)*h
+		p := q + kvDown + kvUp + heads*float64(a.VHeadDim)*h
+		if s := m.Sparse; s != nil {
+			p += s.IndexerParams(m.Hidden, a.QLoRARank)
+		}
+		return p
 	}
-	return h*d*float64(m.Heads+2*m.KVHeads) + float64(m.Heads)*d*h
+	q := float64(m.Heads)
+	if m.AttnOutputGate {
+		q *= 2
+	}
+	return h*d*(q+2*float64(m.KVHeads)) + float64(m.Heads)*d*h
+}
+
+// AttentionLayers is the number of attention layers (all but a hybrid's
+// linear-attention layers).
+func (m Model) AttentionLayers() int {
+	if m.Linear == nil {
+		return m.Layers
+	}
+	return m.Layers - m.Linear.Layers
+}
+
+// mixerParams is the parameter count of every layer's token mixer: the
+// attention layers' projections and the linear-attention layers'.
+func (m Model) mixerParams() float64 {
+	p := float64(m.AttentionLayers()) * m.AttentionParams()
+	if a := m.Linear; a != nil {
+		p += float64(a.Layers) * a.Params(m.Hidden)
+	}
+	return p
 }
 
 // MLPParams is the parameter count of one MoE or dense layer's SwiGLU MLP:
@@ -134,10 +177,10 @@ func (m Model) moeLayers() float64 {
 // (attention and MLP), the weights that quantization shrinks.
 func (m Model) LinearParams() float64 {
 	if !m.MoE() {
-		return float64(m.Layers) * (m.AttentionParams() + m.MLPParams())
+		return m.mixerParams() + float64(m.Layers)*m.MLPParams()
 	}
 	dense := float64(m.DenseLayers) * 3 * float64(m.Hidden) * float64(m.DenseIntermediate)
-	return float64(m.Layers)*m.AttentionParams() + m.moeLayers()*m.MLPParams() + dense
+	return m.mixerParams() + m.moeLayers()*m.MLPParams() + dense
 }
 
 // RoutedParams is the parameter count of every layer's routed experts,
@@ -177,22 +220,36 @@ func (m Model) ActiveParams() float64 {
 	h := float64(m.Hidden)
 	mlp := float64(m.ExpertsPerTok)*m.ExpertParams() + h*float64(m.Experts) + 3*h*float64(m.SharedIntermediate)
 	dense := float64(m.DenseLayers) * 3 * h * float64(m.DenseIntermediate)
-	return float64(m.Layers)*m.AttentionParams() + m.moeLayers()*mlp + dense + m.EmbeddingParams()
+	return m.mixerParams() + m.moeLayers()*mlp + dense + m.EmbeddingParams()
 }
 
 // KVBytesPerToken is the KV cache of one token over the layers whose
 // cache grows with the sequence (FullLayers), 2*L*kv*d elements of
 // elemBytes each (2 for bf16, 1 for fp8). MLA caches the compressed
 // latent and the rotary key instead: L*(kv_lora_rank + qk_rope_head_dim)
-// elements. The layers whose cache stops growing are KVSpans'.
+// elements. The layers whose cache stops growing are KVSpans', and a
+// hybrid's linear-attention layers hold a state per request instead.
 func (m Model) KVBytesPerToken(elemBytes float64) float64 {
 	return float64(m.FullLayers()) * m.KVBytesPerLayerToken(elemBytes)
 }
 
 // KVBytesPerLayerToken is one token's KV cache in one attention layer.
+// Sparse attention caches the latent and the token's indexer key
+// (SparseAttention.IndexKeyBytes); its FP8 latent is vLLM's fp8_ds_mla
+// record (kv_lora_rank FP8 values, a float32 scale per 128 of them and
+// the rotary key in BF16: 656 bytes for DeepSeek-V3.2, FlashMLASparse in
+// vllm/v1/attention/backends/mla/flashmla_sparse.py; SGLang's NSA pool
+// the same, calculate_mla_kv_cache_dim).
 func (m Model) KVBytesPerLayerToken(elemBytes float64) float64 {
 	if a := m.MLA; a != nil {
-		return float64(a.KVLoRARank+a.QKRopeHeadDim) * elemBytes
+		latent := float64(a.KVLoRARank+a.QKRopeHeadDim) * elemBytes
+		if s := m.Sparse; s != nil {
+			if elemBytes == 1 {
+				latent = float64(a.KVLoRARank + a.KVLoRARank/indexQuantBlock*4 + 2*a.QKRopeHeadDim)
+			}
+			latent += s.IndexKeyBytes()
+		}
+		return latent
 	}
 	return 2 * float64(m.KVHeads) * float64(m.HeadDim) * elemBytes
 }
@@ -239,6 +296,11 @@ func (m Model) Validate() error {
 	}
 	if err := m.validateLayerKinds(); err != nil {
 		return err
+	}
+	if s := m.Sparse; s != nil {
+		if err := s.validate(m.ID); err != nil {
+			return err
+		}
 	}
 	if a := m.MLA; a != nil {
 		for _, c := range []struct {
@@ -343,6 +405,14 @@ func (m Model) clone() Model {
 	if m.MLA != nil {
 		a := *m.MLA
 		m.MLA = &a
+	}
+	if m.Linear != nil {
+		a := *m.Linear
+		m.Linear = &a
+	}
+	if m.Sparse != nil {
+		s := *m.Sparse
+		m.Sparse = &s
 	}
 	return m
 }
