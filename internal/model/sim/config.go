@@ -434,8 +434,8 @@ func (c *Config) Normalize() error {
 		}
 		return bad("%v; its weights alone are %.1f GiB at %s", err, w.weightsBytes()/GiB, q)
 	}
-	if m := c.Model; m.Linear != nil || m.Sparse != nil {
-		return bad("model %q: the simulated engine does not model linear_attention layers or index_topk (sparse attention) yet", m.ID)
+	if m := c.Model; m.Sparse != nil {
+		return bad("model %q: the simulated engine does not model index_topk (sparse attention) yet", m.ID)
 	}
 	if c.GPU.ID == "" {
 		g, err := catalog.LookupGPU(defaultGPU)
@@ -495,6 +495,10 @@ func (c *Config) normalizeParallel() error {
 	if c.Model.KVHeads < c.TP && c.TP%c.Model.KVHeads != 0 || c.Model.KVHeads >= c.TP && c.Model.KVHeads%c.TP != 0 {
 		return bad("number of KV heads (%d) and tensor parallel size (%d) do not divide one another", c.Model.KVHeads, c.TP)
 	}
+	if a := c.Model.Linear; a != nil && (a.KeyHeads%c.TP != 0 || a.ValueHeads%c.TP != 0) {
+		// vLLM's and SGLang's Gated DeltaNet split both kinds of heads over the ranks.
+		return bad("linear_num_key_heads (%d) and linear_num_value_heads (%d) must be divisible by tensor parallel size (%d).", a.KeyHeads, a.ValueHeads, c.TP)
+	}
 	if c.Model.Layers%c.PP != 0 && c.PP > c.Model.Layers {
 		return bad("pipeline parallel size %d exceeds the %d layers", c.PP, c.Model.Layers)
 	}
@@ -539,6 +543,7 @@ func (c *Config) vllmDefaults() error {
 	if c.BlockSize == 0 {
 		c.BlockSize = vllmDefaultBlockSize
 	}
+	c.vllmLinearDefaults() // a hybrid's state pages (linear.go)
 	if c.CUDAGraphMaxBS == 0 {
 		c.CUDAGraphMaxBS = vllmMaxCaptureSize
 	}

@@ -42,6 +42,14 @@ func TestParamsMatchPublishedCounts(t *testing.T) {
 		// vision tower, 17B active; KV grows in the 12 NoPE layers.
 		{"meta-llama/Llama-4-Scout-17B-16E-Instruct", 109, 17, 12 * 8 * 128 * 2 * 2 / 1024.0},
 		{"meta-llama/Llama-4-Maverick-17B-128E-Instruct", 400, 17, 12 * 8 * 128 * 2 * 2 / 1024.0},
+		// Qwen3-Next: Hugging Face's 81.3B total counts the MTP layer the
+		// engines do not load (Qwen3-Coder-Next, the same shape without
+		// it, publishes 79.67B); 3.87B active is that total less the
+		// experts a token does not take. KV grows in the 12 full layers.
+		{"Qwen/Qwen3-Next-80B-A3B-Instruct", 81.32, 3.87, 12 * 2 * 256 * 2 * 2 / 1024.0},
+		// Qwen3.5-397B-A17B's card: 397B, 17B active (the vision tower
+		// under 0.2%); 15 full layers.
+		{"Qwen/Qwen3.5-397B-A17B", 397, 17, 15 * 2 * 256 * 2 * 2 / 1024.0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.id, func(t *testing.T) {
@@ -338,6 +346,11 @@ func TestWeightsMatchPublishedCheckpoints(t *testing.T) {
 		{"testdata/kimi-k2.5.json", "moonshotai/Kimi-K2.5", 0},
 		{"testdata/llama-4-scout.json", "meta-llama/Llama-4-Scout-17B-16E-Instruct", 0},
 		{"testdata/llama-4-maverick.json", "meta-llama/Llama-4-Maverick-17B-128E-Instruct", 0},
+		// BF16 checkpoints: twice their published parameter counts,
+		// which include a multi-token-prediction layer the engines do
+		// not load (testdata/SOURCES.md).
+		{"testdata/qwen3-next-80b-a3b.json", "Qwen/Qwen3-Next-80B-A3B-Instruct", 2 * 81_324_862_720},
+		{"testdata/qwen3.5-397b-a17b.json", "Qwen/Qwen3.5-397B-A17B", 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.id, func(t *testing.T) {

@@ -391,6 +391,17 @@ var models = []Model{
 	{ID: "meta-llama/Llama-4-Maverick-17B-128E-Instruct", Aliases: []string{"llama-4-maverick", "meta-llama/Llama-4-Maverick-17B-128E"},
 		Layers: 48, Hidden: 5120, Heads: 40, KVHeads: 8, HeadDim: 128, Intermediate: 8192, Vocab: 202048, MaxPosition: 1048576, DType: "bfloat16",
 		Experts: 128, ExpertsPerTok: 1, SharedIntermediate: 8192, DenseLayers: 24, DenseIntermediate: 16384, AttentionChunk: 8192, ChunkedLayers: 36},
+	// Qwen3-Next and Qwen3.5 (linear.go): Gated DeltaNet in three of every
+	// four layers, gated full attention (two KV heads of 256) in the
+	// fourth; 512 experts top 10 and a shared expert as wide.
+	{ID: "Qwen/Qwen3-Next-80B-A3B-Instruct", Aliases: []string{"qwen3-next-80b-a3b", "qwen3-next-80b-a3b-instruct", "Qwen/Qwen3-Next-80B-A3B-Thinking"},
+		Layers: 48, Hidden: 2048, Heads: 16, KVHeads: 2, HeadDim: 256, Intermediate: 512, Vocab: 151936, MaxPosition: 262144, DType: "bfloat16",
+		Experts: 512, ExpertsPerTok: 10, SharedIntermediate: 512, AttnOutputGate: true,
+		Linear: &LinearAttention{Layers: 36, KeyHeads: 16, ValueHeads: 32, KeyHeadDim: 128, ValueHeadDim: 128, ConvKernel: 4}},
+	{ID: "Qwen/Qwen3.5-397B-A17B", Aliases: []string{"qwen3.5-397b-a17b"},
+		Layers: 60, Hidden: 4096, Heads: 32, KVHeads: 2, HeadDim: 256, Intermediate: 1024, Vocab: 248320, MaxPosition: 262144, DType: "bfloat16",
+		Experts: 512, ExpertsPerTok: 10, SharedIntermediate: 1024, AttnOutputGate: true,
+		Linear: &LinearAttention{Layers: 45, KeyHeads: 16, ValueHeads: 64, KeyHeadDim: 128, ValueHeadDim: 128, ConvKernel: 4}},
 }
 
 // clone returns m sharing no slice or pointer with it: lookups hand out
