@@ -18,6 +18,8 @@ var newModels = []struct {
 }{
 	{"Qwen/Qwen3-Next-80B-A3B-Instruct", "qwen3-next-80b-a3b.json", "H200", 2},
 	{"Qwen/Qwen3.5-397B-A17B", "qwen3.5-397b-a17b.json", "H200", 8},
+	{"deepseek-ai/DeepSeek-V3.2", "deepseek-v3.2.json", "H200", 8},
+	{"zai-org/GLM-5", "glm-5.json", "B300", 8},
 }
 
 // modelDir writes the catalog's test config.json of a model into a

@@ -434,9 +434,6 @@ func (c *Config) Normalize() error {
 		}
 		return bad("%v; its weights alone are %.1f GiB at %s", err, w.weightsBytes()/GiB, q)
 	}
-	if m := c.Model; m.Sparse != nil {
-		return bad("model %q: the simulated engine does not model index_topk (sparse attention) yet", m.ID)
-	}
 	if c.GPU.ID == "" {
 		g, err := catalog.LookupGPU(defaultGPU)
 		if err != nil {
@@ -455,6 +452,9 @@ func (c *Config) Normalize() error {
 	}
 	c.Constants = c.Constants.WithDefaults(c.Engine)
 	if err := c.normalizeParallel(); err != nil {
+		return err
+	}
+	if err := c.checkSparse(); err != nil { // sparse.go
 		return err
 	}
 	var err error
@@ -719,7 +719,7 @@ func (c *Config) expertBytesPerElem() float64 {
 
 // kvBytesPerElem is the KV cache element size.
 func (c *Config) kvBytesPerElem() float64 {
-	if strings.HasPrefix(c.KVCacheDType, "fp8") {
+	if strings.HasPrefix(c.KVCacheDType, "fp8") || c.sparseKVFP8() {
 		return 1
 	}
 	return 2

@@ -135,6 +135,8 @@ const (
 	attnOutputGateKernels = 1
 	// gdnBlockKernels is a Gated DeltaNet layer's kernels besides its linears and MLP: read from vLLM's qwen3_next.py (docs/fidelity-accounts.md#the-kernels-of-a-layer-and-a-step).
 	gdnBlockKernels = 6
+	// dsaIndexerKernels is sparse attention's indexer kernels besides its linears: read from vLLM's deepseek_v2.py (docs/fidelity-accounts.md#the-kernels-of-a-layer-and-a-step).
+	dsaIndexerKernels = 6
 	// stepKernels is a step's kernels outside the layers: estimate (docs/fidelity-accounts.md#the-kernels-of-a-layer-and-a-step).
 	stepKernels = 10
 )

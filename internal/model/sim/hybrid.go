@@ -36,11 +36,12 @@ const sglangSWAFullTokensRatio = 0.8
 
 // kvLayerBytesPerGPU is one token's KV cache in one attention layer on
 // one GPU: the GPU's KV heads (2·kv·d elements), or MLA's latent
-// (kv_lora_rank + qk_rope_head_dim elements, whole on every TP rank).
+// (kv_lora_rank + qk_rope_head_dim elements, whole on every TP rank;
+// with sparse attention's indexer key, sparse.go).
 func (c *Config) kvLayerBytesPerGPU() float64 {
 	m := c.Model
-	if a := m.MLA; a != nil {
-		return float64(a.KVLoRARank+a.QKRopeHeadDim) * c.kvBytesPerElem()
+	if m.MLA != nil { // sparse attention's indexer key too (catalog)
+		return m.KVBytesPerLayerToken(c.kvBytesPerElem())
 	}
 	return 2 * float64(c.kvHeadsPerGPU()) * float64(m.HeadDim) * c.kvBytesPerElem()
 }
@@ -154,6 +155,9 @@ func (s *stepModel) attention(b batchShape) float64 {
 	t := s.fullFrac * s.attentionOver(b.decodeCtx, b.verifyCtx, b.prefillPairs, b.prefillKV, b.prefillTokens)
 	if s.lin != nil {
 		t += s.lin.seconds(s, b)
+	}
+	if s.sp != nil {
+		t += s.sp.seconds(s, b)
 	}
 	seqs, pt := float64(b.seqs), float64(b.prefillTokens)
 	for _, set := range s.spans {

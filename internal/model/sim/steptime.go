@@ -140,6 +140,9 @@ type stepModel struct {
 	// lin costs a hybrid's linear-attention layers (linear.go); nil
 	// when every layer is attention.
 	lin *linearStep
+	// sp costs sparse attention's indexer (sparse.go); nil for dense
+	// attention.
+	sp *sparseStep
 
 	// mx costs MoE under DP attention and EP, and MLA (moe.go); nil for
 	// dense models.
@@ -244,6 +247,7 @@ func newStepModel(cfg Config) stepModel {
 	}
 	s.sortScale, s.sortVocabMix = samplerSort(cfg)
 	s.mx = newMoEStep(cfg, &s)
+	s.setSparse(cfg, k) // after MLA's linears (moe.go)
 	perLayer := s.layerKernels(w8a8)
 	kernel := k.KernelOverheadUs / 1e6 * kernelClockScale(g)
 	s.kernels = kernel * (s.layers*perLayer + stepKernels)
@@ -360,6 +364,9 @@ func (s *stepModel) layerKernels(w8a8 bool) float64 {
 	}
 	if s.qkNormTP {
 		n += qkNormTPKernels
+	}
+	if s.sp != nil {
+		n += dsaIndexerKernels
 	}
 	for _, g := range s.gemms {
 		n += g.kernels

@@ -50,6 +50,12 @@ func TestParamsMatchPublishedCounts(t *testing.T) {
 		// Qwen3.5-397B-A17B's card: 397B, 17B active (the vision tower
 		// under 0.2%); 15 full layers.
 		{"Qwen/Qwen3.5-397B-A17B", 397, 17, 15 * 2 * 256 * 2 * 2 / 1024.0},
+		// DeepSeek-V3.2: Hugging Face's 685.4B with the MTP layer; the
+		// latent and the 132-byte FP8 indexer key in every layer.
+		{"deepseek-ai/DeepSeek-V3.2", 685.4, 37, 61 * ((512+64)*2 + 132) / 1024.0},
+		// GLM-5: Hugging Face's 753.9B with the MTP layer; the card's
+		// 744B and 40B active without it.
+		{"zai-org/GLM-5", 753.9, 40, 78 * ((512+64)*2 + 132) / 1024.0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.id, func(t *testing.T) {
@@ -351,6 +357,8 @@ func TestWeightsMatchPublishedCheckpoints(t *testing.T) {
 		// not load (testdata/SOURCES.md).
 		{"testdata/qwen3-next-80b-a3b.json", "Qwen/Qwen3-Next-80B-A3B-Instruct", 2 * 81_324_862_720},
 		{"testdata/qwen3.5-397b-a17b.json", "Qwen/Qwen3.5-397B-A17B", 0},
+		{"testdata/deepseek-v3.2.json", "deepseek-ai/DeepSeek-V3.2", 0},
+		{"testdata/glm-5.json", "zai-org/GLM-5", 2 * 753_864_139_008},
 	}
 	for _, tt := range tests {
 		t.Run(tt.id, func(t *testing.T) {

@@ -402,6 +402,20 @@ var models = []Model{
 		Layers: 60, Hidden: 4096, Heads: 32, KVHeads: 2, HeadDim: 256, Intermediate: 1024, Vocab: 248320, MaxPosition: 262144, DType: "bfloat16",
 		Experts: 512, ExpertsPerTok: 10, SharedIntermediate: 1024, AttnOutputGate: true,
 		Linear: &LinearAttention{Layers: 45, KeyHeads: 16, ValueHeads: 64, KeyHeadDim: 128, ValueHeadDim: 128, ConvKernel: 4}},
+	// DeepSeek-V3.2 and GLM-5 (sparse.go): DeepSeek-V3's MLA and MoE
+	// with an FP8 indexer in every layer that picks 2,048 tokens for
+	// each query. DeepSeek-V3.2's checkpoint is FP8 (128-blocks), GLM-5's
+	// BF16.
+	{ID: "deepseek-ai/DeepSeek-V3.2", Aliases: []string{"deepseek-v3.2", "deepseek-ai/DeepSeek-V3.2-Exp"},
+		Layers: 61, Hidden: 7168, Heads: 128, KVHeads: 128, HeadDim: 192, Intermediate: 2048, Vocab: 129280, MaxPosition: 163840, DType: "bfloat16",
+		Quantization: "fp8", WeightBlock: 128, Experts: 256, ExpertsPerTok: 8, SharedIntermediate: 2048, DenseLayers: 3, DenseIntermediate: 18432,
+		MLA:    &MLA{KVLoRARank: 512, QLoRARank: 1536, QKRopeHeadDim: 64, QKNopeHeadDim: 128, VHeadDim: 128},
+		Sparse: &SparseAttention{TopK: 2048, IndexHeads: 64, IndexHeadDim: 128}},
+	{ID: "zai-org/GLM-5", Aliases: []string{"glm-5", "zai-org/GLM-5.1"},
+		Layers: 78, Hidden: 6144, Heads: 64, KVHeads: 64, HeadDim: 256, Intermediate: 2048, Vocab: 154880, MaxPosition: 202752, DType: "bfloat16",
+		Experts: 256, ExpertsPerTok: 8, SharedIntermediate: 2048, DenseLayers: 3, DenseIntermediate: 12288,
+		MLA:    &MLA{KVLoRARank: 512, QLoRARank: 2048, QKRopeHeadDim: 64, QKNopeHeadDim: 192, VHeadDim: 256},
+		Sparse: &SparseAttention{TopK: 2048, IndexHeads: 32, IndexHeadDim: 128}},
 }
 
 // clone returns m sharing no slice or pointer with it: lookups hand out
