@@ -94,3 +94,27 @@ func TestNewModelsAccepted(t *testing.T) {
 		}
 	}
 }
+
+// A variant whose feature the simulated engine does not cost is refused
+// by name, exit 2: GLM-5's config.json with GLM-5.2's shared indexers
+// (every fourth layer runs the indexer, the others reuse its top-k).
+func TestSharedIndexerRefused(t *testing.T) {
+	raw, err := os.ReadFile("../../internal/serving/catalog/testdata/glm-5.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared := strings.Replace(string(raw), `"index_topk": 2048,`, `"index_topk": 2048, "index_topk_freq": 4, "index_skip_topk_offset": 3,`, 1)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(shared), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"sim", "estimate", dir, "-tp", "8", "--gpu", "B300"},
+		{"whatif", "--model", dir, "--gpus", "B300", "--slo", "tpot_p99_ms=50", "--target-rps", "1", "--no-progress"},
+	} {
+		code, _, stderr := runCLI(t, args...)
+		if code != exitUsage || !strings.Contains(stderr, "index_topk_freq 4") {
+			t.Errorf("%s: exit %d, stderr %q: want exit 2 naming index_topk_freq", args[0], code, stderr)
+		}
+	}
+}
