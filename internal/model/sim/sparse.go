@@ -60,8 +60,9 @@ func (c *Config) checkSparse() error {
 		return nil
 	}
 	if preHopper(c.GPU.ID) {
-		return bad("%s requires Hopper (9.0+) or Blackwell (10.0+) for the FLASHMLA_SPARSE backend. Current device has compute capability %s.",
-			c.Model.ID, computeCapability(c.GPU.ID))
+		cc := computeCapability(c.GPU.ID) // major·10 + minor, as torch reports it
+		return bad("%s requires Hopper (9.0+) or Blackwell (10.0+) for the FLASHMLA_SPARSE backend. Current device has compute capability %s.%s.",
+			c.Model.ID, cc[:len(cc)-1], cc[len(cc)-1:])
 	}
 	if c.BlockSize == 0 {
 		c.BlockSize = sparseBlockSize
