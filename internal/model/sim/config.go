@@ -454,6 +454,9 @@ func (c *Config) Normalize() error {
 	if err := c.normalizeParallel(); err != nil {
 		return err
 	}
+	if err := c.checkSparse(); err != nil { // sparse.go
+		return err
+	}
 	var err error
 	if c.Engine == engine.SGLang {
 		err = c.sglangDefaults()
@@ -491,6 +494,10 @@ func (c *Config) normalizeParallel() error {
 	}
 	if c.Model.KVHeads < c.TP && c.TP%c.Model.KVHeads != 0 || c.Model.KVHeads >= c.TP && c.Model.KVHeads%c.TP != 0 {
 		return bad("number of KV heads (%d) and tensor parallel size (%d) do not divide one another", c.Model.KVHeads, c.TP)
+	}
+	if a := c.Model.Linear; a != nil && (a.KeyHeads%c.TP != 0 || a.ValueHeads%c.TP != 0) {
+		// vLLM's and SGLang's Gated DeltaNet split both kinds of heads over the ranks.
+		return bad("linear_num_key_heads (%d) and linear_num_value_heads (%d) must be divisible by tensor parallel size (%d).", a.KeyHeads, a.ValueHeads, c.TP)
 	}
 	if c.Model.Layers%c.PP != 0 && c.PP > c.Model.Layers {
 		return bad("pipeline parallel size %d exceeds the %d layers", c.PP, c.Model.Layers)
@@ -536,6 +543,7 @@ func (c *Config) vllmDefaults() error {
 	if c.BlockSize == 0 {
 		c.BlockSize = vllmDefaultBlockSize
 	}
+	c.vllmLinearDefaults() // a hybrid's state pages (linear.go)
 	if c.CUDAGraphMaxBS == 0 {
 		c.CUDAGraphMaxBS = vllmMaxCaptureSize
 	}
@@ -711,7 +719,7 @@ func (c *Config) expertBytesPerElem() float64 {
 
 // kvBytesPerElem is the KV cache element size.
 func (c *Config) kvBytesPerElem() float64 {
-	if strings.HasPrefix(c.KVCacheDType, "fp8") {
+	if strings.HasPrefix(c.KVCacheDType, "fp8") || c.sparseKVFP8() {
 		return 1
 	}
 	return 2

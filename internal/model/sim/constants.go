@@ -131,6 +131,12 @@ const (
 	moeRoutedQuantKernels = 2
 	// mlaExtraKernels is MLA's latent RMSNorm kernels: read from the engines' deepseek_v2.py (docs/fidelity-accounts.md#the-kernels-of-a-layer-and-a-step).
 	mlaExtraKernels = 2
+	// attnOutputGateKernels is a gated attention layer's sigmoid-and-multiply of its output: read from vLLM's qwen3_next.py (docs/fidelity-accounts.md#the-kernels-of-a-layer-and-a-step).
+	attnOutputGateKernels = 1
+	// gdnBlockKernels is a Gated DeltaNet layer's kernels besides its linears and MLP: read from vLLM's qwen3_next.py (docs/fidelity-accounts.md#the-kernels-of-a-layer-and-a-step).
+	gdnBlockKernels = 6
+	// dsaIndexerKernels is sparse attention's indexer kernels besides its linears: read from vLLM's deepseek_v2.py (docs/fidelity-accounts.md#the-kernels-of-a-layer-and-a-step).
+	dsaIndexerKernels = 6
 	// stepKernels is a step's kernels outside the layers: estimate (docs/fidelity-accounts.md#the-kernels-of-a-layer-and-a-step).
 	stepKernels = 10
 )

@@ -142,6 +142,13 @@ type core struct {
 	// spans is the windowed layers' share of a request's blocks
 	// (hybrid.go); nil when every layer's cache grows.
 	spans *spanBlocks
+	// stateBlocks is the blocks a request's linear-attention states
+	// take under vLLM (linear.go, linearGroups).
+	stateBlocks int
+	// prefixCache: a request's cached prefix is found and reused
+	// (prefix caching on, and no linear-attention layer whose state at
+	// the prefix's end is lost; linear.go).
+	prefixCache bool
 }
 
 // pageTokensMin is the fewest tokens a cache page holds: the engine's
@@ -164,6 +171,8 @@ func newCore(cfg Config, est MemoryEstimate) *core {
 		pageTokens:  pb * bs,
 		table:       map[uint64]*page{},
 		spans:       newSpanBlocks(cfg, bs),
+		stateBlocks: cfg.linearGroups(),
+		prefixCache: cfg.PrefixCaching && cfg.Model.Linear == nil,
 	}
 	c.sm.tw = new(twMemo)
 	if cfg.specOn() {
@@ -489,7 +498,7 @@ func (c *core) lookupPrefix(s *seq) {
 		c.prefixHits += int64(s.computed)
 		return
 	}
-	if s.looked || !c.cfg.PrefixCaching || s.computed > 0 {
+	if s.looked || !c.prefixCache || s.computed > 0 {
 		return
 	}
 	s.looked = true
@@ -527,7 +536,7 @@ func (c *core) undoPrefix(s *seq) {
 // already cached (computed by another sequence alongside) stays this
 // sequence's own copy, as vLLM keeps both.
 func (c *core) cachePages(s *seq, finished bool) {
-	if !c.cfg.PrefixCaching || s.private {
+	if !c.prefixCache || s.private {
 		return
 	}
 	upto := s.computed
@@ -618,6 +627,7 @@ func (c *core) addToShape(b *batchShape, s *seq, n int) {
 	}
 	w := c.cfg.Deviation.attentionWeight(s.computed + n) // 1 unless the engine deviates
 	if n == 1 && s.computed >= s.prompt {
+		b.decodes++
 		b.decodeCtx += w * float64(s.computed+1)
 		if v := c.ahead(s, n); v > 0 { // verify the drafts: every one sampled
 			b.tokens += c.specVerify - 1

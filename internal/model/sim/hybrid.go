@@ -36,11 +36,12 @@ const sglangSWAFullTokensRatio = 0.8
 
 // kvLayerBytesPerGPU is one token's KV cache in one attention layer on
 // one GPU: the GPU's KV heads (2·kv·d elements), or MLA's latent
-// (kv_lora_rank + qk_rope_head_dim elements, whole on every TP rank).
+// (kv_lora_rank + qk_rope_head_dim elements, whole on every TP rank;
+// with sparse attention's indexer key, sparse.go).
 func (c *Config) kvLayerBytesPerGPU() float64 {
 	m := c.Model
-	if a := m.MLA; a != nil {
-		return float64(a.KVLoRARank+a.QKRopeHeadDim) * c.kvBytesPerElem()
+	if m.MLA != nil { // sparse attention's indexer key too (catalog)
+		return m.KVBytesPerLayerToken(c.kvBytesPerElem())
 	}
 	return 2 * float64(c.kvHeadsPerGPU()) * float64(m.HeadDim) * c.kvBytesPerElem()
 }
@@ -58,7 +59,9 @@ func (c *Config) boundedKVBytes(n, scheduled int) float64 {
 	if c.Engine == engine.SGLang {
 		return 0
 	}
-	b := 0.0
+	// A hybrid's linear layers: a pool block in each of their groups
+	// (linear.go).
+	b := float64(c.linearGroups()) * c.kvPoolBytesPerToken() * float64(c.BlockSize)
 	for _, set := range c.Model.KVSpans() {
 		held := min(n, set.Span-1+max(1, scheduled))
 		b += float64(set.Layers) / float64(c.PP) * c.kvLayerBytesPerGPU() * float64(held)
@@ -80,12 +83,14 @@ func (c *Config) kvPoolBytesPerToken() float64 {
 }
 
 // boundedBlocks is the pool blocks a request of n tokens holds in the
-// windowed layers (boundedKVBytes), in blocks of the full layers'.
+// windowed layers (boundedKVBytes), in blocks of the full layers', and
+// in its linear layers' states under vLLM (linear.go).
 func (c *core) boundedBlocks(n int) int {
-	if c.spans == nil {
-		return 0
+	b := c.stateBlocks
+	if c.spans != nil {
+		b += c.spans.blocks(n)
 	}
-	return c.spans.blocks(n)
+	return b
 }
 
 // spanBlocks is boundedKVBytes in a core's blocks, its figures worked
@@ -141,12 +146,19 @@ func (s *stepModel) setSpans(m catalog.Model) {
 // pairs. A windowed layer set caps each query's keys at its span
 // (decode: min(context, seqs·span) keys in all; prefill: at most span
 // pairs per prompt token, and the keys read at prompt tokens plus
-// span per sequence).
+// span per sequence); a hybrid's linear layers run their recurrence
+// instead (linear.go).
 func (s *stepModel) attention(b batchShape) float64 {
-	if len(s.spans) == 0 {
+	if len(s.spans) == 0 && s.lin == nil {
 		return s.attentionOver(b.decodeCtx, b.verifyCtx, b.prefillPairs, b.prefillKV, b.prefillTokens)
 	}
 	t := s.fullFrac * s.attentionOver(b.decodeCtx, b.verifyCtx, b.prefillPairs, b.prefillKV, b.prefillTokens)
+	if s.lin != nil {
+		t += s.lin.seconds(s, b)
+	}
+	if s.sp != nil {
+		t += s.sp.seconds(s, b)
+	}
 	seqs, pt := float64(b.seqs), float64(b.prefillTokens)
 	for _, set := range s.spans {
 		t += set.frac * s.attentionOver(math.Min(b.decodeCtx, seqs*set.span), math.Min(b.verifyCtx, seqs*set.span),

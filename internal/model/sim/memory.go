@@ -54,6 +54,11 @@ type MemoryEstimate struct {
 	// over ExpertGroup GPUs (MoE models only).
 	ExpertWeightsGiB float64 `json:"expert_weights_gib,omitempty"`
 	ExpertGroup      int     `json:"expert_group,omitempty"`
+	// LinearStateBytes is one request's state in its stage's
+	// linear-attention layers on one GPU (a hybrid's; linear.go), and
+	// LinearStateSlots SGLang's pool of them (max_mamba_cache_size).
+	LinearStateBytes float64 `json:"linear_state_bytes,omitempty"`
+	LinearStateSlots int     `json:"linear_state_slots,omitempty"`
 	MaxModelLen      int     `json:"max_model_len"`
 	MaxNumSeqs       int     `json:"max_num_seqs"`
 	MaxConcurrency   float64 `json:"max_concurrency"` // requests of max_model_len tokens that fit at once
@@ -85,6 +90,7 @@ func Estimate(cfg Config) (MemoryEstimate, error) {
 		WeightsGiB: weights / GiB, BlockSize: cfg.BlockSize, KVBytesPerTok: kvPerTok,
 		MaxModelLen: cfg.MaxModelLen, MLA: m.MLA != nil,
 		ExpertWeightsGiB: experts / GiB, ExpertGroup: cfg.MoEGroup(),
+		LinearStateBytes: cfg.linearStateBytes(),
 	}
 	scale := cfg.Constants.MemoryOverhead // the reservations' scale (constants.go)
 	if cfg.CUDAGraphs {
@@ -97,6 +103,12 @@ func Estimate(cfg Config) (MemoryEstimate, error) {
 	}
 
 	kv := cfg.kvPool(&est, total, weights)
+	if cfg.Engine == engine.SGLang {
+		var err error
+		if kv, err = cfg.sglangLinearPool(&est, kv); err != nil {
+			return est, err
+		}
+	}
 	if kv <= 0 {
 		est.KVCacheGiB = kv / GiB
 		msg := engine.MsgNoCacheBlocks
@@ -135,6 +147,9 @@ func (cfg Config) startupLimits(est *MemoryEstimate, kv, kvPerTok, total float64
 			est.MaxNumSeqs = min(sglangMaxRunningCap, max(2048, est.KVCacheTokens/cfg.MaxModelLen*512))
 		} else {
 			est.MaxNumSeqs = cfg.MaxNumSeqs
+		}
+		if est.LinearStateSlots > 0 { // a state for each running request, and spares (linear.go)
+			est.MaxNumSeqs = min(est.MaxNumSeqs, est.LinearStateSlots/sglangMambaRunningRatio)
 		}
 	}
 	// CUDA graphs are captured in the 1 - mem_fraction headroom, on both

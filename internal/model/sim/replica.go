@@ -186,7 +186,7 @@ func (r *Replica) PrefixCounts() (queries, hits int64) {
 // is its own), so the walk stops there.
 func (r *Replica) Cached(q *ReplicaRequest) int {
 	c := r.c
-	if !c.cfg.PrefixCaching || q.PrefixID < 0 || q.PrefixTokens <= 0 {
+	if !c.prefixCache || q.PrefixID < 0 || q.PrefixTokens <= 0 {
 		return 0
 	}
 	if q.probe == nil {

@@ -13,6 +13,7 @@ import (
 type batchShape struct {
 	tokens  int // tokens through the GEMMs (prefill chunk tokens + one per decode)
 	seqs    int // sequences scheduled
+	decodes int // of them, those decoding a token
 	sampled int // sequences that produce logits this step
 	// filtered: a sampled sequence has a top-p or top-k, so vLLM's
 	// V1 sampler applies them to every sampled row (samplerSeconds).
@@ -133,6 +134,15 @@ type stepModel struct {
 	// qkNormTP: the QK norms span every head and TP splits them, an
 	// all-reduce a layer (hybrid.go, qkNormAllReduce).
 	qkNormTP bool
+	// attnGate: the attention layers gate their output (Qwen3-Next),
+	// an elementwise kernel of its own.
+	attnGate bool
+	// lin costs a hybrid's linear-attention layers (linear.go); nil
+	// when every layer is attention.
+	lin *linearStep
+	// sp costs sparse attention's indexer (sparse.go); nil for dense
+	// attention.
+	sp *sparseStep
 
 	// mx costs MoE under DP attention and EP, and MLA (moe.go); nil for
 	// dense models.
@@ -182,9 +192,13 @@ func newStepModel(cfg Config) stepModel {
 	s.setSpans(m)
 	s.qkNormTP = m.QKNormAllHeads && cfg.TP > 1
 	inter := float64(m.Intermediate) / tp
+	qOut := q // the query projection's heads, twice them with an output gate
+	if m.AttnOutputGate {
+		qOut, s.attnGate = 2*q, true
+	}
 	s.gemms = []gemm{
-		linear(h*d*(q+2*kv), h, d*(q+2*kv)), // QKV
-		linear(q*d*h, q*d, h),               // O
+		linear(h*d*(qOut+2*kv), h, d*(qOut+2*kv)), // QKV
+		linear(q*d*h, q*d, h),                     // O
 	}
 	if !s.moe {
 		s.gemms = append(s.gemms,
@@ -192,6 +206,7 @@ func newStepModel(cfg Config) stepModel {
 			linear(inter*h, inter, h),     // down
 		)
 	}
+	s.setLinear(cfg) // a hybrid's linear-attention layers (linear.go)
 	// The kernels between the GEMMs (constants.go, "Memory-bound work
 	// between the GEMMs") read and write every token's activations and
 	// hide behind nothing: two fused residual add + RMSNorm (read x and
@@ -203,7 +218,15 @@ func newStepModel(cfg Config) stepModel {
 	if s.moe {
 		silu *= s.topK
 	}
-	s.actBytes = 2*4*h*bytesBF16 + 2*2*(q+kv)*d*bytesBF16 + 2*kv*d*(bytesBF16+s.kvElem) + silu
+	attn := 2*2*(q+kv)*d*bytesBF16 + 2*kv*d*(bytesBF16+s.kvElem)
+	if s.attnGate { // sigmoid(gate) times the output: read both, write one
+		attn += 3 * q * d * bytesBF16
+	}
+	s.actBytes = 2*4*h*bytesBF16 + attn + silu
+	if a := m.Linear; s.lin != nil {
+		s.actBytes = 2*4*h*bytesBF16 + (1-s.lin.frac)*attn + silu +
+			s.lin.actBytes(float64(a.ConvChannels())/tp, float64(a.ValueHeads*a.ValueHeadDim)/tp)
+	}
 	w8a8 := s.setGEMMRates(cfg, k)
 	s.setHostCosts(cfg, k)
 	s.setMemoryRates(cfg)
@@ -224,6 +247,7 @@ func newStepModel(cfg Config) stepModel {
 	}
 	s.sortScale, s.sortVocabMix = samplerSort(cfg)
 	s.mx = newMoEStep(cfg, &s)
+	s.setSparse(cfg, k) // after MLA's linears (moe.go)
 	perLayer := s.layerKernels(w8a8)
 	kernel := k.KernelOverheadUs / 1e6 * kernelClockScale(g)
 	s.kernels = kernel * (s.layers*perLayer + stepKernels)
@@ -332,8 +356,17 @@ func (s *stepModel) setGEMMRates(cfg Config, k Constants) (w8a8 bool) {
 // kernel quantizes its experts' inputs itself.
 func (s *stepModel) layerKernels(w8a8 bool) float64 {
 	n := float64(attentionBlockKernels)
+	if s.attnGate {
+		n += attnOutputGateKernels
+	}
+	if s.lin != nil { // the attention layers' kernels, or a linear layer's
+		n = (1-s.lin.frac)*n + s.lin.frac*gdnBlockKernels
+	}
 	if s.qkNormTP {
 		n += qkNormTPKernels
+	}
+	if s.sp != nil {
+		n += dsaIndexerKernels
 	}
 	for _, g := range s.gemms {
 		n += g.kernels

@@ -42,6 +42,20 @@ func TestParamsMatchPublishedCounts(t *testing.T) {
 		// vision tower, 17B active; KV grows in the 12 NoPE layers.
 		{"meta-llama/Llama-4-Scout-17B-16E-Instruct", 109, 17, 12 * 8 * 128 * 2 * 2 / 1024.0},
 		{"meta-llama/Llama-4-Maverick-17B-128E-Instruct", 400, 17, 12 * 8 * 128 * 2 * 2 / 1024.0},
+		// Qwen3-Next: Hugging Face's 81.3B total counts the MTP layer the
+		// engines do not load (Qwen3-Coder-Next, the same shape without
+		// it, publishes 79.67B); 3.87B active is that total less the
+		// experts a token does not take. KV grows in the 12 full layers.
+		{"Qwen/Qwen3-Next-80B-A3B-Instruct", 81.32, 3.87, 12 * 2 * 256 * 2 * 2 / 1024.0},
+		// Qwen3.5-397B-A17B's card: 397B, 17B active (the vision tower
+		// under 0.2%); 15 full layers.
+		{"Qwen/Qwen3.5-397B-A17B", 397, 17, 15 * 2 * 256 * 2 * 2 / 1024.0},
+		// DeepSeek-V3.2: Hugging Face's 685.4B with the MTP layer; the
+		// latent and the 132-byte FP8 indexer key in every layer.
+		{"deepseek-ai/DeepSeek-V3.2", 685.4, 37, 61 * ((512+64)*2 + 132) / 1024.0},
+		// GLM-5: Hugging Face's 753.9B with the MTP layer; the card's
+		// 744B and 40B active without it.
+		{"zai-org/GLM-5", 753.9, 40, 78 * ((512+64)*2 + 132) / 1024.0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.id, func(t *testing.T) {
@@ -338,6 +352,13 @@ func TestWeightsMatchPublishedCheckpoints(t *testing.T) {
 		{"testdata/kimi-k2.5.json", "moonshotai/Kimi-K2.5", 0},
 		{"testdata/llama-4-scout.json", "meta-llama/Llama-4-Scout-17B-16E-Instruct", 0},
 		{"testdata/llama-4-maverick.json", "meta-llama/Llama-4-Maverick-17B-128E-Instruct", 0},
+		// BF16 checkpoints: twice their published parameter counts,
+		// which include a multi-token-prediction layer the engines do
+		// not load (testdata/SOURCES.md).
+		{"testdata/qwen3-next-80b-a3b.json", "Qwen/Qwen3-Next-80B-A3B-Instruct", 2 * 81_324_862_720},
+		{"testdata/qwen3.5-397b-a17b.json", "Qwen/Qwen3.5-397B-A17B", 0},
+		{"testdata/deepseek-v3.2.json", "deepseek-ai/DeepSeek-V3.2", 0},
+		{"testdata/glm-5.json", "zai-org/GLM-5", 2 * 753_864_139_008},
 	}
 	for _, tt := range tests {
 		t.Run(tt.id, func(t *testing.T) {
@@ -463,6 +484,92 @@ func TestCatalogModelsSimulable(t *testing.T) {
 	for _, m := range Models() {
 		if err := m.Simulable(); err != nil {
 			t.Errorf("%s: %v", m.ID, err)
+		}
+	}
+}
+
+// Qwen3-Next and Qwen3.5's layer kinds from config.json: linear
+// attention where layer_types says so, else in all but every
+// full_attention_interval-th layer; the attention layers' output gate
+// unless attn_output_gate is false. Another architecture's linear-
+// attention fields stay refused by name.
+func TestLinearAttentionLayerKinds(t *testing.T) {
+	const base = `"num_hidden_layers":8,"hidden_size":64,"num_attention_heads":4,"num_key_value_heads":2,"head_dim":16,"intermediate_size":32,"vocab_size":100,` +
+		`"linear_num_key_heads":2,"linear_num_value_heads":4,"linear_key_head_dim":8,"linear_value_head_dim":8,"linear_conv_kernel_dim":4`
+	for _, tt := range []struct {
+		extra        string
+		linear, full int
+		gate         bool
+	}{
+		{`"architectures":["Qwen3NextForCausalLM"],"full_attention_interval":4`, 6, 2, true},
+		{`"architectures":["Qwen3NextForCausalLM"],"full_attention_interval":2,"attn_output_gate":false`, 4, 4, false},
+		{`"architectures":["Qwen3_5MoeForCausalLM"],"full_attention_interval":4,"layer_types":["linear_attention","full_attention","linear_attention","full_attention","linear_attention","full_attention","linear_attention","full_attention"]`, 4, 4, true},
+	} {
+		m, err := ParseHFConfig(strings.NewReader(`{`+base+`,`+tt.extra+`}`), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Simulable(); err != nil || m.Linear == nil || m.Linear.Layers != tt.linear || m.FullLayers() != tt.full || m.AttnOutputGate != tt.gate {
+			t.Errorf("%s: %v; linear %+v, %d full layers, gate %v; want %d linear, %d full, gate %v", tt.extra, err, m.Linear, m.FullLayers(), m.AttnOutputGate, tt.linear, tt.full, tt.gate)
+		}
+	}
+	// The gate doubles the query projection; the linear layers have their own.
+	m, _ := ParseHFConfig(strings.NewReader(`{`+base+`,"architectures":["Qwen3NextForCausalLM"],"full_attention_interval":4}`), "")
+	if got, want := m.AttentionParams(), 64.0*16*(2*4+2*2)+4*16*64; got != want {
+		t.Errorf("gated attention: %v parameters, want %v", got, want)
+	}
+	// in_proj_qkvz, in_proj_ba, the convolution over q, k, v and out_proj.
+	if got, want := m.Linear.Params(64), 64.0*(2*16+2*32)+64*2*4+(2*16+32)*4+32*64; got != want {
+		t.Errorf("Gated DeltaNet layer: %v parameters, want %v", got, want)
+	}
+	if _, err := ParseHFConfig(strings.NewReader(`{`+base+`,"architectures":["Qwen3NextForCausalLM"],"layer_types":["linear_attention"]}`), ""); err == nil || !strings.Contains(err.Error(), "layer_types") {
+		t.Errorf("a short layer_types: %v", err)
+	}
+	// The same fields under an architecture whose linear attention is not Gated DeltaNet.
+	m, _ = ParseHFConfig(strings.NewReader(`{`+base+`,"architectures":["KimiLinearForCausalLM"],"full_attention_interval":4}`), "")
+	if err := m.Simulable(); err == nil || !strings.Contains(err.Error(), "full_attention_interval") || !strings.Contains(err.Error(), "KimiLinearForCausalLM") {
+		t.Errorf("another linear attention: %v", err)
+	}
+}
+
+// DeepSeek Sparse Attention from config.json: MLA with index_topk has
+// an indexer in every layer, whose FP8 keys (132 bytes for 128
+// dimensions) sit beside the latent; an FP8 latent is vLLM's 656-byte
+// fp8_ds_mla record. Shared indexers (GLM-5.2's index_topk_freq) and an
+// indexer without MLA are refused by name.
+func TestSparseAttention(t *testing.T) {
+	m, err := LoadHFConfig("testdata/deepseek-v3.2.json", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := SparseAttention{TopK: 2048, IndexHeads: 64, IndexHeadDim: 128}
+	if m.Sparse == nil || *m.Sparse != want {
+		t.Fatalf("Sparse = %+v, want %+v", m.Sparse, want)
+	}
+	if got := m.KVBytesPerLayerToken(1); got != 656+132 {
+		t.Errorf("FP8 KV a token and layer: %v bytes, want 656 + 132", got)
+	}
+	if got := m.KVBytesPerLayerToken(2); got != 1152+132 {
+		t.Errorf("BF16 KV a token and layer: %v bytes, want 1152 + 132", got)
+	}
+	// wq_b from the query latent, wk and weights_proj from the hidden state.
+	if got := m.Sparse.IndexerParams(7168, 1536); got != 1536*64*128+7168*128+7168*64 {
+		t.Errorf("indexer parameters %v", got)
+	}
+	const mla = `"num_hidden_layers":4,"hidden_size":64,"num_attention_heads":4,"intermediate_size":128,"vocab_size":100,"kv_lora_rank":32,"q_lora_rank":32,"qk_rope_head_dim":8,"qk_nope_head_dim":16,"v_head_dim":16,"index_n_heads":4,"index_head_dim":16,"index_topk":64`
+	for _, tt := range []struct{ cfg, want string }{
+		{`{` + mla + `,"architectures":["GlmMoeDsaForCausalLM"]}`, ""},
+		{`{` + mla + `,"architectures":["GlmMoeDsaForCausalLM"],"index_topk_freq":4,"index_skip_topk_offset":3}`, "index_topk_freq 4"},
+		{`{` + mla + `,"architectures":["GlmMoeDsaForCausalLM"],"index_topk_pattern":"FSSS"}`, "index_topk_pattern"},
+		{`{"num_hidden_layers":4,"hidden_size":64,"num_attention_heads":4,"intermediate_size":128,"vocab_size":100,"index_topk":64}`, "index_topk 64 without multi-head latent attention"},
+	} {
+		m, err := ParseHFConfig(strings.NewReader(tt.cfg), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = m.Simulable()
+		if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
+			t.Errorf("%s: Simulable = %v, want %q", tt.cfg, err, tt.want)
 		}
 	}
 }

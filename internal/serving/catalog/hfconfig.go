@@ -52,11 +52,14 @@ type hfConfig struct {
 	Architectures    []string `json:"architectures"`
 	MaxPosition      *int     `json:"max_position_embeddings"`
 	DType            string   `json:"torch_dtype"`
+	DTypeField       string   `json:"dtype"` // transformers 5's name for torch_dtype
 	NameOrPath       string   `json:"_name_or_path"`
 	Quant            *hfQuant `json:"quantization_config"`
 	// Multimodal wrappers keep the language model's shape here.
 	TextConfig *hfConfig `json:"text_config"`
 	llama4Fields
+	linearFields
+	sparseFields
 }
 
 type hfQuant struct {
@@ -121,6 +124,16 @@ var knownArchitectures = map[string]bool{
 	// layer (attn_type_list all 1: full attention; 0, MiniMax-01's
 	// lightning attention, is refused), routed experts without a shared one.
 	"MiniMaxM2ForCausalLM": true,
+	// Qwen3-Next and Qwen3.5: Gated DeltaNet linear attention in three of
+	// four layers, gated full attention in the fourth (linear.go); 512
+	// routed experts and a shared one. Qwen3.5's vision tower (about
+	// 0.4B of 397B) is not counted.
+	"Qwen3NextForCausalLM": true, "Qwen3_5MoeForConditionalGeneration": true, "Qwen3_5MoeForCausalLM": true,
+	"Qwen3_5ForConditionalGeneration": true, "Qwen3_5ForCausalLM": true,
+	// DeepSeek-V3.2 and GLM-5: DeepSeek-V3's layers (MLA, a shared
+	// expert, leading dense layers) with DeepSeek Sparse Attention's
+	// indexer in every layer (sparse.go).
+	"DeepseekV32ForCausalLM": true, "GlmMoeDsaForCausalLM": true,
 }
 
 // hybridFields are config.json fields of models whose layers are not all
@@ -165,6 +178,9 @@ func ParseHFConfig(r io.Reader, id string) (Model, error) {
 	if c.HeadDim == nil && m.Heads > 0 {
 		m.HeadDim = m.Hidden / m.Heads
 	}
+	if m.DType == "" {
+		m.DType = c.DTypeField
+	}
 	if c.Tied != nil {
 		m.TiedEmbeddings = *c.Tied
 	}
@@ -177,6 +193,15 @@ func ParseHFConfig(r io.Reader, id string) (Model, error) {
 			delete(fields, f)
 		}
 	}
+	if isGatedDeltaNet(c.Architectures) {
+		if err := linearLayers(&m, c.linearFields, c.LayerTypes); err != nil {
+			return Model{}, err
+		}
+		for _, f := range gatedDeltaNetFields {
+			delete(fields, f)
+		}
+	}
+	m.Unmodelled = append(m.Unmodelled, sparseLayers(&m, c.sparseFields, fields)...)
 	m.Unmodelled = append(m.Unmodelled, attentionSpan(&m, &c, fields)...)
 	for _, a := range c.Architectures {
 		m.AttentionSinks = m.AttentionSinks || a == "GptOssForCausalLM"
@@ -230,8 +255,8 @@ func readHFConfig(r io.Reader) (hfConfig, hfRaw, error) {
 		if inner.Architectures == nil {
 			inner.Architectures = c.Architectures
 		}
-		if inner.DType == "" {
-			inner.DType = c.DType
+		if inner.DType == "" && inner.DTypeField == "" {
+			inner.DType, inner.DTypeField = c.DType, c.DTypeField
 		}
 		if inner.Quant == nil {
 			inner.Quant = c.Quant
@@ -340,10 +365,14 @@ func attentionSpan(m *Model, c *hfConfig, fields hfRaw) []string {
 	}
 	sliding := 0
 	for _, t := range c.LayerTypes {
-		switch t {
-		case "full_attention":
-		case "sliding_attention":
+		switch {
+		case t == "full_attention":
+		case t == "sliding_attention":
 			sliding++
+		case t == "linear_attention" && m.Linear != nil:
+			// Gated DeltaNet layers, read by linearLayers.
+		case t == "deepseek_sparse_attention" && m.Sparse != nil:
+			// MLA with DeepSeek Sparse Attention's indexer in every layer.
 		default:
 			if named := fmt.Sprintf("layer_types %q", t); !slices.Contains(out, named) {
 				out = append(out, named)

@@ -33,9 +33,9 @@ func (m Model) KVSpans() []KVSpan {
 }
 
 // FullLayers is the number of layers that attend to the whole sequence,
-// whose KV cache grows with it.
+// whose KV cache grows with it: neither windowed nor linear attention.
 func (m Model) FullLayers() int {
-	return m.Layers - m.SlidingLayers - m.ChunkedLayers
+	return m.AttentionLayers() - m.SlidingLayers - m.ChunkedLayers
 }
 
 // validateLayerKinds checks the layer counts of each kind.
@@ -46,6 +46,11 @@ func (m Model) validateLayerKinds() error {
 	}{{"sliding_window", m.SlidingLayers, m.SlidingWindow}, {"attention_chunk_size", m.ChunkedLayers, m.AttentionChunk}} {
 		if k.layers < 0 || k.layers > 0 && k.span <= 0 {
 			return fmt.Errorf("model %q: %s must be positive for its %d layers, got %d", m.ID, k.name, k.layers, k.span)
+		}
+	}
+	if a := m.Linear; a != nil {
+		if err := a.validate(m.ID, m.Layers); err != nil {
+			return err
 		}
 	}
 	if m.FullLayers() < 1 {

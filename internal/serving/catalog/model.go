@@ -61,6 +61,19 @@ type Model struct {
 	// AttentionSinks: each head adds a learned logit to its softmax's
 	// denominator (gpt-oss); no KV, a term per head.
 	AttentionSinks bool `json:"attention_sinks,omitempty"`
+	// Linear is the shape of the linear-attention (Gated DeltaNet) layers
+	// of a hybrid model (Qwen3-Next, Qwen3.5: three of every four
+	// layers), each holding a constant state per request instead of a KV
+	// cache (linear.go); nil when every layer is attention.
+	Linear *LinearAttention `json:"linear_attention,omitempty"`
+	// AttnOutputGate: the attention layers' query projection is twice
+	// as wide, its second half a sigmoid gate on each head's output
+	// (Qwen3-Next's gated attention).
+	AttnOutputGate bool `json:"attn_output_gate,omitempty"`
+	// Sparse is DeepSeek Sparse Attention's indexer (DeepSeek-V3.2,
+	// GLM-5: MLA over the index_topk tokens an FP8 indexer picks,
+	// sparse.go); nil for dense attention.
+	Sparse *SparseAttention `json:"sparse_attention,omitempty"`
 	// QKNormAllHeads: the query and key RMSNorms span every head of the
 	// layer (MiniMax-M2's qk_norm_type "per_layer"), so tensor
 	// parallelism all-reduces their per-token variances in every layer.
@@ -88,11 +101,14 @@ type MLA struct {
 // MoE reports whether the model has routed experts.
 func (m Model) MoE() bool { return m.Experts > 0 }
 
-// AttentionParams is the parameter count of one layer's attention
-// projections: h*d*(q + 2kv) for QKV plus q*d*h for the output. MLA's are
-// the query down- and up-projections (or one projection without
-// q_lora_rank), the joint KV down-projection with the shared rotary key,
-// the KV up-projection and the output (DeepSeek-V2 paper, section 2.1).
+// AttentionParams is the parameter count of one attention layer's
+// projections: h*d*(q + 2kv) for QKV plus q*d*h for the output, the
+// query twice as wide with an output gate. MLA's are the query down- and
+// up-projections (or one projection without q_lora_rank), the joint KV
+// down-projection with the shared rotary key, the KV up-projection and
+// the output (DeepSeek-V2 paper, section 2.1), and sparse attention's
+// indexer. A hybrid's linear-attention layers have their own
+// (LinearAttention.Params).
 func (m Model) AttentionParams() float64 {
 	h, d := float64(m.Hidden), float64(m.HeadDim)
 	if a := m.MLA; a != nil {
@@ -104,9 +120,36 @@ func (m Model) AttentionParams() float64 {
 		}
 		kvDown := h * float64(a.KVLoRARank+a.QKRopeHeadDim)
 		kvUp := float64(a.KVLoRARank) * heads * float64(a.QKNopeHeadDim+a.VHeadDim)
-		return q + kvDown + kvUp + heads*float64(a.VHeadDim)*h
+		p := q + kvDown + kvUp + heads*float64(a.VHeadDim)*h
+		if s := m.Sparse; s != nil {
+			p += s.IndexerParams(m.Hidden, a.QLoRARank)
+		}
+		return p
 	}
-	return h*d*float64(m.Heads+2*m.KVHeads) + float64(m.Heads)*d*h
+	q := float64(m.Heads)
+	if m.AttnOutputGate {
+		q *= 2
+	}
+	return h*d*(q+2*float64(m.KVHeads)) + float64(m.Heads)*d*h
+}
+
+// AttentionLayers is the number of attention layers (all but a hybrid's
+// linear-attention layers).
+func (m Model) AttentionLayers() int {
+	if m.Linear == nil {
+		return m.Layers
+	}
+	return m.Layers - m.Linear.Layers
+}
+
+// mixerParams is the parameter count of every layer's token mixer: the
+// attention layers' projections and the linear-attention layers'.
+func (m Model) mixerParams() float64 {
+	p := float64(m.AttentionLayers()) * m.AttentionParams()
+	if a := m.Linear; a != nil {
+		p += float64(a.Layers) * a.Params(m.Hidden)
+	}
+	return p
 }
 
 // MLPParams is the parameter count of one MoE or dense layer's SwiGLU MLP:
@@ -134,10 +177,10 @@ func (m Model) moeLayers() float64 {
 // (attention and MLP), the weights that quantization shrinks.
 func (m Model) LinearParams() float64 {
 	if !m.MoE() {
-		return float64(m.Layers) * (m.AttentionParams() + m.MLPParams())
+		return m.mixerParams() + float64(m.Layers)*m.MLPParams()
 	}
 	dense := float64(m.DenseLayers) * 3 * float64(m.Hidden) * float64(m.DenseIntermediate)
-	return float64(m.Layers)*m.AttentionParams() + m.moeLayers()*m.MLPParams() + dense
+	return m.mixerParams() + m.moeLayers()*m.MLPParams() + dense
 }
 
 // RoutedParams is the parameter count of every layer's routed experts,
@@ -177,22 +220,36 @@ func (m Model) ActiveParams() float64 {
 	h := float64(m.Hidden)
 	mlp := float64(m.ExpertsPerTok)*m.ExpertParams() + h*float64(m.Experts) + 3*h*float64(m.SharedIntermediate)
 	dense := float64(m.DenseLayers) * 3 * h * float64(m.DenseIntermediate)
-	return float64(m.Layers)*m.AttentionParams() + m.moeLayers()*mlp + dense + m.EmbeddingParams()
+	return m.mixerParams() + m.moeLayers()*mlp + dense + m.EmbeddingParams()
 }
 
 // KVBytesPerToken is the KV cache of one token over the layers whose
 // cache grows with the sequence (FullLayers), 2*L*kv*d elements of
 // elemBytes each (2 for bf16, 1 for fp8). MLA caches the compressed
 // latent and the rotary key instead: L*(kv_lora_rank + qk_rope_head_dim)
-// elements. The layers whose cache stops growing are KVSpans'.
+// elements. The layers whose cache stops growing are KVSpans', and a
+// hybrid's linear-attention layers hold a state per request instead.
 func (m Model) KVBytesPerToken(elemBytes float64) float64 {
 	return float64(m.FullLayers()) * m.KVBytesPerLayerToken(elemBytes)
 }
 
 // KVBytesPerLayerToken is one token's KV cache in one attention layer.
+// Sparse attention caches the latent and the token's indexer key
+// (SparseAttention.IndexKeyBytes); its FP8 latent is vLLM's fp8_ds_mla
+// record (kv_lora_rank FP8 values, a float32 scale per 128 of them and
+// the rotary key in BF16: 656 bytes for DeepSeek-V3.2, FlashMLASparse in
+// vllm/v1/attention/backends/mla/flashmla_sparse.py; SGLang's NSA pool
+// the same, calculate_mla_kv_cache_dim).
 func (m Model) KVBytesPerLayerToken(elemBytes float64) float64 {
 	if a := m.MLA; a != nil {
-		return float64(a.KVLoRARank+a.QKRopeHeadDim) * elemBytes
+		latent := float64(a.KVLoRARank+a.QKRopeHeadDim) * elemBytes
+		if s := m.Sparse; s != nil {
+			if elemBytes == 1 {
+				latent = float64(a.KVLoRARank + a.KVLoRARank/indexQuantBlock*4 + 2*a.QKRopeHeadDim)
+			}
+			latent += s.IndexKeyBytes()
+		}
+		return latent
 	}
 	return 2 * float64(m.KVHeads) * float64(m.HeadDim) * elemBytes
 }
@@ -239,6 +296,11 @@ func (m Model) Validate() error {
 	}
 	if err := m.validateLayerKinds(); err != nil {
 		return err
+	}
+	if s := m.Sparse; s != nil {
+		if err := s.validate(m.ID); err != nil {
+			return err
+		}
 	}
 	if a := m.MLA; a != nil {
 		for _, c := range []struct {
@@ -329,6 +391,31 @@ var models = []Model{
 	{ID: "meta-llama/Llama-4-Maverick-17B-128E-Instruct", Aliases: []string{"llama-4-maverick", "meta-llama/Llama-4-Maverick-17B-128E"},
 		Layers: 48, Hidden: 5120, Heads: 40, KVHeads: 8, HeadDim: 128, Intermediate: 8192, Vocab: 202048, MaxPosition: 1048576, DType: "bfloat16",
 		Experts: 128, ExpertsPerTok: 1, SharedIntermediate: 8192, DenseLayers: 24, DenseIntermediate: 16384, AttentionChunk: 8192, ChunkedLayers: 36},
+	// Qwen3-Next and Qwen3.5 (linear.go): Gated DeltaNet in three of every
+	// four layers, gated full attention (two KV heads of 256) in the
+	// fourth; 512 experts top 10 and a shared expert as wide.
+	{ID: "Qwen/Qwen3-Next-80B-A3B-Instruct", Aliases: []string{"qwen3-next-80b-a3b", "qwen3-next-80b-a3b-instruct", "Qwen/Qwen3-Next-80B-A3B-Thinking"},
+		Layers: 48, Hidden: 2048, Heads: 16, KVHeads: 2, HeadDim: 256, Intermediate: 512, Vocab: 151936, MaxPosition: 262144, DType: "bfloat16",
+		Experts: 512, ExpertsPerTok: 10, SharedIntermediate: 512, AttnOutputGate: true,
+		Linear: &LinearAttention{Layers: 36, KeyHeads: 16, ValueHeads: 32, KeyHeadDim: 128, ValueHeadDim: 128, ConvKernel: 4}},
+	{ID: "Qwen/Qwen3.5-397B-A17B", Aliases: []string{"qwen3.5-397b-a17b"},
+		Layers: 60, Hidden: 4096, Heads: 32, KVHeads: 2, HeadDim: 256, Intermediate: 1024, Vocab: 248320, MaxPosition: 262144, DType: "bfloat16",
+		Experts: 512, ExpertsPerTok: 10, SharedIntermediate: 1024, AttnOutputGate: true,
+		Linear: &LinearAttention{Layers: 45, KeyHeads: 16, ValueHeads: 64, KeyHeadDim: 128, ValueHeadDim: 128, ConvKernel: 4}},
+	// DeepSeek-V3.2 and GLM-5 (sparse.go): DeepSeek-V3's MLA and MoE
+	// with an FP8 indexer in every layer that picks 2,048 tokens for
+	// each query. DeepSeek-V3.2's checkpoint is FP8 (128-blocks), GLM-5's
+	// BF16.
+	{ID: "deepseek-ai/DeepSeek-V3.2", Aliases: []string{"deepseek-v3.2", "deepseek-ai/DeepSeek-V3.2-Exp"},
+		Layers: 61, Hidden: 7168, Heads: 128, KVHeads: 128, HeadDim: 192, Intermediate: 2048, Vocab: 129280, MaxPosition: 163840, DType: "bfloat16",
+		Quantization: "fp8", WeightBlock: 128, Experts: 256, ExpertsPerTok: 8, SharedIntermediate: 2048, DenseLayers: 3, DenseIntermediate: 18432,
+		MLA:    &MLA{KVLoRARank: 512, QLoRARank: 1536, QKRopeHeadDim: 64, QKNopeHeadDim: 128, VHeadDim: 128},
+		Sparse: &SparseAttention{TopK: 2048, IndexHeads: 64, IndexHeadDim: 128}},
+	{ID: "zai-org/GLM-5", Aliases: []string{"glm-5", "zai-org/GLM-5.1"},
+		Layers: 78, Hidden: 6144, Heads: 64, KVHeads: 64, HeadDim: 256, Intermediate: 2048, Vocab: 154880, MaxPosition: 202752, DType: "bfloat16",
+		Experts: 256, ExpertsPerTok: 8, SharedIntermediate: 2048, DenseLayers: 3, DenseIntermediate: 12288,
+		MLA:    &MLA{KVLoRARank: 512, QLoRARank: 2048, QKRopeHeadDim: 64, QKNopeHeadDim: 192, VHeadDim: 256},
+		Sparse: &SparseAttention{TopK: 2048, IndexHeads: 32, IndexHeadDim: 128}},
 }
 
 // clone returns m sharing no slice or pointer with it: lookups hand out
@@ -343,6 +430,14 @@ func (m Model) clone() Model {
 	if m.MLA != nil {
 		a := *m.MLA
 		m.MLA = &a
+	}
+	if m.Linear != nil {
+		a := *m.Linear
+		m.Linear = &a
+	}
+	if m.Sparse != nil {
+		s := *m.Sparse
+		m.Sparse = &s
 	}
 	return m
 }
