@@ -161,7 +161,7 @@ func siliconRun(row map[string]string, t SiliconTable) (Run, string) {
 		flags = append(flags, engine.Flag(engine.VLLM, "quantization"), "fp8")
 	case checkpointFP4(q, m):
 		// The row names the published MXFP4 checkpoint (gpt-oss), which
-		// the engines serve in its own format without a --quantization
+		// the engines serve in its own format without a quantization setting
 		// flag: the source's fp4 label is its format, not NVFP4.
 	default:
 		own := m.Quantization
@@ -227,24 +227,34 @@ func siliconRun(row map[string]string, t SiliconTable) (Run, string) {
 var siliconRecipes = map[string]func(isl, osl, conc int) []string{
 	// SemiAnalysisAI/InferenceX benchmarks/gptoss_fp4_h100.sh (1fc5d73c)
 	// and benchmarks/single_node/fixed_seq_len/gptoss_fp4_h100.sh
-	// (8eec0d4e): VLLM_MXFP4_USE_MARLIN=1, no --quantization.
+	// (8eec0d4e): VLLM_MXFP4_USE_MARLIN=1, no quantization setting.
 	"vllm 0.18.0 openai/gpt-oss-120b h100_sxm": func(_, _, conc int) []string {
-		return []string{"--max-model-len", "10240", "--max-num-batched-tokens", "8192", "--no-enable-prefix-caching",
-			"--gpu-memory-utilization", "0.9", "--max-num-seqs", strconv.Itoa(conc)}
+		return vllmFlags(engine.Settings{"max_model_len": 10240, "max_batched_tokens": 8192, "prefix_caching": false,
+			"gpu_memory_fraction": 0.9, "max_running_requests": conc})
 	},
 	// benchmarks/single_node/fixed_seq_len/minimaxm2.5_fp8_h100.sh
-	// (8eec0d4e); --max-model-len is the sweep's isl + osl + 200
+	// (8eec0d4e); max_model_len is the sweep's isl + osl + 200
 	// (utils/matrix_logic/generate_sweep_configs.py).
 	"vllm 0.18.0 MiniMaxAI/MiniMax-M2.5 h100_sxm": func(isl, osl, _ int) []string {
-		return []string{"--max-model-len", strconv.Itoa(isl + osl + 200), "--max-num-seqs", "256", "--no-enable-prefix-caching",
-			"--gpu-memory-utilization", "0.90"}
+		return vllmFlags(engine.Settings{"max_model_len": isl + osl + 200, "max_running_requests": 256, "prefix_caching": false,
+			"gpu_memory_fraction": 0.90})
 	},
+}
+
+// vllmFlags is vLLM's flags for a recipe's settings, spelled by the flag
+// table; a recipe is constant, so a setting it cannot render is a bug.
+func vllmFlags(s engine.Settings) []string {
+	args, err := engine.Render(engine.VLLM, s)
+	if err != nil {
+		panic(err)
+	}
+	return args
 }
 
 // checkpointFP4 says whether a row's FP4 weight label (aiconfigurator
 // writes nvfp4 for a run of precision fp4) names the model's own
 // checkpoint: gpt-oss is published in MXFP4 and served as published, with
-// no --quantization flag (vLLM on Hopper through its weight-only MXFP4
+// no quantization setting (vLLM on Hopper through its weight-only MXFP4
 // path: docs/fidelity.md, "Silicon tables").
 func checkpointFP4(label string, m catalog.Model) bool {
 	return (label == "nvfp4" || label == "fp4" || label == "mxfp4") && m.Quantization == "mxfp4"
@@ -259,13 +269,13 @@ var siliconID = regexp.MustCompile(`_c(\d+)_tp(\d+)(?:_0)?_ep(\d+)(?:_0)?_\d+$`)
 // client's concurrency. In the source's columns tp_size is the attention's
 // TP within one attention-DP rank, batch_size each rank's requests, and
 // moe_ep_size the experts' group over tp_size x attention_dp_size GPUs:
-// vLLM's --enable-expert-parallel makes that whole group (TP x DP) the
+// vLLM's expert parallelism (enable_expert_parallel) makes that whole group (TP x DP) the
 // experts' EP group, and runs attention apart in each DP rank of a MoE
-// model (--data-parallel-size).
+// model (data_parallel).
 //
 // One exception, from the run's own name: a vLLM row whose id names TP T
-// and EP E (InferenceX's "tpT_epE": one `vllm serve --tensor-parallel-size
-// T --enable-expert-parallel`, T GPUs) but whose columns give T x E GPUs as
+// and EP E (InferenceX's "tpT_epE": one vLLM server at tensor_parallel
+// T with expert parallelism, T GPUs) but whose columns give T x E GPUs as
 // attention_dp_size E with batch_size a share of the id's concurrency is
 // that run, its GPUs counted as TP x EP (ai-dynamo/aisimulate's
 // measurement_gpu_count keeps such "legacy TP*EP" counts apart for this
