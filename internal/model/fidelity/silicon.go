@@ -4,6 +4,7 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -207,7 +208,7 @@ func siliconRun(row map[string]string, t SiliconTable) (Run, string) {
 	return Run{
 		ID: row["id"], Source: t.Source, Engine: row["backend"], Version: version, GPU: gpu,
 		Model: row["model_path"], TP: num("tp_size"), Flags: flags, VersionFlags: versionFlags,
-		Workload: Workload{In: in, Out: out, Requests: c * t.Rounds, Concurrency: c},
+		Workload: siliconClient(row["id"], in, out, c, t.Rounds),
 		Stat:     "mean",
 		Measured: Metrics{TTFT: ttft, ITL: tpot},
 		Regimes:  regimes,
@@ -239,6 +240,31 @@ var siliconRecipes = map[string]func(isl, osl, conc int) []string{
 		return vllmFlags(engine.Settings{"max_model_len": isl + osl + 200, "max_running_requests": 256, "prefix_caching": false,
 			"gpu_memory_fraction": 0.90})
 	},
+}
+
+// inferenceXID matches the ids of SemiAnalysis InferenceX's sweep points,
+// date first (2026_03_25_gpt_oss_120b_h100_sxm_vllm_fp4_agg_1024x1024_c64_tp4_...):
+// the rows its client measured (docs/fidelity.md, "The InferenceX client").
+var inferenceXID = regexp.MustCompile(`^\d{4}_\d{2}_\d{2}_`)
+
+// inferenceXRangeRatio is InferenceX's --random-range-ratio: each length
+// uniform over the integers of [0.8 N, N] for the point's nominal N.
+const inferenceXRangeRatio = 0.8
+
+// siliconClient is the client that measured a row at concurrency c with
+// nominal lengths in and out. An InferenceX row's is InferenceX's
+// (benchmark_lib.sh's run_benchmark_serving): 10 x c prompts, their
+// lengths drawn below the nominal ones (Workload's range takes the
+// mean, so N is the nominal length), --ignore-eos, after warm-ups it
+// waits for. Any other row's is the suite's: rounds requests a worker,
+// every one of the nominal lengths (SiliconTable.Rounds).
+func siliconClient(id string, in, out, c, rounds int) Workload {
+	if !inferenceXID.MatchString(id) {
+		return Workload{In: in, Out: out, Requests: c * rounds, Concurrency: c}
+	}
+	r := inferenceXRangeRatio
+	mean := func(n int) int { return int(math.Round(float64(n) * (1 + r) / 2)) }
+	return Workload{In: mean(in), Out: mean(out), RangeRatio: &r, Requests: 10 * c, Concurrency: c}
 }
 
 // vllmFlags is vLLM's flags for a recipe's settings, spelled by the flag
