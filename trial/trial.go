@@ -84,6 +84,14 @@ type Capacity struct {
 	Met            func(measure.Summary) bool // the SLO test of one level
 	Steps          int                        // bisection probes after the doubling; default 3
 	Rate           *RateSearch                // search the request rate, not the concurrency
+	// Bounds are Met's latency bounds, under an SLO that allows no
+	// failed request (nil when it allows some): once a probe has met
+	// the SLO, each later probe may end as soon as it misses one
+	// (bench.Config.Bounds), its level then kept with the requests
+	// answered by then. The search takes the same path; only a missed
+	// level's figures are cut short, which no row of a search that
+	// found a capacity reads.
+	Bounds []measure.Bound
 }
 
 // RateSearch bounds a capacity search over the request rate (requests/s):
@@ -191,6 +199,9 @@ type runner struct {
 	res  Result
 	inst launcher.Instance
 	exit launcher.Exiter // nil when the instance cannot report an exit
+	// bounds are the bounds the level being measured may end at
+	// (Capacity.Bounds, once a probe met the SLO).
+	bounds []measure.Bound
 }
 
 func newRunner(p Plan) *runner {
@@ -476,6 +487,7 @@ func (r *runner) measure(mctx context.Context, i int, load measure.Load) (measur
 	cfg.Target.BaseURL = r.inst.Endpoint()
 	cfg.TimeScale = p.Launcher.Capabilities().TimeScale // 0 (real time) reads as 1
 	cfg.ScrapeMetrics = p.ScrapeMetrics
+	cfg.Bounds = r.bounds
 	if p.GPUs != nil && len(p.Spec.GPUs) > 0 {
 		cfg.GPU = &bench.GPUWatch{Reader: p.GPUs, GPUs: p.Spec.GPUs, Interval: p.GPUInterval}
 	}
@@ -572,7 +584,13 @@ func (r *runner) capacity(ctx, mctx context.Context) Result {
 			lv.Summary.Unsustained = true
 		}
 		r.res.Levels = append(r.res.Levels, r.kept(lv))
-		return !lv.Summary.Unsustained && c.Met(lv.Summary), nil
+		met := !lv.Summary.Unsustained && c.Met(lv.Summary)
+		if met {
+			// A capacity is found: a later probe that misses may
+			// stop there, since only whether it met is read.
+			r.bounds = c.Bounds
+		}
+		return met, nil
 	}
 	var err error
 	if rs := c.Rate; rs != nil {

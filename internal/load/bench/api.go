@@ -61,6 +61,14 @@ type Config struct {
 	// request: 200,000 conversation turns with their chunk times took
 	// over a gigabyte.
 	KeepChunks bool
+
+	// Bounds are latency bounds the level must meet, under an SLO that
+	// allows no failed request: the measured phase of a count-bound run
+	// may end once they are missed (measure.Phase.Bounds), where the
+	// transport can; its summary then holds the requests answered by
+	// then and the others as cancelled. For a search that needs only
+	// whether a level met its SLO.
+	Bounds []measure.Bound
 }
 
 // GPUWatch says which GPUs a run samples, and how often.

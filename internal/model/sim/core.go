@@ -987,6 +987,29 @@ func (c *core) abort(s *seq) {
 	}
 }
 
+// abortAll removes every request (a phase given up, virtualRun.giveUp):
+// each frees its blocks as at its end, its cached pages joining the free
+// queue, and the step planned last is forgotten.
+func (c *core) abortAll() {
+	for _, s := range c.running {
+		if !s.done {
+			s.done = true
+			c.remainOut -= s.maxOut - s.generated
+		}
+		c.release(s)
+	}
+	clear(c.running)
+	c.running = c.running[:0]
+	for _, s := range c.waiting[c.head:] {
+		s.done = true
+		c.release(s) // holds no block: preempted ones freed theirs
+	}
+	clear(c.waiting)
+	c.waiting, c.head = c.waiting[:0], 0
+	clear(c.scheduled)
+	c.scheduled = c.scheduled[:0]
+}
+
 // kvUsage is the share of KV blocks held by requests, as the engines report
 // it (vllm:kv_cache_usage_perc, sglang:token_usage): a cached page that no
 // running request uses is free to them, since it is evicted as soon as its
