@@ -85,12 +85,13 @@ type Capacity struct {
 	Steps          int                        // bisection probes after the doubling; default 3
 	Rate           *RateSearch                // search the request rate, not the concurrency
 	// Bounds are Met's latency bounds, under an SLO that allows no
-	// failed request (nil when it allows some): once a probe has met
-	// the SLO, each later probe may end as soon as it misses one
-	// (bench.Config.Bounds), its level then kept with the requests
-	// answered by then. The search takes the same path; only a missed
-	// level's figures are cut short, which no row of a search that
-	// found a capacity reads.
+	// failed request (nil when it allows some): a probe may end as soon
+	// as it misses one (bench.Config.Bounds), its level then kept with
+	// the requests answered by then. The search takes the same path;
+	// only a missed level's figures are cut short, and never those that
+	// may have to say why no load met the SLO: before a probe has met
+	// it, the search's lowest rate (RateSearch.Min) and every
+	// concurrency go to their end.
 	Bounds []measure.Bound
 }
 
@@ -200,7 +201,7 @@ type runner struct {
 	inst launcher.Instance
 	exit launcher.Exiter // nil when the instance cannot report an exit
 	// bounds are the bounds the level being measured may end at
-	// (Capacity.Bounds, once a probe met the SLO).
+	// (Capacity.Bounds).
 	bounds []measure.Bound
 }
 
@@ -572,9 +573,17 @@ func (r *runner) capacity(ctx, mctx context.Context) Result {
 	var stopped *Result
 	errStop := errors.New("stop")
 	i := 0
+	anyMet := false
+	defer func() { r.bounds = nil }()
 	probe := func(load measure.Load) (bool, error) {
 		seed := r.p.SeedIndex(i)
 		i++
+		r.bounds = nil
+		if anyMet || c.Rate != nil && load.Rate > c.Rate.floor() {
+			// Its figures are read only if no probe meets the SLO, and
+			// then only the lowest rate's (the search's last).
+			r.bounds = c.Bounds
+		}
 		lv, stop := r.level(ctx, mctx, seed, load)
 		if stop != nil {
 			stopped = stop
@@ -585,11 +594,7 @@ func (r *runner) capacity(ctx, mctx context.Context) Result {
 		}
 		r.res.Levels = append(r.res.Levels, r.kept(lv))
 		met := !lv.Summary.Unsustained && c.Met(lv.Summary)
-		if met {
-			// A capacity is found: a later probe that misses may
-			// stop there, since only whether it met is read.
-			r.bounds = c.Bounds
-		}
+		anyMet = anyMet || met
 		return met, nil
 	}
 	var err error
@@ -657,10 +662,7 @@ func SearchCapacity(maxConcurrency, steps int, probe func(concurrency int) (met 
 // axis. It returns 0 when even rs.Min misses, and rs.Max when rs.Max
 // meets them. An error from probe ends the search.
 func SearchRate(rs RateSearch, probe func(rate float64) (met bool, err error)) (float64, error) {
-	lo, hi := rs.Min, rs.Max
-	if !(lo > 0) {
-		lo = 1e-3
-	}
+	lo, hi := rs.floor(), rs.Max
 	if !(hi > lo) {
 		hi = lo * 1e6
 	}
@@ -724,6 +726,14 @@ func SearchRate(rs RateSearch, probe func(rate float64) (met bool, err error)) (
 		}
 	}
 	return good, nil
+}
+
+// floor is the lowest rate SearchRate probes: Min, or 1e-3 without one.
+func (rs RateSearch) floor() float64 {
+	if !(rs.Min > 0) {
+		return 1e-3
+	}
+	return rs.Min
 }
 
 // oneLine flattens a message for one-line display, bounded in length.

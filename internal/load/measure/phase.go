@@ -50,7 +50,8 @@ type Phase struct {
 	// Bounds, when set, are bounds a count-bound phase's level must meet,
 	// under an SLO that allows no failed request: a transport that can
 	// may end the phase as soon as its records miss one whatever the rest
-	// do (MissWatch), failing the requests not yet answered as cancelled,
+	// do (MissWatch) and one request was answered (the level has one),
+	// failing the requests not yet answered as cancelled,
 	// provided it leaves the engine as the whole phase would have (every
 	// request gone, nothing cached that a later request could find). The
 	// level then misses, as it would have, in a fraction of the time. A

@@ -122,9 +122,11 @@ type virtualRun struct {
 	entering []*seq
 	enterAt  []float64
 	// miss watches the phase's bounds (measure.Phase.Bounds); missed
-	// says they are missed, and the phase ends (giveUp).
-	miss   *measure.MissWatch
-	missed bool
+	// says they are missed, and the phase ends (giveUp) once a request
+	// was answered (answered counts them).
+	miss     *measure.MissWatch
+	missed   bool
+	answered int
 }
 
 // mayGiveUp reports whether a phase of p may end once its bounds are
@@ -302,7 +304,7 @@ func (r *virtualRun) run(ctx context.Context) {
 		if w := v.watch; w != nil {
 			w.sample(v.cores)
 		}
-		if r.missed {
+		if r.missed && r.answered > 0 {
 			r.giveUp()
 			return
 		}
@@ -446,6 +448,9 @@ func (r *virtualRun) emit(s *seq, last bool) {
 	rec.Last, rec.End = at, at
 	rec.OutputTokens = s.generated
 	rec.Chunks = append(rec.Chunks, measure.Chunk{At: at, Tokens: n})
+	if last {
+		r.answered++
+	}
 	if m := r.miss; m != nil && (first && m.First(rec) || last && m.End(rec)) {
 		r.missed = true
 	}
