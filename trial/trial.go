@@ -55,6 +55,9 @@ type Plan struct {
 	// a rate probe checked for a growing queue): a forecast needs no more,
 	// and holds one level's records at a time instead of the trial's.
 	SummariesOnly bool
+	// LatenciesOnly says each level is read for its requests' TTFT, TPOT,
+	// E2EL and counts alone (bench.Config.LatenciesOnly).
+	LatenciesOnly bool
 
 	// GPUs, when set, samples the trial's GPUs (Spec.GPUs) through NVML
 	// during each level's measured phase; nil = no telemetry.
@@ -489,6 +492,7 @@ func (r *runner) measure(mctx context.Context, i int, load measure.Load) (measur
 	cfg.TimeScale = p.Launcher.Capabilities().TimeScale // 0 (real time) reads as 1
 	cfg.ScrapeMetrics = p.ScrapeMetrics
 	cfg.Bounds = r.bounds
+	cfg.LatenciesOnly = p.LatenciesOnly
 	if p.GPUs != nil && len(p.Spec.GPUs) > 0 {
 		cfg.GPU = &bench.GPUWatch{Reader: p.GPUs, GPUs: p.Spec.GPUs, Interval: p.GPUInterval}
 	}

@@ -54,10 +54,12 @@ type TrialRunner struct {
 	// request of its levels.
 	SummariesOnly bool
 	// CapacityOnly says the study reads of a capacity search only its
-	// capacity: a probe past the capacity found may end as soon as it
-	// misses a latency bound (trial.Capacity.Bounds), which gives the
-	// same capacity in a fraction of the time and keeps the cut-short
-	// level.
+	// capacity and, at it, its requests' latencies and counts: a probe
+	// that misses may end as soon as it misses a latency bound
+	// (trial.Capacity.Bounds), which gives the same capacity in a
+	// fraction of the time, and where the SLO bounds no ITL each level
+	// measures its requests' TTFT, TPOT and E2EL alone
+	// (trial.Plan.LatenciesOnly).
 	CapacityOnly bool
 
 	gate *QualityBaseline // the quality gate's baseline, when it applies (UseQualityGate)
@@ -157,6 +159,7 @@ func (r *TrialRunner) Plan(ls launcher.Spec, replica int) trial.Plan {
 		}
 		if r.CapacityOnly {
 			plan.Capacity.Bounds = bounds(slo)
+			plan.LatenciesOnly = perRequest(slo)
 		}
 	}
 	plan.SummariesOnly = r.Forecast || r.SummariesOnly
@@ -180,6 +183,18 @@ func bounds(slo recommend.SLO) []measure.Bound {
 		}
 	}
 	return out
+}
+
+// perRequest reports whether every limit of slo is on a latency each
+// request has one of (TTFT, TPOT, E2EL), which records without chunk
+// times still give.
+func perRequest(slo recommend.SLO) bool {
+	for _, l := range slo.Latency() {
+		if m, ok := measure.LookupMetric(l.Metric); !ok || !m.PerRequest() {
+			return false
+		}
+	}
+	return true
 }
 
 // ForecastProbeRequests bounds the requests of one rate probe of a

@@ -69,6 +69,11 @@ type Config struct {
 	// then and the others as cancelled. For a search that needs only
 	// whether a level met its SLO.
 	Bounds []measure.Bound
+	// LatenciesOnly: the level is read for its requests' TTFT, TPOT,
+	// E2EL and counts alone (measure.Phase.LatenciesOnly); a transport
+	// may then leave out chunk times, and the summary its ITL and peak
+	// output, and what the engine reports of itself.
+	LatenciesOnly bool
 }
 
 // GPUWatch says which GPUs a run samples, and how often.

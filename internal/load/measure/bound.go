@@ -20,6 +20,14 @@ func (m Metric) Bound(max float64) (b Bound, ok bool) {
 	return Bound{Series: m.Series, P: m.pct, Max: max}, true
 }
 
+// PerRequest reports whether m is a statistic of a series with one
+// value per request (TTFT, TPOT, E2EL): what a level of records without
+// their chunk times still measures (Phase.LatenciesOnly).
+func (m Metric) PerRequest() bool {
+	sr := seriesNamed(m.Series)
+	return sr != nil && sr.request != nil
+}
+
 // seriesNamed is the latency series of that name, nil when none.
 func seriesNamed(name string) *series {
 	for i := range latencySeries {

@@ -57,6 +57,11 @@ type Phase struct {
 	// level then misses, as it would have, in a fraction of the time. A
 	// transport that cannot ignores them.
 	Bounds []Bound
+	// LatenciesOnly says the level is read for its requests' TTFT, TPOT,
+	// E2EL and counts alone: a transport may record no chunk times (the
+	// summary then has no ITL and no peak output) and report nothing of
+	// its engine.
+	LatenciesOnly bool
 }
 
 // Session is one session of a closed-loop phase (Phase.Sessions).

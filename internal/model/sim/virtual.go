@@ -78,7 +78,8 @@ func (v *Virtual) Converses() bool { return true }
 // counted from the phase's start on the virtual clock, and the real instant
 // it ran at. Requests are sent at their intended offsets (Phase.Next), or
 // when a slot frees under the concurrency cap; one Chunk per emitted stream
-// message (one token per engine step), First/Last at the steps that
+// message (one token per engine step; none, and no engine metrics, under
+// Phase.LatenciesOnly), First/Last at the steps that
 // produced the first and last tokens. Requests that do not fit
 // max_model_len fail with http_4xx as the engine's 400 would. The phase
 // runs until every request it sent has finished; when ctx ends, those
@@ -89,7 +90,11 @@ func (v *Virtual) Send(ctx context.Context, p measure.Phase) ([]measure.Record, 
 	if len(p.Bounds) > 0 && v.mayGiveUp(p) {
 		r.miss = measure.NewMissWatch(p.Bounds, p.Count)
 	}
-	if !p.Warmup {
+	switch {
+	case p.Warmup:
+	case p.LatenciesOnly:
+		v.engine = nil // nothing reported of this phase
+	default:
 		v.watch = newEngineWatch(v)
 	}
 	r.run(ctx)
@@ -368,7 +373,9 @@ func (r *virtualRun) arrive() {
 		return
 	}
 	rec.Status = 200
-	rec.Chunks = make([]measure.Chunk, 0, maxOut)
+	if !r.p.LatenciesOnly {
+		rec.Chunks = make([]measure.Chunk, 0, maxOut)
+	}
 	if q.PrefixTokens > 0 && q.PrefixID >= 0 {
 		r.miss = nil // its prefix stays cached: the phase goes to its end (mayGiveUp)
 	}
@@ -447,7 +454,9 @@ func (r *virtualRun) emit(s *seq, last bool) {
 	}
 	rec.Last, rec.End = at, at
 	rec.OutputTokens = s.generated
-	rec.Chunks = append(rec.Chunks, measure.Chunk{At: at, Tokens: n})
+	if !r.p.LatenciesOnly {
+		rec.Chunks = append(rec.Chunks, measure.Chunk{At: at, Tokens: n})
+	}
 	if last {
 		r.answered++
 	}

@@ -292,3 +292,31 @@ func TestVirtualGivesUp(t *testing.T) {
 		}
 	}
 }
+
+// TestVirtualLatenciesOnly: a phase read for its latencies alone times
+// every request as a whole one does, and keeps no chunk and no engine
+// metrics.
+func TestVirtualLatenciesOnly(t *testing.T) {
+	cfg := mustParse(t, "llama-3.1-8b", "--max-model-len", "4096")
+	run := func(only bool) ([]measure.Record, *measure.EngineMetrics) {
+		v, err := NewVirtual(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := boundedPhase(200, 1000, 100, 20*time.Millisecond, nil)
+		p.LatenciesOnly = only
+		recs, _ := v.Send(context.Background(), p)
+		return recs, v.EngineMetrics()
+	}
+	whole, eng := run(false)
+	lean, none := run(true)
+	if eng == nil || none != nil {
+		t.Fatalf("engine metrics %v whole, %v lean", eng != nil, none != nil)
+	}
+	for i, w := range whole {
+		l := lean[i]
+		if len(l.Chunks) != 0 || l.First != w.First || l.Last != w.Last || l.End != w.End || l.OutputTokens != w.OutputTokens || l.Error != w.Error {
+			t.Fatalf("record %d: %+v, whole %+v", i, l, w)
+		}
+	}
+}
