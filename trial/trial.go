@@ -55,6 +55,9 @@ type Plan struct {
 	// a rate probe checked for a growing queue): a forecast needs no more,
 	// and holds one level's records at a time instead of the trial's.
 	SummariesOnly bool
+	// LatenciesOnly says each level is read for its requests' TTFT, TPOT,
+	// E2EL and counts alone (bench.Config.LatenciesOnly).
+	LatenciesOnly bool
 
 	// GPUs, when set, samples the trial's GPUs (Spec.GPUs) through NVML
 	// during each level's measured phase; nil = no telemetry.
@@ -84,6 +87,15 @@ type Capacity struct {
 	Met            func(measure.Summary) bool // the SLO test of one level
 	Steps          int                        // bisection probes after the doubling; default 3
 	Rate           *RateSearch                // search the request rate, not the concurrency
+	// Bounds are Met's latency bounds, under an SLO that allows no
+	// failed request (nil when it allows some): a probe may end as soon
+	// as it misses one (bench.Config.Bounds), its level then kept with
+	// the requests answered by then. The search takes the same path;
+	// only a missed level's figures are cut short, and never those that
+	// may have to say why no load met the SLO: before a probe has met
+	// it, the search's lowest rate (RateSearch.Min) and every
+	// concurrency go to their end.
+	Bounds []measure.Bound
 }
 
 // RateSearch bounds a capacity search over the request rate (requests/s):
@@ -191,6 +203,9 @@ type runner struct {
 	res  Result
 	inst launcher.Instance
 	exit launcher.Exiter // nil when the instance cannot report an exit
+	// bounds are the bounds the level being measured may end at
+	// (Capacity.Bounds).
+	bounds []measure.Bound
 }
 
 func newRunner(p Plan) *runner {
@@ -476,6 +491,8 @@ func (r *runner) measure(mctx context.Context, i int, load measure.Load) (measur
 	cfg.Target.BaseURL = r.inst.Endpoint()
 	cfg.TimeScale = p.Launcher.Capabilities().TimeScale // 0 (real time) reads as 1
 	cfg.ScrapeMetrics = p.ScrapeMetrics
+	cfg.Bounds = r.bounds
+	cfg.LatenciesOnly = p.LatenciesOnly
 	if p.GPUs != nil && len(p.Spec.GPUs) > 0 {
 		cfg.GPU = &bench.GPUWatch{Reader: p.GPUs, GPUs: p.Spec.GPUs, Interval: p.GPUInterval}
 	}
@@ -560,9 +577,17 @@ func (r *runner) capacity(ctx, mctx context.Context) Result {
 	var stopped *Result
 	errStop := errors.New("stop")
 	i := 0
+	anyMet := false
+	defer func() { r.bounds = nil }()
 	probe := func(load measure.Load) (bool, error) {
 		seed := r.p.SeedIndex(i)
 		i++
+		r.bounds = nil
+		if anyMet || c.Rate != nil && load.Rate > c.Rate.floor() {
+			// Its figures are read only if no probe meets the SLO, and
+			// then only the lowest rate's (the search's last).
+			r.bounds = c.Bounds
+		}
 		lv, stop := r.level(ctx, mctx, seed, load)
 		if stop != nil {
 			stopped = stop
@@ -572,7 +597,9 @@ func (r *runner) capacity(ctx, mctx context.Context) Result {
 			lv.Summary.Unsustained = true
 		}
 		r.res.Levels = append(r.res.Levels, r.kept(lv))
-		return !lv.Summary.Unsustained && c.Met(lv.Summary), nil
+		met := !lv.Summary.Unsustained && c.Met(lv.Summary)
+		anyMet = anyMet || met
+		return met, nil
 	}
 	var err error
 	if rs := c.Rate; rs != nil {
@@ -652,10 +679,7 @@ func bisect[T int | float64](good, bad T, closed func(good, bad T) bool, mid fun
 // axis. It returns 0 when even rs.Min misses, and rs.Max when rs.Max
 // meets them. An error from probe ends the search.
 func SearchRate(rs RateSearch, probe func(rate float64) (met bool, err error)) (float64, error) {
-	lo, hi := rs.Min, rs.Max
-	if !(lo > 0) {
-		lo = 1e-3
-	}
+	lo, hi := rs.floor(), rs.Max
 	if !(hi > lo) {
 		hi = lo * 1e6
 	}
@@ -707,6 +731,14 @@ func SearchRate(rs RateSearch, probe func(rate float64) (met bool, err error)) (
 		}
 	}
 	return bisect(good, bad, func(good, bad float64) bool { return bad/good <= 1+prec }, func(good, bad float64) float64 { return math.Sqrt(good * bad) }, probe)
+}
+
+// floor is the lowest rate SearchRate probes: Min, or 1e-3 without one.
+func (rs RateSearch) floor() float64 {
+	if !(rs.Min > 0) {
+		return 1e-3
+	}
+	return rs.Min
 }
 
 // oneLine flattens a message for one-line display, bounded in length.

@@ -53,6 +53,14 @@ type TrialRunner struct {
 	// (trial.Plan.SummariesOnly), for a study whose answer reads no
 	// request of its levels.
 	SummariesOnly bool
+	// CapacityOnly says the study reads of a capacity search only its
+	// capacity and, at it, its requests' latencies and counts: a probe
+	// that misses may end as soon as it misses a latency bound
+	// (trial.Capacity.Bounds), which gives the same capacity in a
+	// fraction of the time, and where the SLO bounds no ITL each level
+	// measures its requests' TTFT, TPOT and E2EL alone
+	// (trial.Plan.LatenciesOnly).
+	CapacityOnly bool
 
 	gate *QualityBaseline // the quality gate's baseline, when it applies (UseQualityGate)
 
@@ -149,10 +157,44 @@ func (r *TrialRunner) Plan(ls launcher.Spec, replica int) trial.Plan {
 				plan.Capacity.Rate.MaxRequests = ForecastProbeRequests
 			}
 		}
+		if r.CapacityOnly {
+			plan.Capacity.Bounds = bounds(slo)
+			plan.LatenciesOnly = perRequest(slo)
+		}
 	}
 	plan.SummariesOnly = r.Forecast || r.SummariesOnly
 	r.qualityPlan(&plan, replica)
 	return plan
+}
+
+// bounds are slo's limits on latency percentiles as the measurement
+// watches them (measure.Bound), nil when slo allows failed requests: a
+// level cut short fails the requests it did not answer.
+func bounds(slo recommend.SLO) []measure.Bound {
+	if slo.MaxErrorRate() > 0 {
+		return nil
+	}
+	var out []measure.Bound
+	for _, l := range slo.Latency() {
+		if m, ok := measure.LookupMetric(l.Metric); ok {
+			if b, ok := m.Bound(l.Max); ok {
+				out = append(out, b)
+			}
+		}
+	}
+	return out
+}
+
+// perRequest reports whether every limit of slo is on a latency each
+// request has one of (TTFT, TPOT, E2EL), which records without chunk
+// times still give.
+func perRequest(slo recommend.SLO) bool {
+	for _, l := range slo.Latency() {
+		if m, ok := measure.LookupMetric(l.Metric); !ok || !m.PerRequest() {
+			return false
+		}
+	}
+	return true
 }
 
 // ForecastProbeRequests bounds the requests of one rate probe of a

@@ -2,6 +2,7 @@ package tuner
 
 import (
 	"github.com/servetune/servetune/internal/testspec"
+	"math"
 
 	"context"
 	"errors"
@@ -225,6 +226,56 @@ func TestVirtualCapacity(t *testing.T) {
 	}
 	if got := res.Levels[0].Load.MaxConcurrency; got != 1 {
 		t.Errorf("capacity search starts at concurrency %d", got)
+	}
+}
+
+// TestCapacityOnly: a study that reads only the capacity finds the same
+// one, probe by probe, with the probes that miss cut short; where no rate
+// meets the SLO, the lowest, whose figures say why, goes to its end.
+func TestCapacityOnly(t *testing.T) {
+	for _, slo := range []string{"ttft_p99_ms: 2000", "ttft_p99_ms: 20"} {
+		src := strings.Replace(studySpec, "load: {concurrency: [4, 16]}", "load: {capacity: rate, probe_span: 20s}", 1)
+		src = strings.Replace(src, "input: 256, output: 32", "input: 2048, output: 128", 1)
+		src = strings.Replace(src, "ttft_p99_ms: 2000", slo, 1)
+		study := mustSpec(t, src)
+		set := space.Settings{"tensor_parallel": 1, "max_running_requests": 64, "gpu_memory_fraction": 0.9}
+		run := func(only bool) trial.Result {
+			res := (&TrialRunner{Spec: study, Memory: memory.Model{}, CapacityOnly: only}).Evaluate(context.Background(), 0, set, nil)
+			if res.Status != measure.StatusOK {
+				t.Fatalf("%s: %s/%s %s", slo, res.Status, res.Failure, res.Message)
+			}
+			return res
+		}
+		whole, cut := run(false), run(true)
+		if len(cut.Levels) != len(whole.Levels) {
+			t.Fatalf("%s: %d probes cut short, %d whole", slo, len(cut.Levels), len(whole.Levels))
+		}
+		shorter, anyMet := 0, false
+		for i, w := range whole.Levels {
+			c := cut.Levels[i]
+			wm := study.SLO.Met(recommend.Point{GPUs: 1, Level: w}) && !w.Summary.Unsustained
+			cm := study.SLO.Met(recommend.Point{GPUs: 1, Level: c}) && !c.Summary.Unsustained
+			if c.Load != w.Load || cm != wm {
+				t.Fatalf("%s: probe %d: %v met %v, whole %v met %v", slo, i, c.Load, cm, w.Load, wm)
+			}
+			anyMet = anyMet || wm
+			// The same figures, to the nanosecond of each time the
+			// engine's clock, started elsewhere after a probe cut short,
+			// may round.
+			if (wm || !anyMet && i == len(whole.Levels)-1) &&
+				(math.Abs(c.Summary.TTFT.P99-w.Summary.TTFT.P99) > 1e-5 || c.Summary.Completed != w.Summary.Completed) {
+				t.Errorf("%s: probe %d (met %v) has TTFT %+v, whole %+v", slo, i, wm, c.Summary.TTFT, w.Summary.TTFT)
+			}
+			if c.Summary.Errors[string(measure.ErrCancelled)] > 0 {
+				shorter++
+			}
+		}
+		if shorter == 0 {
+			t.Errorf("%s: no probe was cut short", slo)
+		}
+		if !anyMet && len(whole.Levels) < 5 {
+			t.Errorf("%s: no probe met the SLO in %d probes", slo, len(whole.Levels))
+		}
 	}
 }
 

@@ -99,7 +99,7 @@ func searchStudy(ctx context.Context, o Options, m catalog.Model, c candidate, n
 	}
 	defer db.Close()
 	l := launcherFor(o, c)
-	eval := &layoutEval{r: &tuner.TrialRunner{Spec: plan, Launcher: l, Memory: memory.Model{}, Bootstrap: 1, SummariesOnly: true}, n: c.n, shape: c.shape, disagg: c.disagg}
+	eval := &layoutEval{r: &tuner.TrialRunner{Spec: plan, Launcher: l, Memory: memory.Model{}, Bootstrap: 1, SummariesOnly: true, CapacityOnly: true}, n: c.n, shape: c.shape, disagg: c.disagg}
 	study := &tuner.Study{Spec: plan, Launcher: l, Store: db, Eval: eval, OnFinish: func(r tuner.TrialReport) {
 		note(fmt.Sprintf("%s: trial %d/%d", c.name(), r.Done, r.Total))
 	}}

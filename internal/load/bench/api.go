@@ -61,6 +61,19 @@ type Config struct {
 	// request: 200,000 conversation turns with their chunk times took
 	// over a gigabyte.
 	KeepChunks bool
+
+	// Bounds are latency bounds the level must meet, under an SLO that
+	// allows no failed request: the measured phase of a count-bound run
+	// may end once they are missed (measure.Phase.Bounds), where the
+	// transport can; its summary then holds the requests answered by
+	// then and the others as cancelled. For a search that needs only
+	// whether a level met its SLO.
+	Bounds []measure.Bound
+	// LatenciesOnly: the level is read for its requests' TTFT, TPOT,
+	// E2EL and counts alone (measure.Phase.LatenciesOnly); a transport
+	// may then leave out chunk times, and the summary its ITL and peak
+	// output, and what the engine reports of itself.
+	LatenciesOnly bool
 }
 
 // GPUWatch says which GPUs a run samples, and how often.

@@ -257,6 +257,10 @@ func (cfg Config) send(ctx context.Context, tr measure.Transport, conv bool, ses
 	}
 	p := cfg.phase(reqs, offsets)
 	p.Done = done
+	if cfg.Duration == 0 && k == 1 {
+		p.Bounds = cfg.Bounds // the records are the summary's: in the engine's time
+	}
+	p.LatenciesOnly = cfg.LatenciesOnly
 	if build != nil {
 		request := p.Request
 		p.Request = func(i int) measure.Request {

@@ -53,6 +53,7 @@ type Metric struct {
 	// ("ttft" for ttft_p99), "" for the others.
 	Series string
 	read   func(Subject) (float64, bool)
+	pct    float64 // the percentile a latency metric is (99 for ttft_p99); 0 for a mean and the others
 }
 
 // Read returns the metric of s; ok is false when s has no value for it (no
@@ -66,19 +67,27 @@ type series struct {
 	stats   func(*Summary) *Stats
 	samples func(*Samples) []float64 // the raw values Samples keeps; nil when none
 	ranked  bool                     // metrics {name}_{mean,p50,p90,p95,p99} rank by it
+	// request is a completed request's value, for a series of one value
+	// per request (NaN: none), nil for the others; atFirst says it is
+	// final at the request's first token (MissWatch).
+	request func(RequestMetrics) float64
+	atFirst bool
 }
 
 // latencySeries are vLLM's ttft, tpot, itl, e2el and
 // e2el_including_client_queue, then servetune's additions.
 var latencySeries = []series{
-	{"ttft", func(s *Summary) *Stats { return &s.TTFT }, func(x *Samples) []float64 { return x.TTFT }, true},
-	{"tpot", func(s *Summary) *Stats { return &s.TPOT }, func(x *Samples) []float64 { return x.TPOT }, true},
-	{"itl", func(s *Summary) *Stats { return &s.ITL }, func(x *Samples) []float64 { return x.ITL }, true},
-	{"e2el", func(s *Summary) *Stats { return &s.E2EL }, func(x *Samples) []float64 { return x.E2EL }, true},
-	{"e2el_including_client_queue", func(s *Summary) *Stats { return &s.E2ELSched }, nil, false},
-	{"itl_per_token", func(s *Summary) *Stats { return &s.ITLPerToken }, nil, false},
-	{"queue", func(s *Summary) *Stats { return &s.Queue }, nil, false},
-	{"ttft_from_sched", func(s *Summary) *Stats { return &s.TTFTSched }, nil, false},
+	{"ttft", func(s *Summary) *Stats { return &s.TTFT }, func(x *Samples) []float64 { return x.TTFT }, true,
+		func(m RequestMetrics) float64 { return m.TTFT }, true},
+	{"tpot", func(s *Summary) *Stats { return &s.TPOT }, func(x *Samples) []float64 { return x.TPOT }, true,
+		func(m RequestMetrics) float64 { return m.TPOT }, false},
+	{"itl", func(s *Summary) *Stats { return &s.ITL }, func(x *Samples) []float64 { return x.ITL }, true, nil, false},
+	{"e2el", func(s *Summary) *Stats { return &s.E2EL }, func(x *Samples) []float64 { return x.E2EL }, true,
+		func(m RequestMetrics) float64 { return m.E2EL }, false},
+	{"e2el_including_client_queue", func(s *Summary) *Stats { return &s.E2ELSched }, nil, false, nil, false},
+	{"itl_per_token", func(s *Summary) *Stats { return &s.ITLPerToken }, nil, false, nil, false},
+	{"queue", func(s *Summary) *Stats { return &s.Queue }, nil, false, nil, false},
+	{"ttft_from_sched", func(s *Summary) *Stats { return &s.TTFTSched }, nil, false, nil, false},
 }
 
 // clientQueueSeries is vLLM's name for the wait to be sent (Queue), which
@@ -90,12 +99,13 @@ var clientQueueSeries = series{name: "client_queue_time", stats: func(s *Summary
 var latencyStats = []struct {
 	name, alias string
 	of          func(Stats) float64
+	pct         float64 // the percentile NewStats takes (Percentile's p); 0 for the mean
 }{
-	{"mean", "", func(s Stats) float64 { return s.Mean }},
-	{"p50", "median", func(s Stats) float64 { return s.P50 }},
-	{"p90", "", func(s Stats) float64 { return s.P90 }},
-	{"p95", "", func(s Stats) float64 { return s.P95 }},
-	{"p99", "", func(s Stats) float64 { return s.P99 }},
+	{"mean", "", func(s Stats) float64 { return s.Mean }, 0},
+	{"p50", "median", func(s Stats) float64 { return s.P50 }, 50},
+	{"p90", "", func(s Stats) float64 { return s.P90 }, 90},
+	{"p95", "", func(s Stats) float64 { return s.P95 }, 95},
+	{"p99", "", func(s Stats) float64 { return s.P99 }, 99},
 }
 
 // gpus is the subject's GPU count, at least 1.
@@ -173,7 +183,7 @@ var table, aliases = func() ([]Metric, map[string]string) {
 			if st.alias != "" {
 				al[sr.name+"_"+st.alias] = name
 			}
-			out = append(out, Metric{Name: name, Unit: "ms", Better: Lower, Series: sr.name,
+			out = append(out, Metric{Name: name, Unit: "ms", Better: Lower, Series: sr.name, pct: st.pct,
 				Title: st.name + " " + strings.ToUpper(sr.name),
 				read: func(s Subject) (float64, bool) {
 					x := *sr.stats(&s.Summary)

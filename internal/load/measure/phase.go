@@ -47,6 +47,21 @@ type Phase struct {
 	// failed turn ends its session. Only a transport that Converses
 	// runs them.
 	Sessions []Session
+	// Bounds, when set, are bounds a count-bound phase's level must meet,
+	// under an SLO that allows no failed request: a transport that can
+	// may end the phase as soon as its records miss one whatever the rest
+	// do (MissWatch) and one request was answered (the level has one),
+	// failing the requests not yet answered as cancelled,
+	// provided it leaves the engine as the whole phase would have (every
+	// request gone, nothing cached that a later request could find). The
+	// level then misses, as it would have, in a fraction of the time. A
+	// transport that cannot ignores them.
+	Bounds []Bound
+	// LatenciesOnly says the level is read for its requests' TTFT, TPOT,
+	// E2EL and counts alone: a transport may record no chunk times (the
+	// summary then has no ITL and no peak output) and report nothing of
+	// its engine.
+	LatenciesOnly bool
 }
 
 // Session is one session of a closed-loop phase (Phase.Sessions).

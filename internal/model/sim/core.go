@@ -81,9 +81,11 @@ type page struct {
 	cached     bool  // in the hash table; a copy computed beside a cached one is not
 	prev, next *page // the free queue, while refs == 0 and cached
 	// own: a page of owner's own content (core.ownPage), cached in
-	// owner.own rather than in the table.
+	// owner.own[idx] rather than in the table, and hashed by nothing
+	// (hash is 0): only owner looks it up, by its index.
 	own   bool
 	owner *seq
+	idx   int
 }
 
 // emitFunc receives each step's sampled tokens of a sequence: s produced
@@ -112,6 +114,7 @@ type core struct {
 	ownCached              int // own pages cached (seq.own), beside the table's
 	freeHead, freeTail     *page
 	spare                  []*page // pages no longer in use, for reuse
+	slab                   []page  // pages never used yet, allocated together
 	outIDs                 []int   // the token ids of outputWords
 	uids                   uint64  // sequences added, for their own content
 	steps                  uint64  // steps planned (Deviation.AdmitEvery)
@@ -348,12 +351,8 @@ func (c *core) findable(p *page) bool {
 	if !p.own {
 		return c.table[p.hash] == p
 	}
-	for k, q := range p.owner.own {
-		if q == p {
-			return p.cached && p.hash == p.owner.hashes[k]
-		}
-	}
-	return false
+	own := p.owner.own
+	return p.cached && p.idx < len(own) && own[p.idx] == p
 }
 
 // cachedCount is the number of pages a lookup finds.
@@ -365,14 +364,15 @@ func (c *core) ownPage(s *seq, k int) bool {
 	return s.ids == nil && !(s.prefixID >= 0 && (k+1)*c.pageTokens <= s.prefixTokens)
 }
 
-// cachedPage is the cached page of hash h, s's page k, or nil: the
-// table's, or for an own page the one s cached.
-func (c *core) cachedPage(s *seq, k int, h uint64) *page {
+// cachedPage is the cached page of s's page k, or nil: the table's entry
+// of its hash, or for an own page the one s cached as its k-th (a page
+// evicted and reused is another's, or s's at another index).
+func (c *core) cachedPage(s *seq, k int) *page {
 	if !c.ownPage(s, k) {
-		return c.table[h]
+		return c.table[c.pageHash(s, k)]
 	}
 	if k < len(s.own) {
-		if p := s.own[k]; p != nil && p.cached && p.owner == s && p.hash == h {
+		if p := s.own[k]; p != nil && p.cached && p.owner == s && p.idx == k {
 			return p
 		}
 	}
@@ -472,7 +472,9 @@ func (c *core) pageHash(s *seq, k int) uint64 {
 	return s.hashes[k]
 }
 
-// newPage returns a page of hash h with one reference, reusing a spare.
+// newPage returns a page of hash h with one reference, reusing a spare,
+// else taking one of a slab: an engine makes pages by the hundred
+// thousand, which one allocation each made the simulator's largest cost.
 func (c *core) newPage(h uint64) *page {
 	if n := len(c.spare); n > 0 {
 		p := c.spare[n-1]
@@ -480,8 +482,17 @@ func (c *core) newPage(h uint64) *page {
 		*p = page{hash: h, refs: 1}
 		return p
 	}
-	return &page{hash: h, refs: 1}
+	if len(c.slab) == 0 {
+		c.slab = make([]page, pageSlab)
+	}
+	p := &c.slab[0]
+	c.slab = c.slab[1:]
+	*p = page{hash: h, refs: 1}
+	return p
 }
+
+// pageSlab is how many pages newPage allocates at once.
+const pageSlab = 256
 
 // lookupPrefix applies prefix cache hits to a sequence about to be
 // admitted: the leading pages of its content (its prompt and, after a
@@ -505,7 +516,7 @@ func (c *core) lookupPrefix(s *seq) {
 	c.prefixQueries += int64(s.prompt)
 	limit := (s.target() - 1) / c.pageTokens // pages a hit may cover
 	for k := 0; k < limit; k++ {
-		p := c.cachedPage(s, k, c.pageHash(s, k))
+		p := c.cachedPage(s, k)
 		if p == nil {
 			break
 		}
@@ -547,13 +558,17 @@ func (c *core) cachePages(s *seq, finished bool) {
 		s.pages = make([]*page, 0, (s.prompt+s.maxOut)/c.pageTokens+1)
 	}
 	for k := len(s.pages); k < upto/c.pageTokens; k++ {
-		h := c.pageHash(s, k)
+		own := c.ownPage(s, k)
+		var h uint64
+		if !own {
+			h = c.pageHash(s, k)
+		}
 		p := c.newPage(h)
 		switch {
-		case c.cachedPage(s, k, h) != nil:
+		case c.cachedPage(s, k) != nil:
 			// A copy beside the cached page.
-		case c.ownPage(s, k):
-			p.cached, p.own, p.owner = true, true, s
+		case own:
+			p.cached, p.own, p.owner, p.idx = true, true, s, k
 			c.ownCached++
 			if s.own == nil {
 				s.own = make([]*page, 0, cap(s.pages))
@@ -947,8 +962,15 @@ func (c *core) holdsFinished() bool {
 
 // dropFinished frees the finished requests still among the running ones.
 func (c *core) dropFinished() {
-	kept := c.running[:0]
-	for _, s := range c.running {
+	i := 0
+	for i < len(c.running) && !c.running[i].done {
+		i++ // most steps finish none: nothing to move
+	}
+	if i == len(c.running) {
+		return
+	}
+	kept := c.running[:i]
+	for _, s := range c.running[i:] {
 		if s.done {
 			c.release(s)
 			continue
@@ -995,6 +1017,29 @@ func (c *core) abort(s *seq) {
 			return
 		}
 	}
+}
+
+// abortAll removes every request (a phase given up, virtualRun.giveUp):
+// each frees its blocks as at its end, its cached pages joining the free
+// queue, and the step planned last is forgotten.
+func (c *core) abortAll() {
+	for _, s := range c.running {
+		if !s.done {
+			s.done = true
+			c.remainOut -= s.maxOut - s.generated
+		}
+		c.release(s)
+	}
+	clear(c.running)
+	c.running = c.running[:0]
+	for _, s := range c.waiting[c.head:] {
+		s.done = true
+		c.release(s) // holds no block: preempted ones freed theirs
+	}
+	clear(c.waiting)
+	c.waiting, c.head = c.waiting[:0], 0
+	clear(c.scheduled)
+	c.scheduled = c.scheduled[:0]
 }
 
 // kvUsage is the share of KV blocks held by requests, as the engines report

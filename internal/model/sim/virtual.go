@@ -78,7 +78,8 @@ func (v *Virtual) Converses() bool { return true }
 // counted from the phase's start on the virtual clock, and the real instant
 // it ran at. Requests are sent at their intended offsets (Phase.Next), or
 // when a slot frees under the concurrency cap; one Chunk per emitted stream
-// message (one token per engine step), First/Last at the steps that
+// message (one token per engine step; none, and no engine metrics, under
+// Phase.LatenciesOnly), First/Last at the steps that
 // produced the first and last tokens. Requests that do not fit
 // max_model_len fail with http_4xx as the engine's 400 would. The phase
 // runs until every request it sent has finished; when ctx ends, those
@@ -86,7 +87,14 @@ func (v *Virtual) Converses() bool { return true }
 func (v *Virtual) Send(ctx context.Context, p measure.Phase) ([]measure.Record, time.Time) {
 	wall := time.Now()
 	r := virtualRun{v: v, phaseFeed: newPhaseFeed(p, v.now)}
-	if !p.Warmup {
+	if len(p.Bounds) > 0 && v.mayGiveUp(p) {
+		r.miss = measure.NewMissWatch(p.Bounds, p.Count)
+	}
+	switch {
+	case p.Warmup:
+	case p.LatenciesOnly:
+		v.engine = nil // nothing reported of this phase
+	default:
 		v.watch = newEngineWatch(v)
 	}
 	r.run(ctx)
@@ -118,6 +126,26 @@ type virtualRun struct {
 	// reach the engine); enterAt[i] is when entering[i] does.
 	entering []*seq
 	enterAt  []float64
+	// miss watches the phase's bounds (measure.Phase.Bounds); missed
+	// says they are missed, and the phase ends (giveUp) once a request
+	// was answered (answered counts them).
+	miss     *measure.MissWatch
+	missed   bool
+	answered int
+}
+
+// mayGiveUp reports whether a phase of p may end once its bounds are
+// missed (measure.Phase.Bounds) and leave the engine as the whole phase
+// would: a count-bound, open-loop, measured phase on an engine whose
+// later steps depend on no count of the sequences it served (speculative
+// acceptance draws on a sequence's number, admission every few steps on
+// the steps') and that shares no content between requests of its own
+// accord. A request with a prefix makes the phase go to its end
+// (virtualRun.arrive): its pages stay cached for later phases.
+func (v *Virtual) mayGiveUp(p measure.Phase) bool {
+	d := v.cfg.Deviation
+	return !p.Warmup && p.Sessions == nil && p.Duration == 0 && p.Count > 0 &&
+		!v.cfg.specOn() && d.AdmitEvery <= 1 && d.SharedPrefix == 0
 }
 
 // phaseFeed is a measured phase on the virtual clock, for an engine's run
@@ -281,7 +309,36 @@ func (r *virtualRun) run(ctx context.Context) {
 		if w := v.watch; w != nil {
 			w.sample(v.cores)
 		}
+		if r.missed && r.answered > 0 {
+			r.giveUp()
+			return
+		}
 	}
+}
+
+// errMissed is the message of a request a phase that missed its bounds
+// did not answer (giveUp).
+const errMissed = "not answered: the level had missed its latency bounds"
+
+// giveUp ends a phase that missed its bounds (measure.Phase.Bounds): the
+// requests not yet answered fail as cancelled, and every request leaves
+// the engine as each would have at its end, its blocks freed and its own
+// pages left cached (no later request can find them), so that the next
+// phase runs as it would after the whole phase. The clock stays at the
+// instant the phase ended: the next one starts there.
+func (r *virtualRun) giveUp() {
+	for i, s := range r.seqs {
+		if s != nil && !s.done {
+			r.recs[i].End = r.offset(r.v.now)
+			r.recs[i].Fail(measure.ErrCancelled, errMissed)
+		}
+	}
+	for _, c := range r.v.cores {
+		c.abortAll()
+		c.retime(r.v.now, 0)
+	}
+	r.entering, r.enterAt = nil, nil
+	r.halt()
 }
 
 // advance moves the virtual clock to t, integrating the engine's gauges.
@@ -316,7 +373,12 @@ func (r *virtualRun) arrive() {
 		return
 	}
 	rec.Status = 200
-	rec.Chunks = make([]measure.Chunk, 0, maxOut)
+	if !r.p.LatenciesOnly {
+		rec.Chunks = make([]measure.Chunk, 0, maxOut)
+	}
+	if q.PrefixTokens > 0 && q.PrefixID >= 0 {
+		r.miss = nil // its prefix stays cached: the phase goes to its end (mayGiveUp)
+	}
 	r.recs = append(r.recs, rec)
 	s := &seq{id: id, prompt: prompt, maxOut: maxOut, prefixID: -1, arrival: v.now, filters: v.filters}
 	s.setPrefix(q)
@@ -386,12 +448,21 @@ func (r *virtualRun) emit(s *seq, last bool) {
 		return
 	}
 	at := r.offset(r.v.now)
-	if rec.OutputTokens == 0 {
+	first := rec.OutputTokens == 0
+	if first {
 		rec.First = at
 	}
 	rec.Last, rec.End = at, at
 	rec.OutputTokens = s.generated
-	rec.Chunks = append(rec.Chunks, measure.Chunk{At: at, Tokens: n})
+	if !r.p.LatenciesOnly {
+		rec.Chunks = append(rec.Chunks, measure.Chunk{At: at, Tokens: n})
+	}
+	if last {
+		r.answered++
+	}
+	if m := r.miss; m != nil && (first && m.First(rec) || last && m.End(rec)) {
+		r.missed = true
+	}
 }
 
 // errStalled is the message of a request the engine never finished: the

@@ -216,3 +216,107 @@ func TestRunVirtualSGLangLengthChecks(t *testing.T) {
 		}
 	}
 }
+
+// boundedPhase is a phase of n requests of in and out tokens, one every
+// gap, under bounds.
+func boundedPhase(n, in, out int, gap time.Duration, bounds []measure.Bound) measure.Phase {
+	k := 0
+	return measure.Phase{Count: n, Bounds: bounds,
+		Next: func() time.Duration { k++; return time.Duration(k-1) * gap },
+		Request: func(i int) measure.Request {
+			return measure.Request{Index: i, PromptTokens: in, MaxTokens: out, PrefixID: -1}
+		}}
+}
+
+// TestVirtualGivesUp: a phase past its bounds ends once they are missed,
+// its unanswered requests cancelled, and the phase after it runs as it
+// would after the whole phase (to the nanosecond: its clock starts
+// elsewhere), its preemptions and evictions included; a phase with
+// shared prefixes goes to its end.
+func TestVirtualGivesUp(t *testing.T) {
+	// A KV cache of about 50,000 tokens: both phases preempt, and the
+	// second evicts the pages the first left cached.
+	cfg := mustParse(t, "llama-3.1-8b", "--max-model-len", "4096", "--max-num-seqs", "64", "--gpu-memory-utilization", "0.28")
+	ttft := []measure.Bound{{Series: "ttft", P: 99, Max: 500}}
+	run := func(bounds []measure.Bound, prefix bool) (a, b []measure.Record, preempted int64) {
+		v, err := NewVirtual(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		over := boundedPhase(600, 2000, 200, 2*time.Millisecond, bounds)
+		if prefix {
+			req := over.Request
+			over.Request = func(i int) measure.Request {
+				q := req(i)
+				q.PrefixID, q.PrefixTokens = i%4, 512
+				return q
+			}
+		}
+		a, _ = v.Send(context.Background(), over)
+		before := v.cores[0].preemptions
+		b, _ = v.Send(context.Background(), boundedPhase(300, 2000, 200, 30*time.Millisecond, nil))
+		return a, b, v.cores[0].preemptions - before
+	}
+	fullA, fullB, preempted := run(nil, false)
+	cutA, cutB, _ := run(ttft, false)
+	if s := measure.Summarize(fullA, measure.SummaryOptions{}); s.Failed > 0 || !(s.TTFT.P99 > 500) {
+		t.Fatalf("the overloaded phase: %d failed, TTFT p99 %.0f ms, want none and past 500", s.Failed, s.TTFT.P99)
+	}
+	cancelled := 0
+	for _, r := range cutA {
+		if r.Error == measure.ErrCancelled {
+			cancelled++
+		}
+	}
+	if s := measure.Summarize(cutA, measure.SummaryOptions{}); cancelled == 0 || s.Failed != cancelled || s.Completed == 0 {
+		t.Fatalf("given up: %d records, %d cancelled, %d failed, %d answered", len(cutA), cancelled, s.Failed, s.Completed)
+	}
+	if preempted == 0 {
+		t.Fatal("the phase after preempts nothing: the test misses what it is for")
+	}
+	near := func(a, b time.Duration) bool { return a-b <= 1 && b-a <= 1 }
+	if len(cutB) != len(fullB) {
+		t.Fatalf("the phase after: %d records, want %d", len(cutB), len(fullB))
+	}
+	for i := range fullB {
+		f, c := fullB[i], cutB[i]
+		if c.Error != f.Error || c.OutputTokens != f.OutputTokens || len(c.Chunks) != len(f.Chunks) ||
+			!near(c.Send, f.Send) || !near(c.First, f.First) || !near(c.Last, f.Last) || !near(c.End, f.End) {
+			t.Fatalf("record %d of the phase after differs: %+v, after the whole phase %+v", i, c, f)
+		}
+	}
+	prefA, _, _ := run(ttft, true)
+	for _, r := range prefA {
+		if r.Error != measure.ErrNone {
+			t.Fatalf("a phase with shared prefixes gave up: %+v", r)
+		}
+	}
+}
+
+// TestVirtualLatenciesOnly: a phase read for its latencies alone times
+// every request as a whole one does, and keeps no chunk and no engine
+// metrics.
+func TestVirtualLatenciesOnly(t *testing.T) {
+	cfg := mustParse(t, "llama-3.1-8b", "--max-model-len", "4096")
+	run := func(only bool) ([]measure.Record, *measure.EngineMetrics) {
+		v, err := NewVirtual(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := boundedPhase(200, 1000, 100, 20*time.Millisecond, nil)
+		p.LatenciesOnly = only
+		recs, _ := v.Send(context.Background(), p)
+		return recs, v.EngineMetrics()
+	}
+	whole, eng := run(false)
+	lean, none := run(true)
+	if eng == nil || none != nil {
+		t.Fatalf("engine metrics %v whole, %v lean", eng != nil, none != nil)
+	}
+	for i, w := range whole {
+		l := lean[i]
+		if len(l.Chunks) != 0 || l.First != w.First || l.Last != w.Last || l.End != w.End || l.OutputTokens != w.OutputTokens || l.Error != w.Error {
+			t.Fatalf("record %d: %+v, whole %+v", i, l, w)
+		}
+	}
+}
