@@ -63,7 +63,7 @@ func TestNewModelsAccepted(t *testing.T) {
 		tp := strconv.Itoa(m.gpus)
 		for _, model := range []string{m.id, dir} {
 			t.Run(filepath.Base(m.id)+"/"+map[bool]string{true: "id", false: "config.json"}[model == m.id], func(t *testing.T) {
-				code, stdout, stderr := runCLI(t, "sim", "estimate", model, "-tp", tp, "--gpu", m.gpu, "--max-model-len", "8192", "--json")
+				code, stdout, stderr := runCLI(t, "sim", "estimate", model, "-tp", tp, "--gpu", m.gpu, "--max-model-len", "8192", "--json", "-")
 				var est struct {
 					Weights float64 `json:"weights_gib"`
 					KV      float64 `json:"kv_cache_gib"`

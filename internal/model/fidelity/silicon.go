@@ -244,7 +244,7 @@ var siliconRecipes = map[string]func(isl, osl, conc int) []string{
 
 // inferenceXID matches the ids of SemiAnalysis InferenceX's sweep points,
 // date first (2026_03_25_gpt_oss_120b_h100_sxm_vllm_fp4_agg_1024x1024_c64_tp4_...):
-// the rows its client measured (docs/fidelity.md, "The InferenceX client").
+// the rows its client measured (docs/fidelity.md, "Silicon tables").
 var inferenceXID = regexp.MustCompile(`^\d{4}_\d{2}_\d{2}_`)
 
 // inferenceXRangeRatio is InferenceX's --random-range-ratio: each length
