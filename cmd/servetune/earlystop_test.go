@@ -7,32 +7,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/servetune/servetune/internal/testspec"
 	"github.com/servetune/servetune/store"
 )
-
-// earlyStopStudy is a guided study in virtual time whose space holds far
-// fewer configurations worth measuring than its trial count.
-const earlyStopStudy = `name: early
-model: meta-llama/Llama-3.1-8B-Instruct
-engine: vllm
-launcher: {kind: virtual, gpus: [0]}
-hardware: {gpu: H100-SXM}
-space:
-  max_running_requests: [8, 16, 32, 64, 128, 256]
-workload:
-  dataset: {kind: random, input: 512, output: 64}
-  load: {concurrency: [64]}
-  requests_per_level: 64
-  warmup: 0
-slo: {ttft_p99_ms: 60000}
-tuner: {sampler: guided, trials: 30, seed: 1, objective: max output_throughput_per_gpu, confirm: false}
-`
 
 // TestEarlyStopIsAnOutcome: a study the guided sampler stops before its
 // trial count says so in tune's last lines, stores it, and the report
 // and the dashboard say it too.
 func TestEarlyStopIsAnOutcome(t *testing.T) {
-	spec := writeSpec(t, earlyStopStudy)
+	spec := writeSpec(t, testspec.EarlyStop)
 	db := filepath.Join(t.TempDir(), "e.db")
 	code, out, errs := runCLI(t, "tune", spec, "--db", db)
 	if code != exitOK {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/servetune/servetune/internal/testspec"
 )
 
 // TestForecastProgressLines: off a terminal the forecast prints a line at
@@ -51,7 +53,7 @@ func TestForecastProgressLines(t *testing.T) {
 // TestTuneShowsForecastPhase: a guided study's tune shows the forecast
 // as the forecast before the first trial starts, not as trials.
 func TestTuneShowsForecastPhase(t *testing.T) {
-	spec := writeSpec(t, earlyStopStudy)
+	spec := writeSpec(t, testspec.EarlyStop)
 	code, out, errs := runCLI(t, "tune", spec, "--db", filepath.Join(t.TempDir(), "f.db"))
 	if code != exitOK {
 		t.Fatalf("tune: exit %d\n%s%s", code, out, errs)

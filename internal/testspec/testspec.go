@@ -22,6 +22,11 @@ var Sim = read("sim.yaml")
 // (testdata/virtual.yaml).
 var Virtual = read("virtual.yaml")
 
+// EarlyStop is a guided study of Llama-3.1-8B in virtual time whose
+// forecast stops it after a few of its 30 trials, leaving the small
+// max_running_requests unmeasured (testdata/earlystop.yaml).
+var EarlyStop = read("earlystop.yaml")
+
 // read is a spec file's text without its leading comment lines, so
 // positions in errors count from the spec's first key.
 func read(name string) string {

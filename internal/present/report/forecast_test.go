@@ -16,6 +16,7 @@ import (
 	"github.com/servetune/servetune/internal/browser"
 	"github.com/servetune/servetune/internal/load/measure"
 	"github.com/servetune/servetune/internal/serving/engine"
+	"github.com/servetune/servetune/internal/testspec"
 	"github.com/servetune/servetune/store"
 	"github.com/servetune/servetune/tuner"
 	_ "github.com/servetune/servetune/tuner/guided" // the guided sampler, which forecasts
@@ -24,32 +25,12 @@ import (
 	"github.com/servetune/servetune/tuner/spec"
 )
 
-// earlyStopSpec is a guided study in virtual time whose space holds far
-// fewer configurations worth measuring than its trial count: the forecast
-// stops it after a few trials, leaving the small max_running_requests
-// unmeasured.
-const earlyStopSpec = `name: early
-model: meta-llama/Llama-3.1-8B-Instruct
-engine: vllm
-launcher: {kind: virtual, gpus: [0]}
-hardware: {gpu: H100-SXM}
-space:
-  max_running_requests: [8, 16, 32, 64, 128, 256]
-workload:
-  dataset: {kind: random, input: 512, output: 64}
-  load: {concurrency: [64]}
-  requests_per_level: 64
-  warmup: 0
-slo: {ttft_p99_ms: 60000}
-tuner: {sampler: guided, trials: 30, seed: 1, objective: max output_throughput_per_gpu, confirm: false}
-`
-
-// runEarlyStop runs earlyStopSpec to its early stop in a SQLite file and
+// runEarlyStop runs testspec.EarlyStop to its early stop in a SQLite file and
 // loads its report.
 func runEarlyStop(t *testing.T) (*StudyReport, *store.Store) {
 	t.Helper()
 	ctx := context.Background()
-	study, err := spec.ParseSpec([]byte(earlyStopSpec), "early.yaml")
+	study, err := spec.ParseSpec([]byte(testspec.EarlyStop), "early.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
