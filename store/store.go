@@ -852,6 +852,16 @@ func readLoad(js string, lp measure.Level) (measure.Load, error) {
 	return measure.Load{MaxConcurrency: int(lp.Value)}, nil
 }
 
+// TrialCount is the number of the study's trials (len of Trials, without
+// reading them).
+func (s *Store) TrialCount(ctx context.Context, studyID int64) (int, error) {
+	var n int
+	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM trials WHERE study_id = ?`, studyID).Scan(&n); err != nil {
+		return 0, fmt.Errorf("store: trial count: %w", err)
+	}
+	return n, nil
+}
+
 // Trial returns one trial of a study by number, with its load points.
 func (s *Store) Trial(ctx context.Context, studyID int64, number int) (Trial, error) {
 	trials, err := s.Trials(ctx, studyID)

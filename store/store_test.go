@@ -204,6 +204,9 @@ func TestMigrateOlderFile(t *testing.T) {
 	if err != nil || len(trials) != 1 || len(trials[0].LoadPoints) != 1 {
 		t.Fatalf("trials after migration: %+v, %v", trials, err)
 	}
+	if n, err := s.TrialCount(ctx, 1); err != nil || n != len(trials) {
+		t.Errorf("trial count %d, %v; %d trials read", n, err, len(trials))
+	}
 	if l := trials[0].LoadPoints[0].Load; l != (measure.Load{Rate: 4, MaxConcurrency: 16}) {
 		t.Errorf("legacy load rebuilt as %+v", l)
 	}

@@ -692,8 +692,8 @@ func (r *studyRun) close(ctx context.Context) error {
 	if err := r.run.End(context.WithoutCancel(ctx), status); err != nil && r.firstEr == nil {
 		r.firstEr = err
 	}
-	if trials, err := r.run.Trials(context.WithoutCancel(ctx)); err == nil {
-		r.out.Trials = len(trials)
+	if n, err := r.run.TrialCount(context.WithoutCancel(ctx)); err == nil {
+		r.out.Trials = n // counted, not read: a study's levels take seconds to decode
 	}
 	if r.firstEr != nil {
 		return r.firstEr

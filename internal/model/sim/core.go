@@ -699,6 +699,14 @@ func (c *core) schedule(now float64) (batchShape, float64) {
 // (b, which it clears first) and counts the step; retime sets when it
 // ends.
 func (c *core) plan(b *batchShape, now float64) {
+	if c.idle() {
+		// Nothing to free or schedule (a data-parallel rank in a
+		// step of the others'): the empty step, counted.
+		*b = batchShape{}
+		c.scheduled = c.scheduled[:0]
+		c.steps++
+		return
+	}
 	*b = batchShape{}
 	c.scheduled = c.scheduled[:0]
 	cutoff := math.Inf(1) // the latest arrival this step may admit
