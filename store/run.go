@@ -397,7 +397,7 @@ func (r *Lease) SetForecast(ctx context.Context, fcs []Forecast) error {
 func (r *Lease) Trials(ctx context.Context) ([]Trial, error) { return r.s.Trials(ctx, r.Study.ID) }
 
 // TrialCount is the number of the study's trials (Store.TrialCount).
-func (r *Run) TrialCount(ctx context.Context) (int, error) { return r.s.TrialCount(ctx, r.Study.ID) }
+func (r *Lease) TrialCount(ctx context.Context) (int, error) { return r.s.TrialCount(ctx, r.Study.ID) }
 
 // DeleteStudy removes a study and everything stored of it; a study a live
 // run owns is an *OwnedError, and an unknown name ErrNotFound.
