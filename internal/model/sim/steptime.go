@@ -191,6 +191,30 @@ func newStepModel(cfg Config) stepModel {
 	s.prefillPairFlops = 4 * d
 	s.setSpans(m)
 	s.qkNormTP = m.QKNormAllHeads && cfg.TP > 1
+	s.setLayerShapes(cfg)
+	w8a8 := s.setGEMMRates(cfg, k)
+	s.setHostCosts(cfg, k)
+	s.setMemoryRates(cfg)
+	s.setLinks(cfg, k)
+	s.sortScale, s.sortVocabMix = samplerSort(cfg)
+	s.mx = newMoEStep(cfg, &s)
+	s.setSparse(cfg, k) // after MLA's linears (moe.go)
+	perLayer := s.layerKernels(w8a8)
+	kernel := k.KernelOverheadUs / 1e6 * kernelClockScale(g)
+	s.kernels = kernel * (s.layers*perLayer + stepKernels)
+	s.kernelsPerLayer, s.kernelsPerStep = kernel*perLayer, kernel*stepKernels
+	s.spec = newSpecStep(cfg, &s)
+	return s
+}
+
+// setLayerShapes sets a layer's GEMMs (attention's projections, and the
+// dense MLP unless the experts take it), its linear-attention layers, and
+// the activation bytes the kernels between the GEMMs move a token.
+func (s *stepModel) setLayerShapes(cfg Config) {
+	m := cfg.Model
+	tp := float64(cfg.TP)
+	h, d := s.hidden, s.headDim
+	q, kv := s.qPerGPU, s.kvPerGPU
 	inter := float64(m.Intermediate) / tp
 	qOut := q // the query projection's heads, twice them with an output gate
 	if m.AttnOutputGate {
@@ -227,10 +251,13 @@ func newStepModel(cfg Config) stepModel {
 		s.actBytes = 2*4*h*bytesBF16 + (1-s.lin.frac)*attn + silu +
 			s.lin.actBytes(float64(a.ConvChannels())/tp, float64(a.ValueHeads*a.ValueHeadDim)/tp)
 	}
-	w8a8 := s.setGEMMRates(cfg, k)
-	s.setHostCosts(cfg, k)
-	s.setMemoryRates(cfg)
-	// The link figures serve the TP all-reduces and the pipeline hops.
+}
+
+// setLinks sets the link figures the TP all-reduces and the pipeline
+// hops run on: NVLink's or PCIe's, and the scale-out NIC's where a TP ring
+// spans domains.
+func (s *stepModel) setLinks(cfg Config, k Constants) {
+	g := cfg.GPU
 	if cfg.TP > 1 || cfg.PP > 1 {
 		lat := allReduceLatencyNVLink
 		if !g.NVLink() {
@@ -245,15 +272,6 @@ func newStepModel(cfg Config) stepModel {
 		s.arLatency += scaleOutLatency.Seconds()
 		s.arBandwidth = math.Min(s.arBandwidth, s.topo.bandwidth())
 	}
-	s.sortScale, s.sortVocabMix = samplerSort(cfg)
-	s.mx = newMoEStep(cfg, &s)
-	s.setSparse(cfg, k) // after MLA's linears (moe.go)
-	perLayer := s.layerKernels(w8a8)
-	kernel := k.KernelOverheadUs / 1e6 * kernelClockScale(g)
-	s.kernels = kernel * (s.layers*perLayer + stepKernels)
-	s.kernelsPerLayer, s.kernelsPerStep = kernel*perLayer, kernel*stepKernels
-	s.spec = newSpecStep(cfg, &s)
-	return s
 }
 
 // kernelClockScale is a kernel's fixed cost on g in units of
