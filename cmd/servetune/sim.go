@@ -210,6 +210,15 @@ func printEstimate(w io.Writer, cfg sim.Config, e simEstimate) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(k string, f string, a ...any) { fmt.Fprintf(tw, "%s\t%s\n", k, fmt.Sprintf(f, a...)) }
 	row("engine", "%s (%s), %s x %d, %s", e.Engine, cfg.ModelID, e.GPU, cfg.NumGPUs, parallelLine(cfg))
+	if e.WeightsGiB > e.TotalGiB {
+		// The weights alone exceed the GPU: start-up stops at loading
+		// them, so nothing after them was sized.
+		row("memory per GPU", "%.2f GiB total (fraction %.2f)", e.TotalGiB, cfg.MemFraction)
+		row("weights", "%.2f GiB (%s), %.2f GiB more than the GPU holds", e.WeightsGiB, quantName(cfg.Quantization), e.WeightsGiB-e.TotalGiB)
+		row("network", "%s", networkLine(e.Network))
+		tw.Flush()
+		return
+	}
 	row("memory per GPU", "%.2f GiB total, %.2f GiB requested (fraction %.2f)", e.TotalGiB, e.RequestedGiB, cfg.MemFraction)
 	if e.ExpertGroup > 0 {
 		how := "sliced over"
@@ -226,6 +235,13 @@ func printEstimate(w io.Writer, cfg sim.Config, e simEstimate) {
 	kind := ""
 	if e.MLA {
 		kind = "; MLA latent, whole on every TP rank"
+	}
+	if e.KVCacheGiB < 0 {
+		// Estimate leaves the pool's shortfall as a negative size.
+		row("KV cache", "none: %.2f GiB short (the %.2f GiB requested does not hold the weights and the engine's reservations)", -e.KVCacheGiB, e.RequestedGiB)
+		row("network", "%s", networkLine(e.Network))
+		tw.Flush()
+		return
 	}
 	row("KV cache", "%.2f GiB, %d tokens (%d blocks of %d, %s%s)", e.KVCacheGiB, e.KVCacheTokens, e.KVBlocks, e.BlockSize, cfg.KVCacheDType, kind)
 	ranks := "1 data-parallel rank"

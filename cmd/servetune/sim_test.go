@@ -436,3 +436,33 @@ func TestSimEstimate2026GPUs(t *testing.T) {
 		}
 	}
 }
+
+// A model that does not fit: sim estimate prints what was sized and the
+// shortfall, never a negative cache or the zeros of parts never sized,
+// and exits 1 with the engine's message. Kimi-K2.5's INT4 weights fill
+// 8 H100s past SGLang's request; Kimi-K2's FP8 weights exceed the GPU.
+func TestSimEstimateDoesNotFit(t *testing.T) {
+	for _, tc := range []struct {
+		model string
+		want  []string
+	}{
+		{"moonshotai/Kimi-K2.5", []string{"KV cache", "GiB short", "Not enough memory"}},
+		{"moonshotai/Kimi-K2-Instruct", []string{"more than the GPU holds", "OutOfMemoryError"}},
+	} {
+		code, stdout, stderr := runCLI(t, "sim", "estimate", "--model", tc.model, "--gpu", "H100-SXM", "--tp", "8")
+		all := stdout + stderr
+		if code != exitFailed {
+			t.Errorf("%s: exit %d, want %d; output %q", tc.model, code, exitFailed, all)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(all, w) {
+				t.Errorf("%s: output lacks %q:\n%s", tc.model, w, all)
+			}
+		}
+		for _, bad := range []string{" -", "0 tokens", "0.00 GiB requested", "max concurrency"} {
+			if strings.Contains(stdout, bad) {
+				t.Errorf("%s: output holds %q, a part never sized:\n%s", tc.model, bad, stdout)
+			}
+		}
+	}
+}
