@@ -815,15 +815,37 @@ func ParseCommand(args []string, env func(string) string) (Command, error) {
 			return c, fmt.Errorf("%w: %s %q: want vllm or sglang", ErrBadArgs, Flag(VLLM, "sim_engine"), name)
 		}
 		c.Engine = e
-	} else if saw[SGLang] && !saw[VLLM] {
+	} else if saw[SGLang] != nil && saw[VLLM] == nil {
 		c.Engine = SGLang
-	} else if saw[VLLM] && !saw[SGLang] {
+	} else if saw[VLLM] != nil && saw[SGLang] == nil {
 		c.Engine = VLLM
 	}
-	if saw[VLLM] && saw[SGLang] || c.Engine == VLLM && saw[SGLang] || c.Engine == SGLang && saw[VLLM] {
-		return c, fmt.Errorf("%w: vLLM and SGLang flags mixed on one command line", ErrBadArgs)
+	switch {
+	case saw[VLLM] != nil && saw[SGLang] != nil:
+		return c, fmt.Errorf("%w: %s is %s's flag and %s is %s's: one command line is one engine's", ErrBadArgs,
+			saw[VLLM].flag, VLLM.Title(), saw[SGLang].flag, SGLang.Title())
+	case c.Engine == VLLM && saw[SGLang] != nil:
+		return c, saw[SGLang].notOn(VLLM)
+	case c.Engine == SGLang && saw[VLLM] != nil:
+		return c, saw[VLLM].notOn(SGLang)
 	}
 	return c, nil
+}
+
+// ownFlag is a flag only one engine has, as a command line spelled it,
+// and the setting it reads.
+type ownFlag struct {
+	flag, setting string
+	engine        Engine
+}
+
+// notOn is the error of f on engine e's command line, naming e's own
+// spelling of the setting where e has one.
+func (f *ownFlag) notOn(e Engine) error {
+	if spell := Flag(e, f.setting); spell != "" {
+		return fmt.Errorf("%w: %s is %s's flag, not %s's (%s's is %s)", ErrBadArgs, f.flag, f.engine.Title(), e.Title(), e.Title(), spell)
+	}
+	return fmt.Errorf("%w: %s is %s's flag; %s has none for it", ErrBadArgs, f.flag, f.engine.Title(), e.Title())
 }
 
 // ParseFlags reads flags of engine e (no model): a space's extra_args, for
@@ -837,19 +859,19 @@ func ParseFlags(e Engine, args []string) (Settings, error) {
 		return nil, fmt.Errorf("%w: unrecognized arguments: %s", ErrBadArgs, strings.Join(positional, " "))
 	}
 	for _, other := range Engines {
-		if other != e && saw[other] {
-			return nil, fmt.Errorf("%w: flags of %s on a %s command line", ErrBadArgs, other.Title(), e.Title())
+		if other != e && saw[other] != nil {
+			return nil, saw[other].notOn(e)
 		}
 	}
 	return s, nil
 }
 
-// parseFlags reads args into settings; saw says which engines' own flags
-// (flags the other engine lacks) appeared.
-func parseFlags(args []string) (Settings, []string, map[Engine]bool, error) {
+// parseFlags reads args into settings; saw holds, by engine, the first
+// of its own flags (flags the other engine lacks) that appeared.
+func parseFlags(args []string) (Settings, []string, map[Engine]*ownFlag, error) {
 	s := Settings{}
 	var positional []string
-	saw := map[Engine]bool{}
+	saw := map[Engine]*ownFlag{}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if !strings.HasPrefix(a, "-") || a == "-" {
@@ -872,7 +894,9 @@ func parseFlags(args []string) (Settings, []string, map[Engine]bool, error) {
 		}
 		if len(r.engines) == 1 {
 			for e := range r.engines {
-				saw[e] = true
+				if saw[e] == nil {
+					saw[e] = &ownFlag{flag: name, setting: r.k.name, engine: e}
+				}
 			}
 		}
 		switch {

@@ -91,7 +91,11 @@ func TestParseExpertAndDataParallel(t *testing.T) {
 	}{
 		{[]string{"--model-path", "m", "--tp-size", "8", "--dp-size", "3", "--enable-dp-attention"}, "argument --dp-size: 3 does not divide --tp-size 8 (with --enable-dp-attention)"},
 		{[]string{"--model-path", "m", "--ep-size", "x"}, `argument --ep-size: invalid int value: "x"`},
-		{[]string{"serve", "m", "--enable-expert-parallel", "--enable-dp-attention"}, "vLLM and SGLang flags mixed"},
+		{[]string{"serve", "m", "--enable-expert-parallel", "--enable-dp-attention"}, "--enable-expert-parallel is vLLM's flag and --enable-dp-attention is SGLang's"},
+		// An engine named by the simulator's engine flag: the other engine's flag is named
+		// with the named engine's own spelling of the setting.
+		{[]string{"serve", "m", "--engine", "vllm", "--tp", "8"}, "--tp is SGLang's flag, not vLLM's (vLLM's is --tensor-parallel-size)"},
+		{[]string{"--model-path", "m", "--engine", "sglang", "--max-num-seqs", "8"}, "--max-num-seqs is vLLM's flag, not SGLang's (SGLang's is --max-running-requests)"},
 	} {
 		_, err := ParseCommand(tc.args, nil)
 		if !errors.Is(err, ErrBadArgs) || !strings.Contains(err.Error(), tc.want) {
