@@ -2,6 +2,8 @@ package space
 
 import (
 	"fmt"
+	"math"
+	"strings"
 
 	"github.com/servetune/servetune/internal/serving/engine"
 )
@@ -92,4 +94,38 @@ func (p Param) holds(v any) bool {
 		}
 	}
 	return false
+}
+
+// Describe is the values the parameter searches, as a reader would write
+// them: "2048, 4096 or 8192" for choices, "16 to 512" for a range.
+func (p Param) Describe() string {
+	switch p.Kind {
+	case KindInt, KindFloat:
+		return fmt.Sprintf("%v to %v", num(p.Low), num(p.High))
+	}
+	vals := make([]string, len(p.Choices))
+	for i, c := range p.Choices {
+		vals[i] = fmt.Sprint(c)
+	}
+	if len(vals) < 2 {
+		return strings.Join(vals, "")
+	}
+	return strings.Join(vals[:len(vals)-1], ", ") + " or " + vals[len(vals)-1]
+}
+
+// Searches reports whether the parameter takes more than one value.
+func (p Param) Searches() bool {
+	switch p.Kind {
+	case KindInt, KindFloat:
+		return p.High > p.Low
+	}
+	return len(p.Choices) > 1
+}
+
+// num prints a bound without a float's trailing zeros.
+func num(f float64) any {
+	if f == math.Trunc(f) && math.Abs(f) < 1e15 {
+		return int64(f)
+	}
+	return f
 }

@@ -450,3 +450,22 @@ func TestNewIsParse(t *testing.T) {
 		}
 	}
 }
+
+// TestParamDescribe: a parameter's values as a reader writes them.
+func TestParamDescribe(t *testing.T) {
+	for _, tc := range []struct {
+		p        Param
+		want     string
+		searches bool
+	}{
+		{Param{Kind: KindCategorical, Choices: []any{2048, 4096, 8192}}, "2048, 4096 or 8192", true},
+		{Param{Kind: KindCategorical, Choices: []any{"fp8"}}, "fp8", false},
+		{Param{Kind: KindInt, Low: 16, High: 512, Log: true}, "16 to 512", true},
+		{Param{Kind: KindFloat, Low: 0.8, High: 0.95}, "0.8 to 0.95", true},
+		{Param{Kind: KindBool, Choices: []any{false, true}}, "false or true", true},
+	} {
+		if got := tc.p.Describe(); got != tc.want || tc.p.Searches() != tc.searches {
+			t.Errorf("%+v: Describe %q, Searches %v; want %q, %v", tc.p, got, tc.p.Searches(), tc.want, tc.searches)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"github.com/servetune/servetune/internal/load/measure"
 	"github.com/servetune/servetune/internal/present/diagnose"
 	"github.com/servetune/servetune/tuner/recommend"
+	"github.com/servetune/servetune/tuner/spec"
 	"github.com/spf13/cobra"
 )
 
@@ -117,8 +118,7 @@ func diagnoseStudy(cmd *cobra.Command, dbPath, name string, n int, prefer string
 		}
 		p := rec.Best.Point
 		head := fmt.Sprintf("%s: trial %d at %s, recommended, prefer %s:  %s", name, p.Trial, p.Label, pref.For(study.Tuner.Objective).Describe(study.Tuner.Objective), settingsLine(p.Settings))
-		return head, diagnose.Level(diagnose.Input{Engine: study.Engine, Settings: p.Settings, Level: p.Level,
-			CacheCold: cacheCold(map[string]any{"dataset": study.Workload.Dataset})}), nil
+		return head, diagnose.Level(recommendedInput(study, p)), nil
 	}
 	for _, t := range ss.trials {
 		if t.Number != n {
@@ -135,4 +135,18 @@ func diagnoseStudy(cmd *cobra.Command, dbPath, name string, n int, prefer string
 		return head, diagnose.Levels(study.Engine, t.Settings, t.LoadPoints), nil
 	}
 	return "", nil, usageErrorf("study %s has no trial %d (see servetune trials %s)", name, n, name)
+}
+
+// recommendedInput is the rules' input for a study's recommended point:
+// its settings and level, whether its prompts share prefixes, and what
+// the study searched of each setting.
+func recommendedInput(study *spec.Spec, p recommend.Point) diagnose.Input {
+	searched := map[string]string{}
+	for _, param := range study.Space.Params {
+		if param.Searches() {
+			searched[param.Name] = param.Describe()
+		}
+	}
+	return diagnose.Input{Engine: study.Engine, Settings: p.Settings, Level: p.Level,
+		CacheCold: cacheCold(map[string]any{"dataset": study.Workload.Dataset}), Searched: searched}
 }

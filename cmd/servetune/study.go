@@ -871,8 +871,7 @@ func writeRecommendation(w io.Writer, study *spec.Spec, rec recommend.Recommenda
 	p := best.Point
 	pj := toPointJSON(p, study)
 	// Why it performs as it does, at the recommended level.
-	findings := diagnose.Level(diagnose.Input{Engine: study.Engine, Settings: p.Settings, Level: p.Level,
-		CacheCold: cacheCold(map[string]any{"dataset": study.Workload.Dataset})})
+	findings := diagnose.Level(recommendedInput(study, p))
 	switch format {
 	case "json", "yaml":
 		doc := recommendationDoc(study, rec, alt, pref, verdict, findings)

@@ -78,6 +78,12 @@ type Input struct {
 	// recorded prompts, no prefix groups): its prefix-cache hits should
 	// be few, and many mean the server has seen these prompts before.
 	CacheCold bool
+	// Searched holds, by setting, the values a study searched (a space's
+	// parameter, as space.Param.Describe writes it): advice to change a
+	// setting says what the study searched of it, so that advice on the
+	// recommended point does not read as if the study had not tried it.
+	// Only a recommendation's caller sets it.
+	Searched map[string]string
 }
 
 // engine is the engine whose flags the advice names.
@@ -95,7 +101,12 @@ func (in Input) engine() engine.Engine {
 // settings give one: vLLM's flag for max_running_requests, "(now 8)".
 func (in Input) flag(setting string) string {
 	f := engine.Flag(in.engine(), setting)
-	if v, ok := in.Settings[setting]; ok {
+	v, ok := in.Settings[setting]
+	searched := in.Searched[setting]
+	switch {
+	case ok && searched != "":
+		return fmt.Sprintf("%s (now %s: the study searched %s and recommends %s)", f, engine.FormatValue(v), searched, engine.FormatValue(v))
+	case ok:
 		return fmt.Sprintf("%s (now %s)", f, engine.FormatValue(v))
 	}
 	return f

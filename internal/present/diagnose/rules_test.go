@@ -305,3 +305,20 @@ func TestPrefillAdviceFollowsTheRun(t *testing.T) {
 		}
 	}
 }
+
+// TestAdviceSaysWhatWasSearched: advice to change a setting the study
+// searched says so, with the values searched and the one recommended;
+// without Searched it keeps the current value alone.
+func TestAdviceSaysWhatWasSearched(t *testing.T) {
+	in := with(capped)
+	in.Settings = engine.Settings{"max_running_requests": 8}
+	plain := Level(in)
+	if len(plain) == 0 || !strings.Contains(plain[0].Advice, "(now 8)") || strings.Contains(plain[0].Advice, "searched") {
+		t.Fatalf("advice without a search: %v", plain)
+	}
+	in.Searched = map[string]string{"max_running_requests": "8 to 512"}
+	fs := Level(in)
+	if len(fs) == 0 || !strings.Contains(fs[0].Advice, "(now 8: the study searched 8 to 512 and recommends 8)") {
+		t.Errorf("advice on a searched setting: %v", fs)
+	}
+}
