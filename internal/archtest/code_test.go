@@ -1,57 +1,25 @@
 package archtest
 
 import (
+	"fmt"
 	"go/ast"
-	"go/parser"
-	"go/token"
-	"io/fs"
-	"path/filepath"
+	"path"
 	"reflect"
 	"strings"
-	"testing"
 
-	"github.com/servetune/servetune/internal/testengine"
 	"github.com/servetune/servetune/launcher"
 )
 
-// TestCapabilitiesOneValue: what a launcher can do beside Launch is read
-// from its launcher.Capabilities value, never asked by a type assertion (or a type
-// switch) on an interface with a capability's method, inline or named, in
-// any file of the module, tests included. The capabilities' names are
-// launcher.Capabilities' fields, so a new one is covered without a change here.
-func TestCapabilitiesOneValue(t *testing.T) {
+// capabilitiesOneValue checks that what a launcher can do beside Launch is
+// read from its launcher.Capabilities value, never asked by a type
+// assertion (or a type switch) on an interface with a capability's
+// method, inline or named, in any file of the module, tests included.
+// The capabilities' names are launcher.Capabilities' fields, so a new one
+// is covered without a change here.
+func capabilitiesOneValue(tr *tree) []string {
 	caps := map[string]bool{}
 	for f := range reflect.TypeFor[launcher.Capabilities]().Fields() {
 		caps[f.Name] = true
-	}
-	root := testengine.Root()
-	type file struct {
-		rel  string
-		fset *token.FileSet
-		ast  *ast.File
-	}
-	var files []file
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && (d.Name() == ".git" || d.Name() == "testdata") {
-			return filepath.SkipDir
-		}
-		if !strings.HasSuffix(p, ".go") {
-			return nil
-		}
-		fset := token.NewFileSet()
-		af, err := parser.ParseFile(fset, p, nil, 0)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		files = append(files, file{rel, fset, af})
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	// capMethod is the capability an interface type's methods name, "" when none.
 	capMethod := func(it *ast.InterfaceType) string {
@@ -65,7 +33,7 @@ func TestCapabilitiesOneValue(t *testing.T) {
 		return ""
 	}
 	named := map[string]string{} // interface type name -> the capability it asks for
-	for _, f := range files {
+	for _, f := range tr.files {
 		ast.Inspect(f.ast, func(n ast.Node) bool {
 			if ts, ok := n.(*ast.TypeSpec); ok {
 				if it, ok := ts.Type.(*ast.InterfaceType); ok {
@@ -88,11 +56,11 @@ func TestCapabilitiesOneValue(t *testing.T) {
 		}
 		return ""
 	}
-	for _, f := range files {
+	var out []string
+	for _, f := range tr.files {
 		report := func(e ast.Expr) {
 			if m := asks(e); m != "" {
-				t.Errorf("%s:%d asserts a launcher capability (%s) by type; read Launcher.Capabilities().%s",
-					f.rel, f.fset.Position(e.Pos()).Line, m, m)
+				out = append(out, fmt.Sprintf("%s asserts a launcher capability (%s) by type; read Launcher.Capabilities().%s", tr.at(e.Pos()), m, m))
 			}
 		}
 		ast.Inspect(f.ast, func(n ast.Node) bool {
@@ -111,4 +79,26 @@ func TestCapabilitiesOneValue(t *testing.T) {
 			return true
 		})
 	}
+	return out
+}
+
+// noTestdataShipped checks that no package a binary links embeds a
+// testdata/ file (go:embed): test data stays out of what ships.
+// internal/testspec, which only tests import (the row test-packages),
+// is the exception.
+func noTestdataShipped(tr *tree) []string {
+	var out []string
+	for _, f := range tr.sources() {
+		if path.Dir(f.path) == "internal/testspec" {
+			continue
+		}
+		for _, cg := range f.ast.Comments {
+			for _, c := range cg.List {
+				if strings.HasPrefix(c.Text, "//go:embed") && strings.Contains(c.Text, "testdata") {
+					out = append(out, fmt.Sprintf("%s: %s: a shipped package embeds test data; keep what the binary reads beside the package, outside testdata/", tr.at(c.Pos()), c.Text))
+				}
+			}
+		}
+	}
+	return out
 }
