@@ -61,6 +61,14 @@ var rules = []rule{
 			{"store/bad.go", "package store\n\nimport _ \"embed\"\n\n//go:embed testdata/x\nvar x string\n", "go:embed testdata/x"},
 		}},
 
+	// What is spelled, or defined, in one place.
+	{name: "flags-spelled-once",
+		claim: "an engine flag is one row of table in internal/serving/engine/flags.go: its spelling appears in no other non-test file, comments included",
+		check: flagsSpelledOnce,
+		bad: []breach{
+			{"launcher/slurm/bad.go", "// Package slurm passes --max-num-seqs.\npackage slurm\n", "--max-num-seqs"},
+		}},
+
 	// What imports, and links, what.
 	{name: "launcher-links-no-load-or-simulator",
 		claim: "launcher links neither the load generator (internal/load/bench) nor the simulator",
