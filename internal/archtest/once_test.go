@@ -1,6 +1,7 @@
 package archtest
 
 import (
+	"bytes"
 	"fmt"
 	"regexp"
 	"slices"
@@ -42,6 +43,46 @@ func flagsSpelledOnce(tr *tree) []string {
 		if !inHome {
 			out = append(out, fmt.Sprintf("%s no longer spells the engine flag %s", home, f))
 		}
+	}
+	return out
+}
+
+// quoterName is a declared function whose name says it quotes for a shell.
+var quoterName = regexp.MustCompile(`func (\([^)]*\) )?\w*(?i:shell_?(quote|escape)|sh_?quote)\w*\(`)
+
+// shellQuotedOnce checks that engine.ShellQuote is the only shell quoter:
+// any other writer of shell text calls it (no wrapper of its own either).
+// A second one is found by the single quote's escape, which every POSIX
+// quoter spells, or by its name.
+func shellQuotedOnce(tr *tree) []string {
+	const home = "internal/serving/engine/command.go"
+	marks := [][]byte{[]byte("`'\\''`"), []byte(`"'\\''"`), []byte(`"$'"`)}
+	var out []string
+	inHome := false
+	for _, f := range tr.sources() {
+		at, what := -1, ""
+		for _, m := range marks {
+			if i := bytes.Index(f.src, m); i >= 0 {
+				at, what = i, string(m)
+				break
+			}
+		}
+		if at < 0 {
+			if loc := quoterName.FindIndex(f.src); loc != nil {
+				at, what = loc[0], string(f.src[loc[0]:loc[1]])
+			}
+		}
+		if at < 0 {
+			continue
+		}
+		if f.path == home {
+			inHome = true
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s:%d: %s: a second shell quoter; call engine.ShellQuote (%s)", f.path, lineOf(f.src, at), what, home))
+	}
+	if !inHome {
+		out = append(out, fmt.Sprintf("%s holds no shell quoter any more", home))
 	}
 	return out
 }

@@ -68,6 +68,13 @@ var rules = []rule{
 		bad: []breach{
 			{"launcher/slurm/bad.go", "// Package slurm passes --max-num-seqs.\npackage slurm\n", "--max-num-seqs"},
 		}},
+	{name: "shell-quoted-once",
+		claim: "internal/serving/engine holds the one shell quoter (engine.ShellQuote, in command.go)",
+		check: shellQuotedOnce,
+		bad: []breach{
+			{"cmd/servetune/bad.go", "package main\n\nfunc shellQuote(s string) string { return s }\n", "func shellQuote("},
+			{"launcher/slurm/bad.go", "package slurm\n\nvar q = `'\\''`\n", "'\\''"},
+		}},
 
 	// What imports, and links, what.
 	{name: "launcher-links-no-load-or-simulator",
