@@ -3,9 +3,11 @@ package archtest
 import (
 	"bytes"
 	"fmt"
+	"path"
 	"regexp"
 	"slices"
 
+	"github.com/servetune/servetune/internal/redact"
 	"github.com/servetune/servetune/internal/serving/engine"
 )
 
@@ -83,6 +85,34 @@ func shellQuotedOnce(tr *tree) []string {
 	}
 	if !inHome {
 		out = append(out, fmt.Sprintf("%s holds no shell quoter any more", home))
+	}
+	return out
+}
+
+// markerAlias is a declaration that renames the redaction marker.
+var markerAlias = regexp.MustCompile(`(const|var)\s+\w+(\s+string)?\s*=\s*redact\.Redacted\b`)
+
+// redactionMarkerOnce checks that redact.Redacted is the only spelling of
+// a redacted value in the code: the others once used appear in no non-test
+// Go file, and no package but internal/redact spells this one or names an
+// alias of it.
+func redactionMarkerOnce(tr *tree) []string {
+	var out []string
+	for _, f := range tr.sources() {
+		for _, other := range []string{"<redacted>", "<REDACTED>", `"***"`, `"xxxxx"`, `"?…"`, `"…"`} {
+			if i := bytes.Index(f.src, []byte(other)); i >= 0 {
+				out = append(out, fmt.Sprintf("%s:%d spells a redacted value %s; use redact.Redacted", f.path, lineOf(f.src, i), other))
+			}
+		}
+		if path.Dir(f.path) == "internal/redact" {
+			continue
+		}
+		if i := bytes.Index(f.src, []byte(redact.Redacted)); i >= 0 {
+			out = append(out, fmt.Sprintf("%s:%d spells the marker %s; use redact.Redacted", f.path, lineOf(f.src, i), redact.Redacted))
+		}
+		if loc := markerAlias.FindIndex(f.src); loc != nil {
+			out = append(out, fmt.Sprintf("%s:%d: %s: an alias of the marker; use redact.Redacted", f.path, lineOf(f.src, loc[0]), f.src[loc[0]:loc[1]]))
+		}
 	}
 	return out
 }

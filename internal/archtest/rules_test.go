@@ -75,6 +75,14 @@ var rules = []rule{
 			{"cmd/servetune/bad.go", "package main\n\nfunc shellQuote(s string) string { return s }\n", "func shellQuote("},
 			{"launcher/slurm/bad.go", "package slurm\n\nvar q = `'\\''`\n", "'\\''"},
 		}},
+	{name: "redaction-marker-once",
+		claim: "internal/redact is the one home of redaction: `[REDACTED]` (redact.Redacted) the one marker",
+		check: redactionMarkerOnce,
+		bad: []breach{
+			{"internal/load/bench/bad.go", "package bench\n\nconst hidden = \"<redacted>\"\n", "<redacted>"},
+			{"store/bad.go", "package store\n\nconst hidden = \"[REDACTED]\"\n", "[REDACTED]"},
+			{"trial/bad.go", "package trial\n\nimport \"github.com/servetune/servetune/internal/redact\"\n\nconst hidden = redact.Redacted\n", "const hidden = redact.Redacted"},
+		}},
 
 	// What imports, and links, what.
 	{name: "launcher-links-no-load-or-simulator",
