@@ -116,3 +116,31 @@ func redactionMarkerOnce(tr *tree) []string {
 	}
 	return out
 }
+
+// serveTwins are what a second loopback test or serve sequence spells: an
+// address asked IsLoopback, a declared loopback function, a listener
+// served (httpserve.Serve or http.Server.Serve: ListenAndServe listens and
+// says where), a server shut down.
+var serveTwins = regexp.MustCompile(`\.IsLoopback\(\)|func (\([^)]*\) )?\w*[Ll]oopback\w*\(|\.Shutdown\(\w+\)|\bhttpserve\.Serve\(|\.Serve\(ln\w*\)`)
+
+// serveSequenceOnce checks that internal/httpserve holds the only
+// loopback test and the only listen, serve and shutdown sequence of an
+// http.Server: no other non-test Go file spells one of serveTwins.
+func serveSequenceOnce(tr *tree) []string {
+	var out []string
+	for _, f := range tr.sources() {
+		if path.Dir(f.path) == "internal/httpserve" {
+			continue
+		}
+		// Every twin spells one of these: the lines of other files need no look.
+		if !bytes.Contains(f.src, []byte("oopback")) && !bytes.Contains(f.src, []byte(".Shutdown(")) && !bytes.Contains(f.src, []byte(".Serve(")) {
+			continue
+		}
+		for i, line := range bytes.Split(f.src, []byte("\n")) {
+			if m := serveTwins.Find(line); m != nil {
+				out = append(out, fmt.Sprintf("%s:%d: %s: use httpserve.IsLoopback or httpserve.ListenAndServe", f.path, i+1, m))
+			}
+		}
+	}
+	return out
+}

@@ -83,6 +83,13 @@ var rules = []rule{
 			{"store/bad.go", "package store\n\nconst hidden = \"[REDACTED]\"\n", "[REDACTED]"},
 			{"trial/bad.go", "package trial\n\nimport \"github.com/servetune/servetune/internal/redact\"\n\nconst hidden = redact.Redacted\n", "const hidden = redact.Redacted"},
 		}},
+	{name: "serve-sequence-once",
+		claim: "internal/httpserve holds the one listen, ready, serve-until-cancelled sequence of an HTTP server and the one loopback test",
+		check: serveSequenceOnce,
+		bad: []breach{
+			{"launcher/docker/bad.go", "package docker\n\nimport \"net\"\n\nfunc local(ip net.IP) bool { return ip.IsLoopback() }\n", ".IsLoopback()"},
+			{"internal/model/sim/bad.go", "package sim\n\nimport (\n\t\"context\"\n\t\"net/http\"\n)\n\nfunc stop(s *http.Server, ctx context.Context) error { return s.Shutdown(ctx) }\n", ".Shutdown(ctx)"},
+		}},
 
 	// What imports, and links, what.
 	{name: "launcher-links-no-load-or-simulator",
