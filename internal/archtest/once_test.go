@@ -144,3 +144,25 @@ func serveSequenceOnce(tr *tree) []string {
 	}
 	return out
 }
+
+// labelCodecOnce checks that the reaping label's keys (the namespaced ones
+// and the ones an older servetune wrote) are spelled in launcher/label.go
+// alone: every kind asks launcher.Label. internal/serving/kube labels a
+// Deployment with the same keys for a person (nothing reaps it, and it
+// sits below launcher).
+func labelCodecOnce(tr *tree) []string {
+	marks := []string{`"servetune.io/`, `"servetune.managed"`, `"servetune.study"`, `"servetune.trial"`, `"servetune.owner"`,
+		`"SERVETUNE_STUDY"`, `"SERVETUNE_TRIAL"`, `"SERVETUNE_OWNER"`, `"SERVETUNE_LABEL"`, `"servetune:"`}
+	var out []string
+	for _, f := range tr.sources() {
+		if f.path == "launcher/label.go" || f.path == "internal/serving/kube/kube.go" {
+			continue
+		}
+		for _, m := range marks {
+			if i := bytes.Index(f.src, []byte(m)); i >= 0 {
+				out = append(out, fmt.Sprintf("%s:%d spells the label key %s; use launcher.Label", f.path, lineOf(f.src, i), m))
+			}
+		}
+	}
+	return out
+}

@@ -90,6 +90,13 @@ var rules = []rule{
 			{"launcher/docker/bad.go", "package docker\n\nimport \"net\"\n\nfunc local(ip net.IP) bool { return ip.IsLoopback() }\n", ".IsLoopback()"},
 			{"internal/model/sim/bad.go", "package sim\n\nimport (\n\t\"context\"\n\t\"net/http\"\n)\n\nfunc stop(s *http.Server, ctx context.Context) error { return s.Shutdown(ctx) }\n", ".Shutdown(ctx)"},
 		}},
+	{name: "label-codec-once",
+		claim: "launcher.Label is the one codec of a container's labels, a Slurm job's comment and a process's environment",
+		check: labelCodecOnce,
+		bad: []breach{
+			{"launcher/slurm/bad.go", "package slurm\n\nconst owner = \"servetune.io/owner\"\n", `"servetune.io/`},
+			{"launcher/bad.go", "package launcher\n\nconst study = \"SERVETUNE_STUDY\"\n", `"SERVETUNE_STUDY"`},
+		}},
 
 	// What imports, and links, what.
 	{name: "launcher-links-no-load-or-simulator",
