@@ -3,9 +3,11 @@ package archtest
 import (
 	"bytes"
 	"fmt"
+	"go/ast"
 	"path"
 	"regexp"
 	"slices"
+	"strings"
 
 	"github.com/servetune/servetune/internal/redact"
 	"github.com/servetune/servetune/internal/serving/engine"
@@ -162,6 +164,46 @@ func labelCodecOnce(tr *tree) []string {
 			if i := bytes.Index(f.src, []byte(m)); i >= 0 {
 				out = append(out, fmt.Sprintf("%s:%d spells the label key %s; use launcher.Label", f.path, lineOf(f.src, i), m))
 			}
+		}
+	}
+	return out
+}
+
+// targetOnce checks that openai.Target is the one type that holds a
+// server's base URL beside an API key (no other struct declares both),
+// and that the benchmark and the quality gate both use it.
+func targetOnce(tr *tree) []string {
+	var out []string
+	for _, f := range tr.sources() {
+		if path.Dir(f.path) == "internal/load/openai" {
+			continue
+		}
+		ast.Inspect(f.ast, func(n ast.Node) bool {
+			st, ok := n.(*ast.StructType)
+			if !ok {
+				return true
+			}
+			var url, key string
+			for _, fl := range st.Fields.List {
+				for _, name := range fl.Names {
+					l := strings.ToLower(name.Name)
+					if strings.Contains(l, "baseurl") {
+						url = name.Name
+					}
+					if l == "apikey" {
+						key = name.Name
+					}
+				}
+			}
+			if url != "" && key != "" {
+				out = append(out, fmt.Sprintf("%s: a struct holds a base URL (%s) and an API key (%s); use openai.Target", tr.at(st.Pos()), url, key))
+			}
+			return true
+		})
+	}
+	for _, user := range []string{"internal/load/bench", "internal/load/quality"} {
+		if p := tr.pkgs[full(user)]; p == nil || !slices.Contains(p.Imports, full("internal/load/openai")) {
+			out = append(out, fmt.Sprintf("%s/ no longer imports internal/load/openai", user))
 		}
 	}
 	return out

@@ -97,6 +97,12 @@ var rules = []rule{
 			{"launcher/slurm/bad.go", "package slurm\n\nconst owner = \"servetune.io/owner\"\n", `"servetune.io/`},
 			{"launcher/bad.go", "package launcher\n\nconst study = \"SERVETUNE_STUDY\"\n", `"SERVETUNE_STUDY"`},
 		}},
+	{name: "target-once",
+		claim: "openai.Target is the one description of an OpenAI-compatible server a request goes to, used by the benchmark and the quality gate",
+		check: targetOnce,
+		bad: []breach{
+			{"internal/load/quality/bad.go", "package quality\n\ntype server struct {\n\tBaseURL string\n\tAPIKey  string\n}\n", "BaseURL"},
+		}},
 
 	// What imports, and links, what.
 	{name: "launcher-links-no-load-or-simulator",
