@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"fmt"
 	"go/ast"
+	"go/token"
 	"path"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
+	"github.com/servetune/servetune/internal/load/measure"
 	"github.com/servetune/servetune/internal/redact"
 	"github.com/servetune/servetune/internal/serving/engine"
 )
@@ -205,6 +208,128 @@ func targetOnce(tr *tree) []string {
 		if p := tr.pkgs[full(user)]; p == nil || !slices.Contains(p.Imports, full("internal/load/openai")) {
 			out = append(out, fmt.Sprintf("%s/ no longer imports internal/load/openai", user))
 		}
+	}
+	return out
+}
+
+// ownVocabulary are files whose metric names are another vocabulary
+// that happens to share words with the metric table's.
+var ownVocabulary = map[string]string{
+	// The fidelity suite's metrics are the public runs' fields (ttft,
+	// itl, e2e, throughput: docs/fidelity.md), not a level's.
+	"internal/model/fidelity/suite.go": "the fidelity suite's metrics",
+}
+
+// metricNamesOnce checks that the metric vocabulary stays in the table
+// (internal/load/measure/metric.go): no other file switches on a metric's
+// or a latency series' name, lists the latency series, or lists a copy of
+// the table. Naming a metric to show or to rank by (a report's columns, a
+// preference's objectives) is a lookup the table answers, and is allowed.
+func metricNamesOnce(tr *tree) []string {
+	names, series := map[string]bool{}, map[string]bool{}
+	metrics, sr := measure.Vocabulary()
+	for _, n := range metrics {
+		names[n] = true
+	}
+	for _, n := range sr {
+		series[n] = true
+	}
+	tableLen := len(measure.Metrics())
+	lit := func(e ast.Expr) (string, bool) {
+		b, ok := e.(*ast.BasicLit)
+		if !ok || b.Kind != token.STRING {
+			return "", false
+		}
+		s, err := strconv.Unquote(b.Value)
+		return s, err == nil
+	}
+	var out []string
+	for _, f := range tr.sources() {
+		if f.path == "internal/load/measure/metric.go" || ownVocabulary[f.path] != "" {
+			continue
+		}
+		ast.Inspect(f.ast, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.CaseClause:
+				for _, e := range n.List {
+					if s, ok := lit(e); ok && (names[s] || series[s]) {
+						out = append(out, fmt.Sprintf("%s: case %q: a metric's name switched on outside internal/load/measure/metric.go", tr.at(e.Pos()), s))
+					}
+				}
+			case *ast.CompositeLit:
+				var inSeries, inTable int
+				ast.Inspect(n, func(m ast.Node) bool {
+					if e, ok := m.(ast.Expr); ok {
+						if s, ok := lit(e); ok {
+							if series[s] {
+								inSeries++
+							}
+							if names[s] {
+								inTable++
+							}
+						}
+					}
+					return true
+				})
+				if inSeries >= 2 || inTable > tableLen/2 {
+					out = append(out, fmt.Sprintf("%s: a list of %d latency series and %d metrics: read the table (internal/load/measure/metric.go)", tr.at(n.Pos()), inSeries, inTable))
+					return false
+				}
+			}
+			return true
+		})
+	}
+	return out
+}
+
+// statisticsOnce checks that no package but internal/load/measure defines
+// a median, percentile, quantile, quartile, variance, Welch, mean-interval
+// or bootstrap helper (methods on a type of their own, such as a
+// histogram's quantile, are another estimator's and allowed), nor computes
+// one inline: a value picked at a fraction of a count
+// (sorted[len(sorted)/4]), or a running sum compared with half a total (a
+// weighted median).
+func statisticsOnce(tr *tree) []string {
+	words := []string{"median", "percentile", "quantile", "quartile", "variance", "welch", "meanci", "bootstrap", "stddev"}
+	// byFraction is an expression divided by 2 or 4.
+	byFraction := func(e ast.Expr) bool {
+		b, ok := ast.Unparen(e).(*ast.BinaryExpr)
+		if !ok || b.Op != token.QUO {
+			return false
+		}
+		lit, ok := ast.Unparen(b.Y).(*ast.BasicLit)
+		return ok && lit.Kind == token.INT && (lit.Value == "2" || lit.Value == "4")
+	}
+	var out []string
+	for _, f := range tr.sources() {
+		if strings.HasPrefix(f.path, "internal/load/measure/") {
+			continue
+		}
+		for _, d := range f.ast.Decls {
+			fd, ok := d.(*ast.FuncDecl)
+			if !ok || fd.Recv != nil {
+				continue
+			}
+			name := strings.ToLower(fd.Name.Name)
+			for _, w := range words {
+				if strings.Contains(name, w) {
+					out = append(out, fmt.Sprintf("%s: func %s: use internal/load/measure's statistics", tr.at(fd.Pos()), fd.Name.Name))
+				}
+			}
+		}
+		ast.Inspect(f.ast, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.IndexExpr:
+				if byFraction(n.Index) {
+					out = append(out, fmt.Sprintf("%s: %s: a value at a fraction of a count, a quantile by hand: use internal/load/measure's statistics", tr.at(n.Pos()), f.src[tr.fset.Position(n.Pos()).Offset:tr.fset.Position(n.End()).Offset]))
+				}
+			case *ast.BinaryExpr:
+				if (n.Op == token.GEQ || n.Op == token.GTR) && byFraction(n.Y) {
+					out = append(out, fmt.Sprintf("%s: %s: a sum compared with half a total, a weighted median by hand: use internal/load/measure's statistics", tr.at(n.Pos()), f.src[tr.fset.Position(n.Pos()).Offset:tr.fset.Position(n.End()).Offset]))
+				}
+			}
+			return true
+		})
 	}
 	return out
 }

@@ -103,6 +103,20 @@ var rules = []rule{
 		bad: []breach{
 			{"internal/load/quality/bad.go", "package quality\n\ntype server struct {\n\tBaseURL string\n\tAPIKey  string\n}\n", "BaseURL"},
 		}},
+	{name: "metric-names-once",
+		claim: "the metric table, internal/load/measure/metric.go, is the source of every metric's name: no other file switches on one or lists them",
+		check: metricNamesOnce,
+		bad: []breach{
+			{"tuner/recommend/bad.go", "package recommend\n\nfunc unit(m string) string {\n\tswitch m {\n\tcase \"ttft_p99\":\n\t\treturn \"ms\"\n\t}\n\treturn \"\"\n}\n", `case "ttft_p99"`},
+			{"internal/present/report/bad.go", "package report\n\nvar series = []string{\"ttft\", \"tpot\", \"itl\"}\n", "3 latency series"},
+		}},
+	{name: "statistics-once",
+		claim: "the statistics are internal/load/measure's alone (stats.go): median, percentiles, quartiles, bootstrap, Student's and Welch's intervals",
+		check: statisticsOnce,
+		bad: []breach{
+			{"internal/fleet/bad.go", "package fleet\n\nfunc median(xs []float64) float64 { return xs[len(xs)/2] }\n", "func median"},
+			{"internal/present/report/bad.go", "package report\n\nfunc mid(xs []float64) float64 { return xs[len(xs)/2] }\n", "xs[len(xs)/2]"},
+		}},
 
 	// What imports, and links, what.
 	{name: "launcher-links-no-load-or-simulator",
