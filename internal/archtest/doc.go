@@ -4,5 +4,6 @@
 // checks each row as a subtest against the module as it is (every Go file
 // parsed, tests included, and go list's graph), then against the row's
 // deliberate violations, which it must catch. A broken rule names the
-// file, the line and the import or identifier that broke it.
+// file, the line and the import or identifier that broke it. The Rules
+// section of docs/architecture.md names every row, and only rows.
 package archtest

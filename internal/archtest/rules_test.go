@@ -1,6 +1,7 @@
 package archtest
 
 import (
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -308,12 +309,16 @@ var rules = []rule{
 // catch, naming the file.
 func TestRules(t *testing.T) {
 	tr := moduleTree(t)
+	listed := rulesListed(tr.docs["docs/architecture.md"])
 	seen := map[string]bool{}
 	for _, r := range rules {
 		if seen[r.name] {
 			t.Errorf("two rules named %s", r.name)
 		}
 		seen[r.name] = true
+		if listed[r.name] == 0 {
+			t.Errorf("docs/architecture.md's Rules section does not name the rule %s", r.name)
+		}
 		t.Run(r.name, func(t *testing.T) {
 			for _, msg := range r.check(tr) {
 				t.Errorf("%s\n\tbreaks: %s", msg, r.claim)
@@ -336,4 +341,31 @@ func TestRules(t *testing.T) {
 			}
 		})
 	}
+	for name, line := range listed {
+		if !seen[name] {
+			t.Errorf("docs/architecture.md:%d names the rule %s, which is no row of internal/archtest's rules", line, name)
+		}
+	}
+}
+
+// ruleName is a row's name as the Rules section writes it: `words-like-this`.
+var ruleName = regexp.MustCompile("`([a-z0-9]+(?:-[a-z0-9]+)+)`")
+
+// rulesListed are the rule names the Rules section of docs/architecture.md
+// gives, each with its line.
+func rulesListed(doc []byte) map[string]int {
+	out := map[string]int{}
+	in := false
+	for i, line := range strings.Split(string(doc), "\n") {
+		if strings.HasPrefix(line, "## ") {
+			in = line == "## Rules"
+			continue
+		}
+		if in {
+			for _, m := range ruleName.FindAllStringSubmatch(line, -1) {
+				out[m[1]] = i + 1
+			}
+		}
+	}
+	return out
 }
