@@ -57,6 +57,12 @@ func helperMain(mode string, args []string) int {
 		fmt.Fprintln(os.Stderr, "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.")
 		return 3
 	case "sleep":
+		// An engine that runs until it is killed.
+		time.Sleep(time.Hour)
+		return 0
+	case "up":
+		// The same, saying once that it runs.
+		fmt.Println("up")
 		time.Sleep(time.Hour)
 		return 0
 	case "spam":
@@ -84,7 +90,7 @@ func helperMain(mode string, args []string) int {
 			return 1
 		}
 		fmt.Printf("engine=%d\n", in.(*processInstance).cmd.Process.Pid)
-		time.Sleep(time.Hour)
+		time.Sleep(time.Hour) // until killed
 		return 0
 	case "disagg":
 		// A disaggregated part: the prefill one (its connector role
