@@ -61,9 +61,8 @@ func helperMain(mode string, args []string) int {
 		time.Sleep(time.Hour)
 		return 0
 	case "up":
-		// The same, saying once that it runs.
 		fmt.Println("up")
-		time.Sleep(time.Hour)
+		time.Sleep(time.Hour) // the same engine, saying once that it runs
 		return 0
 	case "spam":
 		line := strings.Repeat("x", 99) + "\n"

@@ -446,3 +446,42 @@ func specSameWhateverLinks(tr *tree) []string {
 	}
 	return out
 }
+
+// testSleepsSaid checks that tests synchronise on events, not on sleeps:
+// a time.Sleep in a test file runs on a synctest bubble's fake clock
+// (inside synctest.Test), or is a delay that is its test's subject, which
+// a comment on its line, or the line above it, says.
+func testSleepsSaid(tr *tree) []string {
+	var out []string
+	for _, f := range tr.files {
+		if !f.test {
+			continue
+		}
+		commented := map[int]bool{}
+		for _, cg := range f.ast.Comments {
+			for _, c := range cg.List {
+				commented[tr.fset.Position(c.Pos()).Line] = true
+			}
+		}
+		// bubbles are the spans of synctest.Test calls.
+		var bubbles [][2]token.Pos
+		tr.uses(f, "testing/synctest", []string{"Test"}, func(sel *ast.SelectorExpr) {
+			ast.Inspect(f.ast, func(n ast.Node) bool {
+				if c, ok := n.(*ast.CallExpr); ok && c.Fun == sel {
+					bubbles = append(bubbles, [2]token.Pos{c.Pos(), c.End()})
+				}
+				return true
+			})
+		})
+		tr.uses(f, "time", []string{"Sleep"}, func(sel *ast.SelectorExpr) {
+			if slices.ContainsFunc(bubbles, func(b [2]token.Pos) bool { return b[0] <= sel.Pos() && sel.Pos() < b[1] }) {
+				return
+			}
+			line := tr.fset.Position(sel.Pos()).Line
+			if !commented[line] && !commented[line-1] {
+				out = append(out, fmt.Sprintf("%s: time.Sleep: a test waits on the clock; wait for an event (a channel, a watch, synctest.Wait), or say on its line why the delay is the test's subject", tr.at(sel.Pos())))
+			}
+		})
+	}
+	return out
+}
