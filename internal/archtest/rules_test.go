@@ -296,17 +296,19 @@ var rules = []rule{
 		bad: []breach{
 			{"cmd/servetune/bad.go", "package main\n\nimport \"os\"\n\nfunc save(b []byte) error { return os.WriteFile(\"x\", b, 0o600) }\n", "os.WriteFile"},
 		}},
-	{name: "test-sleeps-said",
-		claim: "tests synchronise on events, not on sleeps: a time.Sleep in a test runs on a synctest bubble's clock, or is a delay the test is about, and a comment says so",
-		check: testSleepsSaid,
-		bad: []breach{
-			{"trial/bad_test.go", "package trial\n\nimport \"time\"\n\nfunc settle() {\n\ttime.Sleep(time.Second)\n}\n", "time.Sleep"},
-		}},
 	{name: "samplers-seeded",
 		claim: "a sampler draws from its own seeded *rand.Rand, never math/rand's global source",
 		check: seededSamplers,
 		bad: []breach{
 			{"tuner/sampler/bad.go", "package sampler\n\nimport \"math/rand/v2\"\n\nvar x = rand.Float64()\n", "rand.Float64"},
+		}},
+
+	// How tests wait.
+	{name: "test-sleeps-said",
+		claim: "tests synchronise on events, not on sleeps: a time.Sleep in a test runs on a synctest bubble's clock, or is a delay the test is about, and a comment says so",
+		check: testSleepsSaid,
+		bad: []breach{
+			{"trial/bad_test.go", "package trial\n\nimport \"time\"\n\nfunc settle() {\n\ttime.Sleep(time.Second)\n}\n", "time.Sleep"},
 		}},
 }
 

@@ -29,7 +29,6 @@ const module = "github.com/servetune/servetune"
 // under docs/, and go list's graph of the module's packages and all they
 // link (tests excluded).
 type tree struct {
-	root  string
 	fset  *token.FileSet
 	files []*file           // sorted by path
 	docs  map[string][]byte // docs/NAME.md by its path from the root
@@ -79,8 +78,10 @@ func skipDir(rel, name string) bool {
 	return name == "testdata" || rel == "bin" || (rel != "." && (strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")))
 }
 
+// load reads the module at root: its Go files and documents, then go
+// list's graph.
 func load(root string) (*tree, error) {
-	tr := &tree{root: root, fset: token.NewFileSet(), docs: map[string][]byte{}}
+	tr := &tree{fset: token.NewFileSet(), docs: map[string][]byte{}}
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -137,6 +138,7 @@ func load(root string) (*tree, error) {
 	return tr, nil
 }
 
+// parse parses src as the Go file rel, positions named by rel.
 func (tr *tree) parse(rel string, src []byte) (*file, error) {
 	af, err := parser.ParseFile(tr.fset, rel, src, parser.ParseComments|parser.SkipObjectResolution)
 	if err != nil {
