@@ -57,7 +57,12 @@ func helperMain(mode string, args []string) int {
 		fmt.Fprintln(os.Stderr, "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.")
 		return 3
 	case "sleep":
+		// An engine that runs until it is killed.
 		time.Sleep(time.Hour)
+		return 0
+	case "up":
+		fmt.Println("up")
+		time.Sleep(time.Hour) // the same engine, saying once that it runs
 		return 0
 	case "spam":
 		line := strings.Repeat("x", 99) + "\n"
@@ -84,7 +89,7 @@ func helperMain(mode string, args []string) int {
 			return 1
 		}
 		fmt.Printf("engine=%d\n", in.(*processInstance).cmd.Process.Pid)
-		time.Sleep(time.Hour)
+		time.Sleep(time.Hour) // until killed
 		return 0
 	case "disagg":
 		// A disaggregated part: the prefill one (its connector role

@@ -1,11 +1,6 @@
 package launcher
 
 import (
-	"io/fs"
-	"os"
-	"path/filepath"
-	"runtime"
-	"strings"
 	"testing"
 
 	"github.com/servetune/servetune/internal/hostile"
@@ -52,44 +47,5 @@ func TestLabelOld(t *testing.T) {
 		if l, ok := Parse(c); ok {
 			t.Errorf("Parse(%q) read as ours: %+v", c, l)
 		}
-	}
-}
-
-// TestOneLabelCodec: the label keys (the namespaced ones and the ones an
-// older servetune wrote) are spelled in label.go alone; every kind asks
-// Label. internal/serving/kube labels a Deployment with the same keys for
-// a person (nothing reaps it, and it sits below launcher).
-func TestOneLabelCodec(t *testing.T) {
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Dir(filepath.Dir(file)) // the module root, above launcher
-	marks := []string{`"servetune.io/`, `"servetune.managed"`, `"servetune.study"`, `"servetune.trial"`, `"servetune.owner"`,
-		`"SERVETUNE_STUDY"`, `"SERVETUNE_TRIAL"`, `"SERVETUNE_OWNER"`, `"SERVETUNE_LABEL"`, `"servetune:"`}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && (d.Name() == ".git" || d.Name() == "testdata") {
-			return filepath.SkipDir
-		}
-		if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
-			return nil
-		}
-		rel, _ := filepath.Rel(root, p)
-		if rel == filepath.Join("launcher", "label.go") || rel == filepath.Join("internal", "serving", "kube", "kube.go") {
-			return nil
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		for _, m := range marks {
-			if strings.Contains(string(b), m) {
-				t.Errorf("%s spells the label key %s; use launcher.Label", rel, m)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 }

@@ -80,9 +80,9 @@ const DefaultStopTimeout = 10 * time.Second
 
 // Capabilities is what a launcher can do beside Launch, in one value: the
 // one place a reader learns them, and what every caller reads (no
-// capability is asked by type assertion; internal/archtest's
-// TestCapabilitiesOneValue). Each
-// field's zero value is the default of a launcher without that capability.
+// capability is asked by type assertion: internal/archtest's rule
+// capabilities-one-value). Each field's zero value is the default of a
+// launcher without that capability.
 // launcher/kinds' TestKindCapabilities lists every kind's.
 type Capabilities struct {
 	// GPUs and HostOf place trials on hosts: HostOf groups the study's

@@ -1,6 +1,7 @@
 package launcher
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"os"
@@ -18,40 +19,53 @@ import (
 // servetune set: its leftovers are reaped too.
 func TestReapLocalWrapper(t *testing.T) {
 	study := fmt.Sprintf("reaptest-%d", os.Getpid())
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// start runs a wrapper that starts two engines (this binary in mode
+	// "up") without exec, and returns once both say they run: three
+	// labelled processes, each with its labels for good.
 	start := func(owner string, old bool) *exec.Cmd {
-		cmd := exec.Command("sh", "-c", "sleep 600 & sleep 600 & wait")
+		cmd := exec.Command("sh", "-c", `"$0" & "$0" & wait`, exe)
 		env := labelEnv(Spec{Study: study, Trial: 3, Owner: owner})
 		if old {
 			env = []string{"SERVETUNE_STUDY=" + study, "SERVETUNE_TRIAL=3", "SERVETUNE_OWNER=" + owner}
 		}
-		cmd.Env = append(os.Environ(), env...)
+		cmd.Env = append(os.Environ(), append(env, helperEnv+"=up")...)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() })
+		r := bufio.NewReader(out)
+		for range 2 {
+			if line, err := r.ReadString('\n'); line != "up\n" {
+				t.Fatalf("an engine of the wrapper said %q, %v; want up", line, err)
+			}
+		}
 		return cmd
 	}
 	dead, live := start("dead-run", true), start("live-run", false)
-	// Both wrappers have started their sleeps (three labelled processes
-	// each) before the dead one dies as it would with its parent.
-	var found []localEngine
-	waitFor := func(n int) {
-		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-			var err error
-			if found, err = findLocalEngines(study); err != nil {
-				t.Fatal(err)
-			}
-			if len(found) >= n {
-				return
-			}
-		}
+	found, err := findLocalEngines(study)
+	if err != nil {
+		t.Fatal(err)
 	}
-	waitFor(6)
+	if len(found) != 6 {
+		t.Fatalf("found %d labelled processes, want both wrappers and their engines: %+v", len(found), found)
+	}
+	// The dead run's wrapper dies as it would with its parent; its engines
+	// live on.
 	_ = dead.Process.Kill()
 	_ = dead.Wait()
-	waitFor(5) // its two orphaned sleeps, the live wrapper and its two sleeps
-	if len(found) < 5 {
+	if found, err = findLocalEngines(study); err != nil {
+		t.Fatal(err)
+	}
+	if len(found) != 5 {
 		t.Fatalf("found %d labelled processes, want the orphans and the live tree: %+v", len(found), found)
 	}
 	keep := func(r Reaped) bool { return r.Owner == "live-run" }

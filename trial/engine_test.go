@@ -41,7 +41,7 @@ func fakeEngine(mode, port string) int {
 		fmt.Fprintln(os.Stderr, "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.")
 		return 1
 	case "hang":
-		time.Sleep(time.Minute)
+		time.Sleep(time.Minute) // an engine that never answers: the hang is what the test sees
 		return 0
 	}
 	crashAfter, _ := strconv.Atoi(os.Getenv("CRASH_AFTER"))
@@ -57,7 +57,7 @@ func fakeEngine(mode, port string) int {
 		f := w.(http.Flusher)
 		const out = 4
 		for i := 0; i < out; i++ {
-			time.Sleep(time.Millisecond)
+			time.Sleep(time.Millisecond) // a token's time to decode, as an engine takes it
 			fmt.Fprintf(w, "data: {\"id\":\"cmpl-1\",\"object\":\"text_completion\",\"choices\":[{\"index\":0,\"text\":\" tok\",\"finish_reason\":%s}]}\n\n", finish(i == out-1))
 			f.Flush()
 		}

@@ -4,43 +4,50 @@ import (
 	"context"
 	"slices"
 	"testing"
-	"time"
+	"testing/synctest"
 )
 
+// TestGPUPool: trials get disjoint GPUs, in order; a request the free
+// GPUs cannot meet waits for a release, and a cancelled one does not. The
+// wait is seen in a synctest bubble: once every goroutine blocks, the
+// waiting one has not been given GPUs.
 func TestGPUPool(t *testing.T) {
-	ctx := context.Background()
-	p := newGPUPool([]int{3, 1, 0, 2}, nil)
-	a, err := p.Acquire(ctx, 2)
-	if err != nil || !slices.Equal(a, []int{0, 1}) {
-		t.Fatalf("first = %v, %v", a, err)
-	}
-	b, err := p.Acquire(ctx, 1)
-	if err != nil || !slices.Equal(b, []int{2}) {
-		t.Fatalf("second = %v, %v", b, err)
-	}
-	if _, err := p.Acquire(ctx, 5); err == nil {
-		t.Fatal("acquired more GPUs than the pool has")
-	}
-	// Two are busy, one free: asking for two waits until a release.
-	done := make(chan []int)
-	go func() {
-		got, _ := p.Acquire(ctx, 2)
-		done <- got
-	}()
-	select {
-	case got := <-done:
-		t.Fatalf("acquired %v while only one GPU was free", got)
-	case <-time.After(20 * time.Millisecond):
-	}
-	p.Release(a)
-	if got := <-done; !slices.Equal(got, []int{0, 1}) {
-		t.Fatalf("after release = %v", got)
-	}
-	cctx, cancel := context.WithCancel(ctx)
-	cancel()
-	if _, err := p.Acquire(cctx, 2); err == nil {
-		t.Fatal("Acquire ignored a cancelled context")
-	}
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		p := newGPUPool([]int{3, 1, 0, 2}, nil)
+		a, err := p.Acquire(ctx, 2)
+		if err != nil || !slices.Equal(a, []int{0, 1}) {
+			t.Fatalf("first = %v, %v", a, err)
+		}
+		b, err := p.Acquire(ctx, 1)
+		if err != nil || !slices.Equal(b, []int{2}) {
+			t.Fatalf("second = %v, %v", b, err)
+		}
+		if _, err := p.Acquire(ctx, 5); err == nil {
+			t.Fatal("acquired more GPUs than the pool has")
+		}
+		// Two are busy, one free: asking for two waits until a release.
+		done := make(chan []int, 1)
+		go func() {
+			got, _ := p.Acquire(ctx, 2)
+			done <- got
+		}()
+		synctest.Wait()
+		select {
+		case got := <-done:
+			t.Fatalf("acquired %v while only one GPU was free", got)
+		default:
+		}
+		p.Release(a)
+		if got := <-done; !slices.Equal(got, []int{0, 1}) {
+			t.Fatalf("after release = %v", got)
+		}
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		if _, err := p.Acquire(cctx, 2); err == nil {
+			t.Fatal("Acquire ignored a cancelled context")
+		}
+	})
 }
 
 // TestGPUPoolHosts: a set never spans two hosts, and a trial larger than the

@@ -67,7 +67,7 @@ func (s *streamServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	fl := w.(http.Flusher)
 	for i := 1; i <= q.MaxTokens && r.Context().Err() == nil; i++ {
-		time.Sleep(s.gap)
+		time.Sleep(s.gap) // the token gap is what the server serves: timing, not synchronisation
 		fin := "null"
 		if i == q.MaxTokens {
 			fin = `"length"`

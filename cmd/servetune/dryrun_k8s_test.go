@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -8,6 +9,17 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/servetune/servetune/internal/testengine"
 )
@@ -56,30 +68,59 @@ func serverDryRun(t *testing.T, file string, crds ...crd) {
 		path := filepath.Join(mod.Dir, c.file)
 		kube("apply", "--server-side", "-f", path)
 		t.Cleanup(func() { kube("delete", "--ignore-not-found", "-f", path) })
-		// Polled, not kubectl wait: wait fails while a new CRD has no
-		// conditions at all.
-		established := func() bool {
-			var got struct {
-				Status struct {
-					Conditions []struct{ Type, Status string }
-				}
-			}
-			if err := json.Unmarshal([]byte(kube("get", "crd", c.name, "-o", "json")), &got); err != nil {
-				t.Fatal(err)
-			}
-			for _, cond := range got.Status.Conditions {
-				if cond.Type == "Established" && cond.Status == "True" {
-					return true
-				}
-			}
-			return false
-		}
-		for deadline := time.Now().Add(60 * time.Second); !established(); {
-			if time.Now().After(deadline) {
-				t.Fatalf("CRD %s not established after 60 s", c.name)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		waitEstablished(t, kubeconfig, c.name)
 	}
 	kube("apply", "--dry-run=server", "-n", testengine.KubeNamespace, "-f", file)
+}
+
+// waitEstablished waits until the API server has established the CRD
+// named name, on a watch of it: each change of its status is an event,
+// the Established condition among them. kubectl wait is no help here: it
+// fails while a new CRD has no conditions at all.
+func waitEstablished(t *testing.T, kubeconfig, name string) {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dc, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crds := dc.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
+	byName := func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
+	}
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			byName(&o)
+			return crds.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			byName(&o)
+			return crds.Watch(ctx, o)
+		},
+	}
+	established := func(o runtime.Object) bool {
+		u, ok := o.(*unstructured.Unstructured)
+		if !ok {
+			return false
+		}
+		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+		for _, c := range conds {
+			if m, ok := c.(map[string]any); ok && m["type"] == "Established" && m["status"] == "True" {
+				return true
+			}
+		}
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	// The informer's first list arrives as Added events: a CRD established
+	// before the watch starts counts too.
+	_, err = watchtools.UntilWithSync(ctx, lw, &unstructured.Unstructured{}, nil,
+		func(ev watch.Event) (bool, error) { return established(ev.Object), nil })
+	if err != nil {
+		t.Fatalf("CRD %s not established: %v", name, err)
+	}
 }

@@ -1,8 +1,9 @@
-// Package archtest holds no code, only tests that keep docs/architecture.md
-// true: its package table lists every package of the module, in an order
-// where each package imports only those below it; its other claims about
-// what imports what hold (one table of rules, rules_test.go); launchers'
-// capabilities are read from one value, never asserted by type; and every
-// code comment that points at a section of a document under docs/ names a
-// heading that exists.
+// Package archtest holds no code, only the test that keeps
+// docs/architecture.md true: every claim of it that is a rule about the
+// code is a row of one table (rules, in rules_test.go), and TestRules
+// checks each row as a subtest against the module as it is (every Go file
+// parsed, tests included, and go list's graph), then against the row's
+// deliberate violations, which it must catch. A broken rule names the
+// file, the line and the import or identifier that broke it. The Rules
+// section of docs/architecture.md names every row, and only rows.
 package archtest

@@ -1,16 +1,10 @@
 package httpserve
 
 import (
-	"bytes"
 	"context"
 	"io"
-	"io/fs"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
-	"regexp"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -116,44 +110,5 @@ func TestListenAndServe(t *testing.T) {
 	cancel()
 	if err := <-errc; err != nil {
 		t.Errorf("ListenAndServe after cancel: %v", err)
-	}
-}
-
-// TestOneLoopback: this package holds the only loopback test and the only
-// listen, serve and shutdown sequence of an http.Server; no other non-test
-// Go file asks an address IsLoopback, declares a loopback function, serves
-// a listener itself (httpserve.Serve or http.Server.Serve: ListenAndServe
-// listens and says where) or shuts a server down.
-func TestOneLoopback(t *testing.T) {
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Dir(filepath.Dir(filepath.Dir(file))) // the module root, above internal/httpserve
-	twins := regexp.MustCompile(`\.IsLoopback\(\)|func (\([^)]*\) )?\w*[Ll]oopback\w*\(|\.Shutdown\(\w+\)|\bhttpserve\.Serve\(|\.Serve\(ln\w*\)`)
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && (d.Name() == ".git" || d.Name() == "testdata") {
-			return filepath.SkipDir
-		}
-		if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
-			return nil
-		}
-		rel, _ := filepath.Rel(root, p)
-		if filepath.Dir(rel) == filepath.Join("internal", "httpserve") {
-			return nil
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		for _, line := range bytes.Split(b, []byte("\n")) {
-			if m := twins.Find(line); m != nil {
-				t.Errorf("%s: %s: use httpserve.IsLoopback or httpserve.ListenAndServe", rel, m)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 }

@@ -1,5 +1,5 @@
-// Package periodic is the one loop that does something at a fixed
-// interval until its context ends: the benchmark's GPU sampler and
+// Package periodic is the loop that does something at a fixed interval
+// until its context ends, shared by the benchmark's GPU sampler and
 // /metrics scraper, the replay's autoscaler and progress lines, and the
 // resource lines of selfstats.
 //

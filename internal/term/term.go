@@ -1,4 +1,4 @@
-// Package term is the one encoder of untrusted text for a terminal: what
+// Package term is the encoder of untrusted text for a terminal: what
 // a server answered, an engine wrote to its log, or a spec holds. A
 // terminal acts on control characters (ESC starts a sequence that can
 // clear the screen, set the window title or answer back; a carriage return

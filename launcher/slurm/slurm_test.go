@@ -407,13 +407,14 @@ func TestNodeFailIsScheduler(t *testing.T) {
 	}
 	t.Cleanup(func() { // the node back up for what comes next
 		_ = exec.Command("scontrol", "update", "NodeName="+node, "State=RESUME").Run()
-		for range 100 {
-			if out, _ := exec.Command("sinfo", "-h", "-n", node, "-o", "%T").Output(); strings.TrimSpace(string(out)) == "idle" {
-				return
-			}
-			time.Sleep(100 * time.Millisecond)
+		// The node is back once the scheduler runs a job on it: srun
+		// waits for its allocation, which the controller sends when the
+		// node takes jobs again.
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		if out, err := exec.CommandContext(ctx, "srun", "-p", testengine.SlurmPartition, "-w", node, "-t", "1", "-J", "servetune-node-back", "true").CombinedOutput(); err != nil {
+			t.Errorf("node %s runs no job again: %v %s", node, err, out)
 		}
-		t.Errorf("node %s is not idle again", node)
 	})
 	if out, err := exec.Command("scontrol", "update", "NodeName="+node, "State=DOWN", "Reason=servetune-test").CombinedOutput(); err != nil {
 		t.Fatalf("scontrol: %v %s", err, out)

@@ -511,7 +511,7 @@ func TestClientLateness(t *testing.T) {
 		cfg.NumRequests = 12
 		testHookBeforeSend = nil
 		if starve {
-			testHookBeforeSend = func() { time.Sleep(400 * time.Millisecond) }
+			testHookBeforeSend = func() { time.Sleep(400 * time.Millisecond) } // the starved client under test
 		}
 		res, err := Run(context.Background(), cfg)
 		testHookBeforeSend = nil

@@ -129,7 +129,7 @@ func (f *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	sent := 0
 	for k := range chunks {
 		due := recv.Add(f.TTFT + time.Duration(k*per)*f.PerToken)
-		time.Sleep(time.Until(due))
+		time.Sleep(time.Until(due)) // the schedule is the subject of the timing tests
 		m := min(per, n-sent)
 		sent += m
 		finish := "null"

@@ -44,7 +44,7 @@ func TestOpen(t *testing.T) {
 	}
 	sm := NewSampler(n, []int{devs[0].Index}, 50*time.Millisecond)
 	sm.Start(context.Background())
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // the window the sampler measures, on real GPUs
 	got := sm.Stop()
 	if len(got) < 2 {
 		t.Errorf("sampler took %d samples in 300ms at 50ms", len(got))

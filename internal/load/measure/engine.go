@@ -113,8 +113,8 @@ func (m *EngineMetrics) Scale(k float64) {
 }
 
 // GPUUsage is what NVML saw of the level's GPUs while it was measured
-// (gpu.Usage, the one summary of GPU samples: a level's, and a trial's in
-// the report). Over GPUs, power and energy are sums (the GPUs serve one
+// (gpu.Usage, the summary of GPU samples that a level's and a trial's in
+// the report both come from). Over GPUs, power and energy are sums (the GPUs serve one
 // engine together); utilisation and clock are means over every sample of
 // every GPU; peaks are the one GPU's highest.
 type GPUUsage struct {

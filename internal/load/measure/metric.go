@@ -10,8 +10,8 @@ import (
 // bounded or compared by, with its unit, the direction in which it
 // improves and how it is read, and every latency series of a Summary under
 // its result-file name. Other packages look names up here
-// (docs/architecture.md, "Metrics"); TestMetricNamesSpelledOnce keeps
-// other lists of them out.
+// (docs/architecture.md, "Metrics"); internal/archtest's rule
+// metric-names-once keeps other lists of them out.
 
 // Better is the direction in which a metric improves.
 type Better int
@@ -212,6 +212,22 @@ func MetricNames() []string {
 		out[i] = m.Name
 	}
 	return out
+}
+
+// Vocabulary is every name the table answers to: its metrics' names and
+// their aliases (ttft_median), and the latency series' names (ttft,
+// queue, client_queue_time): what internal/archtest's rule
+// metric-names-once keeps out of switches and lists elsewhere.
+func Vocabulary() (metrics, series []string) {
+	metrics = MetricNames()
+	for a := range aliases {
+		metrics = append(metrics, a)
+	}
+	slices.Sort(metrics[len(table):])
+	for _, sr := range append(slices.Clone(latencySeries), clientQueueSeries) {
+		series = append(series, sr.name)
+	}
+	return metrics, series
 }
 
 // LookupMetric finds a metric by its name, or by an alias

@@ -1,10 +1,6 @@
 package measure
 
 import (
-	"go/ast"
-	"go/token"
-	"slices"
-	"strconv"
 	"testing"
 )
 
@@ -59,77 +55,6 @@ func TestMetricTable(t *testing.T) {
 	}
 	if got, want := LatencyMetrics(), "ttft, tpot, itl or e2el with _mean, _p50, _p90, _p95 or _p99"; got != want {
 		t.Errorf("LatencyMetrics() = %q, want %q", got, want)
-	}
-}
-
-// ownVocabulary are files whose metric names are another vocabulary
-// that happens to share words with the table's.
-var ownVocabulary = map[string]string{
-	// The fidelity suite's metrics are the public runs' fields (ttft,
-	// itl, e2e, throughput: docs/fidelity.md), not a level's.
-	"internal/model/fidelity/suite.go": "the fidelity suite's metrics",
-}
-
-// TestMetricNamesSpelledOnce keeps the metric vocabulary in the table
-// (metric.go): no other file switches on a metric's or a latency series'
-// name, lists the latency series, or lists a copy of the table. Naming a
-// metric to show or to rank by (a report's columns, a preference's
-// objectives) is a lookup the table answers, and is allowed.
-func TestMetricNamesSpelledOnce(t *testing.T) {
-	names := map[string]bool{}
-	for _, m := range Metrics() {
-		names[m.Name] = true
-	}
-	for a := range aliases {
-		names[a] = true
-	}
-	series := map[string]bool{}
-	for _, sr := range append(slices.Clone(latencySeries), clientQueueSeries) {
-		series[sr.name] = true
-	}
-	lit := func(e ast.Expr) (string, bool) {
-		b, ok := e.(*ast.BasicLit)
-		if !ok || b.Kind != token.STRING {
-			return "", false
-		}
-		s, err := strconv.Unquote(b.Value)
-		return s, err == nil
-	}
-	fset, files := sources(t)
-	for path, f := range files {
-		if path == "internal/load/measure/metric.go" || ownVocabulary[path] != "" {
-			continue
-		}
-		ast.Inspect(f, func(n ast.Node) bool {
-			switch n := n.(type) {
-			case *ast.CaseClause:
-				for _, e := range n.List {
-					if s, ok := lit(e); ok && (names[s] || series[s]) {
-						t.Errorf("%s: case %q: a metric's name switched on outside internal/load/measure/metric.go", fset.Position(e.Pos()), s)
-					}
-				}
-			case *ast.CompositeLit:
-				var inSeries, inTable int
-				ast.Inspect(n, func(m ast.Node) bool {
-					if e, ok := m.(ast.Expr); ok {
-						if s, ok := lit(e); ok {
-							if series[s] {
-								inSeries++
-							}
-							if names[s] {
-								inTable++
-							}
-						}
-					}
-					return true
-				})
-				if inSeries >= 2 || inTable > len(table)/2 {
-					t.Errorf("%s: a list of %d latency series and %d metrics: read the table (internal/load/measure/metric.go)", fset.Position(n.Pos()), inSeries, inTable)
-					return false
-				}
-			}
-			return true
-		})
 	}
 }
 

@@ -1,16 +1,9 @@
 package measure
 
 import (
-	"go/ast"
-	"go/parser"
-	"go/token"
-	"io/fs"
 	"math"
 	"math/rand/v2"
-	"path/filepath"
-	"runtime"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 )
@@ -287,88 +280,6 @@ func TestClusterBootstrapWiderForCorrelatedGaps(t *testing.T) {
 	}
 	if bad := ClusterBootstrapDiffCI(bv, []int{1}, nv, nc, 50, rng, 10); bad != [2]float64{} {
 		t.Errorf("counts not adding up: %v, want no interval", bad)
-	}
-}
-
-// sources parses every non-test Go file of the module (testdata and .git
-// skipped), keyed by the path from the module root.
-func sources(t *testing.T) (*token.FileSet, map[string]*ast.File) {
-	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Dir(filepath.Dir(filepath.Dir(filepath.Dir(file)))) // the module root, above internal/load/measure
-	fset := token.NewFileSet()
-	files := map[string]*ast.File{}
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && (d.Name() == ".git" || d.Name() == "testdata") {
-			return filepath.SkipDir
-		}
-		if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
-			return nil
-		}
-		f, err := parser.ParseFile(fset, p, nil, parser.SkipObjectResolution)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(root, p)
-		files[filepath.ToSlash(rel)] = f
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fset, files
-}
-
-// TestStatisticsDefinedOnce: no package but this one defines a median,
-// percentile, quantile, quartile, variance, Welch, mean-interval or
-// bootstrap helper (methods on a type of their own, such as a histogram's
-// quantile, are another estimator's and allowed), nor computes one inline:
-// a value picked at a fraction of a count (sorted[len(sorted)/4]), or a
-// running sum compared with half a total (a weighted median).
-func TestStatisticsDefinedOnce(t *testing.T) {
-	words := []string{"median", "percentile", "quantile", "quartile", "variance", "welch", "meanci", "bootstrap", "stddev"}
-	fset, files := sources(t)
-	// byFraction is an expression divided by 2 or 4.
-	byFraction := func(e ast.Expr) bool {
-		b, ok := ast.Unparen(e).(*ast.BinaryExpr)
-		if !ok || b.Op != token.QUO {
-			return false
-		}
-		lit, ok := ast.Unparen(b.Y).(*ast.BasicLit)
-		return ok && lit.Kind == token.INT && (lit.Value == "2" || lit.Value == "4")
-	}
-	for path, f := range files {
-		if strings.HasPrefix(path, "internal/load/measure/") {
-			continue
-		}
-		for _, d := range f.Decls {
-			fd, ok := d.(*ast.FuncDecl)
-			if !ok || fd.Recv != nil {
-				continue
-			}
-			name := strings.ToLower(fd.Name.Name)
-			for _, w := range words {
-				if strings.Contains(name, w) {
-					t.Errorf("%s: func %s: use internal/load/measure's statistics", fset.Position(fd.Pos()), fd.Name.Name)
-				}
-			}
-		}
-		ast.Inspect(f, func(n ast.Node) bool {
-			switch n := n.(type) {
-			case *ast.IndexExpr:
-				if byFraction(n.Index) {
-					t.Errorf("%s: a value at a fraction of a count, a quantile by hand: use internal/load/measure's statistics", fset.Position(n.Pos()))
-				}
-			case *ast.BinaryExpr:
-				if (n.Op == token.GEQ || n.Op == token.GTR) && byFraction(n.Y) {
-					t.Errorf("%s: a sum compared with half a total, a weighted median by hand: use internal/load/measure's statistics", fset.Position(n.Pos()))
-				}
-			}
-			return true
-		})
 	}
 }
 

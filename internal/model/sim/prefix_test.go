@@ -263,7 +263,7 @@ func runConversations(t *testing.T, url string, eng engine.Engine, chat bool, se
 	errs := make(chan error, sessions)
 	for s := range sessions {
 		wg.Go(func() {
-			time.Sleep(time.Duration(s) * 80 * time.Millisecond)
+			time.Sleep(time.Duration(s) * 80 * time.Millisecond) // the sessions' stagger is the workload
 			words := func(n, from int) string {
 				w := make([]string, n)
 				for i := range w {

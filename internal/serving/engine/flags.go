@@ -450,6 +450,26 @@ func (spell spelling) flags() []string {
 	return out
 }
 
+// Spellings lists every flag an engine writes or reads the named setting
+// with, each engine's in Engines' order (none for a name that is not a
+// setting): what internal/archtest's rule flags-spelled-once keeps out of
+// every other file.
+func Spellings(name string) []string {
+	k, ok := lookup(name)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, e := range Engines {
+		for _, f := range k.spell(e).flags() {
+			if !slices.Contains(out, f) {
+				out = append(out, f)
+			}
+		}
+	}
+	return out
+}
+
 // Flag returns the flag engine e writes the named setting with ("" when it
 // has none of its own).
 func Flag(e Engine, name string) string {

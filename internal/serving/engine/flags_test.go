@@ -3,13 +3,7 @@ package engine
 import (
 	"encoding/json"
 	"errors"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"reflect"
-	"regexp"
-	"runtime"
-	"slices"
 	"strings"
 	"testing"
 )
@@ -135,60 +129,5 @@ func TestServeCommand(t *testing.T) {
 				t.Errorf("\n got %s\nwant %s", got, tt.want)
 			}
 		})
-	}
-}
-
-// TestFlagsSpelledOnce: every flag name an engine spells a setting with
-// (the tunable ones and the engine-specific server flags) appears in one
-// non-test Go file of the repository, this package's table; everything else
-// asks the table (Flag, Render, ServeCommand).
-func TestFlagsSpelledOnce(t *testing.T) {
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Dir(filepath.Dir(filepath.Dir(filepath.Dir(file)))) // the module root, above internal/serving/engine
-	var flags []string
-	for _, k := range table {
-		if !k.tunable && !slices.Contains([]string{"served_model_name", "max_prefill_tokens", "cuda_graph_max_bs", "mixed_chunk", "enable_metrics"}, k.name) {
-			continue
-		}
-		for _, e := range Engines {
-			for _, f := range k.spell(e).flags() {
-				if !slices.Contains(flags, f) {
-					flags = append(flags, f)
-				}
-			}
-		}
-	}
-	var sources []string
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && (d.Name() == ".git" || d.Name() == "testdata") {
-			return filepath.SkipDir
-		}
-		if strings.HasSuffix(p, ".go") && !strings.HasSuffix(p, "_test.go") {
-			sources = append(sources, p)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range flags {
-		re := regexp.MustCompile(regexp.QuoteMeta(f) + `($|[^a-z0-9-])`)
-		var in []string
-		for _, p := range sources {
-			b, err := os.ReadFile(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if re.Match(b) {
-				rel, _ := filepath.Rel(root, p)
-				in = append(in, rel)
-			}
-		}
-		if len(in) != 1 || in[0] != filepath.Join("internal", "serving", "engine", "flags.go") {
-			t.Errorf("%s appears in %v, want only internal/serving/engine/flags.go", f, in)
-		}
 	}
 }

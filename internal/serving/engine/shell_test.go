@@ -1,13 +1,7 @@
 package engine
 
 import (
-	"bytes"
-	"io/fs"
-	"os"
 	"os/exec"
-	"path/filepath"
-	"regexp"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -79,48 +73,5 @@ func TestDockerRunQuoted(t *testing.T) {
 	}
 	if strings.Join(got, "\x00") != strings.Join(want, "\x00") {
 		t.Errorf("read back %q\nwant %q", got, want)
-	}
-}
-
-// quoterName is a declared function whose name says it quotes for a shell.
-var quoterName = regexp.MustCompile(`func (\([^)]*\) )?\w*(?i:shell_?(quote|escape)|sh_?quote)\w*\(`)
-
-// TestShellQuotedOnce: ShellQuote is the only shell quoter; any other
-// writer of shell text calls it (no wrapper of its own either). A second
-// one is found by the single quote's escape, which every POSIX quoter
-// spells, or by its name.
-func TestShellQuotedOnce(t *testing.T) {
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Dir(filepath.Dir(filepath.Dir(filepath.Dir(file)))) // the module root, above internal/serving/engine
-	marks := [][]byte{[]byte("`'\\''`"), []byte(`"'\\''"`), []byte(`"$'"`)}
-	var in []string
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && (d.Name() == ".git" || d.Name() == "testdata") {
-			return filepath.SkipDir
-		}
-		if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
-			return nil
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		for _, m := range marks {
-			if bytes.Contains(b, m) || quoterName.Match(b) {
-				rel, _ := filepath.Rel(root, p)
-				in = append(in, rel)
-				break
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(in) != 1 || in[0] != filepath.Join("internal", "serving", "engine", "command.go") {
-		t.Errorf("shell quoting in %v, want only internal/serving/engine/command.go", in)
 	}
 }
