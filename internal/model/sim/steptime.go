@@ -332,7 +332,8 @@ func (s *stepModel) setMemoryRates(cfg Config) {
 // do on GPUs without FP8 tensor cores (Marlin W8A16), and routed
 // experts in 16-bit activations run in the fused MoE path below the
 // dense rate, with fixed work per expert (constants.go,
-// fusedMoEBF16Efficiency and fusedMoEExpertRows).
+// fusedMoEBF16Efficiency and fusedMoEExpertRows). MXFP4 experts on
+// Hopper run in Marlin's MoE kernel (setMXFP4Experts).
 func (s *stepModel) setGEMMRates(cfg Config, k Constants) (w8a8 bool) {
 	g, m := cfg.GPU, cfg.Model
 	switch {
@@ -356,11 +357,29 @@ func (s *stepModel) setGEMMRates(cfg Config, k Constants) (w8a8 bool) {
 		}
 		s.expertRate = g.BF16TFLOPS * 1e12 * fusedMoEBF16Efficiency
 		s.expertRows = fusedMoEExpertRows
+		s.setMXFP4Experts(cfg)
 	}
 	if s.expertRate == 0 {
 		s.expertRate = s.gemmRate
 	}
 	return w8a8
+}
+
+// setMXFP4Experts gives MXFP4 experts (gpt-oss) on Hopper Marlin's MoE
+// kernel: without FP4 tensor cores both engines run them there in BF16
+// arithmetic (vLLM's VLLM_MXFP4_USE_MARLIN path, which InferenceX sets,
+// and SGLang's SM90 default), dequantizing in registers ahead of
+// Ampere-style MMAs, so its rate is bound by the instructions it issues,
+// not by Hopper's tensor peak (constants.go, marlinMXFP4Efficiency), and
+// each expert with tokens pads its rows to Marlin's tile
+// (marlinMoEExpertRows). Other GPUs without FP4 tensor cores keep the
+// fused MoE law: no Marlin timing of theirs was read.
+func (s *stepModel) setMXFP4Experts(cfg Config) {
+	if cfg.Quantization != "mxfp4" || cfg.GPU.HasFP4() || computeCapability(cfg.GPU.ID) != "90" {
+		return
+	}
+	s.expertRate = cfg.GPU.BF16TFLOPS * 1e12 * marlinMXFP4Efficiency
+	s.expertRows = marlinMoEExpertRows
 }
 
 // layerKernels counts the kernels one decoder layer launches, averaged
