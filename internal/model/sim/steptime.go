@@ -237,18 +237,25 @@ func (s *stepModel) setLayerShapes(cfg Config) {
 	// the residual, write both), rotary embedding of q and k (read and
 	// write), the KV-cache write (read k and v, write them in the cache's
 	// dtype) and SiLU-and-mul (read the gate_up output, write half of it;
-	// once per routed expert for MoE).
+	// once per routed expert for MoE). The MoE layers add the top-k sum:
+	// the second expert GEMM writes each routed pair's output row, and a
+	// kernel of its own reads the token's top-k rows and writes its one
+	// (moe_sum over intermediate_cache3 in vLLM's fused_moe.py and
+	// fused_marlin_moe.py; SGLang's fused_moe_triton the same).
 	silu := 3 * inter * bytesBF16
+	reduce := 0.0
 	if s.moe {
 		silu *= s.topK
+		moeFrac := float64(m.Layers-m.DenseLayers) / float64(m.Layers)
+		reduce = moeFrac * (s.topK + 1) * h * bytesBF16
 	}
 	attn := 2*2*(q+kv)*d*bytesBF16 + 2*kv*d*(bytesBF16+s.kvElem)
 	if s.attnGate { // sigmoid(gate) times the output: read both, write one
 		attn += 3 * q * d * bytesBF16
 	}
-	s.actBytes = 2*4*h*bytesBF16 + attn + silu
+	s.actBytes = 2*4*h*bytesBF16 + attn + silu + reduce
 	if a := m.Linear; s.lin != nil {
-		s.actBytes = 2*4*h*bytesBF16 + (1-s.lin.frac)*attn + silu +
+		s.actBytes = 2*4*h*bytesBF16 + (1-s.lin.frac)*attn + silu + reduce +
 			s.lin.actBytes(float64(a.ConvChannels())/tp, float64(a.ValueHeads*a.ValueHeadDim)/tp)
 	}
 }
