@@ -70,6 +70,12 @@ type stepModel struct {
 	bf16Rate   float64 // achievable BF16 FLOP/s (LM head)
 	attnRate   float64 // achievable FLOP/s of attention
 	bw         float64 // achievable HBM bytes/s
+
+	// routerRate is the achievable FLOP/s of the MoE router's gate and
+	// routerBytes the bytes of its weight elements: BF16's, or the CUDA
+	// cores' FP32 where the gate runs in float32 (setRouter).
+	routerRate, routerBytes float64
+
 	// decodeBW is the HBM rate of the decode attention kernel's KV
 	// reads: bw, or less under FlashAttention-2; gemmBW the rate at
 	// which a BF16 GEMM (the LM head) streams its weights: bw, or the
@@ -189,6 +195,7 @@ func newStepModel(cfg Config) stepModel {
 		overlap:     cfg.Engine == engine.SGLang && cfg.AsyncScheduling && !cfg.specTreeStopsOverlap(),
 	}
 	s.prefillPairFlops = 4 * d
+	s.setRouter(cfg, k)
 	s.setSpans(m)
 	s.qkNormTP = m.QKNormAllHeads && cfg.TP > 1
 	s.setLayerShapes(cfg)
@@ -248,6 +255,9 @@ func (s *stepModel) setLayerShapes(cfg Config) {
 		silu *= s.topK
 		moeFrac := float64(m.Layers-m.DenseLayers) / float64(m.Layers)
 		reduce = moeFrac * (s.topK + 1) * h * bytesBF16
+		if m.RouterFP32 { // the gate's input cast up: read BF16, write float32
+			reduce += moeFrac * h * (bytesBF16 + 4)
+		}
 	}
 	attn := 2*2*(q+kv)*d*bytesBF16 + 2*kv*d*(bytesBF16+s.kvElem)
 	if s.attnGate { // sigmoid(gate) times the output: read both, write one
@@ -257,6 +267,19 @@ func (s *stepModel) setLayerShapes(cfg Config) {
 	if a := m.Linear; s.lin != nil {
 		s.actBytes = 2*4*h*bytesBF16 + (1-s.lin.frac)*attn + silu + reduce +
 			s.lin.actBytes(float64(a.ConvChannels())/tp, float64(a.ValueHeads*a.ValueHeadDim)/tp)
+	}
+}
+
+// setRouter sets the MoE router's gate rate: a BF16 GEMM, or where the
+// model's gate runs in float32 (catalog.Model.RouterFP32: MiniMax-M2) an
+// SGEMM on the CUDA cores, at PyTorch's default float32 matmul precision
+// (TF32 off), at the GEMMs' share of that peak (bf16GEMMEfficiency
+// standing in). A GPU without an FP32 figure in the catalog keeps the
+// BF16 rate.
+func (s *stepModel) setRouter(cfg Config, k Constants) {
+	s.routerRate, s.routerBytes = s.bf16Rate, bytesBF16
+	if cfg.Model.RouterFP32 && cfg.GPU.FP32TFLOPS > 0 {
+		s.routerRate, s.routerBytes = cfg.GPU.FP32TFLOPS*1e12*k.BF16GEMMEfficiency, 4
 	}
 }
 
@@ -628,7 +651,7 @@ func (s *stepModel) routedExperts(T, pairs, touched, experts, expertW, hidden fl
 	flops := 2 * (pairs + touched*s.expertRows) * expertW
 	bytes := touched*expertW*s.expertBytes + pairs*(hidden+2*expertW/(3*hidden))*bytesBF16
 	return roofline(flops, s.expertRate, bytes, s.bw) +
-		roofline(2*T*hidden*experts, s.bf16Rate, hidden*experts*bytesBF16, s.bw) // router
+		roofline(2*T*hidden*experts, s.routerRate, hidden*experts*s.routerBytes, s.bw) // router
 }
 
 // StepTimes are representative step times of a config, for `sim estimate`.
