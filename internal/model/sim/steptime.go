@@ -71,10 +71,10 @@ type stepModel struct {
 	attnRate   float64 // achievable FLOP/s of attention
 	bw         float64 // achievable HBM bytes/s
 
-	// routerRate is the achievable FLOP/s of the MoE router's gate and
-	// routerBytes the bytes of its weight elements: BF16's, or the CUDA
-	// cores' FP32 where the gate runs in float32 (setRouter).
-	routerRate, routerBytes float64
+	// routerFP32 is the achievable FLOP/s of the MoE router's gate on
+	// the CUDA cores where it runs in float32 (setRouter); 0 where it is
+	// a BF16 GEMM at bf16Rate.
+	routerFP32 float64
 
 	// decodeBW is the HBM rate of the decode attention kernel's KV
 	// reads: bw, or less under FlashAttention-2; gemmBW the rate at
@@ -277,9 +277,8 @@ func (s *stepModel) setLayerShapes(cfg Config) {
 // standing in). A GPU without an FP32 figure in the catalog keeps the
 // BF16 rate.
 func (s *stepModel) setRouter(cfg Config, k Constants) {
-	s.routerRate, s.routerBytes = s.bf16Rate, bytesBF16
 	if cfg.Model.RouterFP32 && cfg.GPU.FP32TFLOPS > 0 {
-		s.routerRate, s.routerBytes = cfg.GPU.FP32TFLOPS*1e12*k.BF16GEMMEfficiency, 4
+		s.routerFP32 = cfg.GPU.FP32TFLOPS * 1e12 * k.BF16GEMMEfficiency
 	}
 }
 
@@ -650,8 +649,12 @@ func (s *stepModel) tokenwiseGroup(T, group float64) float64 {
 func (s *stepModel) routedExperts(T, pairs, touched, experts, expertW, hidden float64) float64 {
 	flops := 2 * (pairs + touched*s.expertRows) * expertW
 	bytes := touched*expertW*s.expertBytes + pairs*(hidden+2*expertW/(3*hidden))*bytesBF16
+	rate, wBytes := s.bf16Rate, bytesBF16 // the router's gate
+	if s.routerFP32 > 0 {
+		rate, wBytes = s.routerFP32, 4
+	}
 	return roofline(flops, s.expertRate, bytes, s.bw) +
-		roofline(2*T*hidden*experts, s.routerRate, hidden*experts*s.routerBytes, s.bw) // router
+		roofline(2*T*hidden*experts, rate, hidden*experts*wBytes, s.bw)
 }
 
 // StepTimes are representative step times of a config, for `sim estimate`.
