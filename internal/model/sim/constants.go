@@ -73,6 +73,11 @@ const (
 	// w4a16GEMMEfficiency is Marlin's weight-only GEMMs' share of the BF16 peak: vLLM PR #2497's A100 benchmark (docs/fidelity-accounts.md#w4a16gemmefficiency).
 	w4a16GEMMEfficiency = 0.45
 
+	// marlinMXFP4Efficiency is Marlin's MXFP4 MoE GEMMs' share of the BF16 peak on Hopper: 254 TFLOPS on H100 in SGLang PR #38884's profile (docs/fidelity-accounts.md#marlinmxfp4efficiency-marlinmoeexpertrows).
+	marlinMXFP4Efficiency = 0.257
+	// marlinMoEExpertRows is the rows each expert with tokens costs more in Marlin's MoE: half its 64-row tile, as SGLang PR #34682's sweep shows (docs/fidelity-accounts.md#marlinmxfp4efficiency-marlinmoeexpertrows).
+	marlinMoEExpertRows = 32
+
 	// fa2DecodeEfficiency is FlashAttention-2 decode's share of HBM bandwidth on Ampere: microsoft/vidur's A100 profile (docs/fidelity-accounts.md#fa2decodeefficiency).
 	fa2DecodeEfficiency = 0.65
 

@@ -70,6 +70,12 @@ type stepModel struct {
 	bf16Rate   float64 // achievable BF16 FLOP/s (LM head)
 	attnRate   float64 // achievable FLOP/s of attention
 	bw         float64 // achievable HBM bytes/s
+
+	// routerFP32 is the achievable FLOP/s of the MoE router's gate on
+	// the CUDA cores where it runs in float32 (setRouter); 0 where it is
+	// a BF16 GEMM at bf16Rate.
+	routerFP32 float64
+
 	// decodeBW is the HBM rate of the decode attention kernel's KV
 	// reads: bw, or less under FlashAttention-2; gemmBW the rate at
 	// which a BF16 GEMM (the LM head) streams its weights: bw, or the
@@ -189,6 +195,7 @@ func newStepModel(cfg Config) stepModel {
 		overlap:     cfg.Engine == engine.SGLang && cfg.AsyncScheduling && !cfg.specTreeStopsOverlap(),
 	}
 	s.prefillPairFlops = 4 * d
+	s.setRouter(cfg, k)
 	s.setSpans(m)
 	s.qkNormTP = m.QKNormAllHeads && cfg.TP > 1
 	s.setLayerShapes(cfg)
@@ -237,19 +244,41 @@ func (s *stepModel) setLayerShapes(cfg Config) {
 	// the residual, write both), rotary embedding of q and k (read and
 	// write), the KV-cache write (read k and v, write them in the cache's
 	// dtype) and SiLU-and-mul (read the gate_up output, write half of it;
-	// once per routed expert for MoE).
+	// once per routed expert for MoE). The MoE layers add the top-k sum:
+	// the second expert GEMM writes each routed pair's output row, and a
+	// kernel of its own reads the token's top-k rows and writes its one
+	// (moe_sum over intermediate_cache3 in vLLM's fused_moe.py and
+	// fused_marlin_moe.py; SGLang's fused_moe_triton the same).
 	silu := 3 * inter * bytesBF16
+	reduce := 0.0
 	if s.moe {
 		silu *= s.topK
+		moeFrac := float64(m.Layers-m.DenseLayers) / float64(m.Layers)
+		reduce = moeFrac * (s.topK + 1) * h * bytesBF16
+		if m.RouterFP32 { // the gate's input cast up: read BF16, write float32
+			reduce += moeFrac * h * (bytesBF16 + 4)
+		}
 	}
 	attn := 2*2*(q+kv)*d*bytesBF16 + 2*kv*d*(bytesBF16+s.kvElem)
 	if s.attnGate { // sigmoid(gate) times the output: read both, write one
 		attn += 3 * q * d * bytesBF16
 	}
-	s.actBytes = 2*4*h*bytesBF16 + attn + silu
+	s.actBytes = 2*4*h*bytesBF16 + attn + silu + reduce
 	if a := m.Linear; s.lin != nil {
-		s.actBytes = 2*4*h*bytesBF16 + (1-s.lin.frac)*attn + silu +
+		s.actBytes = 2*4*h*bytesBF16 + (1-s.lin.frac)*attn + silu + reduce +
 			s.lin.actBytes(float64(a.ConvChannels())/tp, float64(a.ValueHeads*a.ValueHeadDim)/tp)
+	}
+}
+
+// setRouter sets the MoE router's gate rate: a BF16 GEMM, or where the
+// model's gate runs in float32 (catalog.Model.RouterFP32: MiniMax-M2) an
+// SGEMM on the CUDA cores, at PyTorch's default float32 matmul precision
+// (TF32 off), at the GEMMs' share of that peak (bf16GEMMEfficiency
+// standing in). A GPU without an FP32 figure in the catalog keeps the
+// BF16 rate.
+func (s *stepModel) setRouter(cfg Config, k Constants) {
+	if cfg.Model.RouterFP32 && cfg.GPU.FP32TFLOPS > 0 {
+		s.routerFP32 = cfg.GPU.FP32TFLOPS * 1e12 * k.BF16GEMMEfficiency
 	}
 }
 
@@ -332,7 +361,8 @@ func (s *stepModel) setMemoryRates(cfg Config) {
 // do on GPUs without FP8 tensor cores (Marlin W8A16), and routed
 // experts in 16-bit activations run in the fused MoE path below the
 // dense rate, with fixed work per expert (constants.go,
-// fusedMoEBF16Efficiency and fusedMoEExpertRows).
+// fusedMoEBF16Efficiency and fusedMoEExpertRows). MXFP4 experts on
+// Hopper run in Marlin's MoE kernel (setMXFP4Experts).
 func (s *stepModel) setGEMMRates(cfg Config, k Constants) (w8a8 bool) {
 	g, m := cfg.GPU, cfg.Model
 	switch {
@@ -356,11 +386,29 @@ func (s *stepModel) setGEMMRates(cfg Config, k Constants) (w8a8 bool) {
 		}
 		s.expertRate = g.BF16TFLOPS * 1e12 * fusedMoEBF16Efficiency
 		s.expertRows = fusedMoEExpertRows
+		s.setMXFP4Experts(cfg)
 	}
 	if s.expertRate == 0 {
 		s.expertRate = s.gemmRate
 	}
 	return w8a8
+}
+
+// setMXFP4Experts gives MXFP4 experts (gpt-oss) on Hopper Marlin's MoE
+// kernel: without FP4 tensor cores both engines run them there in BF16
+// arithmetic (vLLM's VLLM_MXFP4_USE_MARLIN path, which InferenceX sets,
+// and SGLang's SM90 default), dequantizing in registers ahead of
+// Ampere-style MMAs, so its rate is bound by the instructions it issues,
+// not by Hopper's tensor peak (constants.go, marlinMXFP4Efficiency), and
+// each expert with tokens pads its rows to Marlin's tile
+// (marlinMoEExpertRows). Other GPUs without FP4 tensor cores keep the
+// fused MoE law: no Marlin timing of theirs was read.
+func (s *stepModel) setMXFP4Experts(cfg Config) {
+	if cfg.Quantization != "mxfp4" || cfg.GPU.HasFP4() || computeCapability(cfg.GPU.ID) != "90" {
+		return
+	}
+	s.expertRate = cfg.GPU.BF16TFLOPS * 1e12 * marlinMXFP4Efficiency
+	s.expertRows = marlinMoEExpertRows
 }
 
 // layerKernels counts the kernels one decoder layer launches, averaged
@@ -601,8 +649,12 @@ func (s *stepModel) tokenwiseGroup(T, group float64) float64 {
 func (s *stepModel) routedExperts(T, pairs, touched, experts, expertW, hidden float64) float64 {
 	flops := 2 * (pairs + touched*s.expertRows) * expertW
 	bytes := touched*expertW*s.expertBytes + pairs*(hidden+2*expertW/(3*hidden))*bytesBF16
+	rate, wBytes := s.bf16Rate, bytesBF16 // the router's gate
+	if s.routerFP32 > 0 {
+		rate, wBytes = s.routerFP32, 4
+	}
 	return roofline(flops, s.expertRate, bytes, s.bw) +
-		roofline(2*T*hidden*experts, s.bf16Rate, hidden*experts*bytesBF16, s.bw) // router
+		roofline(2*T*hidden*experts, rate, hidden*experts*wBytes, s.bw)
 }
 
 // StepTimes are representative step times of a config, for `sim estimate`.

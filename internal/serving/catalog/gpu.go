@@ -48,6 +48,10 @@ type GPU struct {
 	// FP4TFLOPS is the dense FP4 tensor peak (NVFP4 on Blackwell, MXFP4
 	// on CDNA4); 0 = no FP4 tensor cores.
 	FP4TFLOPS float64 `json:"fp4_tflops,omitempty"`
+	// FP32TFLOPS is the FP32 peak of the CUDA cores, where a float32
+	// matmul runs at PyTorch's default precision (TF32 off); 0 where the
+	// catalog has no datasheet figure.
+	FP32TFLOPS float64 `json:"fp32_tflops,omitempty"`
 	// Domain is the number of GPUs Link joins without a NIC: 8 in an
 	// HGX/DGX or UBB node or a server of 8 PCIe GPUs, 72 in an NVL72 rack.
 	// Tensor parallelism stays inside it; DomainOf gives the default for
@@ -112,23 +116,25 @@ const priceSource = "cloud on-demand listings 2025-2026, median or midpoint of t
 // nvidia-smi's 46068 MiB, 44.99 GiB, counts memory the CUDA context cannot
 // allocate, as H100's 81559 MiB does); the others are the nvidia-smi /
 // rocm-smi totals in MiB converted to GiB (approximate, overridable).
+// FP32 peaks are NVIDIA's datasheets' (A100 19.5, H100 SXM 67 and PCIe 51,
+// H200 67, L40S 91.6, L4 30.3 TFLOPS).
 var gpus = []GPU{
 	{ID: "A10G", Name: "NVIDIA A10G", MemoryGiB: 22.49, NominalGB: 24, HBMTBps: 0.60, BF16TFLOPS: 125, FP8TFLOPS: 0,
 		Link: LinkPCIe4, LinkGBps: 32, TDPWatts: 150, BoostMHz: 1710, Price: Price{1.01, "2026-01", priceSource}},
 	{ID: "L4", Name: "NVIDIA L4", MemoryGiB: 22.49, NominalGB: 24, HBMTBps: 0.30, BF16TFLOPS: 121, FP8TFLOPS: 242,
-		Link: LinkPCIe4, LinkGBps: 32, TDPWatts: 72, BoostMHz: 2040, Price: Price{0.80, "2026-01", priceSource}},
+		Link: LinkPCIe4, LinkGBps: 32, TDPWatts: 72, BoostMHz: 2040, FP32TFLOPS: 30.3, Price: Price{0.80, "2026-01", priceSource}},
 	{ID: "L40S", Name: "NVIDIA L40S", MemoryGiB: 44.53, NominalGB: 48, HBMTBps: 0.864, BF16TFLOPS: 362, FP8TFLOPS: 733,
-		Link: LinkPCIe4, LinkGBps: 32, TDPWatts: 350, BoostMHz: 2520, Price: Price{1.55, "2026-01", priceSource}},
+		Link: LinkPCIe4, LinkGBps: 32, TDPWatts: 350, BoostMHz: 2520, FP32TFLOPS: 91.6, Price: Price{1.55, "2026-01", priceSource}},
 	{ID: "A100-40G", Name: "NVIDIA A100-SXM4-40GB", MemoryGiB: 39.39, NominalGB: 40, HBMTBps: 1.555, BF16TFLOPS: 312, FP8TFLOPS: 0,
-		Link: LinkNVLink, LinkGBps: 300, TDPWatts: 400, BoostMHz: 1410, Price: Price{1.48, "2026-01", priceSource}},
+		Link: LinkNVLink, LinkGBps: 300, TDPWatts: 400, BoostMHz: 1410, FP32TFLOPS: 19.5, Price: Price{1.48, "2026-01", priceSource}},
 	{ID: "A100-80G", Name: "NVIDIA A100-SXM4-80GB", MemoryGiB: 79.15, NominalGB: 80, HBMTBps: 2.039, BF16TFLOPS: 312, FP8TFLOPS: 0,
-		Link: LinkNVLink, LinkGBps: 300, TDPWatts: 400, BoostMHz: 1410, Price: Price{2.05, "2026-01", priceSource}},
+		Link: LinkNVLink, LinkGBps: 300, TDPWatts: 400, BoostMHz: 1410, FP32TFLOPS: 19.5, Price: Price{2.05, "2026-01", priceSource}},
 	{ID: "H100-SXM", Name: "NVIDIA H100 80GB HBM3", MemoryGiB: 79.18, NominalGB: 80, HBMTBps: 3.35, BF16TFLOPS: 989, FP8TFLOPS: 1979,
-		Link: LinkNVLink, LinkGBps: 450, TDPWatts: 700, BoostMHz: 1980, Price: Price{2.95, "2026-01", priceSource}},
+		Link: LinkNVLink, LinkGBps: 450, TDPWatts: 700, BoostMHz: 1980, FP32TFLOPS: 67, Price: Price{2.95, "2026-01", priceSource}},
 	{ID: "H100-PCIe", Name: "NVIDIA H100 PCIe", MemoryGiB: 79.18, NominalGB: 80, HBMTBps: 2.0, BF16TFLOPS: 756, FP8TFLOPS: 1513,
-		Link: LinkPCIe5, LinkGBps: 64, TDPWatts: 350, BoostMHz: 1755, Price: Price{2.86, "2026-01", priceSource}},
+		Link: LinkPCIe5, LinkGBps: 64, TDPWatts: 350, BoostMHz: 1755, FP32TFLOPS: 51, Price: Price{2.86, "2026-01", priceSource}},
 	{ID: "H200", Name: "NVIDIA H200", MemoryGiB: 139.8, NominalGB: 141, HBMTBps: 4.8, BF16TFLOPS: 989, FP8TFLOPS: 1979,
-		Link: LinkNVLink, LinkGBps: 450, TDPWatts: 700, BoostMHz: 1980, Price: Price{4.75, "2026-01", priceSource}},
+		Link: LinkNVLink, LinkGBps: 450, TDPWatts: 700, BoostMHz: 1980, FP32TFLOPS: 67, Price: Price{4.75, "2026-01", priceSource}},
 	// B200: dense FP4 9 PFLOPS, twice its FP8 (NVIDIA's B200 figures: 18
 	// PFLOPS FP4 with sparsity).
 	{ID: "B200", Name: "NVIDIA B200", MemoryGiB: 179.06, NominalGB: 192, HBMTBps: 7.7, BF16TFLOPS: 2250, FP8TFLOPS: 4500, FP4TFLOPS: 9000,

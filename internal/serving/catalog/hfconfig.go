@@ -389,6 +389,7 @@ func attentionSpan(m *Model, c *hfConfig, fields hfRaw) []string {
 		out = append(out, fmt.Sprintf("sliding_window %d", window))
 	}
 	m.QKNormAllHeads = c.QKNormType == "per_layer" && (c.UseQKNorm == nil || *c.UseQKNorm)
+	m.RouterFP32 = slices.Contains(c.Architectures, "MiniMaxM2ForCausalLM")
 	for _, t := range c.AttnTypeList {
 		if t != 1 {
 			out = append(out, fmt.Sprintf("attn_type_list %d (linear attention)", t))

@@ -78,6 +78,11 @@ type Model struct {
 	// layer (MiniMax-M2's qk_norm_type "per_layer"), so tensor
 	// parallelism all-reduces their per-token variances in every layer.
 	QKNormAllHeads bool `json:"qk_norm_all_heads,omitempty"`
+	// RouterFP32: the MoE router's gate runs in float32, its weights and
+	// its input cast up (MiniMax-M2: both engines' minimax_m2.py create
+	// the gate with params_dtype float32 and call it on
+	// hidden_states.to(torch.float32)).
+	RouterFP32 bool `json:"router_fp32,omitempty"`
 	// Unmodelled names the config.json fields, with their values, that
 	// change the model's cost in a way the simulated engine does not model
 	// (the step time and KV cache of sim); Simulable refuses them.
@@ -368,7 +373,7 @@ var models = []Model{
 	// experts top 8 and no shared expert, full attention in every layer.
 	{ID: "MiniMaxAI/MiniMax-M2.5", Aliases: []string{"minimax-m2.5", "MiniMaxAI/MiniMax-M2"},
 		Layers: 62, Hidden: 3072, Heads: 48, KVHeads: 8, HeadDim: 128, Intermediate: 1536, Vocab: 200064, MaxPosition: 196608, DType: "bfloat16",
-		Quantization: "fp8", WeightBlock: 128, Experts: 256, ExpertsPerTok: 8, QKNormAllHeads: true},
+		Quantization: "fp8", WeightBlock: 128, Experts: 256, ExpertsPerTok: 8, QKNormAllHeads: true, RouterFP32: true},
 	// Kimi-K2: DeepSeek-V3's architecture (MLA, FP8 128-blocks) with 384
 	// experts, 64 heads and one leading dense layer.
 	{ID: "moonshotai/Kimi-K2-Instruct", Aliases: []string{"kimi-k2", "kimi-k2-instruct", "moonshotai/Kimi-K2-Instruct-0905"},
