@@ -57,7 +57,8 @@ func Record(t Table, byLoad ByLoad, bands Table, runs, unscored int) Recorded {
 			"by_load gives each structural regime (tp>1, moe, long-context, speculative, disaggregated) within each load regime; " +
 			"bands gives the runs by load regime, engine and context (poisson: light, moderate and saturation together). " +
 			"The what-if rows take their error band from the p90s (sim.ErrorBand): a structural regime's within the row's load " +
-			"where that has at least 3 runs of the metric, else over every load.",
+			"where that has at least 20 runs of the metric (sim.MinBandRuns), else under every Poisson load (light, moderate, saturation; " +
+			"never the bursts' nor the closed loops'), else nothing.",
 		Runs: runs, Unscored: unscored, Regimes: t, ByLoad: byLoad, Bands: bands,
 	}
 }

@@ -823,10 +823,11 @@ var (
 	structural = []string{"long-context", RegimeTP, RegimeMoE, RegimeSpec, RegimeDisagg}
 )
 
-// Poisson is ByLoad's pseudo load regime of every run under a rate or a
-// concurrency cap (light, moderate, saturation and concurrency): a what-if row found
-// under load falls back to it, never to the bursts' figures (offline),
-// where its own load regime has too few runs.
+// Poisson is ByLoad's and TabulateBands' pseudo load regime of every run
+// under Poisson arrivals (light, moderate, saturation): a what-if row found
+// under load falls back to it, never to the bursts' (offline) nor the
+// closed loops' figures (concurrency), where its own load regime has too
+// few runs.
 const Poisson = "poisson"
 
 // ByLoad maps a structural regime (tp>1, moe, long-context...), or All
@@ -847,8 +848,7 @@ func TabulateByLoad(results []Result) ByLoad {
 			var in []Result
 			for _, r := range results {
 				inGroup := g == All || slices.Contains(r.Regimes, g)
-				atLoad := slices.Contains(r.Regimes, l) ||
-					l == Poisson && slices.ContainsFunc(r.Regimes, func(x string) bool { return x != "offline" && slices.Contains(loadsOnly, x) })
+				atLoad := slices.Contains(r.Regimes, l) || l == Poisson && slices.ContainsFunc(r.Regimes, poissonArrivals)
 				if inGroup && atLoad {
 					in = append(in, r)
 				}
@@ -862,6 +862,13 @@ func TabulateByLoad(results []Result) ByLoad {
 		}
 	}
 	return out
+}
+
+// poissonArrivals reports whether load is one of Poisson arrivals (light,
+// moderate, saturation): not a burst (offline) nor a closed loop at a
+// fixed concurrency, whose errors measure other regimes.
+func poissonArrivals(load string) bool {
+	return slices.Contains(loadsOnly, load) && load != "offline" && load != RegimeConcurrency
 }
 
 func maxAbs(xs []float64) float64 {
@@ -894,7 +901,7 @@ func TabulateBands(results []Result) Table {
 				continue
 			}
 			loads := []string{load}
-			if load != "offline" && load != RegimeConcurrency {
+			if poissonArrivals(load) {
 				loads = append(loads, Poisson)
 			}
 			for _, l := range loads {

@@ -117,7 +117,7 @@ func TestParseArgsErrors(t *testing.T) {
 		{"unknown flag", []string{"llama-3.1-8b", "--max-num-seq", "8"}, "unrecognized arguments: --max-num-seq"},
 		{"missing value", []string{"llama-3.1-8b", "--max-model-len"}, "expected one argument"},
 		{"bad int", []string{"llama-3.1-8b", "--max-num-seqs", "many"}, "invalid int value"},
-		{"mixed engines", []string{"llama-3.1-8b", "--max-num-seqs", "8", "--tp-size", "2"}, "mixed"},
+		{"mixed engines", []string{"llama-3.1-8b", "--max-num-seqs", "8", "--tp-size", "2"}, "one command line is one engine's"},
 		{"tp divides heads", []string{"llama-3.1-8b", "-tp", "3", "--num-gpus", "3"}, "divisible by tensor parallel size"},
 		{"too few GPUs", []string{"llama-3.1-8b", "-tp", "4", "--num-gpus", "2"}, "World size (4) is larger than the number of available GPUs (2)"},
 		{"budget below seqs", []string{"llama-3.1-8b", "--max-num-seqs", "512", "--max-num-batched-tokens", "256"}, "must be greater than or equal to max_num_seqs"},

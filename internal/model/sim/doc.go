@@ -49,7 +49,7 @@
 // over the metrics its verdict rests on, from the fidelity suite's
 // measured errors (medians.json, docs/fidelity.md): its
 // load regime's, and each structural regime's (tp>1, moe...) within that
-// load where the suite has 3 runs of the metric there.
+// load where the suite has MinBandRuns runs of the metric there.
 //
 // The simulated vLLM runs async scheduling (its default since PR #27614)
 // unless --no-async-scheduling is given. The model is deterministic: the

@@ -120,17 +120,13 @@ var suite = func() suiteFigures {
 	return f
 }()
 
-// MinWithinLoad is the fewest runs of a metric a structural regime needs
-// within a load regime for a band to take its figure there rather than
-// the structural regime's over every load.
-const MinWithinLoad = 3
-
-// MinBandRuns is the fewest runs of a metric a band group needs for a
-// row's band to take its p90: fewer say too little of the error's spread.
+// MinBandRuns is the fewest runs of a metric a band group, or a
+// structural regime within a load, needs for a row's band to take its
+// p90: fewer say too little of the error's spread.
 const MinBandRuns = 20
 
-// poissonLoad is medians.json's by_load key for every run under a rate or
-// a concurrency cap (fidelity.Poisson).
+// poissonLoad is medians.json's by_load and bands key for every run under
+// Poisson arrivals: light, moderate and saturation (fidelity.Poisson).
 const poissonLoad = "poisson"
 
 // MetricOfLimit maps an SLO metric (ttft_p99_ms, tpot_p50, e2el_mean_ms...)
@@ -154,12 +150,13 @@ func MetricOfLimit(name string) string {
 // in each of the tp>1, moe, long-context, speculative and disaggregated
 // regimes where s is one; the widest of these. A structural regime's
 // figure is its runs' within s's load regime where it has at least
-// MinWithinLoad runs of the metric there (a moderate-load tp>1 row takes
+// MinBandRuns runs of the metric there (a moderate-load tp>1 row takes
 // the tp>1 runs at moderate load, not the bursts'). Where the load regime
 // has too few, a row found under load (light, moderate, saturation) takes
-// the runs under load of every such regime and never the bursts' (offline:
+// the regime's runs under every Poisson load, never the bursts' (offline:
 // every request at once, whose throughput and latencies measure another
-// regime), and a metric without MinWithinLoad runs there adds nothing; an
+// regime) nor the closed loops' (a fixed concurrency), and a metric
+// without MinBandRuns runs there adds nothing; an
 // offline row, or a regime without bursts (speculative, disaggregated:
 // runs with no load regime), takes the runs of every load. basis says
 // which figure set it.
@@ -190,21 +187,21 @@ func regimesBand(s Situation, regimes []string, widest bool) (band float64, basi
 					continue // a structural regime without the metric adds nothing
 				}
 				switch {
-				case inOK && in.N >= MinWithinLoad:
+				case inOK && in.N >= MinBandRuns:
 					st, where = in, fmt.Sprintf("%d %s runs at %s load", in.N, g, load)
 				case underLoad && suite.ByLoad[g][string(RegimeOffline)][m].N > 0:
 					st, ok = suite.ByLoad[g][poissonLoad][m]
-					if !ok || st.N < MinWithinLoad {
+					if !ok || st.N < MinBandRuns {
 						continue // too few runs under load: the bursts' figure says nothing of this row
 					}
-					where = fmt.Sprintf("%d %s runs under load (%d at %s load, fewer than %d)", st.N, g, in.N, load, MinWithinLoad)
+					where = fmt.Sprintf("%d %s runs under load (%d at %s load, fewer than %d)", st.N, g, in.N, load, MinBandRuns)
 				default:
-					where = fmt.Sprintf("%d %s runs of every load (%d at %s load, fewer than %d)", st.N, g, in.N, load, MinWithinLoad)
+					where = fmt.Sprintf("%d %s runs of every load (%d at %s load, fewer than %d)", st.N, g, in.N, load, MinBandRuns)
 				}
 			} else if !ok {
 				if underLoad {
 					st, ok = suite.ByLoad["all"][poissonLoad][m]
-					if !ok || st.N < MinWithinLoad {
+					if !ok || st.N < MinBandRuns {
 						continue
 					}
 					where = fmt.Sprintf("%d runs under load (none %s)", st.N, g)

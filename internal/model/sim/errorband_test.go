@@ -87,11 +87,11 @@ func TestDisaggregatedBand(t *testing.T) {
 }
 
 // TestErrorBandStructuralWithinLoad: a structural regime's figure is its
-// runs' within the row's load regime where it has MinWithinLoad runs of
-// the metric there, else its runs' over every load. Against a suite whose
-// tp>1 itl p90 is 46% over every load (bursts) and 20% at moderate load,
-// a moderate TP2 itl row takes 20%, not the bursts' 46%; with two
-// moderate runs it falls back to 46% and says so.
+// runs' within the row's load regime where it has MinBandRuns runs of the
+// metric there, else its runs' under every Poisson load, else nothing for
+// a row under load. Against a suite whose tp>1 itl p90 is 46% over every
+// load (bursts) and 20% over 20 runs at moderate load, a moderate TP2 itl
+// row takes 20%, not the bursts' 46%.
 func TestErrorBandStructuralWithinLoad(t *testing.T) {
 	saved := suite
 	defer func() { suite = saved }()
@@ -99,28 +99,28 @@ func TestErrorBandStructuralWithinLoad(t *testing.T) {
 		Regimes: map[string]map[string]suiteStat{
 			"moderate": {"itl": {N: 30, P90: 0.10}},
 			"offline":  {"itl": {N: 40, P90: 0.60}},
-			"tp>1":     {"itl": {N: 50, P90: 0.46}},
+			"tp>1":     {"itl": {N: 70, P90: 0.46}},
 		},
 		ByLoad: map[string]map[string]map[string]suiteStat{
-			"tp>1": {"moderate": {"itl": {N: 3, P90: 0.20}}, "offline": {"itl": {N: 40, P90: 0.60}}},
+			"tp>1": {"moderate": {"itl": {N: MinBandRuns, P90: 0.20}}, "offline": {"itl": {N: 40, P90: 0.60}}},
 		},
 	}
 	s := Situation{Regime: RegimeModerate, TP: 2, Metrics: []string{"itl"}}
 	b, why := ErrorBand(s)
-	if b != 0.20 || !strings.Contains(why, "3 tp>1 runs at moderate load") {
+	if b != 0.20 || !strings.Contains(why, "20 tp>1 runs at moderate load") {
 		t.Errorf("moderate TP2 itl: %v %q, want 0.20 from the tp>1 runs at moderate load", b, why)
 	}
-	// Too few at moderate load: the tp>1 runs under any load, never the
-	// bursts', and nothing when too few are under load either.
-	suite.ByLoad["tp>1"]["moderate"]["itl"] = suiteStat{N: 2, P90: 0.20}
-	suite.ByLoad["tp>1"]["poisson"] = map[string]suiteStat{"itl": {N: 5, P90: 0.25}}
+	// Too few at moderate load: the tp>1 runs under Poisson load, never
+	// the bursts', and nothing when too few are under load either.
+	suite.ByLoad["tp>1"]["moderate"]["itl"] = suiteStat{N: MinBandRuns - 1, P90: 0.20}
+	suite.ByLoad["tp>1"]["poisson"] = map[string]suiteStat{"itl": {N: 25, P90: 0.25}}
 	b, why = ErrorBand(s)
-	if b != 0.25 || !strings.Contains(why, "5 tp>1 runs under load (2 at moderate load, fewer than 3)") {
-		t.Errorf("moderate TP2 itl, 2 moderate tp>1 runs: %v %q, want 0.25 from the tp>1 runs under load", b, why)
+	if b != 0.25 || !strings.Contains(why, "25 tp>1 runs under load (19 at moderate load, fewer than 20)") {
+		t.Errorf("moderate TP2 itl, 19 moderate tp>1 runs: %v %q, want 0.25 from the tp>1 runs under load", b, why)
 	}
-	suite.ByLoad["tp>1"]["poisson"]["itl"] = suiteStat{N: 2, P90: 0.25}
+	suite.ByLoad["tp>1"]["poisson"]["itl"] = suiteStat{N: MinBandRuns - 1, P90: 0.25}
 	if b, why = ErrorBand(s); b != 0.10 {
-		t.Errorf("moderate TP2 itl, 2 tp>1 runs under load: %v %q, want the moderate runs' 0.10", b, why)
+		t.Errorf("moderate TP2 itl, 19 tp>1 runs under load: %v %q, want the moderate runs' 0.10", b, why)
 	}
 	// A load regime without the metric takes the runs under load, not the
 	// bursts' (here a throughput measured only offline).
@@ -130,8 +130,8 @@ func TestErrorBandStructuralWithinLoad(t *testing.T) {
 	if b != 0.10 || strings.Contains(why, "throughput") {
 		t.Errorf("moderate itl and throughput: %v %q, want the moderate itl's 0.10 (one throughput run under load is too few)", b, why)
 	}
-	suite.ByLoad["all"]["poisson"]["throughput"] = suiteStat{N: 4, P90: 0.30}
-	if b, why = ErrorBand(Situation{Regime: RegimeModerate, Metrics: []string{"itl", "throughput"}}); b != 0.30 || !strings.Contains(why, "4 runs under load (none moderate)") {
+	suite.ByLoad["all"]["poisson"]["throughput"] = suiteStat{N: MinBandRuns, P90: 0.30}
+	if b, why = ErrorBand(Situation{Regime: RegimeModerate, Metrics: []string{"itl", "throughput"}}); b != 0.30 || !strings.Contains(why, "20 runs under load (none moderate)") {
 		t.Errorf("moderate itl and throughput: %v %q, want 0.30 from the throughput runs under load", b, why)
 	}
 	if b, _ = ErrorBand(Situation{Regime: RegimeOffline, Metrics: []string{"throughput"}}); b != 1.47 {
@@ -145,13 +145,17 @@ func TestErrorBandStructuralWithinLoad(t *testing.T) {
 }
 
 // TestRecordedBandsWithinLoad: on the recorded suite, a moderate TP2 row's
-// itl band is the wider of the moderate runs' p90 and the tp>1 runs' at
-// moderate load, no offline run's figure.
+// itl band is the wider of the moderate runs' p90 and the tp>1 runs' under
+// load (at moderate load where they are MinBandRuns), from no offline or
+// closed-loop run, and from no group of fewer than MinBandRuns runs.
 func TestRecordedBandsWithinLoad(t *testing.T) {
 	mod := suite.Regimes["moderate"]["itl"]
-	in, ok := suite.ByLoad["tp>1"]["moderate"]["itl"]
-	if !ok || in.N < MinWithinLoad {
-		t.Fatalf("medians.json: tp>1 itl at moderate load %+v, want at least %d runs", in, MinWithinLoad)
+	in := suite.ByLoad["tp>1"]["moderate"]["itl"]
+	if in.N < MinBandRuns {
+		in = suite.ByLoad["tp>1"]["poisson"]["itl"]
+	}
+	if in.N < MinBandRuns {
+		t.Fatalf("medians.json: tp>1 itl under load %+v, want at least %d runs", in, MinBandRuns)
 	}
 	b, why := ErrorBand(Situation{Regime: RegimeModerate, TP: 2, Metrics: []string{"itl"}})
 	if b != max(mod.P90, in.P90) {
@@ -159,6 +163,11 @@ func TestRecordedBandsWithinLoad(t *testing.T) {
 	}
 	if strings.Contains(why, "offline") || strings.Contains(why, "every load") {
 		t.Errorf("moderate TP2 itl band from %q", why)
+	}
+	// The Poisson figures hold no closed-loop run: the silicon tables'
+	// hundreds of concurrency runs are not among them.
+	if all, conc := suite.ByLoad["all"]["poisson"]["ttft"], suite.ByLoad["all"]["concurrency"]["ttft"]; conc.N > 0 && all.N >= conc.N {
+		t.Errorf("medians.json: %d Poisson ttft runs with %d closed-loop ones beside them: the Poisson figure holds the closed loops", all.N, conc.N)
 	}
 }
 
@@ -170,7 +179,7 @@ func TestSplitBand(t *testing.T) {
 	defer func() { suite = saved }()
 	suite = suiteFigures{
 		Regimes: map[string]map[string]suiteStat{"moe": {"ttft": {N: 30, P90: 0.50}}},
-		ByLoad:  map[string]map[string]map[string]suiteStat{"moe": {"moderate": {"ttft": {N: 5, P90: 0.40}}}},
+		ByLoad:  map[string]map[string]map[string]suiteStat{"moe": {"moderate": {"ttft": {N: MinBandRuns, P90: 0.40}}}},
 		Bands: map[string]map[string]suiteStat{
 			"moderate/vllm/long-context": {"ttft": {N: 2, P90: 1.10}},
 			"moderate/vllm":              {"ttft": {N: 29, P90: 0.17}, "itl": {N: 32, P90: 0.13}},
