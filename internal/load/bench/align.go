@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -24,12 +23,10 @@ const tokenizeProbes = 4
 // ok is false when the server has no usable /tokenize.
 func countTokens(ctx context.Context, hc *http.Client, t openai.Target, prompt string) (n int, ok bool) {
 	body, _ := json.Marshal(map[string]string{"model": t.Model, "prompt": prompt})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.URL("/tokenize"), bytes.NewReader(body))
+	req, err := t.Post(ctx, "/tokenize", body)
 	if err != nil {
 		return 0, false
 	}
-	req.Header.Set("Content-Type", "application/json")
-	t.Header(req.Header)
 	resp, err := hc.Do(req)
 	if err != nil {
 		return 0, false

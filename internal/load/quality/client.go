@@ -1,7 +1,6 @@
 package quality
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -145,12 +144,10 @@ func ask(ctx context.Context, hc *http.Client, t openai.Target, prompt string, o
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.URL(path), bytes.NewReader(b))
+	req, err := t.Post(ctx, path, b)
 	if err != nil {
 		return "", false, err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	t.Header(req.Header)
 	resp, err := hc.Do(req)
 	if err != nil {
 		// The URL carries no secret; the key is a header, never echoed.
