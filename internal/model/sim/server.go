@@ -82,10 +82,7 @@ type Server struct {
 // with the engine's message when it does not) and returns a server that is
 // not ready until Run has spent the simulated load time.
 func NewServer(cfg Config) (*Server, error) {
-	if err := cfg.Normalize(); err != nil {
-		return nil, err
-	}
-	est, err := Estimate(cfg)
+	est, err := cfg.startup()
 	if err != nil {
 		return nil, err
 	}

@@ -38,10 +38,7 @@ type Virtual struct {
 // NewVirtual starts a simulated engine. The error is a *StartupError with
 // the engine's own message when cfg does not fit in memory.
 func NewVirtual(cfg Config) (*Virtual, error) {
-	if err := cfg.Normalize(); err != nil {
-		return nil, err
-	}
-	est, err := Estimate(cfg)
+	est, err := cfg.startup()
 	if err != nil {
 		return nil, err
 	}
