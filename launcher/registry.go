@@ -158,29 +158,14 @@ func Decode(d *yamlpos.Decoder, n *yaml.Node, c Common) (Launcher, Common) {
 		own[name] = v
 	}
 	if x := f["gpus"]; x != nil {
-		seen := map[int]bool{}
-		for _, g := range d.Seq(x, "launcher.gpus") {
-			id := d.Int(g, "launcher.gpus", 0)
-			if !d.Failed() && seen[id] {
-				d.Fail(g, "launcher.gpus", "GPU %d listed twice", id)
-			}
-			seen[id] = true
-			c.GPUs = append(c.GPUs, id)
-		}
+		c.GPUs = d.GPUs(x, "launcher.gpus")
 	}
 	c.ReadyTimeout = DefaultReadyTimeout
 	if x := f["ready_timeout"]; x != nil {
 		c.ReadyTimeout = d.Duration(x, "launcher.ready_timeout")
 	}
 	if x := f["env"]; x != nil {
-		for _, e := range d.Seq(x, "launcher.env") {
-			name := d.Str(e, "launcher.env")
-			if !d.Failed() && (strings.Contains(name, "=") || name == "") {
-				// Values would land in the stored spec: only names are allowed.
-				d.Fail(e, "launcher.env", "%q: list variable names only; values are read from the environment", name)
-			}
-			c.Env = append(c.Env, name)
-		}
+		c.Env = d.EnvNames(x, "launcher.env")
 	}
 	if d.Failed() {
 		return nil, c

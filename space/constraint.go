@@ -247,30 +247,22 @@ func (p *cparser) next() string {
 	return t
 }
 
-func (p *cparser) sum() (*node, error) {
-	left, err := p.product()
-	if err != nil {
-		return nil, err
-	}
-	for t := p.peek(); t == "+" || t == "-"; t = p.peek() {
-		p.next()
-		right, err := p.product()
-		if err != nil {
-			return nil, err
-		}
-		left = &node{op: t, left: left, right: right}
-	}
-	return left, nil
-}
+// sum is products joined by + and -.
+func (p *cparser) sum() (*node, error) { return p.chain(p.product, "+", "-") }
 
-func (p *cparser) product() (*node, error) {
-	left, err := p.atom()
+// product is atoms joined by * and /.
+func (p *cparser) product() (*node, error) { return p.chain(p.atom, "*", "/") }
+
+// chain is operands joined by either of two operators, left-associative:
+// a - b + c is (a - b) + c.
+func (p *cparser) chain(operand func() (*node, error), op1, op2 string) (*node, error) {
+	left, err := operand()
 	if err != nil {
 		return nil, err
 	}
-	for t := p.peek(); t == "*" || t == "/"; t = p.peek() {
+	for t := p.peek(); t == op1 || t == op2; t = p.peek() {
 		p.next()
-		right, err := p.atom()
+		right, err := operand()
 		if err != nil {
 			return nil, err
 		}

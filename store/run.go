@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/servetune/servetune/internal/periodic"
 	"github.com/servetune/servetune/internal/proc"
 	"github.com/servetune/servetune/internal/serving/engine"
 )
@@ -64,7 +65,7 @@ type Lease struct {
 	Study Study
 	Owner proc.Owner
 
-	stop chan struct{}
+	stop context.CancelFunc // ends the heartbeat
 	done sync.WaitGroup
 	once sync.Once
 }
@@ -221,29 +222,22 @@ func (s *Store) takeLease(ctx context.Context, st Study, owner proc.Owner) error
 
 // startRun starts the heartbeat of a run that holds its lease.
 func (s *Store) startRun(st Study, owner proc.Owner) *Lease {
-	r := &Lease{s: s, Study: st, Owner: owner, stop: make(chan struct{})}
-	r.done.Go(r.heartbeat)
+	ctx, stop := context.WithCancel(context.Background())
+	r := &Lease{s: s, Study: st, Owner: owner, stop: stop}
+	r.done.Go(func() { periodic.Run(ctx, LeaseHeartbeat, r.renew) })
 	return r
 }
 
-// heartbeat renews the lease until the run ends.
-func (r *Lease) heartbeat() {
-	t := time.NewTicker(LeaseHeartbeat)
-	defer t.Stop()
-	for {
-		select {
-		case <-r.stop:
-			return
-		case <-t.C:
-			ctx, cancel := context.WithTimeout(context.Background(), LeaseHeartbeat)
-			_ = r.s.write(ctx, func(tx *sql.Tx) error {
-				_, err := tx.ExecContext(ctx, `UPDATE owners SET heartbeat = ? WHERE study_id = ? AND owner = ?`,
-					formatTime(time.Now()), r.Study.ID, r.Owner.String())
-				return err
-			})
-			cancel()
-		}
-	}
+// renew is the heartbeat: it renews the lease, a write the run's end
+// lets finish.
+func (r *Lease) renew(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), LeaseHeartbeat)
+	defer cancel()
+	_ = r.s.write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE owners SET heartbeat = ? WHERE study_id = ? AND owner = ?`,
+			formatTime(time.Now()), r.Study.ID, r.Owner.String())
+		return err
+	})
 }
 
 // holds checks, inside a write, that the run still owns the study.
@@ -263,7 +257,7 @@ func (r *Lease) holds(ctx context.Context, tx *sql.Tx) error {
 func (r *Lease) release(ctx context.Context) error {
 	var err error
 	r.once.Do(func() {
-		close(r.stop)
+		r.stop()
 		r.done.Wait()
 		err = r.s.write(ctx, func(tx *sql.Tx) error {
 			_, err := tx.ExecContext(ctx, `DELETE FROM owners WHERE study_id = ? AND owner = ?`, r.Study.ID, r.Owner.String())

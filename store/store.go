@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -363,18 +364,9 @@ func (s *Store) ListStudies(ctx context.Context) ([]Study, error) {
 // ResumeStudy marks the named study running again and returns it; callers
 // then InterruptRunning its leftover trials and carry on.
 func (s *Store) ResumeStudy(ctx context.Context, name string) (Study, error) {
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE studies SET status = ?, finished = NULL WHERE name = ?`, StudyRunning, name)
-		if err != nil {
-			return err
-		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("study %q %w", name, ErrNotFound)
-		}
-		return nil
-	})
-	if err != nil {
-		return Study{}, fmt.Errorf("store: resume study: %w", err)
+	if err := s.updateStudy(ctx, "resume study", strconv.Quote(name),
+		`UPDATE studies SET status = ?, finished = NULL WHERE name = ?`, StudyRunning, name); err != nil {
+		return Study{}, err
 	}
 	return s.GetStudy(ctx, name)
 }
@@ -385,19 +377,25 @@ func (s *Store) FinishStudy(ctx context.Context, studyID int64, status string) e
 	if !slices.Contains([]string{StudyFinished, StudyFailed, StudyInterrupted}, status) {
 		return fmt.Errorf("store: finish study: %w: status %q", ErrInvalid, status)
 	}
+	return s.updateStudy(ctx, "finish study", strconv.FormatInt(studyID, 10),
+		`UPDATE studies SET status = ?, finished = ? WHERE id = ?`, status, formatTime(time.Now()), studyID)
+}
+
+// updateStudy runs query, an UPDATE of the one study named study (in an
+// ErrNotFound error when there is none), as operation op.
+func (s *Store) updateStudy(ctx context.Context, op, study, query string, args ...any) error {
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE studies SET status = ?, finished = ? WHERE id = ?`,
-			status, formatTime(time.Now()), studyID)
+		res, err := tx.ExecContext(ctx, query, args...)
 		if err != nil {
 			return err
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("study %d %w", studyID, ErrNotFound)
+			return fmt.Errorf("study %s %w", study, ErrNotFound)
 		}
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("store: finish study: %w", err)
+		return fmt.Errorf("store: %s: %w", op, err)
 	}
 	return nil
 }

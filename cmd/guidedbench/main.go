@@ -33,8 +33,6 @@ import (
 	"time"
 
 	"github.com/servetune/servetune/internal/load/measure"
-	"github.com/servetune/servetune/launcher/simulated"
-	"github.com/servetune/servetune/tuner"
 	"github.com/servetune/servetune/tuner/samplerbench"
 	"github.com/servetune/servetune/tuner/spec"
 )
@@ -75,12 +73,9 @@ type bench struct {
 }
 
 func (b bench) run(ctx context.Context, path string, sets []string) error {
-	study, l, err := tuner.ParseSpecFile(path)
+	study, _, err := samplerbench.ParseVirtualSpec(path, "guided")
 	if err != nil {
 		return err
-	}
-	if _, ok := l.(*simulated.Virtual); !ok {
-		return fmt.Errorf("%s: the guided benchmark needs launcher kind virtual, not %s", path, study.Launcher.Kind)
 	}
 	for _, set := range sets {
 		var (

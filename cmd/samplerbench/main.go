@@ -27,7 +27,6 @@ import (
 	"time"
 
 	"github.com/servetune/servetune/internal/load/measure"
-	"github.com/servetune/servetune/launcher/simulated"
 	"github.com/servetune/servetune/space"
 	"github.com/servetune/servetune/tuner"
 	"github.com/servetune/servetune/tuner/memory"
@@ -55,12 +54,9 @@ func main() {
 }
 
 func run(ctx context.Context, path string, seeds, budget int, frac float64, cacheDir string, kinds []string, out io.Writer) error {
-	study, l, err := tuner.ParseSpecFile(path)
+	study, l, err := samplerbench.ParseVirtualSpec(path, "sampler")
 	if err != nil {
 		return err
-	}
-	if _, ok := l.(*simulated.Virtual); !ok {
-		return fmt.Errorf("%s: the sampler benchmark needs launcher kind virtual, not %s", path, study.Launcher.Kind)
 	}
 	// Ranking needs no confidence intervals: one bootstrap resample.
 	ev := &tuner.TrialRunner{Spec: study, Launcher: l, Memory: memory.Model{}, Bootstrap: 1}

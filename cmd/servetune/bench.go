@@ -28,8 +28,6 @@ import (
 	"github.com/spf13/pflag"
 )
 
-func init() { subcommands = append(subcommands, newBenchCmd) }
-
 // benchFlags are the raw flag values of `servetune bench`.
 type benchFlags struct {
 	baseURL, model, endpoint, apiKeyEnv string

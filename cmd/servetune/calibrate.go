@@ -19,8 +19,6 @@ import (
 	"github.com/servetune/servetune/tuner/guided"
 )
 
-func init() { subcommands = append(subcommands, newCalibrateCmd) }
-
 type calibrateOptions struct {
 	db, out, engineVersion, start string
 	jsonOut                       string

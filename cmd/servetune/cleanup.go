@@ -15,8 +15,6 @@ import (
 	"github.com/servetune/servetune/tuner/spec"
 )
 
-func init() { subcommands = append(subcommands, newCleanupCmd) }
-
 // newCleanupCmd removes the engines a crashed or interrupted study left
 // running, through each launcher kind that can (launcher.Kind.Cleanup,
 // launcher.Capabilities.Reap).

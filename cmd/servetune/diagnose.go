@@ -12,8 +12,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { subcommands = append(subcommands, newDiagnoseCmd) }
-
 // newDiagnoseCmd is `servetune diagnose`: the findings tune, recommend and
 // bench --scrape-metrics print, for a stored study or a bench result file.
 func newDiagnoseCmd() *cobra.Command {

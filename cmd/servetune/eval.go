@@ -18,8 +18,6 @@ import (
 	"github.com/servetune/servetune/internal/term"
 )
 
-func init() { subcommands = append(subcommands, newEvalCmd) }
-
 // evalFile is what `eval --json` writes and `eval --baseline` reads.
 type evalFile struct {
 	Tool    string         `json:"tool"`

@@ -12,8 +12,6 @@ import (
 	"github.com/servetune/servetune/internal/load/gpu"
 )
 
-func init() { subcommands = append(subcommands, newGPUsCmd) }
-
 // newGPUsCmd lists the local GPUs NVML sees, with one live reading each,
 // or (--watch) samples them for a while.
 func newGPUsCmd() *cobra.Command {

@@ -58,10 +58,6 @@ func failedError(err error) error {
 	return &exitError{code: exitFailed, err: err}
 }
 
-// subcommands registers constructors of top-level commands; each command file
-// appends to it in init so that files stay independent.
-var subcommands []func() *cobra.Command
-
 // newRoot builds the whole command tree. It is rebuilt for every invocation so
 // tests can run commands in memory without shared flag state.
 func newRoot(stdout, stderr io.Writer) *cobra.Command {
@@ -78,7 +74,13 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	// Output paths are checked before any command does its work
 	// (output.go); commands that parse their own flags check them there.
 	root.PersistentPreRunE = checkOutputsHook
-	for _, mk := range subcommands {
+	// The top-level commands, a file each (the read-only study commands
+	// share study.go).
+	for _, mk := range []func() *cobra.Command{
+		newBenchCmd, newCalibrateCmd, newCleanupCmd, newDiagnoseCmd, newEvalCmd, newGPUsCmd, newPlanCmd,
+		newReportCmd, newSimCmd, newStudiesCmd, newTrialsCmd, newParetoCmd, newRecommendCmd, newTuneCmd,
+		newUICmd, newWhatifCmd,
+	} {
 		root.AddCommand(mk())
 	}
 	return root

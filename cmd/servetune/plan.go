@@ -21,8 +21,6 @@ import (
 	"github.com/servetune/servetune/tuner/recommend"
 )
 
-func init() { subcommands = append(subcommands, newPlanCmd) }
-
 // planFlags are plan's own flags; the rest of its command line is the
 // engine's (sim.ParseArgs).
 type planFlags struct {

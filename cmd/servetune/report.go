@@ -6,9 +6,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/servetune/servetune/internal/present/report"
+	"github.com/servetune/servetune/store"
 )
-
-func init() { subcommands = append(subcommands, newReportCmd) }
 
 func newReportCmd() *cobra.Command {
 	var dbPath, out, format string
@@ -28,27 +27,24 @@ the engine's messages; and what was run. The HTML file has its charts inline
 				return usageErrorf("--format %q: want html or md", format)
 			}
 			ctx := cmd.Context()
-			db, err := openDB(ctx, dbPath)
-			if err != nil {
-				return err
-			}
-			defer db.Close()
-			s, err := report.Load(ctx, db, args[0])
-			if errors.Is(err, report.ErrNoStudy) {
-				return usageErrorf("no study %q in %s (see servetune studies)", args[0], dbPath)
-			}
-			if err != nil {
-				return failedError(err)
-			}
-			s.Tool, s.Source = "servetune "+version, dbPath
-			write := s.WriteHTML
-			if format == "md" {
-				write = s.WriteMarkdown
-			}
-			if out == "" {
-				out = stdoutPath
-			}
-			return writeOutput(cmd.OutOrStdout(), out, write)
+			return withDB(ctx, dbPath, func(db *store.Store) error {
+				s, err := report.Load(ctx, db, args[0])
+				if errors.Is(err, report.ErrNoStudy) {
+					return usageErrorf("no study %q in %s (see servetune studies)", args[0], dbPath)
+				}
+				if err != nil {
+					return failedError(err)
+				}
+				s.Tool, s.Source = "servetune "+version, dbPath
+				write := s.WriteHTML
+				if format == "md" {
+					write = s.WriteMarkdown
+				}
+				if out == "" {
+					out = stdoutPath
+				}
+				return writeOutput(cmd.OutOrStdout(), out, write)
+			})
 		},
 	}
 	addDBFlag(cmd, &dbPath)

@@ -20,8 +20,6 @@ import (
 	"github.com/spf13/pflag"
 )
 
-func init() { subcommands = append(subcommands, newSimCmd) }
-
 // The sim subcommands take the engine's own command line (vLLM or SGLang
 // flags, which cobra cannot know in advance), so they parse their arguments
 // themselves: engine flags go to sim.ParseArgs, the few flags of servetune's

@@ -32,10 +32,6 @@ import (
 
 // The read-only study commands: studies, trials, pareto, recommend.
 
-func init() {
-	subcommands = append(subcommands, newStudiesCmd, newTrialsCmd, newParetoCmd, newRecommendCmd)
-}
-
 // openDB opens an existing study database for reading; it never creates
 // or changes one, so it works on a read-only mount.
 func openDB(ctx context.Context, path string) (*store.Store, error) {
@@ -43,13 +39,18 @@ func openDB(ctx context.Context, path string) (*store.Store, error) {
 		return nil, usageErrorf("no study database at %s (give --db)", path)
 	}
 	db, err := store.OpenReadOnly(ctx, path)
-	if errors.Is(err, store.ErrNotDatabase) {
-		return nil, usageErrorf("--db %s: not a servetune study database (SQLite: file is not a database)", path)
-	}
+	return db, openError(path, err)
+}
+
+// withDB runs f on the study database at path, opened for reading
+// (openDB), and closes it after.
+func withDB(ctx context.Context, path string, f func(*store.Store) error) error {
+	db, err := openDB(ctx, path)
 	if err != nil {
-		return nil, failedError(fmt.Errorf("open %s: %w", path, err))
+		return err
 	}
-	return db, nil
+	defer db.Close()
+	return f(db)
 }
 
 // openDBForWrite opens (or creates) the database a study writes to; a new
@@ -65,13 +66,19 @@ func openDBForWrite(ctx context.Context, path string) (*store.Store, error) {
 		}
 	}
 	db, err := store.Open(ctx, path)
+	return db, openError(path, err)
+}
+
+// openError is the command's error for opening the database at path
+// with err: a usage error for a file that is not one, nil for none.
+func openError(path string, err error) error {
 	if errors.Is(err, store.ErrNotDatabase) {
-		return nil, usageErrorf("--db %s: not a servetune study database (SQLite: file is not a database)", path)
+		return usageErrorf("--db %s: not a servetune study database (SQLite: file is not a database)", path)
 	}
 	if err != nil {
-		return nil, failedError(fmt.Errorf("open %s: %w", path, err))
+		return failedError(fmt.Errorf("open %s: %w", path, err))
 	}
-	return db, nil
+	return nil
 }
 
 // writable says in one line why the database at path cannot be written,
@@ -133,53 +140,50 @@ func newStudiesCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			db, err := openDB(ctx, dbPath)
-			if err != nil {
-				return err
-			}
-			defer db.Close()
-			studies, err := db.ListStudies(ctx)
-			if err != nil {
-				return failedError(err)
-			}
-			type row struct {
-				Name     string    `json:"name"`
-				Status   string    `json:"status"`
-				Trials   int       `json:"trials"`
-				OK       int       `json:"ok"`
-				Failed   int       `json:"failed"`
-				Seed     uint64    `json:"seed"`
-				Started  time.Time `json:"started"`
-				Finished time.Time `json:"finished,omitzero"`
-			}
-			rows := make([]row, 0, len(studies))
-			for _, s := range studies {
-				trials, err := db.Trials(ctx, s.ID)
+			return withDB(ctx, dbPath, func(db *store.Store) error {
+				studies, err := db.ListStudies(ctx)
 				if err != nil {
 					return failedError(err)
 				}
-				r := row{Name: s.Name, Status: s.Status, Trials: len(trials), Seed: s.Seed, Started: s.Started, Finished: s.Finished}
-				for _, t := range trials {
-					switch t.Status {
-					case measure.StatusOK:
-						r.OK++
-					case measure.StatusFailed:
-						r.Failed++
+				type row struct {
+					Name     string    `json:"name"`
+					Status   string    `json:"status"`
+					Trials   int       `json:"trials"`
+					OK       int       `json:"ok"`
+					Failed   int       `json:"failed"`
+					Seed     uint64    `json:"seed"`
+					Started  time.Time `json:"started"`
+					Finished time.Time `json:"finished,omitzero"`
+				}
+				rows := make([]row, 0, len(studies))
+				for _, s := range studies {
+					trials, err := db.Trials(ctx, s.ID)
+					if err != nil {
+						return failedError(err)
+					}
+					r := row{Name: s.Name, Status: s.Status, Trials: len(trials), Seed: s.Seed, Started: s.Started, Finished: s.Finished}
+					for _, t := range trials {
+						switch t.Status {
+						case measure.StatusOK:
+							r.OK++
+						case measure.StatusFailed:
+							r.Failed++
+						}
+					}
+					rows = append(rows, r)
+				}
+				if jsonOut != "" {
+					if err := writeJSONOutput(cmd.OutOrStdout(), jsonOut, map[string]any{"studies": rows}); err != nil {
+						return err
 					}
 				}
-				rows = append(rows, r)
-			}
-			if jsonOut != "" {
-				if err := writeJSONOutput(cmd.OutOrStdout(), jsonOut, map[string]any{"studies": rows}); err != nil {
-					return err
+				tw := tabwriter.NewWriter(tableOut(cmd, jsonOut), 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "NAME\tSTATUS\tTRIALS\tOK\tFAILED\tSTARTED")
+				for _, r := range rows {
+					fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\n", r.Name, r.Status, r.Trials, r.OK, r.Failed, r.Started.Local().Format(time.DateTime))
 				}
-			}
-			tw := tabwriter.NewWriter(tableOut(cmd, jsonOut), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tSTATUS\tTRIALS\tOK\tFAILED\tSTARTED")
-			for _, r := range rows {
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\n", r.Name, r.Status, r.Trials, r.OK, r.Failed, r.Started.Local().Format(time.DateTime))
-			}
-			return tw.Flush()
+				return tw.Flush()
+			})
 		},
 	}
 	addDBFlag(cmd, &dbPath)

@@ -28,8 +28,6 @@ import (
 	"github.com/servetune/servetune/tuner/spec"
 )
 
-func init() { subcommands = append(subcommands, newTuneCmd) }
-
 // studyDBDefault is the database the study commands use without --db:
 // $SERVETUNE_DB, else .servetune/servetune.db (an ignored directory).
 func studyDBDefault() string {

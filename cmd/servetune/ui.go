@@ -11,9 +11,8 @@ import (
 
 	"github.com/servetune/servetune/internal/httpserve"
 	"github.com/servetune/servetune/internal/present/ui"
+	"github.com/servetune/servetune/store"
 )
-
-func init() { subcommands = append(subcommands, newUICmd) }
 
 // defaultUIAddr is loopback: the dashboard has no authentication.
 const defaultUIAddr = "127.0.0.1:8080"
@@ -33,13 +32,10 @@ authentication, and never starts or stops anything. Stop it with Ctrl-C.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			db, err := openDB(ctx, dbPath)
-			if err != nil {
-				return err
-			}
-			defer db.Close()
-			srv := &ui.Server{DB: db, Source: dbPath, Tool: "servetune " + version}
-			return serveUI(ctx, srv, addr, "/", cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return withDB(ctx, dbPath, func(db *store.Store) error {
+				srv := &ui.Server{DB: db, Source: dbPath, Tool: "servetune " + version}
+				return serveUI(ctx, srv, addr, "/", cmd.OutOrStdout(), cmd.ErrOrStderr())
+			})
 		},
 	}
 	addDBFlag(cmd, &dbPath)

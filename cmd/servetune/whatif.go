@@ -24,8 +24,6 @@ import (
 	"github.com/servetune/servetune/tuner/whatif"
 )
 
-func init() { subcommands = append(subcommands, newWhatifCmd) }
-
 type whatifFlags struct {
 	bench                     benchFlags
 	spec                      string

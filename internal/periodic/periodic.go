@@ -1,7 +1,7 @@
 // Package periodic is the loop that does something at a fixed interval
 // until its context ends, shared by the benchmark's GPU sampler and
-// /metrics scraper, the replay's autoscaler and progress lines, and the
-// resource lines of selfstats.
+// /metrics scraper, the replay's autoscaler and progress lines, the
+// resource lines of selfstats, and a study's lease heartbeat (store).
 //
 //	l := periodic.Start(ctx, time.Second, func(ctx context.Context) { read(ctx) })
 //	defer l.Stop()

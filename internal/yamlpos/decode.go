@@ -207,3 +207,34 @@ func (d *Decoder) Strings(n *yaml.Node, field string) []string {
 	}
 	return out
 }
+
+// GPUs reads a list of GPU indices, none listed twice (a launcher's
+// gpus).
+func (d *Decoder) GPUs(n *yaml.Node, field string) []int {
+	var ids []int
+	seen := map[int]bool{}
+	for _, g := range d.Seq(n, field) {
+		id := d.Int(g, field, 0)
+		if !d.Failed() && seen[id] {
+			d.Fail(g, field, "GPU %d listed twice", id)
+		}
+		seen[id] = true
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// EnvNames reads a list of environment variable names (a launcher's env):
+// names only, as a value would land in the stored spec; the values are
+// read from the environment.
+func (d *Decoder) EnvNames(n *yaml.Node, field string) []string {
+	var names []string
+	for _, e := range d.Seq(n, field) {
+		name := d.Str(e, field)
+		if !d.Failed() && (strings.Contains(name, "=") || name == "") {
+			d.Fail(e, field, "%q: list variable names only; values are read from the environment", name)
+		}
+		names = append(names, name)
+	}
+	return names
+}

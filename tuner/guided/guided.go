@@ -15,6 +15,7 @@ import (
 	"github.com/servetune/servetune/internal/load/measure"
 	"github.com/servetune/servetune/internal/model/calibrate"
 	"github.com/servetune/servetune/internal/model/sim"
+	"github.com/servetune/servetune/internal/parallel"
 	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/launcher/simulated"
 	"github.com/servetune/servetune/space"
@@ -324,33 +325,20 @@ func (g *guide) add(sets []space.Settings) []*cand {
 // forecast runs cs under the current constants, in parallel, and tells
 // progress (while the first forecast runs) each one done.
 func (g *guide) forecast(cs []*cand) {
-	jobs := make(chan *cand)
-	var wg sync.WaitGroup
 	if g.progress != nil {
 		g.total += len(cs)
 		g.progress(g.done, g.total)
 	}
-	for range max(runtime.GOMAXPROCS(0), 1) {
-		wg.Go(func() {
-			for c := range jobs {
-				if !c.critDone {
-					c.crit, c.critDone = g.f.critical(c.set), true
-				}
-				c.fc = g.f.run(g.ctx, c.set, g.c, c.crit)
-				c.never = c.fc.Failure == string(engine.FailInfeasible)
-				c.fv = g.views(c.fc.pts)
-				g.forecastDone()
-			}
-		})
-	}
-	for _, c := range cs {
-		if g.ctx.Err() != nil {
-			break
+	parallel.Each(g.ctx, len(cs), runtime.GOMAXPROCS(0), func(i int) {
+		c := cs[i]
+		if !c.critDone {
+			c.crit, c.critDone = g.f.critical(c.set), true
 		}
-		jobs <- c
-	}
-	close(jobs)
-	wg.Wait()
+		c.fc = g.f.run(g.ctx, c.set, g.c, c.crit)
+		c.never = c.fc.Failure == string(engine.FailInfeasible)
+		c.fv = g.views(c.fc.pts)
+		g.forecastDone()
+	})
 }
 
 // forecastDone counts one configuration forecast and tells progress,

@@ -15,9 +15,27 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/servetune/servetune/launcher/simulated"
 	"github.com/servetune/servetune/space"
+	"github.com/servetune/servetune/tuner"
 	"github.com/servetune/servetune/tuner/sampler"
+	"github.com/servetune/servetune/tuner/spec"
 )
+
+// ParseVirtualSpec parses the study spec at path for a benchmark, named
+// bench in its errors, whose trials run in virtual time: the spec's
+// launcher must be of kind virtual.
+func ParseVirtualSpec(path, bench string) (*spec.Spec, *simulated.Virtual, error) {
+	study, l, err := tuner.ParseSpecFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	v, ok := l.(*simulated.Virtual)
+	if !ok {
+		return nil, nil, fmt.Errorf("%s: the %s benchmark needs launcher kind virtual, not %s", path, bench, study.Launcher.Kind)
+	}
+	return study, v, nil
+}
 
 // ObjectiveFunc scores one configuration: higher is better; failed means
 // the configuration does not run (out of memory, infeasible).

@@ -451,28 +451,13 @@ func (p *specParser) launcher(n *yaml.Node, spec *Spec) LauncherSpec {
 		l.Kind = p.Str(x, "launcher.kind")
 	}
 	if x := f["gpus"]; x != nil {
-		seen := map[int]bool{}
-		for _, g := range p.Seq(x, "launcher.gpus") {
-			id := p.Int(g, "launcher.gpus", 0)
-			if !p.Failed() && seen[id] {
-				p.Fail(g, "launcher.gpus", "GPU %d listed twice", id)
-			}
-			seen[id] = true
-			l.GPUs = append(l.GPUs, id)
-		}
+		l.GPUs = p.GPUs(x, "launcher.gpus")
 	}
 	if x := f["ready_timeout"]; x != nil {
 		l.ReadyTimeout = p.Duration(x, "launcher.ready_timeout")
 	}
 	if x := f["env"]; x != nil {
-		for _, e := range p.Seq(x, "launcher.env") {
-			name := p.Str(e, "launcher.env")
-			if !p.Failed() && (strings.Contains(name, "=") || name == "") {
-				// Values would land in the stored spec: only names are allowed.
-				p.Fail(e, "launcher.env", "%q: list variable names only; values are read from the environment", name)
-			}
-			l.Env = append(l.Env, name)
-		}
+		l.Env = p.EnvNames(x, "launcher.env")
 	}
 	if x := f["image"]; x != nil && l.Kind == "docker" && x.Kind == yaml.ScalarNode {
 		l.Image = x.Value

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/servetune/servetune/internal/load/measure"
 	"github.com/servetune/servetune/internal/load/openai"
+	"github.com/servetune/servetune/internal/parallel"
 )
 
 // tokenizeProbes is how many prompts are sent to /tokenize to fit the
@@ -23,12 +23,10 @@ const tokenizeProbes = 4
 // ok is false when the server has no usable /tokenize.
 func countTokens(ctx context.Context, hc *http.Client, t openai.Target, prompt string) (n int, ok bool) {
 	body, _ := json.Marshal(map[string]string{"model": t.Model, "prompt": prompt})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.URL("/tokenize"), bytes.NewReader(body))
+	req, err := t.Post(ctx, "/tokenize", body)
 	if err != nil {
 		return 0, false
 	}
-	req.Header.Set("Content-Type", "application/json")
-	t.Header(req.Header)
 	resp, err := hc.Do(req)
 	if err != nil {
 		return 0, false
@@ -130,34 +128,19 @@ func prefixWords(r *measure.Request) int {
 // got a server count, exact how many hit their target.
 func exactAlign(ctx context.Context, hc *http.Client, t openai.Target, reqs []measure.Request, idx []int, seed uint64) (exact, counted int) {
 	var mu sync.Mutex
-	work := make(chan int)
-	var wg sync.WaitGroup
-	for range min(alignWorkers, len(idx)) {
-		wg.Go(func() {
-			for i := range work {
-				hit, ok := alignOne(ctx, hc, t, &reqs[i], rand.New(rand.NewPCG(seed, uint64(i))))
-				if !ok {
-					continue
-				}
-				mu.Lock()
-				counted++
-				if hit {
-					exact++
-				}
-				mu.Unlock()
-			}
-		})
-	}
-feed:
-	for _, i := range idx {
-		select {
-		case work <- i:
-		case <-ctx.Done():
-			break feed
+	parallel.Each(ctx, len(idx), alignWorkers, func(k int) {
+		i := idx[k]
+		hit, ok := alignOne(ctx, hc, t, &reqs[i], rand.New(rand.NewPCG(seed, uint64(i))))
+		if !ok {
+			return
 		}
-	}
-	close(work)
-	wg.Wait()
+		mu.Lock()
+		counted++
+		if hit {
+			exact++
+		}
+		mu.Unlock()
+	})
 	return exact, counted
 }
 

@@ -29,11 +29,10 @@ func ResetPrefixCache(ctx context.Context, t openai.Target) (how string, ok bool
 	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	var why []string
 	for _, r := range cacheResets {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.URL(r.path), nil)
+		req, err := t.Post(ctx, r.path, nil)
 		if err != nil {
 			return "not offered: " + err.Error(), false
 		}
-		t.Header(req.Header)
 		resp, err := hc.Do(req)
 		if err != nil {
 			why = append(why, fmt.Sprintf("POST %s: %v", r.path, transportErr(err)))

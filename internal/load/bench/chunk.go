@@ -31,13 +31,9 @@ func parseChunk(data []byte) (chunkInfo, error) {
 	err := s.object(func(key []byte) error {
 		switch string(key) {
 		case "servetune_engine_us":
-			n, err := s.int()
-			ci.engineUS = n
-			return err
+			return s.intTo(&ci.engineUS)
 		case "servetune_lag_us":
-			n, err := s.int()
-			ci.lagUS = n
-			return err
+			return s.intTo(&ci.lagUS)
 		case "choices":
 			if s.peek() != '[' {
 				return s.skip()
@@ -57,13 +53,9 @@ func parseChunk(data []byte) (chunkInfo, error) {
 			return s.object(func(k []byte) error {
 				switch string(k) {
 				case "prompt_tokens":
-					n, err := s.int()
-					ci.promptTokens = n
-					return err
+					return s.intTo(&ci.promptTokens)
 				case "completion_tokens":
-					n, err := s.int()
-					ci.completionTokens = n
-					return err
+					return s.intTo(&ci.completionTokens)
 				}
 				return s.skip()
 			})
@@ -186,19 +178,7 @@ func (s *jscan) isNull() bool {
 // object walks {"k": v, ...}, calling field with each key positioned at its
 // value; field must consume the value.
 func (s *jscan) object(field func(key []byte) error) error {
-	if s.peek() != '{' {
-		return s.errf("want object")
-	}
-	if s.depth++; s.depth > maxJSONDepth {
-		return s.errf("too deep")
-	}
-	s.i++
-	if s.peek() == '}' {
-		s.i++
-		s.depth--
-		return nil
-	}
-	for {
+	return s.members('{', '}', "object", func() error {
 		if s.peek() != '"' {
 			return s.errf("want key")
 		}
@@ -211,50 +191,47 @@ func (s *jscan) object(field func(key []byte) error) error {
 		}
 		s.i++
 		s.ws()
-		if err := field(key); err != nil {
-			return err
-		}
-		switch s.peek() {
-		case ',':
-			s.i++
-		case '}':
-			s.i++
-			s.depth--
-			return nil
-		default:
-			return s.errf("want ',' or '}'")
-		}
-	}
+		return field(key)
+	})
 }
 
 // array walks [v, ...], calling elem positioned at each value.
 func (s *jscan) array(elem func() error) error {
-	if s.peek() != '[' {
-		return s.errf("want array")
+	return s.members('[', ']', "array", func() error {
+		s.ws()
+		return elem()
+	})
+}
+
+// members walks a container, what, from open to end, calling member for
+// each of its comma-separated members; member must consume it. Nesting
+// is bounded by maxJSONDepth.
+func (s *jscan) members(open, end byte, what string, member func() error) error {
+	if s.peek() != open {
+		return s.errf("want " + what)
 	}
 	if s.depth++; s.depth > maxJSONDepth {
 		return s.errf("too deep")
 	}
 	s.i++
-	if s.peek() == ']' {
+	if s.peek() == end {
 		s.i++
 		s.depth--
 		return nil
 	}
 	for {
-		s.ws()
-		if err := elem(); err != nil {
+		if err := member(); err != nil {
 			return err
 		}
 		switch s.peek() {
 		case ',':
 			s.i++
-		case ']':
+		case end:
 			s.i++
 			s.depth--
 			return nil
 		default:
-			return s.errf("want ',' or ']'")
+			return s.errf("want ',' or '" + string(end) + "'")
 		}
 	}
 }
@@ -305,6 +282,13 @@ func (s *jscan) str() ([]byte, error) {
 
 func isHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// intTo consumes a JSON number into *v (int).
+func (s *jscan) intTo(v *int) error {
+	n, err := s.int()
+	*v = n
+	return err
 }
 
 // int consumes a JSON number and returns its integer part (token counts are

@@ -386,13 +386,8 @@ func (c *client) turnBody(history []chatMessage, maxTokens int) ([]byte, error) 
 // session. Records come back in request order, one per turn sent.
 func (h *httpTransport) converse(ctx context.Context, p measure.Phase, sessions []convSession, reqs []measure.Request, scale float64) ([]measure.Record, time.Time) {
 	start := time.Now()
-	var sem chan time.Time
-	if p.MaxConcurrency > 0 {
-		sem = make(chan time.Time, p.MaxConcurrency)
-		for range p.MaxConcurrency {
-			sem <- start
-		}
-	}
+	pace := newPacer(p, start)
+	defer pace.stop()
 	h.stopped = ""
 	// This machine out of file descriptors stops the level, as it stops
 	// any other (collect): no more sessions start, those in flight end.
@@ -425,24 +420,16 @@ func (h *httpTransport) converse(ctx context.Context, p measure.Phase, sessions 
 			p.Progress(count, len(reqs))
 		}
 	}
-	next := p.Next
-	if next == nil {
-		next = func() time.Duration { return 0 }
-	}
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
 	var wg sync.WaitGroup
 	for _, sess := range sessions {
-		sched := next()
-		ready, ok := admit(ctx, timer, start, sched, sem)
+		sched := pace.next()
+		ready, ok := pace.admit(ctx, sched)
 		if !ok {
 			break
 		}
 		wg.Go(func() {
 			h.session(ctx, p, sess, reqs, scale, start, sched, ready, live, finish)
-			if sem != nil {
-				sem <- time.Now()
-			}
+			pace.free()
 		})
 	}
 	wg.Wait()

@@ -80,17 +80,9 @@ var testHookBeforeSend func()
 // delays the schedule; with a concurrency cap it also waits for a free
 // slot. Each body is encoded while the dispatcher waits, not at send time.
 func (h *httpTransport) Send(ctx context.Context, p measure.Phase) ([]measure.Record, time.Time) {
-	// A slot token carries the instant it freed, so that each request's
-	// send lateness counts from when it could go (closed loop: the end of
-	// the response before it), not from its place in the schedule.
-	var sem chan time.Time
 	start := time.Now()
-	if p.MaxConcurrency > 0 {
-		sem = make(chan time.Time, p.MaxConcurrency)
-		for range p.MaxConcurrency {
-			sem <- start
-		}
-	}
+	pace := newPacer(p, start)
+	defer pace.stop()
 	// dctx ends the sending phase; requests in flight keep ctx.
 	dctx := ctx
 	if p.Duration > 0 {
@@ -117,21 +109,15 @@ func (h *httpTransport) Send(ctx context.Context, p measure.Phase) ([]measure.Re
 		done = h.collect(results, p, func() { stopSending(); stopAll() })
 	})
 
-	next := p.Next
-	if next == nil {
-		next = func() time.Duration { return 0 }
-	}
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
 	var inflight sync.WaitGroup
 	for i := 0; (p.Duration > 0 && p.Count == 0) || i < p.Count; i++ {
-		sched := next()
+		sched := pace.next()
 		if p.Duration > 0 && sched >= p.Duration {
 			break
 		}
 		req := p.Request(i)
 		body, bodyErr := h.c.body(req)
-		ready, ok := admit(dctx, timer, start, sched, sem)
+		ready, ok := pace.admit(dctx, sched)
 		if !ok {
 			break
 		}
@@ -144,9 +130,7 @@ func (h *httpTransport) Send(ctx context.Context, p measure.Phase) ([]measure.Re
 			h.c.send(ctx, req, body, bodyErr, start, p.Timeout, &rec)
 			live.remove(i)
 			rec.Warmup = p.Warmup
-			if sem != nil {
-				sem <- time.Now()
-			}
+			pace.free()
 			results <- sent{seq: i, rec: rec, late: max(rec.Send-ready, 0)}
 		})
 	}
@@ -258,26 +242,63 @@ func (f *inflight) watch(waiting func(int, time.Duration)) (stop func()) {
 // median 37 ms at 1.5 ms, 14 ms at 300 µs; median lateness 0.46 and 0.34 ms).
 const spinWindow = 300 * time.Microsecond
 
-// sleepUntil waits for t or ctx's end; false when ctx ended first.
-// admit waits until sched after start and then, under a concurrency cap
-// (sem non-nil), for a slot; ready is when the request could go (the later
-// of the two, from start), which send lateness is measured against. false
-// when ctx ends first.
-func admit(ctx context.Context, timer *time.Timer, start time.Time, sched time.Duration, sem chan time.Time) (ready time.Duration, ok bool) {
-	if !sleepUntil(ctx, timer, start.Add(sched)) {
+// pacer holds a phase's requests (or a conversation's sessions) to its
+// schedule: each goes at its intended offset from start (Phase.Next; all
+// at once without it) and, under a concurrency cap (Phase.MaxConcurrency),
+// once a slot is free. A slot carries the instant it freed, so that each
+// request's send lateness counts from when it could go (closed loop: the
+// end of the response before it), not from its place in the schedule.
+type pacer struct {
+	start time.Time
+	next  func() time.Duration // the next intended offset
+	slots chan time.Time       // nil without a cap
+	timer *time.Timer
+}
+
+func newPacer(p measure.Phase, start time.Time) *pacer {
+	pc := &pacer{start: start, next: p.Next, timer: time.NewTimer(time.Hour)}
+	if pc.next == nil {
+		pc.next = func() time.Duration { return 0 }
+	}
+	if p.MaxConcurrency > 0 {
+		pc.slots = make(chan time.Time, p.MaxConcurrency)
+		for range p.MaxConcurrency {
+			pc.slots <- start
+		}
+	}
+	return pc
+}
+
+// stop releases the pacer's timer.
+func (pc *pacer) stop() { pc.timer.Stop() }
+
+// admit waits until sched after start and then, under a concurrency cap,
+// for a slot; ready is when the request could go (the later of the two,
+// from start), which send lateness is measured against. false when ctx
+// ends first.
+func (pc *pacer) admit(ctx context.Context, sched time.Duration) (ready time.Duration, ok bool) {
+	if !sleepUntil(ctx, pc.timer, pc.start.Add(sched)) {
 		return 0, false
 	}
 	ready = sched
-	if sem != nil {
+	if pc.slots != nil {
 		select {
-		case freed := <-sem:
-			ready = max(ready, freed.Sub(start))
+		case freed := <-pc.slots:
+			ready = max(ready, freed.Sub(pc.start))
 		case <-ctx.Done():
 		}
 	}
 	return ready, ctx.Err() == nil
 }
 
+// free frees the slot of a request that ended, now.
+func (pc *pacer) free() {
+	if pc.slots != nil {
+		pc.slots <- time.Now()
+	}
+}
+
+// sleepUntil waits for t or ctx's end; false when ctx ended first.
 func sleepUntil(ctx context.Context, timer *time.Timer, t time.Time) bool {
 	if d := time.Until(t) - spinWindow; d > 0 {
 		timer.Reset(d)

@@ -2,12 +2,15 @@
 // request goes to: its base URL, model, endpoint kind, extra headers and
 // API key (never shown: String and GoString redact it). The benchmark
 // client (internal/load/bench) and the quality gate (internal/load/quality)
-// both send to a Target.
+// both send to a Target, their JSON POSTs made by one constructor (Post).
 package openai
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -81,6 +84,24 @@ func (t Target) Header(h http.Header) {
 	if t.APIKey != "" {
 		h.Set("Authorization", "Bearer "+t.APIKey)
 	}
+}
+
+// Post is a POST of body, JSON, to path on t's server with t's headers
+// (Header); a nil body sends none.
+func (t Target) Post(ctx context.Context, path string, body []byte) (*http.Request, error) {
+	var r io.Reader
+	if body != nil {
+		r = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.URL(path), r)
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	t.Header(req.Header)
+	return req, nil
 }
 
 // Scrub replaces in a message that came from the server or the transport

@@ -1,7 +1,6 @@
 package quality
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/servetune/servetune/internal/load/openai"
+	"github.com/servetune/servetune/internal/parallel"
 	"github.com/servetune/servetune/internal/serving/engine"
 )
 
@@ -70,36 +70,20 @@ func Run(ctx context.Context, t openai.Target, tasks []Task, o Options) (Result,
 		err       error
 	}
 	answers := make([]answer, len(tasks))
-	jobs := make(chan int)
 	var (
-		wg   sync.WaitGroup
 		mu   sync.Mutex
 		done int
 	)
-	for range min(o.Concurrency, max(len(tasks), 1)) {
-		wg.Go(func() {
-			for i := range jobs {
-				text, sim, err := ask(ctx, hc, t, tasks[i].Prompt, o)
-				answers[i] = answer{text, sim, err}
-				if o.Progress != nil {
-					mu.Lock()
-					done++
-					o.Progress(done, len(tasks))
-					mu.Unlock()
-				}
-			}
-		})
-	}
-feed:
-	for i := range tasks {
-		select {
-		case jobs <- i:
-		case <-ctx.Done():
-			break feed
+	parallel.Each(ctx, len(tasks), o.Concurrency, func(i int) {
+		text, sim, err := ask(ctx, hc, t, tasks[i].Prompt, o)
+		answers[i] = answer{text, sim, err}
+		if o.Progress != nil {
+			mu.Lock()
+			done++
+			o.Progress(done, len(tasks))
+			mu.Unlock()
 		}
-	}
-	close(jobs)
-	wg.Wait()
+	})
 	if err := ctx.Err(); err != nil {
 		return res, err
 	}
@@ -160,12 +144,10 @@ func ask(ctx context.Context, hc *http.Client, t openai.Target, prompt string, o
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.URL(path), bytes.NewReader(b))
+	req, err := t.Post(ctx, path, b)
 	if err != nil {
 		return "", false, err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	t.Header(req.Header)
 	resp, err := hc.Do(req)
 	if err != nil {
 		// The URL carries no secret; the key is a header, never echoed.

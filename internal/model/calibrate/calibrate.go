@@ -16,6 +16,7 @@ import (
 	"github.com/servetune/servetune/internal/load/bench"
 	"github.com/servetune/servetune/internal/load/measure"
 	"github.com/servetune/servetune/internal/model/sim"
+	"github.com/servetune/servetune/internal/parallel"
 )
 
 // Level is one measured load level: the benchmark that was run (its
@@ -200,32 +201,23 @@ func (f *fitter) points() []point {
 // level summaries (nil for a run the simulator cannot start).
 func (f *fitter) simulate(c sim.Constants) [][]measure.Summary {
 	out := make([][]measure.Summary, len(f.runs))
-	jobs := make(chan int)
-	var wg sync.WaitGroup
-	for range f.workers {
-		wg.Go(func() {
-			for i := range jobs {
-				s, err := Simulate(f.ctx, f.runs[i], c)
-				if err != nil {
-					var se *sim.StartupError
-					if !errors.As(err, &se) {
-						f.mu.Lock()
-						if f.err == nil {
-							f.err = err
-						}
-						f.mu.Unlock()
-					}
-					continue
+	// Every run is handed out whatever f.ctx says: a cancelled one fails
+	// in Simulate, and f.err says so.
+	parallel.Each(context.Background(), len(f.runs), f.workers, func(i int) {
+		s, err := Simulate(f.ctx, f.runs[i], c)
+		if err != nil {
+			var se *sim.StartupError
+			if !errors.As(err, &se) {
+				f.mu.Lock()
+				if f.err == nil {
+					f.err = err
 				}
-				out[i] = s
+				f.mu.Unlock()
 			}
-		})
-	}
-	for i := range f.runs {
-		jobs <- i
-	}
-	close(jobs)
-	wg.Wait()
+			return
+		}
+		out[i] = s
+	})
 	f.evals++
 	return out
 }

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"container/heap"
 	"math"
 	"time"
 
@@ -21,45 +20,18 @@ import (
 // the token ids of the same history are on sim serve (core.pageHash).
 type convFeed struct {
 	sessions  []measure.Session
-	started   int           // sessions started
-	open      int           // sessions started and not ended
-	nextStart time.Duration // the intended start of session started
-	history   []int         // each session's tokens so far: prompts and answers
-	due       dueTurns      // turns waiting for their think time to pass
-	made      uint64
-	picked    turnRef   // the turn the last pick chose
-	ofRec     []turnRef // each record's turn, by record id
+	started   int               // sessions started
+	open      int               // sessions started and not ended
+	nextStart time.Duration     // the intended start of session started
+	history   []int             // each session's tokens so far: prompts and answers
+	due       timeline[turnRef] // turns waiting for their think time to pass
+	picked    turnRef           // the turn the last pick chose
+	ofRec     []turnRef         // each record's turn, by record id
 	halted    bool
 }
 
 // turnRef is turn k of session s.
 type turnRef struct{ s, k int }
-
-// dueTurn is a session's next turn, due at t (n breaks ties in the order
-// they were made).
-type dueTurn struct {
-	t float64
-	n uint64
-	turnRef
-}
-
-type dueTurns []dueTurn
-
-func (h dueTurns) Len() int { return len(h) }
-func (h dueTurns) Less(i, j int) bool {
-	if h[i].t != h[j].t {
-		return h[i].t < h[j].t
-	}
-	return h[i].n < h[j].n
-}
-func (h dueTurns) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *dueTurns) Push(x any)   { *h = append(*h, x.(dueTurn)) }
-func (h *dueTurns) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
-}
 
 // wholeSequence is a turn's PrefixTokens: every token of it, prompt and
 // answer, is its session's.
@@ -87,9 +59,7 @@ func (c *convFeed) arrivalAt(f *phaseFeed, now float64) float64 {
 	if c.started < len(c.sessions) && (f.p.MaxConcurrency == 0 || c.open < f.p.MaxConcurrency) {
 		t = math.Max(f.base+c.nextStart.Seconds(), now)
 	}
-	if len(c.due) > 0 {
-		t = math.Min(t, math.Max(c.due[0].t, now))
-	}
+	t = math.Min(t, math.Max(c.due.next(), now))
 	return t
 }
 
@@ -98,9 +68,10 @@ func (c *convFeed) arrivalAt(f *phaseFeed, now float64) float64 {
 func (c *convFeed) pick(f *phaseFeed, now float64) {
 	var ref turnRef
 	var sched time.Duration
-	if len(c.due) > 0 && c.due[0].t <= now {
-		d := heap.Pop(&c.due).(dueTurn)
-		ref, sched = d.turnRef, f.offset(d.t)
+	if c.due.next() <= now {
+		var t float64
+		t, ref = c.due.pop()
+		sched = f.offset(t)
 	} else {
 		ref, sched = turnRef{s: c.started}, c.nextStart
 		c.started++
@@ -145,6 +116,5 @@ func (c *convFeed) ended(id int, now float64, prompt, generated int, ok bool) {
 	if next < len(sess.Think) {
 		think = sess.Think[next].Seconds()
 	}
-	c.made++
-	heap.Push(&c.due, dueTurn{t: now + think, n: c.made, turnRef: turnRef{s: ref.s, k: next}})
+	c.due.push(now+think, turnRef{s: ref.s, k: next})
 }

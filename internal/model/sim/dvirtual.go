@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"container/heap"
 	"context"
 	"fmt"
 	"math"
@@ -141,32 +140,12 @@ func (v *DisaggVirtual) LengthsOnly() bool { return true }
 // Converses: Send runs a conversation's sessions closed loop (Virtual.Converses).
 func (v *DisaggVirtual) Converses() bool { return true }
 
-// dEvent is a request reaching an engine at t: its prefill (after the
+// dEvent is a request reaching an engine: its prefill (after the
 // prefill server's front end) or its decode (after the decode server's
 // front end and the KV's transfer).
 type dEvent struct {
-	t      float64
-	n      uint64 // tie-break: the order events were made
 	id     int
 	decode bool
-}
-
-type dEvents []dEvent
-
-func (h dEvents) Len() int { return len(h) }
-func (h dEvents) Less(i, j int) bool {
-	if h[i].t != h[j].t {
-		return h[i].t < h[j].t
-	}
-	return h[i].n < h[j].n
-}
-func (h dEvents) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *dEvents) Push(x any)   { *h = append(*h, x.(dEvent)) }
-func (h *dEvents) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
 }
 
 // dRequest is one request's two sequences and where each runs.
@@ -183,114 +162,76 @@ type dRequest struct {
 func (v *DisaggVirtual) Send(ctx context.Context, p measure.Phase) ([]measure.Record, time.Time) {
 	wall := time.Now()
 	r := dRun{v: v, phaseFeed: newPhaseFeed(p, v.now)}
-	r.run(ctx)
-	if p.Progress != nil && len(r.recs) > 0 {
-		p.Progress(len(r.recs), p.Total())
-	}
-	return r.recs, wall
+	r.chunks = true // every chunk's time, whatever p.LatenciesOnly says
+	runPhase(ctx, &r.phaseFeed, &r)
+	return r.done(), wall
 }
 
-// dRun is one phase of a deployment on the virtual clock.
+// dRun is one phase of a deployment on the virtual clock: its engines'
+// side (phaseEngine).
 type dRun struct {
 	phaseFeed
-	v        *DisaggVirtual
-	recs     []measure.Record
-	reqs     []*dRequest
-	events   dEvents
-	made     uint64
-	inflight int
+	v      *DisaggVirtual
+	reqs   []*dRequest
+	events timeline[dEvent]
+	// stepRep and stepCore are the replica and rank whose step ends
+	// first (due).
+	stepRep  *replica
+	stepCore int
 }
 
 func (r *dRun) push(t float64, id int, decode bool) {
-	r.made++
-	heap.Push(&r.events, dEvent{t: t, n: r.made, id: id, decode: decode})
+	r.events.push(t, dEvent{id: id, decode: decode})
 }
 
-// nextStep is the replica and rank whose step ends first.
-func (r *dRun) nextStep() (*replica, int, float64) {
-	var best *replica
-	k, t := -1, math.Inf(1)
+func (r *dRun) clock() float64 { return r.v.now }
+
+func (r *dRun) advance(t float64) { r.v.now = t }
+
+func (r *dRun) due() (enter, step float64) {
+	r.stepRep, r.stepCore, step = nil, -1, math.Inf(1)
 	for _, side := range [][]*replica{r.v.pre, r.v.dec} {
 		for _, rep := range side {
 			for i := range rep.cores {
-				if rep.busy[i] && rep.ends[i] < t {
-					best, k, t = rep, i, rep.ends[i]
+				if rep.busy[i] && rep.ends[i] < step {
+					r.stepRep, r.stepCore, step = rep, i, rep.ends[i]
 				}
 			}
 		}
 	}
-	return best, k, t
+	return r.events.next(), step
 }
 
-func (r *dRun) run(ctx context.Context) {
-	v := r.v
-	r.draw()
-	for n := 0; ; n++ {
-		if n%64 == 0 && ctx.Err() != nil {
-			r.abortUnfinished(measure.ErrCancelled, "the run was cancelled")
-			return
-		}
-		tArr := r.arrivalAt(v.now, r.inflight)
-		rep, k, tStep := r.nextStep()
-		tEv := math.Inf(1)
-		if len(r.events) > 0 {
-			tEv = r.events[0].t
-		}
-		switch {
-		case tEv <= tArr && tEv <= tStep && !math.IsInf(tEv, 1):
-			v.now = tEv
-			e := heap.Pop(&r.events).(dEvent)
-			r.enter(e)
-		case tArr <= tStep && !math.IsInf(tArr, 1):
-			if ctx.Err() != nil {
-				r.halt()
-				continue
-			}
-			v.now = tArr
-			r.pick(v.now)
-			r.arrive()
-			r.sent++
-			r.draw()
-		case k >= 0:
-			v.now = tStep
-			emit := r.emitDecode
-			if rep.prefill {
-				emit = r.emitPrefill
-			}
-			rep.cores[k].commit(v.now, emit)
-			r.start(rep, k)
-		default:
-			r.abortUnfinished(measure.ErrTimeout, errStalled)
-			return
-		}
-	}
+func (r *dRun) enterNext() {
+	_, e := r.events.pop()
+	r.enter(e)
 }
+
+// stepEnd ends the step due (due): a prefill engine's or a decode
+// engine's.
+func (r *dRun) stepEnd() {
+	rep, k := r.stepRep, r.stepCore
+	emit := r.emitDecode
+	if rep.prefill {
+		emit = r.emitPrefill
+	}
+	rep.cores[k].commit(r.v.now, emit)
+	r.start(rep, k)
+}
+
+func (r *dRun) observe()     {}
+func (r *dRun) gaveUp() bool { return false }
 
 // arrive sends the drawn request: it reaches a prefill engine, chosen
 // round-robin, after that server's front end.
 func (r *dRun) arrive() {
 	v, q := r.v, r.next
-	rec := measure.Record{Index: q.Index, Warmup: r.p.Warmup, Sched: r.nextSched, Send: r.offset(v.now)}
-	prompt := q.PromptTokens
-	if prompt <= 0 {
-		prompt = CountTokens(q.Prompt)
-	}
-	rec.PromptTokens = prompt
 	maxLen := min(v.d.Prefill.MaxModelLen, v.d.Decode.MaxModelLen)
-	maxOut, msg := admitLength(v.d.Prefill.Engine, maxLen, prompt, q.MaxTokens)
-	id := len(r.recs)
-	r.tie(id)
-	if msg != "" {
-		rec.Status, rec.Error, rec.ErrorMsg = 400, measure.ErrHTTP4xx, msg
-		rec.End = rec.Send
-		r.recs = append(r.recs, rec)
+	id, prompt, maxOut, ok := r.send(v.now, v.d.Prefill.Engine, maxLen)
+	if !ok {
 		r.reqs = append(r.reqs, nil)
-		r.ended(id, v.now, prompt, 0, false)
 		return
 	}
-	rec.Status = 200
-	rec.Chunks = make([]measure.Chunk, 0, maxOut)
-	r.recs = append(r.recs, rec)
 	pre := &seq{id: id, prompt: prompt, maxOut: 1, prefixID: -1, filters: v.d.Prefill.DefaultSampling().Filters()}
 	dec := &seq{id: id, prompt: prompt, maxOut: maxOut, prefixID: -1, remote: prompt - 1, filters: v.d.Decode.DefaultSampling().Filters()}
 	if v.d.DecodeNoConnector {
@@ -302,7 +243,6 @@ func (r *dRun) arrive() {
 	req.preRep = v.pre[v.nextP%len(v.pre)]
 	v.nextP++
 	r.reqs = append(r.reqs, req)
-	r.inflight++
 	r.push(v.now+req.preRep.cfg.Constants.FrontendOverheadMs/1e3, id, false)
 }
 
@@ -365,21 +305,8 @@ func (r *dRun) emitPrefill(s *seq, last bool) {
 func (r *dRun) emitDecode(s *seq, last bool) {
 	if last {
 		r.reqs[s.id].phase = 4
-		r.inflight--
-		defer r.ended(s.id, r.v.now, s.prompt, s.generated, true)
 	}
-	rec := &r.recs[s.id]
-	n := s.generated - rec.OutputTokens
-	if !r.v.d.Decode.sends(n, rec.OutputTokens, last) {
-		return
-	}
-	at := r.offset(r.v.now)
-	if rec.OutputTokens == 0 {
-		rec.First = at
-	}
-	rec.Last, rec.End = at, at
-	rec.OutputTokens = s.generated
-	rec.Chunks = append(rec.Chunks, measure.Chunk{At: at, Tokens: n})
+	r.emit(&r.v.d.Decode, s, r.v.now, last)
 }
 
 // abortUnfinished fails every unfinished request and takes it off its
@@ -395,9 +322,7 @@ func (r *dRun) abortUnfinished(class measure.ErrorClass, msg string) {
 		case 3:
 			req.decRep.cores[req.decCore].abort(req.dec)
 		}
-		rec := &r.recs[i]
-		rec.End = r.offset(r.v.now)
-		rec.Fail(class, msg)
+		r.fail(i, r.v.now, class, msg)
 	}
-	r.events = r.events[:0]
+	r.events.clear()
 }

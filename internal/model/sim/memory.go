@@ -64,6 +64,16 @@ type MemoryEstimate struct {
 	MaxConcurrency   float64 `json:"max_concurrency"` // requests of max_model_len tokens that fit at once
 }
 
+// startup readies c for an engine to start (NewServer, NewVirtual): its
+// defaults filled in and checked (Normalize), then its memory accounted
+// (Estimate).
+func (c *Config) startup() (MemoryEstimate, error) {
+	if err := c.Normalize(); err != nil {
+		return MemoryEstimate{}, err
+	}
+	return Estimate(*c)
+}
+
 // Estimate computes the start-up memory accounting of cfg on one GPU of its
 // TP group. When the config does not fit, the error is a *StartupError with
 // the engine's own message (errors.Is(err, ErrOOM)); the estimate returned

@@ -59,7 +59,7 @@ type Server struct {
 	est      MemoryEstimate
 	in       chan *stream
 	aborts   chan *stream
-	resets   chan chan struct{} // prefix-cache resets, answered when done
+	resets   chan chan struct{} // prefix-cache resets, answered when done; buffered, so that loop.intake sees those waiting
 	done     chan struct{}      // closed when Run returns
 	frontend time.Duration      // the front end's share of a request (real time)
 	ready    atomic.Bool
@@ -82,10 +82,7 @@ type Server struct {
 // with the engine's message when it does not) and returns a server that is
 // not ready until Run has spent the simulated load time.
 func NewServer(cfg Config) (*Server, error) {
-	if err := cfg.Normalize(); err != nil {
-		return nil, err
-	}
-	est, err := Estimate(cfg)
+	est, err := cfg.startup()
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +90,7 @@ func NewServer(cfg Config) (*Server, error) {
 		cfg: cfg, est: est,
 		in:      make(chan *stream, 4096),
 		aborts:  make(chan *stream, 4096),
-		resets:  make(chan chan struct{}),
+		resets:  make(chan chan struct{}, 64),
 		done:    make(chan struct{}),
 		loaded:  make(chan struct{}),
 		created: time.Now().Unix(),
@@ -285,15 +282,8 @@ func (l *loop) run(ctx context.Context) {
 		}
 		if next < 0 {
 			l.s.publish(l.cores)
-			select {
-			case <-ctx.Done():
+			if done, _ := l.receive(ctx.Done(), nil, l.s.resets); done {
 				return
-			case st := <-l.s.in:
-				l.admit(st)
-			case st := <-l.s.aborts:
-				l.abort(st)
-			case done := <-l.s.resets:
-				l.resetPrefixCache(done)
 			}
 			continue
 		}
@@ -307,20 +297,32 @@ func (l *loop) run(ctx context.Context) {
 	}
 }
 
-// intake takes everything that arrived, without blocking.
+// intake takes everything that arrived, without blocking: the loop is
+// the channels' one receiver, so each message waiting is there to take.
 func (l *loop) intake() {
-	for {
-		select {
-		case st := <-l.s.in:
-			l.admit(st)
-		case st := <-l.s.aborts:
-			l.abort(st)
-		case done := <-l.s.resets:
-			l.resetPrefixCache(done)
-		default:
-			return
-		}
+	for len(l.s.in) > 0 || len(l.s.aborts) > 0 || len(l.s.resets) > 0 {
+		l.receive(nil, nil, l.s.resets)
 	}
+}
+
+// receive takes the next message that reaches the engine: a request, an
+// abort or, from resets (nil while a step is in flight), a prefix-cache
+// reset. It waits for one, for stop to close (done) or for wake to fire,
+// whichever is first; woke reports a message.
+func (l *loop) receive(stop <-chan struct{}, wake <-chan time.Time, resets chan chan struct{}) (done, woke bool) {
+	select {
+	case <-stop:
+		return true, false
+	case <-wake:
+		return false, false
+	case st := <-l.s.in:
+		l.admit(st)
+	case st := <-l.s.aborts:
+		l.abort(st)
+	case reset := <-resets:
+		l.resetPrefixCache(reset)
+	}
+	return false, true
 }
 
 // resetPrefixCache forgets every cached prefix, as vLLM's POST
@@ -345,18 +347,9 @@ func (l *loop) resetPrefixCache(done chan struct{}) {
 func (l *loop) wait(ctx context.Context, next int) (done, woke bool) {
 	if d := time.Until(l.ends[next]) - l.window; d > 0 {
 		l.timer.Reset(d)
-		select {
-		case <-ctx.Done():
-			return true, false
-		case <-l.timer.C:
-		case st := <-l.s.in:
+		if done, woke = l.receive(ctx.Done(), l.timer.C, nil); done || woke {
 			l.timer.Stop()
-			l.admit(st)
-			return false, true
-		case st := <-l.s.aborts:
-			l.timer.Stop()
-			l.abort(st)
-			return false, true
+			return done, woke
 		}
 	}
 	for time.Now().Before(l.ends[next]) {

@@ -38,10 +38,7 @@ type Virtual struct {
 // NewVirtual starts a simulated engine. The error is a *StartupError with
 // the engine's own message when cfg does not fit in memory.
 func NewVirtual(cfg Config) (*Virtual, error) {
-	if err := cfg.Normalize(); err != nil {
-		return nil, err
-	}
-	est, err := Estimate(cfg)
+	est, err := cfg.startup()
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +83,10 @@ func (v *Virtual) Converses() bool { return true }
 // unfinished are failed as cancelled at once, as a client's abort would.
 func (v *Virtual) Send(ctx context.Context, p measure.Phase) ([]measure.Record, time.Time) {
 	wall := time.Now()
-	r := virtualRun{v: v, phaseFeed: newPhaseFeed(p, v.now)}
+	r := virtualRun{
+		v: v, phaseFeed: newPhaseFeed(p, v.now), lockstep: v.cfg.DPLockstep(),
+		busy: make([]bool, len(v.cores)), ends: make([]float64, len(v.cores)),
+	}
 	if len(p.Bounds) > 0 && v.mayGiveUp(p) {
 		r.miss = measure.NewMissWatch(p.Bounds, p.Count)
 	}
@@ -97,26 +97,24 @@ func (v *Virtual) Send(ctx context.Context, p measure.Phase) ([]measure.Record, 
 	default:
 		v.watch = newEngineWatch(v)
 	}
-	r.run(ctx)
+	runPhase(ctx, &r.phaseFeed, &r)
 	if v.watch != nil {
 		v.engine, v.watch = v.watch.metrics(v.cores, v.now), nil
 	}
-	if p.Progress != nil && len(r.recs) > 0 {
-		p.Progress(len(r.recs), p.Total())
-	}
-	return r.recs, wall
+	return r.done(), wall
 }
 
-// virtualRun is one phase on the virtual clock.
+// virtualRun is one phase on the virtual clock: its engine's side
+// (phaseEngine).
 type virtualRun struct {
 	phaseFeed
-	v        *Virtual
-	recs     []measure.Record
-	seqs     []*seq
-	rank     []int // the data-parallel rank each request went to
-	busy     []bool
-	ends     []float64
-	inflight int
+	v    *Virtual
+	seqs []*seq
+	rank []int // the data-parallel rank each request went to
+	busy []bool
+	ends []float64
+	// step is the rank whose step ends first (due), -1 for none.
+	step int
 	// lockstep: the data-parallel ranks step together (Config.DPLockstep);
 	// shapes holds each rank's batch of the step planned last.
 	lockstep bool
@@ -148,172 +146,61 @@ func (v *Virtual) mayGiveUp(p measure.Phase) bool {
 		!v.cfg.specOn() && d.AdmitEvery <= 1 && d.SharedPrefix == 0
 }
 
-// phaseFeed is a measured phase on the virtual clock, for an engine's run
-// (virtualRun) and a disaggregated deployment's (dRun): its start and the
-// next request to send, drawn from the phase ahead of time.
-type phaseFeed struct {
-	p         measure.Phase
-	base      float64 // the clock at the phase's start
-	next      measure.Request
-	nextSched time.Duration
-	hasNext   bool
-	sent      int
-	conv      *convFeed // a closed-loop phase's sessions (Phase.Sessions)
+func (r *virtualRun) clock() float64 { return r.v.now }
+
+func (r *virtualRun) due() (enter, step float64) {
+	enter, step, r.step = math.Inf(1), math.Inf(1), -1
+	if len(r.entering) > 0 {
+		enter = r.enterAt[0]
+	}
+	for i := range r.v.cores {
+		if r.busy[i] && r.ends[i] < step {
+			step, r.step = r.ends[i], i
+		}
+	}
+	return enter, step
 }
 
-// newPhaseFeed is p's feed from the clock at base.
-func newPhaseFeed(p measure.Phase, base float64) phaseFeed {
-	f := phaseFeed{p: p, base: base}
-	if p.Sessions != nil {
-		f.conv = newConvFeed(p)
-	}
-	return f
+// enterNext hands the first request in the server's front end to its
+// engine.
+func (r *virtualRun) enterNext() {
+	s := r.entering[0]
+	r.entering, r.enterAt = r.entering[1:], r.enterAt[1:]
+	r.enter(s)
 }
 
-// arrivalAt is when the phase sends its next request, at the earliest
-// now; Inf when it sends none now: the drawn request at its intended
-// offset while fewer than MaxConcurrency are in flight (a free slot past
-// Duration ends the phase's sending), or a closed-loop phase's next turn
-// (convFeed.arrivalAt).
-func (f *phaseFeed) arrivalAt(now float64, inflight int) float64 {
-	if f.conv != nil {
-		return f.conv.arrivalAt(f, now)
-	}
-	if !f.hasNext || (f.p.MaxConcurrency > 0 && inflight >= f.p.MaxConcurrency) {
-		return math.Inf(1)
-	}
-	t := math.Max(f.base+f.nextSched.Seconds(), now)
-	if f.p.Duration > 0 && t-f.base >= f.p.Duration.Seconds() {
-		f.hasNext = false // the free slot came too late
-		return math.Inf(1)
-	}
-	return t
-}
-
-// pick makes the request due at now the one to send: in a closed-loop
-// phase the turn due; otherwise the one drawn.
-func (f *phaseFeed) pick(now float64) {
-	if f.conv != nil {
-		f.conv.pick(f, now)
-	}
-}
-
-// halt sends nothing more.
-func (f *phaseFeed) halt() {
-	f.hasNext = false
-	if f.conv != nil {
-		f.conv.halted = true
-	}
-}
-
-// tie ties record id to the request just picked (a closed-loop phase's
-// turn).
-func (f *phaseFeed) tie(id int) {
-	if f.conv != nil {
-		f.conv.sent(id)
-	}
-}
-
-// ended tells a closed-loop phase that record id ended at now, answered
-// (ok) with generated tokens after its prompt, or failed.
-func (f *phaseFeed) ended(id int, now float64, prompt, generated int, ok bool) {
-	if f.conv != nil {
-		f.conv.ended(id, now, prompt, generated, ok)
-	}
-}
-
-// offset is a virtual instant as an offset from the phase's start.
-func (f *phaseFeed) offset(sec float64) time.Duration {
-	return time.Duration(math.Round((sec - f.base) * 1e9))
-}
-
-// draw takes the next request of the phase, if any.
-func (f *phaseFeed) draw() {
-	f.hasNext = false
-	if f.conv != nil {
-		return // pick takes each turn as it is due
-	}
-	if (f.p.Duration == 0 || f.p.Count > 0) && f.sent >= f.p.Count {
-		return
-	}
-	var sched time.Duration
-	if f.p.Next != nil {
-		sched = f.p.Next()
-	}
-	if f.p.Duration > 0 && sched >= f.p.Duration {
-		return
-	}
-	f.next, f.nextSched, f.hasNext = f.p.Request(f.sent), sched, true
-}
-
-func (r *virtualRun) run(ctx context.Context) {
+// stepEnd ends the step of the rank due (due), or, with the ranks in
+// lockstep, every rank's step together (startLockstep).
+func (r *virtualRun) stepEnd() {
 	v := r.v
-	r.busy = make([]bool, len(v.cores))
-	r.ends = make([]float64, len(v.cores))
-	r.lockstep = v.cfg.DPLockstep()
-	r.draw()
-	for n := 0; ; n++ {
-		// A cancelled run stops at once: draining a deep queue in
-		// virtual time took seconds after a signal.
-		if n%64 == 0 && ctx.Err() != nil {
-			r.abortUnfinished(measure.ErrCancelled, "the run was cancelled")
-			return
-		}
-		tArr := r.arrivalAt(v.now, r.inflight)
-		tStep, k := math.Inf(1), -1
-		for i := range v.cores {
-			if r.busy[i] && r.ends[i] < tStep {
-				tStep, k = r.ends[i], i
+	if r.lockstep {
+		for i, c := range v.cores {
+			if r.busy[i] {
+				c.commit(v.now, r.emit)
 			}
 		}
-		tEnter := math.Inf(1)
-		if len(r.entering) > 0 {
-			tEnter = r.enterAt[0]
-		}
-		switch {
-		case tEnter <= tArr && tEnter <= tStep && !math.IsInf(tEnter, 1):
-			r.advance(tEnter)
-			s := r.entering[0]
-			r.entering, r.enterAt = r.entering[1:], r.enterAt[1:]
-			r.enter(s)
-		case tArr <= tStep && !math.IsInf(tArr, 1):
-			if ctx.Err() != nil {
-				r.halt()
-				continue
-			}
-			r.advance(tArr)
-			r.pick(v.now)
-			r.arrive()
-			r.sent++
-			r.draw()
-		case k >= 0 && r.lockstep:
-			// Every rank's step ends together (startLockstep).
-			r.advance(tStep)
-			for i, c := range v.cores {
-				if r.busy[i] {
-					c.commit(v.now, r.emit)
-				}
-			}
-			r.startLockstep()
-		case k >= 0:
-			r.advance(tStep)
-			v.cores[k].commit(v.now, r.emit)
-			r.start(k)
-		default:
-			r.stalled()
-			if w := v.watch; w != nil {
-				w.sample(v.cores)
-			}
-			return
-		}
-		if w := v.watch; w != nil {
-			w.sample(v.cores)
-		}
-		if r.missed && r.answered > 0 {
-			r.giveUp()
-			return
-		}
+		r.startLockstep()
+		return
 	}
+	v.cores[r.step].commit(v.now, r.emit)
+	r.start(r.step)
+}
+
+// observe samples the engine's gauges of a measured phase.
+func (r *virtualRun) observe() {
+	if w := r.v.watch; w != nil {
+		w.sample(r.v.cores)
+	}
+}
+
+// gaveUp gives the phase up (giveUp) once it missed its bounds and a
+// request was answered.
+func (r *virtualRun) gaveUp() bool {
+	if r.missed && r.answered > 0 {
+		r.giveUp()
+		return true
+	}
+	return false
 }
 
 // errMissed is the message of a request a phase that missed its bounds
@@ -329,8 +216,7 @@ const errMissed = "not answered: the level had missed its latency bounds"
 func (r *virtualRun) giveUp() {
 	for i, s := range r.seqs {
 		if s != nil && !s.done {
-			r.recs[i].End = r.offset(r.v.now)
-			r.recs[i].Fail(measure.ErrCancelled, errMissed)
+			r.fail(i, r.v.now, measure.ErrCancelled, errMissed)
 		}
 	}
 	for _, c := range r.v.cores {
@@ -352,39 +238,18 @@ func (r *virtualRun) advance(t float64) {
 // arrive sends the drawn request at the current instant.
 func (r *virtualRun) arrive() {
 	v, q := r.v, r.next
-	rec := measure.Record{Index: q.Index, Warmup: r.p.Warmup, Sched: r.nextSched, Send: r.offset(v.now)}
-	prompt := q.PromptTokens
-	if prompt <= 0 {
-		prompt = CountTokens(q.Prompt)
-	}
-	rec.PromptTokens = prompt
-	// max_tokens 0 is unset; a negative one is a 400. The messages sim
-	// serve answers with (server.go).
-	maxOut, msg := admitLength(v.cfg.Engine, v.cfg.MaxModelLen, prompt, q.MaxTokens)
-	id := len(r.recs)
-	r.tie(id)
-	if msg != "" {
-		rec.Status, rec.Error, rec.ErrorMsg = 400, measure.ErrHTTP4xx, msg
-		rec.End = rec.Send
-		r.recs = append(r.recs, rec)
+	id, prompt, maxOut, ok := r.send(v.now, v.cfg.Engine, v.cfg.MaxModelLen)
+	r.rank = append(r.rank, -1)
+	if !ok {
 		r.seqs = append(r.seqs, nil)
-		r.rank = append(r.rank, -1)
-		r.ended(id, v.now, prompt, 0, false)
 		return
-	}
-	rec.Status = 200
-	if !r.p.LatenciesOnly {
-		rec.Chunks = make([]measure.Chunk, 0, maxOut)
 	}
 	if q.PrefixTokens > 0 && q.PrefixID >= 0 {
 		r.miss = nil // its prefix stays cached: the phase goes to its end (mayGiveUp)
 	}
-	r.recs = append(r.recs, rec)
 	s := &seq{id: id, prompt: prompt, maxOut: maxOut, prefixID: -1, arrival: v.now, filters: v.filters}
 	s.setPrefix(q)
 	r.seqs = append(r.seqs, s)
-	r.rank = append(r.rank, -1)
-	r.inflight++
 	if d := v.cfg.Constants.FrontendOverheadMs / 1e3; d > 0 {
 		r.entering = append(r.entering, s)
 		r.enterAt = append(r.enterAt, v.now+d)
@@ -436,26 +301,9 @@ func (r *virtualRun) emit(s *seq, last bool) {
 	if w := r.v.watch; w != nil {
 		w.token(s, r.v.now, last)
 	}
-	if last {
-		r.inflight--
-		// After the record's last chunk: its session's next turn
-		// follows the answer's end.
-		defer r.ended(s.id, r.v.now, s.prompt, s.generated, true)
-	}
-	rec := &r.recs[s.id]
-	n := s.generated - rec.OutputTokens
-	if !r.v.cfg.sends(n, rec.OutputTokens, last) {
+	rec, first := r.phaseFeed.emit(&r.v.cfg, s, r.v.now, last)
+	if rec == nil {
 		return
-	}
-	at := r.offset(r.v.now)
-	first := rec.OutputTokens == 0
-	if first {
-		rec.First = at
-	}
-	rec.Last, rec.End = at, at
-	rec.OutputTokens = s.generated
-	if !r.p.LatenciesOnly {
-		rec.Chunks = append(rec.Chunks, measure.Chunk{At: at, Tokens: n})
 	}
 	if last {
 		r.answered++
@@ -464,15 +312,6 @@ func (r *virtualRun) emit(s *seq, last bool) {
 		r.missed = true
 	}
 }
-
-// errStalled is the message of a request the engine never finished: the
-// model can hold it, yet no step would ever schedule it.
-const errStalled = "the simulated engine stalled with this request unfinished"
-
-// stalled fails the requests still unfinished when nothing is left to run
-// (a scheduler that can make no progress), so that they count and the
-// engine's queues are empty for the next phase.
-func (r *virtualRun) stalled() { r.abortUnfinished(measure.ErrTimeout, errStalled) }
 
 // abortUnfinished fails every unfinished request with class and msg and
 // takes it off the engine.
@@ -484,9 +323,7 @@ func (r *virtualRun) abortUnfinished(class measure.ErrorClass, msg string) {
 		if k := r.rank[i]; k >= 0 {
 			r.v.cores[k].abort(s)
 		}
-		rec := &r.recs[i]
-		rec.End = r.offset(r.v.now)
-		rec.Fail(class, msg)
+		r.fail(i, r.v.now, class, msg)
 	}
 }
 
@@ -556,46 +393,33 @@ func RunVirtual(cfg Config, reqs []measure.Request, load measure.Load, seed uint
 // RunVirtualSchedule is RunVirtual with explicit intended send offsets
 // (sched[i] for reqs[i]) and a client concurrency cap (0 = none).
 func RunVirtualSchedule(cfg Config, reqs []measure.Request, sched []time.Duration, maxConcurrency int) ([]measure.Record, error) {
-	if err := checkSchedule(reqs, sched, maxConcurrency); err != nil {
-		return nil, err
-	}
-	v, err := NewVirtual(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return runSchedule(v, reqs, sched, maxConcurrency)
+	start := func() (measure.Transport, error) { return NewVirtual(cfg) }
+	return runSchedule(start, reqs, sched, maxConcurrency)
 }
 
 // RunDeploymentSchedule is RunVirtualSchedule on a disaggregated
 // deployment (DisaggVirtual).
 func RunDeploymentSchedule(d Deployment, reqs []measure.Request, sched []time.Duration, maxConcurrency int) ([]measure.Record, error) {
-	if err := checkSchedule(reqs, sched, maxConcurrency); err != nil {
-		return nil, err
+	start := func() (measure.Transport, error) { return NewDisaggVirtual(d) }
+	return runSchedule(start, reqs, sched, maxConcurrency)
+}
+
+// runSchedule sends reqs at their offsets through the virtual transport
+// start makes, once the schedule is one it can send.
+func runSchedule(start func() (measure.Transport, error), reqs []measure.Request, sched []time.Duration, maxConcurrency int) ([]measure.Record, error) {
+	if len(reqs) == 0 {
+		return nil, ErrNoRequests
 	}
-	v, err := NewDisaggVirtual(d)
+	if len(sched) != len(reqs) {
+		return nil, fmt.Errorf("%d send times for %d requests", len(sched), len(reqs))
+	}
+	if maxConcurrency < 0 {
+		return nil, fmt.Errorf("negative concurrency cap %d", maxConcurrency)
+	}
+	v, err := start()
 	if err != nil {
 		return nil, err
 	}
-	return runSchedule(v, reqs, sched, maxConcurrency)
-}
-
-// checkSchedule refuses a schedule RunVirtualSchedule and
-// RunDeploymentSchedule cannot send.
-func checkSchedule(reqs []measure.Request, sched []time.Duration, maxConcurrency int) error {
-	if len(reqs) == 0 {
-		return ErrNoRequests
-	}
-	if len(sched) != len(reqs) {
-		return fmt.Errorf("%d send times for %d requests", len(sched), len(reqs))
-	}
-	if maxConcurrency < 0 {
-		return fmt.Errorf("negative concurrency cap %d", maxConcurrency)
-	}
-	return nil
-}
-
-// runSchedule sends reqs at their offsets through a virtual transport.
-func runSchedule(v measure.Transport, reqs []measure.Request, sched []time.Duration, maxConcurrency int) ([]measure.Record, error) {
 	order := make([]int, len(reqs))
 	for i := range order {
 		order[i] = i

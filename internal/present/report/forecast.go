@@ -44,7 +44,7 @@ func axisValues(p space.Param) []axisValue {
 	}
 	var out []axisValue
 	for _, v := range vals {
-		if f, ok := toFloat(v); ok {
+		if f, ok := engine.Number(v); ok {
 			out = append(out, axisValue{name: fmt.Sprint(normalize(v)), key: valueKey(p, v), x: f})
 		}
 	}
@@ -56,7 +56,7 @@ func axisValues(p space.Param) []axisValue {
 // anything else as it prints.
 func valueKey(p space.Param, v any) string {
 	if p.Kind != space.KindCategorical && p.Kind != space.KindBool {
-		if f, ok := toFloat(v); ok {
+		if f, ok := engine.Number(v); ok {
 			return strconv.FormatFloat(f, 'g', 10, 64)
 		}
 	}

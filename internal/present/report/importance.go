@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/servetune/servetune/internal/load/measure"
+	"github.com/servetune/servetune/internal/serving/engine"
 )
 
 // Effect is how much of the objective's spread across trials one
@@ -80,7 +81,7 @@ func groupKeys(col []any) []string {
 	distinct := map[float64]bool{}
 	numeric := true
 	for _, v := range col {
-		f, ok := toFloat(v)
+		f, ok := engine.Number(v)
 		if !ok {
 			numeric = false
 			break
@@ -108,19 +109,4 @@ func groupKeys(col []any) []string {
 		keys[i] = fmt.Sprintf("bin %d", b)
 	}
 	return keys
-}
-
-// toFloat reads a numeric setting (JSON numbers decode as float64).
-func toFloat(v any) (float64, bool) {
-	switch x := v.(type) {
-	case float64:
-		return x, true
-	case float32:
-		return float64(x), true
-	case int:
-		return float64(x), true
-	case int64:
-		return float64(x), true
-	}
-	return 0, false
 }

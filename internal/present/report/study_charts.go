@@ -15,6 +15,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/servetune/servetune/internal/load/measure"
+	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/space"
 	"github.com/servetune/servetune/tuner/recommend"
 )
@@ -449,7 +450,7 @@ func paramScatter(p space.Param, metric string, col []any, vals []float64, trial
 	default:
 		var xs []float64
 		for i, v := range col {
-			if f, ok := toFloat(v); ok {
+			if f, ok := engine.Number(v); ok {
 				xys = append(xys, plotter.XY{X: f, Y: vals[i]})
 				xs = append(xs, f)
 			}
@@ -467,7 +468,7 @@ func paramScatter(p space.Param, metric string, col []any, vals []float64, trial
 			// the default ticks between them (0.81, 0.87, 0.93).
 			var at []float64
 			for _, v := range vs {
-				if f, ok := toFloat(v); ok {
+				if f, ok := engine.Number(v); ok {
 					at = append(at, f)
 				}
 			}

@@ -428,23 +428,20 @@ var models = []Model{
 func (m Model) clone() Model {
 	m.Aliases = append([]string(nil), m.Aliases...)
 	m.Unmodelled = append([]string(nil), m.Unmodelled...)
-	if m.Generation != nil {
-		g := *m.Generation
-		m.Generation = &g
-	}
-	if m.MLA != nil {
-		a := *m.MLA
-		m.MLA = &a
-	}
-	if m.Linear != nil {
-		a := *m.Linear
-		m.Linear = &a
-	}
-	if m.Sparse != nil {
-		s := *m.Sparse
-		m.Sparse = &s
-	}
+	m.Generation = cloned(m.Generation)
+	m.MLA = cloned(m.MLA)
+	m.Linear = cloned(m.Linear)
+	m.Sparse = cloned(m.Sparse)
 	return m
+}
+
+// cloned is a copy of *p of its own; nil for nil.
+func cloned[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	c := *p
+	return &c
 }
 
 // quantSuffixes are checkpoint-name suffixes that imply weight quantization,

@@ -65,11 +65,17 @@ func (s Settings) Int(name string) (v int, ok bool) {
 	return 0, false
 }
 
-// Float returns the named setting as a float64; ints convert.
-func (s Settings) Float(name string) (v float64, ok bool) {
-	switch x := s[name].(type) {
+// Float returns the named setting as a float64; ints convert (Number).
+func (s Settings) Float(name string) (v float64, ok bool) { return Number(s[name]) }
+
+// Number reads a setting's value as a float64: a float, or an int that
+// converts; ok is false for any other value.
+func Number(v any) (float64, bool) {
+	switch x := v.(type) {
 	case float64:
 		return x, true
+	case float32:
+		return float64(x), true
 	case int:
 		return float64(x), true
 	case int64:
