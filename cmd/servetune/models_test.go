@@ -20,6 +20,13 @@ var newModels = []struct {
 	{"Qwen/Qwen3.5-397B-A17B", "qwen3.5-397b-a17b.json", "H200", 8},
 	{"deepseek-ai/DeepSeek-V3.2", "deepseek-v3.2.json", "H200", 8},
 	{"zai-org/GLM-5", "glm-5.json", "B300", 8},
+	{"openai/gpt-oss-20b", "gpt-oss-20b.json", "H100-SXM", 1},
+	{"openai/gpt-oss-120b", "gpt-oss-120b.json", "H100-SXM", 1},
+	{"meta-llama/Llama-4-Scout-17B-16E-Instruct", "llama-4-scout.json", "H100-SXM", 4},
+	{"meta-llama/Llama-4-Maverick-17B-128E-Instruct", "llama-4-maverick.json", "B200", 8},
+	{"moonshotai/Kimi-K2-Instruct", "kimi-k2-instruct.json", "B300", 8},
+	{"moonshotai/Kimi-K2.5", "kimi-k2.5.json", "H200", 8},
+	{"MiniMaxAI/MiniMax-M2.5", "minimax-m2.5.json", "H200", 4},
 }
 
 // modelDir writes the catalog's test config.json of a model into a
