@@ -91,10 +91,7 @@ func capabilitiesOneValue(tr *tree) []string {
 // is the exception.
 func noTestdataShipped(tr *tree) []string {
 	var out []string
-	for _, f := range tr.sources() {
-		if path.Dir(f.path) == "internal/testspec" {
-			continue
-		}
+	for _, f := range tr.sourcesOutside("internal/testspec") {
 		for _, cg := range f.ast.Comments {
 			for _, c := range cg.List {
 				if strings.HasPrefix(c.Text, "//go:embed") && strings.Contains(c.Text, "testdata") {
@@ -223,10 +220,7 @@ func registryOnce(tr *tree) []string {
 		}
 	}
 	var out []string
-	for _, f := range tr.sources() {
-		if path.Dir(f.path) == "internal/registry" {
-			continue
-		}
+	for _, f := range tr.sourcesOutside("internal/registry") {
 		for _, d := range f.ast.Decls {
 			fd, ok := d.(*ast.FuncDecl)
 			if !ok || fd.Recv != nil || fd.Name.Name != "Register" || fd.Body == nil {
@@ -306,9 +300,9 @@ func kindsImportsEveryKind(tr *tree) []string {
 func failureClassesOnce(tr *tree) []string {
 	const ip = module + "/internal/serving/engine"
 	var out []string
-	for _, f := range tr.sources() {
+	for _, f := range tr.sourcesOutside("internal/serving/engine") {
 		local := tr.localName(f, ip)
-		if local == "" || path.Dir(f.path) == "internal/serving/engine" {
+		if local == "" {
 			continue
 		}
 		isFailure := func(e ast.Expr) bool {

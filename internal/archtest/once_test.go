@@ -133,10 +133,7 @@ var serveTwins = regexp.MustCompile(`\.IsLoopback\(\)|func (\([^)]*\) )?\w*[Ll]o
 // http.Server: no other non-test Go file spells one of serveTwins.
 func serveSequenceOnce(tr *tree) []string {
 	var out []string
-	for _, f := range tr.sources() {
-		if path.Dir(f.path) == "internal/httpserve" {
-			continue
-		}
+	for _, f := range tr.sourcesOutside("internal/httpserve") {
 		// Every twin spells one of these: the lines of other files need no look.
 		if !bytes.Contains(f.src, []byte("oopback")) && !bytes.Contains(f.src, []byte(".Shutdown(")) && !bytes.Contains(f.src, []byte(".Serve(")) {
 			continue
@@ -177,10 +174,7 @@ func labelCodecOnce(tr *tree) []string {
 // and that the benchmark and the quality gate both use it.
 func targetOnce(tr *tree) []string {
 	var out []string
-	for _, f := range tr.sources() {
-		if path.Dir(f.path) == "internal/load/openai" {
-			continue
-		}
+	for _, f := range tr.sourcesOutside("internal/load/openai") {
 		ast.Inspect(f.ast, func(n ast.Node) bool {
 			st, ok := n.(*ast.StructType)
 			if !ok {

@@ -197,6 +197,18 @@ func (tr *tree) sources() []*file {
 	return out
 }
 
+// sourcesOutside is the non-test files of every package but the one in
+// dir: a rule's exemption for the package that is its one home.
+func (tr *tree) sourcesOutside(dir string) []*file {
+	var out []*file
+	for _, f := range tr.sources() {
+		if path.Dir(f.path) != dir {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
 // at is a position as a message names it: path:line.
 func (tr *tree) at(pos token.Pos) string {
 	p := tr.fset.Position(pos)
