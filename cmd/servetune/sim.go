@@ -204,17 +204,15 @@ func benchFlagsHelp() string {
 	return "Workload and load flags:\n" + fs.FlagUsages()
 }
 
-func printEstimate(w io.Writer, cfg sim.Config, e simEstimate) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	row := func(k string, f string, a ...any) { fmt.Fprintf(tw, "%s\t%s\n", k, fmt.Sprintf(f, a...)) }
-	row("engine", "%s (%s), %s x %d, %s", e.Engine, cfg.ModelID, e.GPU, cfg.NumGPUs, parallelLine(cfg))
+// memoryRows writes an estimate's memory accounting, down to the parts
+// start-up sized: a model whose weights exceed the GPU stops at them, one
+// whose KV pool is short stops at the shortfall.
+func memoryRows(row func(k, f string, a ...any), cfg sim.Config, e simEstimate) {
 	if e.WeightsGiB > e.TotalGiB {
 		// The weights alone exceed the GPU: start-up stops at loading
 		// them, so nothing after them was sized.
 		row("memory per GPU", "%.2f GiB total (fraction %.2f)", e.TotalGiB, cfg.MemFraction)
 		row("weights", "%.2f GiB (%s), %.2f GiB more than the GPU holds", e.WeightsGiB, quantName(cfg.Quantization), e.WeightsGiB-e.TotalGiB)
-		row("network", "%s", networkLine(e.Network))
-		tw.Flush()
 		return
 	}
 	row("memory per GPU", "%.2f GiB total, %.2f GiB requested (fraction %.2f)", e.TotalGiB, e.RequestedGiB, cfg.MemFraction)
@@ -237,8 +235,6 @@ func printEstimate(w io.Writer, cfg sim.Config, e simEstimate) {
 	if e.KVCacheGiB < 0 {
 		// Estimate leaves the pool's shortfall as a negative size.
 		row("KV cache", "none: %.2f GiB short (the %.2f GiB requested does not hold the weights and the engine's reservations)", -e.KVCacheGiB, e.RequestedGiB)
-		row("network", "%s", networkLine(e.Network))
-		tw.Flush()
 		return
 	}
 	row("KV cache", "%.2f GiB, %d tokens (%d blocks of %d, %s%s)", e.KVCacheGiB, e.KVCacheTokens, e.KVBlocks, e.BlockSize, cfg.KVCacheDType, kind)
@@ -252,6 +248,13 @@ func printEstimate(w io.Writer, cfg sim.Config, e simEstimate) {
 		row("speculative", "%s, %d draft tokens, acceptance %.2f: %.2f tokens per decode step expected",
 			cfg.SpecMethod, cfg.SpecTokens, cfg.SpecAcceptance, sim.SpecExpectedTokens(cfg.SpecTokens, cfg.SpecAcceptance))
 	}
+}
+
+func printEstimate(w io.Writer, cfg sim.Config, e simEstimate) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	row := func(k string, f string, a ...any) { fmt.Fprintf(tw, "%s\t%s\n", k, fmt.Sprintf(f, a...)) }
+	row("engine", "%s (%s), %s x %d, %s", e.Engine, cfg.ModelID, e.GPU, cfg.NumGPUs, parallelLine(cfg))
+	memoryRows(row, cfg, e)
 	row("network", "%s", networkLine(e.Network))
 	row("constants", "%s", constantsName(cfg))
 	tw.Flush()
