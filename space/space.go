@@ -2,7 +2,6 @@ package space
 
 import (
 	"fmt"
-	"math"
 	"strings"
 
 	"github.com/servetune/servetune/internal/serving/engine"
@@ -101,11 +100,11 @@ func (p Param) holds(v any) bool {
 func (p Param) Describe() string {
 	switch p.Kind {
 	case KindInt, KindFloat:
-		return fmt.Sprintf("%v to %v", num(p.Low), num(p.High))
+		return engine.FormatValue(p.Low) + " to " + engine.FormatValue(p.High)
 	}
 	vals := make([]string, len(p.Choices))
 	for i, c := range p.Choices {
-		vals[i] = fmt.Sprint(c)
+		vals[i] = engine.FormatValue(c)
 	}
 	if len(vals) < 2 {
 		return strings.Join(vals, "")
@@ -120,12 +119,4 @@ func (p Param) Searches() bool {
 		return p.High > p.Low
 	}
 	return len(p.Choices) > 1
-}
-
-// num prints a bound without a float's trailing zeros.
-func num(f float64) any {
-	if f == math.Trunc(f) && math.Abs(f) < 1e15 {
-		return int64(f)
-	}
-	return f
 }
