@@ -36,8 +36,9 @@ type SiliconTable struct {
 	Source string `json:"source"`
 	// Rounds is how many requests each of the client's workers sends:
 	// a run is batch_size x Rounds requests under a concurrency cap of
-	// batch_size, all of them averaged (the source's columns are means
-	// over the run's requests, and it states no warm-up to leave out).
+	// batch_size, all of them averaged. The client is aiconfigurator's
+	// benchmark script (docs/fidelity.md, "Silicon tables"), whose
+	// warm-up ends before the measured requests start them all at once.
 	Rounds int `json:"rounds"`
 }
 
@@ -256,8 +257,9 @@ const inferenceXRangeRatio = 0.8
 // (benchmark_lib.sh's run_benchmark_serving): 10 x c prompts, their
 // lengths drawn below the nominal ones (Workload's range takes the
 // mean, so N is the nominal length), --ignore-eos, after warm-ups it
-// waits for. Any other row's is the suite's: rounds requests a worker,
-// every one of the nominal lengths (SiliconTable.Rounds).
+// waits for. Any other row's is aiconfigurator's benchmark script's:
+// rounds requests a worker, every one of the nominal lengths
+// (SiliconTable.Rounds).
 func siliconClient(id string, in, out, c, rounds int) Workload {
 	if !inferenceXID.MatchString(id) {
 		return Workload{In: in, Out: out, Requests: c * rounds, Concurrency: c}

@@ -7,6 +7,7 @@
 package fidelity
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,6 +24,7 @@ import (
 
 	"github.com/servetune/servetune/internal/load/measure"
 	"github.com/servetune/servetune/internal/model/sim"
+	"github.com/servetune/servetune/internal/parallel"
 	"github.com/servetune/servetune/internal/serving/catalog"
 	"github.com/servetune/servetune/internal/serving/engine"
 )
@@ -665,17 +668,20 @@ func regimes(r Run, cfg sim.Config) []string {
 	return out
 }
 
-// SimulateAll runs every measurement.
+// SimulateAll runs every measurement, one a core at a time (each run is
+// its own engine on its own virtual clock), and returns the results in
+// the suite's order.
 func (s *Suite) SimulateAll() ([]Result, error) {
+	results := make([]Result, len(s.Runs))
+	errs := make([]error, len(s.Runs))
+	parallel.Each(context.Background(), len(s.Runs), runtime.GOMAXPROCS(0), func(i int) {
+		results[i], errs[i] = s.Simulate(s.Runs[i])
+	})
 	var out []Result
-	var errs []error
-	for _, r := range s.Runs {
-		res, err := s.Simulate(r)
-		if err != nil {
-			errs = append(errs, err)
-			continue
+	for i, res := range results {
+		if errs[i] == nil {
+			out = append(out, res)
 		}
-		out = append(out, res)
 	}
 	return out, errors.Join(errs...)
 }
