@@ -1,6 +1,7 @@
 // Package parallel is the one fixed pool of workers over a list: the
 // benchmark's prompt alignment, the quality gate's questions, the
-// calibration's simulations and the guided sampler's forecasts.
+// calibration's simulations, the fidelity suite's runs and the guided
+// sampler's forecasts.
 //
 //	parallel.Each(ctx, len(items), 16, func(i int) { do(items[i]) })
 package parallel
