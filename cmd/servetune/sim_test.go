@@ -459,10 +459,55 @@ func TestSimEstimateDoesNotFit(t *testing.T) {
 				t.Errorf("%s: output lacks %q:\n%s", tc.model, w, all)
 			}
 		}
-		for _, bad := range []string{" -", "0 tokens", "0.00 GiB requested", "max concurrency"} {
+		if neg := regexp.MustCompile(`\s-[0-9]`).FindString(stdout); neg != "" {
+			t.Errorf("%s: output holds a negative size (%q):\n%s", tc.model, neg, stdout)
+		}
+		for _, bad := range []string{"0 tokens", "0.00 GiB requested", "max concurrency"} {
 			if strings.Contains(stdout, bad) {
 				t.Errorf("%s: output holds %q, a part never sized:\n%s", tc.model, bad, stdout)
 			}
+		}
+	}
+}
+
+// TestSimStartHint: a configuration whose KV pool is short names the
+// memory fraction it starts at, and that fraction is the least one that
+// starts: at it the engine starts, a hundredth below it does not. SGLang
+// needs a token of KV cache (DeepSeek-R1 in FP8 at TP4 on B200 is refused
+// at SGLang's default of 0.855), vLLM one request of max_model_len tokens.
+func TestSimStartHint(t *testing.T) {
+	hint := regexp.MustCompile(`(--mem-fraction-static|--gpu-memory-utilization) ([0-9.]+) or more`)
+	for _, tc := range []struct {
+		name string
+		args []string // the engine's flags, the fraction's last
+	}{
+		{"sglang", []string{"--model", "deepseek-ai/DeepSeek-R1", "--gpu", "B200", "--tp", "4", "--mem-fraction-static", "0.855"}},
+		{"vllm", []string{"--model", "meta-llama/Llama-3.1-70B-Instruct", "--gpu", "H100-SXM", "--tensor-parallel-size", "2",
+			"--max-model-len", "8192", "--gpu-memory-utilization", "0.8"}},
+	} {
+		code, _, stderr := runCLI(t, append([]string{"sim", "run", "--num-requests", "4"}, tc.args...)...)
+		m := hint.FindStringSubmatch(stderr)
+		if code != exitFailed || m == nil || !strings.Contains(stderr, "GiB short") {
+			t.Fatalf("%s: sim run exit %d, want %d with the fraction it starts at; stderr %q", tc.name, code, exitFailed, stderr)
+		}
+		frac, err := strconv.ParseFloat(m[2], 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := func(f float64) int {
+			args := append([]string{"sim", "estimate"}, tc.args[:len(tc.args)-1]...)
+			code, _, _ := runCLI(t, append(args, strconv.FormatFloat(f, 'f', 2, 64))...)
+			return code
+		}
+		if code := at(frac); code != 0 {
+			t.Errorf("%s: at the named %s %.2f sim estimate exits %d, want 0", tc.name, m[1], frac, code)
+		}
+		if code := at(frac - 0.01); code != exitFailed {
+			t.Errorf("%s: a hundredth below the named %.2f sim estimate exits %d, want %d: the named fraction is not the least", tc.name, frac, code, exitFailed)
+		}
+		_, stdout, _ := runCLI(t, append([]string{"sim", "estimate"}, tc.args...)...)
+		if !strings.Contains(stdout, "to start") || !strings.Contains(stdout, m[0]) {
+			t.Errorf("%s: sim estimate does not name the same fraction:\n%s", tc.name, stdout)
 		}
 	}
 }
