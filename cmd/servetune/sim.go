@@ -236,10 +236,15 @@ func memoryRows(row func(k, f string, a ...any), cfg sim.Config, e simEstimate) 
 	if e.KVCacheGiB < 0 {
 		// Estimate leaves the pool's shortfall as a negative size.
 		row("KV cache", "none: %.2f GiB short (the %.2f GiB requested does not hold the weights and the engine's reservations)", -e.KVCacheGiB, e.RequestedGiB)
-		row("to start", "%s", startHint(cfg, e.MemoryEstimate))
+		if h := startHint(cfg, e.MemoryEstimate); h != "" {
+			row("to start", "%s", h)
+		}
 		return
 	}
 	row("KV cache", "%.2f GiB, %d tokens (%d blocks of %d, %s%s)", e.KVCacheGiB, e.KVCacheTokens, e.KVBlocks, e.BlockSize, cfg.KVCacheDType, kind)
+	if h := startHint(cfg, e.MemoryEstimate); h != "" {
+		row("to start", "%s", h)
+	}
 	ranks := "1 data-parallel rank"
 	if cfg.DP > 1 {
 		ranks = fmt.Sprintf("%d data-parallel ranks", cfg.DP)
@@ -252,46 +257,48 @@ func memoryRows(row func(k, f string, a ...any), cfg sim.Config, e simEstimate) 
 	}
 }
 
-// fractionToStart is the least memory fraction, to the hundredth, at
-// which the estimate's KV pool is large enough to start: under SGLang a
-// token, under vLLM one request of max_model_len tokens (its start-up
-// check). The pool grows by the GPU's memory times the fraction's rise
-// under both engines (vLLM's gpu_memory_utilization bounds everything the
-// engine takes, SGLang's mem_fraction_static everything but the
-// 1 - fraction it keeps for activations and CUDA graphs). ok is false
-// when no fraction up to 1 does.
-func fractionToStart(cfg sim.Config, e sim.MemoryEstimate) (frac float64, ok bool) {
-	if e.TotalGiB <= 0 {
-		return 0, false
+// startFraction is the least memory fraction, to the hundredth, above
+// cfg's own and up to 1, at which the simulated engine starts (Estimate
+// returns no start-up error: every check start-up makes, the KV pool, a
+// request of max_model_len under vLLM, a hybrid's state pool, the CUDA
+// graphs' room), and whether one does.
+func startFraction(cfg sim.Config) (float64, bool) {
+	for k := int(math.Floor(cfg.MemFraction*100)) + 1; k <= 100; k++ {
+		c := cfg
+		c.MemFraction = float64(k) / 100
+		if _, err := sim.Estimate(c); err == nil {
+			return c.MemFraction, true
+		}
 	}
-	needGiB := 0.0
-	if cfg.Engine != engine.SGLang {
-		needGiB = e.KVBytesPerTok * float64(e.MaxModelLen) / (1 << 30)
-	}
-	need := cfg.MemFraction + (needGiB-e.KVCacheGiB)/e.TotalGiB
-	frac = math.Floor(need*100+1) / 100 // the next hundredth above
-	return frac, frac <= 1
+	return 0, false
 }
 
-// startHint says at which memory fraction a configuration whose KV pool
-// is short would start, or that none would.
+// startHint says at which memory fraction a configuration that did not
+// start would, or that none would; "" when its weights alone exceed the
+// GPU (no fraction is the remedy) or it started.
 func startHint(cfg sim.Config, e sim.MemoryEstimate) string {
+	if e.WeightsGiB > e.TotalGiB {
+		return ""
+	}
+	if _, err := sim.Estimate(cfg); !errors.Is(err, sim.ErrOOM) {
+		return ""
+	}
 	flag := engine.Flag(cfg.Engine, "gpu_memory_fraction")
-	frac, ok := fractionToStart(cfg, e)
+	frac, ok := startFraction(cfg)
 	if cfg.Engine == engine.SGLang {
 		if !ok {
-			return fmt.Sprintf("no %s up to 1 holds a KV cache: fewer weights per GPU (more GPUs, quantization) or a GPU with more memory", flag)
+			return fmt.Sprintf("no %s up to 1 starts it: fewer weights per GPU (more GPUs, quantization) or a GPU with more memory", flag)
 		}
 		return fmt.Sprintf("%s %.2f or more (now %.3g); it leaves %.2f GiB of the %.2f GiB for activations and CUDA graphs, against %.2f GiB now",
 			flag, frac, cfg.MemFraction, (1-frac)*e.TotalGiB, e.TotalGiB, (1-cfg.MemFraction)*e.TotalGiB)
 	}
 	lenFlag := engine.Flag(cfg.Engine, "max_model_len")
 	if !ok {
-		return fmt.Sprintf("no %s up to 1 holds one request of %d tokens: a lower %s, fewer weights per GPU (more GPUs, quantization) or a GPU with more memory",
+		return fmt.Sprintf("no %s up to 1 starts it with %d tokens a request: a lower %s, fewer weights per GPU (more GPUs, quantization) or a GPU with more memory",
 			flag, e.MaxModelLen, lenFlag)
 	}
-	return fmt.Sprintf("%s %.2f or more for one request of %d tokens (now %.3g; the engine then takes %.2f GiB of the %.2f GiB), or a lower %s",
-		flag, frac, e.MaxModelLen, cfg.MemFraction, frac*e.TotalGiB, e.TotalGiB, lenFlag)
+	return fmt.Sprintf("%s %.2f or more (now %.3g; the engine then takes %.2f GiB of the %.2f GiB), or a lower %s than %d",
+		flag, frac, cfg.MemFraction, frac*e.TotalGiB, e.TotalGiB, lenFlag, e.MaxModelLen)
 }
 
 func printEstimate(w io.Writer, cfg sim.Config, e simEstimate) {
@@ -438,10 +445,10 @@ func runSimVirtual(cmd *cobra.Command, cfg sim.Config, f *benchFlags) error {
 	bcfg.Target.BaseURL = ""
 	eng, err := sim.NewVirtual(cfg)
 	if err != nil {
-		if est, oom := sim.Estimate(cfg); errors.Is(oom, sim.ErrOOM) && est.KVCacheGiB < 0 {
-			norm := cfg
-			if norm.Normalize() == nil {
-				fmt.Fprintf(cmd.ErrOrStderr(), "servetune: the KV cache is %.2f GiB short; to start: %s\n", -est.KVCacheGiB, startHint(norm, est))
+		norm := cfg
+		if est, _ := sim.Estimate(cfg); norm.Normalize() == nil {
+			if h := startHint(norm, est); h != "" {
+				fmt.Fprintf(cmd.ErrOrStderr(), "servetune: to start: %s\n", h)
 			}
 		}
 		return failedError(err)

@@ -470,44 +470,73 @@ func TestSimEstimateDoesNotFit(t *testing.T) {
 	}
 }
 
-// TestSimStartHint: a configuration whose KV pool is short names the
-// memory fraction it starts at, and that fraction is the least one that
-// starts: at it the engine starts, a hundredth below it does not. SGLang
-// needs a token of KV cache (DeepSeek-R1 in FP8 at TP4 on B200 is refused
-// at SGLang's default of 0.855), vLLM one request of max_model_len tokens.
+// TestSimStartHint: a configuration that does not start for want of
+// memory names the least memory fraction it starts at, or says none up to
+// 1 does: at the named fraction the engine starts, a hundredth below it
+// does not, and at 1 the one said to start at none does not. The cases are
+// SGLang refusing DeepSeek-R1 in FP8 at TP4 on B200 at its default of
+// 0.855; vLLM short of KV cache for one request of max_model_len, with a
+// negative pool and with a small one; gpt-oss's sliding-window layers under
+// vLLM; Qwen3-Next's state pool under SGLang; and DeepSeek-V3.2 at TP8 on
+// H100, whose CUDA graphs no fraction leaves room for.
 func TestSimStartHint(t *testing.T) {
 	hint := regexp.MustCompile(`(--mem-fraction-static|--gpu-memory-utilization) ([0-9.]+) or more`)
 	for _, tc := range []struct {
 		name string
 		args []string // the engine's flags, the fraction's last
+		run  bool     // sim run says the same
+		none bool     // no fraction starts it
 	}{
-		{"sglang", []string{"--model", "deepseek-ai/DeepSeek-R1", "--gpu", "B200", "--tp", "4", "--mem-fraction-static", "0.855"}},
-		{"vllm", []string{"--model", "meta-llama/Llama-3.1-70B-Instruct", "--gpu", "H100-SXM", "--tensor-parallel-size", "2",
-			"--max-model-len", "8192", "--gpu-memory-utilization", "0.8"}},
+		{"sglang", []string{"--model", "deepseek-ai/DeepSeek-R1", "--gpu", "B200", "--tp", "4", "--mem-fraction-static", "0.855"}, true, false},
+		{"vllm short", []string{"--model", "meta-llama/Llama-3.1-70B-Instruct", "--gpu", "H100-SXM", "--tensor-parallel-size", "2",
+			"--max-model-len", "8192", "--gpu-memory-utilization", "0.8"}, true, false},
+		{"vllm one request", []string{"--model", "meta-llama/Llama-3.1-70B-Instruct", "--gpu", "H100-SXM", "--tensor-parallel-size", "2",
+			"--max-model-len", "8192", "--gpu-memory-utilization", "0.91"}, true, false},
+		{"vllm sliding window", []string{"--model", "openai/gpt-oss-120b", "--gpu", "H100-SXM", "--tensor-parallel-size", "1",
+			"--max-model-len", "4096", "--gpu-memory-utilization", "0.3"}, false, false},
+		{"sglang state pool", []string{"--model", "Qwen/Qwen3-Next-80B-A3B-Instruct", "--gpu", "A100-40G", "--tp", "4",
+			"--context-length", "4096", "--mem-fraction-static", "0.5"}, false, false},
+		{"sglang graphs", []string{"--model", "deepseek-ai/DeepSeek-V3.2", "--gpu", "H100-SXM", "--tp", "8", "--mem-fraction-static", "0.5"}, false, true},
 	} {
-		code, _, stderr := runCLI(t, append([]string{"sim", "run", "--num-requests", "4"}, tc.args...)...)
-		m := hint.FindStringSubmatch(stderr)
-		if code != exitFailed || m == nil || !strings.Contains(stderr, "GiB short") {
-			t.Fatalf("%s: sim run exit %d, want %d with the fraction it starts at; stderr %q", tc.name, code, exitFailed, stderr)
+		estimate := func(frac string) (int, string) {
+			args := append([]string{"sim", "estimate"}, tc.args[:len(tc.args)-1]...)
+			code, stdout, _ := runCLI(t, append(args, frac)...)
+			return code, stdout
+		}
+		code, stdout := estimate(tc.args[len(tc.args)-1])
+		if code != exitFailed || !strings.Contains(stdout, "to start") {
+			t.Errorf("%s: sim estimate exit %d, want %d with a to-start row:\n%s", tc.name, code, exitFailed, stdout)
+			continue
+		}
+		if tc.none {
+			if !strings.Contains(stdout, "up to 1 starts it") {
+				t.Errorf("%s: want no fraction named:\n%s", tc.name, stdout)
+			}
+			if code, _ := estimate("1"); code != exitFailed {
+				t.Errorf("%s: said to start at no fraction, yet starts at 1 (exit %d)", tc.name, code)
+			}
+			continue
+		}
+		m := hint.FindStringSubmatch(stdout)
+		if m == nil {
+			t.Errorf("%s: no fraction named:\n%s", tc.name, stdout)
+			continue
 		}
 		frac, err := strconv.ParseFloat(m[2], 64)
 		if err != nil {
 			t.Fatal(err)
 		}
-		at := func(f float64) int {
-			args := append([]string{"sim", "estimate"}, tc.args[:len(tc.args)-1]...)
-			code, _, _ := runCLI(t, append(args, strconv.FormatFloat(f, 'f', 2, 64))...)
-			return code
+		if code, out := estimate(m[2]); code != 0 {
+			t.Errorf("%s: at the named %s %s sim estimate exits %d, want 0:\n%s", tc.name, m[1], m[2], code, out)
 		}
-		if code := at(frac); code != 0 {
-			t.Errorf("%s: at the named %s %.2f sim estimate exits %d, want 0", tc.name, m[1], frac, code)
+		if code, _ := estimate(strconv.FormatFloat(frac-0.01, 'f', 2, 64)); code != exitFailed {
+			t.Errorf("%s: a hundredth below the named %s sim estimate exits %d, want %d: the named fraction is not the least", tc.name, m[2], code, exitFailed)
 		}
-		if code := at(frac - 0.01); code != exitFailed {
-			t.Errorf("%s: a hundredth below the named %.2f sim estimate exits %d, want %d: the named fraction is not the least", tc.name, frac, code, exitFailed)
-		}
-		_, stdout, _ := runCLI(t, append([]string{"sim", "estimate"}, tc.args...)...)
-		if !strings.Contains(stdout, "to start") || !strings.Contains(stdout, m[0]) {
-			t.Errorf("%s: sim estimate does not name the same fraction:\n%s", tc.name, stdout)
+		if tc.run {
+			code, _, stderr := runCLI(t, append([]string{"sim", "run", "--num-requests", "4"}, tc.args...)...)
+			if code != exitFailed || !strings.Contains(stderr, "to start: "+m[0]) {
+				t.Errorf("%s: sim run exit %d, want %d naming %q; stderr %q", tc.name, code, exitFailed, m[0], stderr)
+			}
 		}
 	}
 }

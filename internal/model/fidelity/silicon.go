@@ -37,8 +37,8 @@ type SiliconTable struct {
 	// Rounds is how many requests each of the client's workers sends:
 	// a run is batch_size x Rounds requests under a concurrency cap of
 	// batch_size, all of them averaged. The client is aiconfigurator's
-	// benchmark script (docs/fidelity.md, "Silicon tables"), whose
-	// warm-up ends before the measured requests start them all at once.
+	// benchmark script (docs/fidelity.md, "Silicon tables"): its warm-up
+	// ends before the measured requests begin, batch_size of them at once.
 	Rounds int `json:"rounds"`
 }
 

@@ -668,8 +668,8 @@ func regimes(r Run, cfg sim.Config) []string {
 	return out
 }
 
-// SimulateAll runs every measurement, one a core at a time (each run is
-// its own engine on its own virtual clock), and returns the results in
+// SimulateAll runs every measurement, one per core at a time (each run
+// is its own engine on its own virtual clock), and returns the results in
 // the suite's order.
 func (s *Suite) SimulateAll() ([]Result, error) {
 	results := make([]Result, len(s.Runs))
