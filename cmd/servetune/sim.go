@@ -68,6 +68,9 @@ type simEstimate struct {
 	StepTimes *sim.StepTimes `json:"step_times,omitempty"`
 	Network   simNetwork     `json:"network"`
 	Error     string         `json:"error,omitempty"`
+	// start is the memory fraction the configuration would start at,
+	// when it did not (startHint); the table's "to start" row.
+	start string
 }
 
 // simNetwork is where a configuration's GPUs sit and what one decode and
@@ -133,6 +136,7 @@ func newSimEstimateCmd() *cobra.Command {
 				out.StepTimes = &st
 			} else {
 				out.Error = estErr.Error()
+				out.start = startHint(cfg, est, estErr)
 			}
 			if jsonOut != "" {
 				if err := writeJSONOutput(cmd.OutOrStdout(), jsonOut, out); err != nil {
@@ -236,14 +240,14 @@ func memoryRows(row func(k, f string, a ...any), cfg sim.Config, e simEstimate) 
 	if e.KVCacheGiB < 0 {
 		// Estimate leaves the pool's shortfall as a negative size.
 		row("KV cache", "none: %.2f GiB short (the %.2f GiB requested does not hold the weights and the engine's reservations)", -e.KVCacheGiB, e.RequestedGiB)
-		if h := startHint(cfg, e.MemoryEstimate); h != "" {
-			row("to start", "%s", h)
+		if e.start != "" {
+			row("to start", "%s", e.start)
 		}
 		return
 	}
 	row("KV cache", "%.2f GiB, %d tokens (%d blocks of %d, %s%s)", e.KVCacheGiB, e.KVCacheTokens, e.KVBlocks, e.BlockSize, cfg.KVCacheDType, kind)
-	if h := startHint(cfg, e.MemoryEstimate); h != "" {
-		row("to start", "%s", h)
+	if e.start != "" {
+		row("to start", "%s", e.start)
 	}
 	ranks := "1 data-parallel rank"
 	if cfg.DP > 1 {
@@ -273,14 +277,12 @@ func startFraction(cfg sim.Config) (float64, bool) {
 	return 0, false
 }
 
-// startHint says at which memory fraction a configuration that did not
-// start would, or that none would; "" when its weights alone exceed the
-// GPU (no fraction is the remedy) or it started.
-func startHint(cfg sim.Config, e sim.MemoryEstimate) string {
-	if e.WeightsGiB > e.TotalGiB {
-		return ""
-	}
-	if _, err := sim.Estimate(cfg); !errors.Is(err, sim.ErrOOM) {
+// startHint says at which memory fraction a configuration whose start-up
+// failed with err (estimate e) would start, or that none would; "" when
+// err is no shortage of memory or the weights alone exceed the GPU (no
+// fraction is the remedy).
+func startHint(cfg sim.Config, e sim.MemoryEstimate, err error) string {
+	if !errors.Is(err, sim.ErrOOM) || e.WeightsGiB > e.TotalGiB {
 		return ""
 	}
 	flag := engine.Flag(cfg.Engine, "gpu_memory_fraction")
@@ -445,11 +447,9 @@ func runSimVirtual(cmd *cobra.Command, cfg sim.Config, f *benchFlags) error {
 	bcfg.Target.BaseURL = ""
 	eng, err := sim.NewVirtual(cfg)
 	if err != nil {
-		norm := cfg
-		if est, _ := sim.Estimate(cfg); norm.Normalize() == nil {
-			if h := startHint(norm, est); h != "" {
-				fmt.Fprintf(cmd.ErrOrStderr(), "servetune: to start: %s\n", h)
-			}
+		est, _ := sim.Estimate(cfg)
+		if h := startHint(cfg, est, err); h != "" {
+			fmt.Fprintf(cmd.ErrOrStderr(), "servetune: to start: %s\n", h)
 		}
 		return failedError(err)
 	}
