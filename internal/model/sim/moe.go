@@ -152,7 +152,7 @@ func newMoEStep(cfg Config, s *stepModel) *moeStep {
 	if !m.MoE() {
 		return nil
 	}
-	frac := float64(m.Layers-m.DenseLayers) / float64(m.Layers)
+	frac := m.MoEShare()
 	mlps := 0.0 // the shared and dense MLPs per layer, for their SiLU-and-mul kernels
 	// SGLang runs DeepSeek-V3/R1's one shared expert as a 257th routed
 	// expert that every token takes, inside the fused MoE kernels, unless

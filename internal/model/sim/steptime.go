@@ -253,7 +253,7 @@ func (s *stepModel) setLayerShapes(cfg Config) {
 	reduce := 0.0
 	if s.moe {
 		silu *= s.topK
-		moeFrac := float64(m.Layers-m.DenseLayers) / float64(m.Layers)
+		moeFrac := m.MoEShare()
 		reduce = moeFrac * (s.topK + 1) * h * bytesBF16
 		if m.RouterFP32 { // the gate's input cast up: read BF16, write float32
 			reduce += moeFrac * h * (bytesBF16 + 4)

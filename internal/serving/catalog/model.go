@@ -178,6 +178,15 @@ func (m Model) moeLayers() float64 {
 	return float64(m.Layers - m.DenseLayers)
 }
 
+// MoEShare is the share of the layers that have experts: 0 for a dense
+// model.
+func (m Model) MoEShare() float64 {
+	if m.Layers == 0 {
+		return 0
+	}
+	return m.moeLayers() / float64(m.Layers)
+}
+
 // LinearParams is the parameter count of all layers' linear weights
 // (attention and MLP), the weights that quantization shrinks.
 func (m Model) LinearParams() float64 {
