@@ -259,13 +259,6 @@ func parseTime(v sql.NullString) (time.Time, error) {
 	return t, nil
 }
 
-func nullTime(t time.Time) any {
-	if t.IsZero() {
-		return nil
-	}
-	return formatTime(t)
-}
-
 // nullFloat stores NaN and infinities (a metric with no samples) as NULL.
 func nullFloat(f float64) any {
 	if math.IsNaN(f) || math.IsInf(f, 0) {

@@ -92,18 +92,6 @@ func (p *gpuPool) tryAcquire(n int) []int {
 	return ids
 }
 
-// size is how many GPUs the pool has.
-func (p *gpuPool) size() int { return len(p.free) }
-
-// hosts is how many groups the GPUs form.
-func (p *gpuPool) hosts() int {
-	seen := map[int]bool{}
-	for g := range p.free {
-		seen[p.groupOf(g)] = true
-	}
-	return len(seen)
-}
-
 // Release returns gpus to the pool.
 func (p *gpuPool) Release(gpus []int) {
 	p.mu.Lock()

@@ -29,8 +29,6 @@ type fakeServer struct {
 	Coalesce       bool
 
 	mu     sync.Mutex
-	sends  [][]time.Time          // per request: write time of each text chunk
-	recv   []time.Time            // per request: arrival
 	byText map[string][]time.Time // prompt -> chunk write times
 }
 
@@ -178,28 +176,9 @@ func (f *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprint(w, "data: [DONE]\n\n")
 	fl.Flush()
 	f.mu.Lock()
-	f.sends = append(f.sends, sends)
-	f.recv = append(f.recv, recv)
 	if f.byText == nil {
 		f.byText = map[string][]time.Time{}
 	}
 	f.byText[prompt] = sends
 	f.mu.Unlock()
-}
-
-// truth returns the server-side medians: TTFT from request arrival to the
-// first chunk's write, and per-chunk gaps, in ms.
-func (f *fakeServer) truth() (ttft, itl []float64) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for i, s := range f.sends {
-		if len(s) == 0 {
-			continue
-		}
-		ttft = append(ttft, ms(s[0].Sub(f.recv[i])))
-		for j := 1; j < len(s); j++ {
-			itl = append(itl, ms(s[j].Sub(s[j-1])))
-		}
-	}
-	return ttft, itl
 }

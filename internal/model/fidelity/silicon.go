@@ -196,7 +196,7 @@ func siliconRun(row map[string]string, t SiliconTable) (Run, string) {
 		// PR #10975, September 2025): the memory fraction by TP, a chunk of
 		// 8,192 and CUDA graphs to batch 160 (docs/reference.md (Engines)).
 		versionFlags = []string{
-			engine.Flag(engine.SGLang, "gpu_memory_fraction"), oldSGLangFraction(num("tp_size")),
+			engine.Flag(engine.SGLang, "gpu_memory_fraction"), strconv.FormatFloat(sim.SGLangOldMemFraction(num("tp_size")), 'f', -1, 64),
 			engine.Flag(engine.SGLang, "cuda_graph_max_bs"), "160",
 			engine.Flag(engine.SGLang, "max_batched_tokens"), "8192",
 		}
@@ -426,18 +426,4 @@ func releaseBefore(version string, want [3]int) bool {
 		}
 	}
 	return false
-}
-
-// oldSGLangFraction is SGLang's memory fraction by TP size before PR
-// #10975: 0.88/0.87/0.85/0.81 for TP 1/2/4/8 (docs/reference.md (Engines)).
-func oldSGLangFraction(tp int) string {
-	switch {
-	case tp >= 8:
-		return "0.81"
-	case tp >= 4:
-		return "0.85"
-	case tp >= 2:
-		return "0.87"
-	}
-	return "0.88"
 }

@@ -175,11 +175,12 @@ const (
 	sglangMaxRunningCap     = 4096
 )
 
-// sglangDefaultMemFraction is SGLang's gpu_memory_fraction by TP size in its
-// releases before the GPU-memory rule (sglangMemoryDefaults), which runs of
-// those releases state with SGLang's memory-fraction flag (docs/reference.md
-// (Engines)): 0.88/0.87/0.85/0.81 for TP 1/2/4/8.
-func sglangDefaultMemFraction(tp int) float64 {
+// SGLangOldMemFraction is SGLang's gpu_memory_fraction by TP size in its
+// releases before the GPU-memory rule (sgl-project/sglang PR #10975,
+// sglangMemoryDefaults), which runs of those releases state with SGLang's
+// memory-fraction flag (docs/reference.md (Engines)): 0.88/0.87/0.85/0.81
+// for TP 1/2/4/8.
+func SGLangOldMemFraction(tp int) float64 {
 	switch {
 	case tp >= 8:
 		return 0.81

@@ -318,13 +318,6 @@ func metricTitle(m string) string {
 	return m
 }
 
-func fmtMetric(m string, v float64) string {
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return "–"
-	}
-	return recommend.Format(m, v)
-}
-
 // SettingsLine writes settings as k=v in name order.
 func SettingsLine(s space.Settings) string { return s.Line() }
 
