@@ -50,8 +50,12 @@ ready() {
 	[ -s "$kubeconfig" ] && kctl get node "$node" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null | grep -qx True
 }
 
+# ours PIDFILE PROGRAM: the pid file names a live PROGRAM (scripts/pidfile.sh).
+. "$repo/scripts/pidfile.sh"
+ours() { pidfile_ours "$1" "$2"; }
+
 # 0. Up already: leave it alone.
-if command -v kubectl >/dev/null && ready && pgrep -F "$run/kubenode.pid" >/dev/null 2>&1; then
+if command -v kubectl >/dev/null && ready && ours "$run/kubenode.pid" kubenode; then
 	echo "kube: up (already running; node $node Ready; KUBECONFIG=$kubeconfig)"
 	exit 0
 fi
@@ -156,16 +160,17 @@ fi
 # left it.
 daemon() { # name command...
 	local name=$1; shift
-	if [ -s "$run/$name.pid" ]; then
+	if ours "$run/$name.pid" "$name"; then
 		kill "$(cat "$run/$name.pid")" 2>/dev/null || true
-		for _ in $(seq 50); do kill -0 "$(cat "$run/$name.pid")" 2>/dev/null || break; sleep 0.2; done
-		kill -9 "$(cat "$run/$name.pid")" 2>/dev/null || true
+		for _ in $(seq 50); do ours "$run/$name.pid" "$name" || break; sleep 0.2; done
+		ours "$run/$name.pid" "$name" && kill -9 "$(cat "$run/$name.pid")" 2>/dev/null || true
 	fi
 	setsid nohup "$@" >"$logs/$name.log" 2>&1 </dev/null &
 	echo $! >"$run/$name.pid"
 }
 for name in kubenode kube-scheduler kube-controller-manager kube-apiserver; do
-	if [ -s "$run/$name.pid" ]; then kill "$(cat "$run/$name.pid")" 2>/dev/null || true; rm -f "$run/$name.pid"; fi
+	if ours "$run/$name.pid" "$name"; then kill "$(cat "$run/$name.pid")" 2>/dev/null || true; fi
+	rm -f "$run/$name.pid"
 done
 if ! curl -fsS "http://127.0.0.1:$etcdport/health" 2>/dev/null | grep -q true; then
 	daemon etcd etcd --name servetune --data-dir "$home/etcd" \

@@ -117,29 +117,35 @@ if [ "$(cat "$gresconf" 2>/dev/null)" != "$gres" ]; then
 fi
 
 # 4. The daemons: (re)started when not running or the config changed.
-# A daemon runs when its pid file names a live process that is not a zombie.
-running() {
-	local st
-	[ -s "$1" ] && st=$(ps -o stat= -p "$(cat "$1")" 2>/dev/null) && [ -n "$st" ] && [ "${st#Z}" = "$st" ]
-}
-stop() {
-	if running "$1"; then
+# A daemon runs when its pid file names a live process of that daemon
+# (scripts/pidfile.sh).
+. "$(dirname "$0")/pidfile.sh"
+running() { pidfile_ours "$1" "$2"; }
+stop() { # pidfile daemon
+	if running "$1" "$2"; then
 		kill "$(cat "$1")"
-		for _ in $(seq 100); do running "$1" || break; sleep 0.1; done
+		for _ in $(seq 100); do running "$1" "$2" || break; sleep 0.1; done
 	fi
 }
+# The last lines of a daemon's log, for a failure message.
+logtail() { [ -r "$1" ] && { echo "--- last lines of $1:"; tail -n 15 "$1"; } >&2 || true; }
 if [ $changed = 1 ]; then
-	stop "$base/slurmd.pid"
-	stop "$base/slurmctld.pid"
+	stop "$base/slurmd.pid" slurmd
+	stop "$base/slurmctld.pid" slurmctld
 fi
-if ! running "$base/slurmctld.pid"; then
-	/usr/sbin/slurmctld || die "slurmctld did not start (see $base/log/slurmctld.log)"
+if ! running "$base/slurmctld.pid" slurmctld; then
+	/usr/sbin/slurmctld || { logtail "$base/log/slurmctld.log"; die "slurmctld did not start (see $base/log/slurmctld.log)"; }
 fi
-if ! running "$base/slurmd.pid"; then
-	/usr/sbin/slurmd || die "slurmd did not start (see $base/log/slurmd.log)"
+if ! running "$base/slurmd.pid" slurmd; then
+	/usr/sbin/slurmd || { logtail "$base/log/slurmd.log"; die "slurmd did not start (see $base/log/slurmd.log)"; }
 fi
-for _ in $(seq 100); do scontrol ping 2>/dev/null | grep -q "is UP" && break; sleep 0.2; done
-scontrol ping | grep -q "is UP" || die "slurmctld does not answer (see $base/log/slurmctld.log)"
+# 60 s: a loaded machine starts slurmctld in well under that.
+for _ in $(seq 300); do scontrol ping 2>/dev/null | grep -q "is UP" && break; sleep 0.2; done
+if ! scontrol ping 2>/dev/null | grep -q "is UP"; then
+	logtail "$base/log/slurmctld.log"
+	running "$base/slurmctld.pid" slurmctld || die "slurmctld exited after it started (see $base/log/slurmctld.log)"
+	die "slurmctld runs but does not answer after 60 s (see $base/log/slurmctld.log)"
+fi
 
 # 5. The node up, with its GRES.
 state=""
