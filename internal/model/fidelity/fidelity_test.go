@@ -619,3 +619,39 @@ func TestSiliconTable(t *testing.T) {
 		t.Error("the whole table does not list the unrunnable rows")
 	}
 }
+
+// TestSiliconVLLMSchedulesAsItsReleaseDid: a vLLM row of a release before
+// async scheduling became the default (v0.14.0), or an unversioned one
+// measured before it was out, runs with --no-async-scheduling, unless its
+// benchmark is InferenceX's, whose scripts turn it on; a row of a later
+// release, or of no release and no date, keeps the engine's default.
+func TestSiliconVLLMSchedulesAsItsReleaseDid(t *testing.T) {
+	row := func(id, version, measured string) map[string]string {
+		return map[string]string{"id": id, "backend": "vllm", "backend_version": version, "model_path": "meta-llama/Llama-3.1-8B-Instruct",
+			"system": "h100_sxm", "mode": "agg", "isl": "1024", "osl": "128", "batch_size": "8", "tp_size": "1", "pp_size": "1",
+			"silicon_ttft_ms": "80", "silicon_tpot_ms": "9", "measured": measured}
+	}
+	off := []string{"--no-async-scheduling"}
+	for _, c := range []struct {
+		id, version, measured string
+		want                  []string
+	}{
+		{"qwen_a_1024x128_c8_tp1", "0.12.0", "", off},
+		{"qwen_b_1024x128_c8_tp1", "0.13.0", "2026-01-10", off},
+		{"qwen_c_1024x128_c8_tp1", "0.14.0", "", nil},
+		{"qwen_d_1024x128_c8_tp1", "0.18.0", "2026-03-27", nil},
+		{"qwen_e_1024x128_c8_tp1", "", "2025-12-05", off},
+		{"qwen_f_1024x128_c8_tp1", "", "2026-02-01", nil},
+		{"qwen_g_1024x128_c8_tp1", "", "", nil},
+		{"2025_12_08_llama_1024x128_c8_tp1", "0.11.2", "2025-12-08", nil},
+		{"2025_10_29_llama_1024x128_c8_tp1", "", "2025-10-29", nil},
+	} {
+		r, why := siliconRun(row(c.id, c.version, c.measured), SiliconTable{Source: "aic", Rounds: 1})
+		if why != "" {
+			t.Fatalf("%s: %s", c.id, why)
+		}
+		if !slices.Equal(r.VersionFlags, c.want) {
+			t.Errorf("%s (vLLM %q, measured %q): version flags %v, want %v", c.id, c.version, c.measured, r.VersionFlags, c.want)
+		}
+	}
+}

@@ -201,6 +201,12 @@ func siliconRun(row map[string]string, t SiliconTable) (Run, string) {
 			engine.Flag(engine.SGLang, "max_batched_tokens"), "8192",
 		}
 	}
+	if row["backend"] == "vllm" && !inferenceXID.MatchString(row["id"]) && vllmSyncScheduling(row["backend_version"], row["measured"]) {
+		// InferenceX's H100 scripts turn async scheduling on themselves
+		// (docs/fidelity.md, "Silicon tables"); aiconfigurator's serve
+		// flags leave the release's default.
+		versionFlags = append(versionFlags, engine.Off(engine.VLLM, "async_scheduling")...)
+	}
 	in, out := num("isl"), num("osl")
 	regimes := []string{RegimeConcurrency}
 	if in+out >= sim.LongContext {
@@ -406,6 +412,26 @@ func writeUnrunnable(w io.Writer, s *Suite) {
 		fmt.Fprintf(w, "| %s | %s | %s | %d | %s |\n", mdEscape(k.src), mdEscape(k.model), mdEscape(k.eng), n[k], mdEscape(k.why))
 	}
 	fmt.Fprintln(w)
+}
+
+// vllmAsyncDefault is the first vLLM release that schedules asynchronously
+// by default (v0.14.0, PR #27614, its release notes' breaking changes), and
+// vllmAsyncDefaultDate the day it was published: a run of an older release,
+// or an unversioned run measured before that day, scheduled each step after
+// the one before it ended (docs/fidelity.md, "Silicon tables").
+var (
+	vllmAsyncDefault     = [3]int{0, 14, 0}
+	vllmAsyncDefaultDate = "2026-01-21"
+)
+
+// vllmSyncScheduling says whether a vLLM silicon row ran without async
+// scheduling: its release is older than vllmAsyncDefault, or it names none
+// and was measured (YYYY-MM-DD) before vllmAsyncDefaultDate.
+func vllmSyncScheduling(version, measured string) bool {
+	if version != "" {
+		return releaseBefore(version, vllmAsyncDefault)
+	}
+	return measured != "" && measured < vllmAsyncDefaultDate
 }
 
 // releaseBefore says whether version (major.minor.patch, a suffix such as

@@ -609,6 +609,17 @@ func formatValue(v any) string {
 	return fmt.Sprint(v)
 }
 
+// Off returns the flags engine e turns the named switch (a Bool setting)
+// off with: vLLM's --no-async-scheduling for async_scheduling; nil when e
+// has no such spelling.
+func Off(e Engine, name string) []string {
+	k, ok := lookup(name)
+	if !ok || k.typ != Bool {
+		return nil
+	}
+	return slices.Clone(k.spell(e).off)
+}
+
 // FormatValue writes a setting's value as it appears on a command line.
 func FormatValue(v any) string { return formatValue(v) }
 
