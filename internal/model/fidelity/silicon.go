@@ -416,7 +416,7 @@ func writeUnrunnable(w io.Writer, s *Suite) {
 
 // vllmAsyncDefault is the first vLLM release that schedules asynchronously
 // by default (v0.14.0, PR #27614, its release notes' breaking changes), and
-// vllmAsyncDefaultDate the day it was published: a run of an older release,
+// vllmAsyncDefaultDate a day by which it was out: a run of an older release,
 // or an unversioned run measured before that day, scheduled each step after
 // the one before it ended (docs/fidelity.md, "Silicon tables").
 var (
