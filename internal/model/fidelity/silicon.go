@@ -191,7 +191,7 @@ func siliconRun(row map[string]string, t SiliconTable) (Run, string) {
 		}
 	}
 	var versionFlags []string
-	if row["backend"] == "sglang" && releaseBefore(row["backend_version"], [3]int{0, 5, 3}) {
+	if row["backend"] == "sglang" && releaseBefore(row["backend_version"], engine.Version{Major: 0, Minor: 5, Patch: 3}) {
 		// SGLang's defaults before the GPU-memory rule (sgl-project/sglang
 		// PR #10975, September 2025): the memory fraction by TP, a chunk of
 		// 8,192 and CUDA graphs to batch 160 (docs/reference.md (Engines)).
@@ -415,14 +415,14 @@ func writeUnrunnable(w io.Writer, s *Suite) {
 }
 
 // vllmAsyncDefault is the first vLLM release that schedules asynchronously
-// by default (v0.14.0, PR #27614, its release notes' breaking changes), and
-// vllmAsyncDefaultDate a day by which it was out: a run of an older release,
-// or an unversioned run measured before that day, scheduled each step after
-// the one before it ended (docs/fidelity.md, "Silicon tables").
-var (
-	vllmAsyncDefault     = [3]int{0, 14, 0}
-	vllmAsyncDefaultDate = "2026-01-21"
-)
+// by default (v0.14.0, PR #27614, its release notes' breaking changes): a
+// run of an older release scheduled each step after the one before it
+// ended (docs/fidelity.md, "Silicon tables").
+var vllmAsyncDefault = engine.Version{Major: 0, Minor: 14, Patch: 0}
+
+// vllmAsyncDefaultDate is a day by which vllmAsyncDefault was out: an
+// unversioned run measured before it ran an older release.
+const vllmAsyncDefaultDate = "2026-01-21"
 
 // vllmSyncScheduling says whether a vLLM silicon row ran without async
 // scheduling: its release is older than vllmAsyncDefault, or it names none
@@ -434,22 +434,10 @@ func vllmSyncScheduling(version, measured string) bool {
 	return measured != "" && measured < vllmAsyncDefaultDate
 }
 
-// releaseBefore says whether version (major.minor.patch, a suffix such as
-// ".post1" ignored) is a release before want; an empty or unreadable
+// releaseBefore says whether version (engine.ParseVersion's form, a
+// ".post1" suffix dropped) is a release before want; an empty or unreadable
 // version is not.
-func releaseBefore(version string, want [3]int) bool {
-	parts := strings.SplitN(strings.TrimPrefix(version, "v"), ".", 4)
-	if len(parts) < 3 {
-		return false
-	}
-	for i := range 3 {
-		n, err := strconv.Atoi(parts[i])
-		if err != nil {
-			return false
-		}
-		if n != want[i] {
-			return n < want[i]
-		}
-	}
-	return false
+func releaseBefore(version string, want engine.Version) bool {
+	v, err := engine.ParseVersion(version)
+	return err == nil && v.Less(want)
 }
