@@ -114,6 +114,7 @@ func Main(stdout, stderr io.Writer, suitePath, mediansPath, out string, update b
 	fmt.Fprintln(stdout, "fidelity: median and worst absolute error by regime and metric (scored runs; fit | held-out medians)")
 	WriteSummary(stdout, all, Tabulate(results, "fit"), Tabulate(results, "held-out"))
 	writeSilicon(stdout, s, results)
+	writeStalls(stdout, StallPoints(results))
 	if out != "" {
 		if err := writeFile(out, func(w io.Writer) { WriteMarkdown(w, s, results, all) }); err != nil {
 			fmt.Fprintln(stderr, "fidelity:", err)
@@ -218,6 +219,7 @@ func WriteMarkdown(w io.Writer, s *Suite, results []Result, all Table) {
 	fmt.Fprintln(w)
 	writeBySource(w, results)
 	fmt.Fprintln(w)
+	writeStallTable(w, StallPoints(results))
 	writeUnrunnable(w, s)
 	fmt.Fprintln(w, "| run | source (split) | engine | GPU | model | TP | regimes | metric: measured / simulated (error) |")
 	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- | --- |")
