@@ -50,7 +50,7 @@ type StallPoint struct {
 // StallPoints are the scored closed-loop runs' points with two output
 // lengths or more, by source, engine and point. A run counts when every
 // request has the same lengths (no range, no length table) and it states
-// the mean TTFT and TPOT.
+// the mean TTFT and TPOT; a point counts unless it is queued (queued).
 func StallPoints(results []Result) []StallPoint {
 	type rows struct{ short, long *Result }
 	byPoint := map[string]*rows{}
@@ -82,7 +82,7 @@ func StallPoints(results []Result) []StallPoint {
 	for _, k := range keys {
 		p := byPoint[k]
 		o1, o2 := p.short.Run.Workload.Out, p.long.Run.Workload.Out
-		if o1 == o2 {
+		if o1 == o2 || queued(p.short.Run.Measured.TTFT, p.long.Run.Measured.TTFT) || queued(p.short.Predicted.TTFT, p.long.Predicted.TTFT) {
 			continue
 		}
 		// E2E = TTFT + (out - 1) x TPOT at each length; the line
@@ -106,6 +106,17 @@ func StallPoints(results []Result) []StallPoint {
 	})
 	return out
 }
+
+// queuedGrowth is how much a point's TTFT may grow from its shortest
+// output to its longest before the point counts as queued: requests that
+// wait for others to finish (the KV cache or the running limit full) wait
+// longer the longer the others' outputs, where a loop whose requests all
+// run meets the same prefills whatever the output length.
+const queuedGrowth = 1.5
+
+// queued says whether a TTFT grew past queuedGrowth from the short output
+// to the long one.
+func queued(short, long float64) bool { return long > queuedGrowth*short }
 
 // StallSummary is one source and engine's points: the median absolute
 // error of the simulated stall and of the TTFT, and the median
@@ -163,7 +174,7 @@ func writeStallTable(w io.Writer, points []StallPoint) {
 	if len(points) == 0 {
 		return
 	}
-	fmt.Fprintln(w, "Where the prefill stall falls: closed-loop points measured at two output lengths or more. Each request meets every request's prefill once a cycle, before its first token or between its tokens, so E2E = stall + (out - 1) x decode step: the shortest and longest output give the stall as the line's intercept. \"Before the first token\" is TTFT / (stall / concurrency): how many requests' prefills a request waits for first, its own among them; the rest of the stall falls between its tokens.")
+	fmt.Fprintln(w, "Where the prefill stall falls: closed-loop points measured at two output lengths or more. Each request meets every request's prefill once a cycle, before its first token or between its tokens, so E2E = stall + (out - 1) x decode step: the shortest and longest output give the stall as the line's intercept. \"Before the first token\" is TTFT / (stall / concurrency): how many requests' prefills a request waits for first, its own among them; the rest of the stall falls between its tokens. A point whose TTFT grows by half or more from the shorter output to the longer is left out: its requests queued for others to finish.")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| source | engine | model | in | concurrency | TP | outputs | stall ms: measured / simulated (error) | TTFT ms: measured / simulated | before the first token: measured / simulated |")
 	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")

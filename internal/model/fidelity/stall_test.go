@@ -109,3 +109,18 @@ func TestStallIsTheEndToEndIntercept(t *testing.T) {
 		t.Errorf("TTFT %g, want the two lengths' mean", got)
 	}
 }
+
+// TestStallLeavesQueuedPointsOut drops a point whose TTFT grows with the
+// output length: SGLang 0.5.8's Qwen3-32B on one H100 at concurrency 16
+// measured 6,776 ms at 128 out and 28,881 at 512, its requests waiting
+// for others to finish, where the stall's line does not hold (its
+// intercept is negative).
+func TestStallLeavesQueuedPointsOut(t *testing.T) {
+	points := StallPoints([]Result{
+		closedLoop("q-128", 1024, 128, 16, 6775.5, 25.48, 1212.6, 31.1),
+		closedLoop("q-512", 1024, 512, 16, 28880.6, 26.56, 1741.7, 31.37),
+	})
+	if len(points) != 0 {
+		t.Errorf("%d points, want the queued one left out: %+v", len(points), points)
+	}
+}
