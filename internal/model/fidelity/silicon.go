@@ -21,8 +21,9 @@ import (
 // a closed-loop client of N workers, each sending its next request when
 // its last one ends (aiconfigurator's silicon runs). It is a load of its
 // own, neither Poisson (light, moderate, saturation) nor a burst
-// (offline): N requests are in flight the whole run.
-const RegimeConcurrency = "concurrency"
+// (offline): N requests are in flight the whole run. The simulator's
+// error bands read it by the same name (sim.RegimeConcurrency).
+const RegimeConcurrency = string(sim.RegimeConcurrency)
 
 // SiliconTable names a CSV of runs in aiconfigurator's silicon columns
 // (ai-dynamo/aiconfigurator,

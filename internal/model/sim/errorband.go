@@ -19,6 +19,10 @@ const (
 	RegimeModerate   Regime = "moderate"   // Poisson load, batches of tens
 	RegimeSaturation Regime = "saturation" // batches of hundreds, queues forming
 	RegimeOffline    Regime = "offline"    // every request at once
+	// RegimeConcurrency is a closed loop: a fixed number of requests in
+	// flight, each sending its next when it ends (the suite's silicon
+	// tables; fidelity.RegimeConcurrency).
+	RegimeConcurrency Regime = "concurrency"
 )
 
 // LightLoad and ModerateLoad are the most requests in flight (by Little's
@@ -176,7 +180,7 @@ func regimesBand(s Situation, regimes []string, widest bool) (band float64, basi
 		metrics = []string{"throughput"}
 	}
 	load := string(s.Regime)
-	underLoad := s.Regime != RegimeOffline
+	underLoad := s.Regime != RegimeOffline && s.Regime != RegimeConcurrency
 	for _, m := range metrics {
 		for _, g := range regimes {
 			st, ok := suite.Regimes[g][m]
@@ -239,7 +243,8 @@ func regimesBand(s Situation, regimes []string, widest bool) (band float64, basi
 // row under load, the same over every Poisson load (light, moderate,
 // saturation) and over every such run; an offline row ends at its load.
 // Runs at a fixed concurrency (closed-loop clients) are a load of their
-// own: a what-if row's open-loop Poisson arrivals never take them.
+// own: a what-if row's open-loop Poisson arrivals never take them, and a
+// closed loop's row takes them alone.
 func bandGroups(s Situation) []string {
 	ctx := "short"
 	if s.LongContext {
@@ -247,7 +252,7 @@ func bandGroups(s Situation) []string {
 	}
 	load := string(s.Regime)
 	out := []string{load + "/" + s.Engine + "/" + ctx, load + "/" + s.Engine}
-	if s.Regime == RegimeOffline {
+	if s.Regime == RegimeOffline || s.Regime == RegimeConcurrency {
 		return append(out, load)
 	}
 	return append(out, poissonLoad+"/"+s.Engine+"/"+ctx, poissonLoad+"/"+s.Engine, poissonLoad)

@@ -206,3 +206,22 @@ func TestSplitBand(t *testing.T) {
 		t.Errorf("SGLang row: %v %q, want every Poisson run's 0.48", b, why)
 	}
 }
+
+// TestClosedLoopBandsAreTheClosedLoops takes a closed loop's band from the
+// suite's runs at a fixed concurrency alone: TTFT and TPOT from them, and
+// no band for E2E, which those runs do not report, rather than the
+// Poisson runs' figure.
+func TestClosedLoopBandsAreTheClosedLoops(t *testing.T) {
+	for _, m := range []string{"ttft", "itl"} {
+		band, basis := ErrorBand(Situation{Regime: RegimeConcurrency, Engine: "vllm", Metrics: []string{m}})
+		if band <= 0 || !strings.Contains(basis, "at concurrency load") {
+			t.Errorf("%s: band %g, basis %q: want the closed loops' figure", m, band, basis)
+		}
+	}
+	if band, basis := ErrorBand(Situation{Regime: RegimeConcurrency, Engine: "vllm", Metrics: []string{"e2e"}}); basis != "" {
+		t.Errorf("e2e: band %g from %q, want none: no closed-loop run reports it", band, basis)
+	}
+	if _, basis := ErrorBand(Situation{Regime: RegimeConcurrency, Metrics: []string{"ttft"}}); !strings.Contains(basis, "concurrency") {
+		t.Errorf("engine unknown: basis %q, want the closed loops' runs", basis)
+	}
+}
