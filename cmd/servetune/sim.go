@@ -486,9 +486,13 @@ func runSimVirtual(cmd *cobra.Command, cfg sim.Config, f *benchFlags) error {
 		if len(findings) > 0 {
 			s.Meta["findings"] = findings
 		}
+		sit := simSituation(l.load, s, cfg)
+		bands := simBands(sit)
+		s.Meta["error_bands"] = bands
 		printSummary(stdout, l.name, s)
 		printConversation(stdout, s.Conversation)
 		printEngine(stdout, s)
+		printSimBands(stdout, sit, bands)
 		printFindings(stdout, findings)
 		if err := out.records(li, res.Records); err != nil {
 			return err
