@@ -182,12 +182,20 @@ func TestSimRunTrace(t *testing.T) {
 		Completed  int            `json:"completed"`
 		TotalInput int            `json:"total_input_tokens"`
 		Engine     map[string]any `json:"engine_metrics"`
+		Meta       struct {
+			Bands []simBand `json:"error_bands"`
+		} `json:"meta"`
 	}
 	if err := json.Unmarshal(mustRead(t, jsonPath), &res); err != nil {
 		t.Fatal(err)
 	}
 	if hit, _ := res.Engine["prefix_cache_hit_rate"].(float64); res.Completed != 36 || res.TotalInput != 92790 || hit <= 0 {
 		t.Errorf("completed %d, %d prompt tokens, hit rate %v; want 36, 92790, > 0", res.Completed, res.TotalInput, res.Engine["prefix_cache_hit_rate"])
+	}
+	// A trace sends each request at its own time: its error band is an
+	// open loop's, by the rate it ran at, never the bursts' (offline).
+	if res.Meta.Bands[0].Basis == "" || strings.Contains(res.Meta.Bands[0].Basis, "offline") {
+		t.Errorf("trace's TTFT band %+v: want an open loop's", res.Meta.Bands[0])
 	}
 	code, _, stderr = runCLI(t, "whatif", "--model", "llama-3.1-8b", "--gpus", "H100-SXM", "--slo", "ttft_p99_ms=2000",
 		"--dataset", "trace", "--dataset-path", mooncakeSample, "--trace-format", "mooncake")

@@ -486,7 +486,7 @@ func runSimVirtual(cmd *cobra.Command, cfg sim.Config, f *benchFlags) error {
 		if len(findings) > 0 {
 			s.Meta["findings"] = findings
 		}
-		sit := simSituation(l.load, s, cfg)
+		sit := simSituation(l.load, s, cfg, f.dataset)
 		bands := simBands(sit)
 		s.Meta["error_bands"] = bands
 		printSummary(stdout, l.name, s)

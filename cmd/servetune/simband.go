@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/servetune/servetune/internal/load/bench"
 	"github.com/servetune/servetune/internal/load/measure"
 	"github.com/servetune/servetune/internal/model/sim"
 )
@@ -39,17 +40,21 @@ func simBandMetrics() []simBandMetric {
 	return out
 }
 
-// simSituation is where a simulated level sits for its error bands: sent
-// all at once under a concurrency cap, a closed loop (the suite's
-// concurrency runs); all at once with no cap, offline; at a rate, the load
-// regime of the requests in flight by Little's law (rate x mean E2E), as a
-// what-if row's. Long context by the requests' mean lengths.
-func simSituation(load measure.Load, s measure.Summary, cfg sim.Config) sim.Situation {
+// simSituation is where a simulated level sits for its error bands: at a
+// rate, the load regime of the requests in flight by Little's law (rate x
+// mean E2E), as a what-if row's; a trace or conversations, whose requests
+// go at times of their own, the same with the rate they completed at;
+// sent all at once under a concurrency cap, a closed loop (the suite's
+// concurrency runs); all at once with no cap, offline. Long context by
+// the requests' mean lengths.
+func simSituation(load measure.Load, s measure.Summary, cfg sim.Config, dataset string) sim.Situation {
 	sit := sim.Situation{TP: cfg.TP, MoE: cfg.Model.MoE(), Engine: string(cfg.Engine),
 		Speculative: cfg.SpecMethod != "" && cfg.SpecMethod != "none"}
 	switch {
 	case load.Rate > 0 && !math.IsInf(load.Rate, 1):
 		sit.Regime = sim.RegimeOf(load.Rate * s.E2EL.Mean / 1000)
+	case dataset == bench.DatasetTrace || dataset == bench.DatasetConversation:
+		sit.Regime = sim.RegimeOf(s.RequestThroughput * s.E2EL.Mean / 1000)
 	case load.MaxConcurrency > 0:
 		sit.Regime = sim.RegimeConcurrency
 	default:
