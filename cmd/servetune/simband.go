@@ -46,7 +46,7 @@ func simBandMetrics() []simBandMetric {
 // go at times of their own, the same with the rate they completed at;
 // sent all at once under a concurrency cap, a closed loop (the suite's
 // concurrency runs); all at once with no cap, offline. Long context by
-// the requests' mean lengths.
+// the requests' mean lengths (sim.LongContextOf).
 func simSituation(load measure.Load, s measure.Summary, cfg sim.Config, dataset string) sim.Situation {
 	sit := sim.Situation{TP: cfg.TP, MoE: cfg.Model.MoE(), Engine: string(cfg.Engine),
 		Speculative: cfg.SpecMethod != "" && cfg.SpecMethod != "none"}
@@ -60,9 +60,7 @@ func simSituation(load measure.Load, s measure.Summary, cfg sim.Config, dataset 
 	default:
 		sit.Regime = sim.RegimeOffline
 	}
-	if s.Completed > 0 {
-		sit.LongContext = (s.TotalInputTokens+s.TotalOutputTokens)/s.Completed >= sim.LongContext
-	}
+	sit.LongContext = sim.LongContextOf(s)
 	return sit
 }
 

@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -34,13 +31,9 @@ func TestSimRunSaysHowSureItIs(t *testing.T) {
 			jsonPath := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "-")+".json")
 			args := append([]string{"sim", "run", "llama-3.1-8b", "--engine", "vllm", "--max-model-len", "4096", "--gpu", "H100-SXM",
 				"--input-len", "512", "--output-len", "64", "--num-requests", "64", "--seed", "1", "--bootstrap", "10", "--json", jsonPath}, c.load...)
-			var out, errb bytes.Buffer
-			if code := run(context.Background(), args, &out, &errb); code != exitOK {
-				t.Fatalf("code %d: %s", code, errb.String())
-			}
-			b, err := os.ReadFile(jsonPath)
-			if err != nil {
-				t.Fatal(err)
+			code, stdout, stderr := runCLI(t, args...)
+			if code != exitOK {
+				t.Fatalf("code %d: %s", code, stderr)
 			}
 			var res struct {
 				MeanE2E float64 `json:"mean_e2el_ms"`
@@ -48,7 +41,7 @@ func TestSimRunSaysHowSureItIs(t *testing.T) {
 					Bands []simBand `json:"error_bands"`
 				} `json:"meta"`
 			}
-			if err := json.Unmarshal(b, &res); err != nil {
+			if err := json.Unmarshal(mustRead(t, jsonPath), &res); err != nil {
 				t.Fatal(err)
 			}
 			regime := c.regime
@@ -68,8 +61,8 @@ func TestSimRunSaysHowSureItIs(t *testing.T) {
 				}
 			}
 			head := fmt.Sprintf("Expected error (the simulator against real runs like this level: %s load, vllm):", regime)
-			if !strings.Contains(out.String(), head) {
-				t.Errorf("table lacks %q:\n%s", head, out.String())
+			if !strings.Contains(stdout, head) {
+				t.Errorf("table lacks %q:\n%s", head, stdout)
 			}
 		})
 	}

@@ -873,9 +873,7 @@ func TabulateByLoad(results []Result) ByLoad {
 // poissonArrivals reports whether load is one of Poisson arrivals (light,
 // moderate, saturation): not a burst (offline) nor a closed loop at a
 // fixed concurrency, whose errors measure other regimes.
-func poissonArrivals(load string) bool {
-	return slices.Contains(loadsOnly, load) && load != "offline" && load != RegimeConcurrency
-}
+func poissonArrivals(load string) bool { return sim.Regime(load).Poisson() }
 
 func maxAbs(xs []float64) float64 {
 	var m float64

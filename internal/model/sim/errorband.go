@@ -7,6 +7,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/servetune/servetune/internal/load/measure"
 )
 
 // Regime is the load a prediction sits in, named as the fidelity suite
@@ -32,6 +34,19 @@ const (
 	LightLoad    = 8
 	ModerateLoad = 64
 )
+
+// Poisson says whether r is a load of Poisson arrivals (light, moderate,
+// saturation): not every request at once (offline) nor a closed loop
+// (concurrency), whose errors measure other regimes.
+func (r Regime) Poisson() bool {
+	return r == RegimeLight || r == RegimeModerate || r == RegimeSaturation
+}
+
+// LongContextOf says whether a level's requests hold LongContext tokens or
+// more on average, prompt and output together.
+func LongContextOf(s measure.Summary) bool {
+	return s.Completed > 0 && (s.TotalInputTokens+s.TotalOutputTokens)/s.Completed >= LongContext
+}
 
 // RegimeOf is the load regime of a Poisson load with inflight requests in
 // flight on average.
@@ -180,7 +195,7 @@ func regimesBand(s Situation, regimes []string, widest bool) (band float64, basi
 		metrics = []string{"throughput"}
 	}
 	load := string(s.Regime)
-	underLoad := s.Regime != RegimeOffline && s.Regime != RegimeConcurrency
+	underLoad := s.Regime.Poisson()
 	for _, m := range metrics {
 		for _, g := range regimes {
 			st, ok := suite.Regimes[g][m]
@@ -252,7 +267,7 @@ func bandGroups(s Situation) []string {
 	}
 	load := string(s.Regime)
 	out := []string{load + "/" + s.Engine + "/" + ctx, load + "/" + s.Engine}
-	if s.Regime == RegimeOffline || s.Regime == RegimeConcurrency {
+	if !s.Regime.Poisson() {
 		return append(out, load)
 	}
 	return append(out, poissonLoad+"/"+s.Engine+"/"+ctx, poissonLoad+"/"+s.Engine, poissonLoad)
