@@ -65,11 +65,7 @@ type Common struct {
 // "missing" where the section lacks it: the keys without which a kind
 // cannot launch anything.
 func (c Common) Require(d *yamlpos.Decoder, keys map[string]*yaml.Node, name string) *yaml.Node {
-	x := keys[name]
-	if x == nil {
-		d.Fail(c.Section, "launcher."+name, "missing (the %s launcher needs %s)", c.Kind, name)
-	}
-	return x
+	return d.Require(c.Section, keys, "launcher", name, "the "+c.Kind+" launcher needs "+name)
 }
 
 // CommonKeys are the keys every launcher section may have.

@@ -75,6 +75,20 @@ func (d *Decoder) Fields(n *yaml.Node, field string, allowed ...string) map[stri
 	return out
 }
 
+// Require returns f[key], the value of a key the mapping at n must have.
+// An absent key fails at n with "missing (why)"; once any problem is
+// recorded it returns nil, so that a caller stops at the first problem.
+func (d *Decoder) Require(n *yaml.Node, f map[string]*yaml.Node, field, key, why string) *yaml.Node {
+	if d.err != nil {
+		return nil
+	}
+	x := f[key]
+	if x == nil {
+		d.Fail(n, Join(field, key), "missing (%s)", why)
+	}
+	return x
+}
+
 // KeyNode returns the key node of name in mapping n (for error positions),
 // or n itself.
 func KeyNode(n *yaml.Node, name string) *yaml.Node {

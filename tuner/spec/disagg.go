@@ -35,12 +35,8 @@ func (p *specParser) disaggregation(n *yaml.Node, e engine.Engine) *Disaggregati
 	f := p.Fields(n, "disaggregation", "router", "router_each_prefill", "router_each_decode", "router_health",
 		"kv_transfer_config", "prefill_kv_transfer_config", "decode_kv_transfer_config", "transfer_backend", "kv_link")
 	d := &Disaggregation{}
-	if p.Failed() {
-		return d
-	}
-	x := f["router"]
+	x := p.Require(n, f, "disaggregation", "router", `the router's command, e.g. ["{servetune}", sim, router, --port, "{port}", ...]`)
 	if x == nil {
-		p.Fail(n, "disaggregation.router", "missing (the router's command, e.g. [\"{servetune}\", sim, router, --port, \"{port}\", ...])")
 		return d
 	}
 	d.Router.Command = p.Strings(x, "disaggregation.router")

@@ -354,12 +354,8 @@ type specParser struct {
 func (p *specParser) parse(root *yaml.Node, file string) *Spec {
 	top := p.Fields(root, "", "name", "model", "engine", "launcher", "hardware", "space",
 		"workload", "slo", "objectives", "tuner", "quality", "whatif", "disaggregation")
-	if p.Failed() {
-		return nil
-	}
 	for _, req := range []string{"name", "model", "engine", "launcher", "space", "workload"} {
-		if top[req] == nil {
-			p.Fail(root, req, "missing (required)")
+		if p.Require(root, top, "", req, "required") == nil {
 			return nil
 		}
 	}
@@ -551,15 +547,7 @@ func (p *specParser) hardware(n *yaml.Node) Hardware {
 func (p *specParser) workload(n *yaml.Node) Workload {
 	f := p.Fields(n, "workload", "dataset", "load", "requests_per_level", "warmup", "timeout")
 	w := Workload{RequestsPerLevel: 200, Warmup: 10, Timeout: 10 * time.Minute}
-	if p.Failed() {
-		return w
-	}
-	if f["dataset"] == nil {
-		p.Fail(n, "workload.dataset", "missing (required)")
-		return w
-	}
-	if f["load"] == nil {
-		p.Fail(n, "workload.load", "missing (required)")
+	if p.Require(n, f, "workload", "dataset", "required") == nil || p.Require(n, f, "workload", "load", "required") == nil {
 		return w
 	}
 	w.Dataset = p.dataset(f["dataset"], "workload.dataset")
@@ -708,8 +696,7 @@ func (p *specParser) conversation(f map[string]*yaml.Node, d *bench.DatasetSpec,
 		need = need[:1]
 	}
 	for _, k := range need {
-		if f[k] == nil {
-			p.Fail(f["kind"], field+"."+k, "missing (a conversation needs sessions and turns, or sessions and a ShareGPT path)")
+		if p.Require(f["kind"], f, field, k, "a conversation needs sessions and turns, or sessions and a ShareGPT path") == nil {
 			return
 		}
 	}
@@ -991,12 +978,8 @@ func (p *specParser) tuner(n *yaml.Node, t *TunerSpec) {
 func (p *specParser) quality(n *yaml.Node) *QualitySpec {
 	f := p.Fields(n, "quality", "baseline", "max_drop_pct", "items")
 	q := &QualitySpec{Baseline: engine.Settings{}, MaxDropPct: 1.0, Items: quality.DefaultItems}
-	if p.Failed() {
-		return q
-	}
-	b := f["baseline"]
+	b := p.Require(n, f, "quality", "baseline", "the settings of the reference configuration, e.g. {quantization: none}")
 	if b == nil {
-		p.Fail(n, "quality.baseline", "missing (the settings of the reference configuration, e.g. {quantization: none})")
 		return q
 	}
 	if b.Kind != yaml.MappingNode {

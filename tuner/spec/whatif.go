@@ -47,12 +47,8 @@ func (p *specParser) whatifDeployment(f map[string]*yaml.Node, w *WhatifSpec) {
 func (p *specParser) whatifSpeculative(n *yaml.Node) *WhatifSpeculation {
 	f := p.Fields(n, "whatif.speculative", "acceptance", "tokens", "method", "draft")
 	s := &WhatifSpeculation{Method: "eagle3", Tokens: 3}
-	if p.Failed() {
-		return s
-	}
-	x := f["acceptance"]
+	x := p.Require(n, f, "whatif.speculative", "acceptance", "each draft token's chance of acceptance, in [0, 1]")
 	if x == nil {
-		p.Fail(n, "whatif.speculative.acceptance", "missing (each draft token's chance of acceptance, in [0, 1])")
 		return s
 	}
 	s.Acceptance = p.Number(x, "whatif.speculative.acceptance")

@@ -70,6 +70,16 @@ func (s *setting) spell(e Engine) spelling {
 	return s.vllm
 }
 
+// simFlag is a setting of the simulated engine's own, spelled flag on both
+// engines' command lines (a Bool one is the flag alone when true).
+func simFlag(name string, typ Type, flag, doc string) setting {
+	sp := spelling{flag: flag}
+	if typ == Bool {
+		sp = spelling{on: []string{flag}}
+	}
+	return setting{name: name, typ: typ, sim: true, doc: doc, vllm: sp, sglang: sp}
+}
+
 // table is the one table. Render emits tunable settings in this order.
 //
 // gpu_memory_fraction renders the same number to both engines but the
@@ -321,26 +331,17 @@ var table = []setting{
 
 	// The simulated engine's own flags (both command lines; SimEnv holds the
 	// environment variables that stand in for them).
-	{name: "sim_gpu", typ: String, sim: true, doc: "catalog GPU the simulator models",
-		vllm: spelling{flag: "--gpu"}, sglang: spelling{flag: "--gpu"}},
-	{name: "sim_num_gpus", typ: Int, sim: true, doc: "GPUs the simulated node has",
-		vllm: spelling{flag: "--num-gpus"}, sglang: spelling{flag: "--num-gpus"}},
-	{name: "sim_time_scale", typ: Float, sim: true, doc: "how many times faster than real time the simulated server runs",
-		vllm: spelling{flag: "--time-scale"}, sglang: spelling{flag: "--time-scale"}},
-	{name: "sim_load_time", typ: Duration, sim: true, doc: "simulated start-up time",
-		vllm: spelling{flag: "--sim-load-time"}, sglang: spelling{flag: "--sim-load-time"}},
-	{name: "sim_engine", typ: String, sim: true, doc: "the engine the simulator imitates",
-		vllm: spelling{flag: "--engine"}, sglang: spelling{flag: "--engine"}},
-	{name: "sim_model_config", typ: String, sim: true, doc: "a Hugging Face config.json for a model outside the catalog",
-		vllm: spelling{flag: "--model-config"}, sglang: spelling{flag: "--model-config"}},
-	{name: "sim_calibration", typ: String, sim: true, doc: "a calibration profile (servetune calibrate) for the simulator's constants",
-		vllm: spelling{flag: "--calibration"}, sglang: spelling{flag: "--calibration"}},
+	simFlag("sim_gpu", String, "--gpu", "catalog GPU the simulator models"),
+	simFlag("sim_num_gpus", Int, "--num-gpus", "GPUs the simulated node has"),
+	simFlag("sim_time_scale", Float, "--time-scale", "how many times faster than real time the simulated server runs"),
+	simFlag("sim_load_time", Duration, "--sim-load-time", "simulated start-up time"),
+	simFlag("sim_engine", String, "--engine", "the engine the simulator imitates"),
+	simFlag("sim_model_config", String, "--model-config", "a Hugging Face config.json for a model outside the catalog"),
+	simFlag("sim_calibration", String, "--calibration", "a calibration profile (servetune calibrate) for the simulator's constants"),
 	// The draft's acceptance rate is the data's and the draft's, not an
 	// engine flag: the simulator is told it.
-	{name: "sim_spec_acceptance", typ: Float, sim: true, doc: "speculative decoding: the chance each draft token is accepted, in [0, 1)",
-		vllm: spelling{flag: "--spec-acceptance"}, sglang: spelling{flag: "--spec-acceptance"}},
-	{name: "sim_kv_link", typ: String, sim: true, doc: "disaggregated prefill and decode: the link the KV cache crosses (nvlink, pcie, infiniband, roce, ethernet)",
-		vllm: spelling{flag: "--kv-link"}, sglang: spelling{flag: "--kv-link"}},
+	simFlag("sim_spec_acceptance", Float, "--spec-acceptance", "speculative decoding: the chance each draft token is accepted, in [0, 1)"),
+	simFlag("sim_kv_link", String, "--kv-link", "disaggregated prefill and decode: the link the KV cache crosses (nvlink, pcie, infiniband, roce, ethernet)"),
 	{name: "generation_config", typ: String, doc: "vLLM: where a request's default sampling comes from (auto: the model's generation_config.json; vllm: none; or a folder)",
 		vllm: spelling{flag: "--generation-config"}},
 	// Which sampler a vLLM build runs is its version's, not a flag of it:
@@ -353,8 +354,7 @@ var table = []setting{
 	// was off (sim/core.go, scheduleV0Prefills).
 	{name: "sim_v0_scheduler", typ: Bool, sim: true, doc: "vLLM: V0's scheduler (vLLM before V1): without chunked prefill a step of new prompts runs no decodes",
 		vllm: spelling{on: []string{"--v0-scheduler"}}},
-	{name: "sim_force_calibration", typ: Bool, sim: true, doc: "use the calibration profile even on another GPU or engine",
-		vllm: spelling{on: []string{"--force-calibration"}}, sglang: spelling{on: []string{"--force-calibration"}}},
+	simFlag("sim_force_calibration", Bool, "--force-calibration", "use the calibration profile even on another GPU or engine"),
 }
 
 // ignoredSwitches and ignoredValued are flags of the engines that change
