@@ -8,6 +8,7 @@ import (
 
 	"github.com/servetune/servetune/internal/load/bench"
 	"github.com/servetune/servetune/internal/load/trace"
+	"github.com/servetune/servetune/internal/registry"
 )
 
 // traceFlags are the flags only --dataset trace reads (datasetFlags).
@@ -15,11 +16,7 @@ var traceFlags = []string{"trace-format", "trace-speed", "trace-start", "trace-d
 
 // traceFormats names the trace formats for help and errors.
 func traceFormats() string {
-	names := make([]string, len(trace.Formats))
-	for i, f := range trace.Formats {
-		names[i] = string(f)
-	}
-	return strings.Join(names, ", ")
+	return strings.Join(registry.Strings(trace.Formats), ", ")
 }
 
 // traceDataset reads the --trace-* flags into ds and the window's first

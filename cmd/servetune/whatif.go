@@ -16,6 +16,7 @@ import (
 
 	"github.com/servetune/servetune/internal/load/measure"
 	"github.com/servetune/servetune/internal/model/sim"
+	"github.com/servetune/servetune/internal/registry"
 	"github.com/servetune/servetune/internal/serving/catalog"
 	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/tuner"
@@ -426,10 +427,7 @@ func whatifProgress(w io.Writer, tty bool, last *time.Time) func(whatif.Progress
 // printWhatif writes the ranked table, the prices and their dates, the
 // ties and the serve commands.
 func printWhatif(w io.Writer, rep *whatif.Report) {
-	engines := make([]string, len(rep.Engines))
-	for i, e := range rep.Engines {
-		engines[i] = string(e)
-	}
+	engines := registry.Strings(rep.Engines)
 	weights := ""
 	if rep.Weights != "" {
 		weights = fmt.Sprintf("; weights %s (the checkpoint's, rows without %s)", rep.Weights, engine.Flag(engine.VLLM, "quantization"))

@@ -3,7 +3,8 @@ package fleet
 import (
 	"fmt"
 	"math"
-	"strings"
+
+	"github.com/servetune/servetune/internal/registry"
 )
 
 // Signal is an engine gauge an autoscaler tracks, as the engines export
@@ -28,16 +29,7 @@ var Signals = []Signal{SignalRunning, SignalWaiting, SignalKV}
 
 // ParseSignal returns the signal named s.
 func ParseSignal(s string) (Signal, error) {
-	for _, g := range Signals {
-		if string(g) == s {
-			return g, nil
-		}
-	}
-	names := make([]string, len(Signals))
-	for i, g := range Signals {
-		names[i] = string(g)
-	}
-	return "", fmt.Errorf("unknown scaling signal %q (known: %s)", s, strings.Join(names, ", "))
+	return registry.Parse("scaling signal", s, Signals)
 }
 
 // index is the signal's place in a gauge triple (run.tick).

@@ -1,6 +1,7 @@
 // Package registry is the one table of named kinds that packages fill in
 // their init functions (launcher kinds, sampler kinds): safe for
-// concurrent use, a name registered once.
+// concurrent use, a name registered once. Parse and Strings read and name
+// a fixed list of string-valued names (trace formats, scaling signals).
 //
 //	var kinds = registry.New[Kind]("launcher")
 //	func Register(k Kind) { kinds.Add(k.Name, k, k.Decode != nil) }
@@ -9,6 +10,7 @@ package registry
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 )
 
@@ -64,6 +66,25 @@ func (r *Registry[T]) All() []T {
 	out := make([]T, len(names))
 	for i, name := range names {
 		out[i] = r.m[name]
+	}
+	return out
+}
+
+// Parse returns the value of known spelled s, or an error naming what is
+// read and every known value.
+func Parse[T ~string](what, s string, known []T) (T, error) {
+	if i := slices.Index(known, T(s)); i >= 0 {
+		return known[i], nil
+	}
+	var zero T
+	return zero, fmt.Errorf("unknown %s %q (known: %s)", what, s, strings.Join(Strings(known), ", "))
+}
+
+// Strings are known's values as strings, in their order.
+func Strings[T ~string](known []T) []string {
+	out := make([]string, len(known))
+	for i, v := range known {
+		out[i] = string(v)
 	}
 	return out
 }

@@ -37,3 +37,19 @@ func TestRegistry(t *testing.T) {
 		}()
 	}
 }
+
+type color string
+
+func TestParseNamesEveryKnownValue(t *testing.T) {
+	known := []color{"red", "green"}
+	if c, err := Parse("color", "green", known); err != nil || c != "green" {
+		t.Errorf("Parse(green) = %q, %v", c, err)
+	}
+	_, err := Parse("color", "blue", known)
+	if err == nil || err.Error() != `unknown color "blue" (known: red, green)` {
+		t.Errorf("Parse(blue) error = %v", err)
+	}
+	if got := Strings(known); !slices.Equal(got, []string{"red", "green"}) {
+		t.Errorf("Strings() = %v", got)
+	}
+}

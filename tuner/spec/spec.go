@@ -21,6 +21,7 @@ import (
 	"github.com/servetune/servetune/internal/load/measure"
 	"github.com/servetune/servetune/internal/load/quality"
 	"github.com/servetune/servetune/internal/load/trace"
+	"github.com/servetune/servetune/internal/registry"
 	"github.com/servetune/servetune/internal/serving/catalog"
 	"github.com/servetune/servetune/internal/serving/engine"
 	"github.com/servetune/servetune/internal/yamlpos"
@@ -644,7 +645,7 @@ func (p *specParser) trace(f map[string]*yaml.Node, d *bench.DatasetSpec, field 
 			p.Fail(x, field+".format", "%v", err)
 		}
 	} else if !p.Failed() {
-		p.Fail(f["kind"], field+".format", "missing: a trace needs its format (%s)", strings.Join(traceFormats(), ", "))
+		p.Fail(f["kind"], field+".format", "missing: a trace needs its format (%s)", strings.Join(registry.Strings(trace.Formats), ", "))
 	}
 	if x := f["speed"]; x != nil {
 		t.Speed = p.Positive(x, field+".speed")
@@ -662,15 +663,6 @@ func (p *specParser) trace(f map[string]*yaml.Node, d *bench.DatasetSpec, field 
 	if f["path"] == nil && !p.Failed() {
 		p.Fail(f["kind"], field+".path", "missing: a trace needs its file")
 	}
-}
-
-// traceFormats names the trace formats.
-func traceFormats() []string {
-	out := make([]string, len(trace.Formats))
-	for i, f := range trace.Formats {
-		out[i] = string(f)
-	}
-	return out
 }
 
 // conversation reads a conversation dataset's sessions, turns (N or a

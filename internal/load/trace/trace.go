@@ -5,8 +5,9 @@ import (
 	"io"
 	"math"
 	"os"
-	"strings"
 	"time"
+
+	"github.com/servetune/servetune/internal/registry"
 )
 
 // Format names a trace file format.
@@ -25,16 +26,7 @@ var Formats = []Format{FormatMooncake, FormatAzure, FormatBurstGPT, FormatJSONL}
 
 // ParseFormat returns the format named s, or an error naming the known ones.
 func ParseFormat(s string) (Format, error) {
-	for _, f := range Formats {
-		if string(f) == s {
-			return f, nil
-		}
-	}
-	names := make([]string, len(Formats))
-	for i, f := range Formats {
-		names[i] = string(f)
-	}
-	return "", fmt.Errorf("unknown trace format %q (known: %s)", s, strings.Join(names, ", "))
+	return registry.Parse("trace format", s, Formats)
 }
 
 // MooncakeBlockSize is the number of tokens one Mooncake hash id stands for.
