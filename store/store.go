@@ -335,23 +335,38 @@ func (s *Store) GetStudy(ctx context.Context, name string) (Study, error) {
 
 // ListStudies returns every study, oldest first.
 func (s *Store) ListStudies(ctx context.Context) ([]Study, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+studyColumns+` FROM studies ORDER BY id`)
-	if err != nil {
-		return nil, fmt.Errorf("store: list studies: %w", err)
-	}
-	defer rows.Close()
 	var out []Study
-	for rows.Next() {
+	err := collect(ctx, s.db, "list studies", func(rows *sql.Rows) error {
 		st, err := scanStudy(rows)
-		if err != nil {
-			return nil, fmt.Errorf("store: list studies: %w", err)
-		}
 		out = append(out, st)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: list studies: %w", err)
+		return err
+	}, `SELECT `+studyColumns+` FROM studies ORDER BY id`)
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
+}
+
+// collect runs query on q and hands each row to each, which keeps what
+// the row holds or passes it over; an error from the query, a row or the
+// read is "store: what: ...".
+func collect(ctx context.Context, q interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+}, what string, each func(*sql.Rows) error, query string, args ...any) error {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return fmt.Errorf("store: %s: %w", what, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := each(rows); err != nil {
+			return fmt.Errorf("store: %s: %w", what, err)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("store: %s: %w", what, err)
+	}
+	return nil
 }
 
 // ResumeStudy marks the named study running again and returns it; callers
@@ -774,41 +789,27 @@ func (s *Store) Trials(ctx context.Context, studyID int64) ([]Trial, error) {
 		return nil, fmt.Errorf("store: trials: %w", err)
 	}
 	defer tx.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
-	rows, err := tx.QueryContext(ctx, `SELECT `+trialColumns+` FROM trials WHERE study_id = ? ORDER BY number`, studyID)
-	if err != nil {
-		return nil, fmt.Errorf("store: trials: %w", err)
-	}
 	var out []Trial
 	byID := map[int64]int{}
-	for rows.Next() {
+	err = collect(ctx, tx, "trials", func(rows *sql.Rows) error {
 		t, err := scanTrial(rows)
-		if err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("store: trials: %w", err)
-		}
 		byID[t.ID] = len(out)
 		out = append(out, t)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: trials: %w", err)
-	}
-	rows, err = tx.QueryContext(ctx, `SELECT lp.trial_id, lp.level, lp.kind, lp.value, lp.load, lp.summary
-		FROM load_points lp JOIN trials t ON t.id = lp.trial_id WHERE t.study_id = ? ORDER BY lp.rowid`, studyID)
+		return err
+	}, `SELECT `+trialColumns+` FROM trials WHERE study_id = ? ORDER BY number`, studyID)
 	if err != nil {
-		return nil, fmt.Errorf("store: load points: %w", err)
+		return nil, err
 	}
-	defer rows.Close()
-	for rows.Next() {
+	err = collect(ctx, tx, "load points", func(rows *sql.Rows) error {
 		var id int64
 		var lp measure.Level
 		var load, summary string
 		if err := rows.Scan(&id, &lp.Label, &lp.Kind, &lp.Value, &load, &summary); err != nil {
-			return nil, fmt.Errorf("store: load points: %w", err)
+			return err
 		}
 		i, ok := byID[id]
 		if !ok {
-			continue
+			return nil
 		}
 		// A point that does not parse makes its trial unreadable, not the
 		// study: a trial with a level missing must not rank on the rest.
@@ -818,12 +819,14 @@ func (s *Store) Trials(ctx context.Context, studyID int64) ([]Trial, error) {
 		}
 		if err != nil {
 			out[i].Unreadable = strings.TrimPrefix(out[i].Unreadable+"; ", "; ") + fmt.Sprintf("load point %s: %v", lp.Label, err)
-			continue
+			return nil
 		}
 		out[i].LoadPoints = append(out[i].LoadPoints, lp)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: load points: %w", err)
+		return nil
+	}, `SELECT lp.trial_id, lp.level, lp.kind, lp.value, lp.load, lp.summary
+		FROM load_points lp JOIN trials t ON t.id = lp.trial_id WHERE t.study_id = ? ORDER BY lp.rowid`, studyID)
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -870,29 +873,25 @@ func (s *Store) Trial(ctx context.Context, studyID int64, number int) (Trial, er
 // Requests returns the per-request records of one trial at one load level
 // in the order they were stored. Chunks and error messages are not stored.
 func (s *Store) Requests(ctx context.Context, trialID int64, level string) ([]measure.Record, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT idx, warmup, sched_ns, send_ns, first_ns, last_ns, end_ns,
-		prompt_tokens, output_tokens, error, http_status FROM requests WHERE trial_id = ? AND level = ? ORDER BY rowid`,
-		trialID, level)
-	if err != nil {
-		return nil, fmt.Errorf("store: requests: %w", err)
-	}
-	defer rows.Close()
 	var out []measure.Record
-	for rows.Next() {
+	err := collect(ctx, s.db, "requests", func(rows *sql.Rows) error {
 		var r measure.Record
 		var sched, send, first, last, end int64
 		var class string
 		if err := rows.Scan(&r.Index, &r.Warmup, &sched, &send, &first, &last, &end,
 			&r.PromptTokens, &r.OutputTokens, &class, &r.Status); err != nil {
-			return nil, fmt.Errorf("store: requests: %w", err)
+			return err
 		}
 		r.Sched, r.Send, r.First, r.Last, r.End = time.Duration(sched), time.Duration(send),
 			time.Duration(first), time.Duration(last), time.Duration(end)
 		r.Error = measure.ErrorClass(class)
 		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: requests: %w", err)
+		return nil
+	}, `SELECT idx, warmup, sched_ns, send_ns, first_ns, last_ns, end_ns,
+		prompt_tokens, output_tokens, error, http_status FROM requests WHERE trial_id = ? AND level = ? ORDER BY rowid`,
+		trialID, level)
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -904,25 +903,18 @@ func (s *Store) Requests(ctx context.Context, trialID int64, level string) ([]me
 // first is not taken for a missing one (only differences of the counter
 // mean anything).
 func (s *Store) GPUSamples(ctx context.Context, trialID int64) ([]gpu.Sample, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT g.t_ns, g.gpu, g.power_w, g.mem_used_bytes, g.util_pct, g.sm_clock_mhz,
-		g.energy_j, g.temp_c, t.started FROM gpu_samples g JOIN trials t ON t.id = g.trial_id
-		WHERE g.trial_id = ? ORDER BY g.gpu, g.t_ns`, trialID)
-	if err != nil {
-		return nil, fmt.Errorf("store: gpu samples: %w", err)
-	}
-	defer rows.Close()
 	var out []gpu.Sample
-	for rows.Next() {
+	err := collect(ctx, s.db, "gpu samples", func(rows *sql.Rows) error {
 		var g gpu.Sample
 		var t, mem, clock int64
 		var power, util, energy, temp sql.NullFloat64
 		var started sql.NullString
 		if err := rows.Scan(&t, &g.GPU, &power, &mem, &util, &clock, &energy, &temp, &started); err != nil {
-			return nil, fmt.Errorf("store: gpu samples: %w", err)
+			return err
 		}
 		t0, err := parseTime(started)
 		if err != nil {
-			return nil, fmt.Errorf("store: gpu samples: %w", err)
+			return err
 		}
 		g.Time = t0.Add(time.Duration(t))
 		g.MemUsed, g.SMClockMHz = uint64(max(mem, 0)), uint32(max(clock, 0))
@@ -934,9 +926,12 @@ func (s *Store) GPUSamples(ctx context.Context, trialID int64) ([]gpu.Sample, er
 			g.TempC = uint32(math.Round(temp.Float64))
 		}
 		out = append(out, g)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: gpu samples: %w", err)
+		return nil
+	}, `SELECT g.t_ns, g.gpu, g.power_w, g.mem_used_bytes, g.util_pct, g.sm_clock_mhz,
+		g.energy_j, g.temp_c, t.started FROM gpu_samples g JOIN trials t ON t.id = g.trial_id
+		WHERE g.trial_id = ? ORDER BY g.gpu, g.t_ns`, trialID)
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -945,25 +940,21 @@ func (s *Store) GPUSamples(ctx context.Context, trialID int64) ([]gpu.Sample, er
 // (Lease.SetForecast), in the order it was stored; none for a study whose
 // sampler forecasts nothing.
 func (s *Store) Forecasts(ctx context.Context, studyID int64) ([]Forecast, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT settings, value, met, p_start, failure FROM forecasts WHERE study_id = ? ORDER BY idx`, studyID)
-	if err != nil {
-		return nil, fmt.Errorf("store: forecasts: %w", err)
-	}
-	defer rows.Close()
 	var out []Forecast
-	for rows.Next() {
+	err := collect(ctx, s.db, "forecasts", func(rows *sql.Rows) error {
 		var f Forecast
 		var settings string
 		if err := rows.Scan(&settings, &f.Value, &f.Met, &f.PStart, &f.Failure); err != nil {
-			return nil, fmt.Errorf("store: forecasts: %w", err)
+			return err
 		}
 		if err := json.Unmarshal([]byte(settings), &f.Settings); err != nil {
-			continue // a damaged row says nothing about the others
+			return nil // a damaged row says nothing about the others
 		}
 		out = append(out, f)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("store: forecasts: %w", err)
+		return nil
+	}, `SELECT settings, value, met, p_start, failure FROM forecasts WHERE study_id = ? ORDER BY idx`, studyID)
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
