@@ -76,26 +76,41 @@ type flexInt struct {
 	Set bool
 }
 
-func (f *flexInt) UnmarshalJSON(b []byte) error {
+// The kinds of value slurmValue reads.
+const (
+	slurmNull = iota
+	slurmNumber
+	slurmObject
+)
+
+// slurmValue reads b, which Slurm's JSON writes as null, a number or an
+// object (its newer form of the same field), into num or obj, and says
+// which it was.
+func slurmValue(b []byte, num, obj any) (int, error) {
 	b = bytes.TrimSpace(b)
-	if bytes.Equal(b, []byte("null")) {
-		return nil
+	switch {
+	case bytes.Equal(b, []byte("null")):
+		return slurmNull, nil
+	case len(b) > 0 && b[0] == '{':
+		return slurmObject, json.Unmarshal(b, obj)
 	}
-	if len(b) > 0 && b[0] == '{' {
-		var o struct {
-			Set      bool  `json:"set"`
-			Infinite bool  `json:"infinite"`
-			Number   int64 `json:"number"`
-		}
-		if err := json.Unmarshal(b, &o); err != nil {
-			return err
-		}
-		f.N, f.Set = o.Number, o.Set && !o.Infinite
-		return nil
+	return slurmNumber, json.Unmarshal(b, num)
+}
+
+func (f *flexInt) UnmarshalJSON(b []byte) error {
+	var o struct {
+		Set      bool  `json:"set"`
+		Infinite bool  `json:"infinite"`
+		Number   int64 `json:"number"`
 	}
 	var n json.Number
-	if err := json.Unmarshal(b, &n); err != nil {
+	kind, err := slurmValue(b, &n, &o)
+	if err != nil || kind == slurmNull {
 		return err
+	}
+	if kind == slurmObject {
+		f.N, f.Set = o.Number, o.Set && !o.Infinite
+		return nil
 	}
 	v, err := strconv.ParseFloat(string(n), 64)
 	if err != nil {
@@ -138,31 +153,25 @@ func (s *flexState) UnmarshalJSON(b []byte) error {
 type flexExit struct{ Code int }
 
 func (e *flexExit) UnmarshalJSON(b []byte) error {
-	b = bytes.TrimSpace(b)
-	if bytes.Equal(b, []byte("null")) {
-		return nil
+	var o struct {
+		ReturnCode flexInt `json:"return_code"`
+		Signal     struct {
+			ID flexInt `json:"id"`
+		} `json:"signal"`
 	}
-	if len(b) > 0 && b[0] == '{' {
-		var o struct {
-			ReturnCode flexInt `json:"return_code"`
-			Signal     struct {
-				ID flexInt `json:"id"`
-			} `json:"signal"`
-		}
-		if err := json.Unmarshal(b, &o); err != nil {
-			return err
-		}
+	var status int
+	kind, err := slurmValue(b, &status, &o)
+	switch {
+	case err != nil || kind == slurmNull:
+		return err
+	case kind == slurmObject:
 		e.Code = int(o.ReturnCode.N)
 		if o.Signal.ID.Set && o.Signal.ID.N > 0 {
 			e.Code = 128 + int(o.Signal.ID.N)
 		}
-		return nil
+	default:
+		e.Code = waitStatus(status)
 	}
-	var status int
-	if err := json.Unmarshal(b, &status); err != nil {
-		return err
-	}
-	e.Code = waitStatus(status)
 	return nil
 }
 
