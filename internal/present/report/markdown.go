@@ -173,15 +173,13 @@ func mdFailures(p func(string, ...any), v *view) {
 		p("- trial %d at %s: %d request(s) %s: %s\n", f.Trial, t(f.Level), f.Count, t(f.Class), mdCode(f.Message))
 	}
 	if len(v.Interrupted) > 0 {
-		p("Interrupted (not yet re-run): %s.\n\n", ints(v.Interrupted))
+		p("Interrupted (not yet re-run): %s.\n\n", intList(v.Interrupted))
 	}
 	if len(v.Reruns) > 0 {
 		var ns []int
 		for _, r := range v.Reruns {
 			ns = append(ns, r.Trial)
 		}
-		p("Re-run after an interruption: %s.\n\n", ints(ns))
+		p("Re-run after an interruption: %s.\n\n", intList(ns))
 	}
 }
-
-func ints(ns []int) string { return intList(ns) }
