@@ -63,7 +63,7 @@ func simConfig(args []string) (sim.Config, error) {
 // simEstimate is the JSON of `sim estimate`.
 type simEstimate struct {
 	Model string `json:"model"`
-	TP    int    `json:"tensor_parallel_size"`
+	TP    int    `json:"tensor_parallel"`
 	sim.MemoryEstimate
 	StepTimes *sim.StepTimes `json:"step_times,omitempty"`
 	Network   simNetwork     `json:"network"`
@@ -254,7 +254,7 @@ func memoryRows(row func(k, f string, a ...any), cfg sim.Config, e simEstimate) 
 		ranks = fmt.Sprintf("%d data-parallel ranks", cfg.DP)
 	}
 	row("tokens that fit", "%d per GPU, %d in total (%s)", e.KVCacheTokens, e.KVCacheTokensTotal, ranks)
-	row("max concurrency", "%.2fx at %d tokens per request; max running requests %d", e.MaxConcurrency, e.MaxModelLen, e.MaxNumSeqs)
+	row("max concurrency", "%.2fx at %d tokens per request; max running requests %d", e.MaxConcurrency, e.MaxModelLen, e.MaxRunningRequests)
 	if cfg.SpecMethod != "" {
 		row("speculative", "%s, %d draft tokens, acceptance %.2f: %.2f tokens per decode step expected",
 			cfg.SpecMethod, cfg.SpecTokens, cfg.SpecAcceptance, sim.SpecExpectedTokens(cfg.SpecTokens, cfg.SpecAcceptance))

@@ -19,10 +19,10 @@ func TestVirtualDeploymentRoleSettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Prefill.MaxNumSeqs != 4 || d.Prefill.MaxBatchedTokens != 16384 {
-		t.Errorf("prefill: max_running_requests %d, max_batched_tokens %d; want 4, 16384", d.Prefill.MaxNumSeqs, d.Prefill.MaxBatchedTokens)
+	if d.Prefill.MaxRunningRequests != 4 || d.Prefill.MaxBatchedTokens != 16384 {
+		t.Errorf("prefill: max_running_requests %d, max_batched_tokens %d; want 4, 16384", d.Prefill.MaxRunningRequests, d.Prefill.MaxBatchedTokens)
 	}
-	if d.Decode.MaxNumSeqs != 256 || d.Decode.MaxBatchedTokens != 2048 {
-		t.Errorf("decode: max_running_requests %d, max_batched_tokens %d; want 256, 2048", d.Decode.MaxNumSeqs, d.Decode.MaxBatchedTokens)
+	if d.Decode.MaxRunningRequests != 256 || d.Decode.MaxBatchedTokens != 2048 {
+		t.Errorf("decode: max_running_requests %d, max_batched_tokens %d; want 256, 2048", d.Decode.MaxRunningRequests, d.Decode.MaxBatchedTokens)
 	}
 }

@@ -31,9 +31,9 @@ type Config struct {
 
 	// The settings by neutral name (engine.Names: the engines' flags are in
 	// the engine package's table).
-	MaxNumSeqs       int // max_running_requests
-	MaxBatchedTokens int // max_batched_tokens (SGLang: the prefill chunk)
-	MaxPrefillTokens int // max_prefill_tokens (SGLang only; 0 for vLLM)
+	MaxRunningRequests int // max_running_requests
+	MaxBatchedTokens   int // max_batched_tokens (SGLang: the prefill chunk)
+	MaxPrefillTokens   int // max_prefill_tokens (SGLang only; 0 for vLLM)
 	// MemFraction is gpu_memory_fraction: for vLLM the share of total
 	// memory for everything, for SGLang the share for weights
 	// and the KV pool): not the same quantity.
@@ -258,7 +258,7 @@ var settings = []setting{
 	field("tensor_parallel", engine.Settings.Int, func(c *Config) *int { return &c.TP }),
 	field("pipeline_parallel", engine.Settings.Int, func(c *Config) *int { return &c.PP }),
 	field("data_parallel", engine.Settings.Int, func(c *Config) *int { return &c.DP }),
-	field("max_running_requests", engine.Settings.Int, func(c *Config) *int { return &c.MaxNumSeqs }),
+	field("max_running_requests", engine.Settings.Int, func(c *Config) *int { return &c.MaxRunningRequests }),
 	field("max_batched_tokens", engine.Settings.Int, func(c *Config) *int { return &c.MaxBatchedTokens }),
 	field("max_prefill_tokens", engine.Settings.Int, func(c *Config) *int { return &c.MaxPrefillTokens }),
 	field("gpu_memory_fraction", engine.Settings.Float, func(c *Config) *float64 { return &c.MemFraction }),
@@ -518,10 +518,10 @@ func (c *Config) normalizeParallel() error {
 // vllmDefaults fills vLLM V1's defaults and applies its start-up checks.
 func (c *Config) vllmDefaults() error {
 	large := c.GPU.MemoryGiB >= vllmLargeGPUThresholdGiB && !strings.HasPrefix(c.GPU.ID, "A100")
-	if c.MaxNumSeqs == 0 {
-		c.MaxNumSeqs = vllmSmallMaxNumSeqs
+	if c.MaxRunningRequests == 0 {
+		c.MaxRunningRequests = vllmSmallMaxNumSeqs
 		if large {
-			c.MaxNumSeqs = vllmLargeMaxNumSeqs
+			c.MaxRunningRequests = vllmLargeMaxNumSeqs
 		}
 	}
 	if c.MaxModelLen == 0 {
@@ -547,8 +547,8 @@ func (c *Config) vllmDefaults() error {
 	if c.CUDAGraphMaxBS == 0 {
 		c.CUDAGraphMaxBS = vllmMaxCaptureSize
 	}
-	if c.MaxBatchedTokens < c.MaxNumSeqs {
-		return bad("max_num_batched_tokens (%d) must be greater than or equal to max_num_seqs (%d).", c.MaxBatchedTokens, c.MaxNumSeqs)
+	if c.MaxBatchedTokens < c.MaxRunningRequests {
+		return bad("max_num_batched_tokens (%d) must be greater than or equal to max_num_seqs (%d).", c.MaxBatchedTokens, c.MaxRunningRequests)
 	}
 	if !c.ChunkedPrefill && c.MaxBatchedTokens < c.MaxModelLen {
 		return bad("max_num_batched_tokens (%d) is smaller than max_model_len (%d). This effectively limits the maximum sequence length to max_num_batched_tokens and makes vLLM reject longer sequences. Please increase max_num_batched_tokens or decrease max_model_len.", c.MaxBatchedTokens, c.MaxModelLen)
@@ -556,7 +556,7 @@ func (c *Config) vllmDefaults() error {
 	return nil
 }
 
-// sglangDefaults fills SGLang's defaults. MaxNumSeqs 0 stays: Estimate
+// sglangDefaults fills SGLang's defaults. MaxRunningRequests 0 stays: Estimate
 // derives it from the KV pool, as SGLang does.
 func (c *Config) sglangDefaults() error {
 	if c.MaxModelLen == 0 {
@@ -608,8 +608,8 @@ func (c *Config) validate() error {
 			return bad("%s must be positive, got %d", v.name, v.val)
 		}
 	}
-	if c.MaxNumSeqs < 0 {
-		return bad("max_num_seqs must be positive, got %d", c.MaxNumSeqs)
+	if c.MaxRunningRequests < 0 {
+		return bad("max_num_seqs must be positive, got %d", c.MaxRunningRequests)
 	}
 	if !(c.MemFraction > 0 && c.MemFraction <= 1) {
 		return bad("memory fraction %v: must be in (0, 1]", c.MemFraction)

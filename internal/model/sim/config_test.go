@@ -26,7 +26,7 @@ func TestParseArgs(t *testing.T) {
 	}{
 		{"vllm positional", []string{"serve", "meta-llama/Llama-3.1-8B-Instruct", "-tp", "2", "--max-num-seqs=64", "--gpu-memory-utilization", "0.85"}, nil,
 			func(t *testing.T, c Config) {
-				if c.Engine != engine.VLLM || c.TP != 2 || c.MaxNumSeqs != 64 || c.MemFraction != 0.85 || c.NumGPUs != 2 || c.MaxBatchedTokens != 8192 {
+				if c.Engine != engine.VLLM || c.TP != 2 || c.MaxRunningRequests != 64 || c.MemFraction != 0.85 || c.NumGPUs != 2 || c.MaxBatchedTokens != 8192 {
 					t.Errorf("%+v", c)
 				}
 			}},
@@ -34,7 +34,7 @@ func TestParseArgs(t *testing.T) {
 			map[string]string{engine.EnvSimGPU: "A100-80G", engine.EnvSimNumGPUs: "4", engine.EnvSimTimeScale: "10"},
 			func(t *testing.T, c Config) {
 				// A100: the small defaults (256 seqs, 2048 tokens).
-				if c.GPU.ID != "A100-80G" || c.NumGPUs != 4 || c.TimeScale != 10 || c.CUDAGraphs || c.PrefixCaching || c.MaxNumSeqs != 256 || c.MaxBatchedTokens != 2048 {
+				if c.GPU.ID != "A100-80G" || c.NumGPUs != 4 || c.TimeScale != 10 || c.CUDAGraphs || c.PrefixCaching || c.MaxRunningRequests != 256 || c.MaxBatchedTokens != 2048 {
 					t.Errorf("%+v", c)
 				}
 			}},
@@ -46,7 +46,7 @@ func TestParseArgs(t *testing.T) {
 			}},
 		{"sglang", []string{"--model-path", "Qwen/Qwen2.5-7B-Instruct", "--tp-size", "2", "--mem-fraction-static", "0.8", "--max-running-requests", "128", "--chunked-prefill-size", "4096", "--disable-radix-cache", "--context-length", "8192", "--port", "30000"}, nil,
 			func(t *testing.T, c Config) {
-				if c.Engine != engine.SGLang || c.TP != 2 || c.MemFraction != 0.8 || c.MaxNumSeqs != 128 || c.MaxBatchedTokens != 4096 || c.PrefixCaching || c.MaxModelLen != 8192 || c.Port != 30000 || c.BlockSize != 1 {
+				if c.Engine != engine.SGLang || c.TP != 2 || c.MemFraction != 0.8 || c.MaxRunningRequests != 128 || c.MaxBatchedTokens != 4096 || c.PrefixCaching || c.MaxModelLen != 8192 || c.Port != 30000 || c.BlockSize != 1 {
 					t.Errorf("%+v", c)
 				}
 			}},

@@ -168,7 +168,7 @@ func newCore(cfg Config, est MemoryEstimate) *core {
 		cfg:         cfg,
 		sm:          newStepModel(cfg),
 		bs:          bs,
-		maxSeqs:     est.MaxNumSeqs,
+		maxSeqs:     est.MaxRunningRequests,
 		totalBlocks: est.KVBlocks,
 		pageBlocks:  pb,
 		pageTokens:  pb * bs,

@@ -66,7 +66,7 @@ func (d Deviation) seqReserve(cfg Config) float64 {
 	if d.SeqReserveMiB <= 0 {
 		return 0
 	}
-	seqs := cfg.MaxNumSeqs
+	seqs := cfg.MaxRunningRequests
 	if seqs == 0 { // SGLang's default, as activationPeak counts it
 		seqs = cfg.CUDAGraphMaxBS
 	}

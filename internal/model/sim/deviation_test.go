@@ -58,7 +58,7 @@ func TestLongAttentionStepTime(t *testing.T) {
 	dev := cfg
 	dev.Deviation = Deviation{LongAttention: 1.25, LongContext: 1024}
 	step := func(cfg Config, ctx int, attend bool) float64 {
-		c := newCore(cfg, MemoryEstimate{MaxNumSeqs: 64, KVBlocks: 1 << 20})
+		c := newCore(cfg, MemoryEstimate{MaxRunningRequests: 64, KVBlocks: 1 << 20})
 		var b batchShape
 		for i := range 32 {
 			s := &seq{id: i, prompt: ctx, maxOut: 100, computed: ctx, prefixID: -1}
@@ -152,7 +152,7 @@ func TestSeqReserve(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := 16.0 / 1024 * float64(cfg.MaxNumSeqs)
+		want := 16.0 / 1024 * float64(cfg.MaxRunningRequests)
 		if got := est.NonTorchGiB - base.NonTorchGiB; math.Abs(got-want) > 1e-9 {
 			t.Errorf("max_num_seqs %s: reservation %g GiB, want %g", seqs, got, want)
 		}

@@ -47,10 +47,10 @@ func TestLinearAttentionState(t *testing.T) {
 	per := 36 * (3*8192/4*2 + 8*128*128*4.0)
 	states := float64(sest.LinearStateSlots) * per
 	t.Logf("SGLang TP4: %d states of %.1f MiB (%.2f GiB), KV pool %.2f GiB, max running %d",
-		sest.LinearStateSlots, per/(1<<20), states/GiB, sest.KVCacheGiB, sest.MaxNumSeqs)
-	if sest.LinearStateBytes != per || math.Abs(states/(sest.KVCacheGiB*GiB)-0.9) > 0.01 || sest.MaxNumSeqs != sest.LinearStateSlots/3 {
+		sest.LinearStateSlots, per/(1<<20), states/GiB, sest.KVCacheGiB, sest.MaxRunningRequests)
+	if sest.LinearStateBytes != per || math.Abs(states/(sest.KVCacheGiB*GiB)-0.9) > 0.01 || sest.MaxRunningRequests != sest.LinearStateSlots/3 {
 		t.Errorf("SGLang: %v bytes a state, states %.2f GiB against the KV pool's %.2f, max running %d of %d states",
-			sest.LinearStateBytes, states/GiB, sest.KVCacheGiB, sest.MaxNumSeqs, sest.LinearStateSlots)
+			sest.LinearStateBytes, states/GiB, sest.KVCacheGiB, sest.MaxRunningRequests, sest.LinearStateSlots)
 	}
 	if _, err := ParseArgs([]string{"Qwen/Qwen3-Next-80B-A3B-Instruct", "-tp", "32"}, nil); err == nil {
 		t.Errorf("TP32 splits 16 key heads")

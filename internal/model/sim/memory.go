@@ -57,11 +57,11 @@ type MemoryEstimate struct {
 	// LinearStateBytes is one request's state in its stage's
 	// linear-attention layers on one GPU (a hybrid's; linear.go), and
 	// LinearStateSlots SGLang's pool of them (max_mamba_cache_size).
-	LinearStateBytes float64 `json:"linear_state_bytes,omitempty"`
-	LinearStateSlots int     `json:"linear_state_slots,omitempty"`
-	MaxModelLen      int     `json:"max_model_len"`
-	MaxNumSeqs       int     `json:"max_num_seqs"`
-	MaxConcurrency   float64 `json:"max_concurrency"` // requests of max_model_len tokens that fit at once
+	LinearStateBytes   float64 `json:"linear_state_bytes,omitempty"`
+	LinearStateSlots   int     `json:"linear_state_slots,omitempty"`
+	MaxModelLen        int     `json:"max_model_len"`
+	MaxRunningRequests int     `json:"max_running_requests"`
+	MaxConcurrency     float64 `json:"max_concurrency"` // requests of max_model_len tokens that fit at once
 }
 
 // startup readies c for an engine to start (NewServer, NewVirtual): its
@@ -153,13 +153,13 @@ func (cfg Config) startupLimits(est *MemoryEstimate, kv, kvPerTok, total float64
 		}
 	case engine.SGLang:
 		// SGLang: max_running_requests defaults from the pool size.
-		if cfg.MaxNumSeqs == 0 {
-			est.MaxNumSeqs = min(sglangMaxRunningCap, max(2048, est.KVCacheTokens/cfg.MaxModelLen*512))
+		if cfg.MaxRunningRequests == 0 {
+			est.MaxRunningRequests = min(sglangMaxRunningCap, max(2048, est.KVCacheTokens/cfg.MaxModelLen*512))
 		} else {
-			est.MaxNumSeqs = cfg.MaxNumSeqs
+			est.MaxRunningRequests = cfg.MaxRunningRequests
 		}
 		if est.LinearStateSlots > 0 { // a state for each running request, and spares (linear.go)
-			est.MaxNumSeqs = min(est.MaxNumSeqs, est.LinearStateSlots/sglangMambaRunningRatio)
+			est.MaxRunningRequests = min(est.MaxRunningRequests, est.LinearStateSlots/sglangMambaRunningRatio)
 		}
 	}
 	// CUDA graphs are captured in the 1 - mem_fraction headroom, on both
@@ -198,7 +198,7 @@ func (cfg Config) kvPool(est *MemoryEstimate, total, weights float64) float64 {
 		}
 		nonTorch += cfg.Deviation.seqReserve(cfg)
 		est.ActivationGiB, est.NonTorchGiB = act/GiB, nonTorch/GiB
-		est.MaxNumSeqs = cfg.MaxNumSeqs
+		est.MaxRunningRequests = cfg.MaxRunningRequests
 		return requested - weights - act - nonTorch
 	case engine.SGLang:
 		ctxBytes := scale*sglangContextBytes + cfg.Deviation.seqReserve(cfg)
@@ -215,7 +215,7 @@ func (cfg Config) kvPool(est *MemoryEstimate, total, weights float64) float64 {
 func activationPeak(cfg Config) float64 {
 	m := cfg.Model
 	tokens := float64(cfg.MaxBatchedTokens)
-	seqs := float64(cfg.MaxNumSeqs)
+	seqs := float64(cfg.MaxRunningRequests)
 	if seqs == 0 { // SGLang default: the cuda-graph batch is what it samples at once
 		seqs = float64(cfg.CUDAGraphMaxBS)
 	}

@@ -103,7 +103,7 @@ func TestSpeculativeCostsByMethod(t *testing.T) {
 		if err := c.Normalize(); err != nil {
 			t.Fatal(err)
 		}
-		co := newCore(c, MemoryEstimate{KVBlocks: 1 << 20, MaxNumSeqs: 1024})
+		co := newCore(c, MemoryEstimate{KVBlocks: 1 << 20, MaxRunningRequests: 1024})
 		var b batchShape
 		for i := range bs {
 			s := &seq{id: i, prompt: 1024, generated: 1, computed: 1024, maxOut: 100}
@@ -290,7 +290,7 @@ func TestSGLangSpeculativeTreeRunsWithoutOverlap(t *testing.T) {
 		if sm.overlap != tc.overlap || sm.noOverlap == tc.overlap {
 			t.Errorf("%s: overlap %v, noOverlap %v; want overlap %v", tc.name, sm.overlap, sm.noOverlap, tc.overlap)
 		}
-		co := newCore(tc.cfg, MemoryEstimate{KVBlocks: 1 << 20, MaxNumSeqs: 64})
+		co := newCore(tc.cfg, MemoryEstimate{KVBlocks: 1 << 20, MaxRunningRequests: 64})
 		var b batchShape
 		co.addToShape(&b, &seq{id: 0, prompt: 512, generated: 10, computed: 521, maxOut: 100}, 1)
 		overlapped := sm.gpuSeconds(b) + sm.spec.seconds(b) + sm.cpuBase + float64(b.seqs)*sm.perSeq
