@@ -54,7 +54,7 @@ type Config struct {
 	// DPAttention is dp_attention (SGLang's flag, engine.Flag); vLLM
 	// does it on every MoE model with DP > 1 (DPAttentionOn).
 	DPAttention bool
-	// Speculative decoding (spec.go): SpecMethod spec_method ("" or
+	// Speculative decoding (speculative.go): SpecMethod spec_method ("" or
 	// "none": off), SpecTokens the drafts per step (k), SpecDraftModel the
 	// draft's id, SpecTopK and SpecVerify SGLang's tree (1 and k+1 for a
 	// chain); SpecAcceptance each draft's acceptance rate, the

@@ -125,7 +125,7 @@ type core struct {
 	// started (schedule).
 	endsAt    float64
 	remainOut int // sum over running of output tokens still to generate (SGLang admission)
-	// Speculative decoding (spec.go): drafts per step (0: off), tokens
+	// Speculative decoding (speculative.go): drafts per step (0: off), tokens
 	// verified per sequence, the drafts' acceptance rate.
 	specK, specVerify int
 	specAccept        float64

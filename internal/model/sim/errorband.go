@@ -74,7 +74,7 @@ type Situation struct {
 	MoE         bool
 	LongContext bool // requests of LongContext tokens or more
 	Speculative bool // speculative decoding at a given acceptance rate
-	// Disaggregated: prefill and decode engines apart (dvirtual.go), the
+	// Disaggregated: prefill and decode engines apart (disaggrun.go), the
 	// suite's disaggregated regime.
 	Disaggregated bool
 	// Engine is the row's engine (vllm, sglang): where set, the band is

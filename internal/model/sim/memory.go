@@ -91,7 +91,7 @@ func Estimate(cfg Config) (MemoryEstimate, error) {
 	weights, experts := cfg.weightsPerGPU()
 	kvPerTok := cfg.kvPoolBytesPerToken() // windowed layers: hybrid.go
 	// Speculative decoding's drafts: their weights and their KV cache,
-	// token for token beside the target's (spec.go).
+	// token for token beside the target's (speculative.go).
 	weights += cfg.specWeightsPerGPU()
 	kvPerTok += cfg.specKVPerTokenPerGPU()
 

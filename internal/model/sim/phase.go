@@ -11,7 +11,7 @@ import (
 )
 
 // phaseEngine is an engine's side of a phase on the virtual clock
-// (virtualRun, dRun): what runPhase asks of it between arrivals.
+// (virtualRun, disaggRun): what runPhase asks of it between arrivals.
 type phaseEngine interface {
 	// clock is the virtual clock's instant.
 	clock() float64
@@ -86,7 +86,7 @@ func runPhase(ctx context.Context, f *phaseFeed, e phaseEngine) {
 const errStalled = "the simulated engine stalled with this request unfinished"
 
 // phaseFeed is a measured phase on the virtual clock, for an engine's run
-// (virtualRun) and a disaggregated deployment's (dRun): its start, the
+// (virtualRun) and a disaggregated deployment's (disaggRun): its start, the
 // next request to send, drawn from the phase ahead of time, and the
 // records of those sent.
 type phaseFeed struct {
@@ -266,7 +266,7 @@ func (f *phaseFeed) done() []measure.Record {
 }
 
 // timeline is what falls due on the virtual clock, earliest first, ties
-// in the order pushed: requests reaching an engine (dRun), sessions'
+// in the order pushed: requests reaching an engine (disaggRun), sessions'
 // next turns (convFeed).
 type timeline[T any] struct {
 	h    timedHeap[T]

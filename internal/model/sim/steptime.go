@@ -22,7 +22,7 @@ type batchShape struct {
 	prefillTokens int
 	prefillPairs  float64 // sum over prefill chunks of n*(c0 + (n+1)/2): causal query-key pairs
 	prefillKV     float64 // sum over prefill chunks of c0+n: KV tokens read
-	// Speculative decoding (spec.go): the query-key context of the draft
+	// Speculative decoding (speculative.go): the query-key context of the draft
 	// tokens verified (sum over sequences of drafts x context; their KV
 	// is read once with the sequence's own query), and the sequences that
 	// sample and then draft, with their contexts.
@@ -153,7 +153,7 @@ type stepModel struct {
 	// mx costs MoE under DP attention and EP, and MLA (moe.go); nil for
 	// dense models.
 	mx *moeStep
-	// spec costs speculative decoding's drafts (spec.go); nil when off.
+	// spec costs speculative decoding's drafts (speculative.go); nil when off.
 	spec *specStep
 	// tw remembers tokenwiseGroup (tokenwiseMemo); the cores of one
 	// engine, built from one config, share it. Nil: no memory.

@@ -140,16 +140,16 @@ func (v *DisaggVirtual) LengthsOnly() bool { return true }
 // Converses: Send runs a conversation's sessions closed loop (Virtual.Converses).
 func (v *DisaggVirtual) Converses() bool { return true }
 
-// dEvent is a request reaching an engine: its prefill (after the
+// disaggEvent is a request reaching an engine: its prefill (after the
 // prefill server's front end) or its decode (after the decode server's
 // front end and the KV's transfer).
-type dEvent struct {
+type disaggEvent struct {
 	id     int
 	decode bool
 }
 
-// dRequest is one request's two sequences and where each runs.
-type dRequest struct {
+// disaggRequest is one request's two sequences and where each runs.
+type disaggRequest struct {
 	pre, dec *seq
 	preRep   *replica
 	decRep   *replica
@@ -161,34 +161,34 @@ type dRequest struct {
 // Send runs one phase (Virtual.Send's contract).
 func (v *DisaggVirtual) Send(ctx context.Context, p measure.Phase) ([]measure.Record, time.Time) {
 	wall := time.Now()
-	r := dRun{v: v, phaseFeed: newPhaseFeed(p, v.now)}
+	r := disaggRun{v: v, phaseFeed: newPhaseFeed(p, v.now)}
 	r.chunks = true // every chunk's time, whatever p.LatenciesOnly says
 	runPhase(ctx, &r.phaseFeed, &r)
 	return r.done(), wall
 }
 
-// dRun is one phase of a deployment on the virtual clock: its engines'
+// disaggRun is one phase of a deployment on the virtual clock: its engines'
 // side (phaseEngine).
-type dRun struct {
+type disaggRun struct {
 	phaseFeed
 	v      *DisaggVirtual
-	reqs   []*dRequest
-	events timeline[dEvent]
+	reqs   []*disaggRequest
+	events timeline[disaggEvent]
 	// stepRep and stepCore are the replica and rank whose step ends
 	// first (due).
 	stepRep  *replica
 	stepCore int
 }
 
-func (r *dRun) push(t float64, id int, decode bool) {
-	r.events.push(t, dEvent{id: id, decode: decode})
+func (r *disaggRun) push(t float64, id int, decode bool) {
+	r.events.push(t, disaggEvent{id: id, decode: decode})
 }
 
-func (r *dRun) clock() float64 { return r.v.now }
+func (r *disaggRun) clock() float64 { return r.v.now }
 
-func (r *dRun) advance(t float64) { r.v.now = t }
+func (r *disaggRun) advance(t float64) { r.v.now = t }
 
-func (r *dRun) due() (enter, step float64) {
+func (r *disaggRun) due() (enter, step float64) {
 	r.stepRep, r.stepCore, step = nil, -1, math.Inf(1)
 	for _, side := range [][]*replica{r.v.pre, r.v.dec} {
 		for _, rep := range side {
@@ -202,14 +202,14 @@ func (r *dRun) due() (enter, step float64) {
 	return r.events.next(), step
 }
 
-func (r *dRun) enterNext() {
+func (r *disaggRun) enterNext() {
 	_, e := r.events.pop()
 	r.enter(e)
 }
 
 // stepEnd ends the step due (due): a prefill engine's or a decode
 // engine's.
-func (r *dRun) stepEnd() {
+func (r *disaggRun) stepEnd() {
 	rep, k := r.stepRep, r.stepCore
 	emit := r.emitDecode
 	if rep.prefill {
@@ -219,12 +219,12 @@ func (r *dRun) stepEnd() {
 	r.start(rep, k)
 }
 
-func (r *dRun) observe()     {}
-func (r *dRun) gaveUp() bool { return false }
+func (r *disaggRun) observe()     {}
+func (r *disaggRun) gaveUp() bool { return false }
 
 // arrive sends the drawn request: it reaches a prefill engine, chosen
 // round-robin, after that server's front end.
-func (r *dRun) arrive() {
+func (r *disaggRun) arrive() {
 	v, q := r.v, r.next
 	maxLen := min(v.d.Prefill.MaxModelLen, v.d.Decode.MaxModelLen)
 	id, prompt, maxOut, ok := r.send(v.now, v.d.Prefill.Engine, maxLen)
@@ -239,7 +239,7 @@ func (r *dRun) arrive() {
 	}
 	pre.setPrefix(q)
 	dec.setPrefix(q)
-	req := &dRequest{pre: pre, dec: dec}
+	req := &disaggRequest{pre: pre, dec: dec}
 	req.preRep = v.pre[v.nextP%len(v.pre)]
 	v.nextP++
 	r.reqs = append(r.reqs, req)
@@ -248,7 +248,7 @@ func (r *dRun) arrive() {
 
 // enter hands a request to its engine: the prefill engine's least loaded
 // rank, or, once its KV has landed, the decode engine's.
-func (r *dRun) enter(e dEvent) {
+func (r *disaggRun) enter(e disaggEvent) {
 	req := r.reqs[e.id]
 	rep, s := req.preRep, req.pre
 	if e.decode {
@@ -267,7 +267,7 @@ func (r *dRun) enter(e dEvent) {
 	}
 }
 
-func (r *dRun) start(rep *replica, k int) {
+func (r *disaggRun) start(rep *replica, k int) {
 	b, secs := rep.cores[k].schedule(r.v.now)
 	if b.tokens == 0 {
 		rep.busy[k] = false
@@ -280,7 +280,7 @@ func (r *dRun) start(rep *replica, k int) {
 // sends the request to a decode engine (round-robin), which pulls the
 // prompt's KV over the link: the prefill engine's lane carries one
 // transfer at a time.
-func (r *dRun) emitPrefill(s *seq, last bool) {
+func (r *disaggRun) emitPrefill(s *seq, last bool) {
 	if !last {
 		return
 	}
@@ -302,7 +302,7 @@ func (r *dRun) emitPrefill(s *seq, last bool) {
 
 // emitDecode records a decode step's tokens, as Virtual.emit does: the
 // decode engine streams them.
-func (r *dRun) emitDecode(s *seq, last bool) {
+func (r *disaggRun) emitDecode(s *seq, last bool) {
 	if last {
 		r.reqs[s.id].phase = 4
 	}
@@ -311,7 +311,7 @@ func (r *dRun) emitDecode(s *seq, last bool) {
 
 // abortUnfinished fails every unfinished request and takes it off its
 // engine, so the engines are empty for the next phase.
-func (r *dRun) abortUnfinished(class measure.ErrorClass, msg string) {
+func (r *disaggRun) abortUnfinished(class measure.ErrorClass, msg string) {
 	for i, req := range r.reqs {
 		if req == nil || req.phase == 4 {
 			continue

@@ -258,7 +258,7 @@ func TestServerSpeculativeMetrics(t *testing.T) {
 
 // TestSGLangSpeculativeTreeRunsWithoutOverlap: SGLang drafting a tree
 // (top-k above 1) runs without its overlap scheduler whatever its flags
-// say (spec.go, specTreeStopsOverlap): a decode step waits for the
+// say (speculative.go, specTreeStopsOverlap): a decode step waits for the
 // host's work, sglangNoOverlapSlowdown times the overlapped step's GPU
 // and host time, and the next batch is not planned while one runs. A
 // chain keeps the overlap scheduler unless --disable-overlap-schedule
