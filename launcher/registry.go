@@ -125,11 +125,7 @@ func Decode(d *yamlpos.Decoder, n *yaml.Node, c Common) (Launcher, Common) {
 		}
 	}
 	f := d.Fields(n, "launcher", allowed...)
-	if d.Failed() {
-		return nil, c
-	}
-	if f["kind"] == nil {
-		d.Fail(n, "launcher.kind", "missing (%s)", kindNames())
+	if d.Require(n, f, "launcher", "kind", kindNames()) == nil {
 		return nil, c
 	}
 	c.Kind = d.Str(f["kind"], "launcher.kind")

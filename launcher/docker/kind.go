@@ -244,11 +244,7 @@ func decode(d *yamlpos.Decoder, keys map[string]*yaml.Node, c launcher.Common) l
 // decodeHost reads one entry of launcher.hosts.
 func decodeHost(d *yamlpos.Decoder, hn *yaml.Node, field string) (host, address string, gpus []int) {
 	f := d.Fields(hn, field, "docker_host", "address", "gpus")
-	if d.Failed() {
-		return
-	}
-	if f["docker_host"] == nil {
-		d.Fail(hn, field+".docker_host", "missing (required)")
+	if d.Require(hn, f, field, "docker_host", "required") == nil {
 		return
 	}
 	host = dockerHost(d, f["docker_host"], field+".docker_host")
@@ -259,8 +255,7 @@ func decodeHost(d *yamlpos.Decoder, hn *yaml.Node, field string) (host, address 
 		d.Fail(f["docker_host"], field+".address", "missing for the remote Docker host %s: %s", host, remoteAddressHelp)
 		return
 	}
-	if f["gpus"] == nil {
-		d.Fail(hn, field+".gpus", "missing (each host lists its GPUs; one trial at a time per listed GPU set)")
+	if d.Require(hn, f, field, "gpus", "each host lists its GPUs; one trial at a time per listed GPU set") == nil {
 		return
 	}
 	seen := map[int]bool{}
