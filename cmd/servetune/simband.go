@@ -52,9 +52,9 @@ func simSituation(load measure.Load, s measure.Summary, cfg sim.Config, dataset 
 		Speculative: cfg.SpecMethod != "" && cfg.SpecMethod != "none"}
 	switch {
 	case load.Rate > 0 && !math.IsInf(load.Rate, 1):
-		sit.Regime = sim.RegimeOf(load.Rate * s.E2EL.Mean / 1000)
+		sit.Regime = sim.RegimeAt(load.Rate, s)
 	case dataset == bench.DatasetTrace || dataset == bench.DatasetConversation:
-		sit.Regime = sim.RegimeOf(s.RequestThroughput * s.E2EL.Mean / 1000)
+		sit.Regime = sim.RegimeAt(s.RequestThroughput, s)
 	case load.MaxConcurrency > 0:
 		sit.Regime = sim.RegimeConcurrency
 	default:
@@ -94,15 +94,7 @@ func printSimBands(w io.Writer, sit sim.Situation, bands []simBand) {
 
 // describeRegimes names a situation's regimes as the fidelity suite does.
 func describeRegimes(sit sim.Situation) string {
-	out := ""
-	for i, r := range sit.Regimes() {
-		if i > 0 {
-			out += ", "
-		}
-		out += r
-		if i == 0 {
-			out += " load"
-		}
-	}
-	return out
+	r := sit.Regimes()
+	r[0] += " load"
+	return strings.Join(r, ", ")
 }

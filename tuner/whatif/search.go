@@ -507,7 +507,7 @@ func worstRatio(slo recommend.SLO, lv measure.Level) float64 {
 // throughput that capacity is.
 func situationOf(slo recommend.SLO, lv measure.Level, m catalog.Model) sim.Situation {
 	s := lv.Summary
-	sit := sim.Situation{Regime: sim.RegimeOf(lv.Load.Rate * s.E2EL.Mean / 1000), MoE: m.MoE(), LongContext: sim.LongContextOf(s)}
+	sit := sim.Situation{Regime: sim.RegimeAt(lv.Load.Rate, s), MoE: m.MoE(), LongContext: sim.LongContextOf(s)}
 	for _, l := range slo {
 		if mt := sim.MetricOfLimit(l.Metric); mt != "" && !slices.Contains(sit.Metrics, mt) {
 			sit.Metrics = append(sit.Metrics, mt)

@@ -123,10 +123,10 @@ func queued(short, long float64) bool { return long > queuedGrowth*short }
 // share of the loop's prefills a request waits for before its first
 // token (BeforeFirst over concurrency), measured and simulated.
 type StallSummary struct {
-	Source, Engine                       string
-	Points                               int
-	TotalErr, TTFTErr                    float64
-	MeasuredBeforeFirst, SimulatedBefore float64
+	Source, Engine                            string
+	Points                                    int
+	TotalErr, TTFTErr                         float64
+	MeasuredBeforeFirst, SimulatedBeforeFirst float64
 }
 
 // SummarizeStalls gathers points by source and engine.
@@ -141,7 +141,7 @@ func SummarizeStalls(points []StallPoint) []StallSummary {
 			sb = append(sb, p.Simulated.BeforeFirst(p.Concurrency)/float64(p.Concurrency))
 		}
 		out = append(out, StallSummary{Source: g[0].Source, Engine: g[0].Engine, Points: len(g),
-			TotalErr: measure.Median(total), TTFTErr: measure.Median(ttft), MeasuredBeforeFirst: measure.Median(mb), SimulatedBefore: measure.Median(sb)})
+			TotalErr: measure.Median(total), TTFTErr: measure.Median(ttft), MeasuredBeforeFirst: measure.Median(mb), SimulatedBeforeFirst: measure.Median(sb)})
 	}
 	return out
 }
@@ -165,7 +165,7 @@ func groupStalls(points []StallPoint) [][]StallPoint {
 func writeStalls(w io.Writer, points []StallPoint) {
 	for _, s := range SummarizeStalls(points) {
 		fmt.Fprintf(w, "fidelity: %s %s, %d closed-loop points at two output lengths: prefill stall a cycle median |error| %s, TTFT %s; prefills before the first token %.0f%% of the loop's measured, %.0f%% simulated\n",
-			s.Source, s.Engine, s.Points, pct(s.TotalErr), pct(s.TTFTErr), 100*s.MeasuredBeforeFirst, 100*s.SimulatedBefore)
+			s.Source, s.Engine, s.Points, pct(s.TotalErr), pct(s.TTFTErr), 100*s.MeasuredBeforeFirst, 100*s.SimulatedBeforeFirst)
 	}
 }
 

@@ -61,6 +61,12 @@ func RegimeOf(inflight float64) Regime {
 	}
 }
 
+// RegimeAt is the load regime of a level whose requests arrive at rate a
+// second: by Little's law, rate times its mean E2E requests in flight.
+func RegimeAt(rate float64, s measure.Summary) Regime {
+	return RegimeOf(rate * s.E2EL.Mean / 1000)
+}
+
 // LongContext is the fewest prompt and output tokens a request holds for
 // its prediction to count in the suite's long-context regime.
 const LongContext = 2048
