@@ -34,12 +34,9 @@ func init() {
 	Register(Kind{
 		Name: "endpoint",
 		Doc:  "a server that is already running: nothing is launched, so the space must fix every value (the server's own)",
-		Keys: []Key{{"base_url", "the server's base URL, http(s)://host:port"}},
+		Keys: []Key{{Name: "base_url", Doc: "the server's base URL, http(s)://host:port", Required: true}},
 		Decode: func(d *yamlpos.Decoder, keys map[string]*yaml.Node, c Common) Launcher {
-			x := c.Require(d, keys, "base_url")
-			if x == nil {
-				return nil
-			}
+			x := keys["base_url"]
 			u := d.Str(x, "launcher.base_url")
 			if !d.Failed() && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
 				d.Fail(x, "launcher.base_url", "%q: want an http:// or https:// URL", u)

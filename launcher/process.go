@@ -156,13 +156,9 @@ func init() {
 	Register(Kind{
 		Name: "process",
 		Doc:  "the engine as a local command in its own process group (vllm serve, python3 -m sglang.launch_server, a wrapper script)",
-		Keys: []Key{{"command", "argv template: {model}, {host}, {port} are filled per trial and {args} becomes the rendered settings and extra_args"}},
+		Keys: []Key{{Name: "command", Doc: "argv template: {model}, {host}, {port} are filled per trial and {args} becomes the rendered settings and extra_args", Required: true}},
 		Decode: func(d *yamlpos.Decoder, keys map[string]*yaml.Node, c Common) Launcher {
-			x := c.Require(d, keys, "command")
-			if x == nil {
-				return nil
-			}
-			return &Process{Command: d.Strings(x, "launcher.command"), PassEnv: c.Env}
+			return &Process{Command: d.Strings(keys["command"], "launcher.command"), PassEnv: c.Env}
 		},
 		Cleanup: CleanupLocal("process"),
 	})

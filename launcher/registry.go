@@ -26,8 +26,9 @@ type Kind struct {
 	// common ones (Common), each with one line of documentation.
 	Keys []Key
 	// Decode builds the launcher from the section's keys (keys holds the
-	// kind's own, by name) and the study's common facts. It records
-	// problems in d and may return nil when it does.
+	// kind's own, by name, every Required one among them) and the study's
+	// common facts. It records problems in d and may return nil when it
+	// does.
 	Decode func(d *yamlpos.Decoder, keys map[string]*yaml.Node, c Common) Launcher
 	// Cleanup, when set, removes what runs of study left on the kind's
 	// default host without a spec (`servetune cleanup --study`); host is
@@ -40,6 +41,9 @@ type Kind struct {
 type Key struct {
 	Name string
 	Doc  string
+	// Required keys are checked before the kind's Decode runs: a
+	// section without one fails with "missing".
+	Required bool
 }
 
 // Common holds the keys every kind takes and the study facts a launcher
@@ -61,19 +65,12 @@ type Common struct {
 	Section *yaml.Node
 }
 
-// Require returns the launcher key name, or nil after failing d with
-// "missing" where the section lacks it: the keys without which a kind
-// cannot launch anything.
-func (c Common) Require(d *yamlpos.Decoder, keys map[string]*yaml.Node, name string) *yaml.Node {
-	return d.Require(c.Section, keys, "launcher", name, "the "+c.Kind+" launcher needs "+name)
-}
-
 // CommonKeys are the keys every launcher section may have.
 var CommonKeys = []Key{
-	{"kind", "the launcher kind: " + "see the table of kinds"},
-	{"gpus", "GPU indices the study may use; trials run in parallel on disjoint subsets (default: one trial at a time)"},
-	{"ready_timeout", "longest wait from launch to a healthy engine (default 20m)"},
-	{"env", "names of environment variables handed to the engine, e.g. HF_TOKEN (values are never stored)"},
+	{Name: "kind", Doc: "the launcher kind: see the table of kinds"},
+	{Name: "gpus", Doc: "GPU indices the study may use; trials run in parallel on disjoint subsets (default: one trial at a time)"},
+	{Name: "ready_timeout", Doc: "longest wait from launch to a healthy engine (default 20m)"},
+	{Name: "env", Doc: "names of environment variables handed to the engine, e.g. HF_TOKEN (values are never stored)"},
 }
 
 // DefaultReadyTimeout is launcher.ready_timeout when a spec gives none.
@@ -158,6 +155,11 @@ func Decode(d *yamlpos.Decoder, n *yaml.Node, c Common) (Launcher, Common) {
 	}
 	if x := f["env"]; x != nil {
 		c.Env = d.EnvNames(x, "launcher.env")
+	}
+	for _, key := range kind.Keys {
+		if key.Required && d.Require(n, own, "launcher", key.Name, "the "+c.Kind+" launcher needs "+key.Name) == nil {
+			return nil, c
+		}
 	}
 	if d.Failed() {
 		return nil, c

@@ -161,7 +161,7 @@ func init() {
 		Name: "docker",
 		Doc:  "a container per trial on a Docker host (vllm/vllm-openai, lmsysorg/sglang, or servetune-sim:dev without a GPU)",
 		Keys: append([]launcher.Key{
-			{Name: "image", Doc: "the engine image; never pulled (servetune-sim:dev is the simulated engine: `make sim-image`)"},
+			{Name: "image", Doc: "the engine image; never pulled (servetune-sim:dev is the simulated engine: `make sim-image`)", Required: true},
 			{Name: "docker_host", Doc: "the Docker daemon: unix://, tcp:// or ssh://[user@]host (default DOCKER_HOST, else the local socket)"},
 			{Name: "address", Doc: "where this machine reaches a remote Docker host's published ports (required for a remote daemon)"},
 			{Name: "hosts", Doc: "several Docker hosts: a list of {docker_host, address, gpus}; trials run in parallel across them"},
@@ -179,11 +179,7 @@ func cleanup(ctx context.Context, host, study string, keep func(launcher.Reaped)
 
 // decode reads the docker launcher's keys.
 func decode(d *yamlpos.Decoder, keys map[string]*yaml.Node, c launcher.Common) launcher.Launcher {
-	x := c.Require(d, keys, "image")
-	if x == nil {
-		return nil
-	}
-	image := d.Str(x, "launcher.image")
+	image := d.Str(keys["image"], "launcher.image")
 	sim := engine.IsSimImage(image)
 	if !sim {
 		for _, key := range []string{"time_scale", "load_time"} {

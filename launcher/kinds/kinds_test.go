@@ -76,3 +76,36 @@ func describe(c launcher.Capabilities) string {
 	}
 	return strings.Join(out, " ")
 }
+
+// TestRequiredKeys: a section without a kind's Required key fails with
+// the key's position and "missing", naming the kind, before the kind's
+// Decode reads anything; the required keys are the ones a kind cannot
+// launch without.
+func TestRequiredKeys(t *testing.T) {
+	want := map[string]bool{"process.command": true, "endpoint.base_url": true, "docker.image": true}
+	for _, k := range launcher.Kinds() {
+		for _, key := range k.Keys {
+			if !key.Required {
+				continue
+			}
+			if !want[k.Name+"."+key.Name] {
+				t.Errorf("%s.%s is required: add it to this test and to docs/spec.md", k.Name, key.Name)
+			}
+			delete(want, k.Name+"."+key.Name)
+			var doc yaml.Node
+			if err := yaml.Unmarshal([]byte("kind: "+k.Name+"\ngpus: [0]\n"), &doc); err != nil {
+				t.Fatal(err)
+			}
+			d := &yamlpos.Decoder{File: "l.yaml"}
+			l, _ := launcher.Decode(d, doc.Content[0], launcher.Common{
+				Engine: engine.VLLM, Model: "meta-llama/Llama-3.1-8B-Instruct", GPU: "H100-SXM", Study: "s"})
+			wantErr := "l.yaml:1: launcher." + key.Name + ": missing (the " + k.Name + " launcher needs " + key.Name + ")"
+			if err := d.Err(); l != nil || err == nil || err.Error() != wantErr {
+				t.Errorf("%s without %s: launcher %v, err %v, want %q", k.Name, key.Name, l, err, wantErr)
+			}
+		}
+	}
+	for k := range want {
+		t.Errorf("%s is not Required", k)
+	}
+}
