@@ -56,10 +56,8 @@ type benchFlags struct {
 	keepPrefixCache                     bool
 	// --dataset trace (datasetFlags); fs is the flag set they were
 	// registered in, to tell a flag given from its default.
-	traceFormat               string
-	traceSpeed                float64
-	traceStart, traceDuration time.Duration
-	fs                        *pflag.FlagSet
+	trace traceWindow
+	fs    *pflag.FlagSet
 	// --dataset conversation
 	sessions         int
 	turns, thinkTime string
@@ -209,10 +207,7 @@ func datasetFlags(fl *pflag.FlagSet, f *benchFlags) {
 	fl.IntVar(&f.prefixLen, "prefix-len", 512, "prefix: tokens per shared prefix")
 	// --dataset trace: each request at its time in the file.
 	f.fs = fl
-	fl.StringVar(&f.traceFormat, "trace-format", "", "trace: the file's format, "+traceFormats())
-	fl.Float64Var(&f.traceSpeed, "trace-speed", 1, "trace: time compression (2 sends twice as fast)")
-	fl.DurationVar(&f.traceStart, "trace-start", 0, "trace: replay from this far into the trace (its own time)")
-	fl.DurationVar(&f.traceDuration, "trace-duration", 0, "trace: replay this much of the trace (its own time; 0 = to the end)")
+	f.trace.addFlags(fl, "replay")
 	fl.IntVar(&f.sessions, "sessions", 0, "conversation: sessions, arriving at --request-rate per second or --max-concurrency at once")
 	fl.StringVar(&f.turns, "turns", "", "conversation: turns per session, N or a distribution as --input-dist")
 	fl.StringVar(&f.thinkTime, "think-time", "", "conversation: wait after an answer before the next turn: 2s, uniform:1s,5s, exponential:mean=3s, lognormal:median=2s,sigma=0.5 (default 0)")

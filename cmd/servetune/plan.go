@@ -24,9 +24,8 @@ import (
 // planFlags are plan's own flags; the rest of its command line is the
 // engine's (sim.ParseArgs).
 type planFlags struct {
-	tracePath, traceFormat   string
-	traceSpeed               float64
-	traceStart, traceDur     time.Duration
+	tracePath                string
+	trace                    traceWindow
 	curvePath, synth         string
 	meanRate, hours          float64
 	seed                     uint64
@@ -48,10 +47,7 @@ func planFlagSet(f *planFlags) *pflag.FlagSet {
 	fs := pflag.NewFlagSet("plan", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&f.tracePath, "trace", "", "the traffic: a trace file (the formats bench --dataset trace reads)")
-	fs.StringVar(&f.traceFormat, "trace-format", "", "the trace's format: "+traceFormats())
-	fs.Float64Var(&f.traceSpeed, "trace-speed", 1, "trace: time compression (2 sends twice as fast)")
-	fs.DurationVar(&f.traceStart, "trace-start", 0, "trace: plan from this far into the trace")
-	fs.DurationVar(&f.traceDur, "trace-duration", 0, "trace: plan this much of the trace (0: to the end)")
+	f.trace.addFlags(fs, "plan")
 	fs.StringVar(&f.curvePath, "rate-curve", "", "the traffic: a rate curve file (SECONDS,RATE lines), single-turn requests with the Azure conversation trace's lengths")
 	fs.StringVar(&f.synth, "synth", "", "the traffic: generated on the daily shape of the Azure LLM inference trace: day (single-turn) or conversation (multi-turn sessions sharing their history)")
 	fs.Float64Var(&f.meanRate, "mean-rate", 20, "--synth, --rate-curve: mean requests per second (a curve's rates are scaled to it)")
@@ -243,14 +239,11 @@ func planTraffic(f *planFlags) ([]fleet.Request, string, error) {
 	}
 	switch {
 	case f.tracePath != "":
-		format, err := trace.ParseFormat(f.traceFormat)
+		format, opts, err := f.trace.options(fleet.MaxRequests + 1)
 		if err != nil {
-			return nil, "", fmt.Errorf("--trace-format: %w", err)
+			return nil, "", err
 		}
-		if !(f.traceSpeed > 0) || math.IsInf(f.traceSpeed, 0) || f.traceStart < 0 || f.traceDur < 0 {
-			return nil, "", fmt.Errorf("--trace-speed %g --trace-start %v --trace-duration %v: want a positive speed and no negative time", f.traceSpeed, f.traceStart, f.traceDur)
-		}
-		tr, err := trace.Load(f.tracePath, format, trace.Options{Speed: f.traceSpeed, Start: f.traceStart, Duration: f.traceDur, Max: fleet.MaxRequests + 1})
+		tr, err := trace.Load(f.tracePath, format, opts)
 		if err != nil {
 			return nil, "", fmt.Errorf("--trace: %w", err)
 		}

@@ -156,6 +156,10 @@ func TestPlanBadInput(t *testing.T) {
 		{planArgs("--replay", "--format", "k8s"), "--replay runs the fleet on this machine"},
 		{[]string{"plan", "--model", "llama-3.1-8b", "--trace", "nope.csv", "--trace-format", "azure", "--slo", "tpot_p99_ms=50"}, "--trace"},
 		{[]string{"plan", "--model", "llama-3.1-8b", "--rate-curve", "nope.csv", "--slo", "tpot_p99_ms=50"}, "--rate-curve"},
+		// The trace window is checked as bench checks it (traceWindow).
+		{[]string{"plan", "--model", "llama-3.1-8b", "--trace", "nope.csv", "--trace-format", "azure", "--trace-speed", "0", "--slo", "tpot_p99_ms=50"}, "--trace-speed 0: want a number > 0"},
+		{[]string{"plan", "--model", "llama-3.1-8b", "--trace", "nope.csv", "--trace-format", "azure", "--trace-start", "-1s", "--slo", "tpot_p99_ms=50"}, "--trace-start -1s: must be >= 0"},
+		{[]string{"plan", "--model", "llama-3.1-8b", "--trace", "nope.csv", "--slo", "tpot_p99_ms=50"}, "--trace-format: missing"},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := run(context.Background(), tc.args, &stdout, &stderr)
