@@ -71,9 +71,8 @@ func simBands(sit sim.Situation) []simBand {
 		s := sit
 		s.Metrics = []string{m.metric}
 		band, basis := sim.ErrorBand(s)
-		if basis == "" {
+		if basis == "" { // band is 0 too
 			basis = fmt.Sprintf("none: the fidelity suite has too few real runs of %s at %s load to say", m.name, sit.Regime)
-			band = 0
 		}
 		out = append(out, simBand{Metric: m.metric, Name: m.name, Band: band, Basis: basis})
 	}
@@ -84,11 +83,11 @@ func simBands(sit sim.Situation) []simBand {
 func printSimBands(w io.Writer, sit sim.Situation, bands []simBand) {
 	fmt.Fprintf(w, "Expected error (the simulator against real runs like this level: %s, %s):\n", describeRegimes(sit), sit.Engine)
 	for _, b := range bands {
-		if b.Band == 0 {
-			fmt.Fprintf(w, "  %-5s %-6s %s\n", b.Name, "-", b.Basis)
-			continue
+		cell := "-"
+		if b.Band != 0 {
+			cell = fmt.Sprintf("±%.0f%%", 100*b.Band)
 		}
-		fmt.Fprintf(w, "  %-5s %-6s %s\n", b.Name, fmt.Sprintf("±%.0f%%", 100*b.Band), b.Basis)
+		fmt.Fprintf(w, "  %-5s %-6s %s\n", b.Name, cell, b.Basis)
 	}
 }
 
